@@ -1,0 +1,107 @@
+import cors from "@fastify/cors";
+import Fastify, { type FastifyInstance, type FastifyServerOptions } from "fastify";
+import { serializerCompiler, validatorCompiler } from "fastify-type-provider-zod";
+import type { Bus } from "./bus/index.js";
+import { type Config, corsOrigins } from "./config.js";
+import type { Sql } from "./db/connect.js";
+import type { BuildInfo } from "./lib/build-info.js";
+import { uuidv7 } from "./lib/ids.js";
+import type { Clock } from "./lib/time.js";
+import authPlugin from "./plugins/auth.js";
+import errorsPlugin from "./plugins/errors.js";
+import idempotencyPlugin from "./plugins/idempotency.js";
+import metricsPlugin from "./plugins/metrics.js";
+import openapiPlugin from "./plugins/openapi.js";
+import "./plugins/types.js";
+import publicRoutes from "./routes/public.js";
+import apiKeyRoutes from "./routes/v1/api-keys.js";
+import auditRoutes from "./routes/v1/audit.js";
+import settingsRoutes from "./routes/v1/settings.js";
+import tenantRoutes from "./routes/v1/tenants.js";
+import { createApiKeyService } from "./services/api-keys.js";
+import { type AuditWriter, createAuditWriter } from "./services/audit.js";
+import { createSettingsService } from "./services/settings.js";
+import { createTenantService } from "./services/tenants.js";
+import type { OutboundClient } from "./sources/outbound.js";
+
+export interface AppServices {
+  audit: AuditWriter;
+  apiKeys: ReturnType<typeof createApiKeyService>;
+  tenants: ReturnType<typeof createTenantService>;
+  settings: ReturnType<typeof createSettingsService>;
+}
+
+/** Everything the HTTP app needs; tests pass their own clock, database and bus. */
+export interface AppDeps {
+  config: Config;
+  sql: Sql;
+  clock: Clock;
+  bus: Bus;
+  buildInfo: BuildInfo;
+  outbound: OutboundClient;
+  services: AppServices;
+}
+
+export function createServices(opts: { pushEnabled: boolean; onAuditRecorded?: () => void }): AppServices {
+  const audit = createAuditWriter({ pushEnabled: opts.pushEnabled, ...(opts.onAuditRecorded ? { onRecorded: opts.onAuditRecorded } : {}) });
+  return {
+    audit,
+    apiKeys: createApiKeyService({ audit }),
+    tenants: createTenantService({ audit }),
+    settings: createSettingsService({ audit }),
+  };
+}
+
+const REQUEST_ID_RE = /^[A-Za-z0-9._:-]{1,128}$/;
+
+export function loggerOptions(level: string): FastifyServerOptions["logger"] {
+  return {
+    level,
+    redact: {
+      paths: ["req.headers.authorization", "req.headers.cookie", "headers.authorization", "*.secret", "*.password", "*.api_key"],
+      censor: "[redacted]",
+    },
+  };
+}
+
+/** Builds the HTTP app: plugins, then routes. The same app serves production and the tests. */
+export async function buildApp(deps: AppDeps, opts: { logger?: FastifyServerOptions["logger"] } = {}): Promise<FastifyInstance> {
+  const app = Fastify({
+    logger: opts.logger ?? loggerOptions(deps.config.LOG_LEVEL),
+    genReqId: (req) => {
+      const given = req.headers["x-request-id"];
+      return typeof given === "string" && REQUEST_ID_RE.test(given) ? given : uuidv7();
+    },
+    requestIdHeader: false,
+    bodyLimit: 1024 * 1024,
+    routerOptions: { ignoreTrailingSlash: false, maxParamLength: 200 },
+  });
+  app.setValidatorCompiler(validatorCompiler);
+  app.setSerializerCompiler(serializerCompiler);
+  app.addContentTypeParser("application/merge-patch+json", { parseAs: "string" }, app.getDefaultJsonParser("error", "error"));
+  app.addHook("onSend", async (req, reply) => {
+    reply.header("x-request-id", req.id);
+  });
+
+  await app.register(errorsPlugin);
+  const origins = corsOrigins(deps.config);
+  if (origins.length) {
+    await app.register(cors, {
+      origin: origins,
+      exposedHeaders: ["x-request-id", "idempotent-replayed", "location", "retry-after"],
+      allowedHeaders: ["authorization", "content-type", "idempotency-key", "x-request-id", "x-tenant-id"],
+      methods: ["GET", "POST", "PATCH", "DELETE"],
+    });
+  }
+  await app.register(metricsPlugin);
+  await app.register(openapiPlugin, { version: deps.buildInfo.version });
+  await app.register(authPlugin, { sql: deps.sql, clock: deps.clock });
+  await app.register(idempotencyPlugin, { sql: deps.sql, clock: deps.clock });
+
+  await app.register(publicRoutes, { deps });
+  await app.register(apiKeyRoutes, { deps });
+  await app.register(tenantRoutes, { deps });
+  await app.register(settingsRoutes, { deps });
+  await app.register(auditRoutes, { deps });
+  return app;
+}

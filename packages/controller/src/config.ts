@@ -1,0 +1,60 @@
+import { z } from "zod";
+
+const port = z.coerce.number().int().min(0).max(65535);
+const optionalString = z
+  .string()
+  .optional()
+  .transform((v) => (v === undefined || v.trim() === "" ? undefined : v.trim()));
+
+/** Every environment variable the controller reads (CONTRACT 10); bad values fail at start with a message. */
+const ConfigSchema = z.object({
+  DATABASE_URL: optionalString,
+  APP_DATA_DIR: z.string().default("./data"),
+  NATS_URL: optionalString,
+  HTTP_HOST: z.string().default("0.0.0.0"),
+  HTTP_PORT: port.default(8080),
+  GRPC_HOST: z.string().default("0.0.0.0"),
+  GRPC_PORT: port.default(50051),
+  GRPC_TLS_CERT: optionalString,
+  GRPC_TLS_KEY: optionalString,
+  APP_SERVICE: z.enum(["app-all", "api", "worker", "scheduler"]).default("app-all"),
+  APP_RUNTIME_LOGS_DIR: optionalString,
+  APP_CORS_ORIGINS: optionalString,
+  APP_OUTBOUND_ALLOW_CIDRS: optionalString,
+  AUTH_PORTAL_URL: optionalString.pipe(z.url({ protocol: /^https?$/ }).optional()),
+  AUTH_AUDIT_INGEST_SECRET: optionalString,
+  ASN_SOURCE: optionalString,
+  ASN_SOURCE_URL: optionalString,
+  BUNDLE_SIGNING_KEY_FILE: optionalString,
+  BIRD_CONTROL_SOCKET: optionalString,
+  BIRD_CONFIG_PATH: optionalString,
+  BOOTSTRAP_API_KEY: optionalString.pipe(
+    z
+      .string()
+      .regex(/^rlk_[A-Za-z0-9]{8}_[A-Za-z0-9_-]{43,}$/, "must look like rlk_<8 characters>_<at least 43 base64url characters>")
+      .optional(),
+  ),
+  LOG_LEVEL: z.enum(["fatal", "error", "warn", "info", "debug", "trace", "silent"]).default("info"),
+});
+
+export type Config = z.infer<typeof ConfigSchema>;
+
+export class ConfigError extends Error {
+  override name = "ConfigError";
+}
+
+export function loadConfig(env: Record<string, string | undefined> = process.env): Config {
+  const parsed = ConfigSchema.safeParse(env);
+  if (!parsed.success) {
+    const lines = parsed.error.issues.map((i) => `  ${i.path.join(".")}: ${i.message}`);
+    throw new ConfigError(`invalid configuration:\n${lines.join("\n")}`);
+  }
+  return parsed.data;
+}
+
+export function corsOrigins(config: Config): string[] {
+  return (config.APP_CORS_ORIGINS ?? "")
+    .split(",")
+    .map((s) => s.trim())
+    .filter(Boolean);
+}

@@ -1,0 +1,85 @@
+import type { FastifyInstance, FastifyServerOptions } from "fastify";
+import { type AppDeps, buildApp, createServices } from "./app.js";
+import { type Bus, createBus } from "./bus/index.js";
+import type { Config } from "./config.js";
+import { type Database, openDatabase } from "./db/connect.js";
+import { migrate } from "./db/migrate.js";
+import { type BuildInfo, loadBuildInfo } from "./lib/build-info.js";
+import { type Clock, systemClock } from "./lib/time.js";
+import { type AuditPusher, startAuditPusher } from "./services/audit-push.js";
+import { type BootstrapResult, bootstrapDefaultTenant } from "./services/tenants.js";
+import { createOutboundClient } from "./sources/outbound.js";
+
+export interface Controller {
+  app: FastifyInstance;
+  deps: AppDeps;
+  db: Database;
+  bootstrap: BootstrapResult;
+  close(): Promise<void>;
+}
+
+export interface StartOptions {
+  clock?: Clock;
+  buildInfo?: BuildInfo;
+  logger?: FastifyServerOptions["logger"];
+  /** An already open database (tests); closed by the caller. */
+  database?: Database;
+  bus?: Bus;
+}
+
+export function splitCidrs(value: string | undefined): string[] {
+  return (value ?? "").split(",").map((s) => s.trim()).filter(Boolean);
+}
+
+/**
+ * The controller process minus listening: database (migrated, bootstrapped), bus, background
+ * workers and the HTTP app. `server.ts` listens; the tests inject into `app`.
+ */
+export async function startController(config: Config, opts: StartOptions = {}): Promise<Controller> {
+  const clock = opts.clock ?? systemClock;
+  const db = opts.database ?? (await openDatabase({ url: config.DATABASE_URL, dataDir: config.APP_DATA_DIR }));
+  const closers: (() => Promise<unknown>)[] = [];
+  try {
+    await migrate(db.sql);
+    const bootstrap = await bootstrapDefaultTenant(db.sql, { bootstrapKey: config.BOOTSTRAP_API_KEY, now: clock() });
+    const bus = opts.bus ?? (await createBus(config.NATS_URL));
+    if (!opts.bus) closers.push(() => bus.close());
+    const outbound = createOutboundClient({ allowCidrs: splitCidrs(config.APP_OUTBOUND_ALLOW_CIDRS) });
+    closers.push(() => outbound.close());
+
+    const pushEnabled = Boolean(config.AUTH_PORTAL_URL && config.AUTH_AUDIT_INGEST_SECRET);
+    let pusher: AuditPusher | null = null;
+    const services = createServices({ pushEnabled, onAuditRecorded: () => pusher?.wake() });
+    const deps: AppDeps = { config, sql: db.sql, clock, bus, buildInfo: opts.buildInfo ?? loadBuildInfo(), outbound, services };
+    const app = await buildApp(deps, opts.logger === undefined ? {} : { logger: opts.logger });
+    closers.push(() => app.close());
+
+    const runsWorkers = config.APP_SERVICE === "app-all" || config.APP_SERVICE === "worker";
+    if (pushEnabled && runsWorkers) {
+      pusher = startAuditPusher({
+        sql: db.sql,
+        http: outbound,
+        portalUrl: config.AUTH_PORTAL_URL!,
+        secret: config.AUTH_AUDIT_INGEST_SECRET!,
+        clock,
+        logger: app.log,
+      });
+      const p = pusher;
+      closers.unshift(() => p.stop());
+    }
+    return {
+      app,
+      deps,
+      db,
+      bootstrap,
+      async close() {
+        for (const close of closers) await close().catch(() => {});
+        if (!opts.database) await db.close();
+      },
+    };
+  } catch (err) {
+    for (const close of closers) await close().catch(() => {});
+    if (!opts.database) await db.close().catch(() => {});
+    throw err;
+  }
+}

@@ -1,0 +1,106 @@
+import type { Db } from "./connect.js";
+
+export interface ApiKeyRow {
+  id: string;
+  tenant_id: string;
+  name: string;
+  role: string;
+  key_prefix: string;
+  secret_hash: Buffer;
+  previous_secret_hash: Buffer | null;
+  previous_valid_until: Date | null;
+  speaker_id: string | null;
+  expires_at: Date | null;
+  last_used_at: Date | null;
+  revoked_at: Date | null;
+  created_at: Date;
+  updated_at: Date;
+}
+
+export interface ApiKeyAuthRow extends ApiKeyRow {
+  tenant_name: string;
+}
+
+export async function insertApiKey(db: Db, row: ApiKeyRow): Promise<void> {
+  await db`
+    INSERT INTO api_keys (id, tenant_id, name, role, key_prefix, secret_hash, speaker_id, expires_at, created_at, updated_at)
+    VALUES (${row.id}, ${row.tenant_id}, ${row.name}, ${row.role}, ${row.key_prefix}, ${row.secret_hash},
+            ${row.speaker_id}, ${row.expires_at}, ${row.created_at}, ${row.updated_at})`;
+}
+
+/** The authentication lookup: by the prefix that every secret carries, across tenants. */
+export async function findApiKeyByPrefix(db: Db, prefix: string): Promise<ApiKeyAuthRow | undefined> {
+  const [row] = await db<ApiKeyAuthRow[]>`
+    SELECT k.*, t.name AS tenant_name FROM api_keys k JOIN tenants t ON t.id = k.tenant_id
+    WHERE k.key_prefix = ${prefix}`;
+  return row;
+}
+
+export async function findApiKeyById(db: Db, tenantId: string, id: string, forUpdate = false): Promise<ApiKeyRow | undefined> {
+  const [row] = forUpdate
+    ? await db<ApiKeyRow[]>`SELECT * FROM api_keys WHERE tenant_id = ${tenantId} AND id = ${id} FOR UPDATE`
+    : await db<ApiKeyRow[]>`SELECT * FROM api_keys WHERE tenant_id = ${tenantId} AND id = ${id}`;
+  return row;
+}
+
+export async function listApiKeys(
+  db: Db,
+  tenantId: string,
+  opts: { afterId: string | null; limit: number; role?: string | undefined },
+): Promise<ApiKeyRow[]> {
+  return db<ApiKeyRow[]>`
+    SELECT * FROM api_keys
+    WHERE tenant_id = ${tenantId}
+      ${opts.afterId === null ? db`` : db`AND id < ${opts.afterId}`}
+      ${opts.role === undefined ? db`` : db`AND role = ${opts.role}`}
+    ORDER BY id DESC LIMIT ${opts.limit + 1}`;
+}
+
+export async function updateApiKey(
+  db: Db,
+  tenantId: string,
+  id: string,
+  patch: { name: string; role: string; expires_at: Date | null; updated_at: Date },
+): Promise<ApiKeyRow> {
+  const [row] = await db<ApiKeyRow[]>`
+    UPDATE api_keys SET name = ${patch.name}, role = ${patch.role}, expires_at = ${patch.expires_at}, updated_at = ${patch.updated_at}
+    WHERE tenant_id = ${tenantId} AND id = ${id} RETURNING *`;
+  return row!;
+}
+
+export async function revokeApiKey(db: Db, tenantId: string, id: string, at: Date): Promise<ApiKeyRow> {
+  const [row] = await db<ApiKeyRow[]>`
+    UPDATE api_keys SET revoked_at = ${at}, updated_at = ${at}, previous_secret_hash = NULL, previous_valid_until = NULL
+    WHERE tenant_id = ${tenantId} AND id = ${id} RETURNING *`;
+  return row!;
+}
+
+export async function revokeApiKeysBySpeaker(db: Db, tenantId: string, speakerId: string, at: Date): Promise<number> {
+  const rows = await db`
+    UPDATE api_keys SET revoked_at = ${at}, updated_at = ${at}
+    WHERE tenant_id = ${tenantId} AND speaker_id = ${speakerId} AND revoked_at IS NULL RETURNING id`;
+  return rows.length;
+}
+
+export async function rotateApiKeySecret(
+  db: Db,
+  tenantId: string,
+  id: string,
+  next: { secret_hash: Buffer; previous_valid_until: Date | null; updated_at: Date },
+): Promise<ApiKeyRow> {
+  const [row] = await db<ApiKeyRow[]>`
+    UPDATE api_keys
+    SET previous_secret_hash = CASE WHEN ${next.previous_valid_until}::timestamptz IS NULL THEN NULL ELSE secret_hash END,
+        previous_valid_until = ${next.previous_valid_until},
+        secret_hash = ${next.secret_hash},
+        updated_at = ${next.updated_at}
+    WHERE tenant_id = ${tenantId} AND id = ${id} RETURNING *`;
+  return row!;
+}
+
+/** At most one write a minute per key, whatever the request rate (CONTRACT 2). */
+export async function touchApiKeyLastUsed(db: Db, id: string, at: Date): Promise<void> {
+  await db`
+    UPDATE api_keys SET last_used_at = ${at}
+    WHERE id = ${id} AND (last_used_at IS NULL OR last_used_at < ${at}::timestamptz - interval '1 minute')`;
+}

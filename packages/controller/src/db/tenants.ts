@@ -1,0 +1,33 @@
+import type { Db } from "./connect.js";
+
+export interface TenantRow {
+  id: string;
+  name: string;
+  created_at: Date;
+}
+
+export async function insertTenant(db: Db, row: TenantRow): Promise<void> {
+  await db`INSERT INTO tenants (id, name, created_at) VALUES (${row.id}, ${row.name}, ${row.created_at})`;
+}
+
+export async function findTenantById(db: Db, id: string): Promise<TenantRow | undefined> {
+  const [row] = await db<TenantRow[]>`SELECT id, name, created_at FROM tenants WHERE id = ${id}`;
+  return row;
+}
+
+export async function findTenantByName(db: Db, name: string): Promise<TenantRow | undefined> {
+  const [row] = await db<TenantRow[]>`SELECT id, name, created_at FROM tenants WHERE name = ${name}`;
+  return row;
+}
+
+export async function countTenants(db: Db): Promise<number> {
+  const [row] = await db<{ n: number }[]>`SELECT count(*)::int AS n FROM tenants`;
+  return row?.n ?? 0;
+}
+
+export async function listTenants(db: Db, opts: { afterId: string | null; limit: number }): Promise<TenantRow[]> {
+  return db<TenantRow[]>`
+    SELECT id, name, created_at FROM tenants
+    WHERE ${opts.afterId === null ? db`true` : db`id < ${opts.afterId}`}
+    ORDER BY id DESC LIMIT ${opts.limit + 1}`;
+}

@@ -1,0 +1,115 @@
+import { AppError, type ErrorCode, errorStatus, errorTitles, type FieldError, problemTypeBase } from "@rlc/shared/errors";
+import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from "fastify";
+import fp from "fastify-plugin";
+import FindMyWay from "find-my-way";
+import { hasZodFastifySchemaValidationErrors, isResponseSerializationError } from "fastify-type-provider-zod";
+
+export function sendProblem(
+  req: FastifyRequest,
+  reply: FastifyReply,
+  code: ErrorCode,
+  detail: string,
+  more: { errors?: FieldError[] | undefined; extra?: Record<string, unknown> | undefined; headers?: Record<string, string> | undefined } = {},
+) {
+  const status = errorStatus[code];
+  const body: Record<string, unknown> = {
+    type: `${problemTypeBase}${code}`,
+    title: errorTitles[code],
+    status,
+    detail,
+    code,
+    instance: req.url,
+    request_id: req.id,
+    ...(more.errors ? { errors: more.errors } : {}),
+    ...(more.extra ?? {}),
+  };
+  if (more.headers) reply.headers(more.headers);
+  return reply.code(status).type("application/problem+json").serializer(JSON.stringify).send(body);
+}
+
+function validationErrors(err: FastifyError): FieldError[] {
+  const context = (err as { validationContext?: string }).validationContext ?? "body";
+  const prefix = context === "querystring" ? "query" : context;
+  return (err.validation ?? []).map((v) => {
+    const path = v.instancePath ? v.instancePath.split("/").filter(Boolean).join(".") : "";
+    const params = v.params as { issue?: { code?: string; keys?: string[] } } | undefined;
+    const keys = params?.issue?.code === "unrecognized_keys" ? params.issue.keys : undefined;
+    return {
+      path: path ? `${prefix}.${path}` : prefix,
+      message: keys ? `unknown field${keys.length > 1 ? "s" : ""}: ${keys.join(", ")}` : (v.message ?? "invalid"),
+    };
+  });
+}
+
+/** Fastify's own errors (parsing, limits) mapped onto the closed code set. */
+function fastifyCode(err: FastifyError): { code: ErrorCode; detail: string } | null {
+  switch (err.code) {
+    case "FST_ERR_CTP_INVALID_MEDIA_TYPE":
+      return { code: "unsupported_media_type", detail: err.message };
+    case "FST_ERR_CTP_BODY_TOO_LARGE":
+      return { code: "payload_too_large", detail: "the request body is over the limit" };
+    case "FST_ERR_CTP_EMPTY_JSON_BODY":
+    case "FST_ERR_CTP_INVALID_JSON_BODY":
+      return { code: "invalid_json", detail: err.message };
+    case "FST_ERR_CTP_INVALID_CONTENT_LENGTH":
+      return { code: "validation_failed", detail: err.message };
+  }
+  if (err instanceof SyntaxError && err.statusCode === 400) return { code: "invalid_json", detail: `the body is not valid JSON: ${err.message}` };
+  const status = err.statusCode ?? 500;
+  if (status === 413) return { code: "payload_too_large", detail: err.message };
+  if (status === 415) return { code: "unsupported_media_type", detail: err.message };
+  if (status === 404) return { code: "not_found", detail: err.message };
+  if (status === 429) return { code: "rate_limited", detail: err.message };
+  if (status >= 400 && status < 500) return { code: "validation_failed", detail: err.message };
+  return null;
+}
+
+const METHODS = ["GET", "POST", "PUT", "PATCH", "DELETE"] as const;
+
+/** problem+json for every error the server produces (CONTRACT 0), 404 and 405 included. */
+export default fp(async function errorsPlugin(app: FastifyInstance) {
+  // A mirror of the route table, to tell "no such path" (404) from "path without this method" (405).
+  const routes = FindMyWay({ ignoreTrailingSlash: false });
+  app.addHook("onRoute", (route) => {
+    const methods = Array.isArray(route.method) ? route.method : [route.method];
+    for (const m of methods) {
+      if ((METHODS as readonly string[]).includes(m)) {
+        try {
+          routes.on(m as (typeof METHODS)[number], route.url, () => {});
+        } catch {
+          // duplicate shapes (e.g. HEAD added by Fastify) are fine
+        }
+      }
+    }
+  });
+
+  app.setNotFoundHandler((req, reply) => {
+    const path = req.url.split("?")[0] ?? "/";
+    const allowed = METHODS.filter((m) => routes.find(m, path) !== null);
+    if (allowed.length > 0) {
+      return sendProblem(req, reply, "method_not_allowed", `${req.method} is not allowed on ${path}`, {
+        headers: { allow: allowed.join(", ") },
+      });
+    }
+    return sendProblem(req, reply, "not_found", `no route ${req.method} ${path}`);
+  });
+
+  app.setErrorHandler((err: FastifyError, req, reply) => {
+    if (err instanceof AppError) {
+      if (err.status >= 500) req.log.error({ err }, "request failed");
+      return sendProblem(req, reply, err.code, err.message, { errors: err.errors, extra: err.extra, headers: err.headers });
+    }
+    if (hasZodFastifySchemaValidationErrors(err)) {
+      const errors = validationErrors(err);
+      return sendProblem(req, reply, "validation_failed", errors.map((e) => `${e.path}: ${e.message}`).join("; "), { errors });
+    }
+    if (isResponseSerializationError(err)) {
+      req.log.error({ err, issues: err.cause.issues }, "response does not match its schema");
+      return sendProblem(req, reply, "internal", "internal error");
+    }
+    const mapped = fastifyCode(err);
+    if (mapped) return sendProblem(req, reply, mapped.code, mapped.detail);
+    req.log.error({ err }, "unhandled error");
+    return sendProblem(req, reply, "internal", "internal error");
+  });
+});

@@ -1,0 +1,30 @@
+import swagger from "@fastify/swagger";
+import swaggerUi from "@fastify/swagger-ui";
+import type { FastifyInstance } from "fastify";
+import fp from "fastify-plugin";
+import { jsonSchemaTransform, jsonSchemaTransformObject } from "fastify-type-provider-zod";
+
+/** The OpenAPI 3.1 document, generated from the same zod schemas that validate requests. */
+export default fp(async function openapiPlugin(app: FastifyInstance, opts: { version: string }) {
+  await app.register(swagger, {
+    openapi: {
+      openapi: "3.1.0",
+      info: {
+        title: "Route-list controller API",
+        version: opts.version,
+        description:
+          "Turns lists of ASNs, domains, IP ranges and CDN feeds into community-tagged BGP announcements. " +
+          "Errors are RFC 9457 problem+json with a stable `code`. Every POST, PATCH and DELETE accepts `Idempotency-Key`. " +
+          "Collections are keyset-paginated with `cursor` and `limit` (1..500, default 50).",
+      },
+      components: {
+        securitySchemes: { bearer: { type: "http", scheme: "bearer", description: "`rlk_<prefix>_<secret>`" } },
+      },
+      security: [{ bearer: [] }],
+    },
+    transform: jsonSchemaTransform,
+    transformObject: jsonSchemaTransformObject,
+  });
+  await app.register(swaggerUi, { routePrefix: "/docs", uiConfig: { url: "/v1/openapi.json" } as never });
+  app.get("/v1/openapi.json", { schema: { hide: true }, config: { auth: "public" } }, async () => app.swagger());
+});

@@ -1,0 +1,32 @@
+import type { Db } from "../db/connect.js";
+import type { Principal, RequestContext, RoleName } from "../services/context.js";
+
+/** What a mutation handler returns: the status and body to answer (and store for replays). */
+export interface Outcome<T> {
+  status: number;
+  body: T;
+  headers?: Record<string, string>;
+}
+
+declare module "fastify" {
+  interface FastifyContextConfig {
+    /** `public`: no key; `any`: every valid key, node keys included. Default: a role check. */
+    auth?: "public" | "any";
+    /** Lowest role allowed. Default: viewer for GET/HEAD, operator otherwise. */
+    role?: RoleName;
+    /** Node keys reach only routes that say so, and only their own speaker's. */
+    node?: boolean;
+    /** A permission the key's role must hold (e.g. `bgp:monitoring:read`). */
+    permission?: string;
+  }
+  interface FastifyRequest {
+    principal: Principal | null;
+    /** The request's context for services (the key's principal; throws on a public route). */
+    ctx(): RequestContext;
+    /**
+     * Runs `fn` in one transaction together with the Idempotency-Key claim and the stored answer,
+     * so the change, its audit record, its job and the replayable answer commit or vanish together.
+     */
+    mutate<T>(reply: import("fastify").FastifyReply, fn: (tx: Db, ctx: RequestContext) => Promise<Outcome<T>>): Promise<T>;
+  }
+}

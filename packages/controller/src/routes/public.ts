@@ -1,0 +1,39 @@
+import { AppError } from "@rlc/shared/errors";
+import { Health, Ready, Version } from "@rlc/shared/schemas";
+import type { FastifyPluginAsyncZod } from "fastify-type-provider-zod";
+import type { AppDeps } from "../app.js";
+import { problems } from "./responses.js";
+
+/** Liveness, readiness, version: no key needed (SPEC 4, CONTRACT 1). */
+const publicRoutes: FastifyPluginAsyncZod<{ deps: AppDeps }> = async (app, { deps }) => {
+  const cfg = { auth: "public" as const };
+  const health = async () => ({ status: "ok" as const });
+  const version = async () => ({ ...deps.buildInfo, api: "v1" as const, node: process.version });
+  const healthSchema = { tags: ["health"], security: [], response: { 200: Health } };
+  const versionSchema = { tags: ["health"], security: [], response: { 200: Version } };
+
+  app.get("/v1/health", { schema: { ...healthSchema, summary: "Liveness" }, config: cfg }, health);
+  app.get("/health", { schema: { ...healthSchema, summary: "Liveness (root)" }, config: cfg }, health);
+  app.get("/v1/version", { schema: { ...versionSchema, summary: "Build version" }, config: cfg }, version);
+  app.get("/version", { schema: { ...versionSchema, summary: "Build version (root)" }, config: cfg }, version);
+
+  app.get(
+    "/v1/ready",
+    { schema: { tags: ["health"], summary: "Readiness: database and NATS", security: [], response: { 200: Ready, ...problems(503) } }, config: cfg },
+    async () => {
+      const checks: Record<string, string> = {};
+      try {
+        await deps.sql`SELECT 1`;
+        checks.database = "ok";
+      } catch {
+        checks.database = "down";
+      }
+      checks.nats = deps.bus.health();
+      const down = Object.entries(checks).filter(([, v]) => v === "down").map(([k]) => k);
+      if (down.length) throw new AppError("not_ready", `dependencies down: ${down.join(", ")}`, { extra: { checks } });
+      return { status: "ready" as const, checks };
+    },
+  );
+};
+
+export default publicRoutes;

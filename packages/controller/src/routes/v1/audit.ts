@@ -1,0 +1,24 @@
+import { AuditListQuery, AuditRecord, page } from "@rlc/shared/schemas";
+import type { FastifyPluginAsyncZod } from "fastify-type-provider-zod";
+import type { AppDeps } from "../../app.js";
+import { listAudit } from "../../services/audit.js";
+import { MONITORING_READ } from "../../services/context.js";
+import { authProblems } from "../responses.js";
+
+const auditRoutes: FastifyPluginAsyncZod<{ deps: AppDeps }> = async (app, { deps }) => {
+  app.get(
+    "/v1/audit",
+    {
+      schema: {
+        tags: ["audit"],
+        summary: "The CRUD audit journal (permission bgp:monitoring:read)",
+        querystring: AuditListQuery,
+        response: { 200: page(AuditRecord), ...authProblems },
+      },
+      config: { permission: MONITORING_READ },
+    },
+    async (req) => listAudit(deps.sql, req.principal!.tenantId, req.query),
+  );
+};
+
+export default auditRoutes;

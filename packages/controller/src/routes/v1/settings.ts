@@ -1,0 +1,33 @@
+import { Settings, SettingsPatch } from "@rlc/shared/schemas";
+import type { FastifyPluginAsyncZod } from "fastify-type-provider-zod";
+import type { AppDeps } from "../../app.js";
+import { authProblems, writeProblems } from "../responses.js";
+
+const tags = ["settings"];
+
+const settingsRoutes: FastifyPluginAsyncZod<{ deps: AppDeps }> = async (app, { deps }) => {
+  const settings = deps.services.settings;
+
+  app.get("/v1/settings", { schema: { tags, summary: "The tenant's settings", response: { 200: Settings, ...authProblems } } }, async (req) =>
+    settings.get(deps.sql, req.ctx()),
+  );
+
+  app.patch(
+    "/v1/settings",
+    {
+      schema: {
+        tags,
+        summary: "Change settings with a JSON merge patch",
+        description:
+          "RFC 7396: `null` deletes a key, objects merge. `application/merge-patch+json` and `application/json` are accepted. " +
+          "Known keys (`BIRD`, `revision_retention_minutes`, `revision_guard_max_drop_percent`, `runtime_logs_auto_*`) are validated; other keys are kept as given.",
+        body: SettingsPatch,
+        response: { 200: Settings, ...writeProblems },
+      },
+      config: { role: "operator" },
+    },
+    async (req, reply) => req.mutate(reply, async (tx, ctx) => ({ status: 200, body: await settings.patch(tx, ctx, req.body) })),
+  );
+};
+
+export default settingsRoutes;

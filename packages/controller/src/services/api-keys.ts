@@ -1,0 +1,201 @@
+import { ConflictError, ForbiddenError, NotFoundError, UnauthenticatedError, ValidationError } from "@rlc/shared/errors";
+import type { ApiKey, CreateApiKeyBody, UpdateApiKeyBody } from "@rlc/shared/schemas";
+import {
+  type ApiKeyRow,
+  findApiKeyById,
+  findApiKeyByPrefix,
+  insertApiKey,
+  listApiKeys,
+  revokeApiKey,
+  rotateApiKeySecret,
+  touchApiKeyLastUsed,
+  updateApiKey,
+} from "../db/api-keys.js";
+import type { Db } from "../db/connect.js";
+import { decodeCursor, type Page, toPage } from "../lib/cursor.js";
+import { uuidv7 } from "../lib/ids.js";
+import { hashKeySecret, newKeyPrefix, newKeySecret, parseKeySecret, secretMatches } from "../lib/key-secret.js";
+import { iso, isoRequired } from "../lib/time.js";
+import { type AuditWriter, changesOf } from "./audit.js";
+import { type Principal, type RequestContext, type RoleName, roleRank } from "./context.js";
+
+export function toApiKey(row: ApiKeyRow): ApiKey {
+  return {
+    id: row.id,
+    name: row.name,
+    role: row.role as ApiKey["role"],
+    key_prefix: row.key_prefix,
+    tenant_id: row.tenant_id,
+    created_at: isoRequired(row.created_at),
+    updated_at: isoRequired(row.updated_at),
+    expires_at: iso(row.expires_at),
+    last_used_at: iso(row.last_used_at),
+    revoked_at: iso(row.revoked_at),
+    speaker_id: row.speaker_id,
+  };
+}
+
+/** Inserts a key and returns its row and the one-time secret. No audit: callers record it. */
+export async function mintApiKey(
+  tx: Db,
+  input: { tenantId: string; name: string; role: RoleName; now: Date; expiresAt?: Date | null; speakerId?: string | null; secret?: string },
+): Promise<{ row: ApiKeyRow; secret: string }> {
+  const prefix = input.secret ? parseKeySecret(input.secret)!.prefix : newKeyPrefix();
+  const secret = input.secret ?? newKeySecret(prefix);
+  const row: ApiKeyRow = {
+    id: uuidv7(),
+    tenant_id: input.tenantId,
+    name: input.name,
+    role: input.role,
+    key_prefix: prefix,
+    secret_hash: hashKeySecret(secret),
+    previous_secret_hash: null,
+    previous_valid_until: null,
+    speaker_id: input.speakerId ?? null,
+    expires_at: input.expiresAt ?? null,
+    last_used_at: null,
+    revoked_at: null,
+    created_at: input.now,
+    updated_at: input.now,
+  };
+  await insertApiKey(tx, row);
+  return { row, secret };
+}
+
+/**
+ * Resolves `Authorization: Bearer <key>` to a principal, or throws 401. Revoked, expired and
+ * unknown keys are all the same 401, so the answer tells an attacker nothing.
+ */
+export async function authenticate(db: Db, header: string | undefined, now: Date): Promise<Principal> {
+  const m = header ? /^Bearer\s+(\S+)\s*$/i.exec(header) : null;
+  const secret = m?.[1];
+  const parsed = secret ? parseKeySecret(secret) : null;
+  if (!secret || !parsed) throw new UnauthenticatedError();
+  const row = await findApiKeyByPrefix(db, parsed.prefix);
+  if (!row || row.revoked_at !== null || (row.expires_at !== null && row.expires_at <= now)) throw new UnauthenticatedError();
+  const current = secretMatches(secret, row.secret_hash);
+  const inGrace =
+    !current && row.previous_valid_until !== null && row.previous_valid_until > now && secretMatches(secret, row.previous_secret_hash);
+  if (!current && !inGrace) throw new UnauthenticatedError();
+  // Best effort and off the request's path: a failed touch must not fail the request.
+  touchApiKeyLastUsed(db, row.id, now).catch(() => {});
+  return {
+    tenantId: row.tenant_id,
+    tenantName: row.tenant_name,
+    role: row.role as RoleName,
+    keyId: row.id,
+    keyPrefix: row.key_prefix,
+    speakerId: row.speaker_id,
+  };
+}
+
+function assertCanGrant(caller: RoleName, role: RoleName) {
+  if (roleRank(role) > roleRank(caller)) throw new ForbiddenError(`a ${caller} key cannot grant the ${role} role`);
+}
+
+function assertCanManage(caller: RoleName, target: ApiKeyRow) {
+  if (roleRank(target.role as RoleName) > roleRank(caller)) {
+    throw new ForbiddenError(`a ${caller} key cannot change a ${target.role} key`);
+  }
+}
+
+export function createApiKeyService(deps: { audit: AuditWriter }) {
+  const { audit } = deps;
+  const mustFind = async (db: Db, tenantId: string, id: string, forUpdate = false) => {
+    const row = await findApiKeyById(db, tenantId, id, forUpdate);
+    if (!row) throw new NotFoundError("API key", id);
+    return row;
+  };
+
+  return {
+    async create(tx: Db, ctx: RequestContext, body: CreateApiKeyBody) {
+      assertCanGrant(ctx.principal.role, body.role);
+      const expiresAt = body.expires_at ? new Date(body.expires_at) : null;
+      if (expiresAt && expiresAt <= ctx.now) throw new ValidationError("expires_at must be in the future", [{ path: "body.expires_at", message: "must be in the future" }]);
+      const { row, secret } = await mintApiKey(tx, { tenantId: ctx.principal.tenantId, name: body.name, role: body.role, now: ctx.now, expiresAt });
+      await audit.record(tx, ctx, {
+        action: "create",
+        resource_type: "api_key",
+        resource_id: row.id,
+        summary: `API key ${row.key_prefix} (${row.role}) created`,
+        changes: changesOf(null, { name: row.name, role: row.role, expires_at: iso(row.expires_at) }, ["name", "role", "expires_at"]),
+      });
+      return { ...toApiKey(row), secret };
+    },
+
+    async list(db: Db, ctx: RequestContext, q: { cursor?: string | undefined; limit: number; role?: string | undefined }): Promise<Page<ApiKey>> {
+      const afterId = q.cursor ? decodeCursor(q.cursor, ["string"])[0]! : null;
+      const rows = await listApiKeys(db, ctx.principal.tenantId, { afterId, limit: q.limit, role: q.role });
+      return toPage(rows, q.limit, (r) => [r.id], toApiKey);
+    },
+
+    async get(db: Db, ctx: RequestContext, id: string) {
+      return toApiKey(await mustFind(db, ctx.principal.tenantId, id));
+    },
+
+    async update(tx: Db, ctx: RequestContext, id: string, body: UpdateApiKeyBody) {
+      const before = await mustFind(tx, ctx.principal.tenantId, id, true);
+      assertCanManage(ctx.principal.role, before);
+      if (body.role !== undefined) {
+        if (before.role === "node" || body.role === ("node" as string)) {
+          throw new ValidationError("a node key's role cannot change", [{ path: "body.role", message: "node keys keep their role" }]);
+        }
+        assertCanGrant(ctx.principal.role, body.role);
+      }
+      if (before.revoked_at) throw new ConflictError("the key is revoked");
+      const expiresAt = body.expires_at === undefined ? before.expires_at : body.expires_at === null ? null : new Date(body.expires_at);
+      const after = await updateApiKey(tx, ctx.principal.tenantId, id, {
+        name: body.name ?? before.name,
+        role: body.role ?? before.role,
+        expires_at: expiresAt,
+        updated_at: ctx.now,
+      });
+      const view = (r: ApiKeyRow) => ({ name: r.name, role: r.role, expires_at: iso(r.expires_at) });
+      await audit.record(tx, ctx, {
+        action: "update",
+        resource_type: "api_key",
+        resource_id: id,
+        summary: `API key ${after.key_prefix} updated`,
+        changes: changesOf(view(before), view(after), ["name", "role", "expires_at"]),
+      });
+      return toApiKey(after);
+    },
+
+    async revoke(tx: Db, ctx: RequestContext, id: string) {
+      const before = await mustFind(tx, ctx.principal.tenantId, id, true);
+      assertCanManage(ctx.principal.role, before);
+      if (before.revoked_at) return; // already revoked: nothing changes, nothing to record
+      const after = await revokeApiKey(tx, ctx.principal.tenantId, id, ctx.now);
+      await audit.record(tx, ctx, {
+        action: "revoke",
+        resource_type: "api_key",
+        resource_id: id,
+        summary: `API key ${after.key_prefix} revoked`,
+        changes: { revoked_at: { from: null, to: iso(after.revoked_at) } },
+      });
+    },
+
+    async rotate(tx: Db, ctx: RequestContext, id: string, body: { grace_seconds?: number | undefined }) {
+      const before = await mustFind(tx, ctx.principal.tenantId, id, true);
+      assertCanManage(ctx.principal.role, before);
+      if (before.revoked_at) throw new ConflictError("the key is revoked and cannot be rotated");
+      const grace = body.grace_seconds ?? 0;
+      const secret = newKeySecret(before.key_prefix);
+      const after = await rotateApiKeySecret(tx, ctx.principal.tenantId, id, {
+        secret_hash: hashKeySecret(secret),
+        previous_valid_until: grace > 0 ? new Date(ctx.now.getTime() + grace * 1000) : null,
+        updated_at: ctx.now,
+      });
+      await audit.record(tx, ctx, {
+        action: "rotate",
+        resource_type: "api_key",
+        resource_id: id,
+        summary: `API key ${after.key_prefix} rotated (grace ${grace} s)`,
+        changes: { grace_seconds: { from: null, to: grace } },
+      });
+      return { ...toApiKey(after), secret };
+    },
+  };
+}
+
+export type ApiKeyService = ReturnType<typeof createApiKeyService>;

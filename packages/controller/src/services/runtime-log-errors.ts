@@ -1,0 +1,67 @@
+/**
+ * Errors of the runtime-log file operations. Each carries a stable `code`; the HTTP layer maps
+ * validation_failed → 400, not_found → 404, file_too_large → 413, runtime_logs_unavailable → 503.
+ * Messages name the file only, never the directory, so they are safe to return as `detail`;
+ * the underlying errno error (with the full path) stays in `cause` for the log.
+ */
+export type RuntimeLogErrorCode =
+  | "validation_failed"
+  | "not_found"
+  | "file_too_large"
+  | "runtime_logs_unavailable";
+
+export class RuntimeLogError extends Error {
+  override name = "RuntimeLogError";
+  readonly code: RuntimeLogErrorCode;
+
+  constructor(code: RuntimeLogErrorCode, message: string, options?: ErrorOptions) {
+    super(message, options);
+    this.code = code;
+  }
+}
+
+/** A file name, mode or tail option outside what the contract allows. */
+export class InvalidLogRequestError extends RuntimeLogError {
+  override name = "InvalidLogRequestError";
+  /** The offending input: `filename`, `mode`, `lines`, `bytes`, `grep` or `threshold_bytes`. */
+  readonly field: string;
+
+  constructor(field: string, message: string) {
+    super("validation_failed", message);
+    this.field = field;
+  }
+}
+
+/**
+ * The name does not denote a regular file in the directory. Symlinks, directories, FIFOs and
+ * devices are reported like missing files: the listing does not show them either.
+ */
+export class LogFileNotFoundError extends RuntimeLogError {
+  override name = "LogFileNotFoundError";
+
+  constructor(filename: string, options?: ErrorOptions) {
+    super("not_found", `runtime log file ${filename} not found`, options);
+  }
+}
+
+/** Cleanup refused because the file is bigger than the limit (SPEC 8: 512 MiB). */
+export class LogFileTooLargeError extends RuntimeLogError {
+  override name = "LogFileTooLargeError";
+  readonly size: number;
+  readonly maxBytes: number;
+
+  constructor(filename: string, size: number, maxBytes: number) {
+    super("file_too_large", `runtime log file ${filename} has ${size} bytes, more than the ${maxBytes} bytes cleanup handles`);
+    this.size = size;
+    this.maxBytes = maxBytes;
+  }
+}
+
+/** The configured directory cannot be read (missing, not a directory, no permission). */
+export class LogDirUnavailableError extends RuntimeLogError {
+  override name = "LogDirUnavailableError";
+
+  constructor(options?: ErrorOptions) {
+    super("runtime_logs_unavailable", "the runtime logs directory cannot be read", options);
+  }
+}

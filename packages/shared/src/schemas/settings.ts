@@ -1,0 +1,55 @@
+import { isIP } from "node:net";
+import { z } from "zod";
+import { Timestamp } from "./common.js";
+
+const ipv4 = z.string().refine((v) => isIP(v) === 4, "must be an IPv4 address");
+const ipv6 = z.string().refine((v) => isIP(v) === 6, "must be an IPv6 address");
+const cidr = z.string().refine((v) => {
+  const [addr, len, extra] = v.split("/");
+  if (extra !== undefined || addr === undefined || len === undefined || !/^\d{1,3}$/.test(len)) return false;
+  const family = isIP(addr);
+  return family !== 0 && Number(len) <= (family === 4 ? 32 : 128);
+}, "must be a CIDR prefix");
+const asn = z.number().int().min(1).max(4294967295);
+
+/** The `BIRD` settings key (CONTRACT 9); further keys are kept as they are. */
+export const BirdSettings = z
+  .looseObject({
+    bird_bgp_source_ipv4: ipv4.optional(),
+    bird_bgp_source_ipv6: ipv6.optional(),
+    router_id: ipv4.optional(),
+    local_asn: asn.optional(),
+    next_hop_ipv4: ipv4.optional(),
+    next_hop_ipv6: ipv6.optional(),
+    exclude_prefixes: z.array(cidr).max(10000).optional(),
+    min_prefix_length_v4: z.number().int().min(0).max(32).optional(),
+    min_prefix_length_v6: z.number().int().min(0).max(128).optional(),
+    static_route_kind: z.enum(["blackhole", "unreachable"]).optional(),
+    configure_timeout_seconds: z.number().int().min(5).max(3600).optional(),
+  })
+  .meta({ id: "BirdSettings" });
+
+/** Known keys and their validation; every other key is stored as given. */
+export const knownSettings: Record<string, z.ZodType> = {
+  BIRD: BirdSettings,
+  revision_retention_minutes: z.number().int().min(0),
+  revision_guard_max_drop_percent: z.number().min(0).max(100),
+  runtime_logs_auto_enabled: z.boolean(),
+  runtime_logs_auto_interval_minutes: z.number().int().min(5).max(10080),
+  runtime_logs_auto_threshold_bytes: z.number().int().min(1),
+  runtime_logs_auto_mode: z.enum(["truncate", "delete"]),
+};
+
+export const SettingsPatch = z
+  .record(z.string().min(1).max(128), z.unknown())
+  .describe("JSON merge patch (RFC 7396): `null` deletes a key; known keys are validated, others kept.")
+  .meta({ id: "SettingsPatch" });
+
+export const Settings = z
+  .object({
+    settings: z.record(z.string(), z.unknown()),
+    updated_at: Timestamp.nullable(),
+  })
+  .meta({ id: "Settings" });
+
+export type BirdSettings = z.infer<typeof BirdSettings>;
