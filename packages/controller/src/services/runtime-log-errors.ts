@@ -1,22 +1,20 @@
+import { AppError, type AppErrorOptions } from "@rlc/shared/errors";
+
 /**
- * Errors of the runtime-log file operations. Each carries a stable `code`; the HTTP layer maps
- * validation_failed → 400, not_found → 404, file_too_large → 413, runtime_logs_unavailable → 503.
- * Messages name the file only, never the directory, so they are safe to return as `detail`;
- * the underlying errno error (with the full path) stays in `cause` for the log.
+ * Errors of the runtime-log file operations. They are AppErrors, so the problem+json handler
+ * maps them (validation_failed → 400, not_found → 404, file_too_large → 413,
+ * runtime_logs_unavailable → 503) with no help from the routes. Messages name the file only,
+ * never the directory, so they are safe to return as `detail`; the underlying errno error
+ * (with the full path) stays in `cause` for the log.
  */
-export type RuntimeLogErrorCode =
-  | "validation_failed"
-  | "not_found"
-  | "file_too_large"
-  | "runtime_logs_unavailable";
+export type RuntimeLogErrorCode = "validation_failed" | "not_found" | "file_too_large" | "runtime_logs_unavailable";
 
-export class RuntimeLogError extends Error {
+export class RuntimeLogError extends AppError {
   override name = "RuntimeLogError";
-  readonly code: RuntimeLogErrorCode;
+  declare readonly code: RuntimeLogErrorCode;
 
-  constructor(code: RuntimeLogErrorCode, message: string, options?: ErrorOptions) {
-    super(message, options);
-    this.code = code;
+  constructor(code: RuntimeLogErrorCode, message: string, options?: AppErrorOptions) {
+    super(code, message, options);
   }
 }
 
@@ -27,7 +25,7 @@ export class InvalidLogRequestError extends RuntimeLogError {
   readonly field: string;
 
   constructor(field: string, message: string) {
-    super("validation_failed", message);
+    super("validation_failed", message, { errors: [{ path: field, message }] });
     this.field = field;
   }
 }
@@ -40,7 +38,7 @@ export class LogFileNotFoundError extends RuntimeLogError {
   override name = "LogFileNotFoundError";
 
   constructor(filename: string, options?: ErrorOptions) {
-    super("not_found", `runtime log file ${filename} not found`, options);
+    super("not_found", `runtime log file ${filename} not found`, { cause: options?.cause });
   }
 }
 
@@ -51,7 +49,9 @@ export class LogFileTooLargeError extends RuntimeLogError {
   readonly maxBytes: number;
 
   constructor(filename: string, size: number, maxBytes: number) {
-    super("file_too_large", `runtime log file ${filename} has ${size} bytes, more than the ${maxBytes} bytes cleanup handles`);
+    super("file_too_large", `runtime log file ${filename} has ${size} bytes, more than the ${maxBytes} bytes cleanup handles`, {
+      extra: { size, max_bytes: maxBytes },
+    });
     this.size = size;
     this.maxBytes = maxBytes;
   }
@@ -62,6 +62,6 @@ export class LogDirUnavailableError extends RuntimeLogError {
   override name = "LogDirUnavailableError";
 
   constructor(options?: ErrorOptions) {
-    super("runtime_logs_unavailable", "the runtime logs directory cannot be read", options);
+    super("runtime_logs_unavailable", "the runtime logs directory cannot be read", { cause: options?.cause });
   }
 }

@@ -1,7 +1,8 @@
-import { execFileSync } from "node:child_process";
+import { execFileSync, spawn } from "node:child_process";
 import { mkdir, mkdtemp, open, readFile, rm, stat, symlink, utimes, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import path from "node:path";
+import { AppError } from "@rlc/shared/errors";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import {
   cleanupLogFile,
@@ -86,7 +87,7 @@ describe("listLogFiles", () => {
 
   it("listLogFiles - an empty directory lists nothing, a missing one is runtime_logs_unavailable", async () => {
     expect(await listLogFiles(dir)).toEqual({ items: [], total_bytes: 0 });
-    await expect(listLogFiles(path.join(root, "missing"))).rejects.toMatchObject({ code: "runtime_logs_unavailable" });
+    await expect(listLogFiles(path.join(root, "missing"))).rejects.toMatchObject({ code: "runtime_logs_unavailable", status: 503 });
   });
 });
 
@@ -129,6 +130,44 @@ describe("path safety", () => {
     const run = await runAutoCleanup(dir, { thresholdBytes: 1, mode: "truncate" });
     expect(run.cleaned.map((item) => item.name)).toEqual(["real.log"]);
     expect(await fingerprint(path.join(root, "outside.log"))).toEqual(before);
+  });
+
+  it("path safety - a symlink swapped in between the checks and the open or unlink is still never followed", async () => {
+    // Another process keeps renaming a regular file and a symlink onto race.log, so some calls
+    // lstat the regular file and then open whatever is there a moment later.
+    const outside = path.join(root, "outside.log");
+    const before = await fingerprint(outside);
+    const swapper = spawn(process.execPath, ["-e", `
+      const fs = require("node:fs"); const path = require("node:path"); const dir = process.argv[1];
+      const end = Date.now() + 1500;
+      while (Date.now() < end) {
+        fs.writeFileSync(path.join(dir, "regular.tmp"), "decoy decoy decoy\\n");
+        fs.renameSync(path.join(dir, "regular.tmp"), path.join(dir, "race.log"));
+        try { fs.unlinkSync(path.join(dir, "link.tmp")); } catch {}
+        fs.symlinkSync(process.argv[2], path.join(dir, "link.tmp"));
+        fs.renameSync(path.join(dir, "link.tmp"), path.join(dir, "race.log"));
+      }`, dir, outside], { stdio: "ignore" });
+    const exited = new Promise((resolve) => swapper.once("exit", resolve));
+    const outcomes = new Set<string>();
+    try {
+      const end = Date.now() + 1000;
+      while (Date.now() < end) {
+        const attempts = [
+          tailLogFile(dir, "race.log"),
+          cleanupLogFile(dir, "race.log", "truncate"),
+          cleanupLogFile(dir, "race.log", "delete"),
+        ];
+        for (const attempt of await Promise.allSettled(attempts)) {
+          outcomes.add(attempt.status === "fulfilled" ? "ok" : (attempt.reason as { code: string }).code);
+          if (attempt.status === "fulfilled" && "lines" in attempt.value) expect(attempt.value.lines).not.toContain("outside content");
+        }
+      }
+    } finally {
+      swapper.kill();
+      await exited;
+    }
+    expect(outcomes).toContain("ok"); // the race was really run against a regular file too
+    expect(await fingerprint(outside)).toEqual(before);
   });
 
   it("path safety - a directory or FIFO named like a log is not_found and does not hang", async () => {
@@ -222,7 +261,11 @@ describe("tailLogFile", () => {
       await expect(tailLogFile(dir, "app.log", options), JSON.stringify(options)).rejects.toMatchObject({ code: "validation_failed" });
     }
     expect((await tailLogFile(dir, "app.log", { lines: 10_000, bytes: 8 * MiB, grep: "😀".repeat(256) })).lines).toEqual([]);
-    await expect(tailLogFile(dir, "missing.log")).rejects.toMatchObject({ code: "not_found", name: "LogFileNotFoundError" });
+    await expect(tailLogFile(dir, "missing.log")).rejects.toMatchObject({ code: "not_found", status: 404, name: "LogFileNotFoundError" });
+    await expect(tailLogFile(dir, "app.log", { lines: 0 })).rejects.toMatchObject({
+      status: 400,
+      errors: [{ path: "lines", message: "lines must be an integer from 1 to 10000" }],
+    });
   });
 });
 
@@ -244,7 +287,9 @@ describe("cleanupLogFile", () => {
     await sparse(file, 600 * MiB, "\nthe end\n");
     const before = await stat(file);
     for (const mode of ["truncate", "delete"] as const) {
-      await expect(cleanupLogFile(dir, "big.log", mode)).rejects.toMatchObject({ code: "file_too_large", size: 600 * MiB });
+      const refusal = cleanupLogFile(dir, "big.log", mode);
+      await expect(refusal).rejects.toBeInstanceOf(AppError);
+      await expect(refusal).rejects.toMatchObject({ code: "file_too_large", status: 413, size: 600 * MiB });
     }
     const after = await stat(file);
     expect([after.size, after.mtimeMs, after.ino]).toEqual([before.size, before.mtimeMs, before.ino]);

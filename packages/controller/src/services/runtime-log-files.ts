@@ -86,7 +86,7 @@ export interface AutoCleanupItem {
   /** 0 for a dry run (what would remain); equal to bytes_before when the cleanup failed. */
   bytes_after: number;
   result: "ok" | "failed" | "dry_run";
-  /** The error code (e.g. `not_found`, `file_too_large`, or an errno code such as `EACCES`). */
+  /** The error code (e.g. `not_found`, `file_too_large`, an errno code such as `EACCES`, else `internal`). */
   error: string | null;
 }
 
@@ -281,7 +281,7 @@ function isErrno(error: unknown, ...codes: string[]): boolean {
 
 function errorCode(error: unknown): string {
   const code = error instanceof Error ? (error as { code?: unknown }).code : undefined;
-  return typeof code === "string" ? code : "internal_error";
+  return typeof code === "string" ? code : "internal";
 }
 
 function sum(values: number[]): number {
