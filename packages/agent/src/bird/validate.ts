@@ -1,0 +1,103 @@
+import { execFile } from "node:child_process";
+import { readFile } from "node:fs/promises";
+
+export interface ProcessResult {
+  /** Exit code; null when the process was killed (see `signal`). */
+  code: number | null;
+  signal: string | null;
+  stdout: string;
+  stderr: string;
+}
+
+/** Runs a program and resolves with how it ended; rejects only when it could not start. */
+export type ProcessRunner = (file: string, args: readonly string[], options?: { timeoutMs?: number; cwd?: string }) => Promise<ProcessResult>;
+
+/** The real runner: child_process.execFile (no shell, so arguments are never interpreted). */
+export function createProcessRunner(): ProcessRunner {
+  return (file, args, options = {}) =>
+    new Promise((resolve, reject) => {
+      execFile(
+        file,
+        [...args],
+        { timeout: options.timeoutMs ?? 30_000, cwd: options.cwd, encoding: "utf8", maxBuffer: 4 * 1024 * 1024 },
+        (error, stdout, stderr) => {
+          const e = error as (NodeJS.ErrnoException & { code?: number | string; signal?: string | null }) | null;
+          if (e && typeof e.code === "string") return reject(e); // ENOENT, EACCES: did not run
+          resolve({ code: e ? (typeof e.code === "number" ? e.code : null) : 0, signal: e?.signal ?? null, stdout, stderr });
+        },
+      );
+    });
+}
+
+export interface BirdConfigLocation {
+  file: string;
+  line: number;
+  /** BIRD's column: the last character of the token it stopped at, 1-based (0 = no token). */
+  column: number;
+}
+
+/** A config BIRD refused, with BIRD's own message and the offending line under a caret. */
+export class BirdConfigError extends Error {
+  override name = "BirdConfigError";
+  readonly code = "bird_config_invalid";
+  readonly location: BirdConfigLocation | null;
+  /** BIRD's message without the location, e.g. `syntax error, unexpected CF_SYM_UNDEFINED`. */
+  readonly birdMessage: string;
+  /** `file:line:col message`, the source line and a caret under the column. */
+  readonly excerpt: string;
+
+  constructor(birdMessage: string, location: BirdConfigLocation | null, excerpt: string) {
+    super(location ? `${location.file}:${location.line}:${location.column} ${birdMessage}` : birdMessage);
+    this.birdMessage = birdMessage;
+    this.location = location;
+    this.excerpt = excerpt;
+  }
+}
+
+export interface ValidateOptions {
+  runner: ProcessRunner;
+  /** Default `bird` (from PATH). */
+  birdBin?: string;
+  timeoutMs?: number;
+  /** Reads the offending file for the excerpt; default fs.readFile. */
+  readText?: (path: string) => Promise<string>;
+}
+
+const LOCATED = /^(?:bird: )?(.+?):(\d+):(\d+) (.*)$/;
+
+/**
+ * `bird -p -c <file>`: BIRD parses the config (and every file it includes) and exits, silent
+ * with 0 when it is good, 1 with `bird: <file>:<line>:<col> <message>` on stderr when not.
+ * Throws {@link BirdConfigError} when BIRD refuses the file.
+ */
+export async function validateBirdConfig(configPath: string, options: ValidateOptions): Promise<void> {
+  const result = await options.runner(options.birdBin ?? "bird", ["-p", "-c", configPath], { timeoutMs: options.timeoutMs ?? 30_000 });
+  if (result.code === 0) return;
+  const firstLine = (result.stderr.trim() || result.stdout.trim()).split("\n")[0] ?? "";
+  const error = parseBirdError(firstLine || `bird -p exited with ${result.code ?? result.signal}`);
+  let source: string | null = null;
+  if (error.location) {
+    source = await (options.readText ?? ((p: string) => readFile(p, "utf8")))(error.location.file).catch(() => null);
+  }
+  throw new BirdConfigError(error.message, error.location, formatExcerpt(error, source));
+}
+
+/** `bird: file:line:col message` (from `bird -p`) or `file:line:col message` (8002 over the socket). */
+export function parseBirdError(text: string): { message: string; location: BirdConfigLocation | null } {
+  const m = LOCATED.exec(text.trim());
+  if (!m) return { message: text.trim().replace(/^bird: /, ""), location: null };
+  return { message: m[4] as string, location: { file: m[1] as string, line: Number(m[2]), column: Number(m[3]) } };
+}
+
+/** The message, the offending line and a caret under BIRD's column (tabs kept, so it lines up). */
+export function formatExcerpt(error: { message: string; location: BirdConfigLocation | null }, source: string | null): string {
+  const { location } = error;
+  if (!location) return error.message;
+  const head = `${location.file}:${location.line}:${location.column} ${error.message}`;
+  const text = source?.split("\n")[location.line - 1];
+  if (text === undefined) return head;
+  const number = String(location.line);
+  const pad = " ".repeat(number.length);
+  const before = text.slice(0, Math.max(0, location.column - 1)).replace(/[^\t]/g, " ");
+  return `${head}\n ${number} | ${text}\n ${pad} | ${before}^`;
+}

@@ -1,0 +1,11 @@
+// Bundle → BIRD 2 configuration text: pure, tested against golden files.
+export {
+  DEFAULT_INCLUDE_NAME,
+  DEFAULT_MAIN_NAME,
+  type RenderedConfig,
+  type RenderOptions,
+  renderBirdConfig,
+  TABLE_V4,
+  TABLE_V6,
+} from "./render.js";
+export { peerIdFromProtocol, peerProtocolName, RenderError } from "./values.js";

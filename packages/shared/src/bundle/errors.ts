@@ -1,0 +1,26 @@
+/**
+ * Why a bundle or key statement was refused. Stable words: the agent reports them to the
+ * controller as they are, and the controller shows them on the apply job.
+ */
+export type BundleErrorCode =
+  | "too_large"
+  | "malformed"
+  | "unsupported_format"
+  | "unknown_key"
+  | "retired_key"
+  | "bad_signature"
+  | "wrong_speaker"
+  | "wrong_tenant"
+  | "stale_sequence"
+  | "expired"
+  | "digest_mismatch";
+
+export class BundleError extends Error {
+  override name = "BundleError";
+  readonly code: BundleErrorCode;
+
+  constructor(code: BundleErrorCode, message: string, options?: { cause?: unknown }) {
+    super(message, options);
+    this.code = code;
+  }
+}
