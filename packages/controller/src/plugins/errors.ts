@@ -32,12 +32,7 @@ function validationErrors(err: FastifyError): FieldError[] {
   const prefix = context === "querystring" ? "query" : context;
   return (err.validation ?? []).map((v) => {
     const path = v.instancePath ? v.instancePath.split("/").filter(Boolean).join(".") : "";
-    const params = v.params as { issue?: { code?: string; keys?: string[] } } | undefined;
-    const keys = params?.issue?.code === "unrecognized_keys" ? params.issue.keys : undefined;
-    return {
-      path: path ? `${prefix}.${path}` : prefix,
-      message: keys ? `unknown field${keys.length > 1 ? "s" : ""}: ${keys.join(", ")}` : (v.message ?? "invalid"),
-    };
+    return { path: path ? `${prefix}.${path}` : prefix, message: v.message ?? "invalid" };
   });
 }
 

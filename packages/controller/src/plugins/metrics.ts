@@ -9,6 +9,12 @@ import { collectDefaultMetrics, Counter, Histogram, Registry } from "prom-client
 export default fp(async function metricsPlugin(app: FastifyInstance) {
   const registry = new Registry();
   collectDefaultMetrics({ register: registry, prefix: "rlc_" });
+  // prom-client names these gauges *_total, which `promtool check metrics` rejects (a _total
+  // suffix promises a counter); the handle/request/resource counts are also in the event-loop
+  // and heap metrics that stay.
+  for (const name of ["nodejs_active_handles_total", "nodejs_active_requests_total", "nodejs_active_resources_total"]) {
+    registry.removeSingleMetric(`rlc_${name}`);
+  }
   const requests = new Counter({
     name: "rlc_http_requests_total",
     help: "HTTP requests answered, by method, route pattern and status code.",

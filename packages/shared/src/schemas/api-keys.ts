@@ -1,5 +1,5 @@
 import { z } from "zod";
-import { AnyRole, ListQueryShape, Role, Timestamp, Uuid } from "./common.js";
+import { AnyRole, ListQueryShape, optionalBody, Role, Timestamp, Uuid } from "./common.js";
 
 export const ApiKey = z
   .object({
@@ -36,11 +36,11 @@ export const UpdateApiKeyBody = z.strictObject({
   expires_at: ExpiresAt.optional(),
 });
 
-export const RotateApiKeyBody = z
-  .strictObject({
+export const RotateApiKeyBody = optionalBody(
+  z.strictObject({
     grace_seconds: z.number().int().min(0).max(86400).optional(),
-  })
-  .default({});
+  }),
+);
 
 export const ApiKeyListQuery = z.strictObject({
   ...ListQueryShape,

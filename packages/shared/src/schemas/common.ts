@@ -48,3 +48,8 @@ export const Problem = z
   .meta({ id: "Problem", description: "RFC 9457 problem details; `code` is stable and `type` ends with it." });
 
 export const Empty = z.undefined().describe("No content");
+
+/** A body that may be left out: Fastify hands a missing body to validation as null. */
+export function optionalBody<T extends z.ZodType>(schema: T) {
+  return z.preprocess((v) => (v === null || v === undefined ? {} : v), schema);
+}
