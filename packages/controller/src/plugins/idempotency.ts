@@ -30,10 +30,9 @@ export default fp(async function idempotencyPlugin(app: FastifyInstance, opts: {
     reply: FastifyReply,
     fn: (tx: Db, ctx: RequestContext) => Promise<Outcome<T>>,
   ): Promise<T> {
-    const req = this;
-    const principal = req.principal;
+    const principal = this.principal;
     if (!principal) throw new Error("mutate() on a route without a principal");
-    const header = req.headers["idempotency-key"];
+    const header = this.headers["idempotency-key"];
     const key = Array.isArray(header) ? header[0] : header;
     if (key !== undefined && !KEY_RE.test(key)) {
       throw new AppError("validation_failed", "Idempotency-Key must be 1..255 printable ASCII characters", {
@@ -41,7 +40,7 @@ export default fp(async function idempotencyPlugin(app: FastifyInstance, opts: {
       });
     }
     const after: (() => void | Promise<void>)[] = [];
-    const ctx: RequestContext = { principal, requestId: req.id, now: opts.clock(), afterCommit: (f) => void after.push(f) };
+    const ctx: RequestContext = { principal, requestId: this.id, now: opts.clock(), afterCommit: (f) => void after.push(f) };
 
     const outcome = await opts.sql.begin(async (tx) => {
       if (key === undefined) return { replayed: false, result: await fn(tx, ctx) };
@@ -50,7 +49,7 @@ export default fp(async function idempotencyPlugin(app: FastifyInstance, opts: {
           headers: { "retry-after": "1" },
         });
       }
-      const hash = requestHash(req);
+      const hash = requestHash(this);
       const stored = await findIdempotencyRecord(tx, principal.tenantId, key, new Date(ctx.now.getTime() - TTL_MS));
       if (stored) {
         if (stored.request_hash !== hash) {
@@ -77,7 +76,7 @@ export default fp(async function idempotencyPlugin(app: FastifyInstance, opts: {
         try {
           await f();
         } catch (err) {
-          req.log.warn({ err }, "after-commit step failed");
+          this.log.warn({ err }, "after-commit step failed");
         }
       }
     }

@@ -68,7 +68,7 @@ describe.skipIf(missing !== null)("queryDoh - wire format against unbound (h2c)"
 
 describe("queryDoh - dns-json format", () => {
   it("queryDoh - asks ?name=&type= and maps numeric types", async () => {
-    const server = await startJsonDohServer((name, type) => ({
+    const server = await startJsonDohServer((name) => ({
       Status: 0,
       Answer: [jsonCname(name, "edge.cdn.test"), jsonA("edge.cdn.test", "1.2.3.7"), { name: "x.", type: 46, TTL: 1, data: "sig" }],
     }));
@@ -100,6 +100,15 @@ describe("queryDoh - dns-json format", () => {
     const server = await startJsonDohServer((name) => ({ Status: 0, Answer: [jsonA(name, "2606:4700::1")] }));
     try {
       await expect(queryDoh(client, profile(server.url, { format: "json" }), "a.test", "A")).rejects.toBeInstanceOf(DohMalformedError);
+    } finally {
+      await server.close();
+    }
+  });
+
+  it("queryDoh - refuses an answer to another question", async () => {
+    const server = await startRawServer("application/dns-json", '{"Status":0,"Question":[{"name":"a.test.","type":28}],"Answer":[]}');
+    try {
+      await expect(queryDoh(client, profile(server.url, { format: "json" }), "a.test", "A")).rejects.toThrow(/not a\.test A/);
     } finally {
       await server.close();
     }

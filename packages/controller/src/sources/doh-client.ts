@@ -180,8 +180,12 @@ function parseJson(response: OutboundResponse, qname: string, type: DohQueryType
   if (!isObject(doc) || !Number.isInteger(doc.Status)) throw new DohMalformedError("dns-json answer has no Status");
   if (doc.TC === true) throw new DohMalformedError("DNS response is truncated");
   const question = Array.isArray(doc.Question) ? doc.Question[0] : undefined;
-  if (isObject(question) && typeof question.name === "string" && normaliseName(question.name) !== qname) {
-    throw new DohMalformedError(`dns-json answer is for ${question.name}, not ${qname}`);
+  if (isObject(question)) {
+    const askedName = typeof question.name === "string" ? normaliseName(question.name) : qname;
+    const askedType = typeof question.type === "number" ? JSON_TYPES[question.type] : type;
+    if (askedName !== qname || askedType !== type) {
+      throw new DohMalformedError(`dns-json answer is for ${String(question.name)} type ${String(question.type)}, not ${qname} ${type}`);
+    }
   }
   if (doc.Answer !== undefined && !Array.isArray(doc.Answer)) throw new DohMalformedError("dns-json Answer is not an array");
   const answers: DohAnswer[] = [];

@@ -145,10 +145,18 @@ function describe(errors: readonly unknown[]): string {
   const parts = errors.map((err) => {
     if (!(err instanceof ProfileFailure)) return err instanceof Error ? err.message : String(err);
     const { profile, cause } = err;
-    // Host only: a DoH URL's path may carry an account token (NextDNS, ControlD).
-    const label = profile.name || profile.id || new URL(profile.url).host;
-    const code = (cause as { code?: unknown }).code;
+    const label = profile.name || profile.id || hostOf(profile.url);
+    const code = (cause as { code?: unknown } | null | undefined)?.code;
     return typeof code === "string" ? `${label}: ${err.message} (${code})` : `${label}: ${err.message}`;
   });
   return [...new Set(parts)].join("; ");
+}
+
+/** Host only: a DoH URL's path may carry an account token (NextDNS, ControlD). */
+function hostOf(url: string): string {
+  try {
+    return new URL(url).host;
+  } catch {
+    return "invalid URL";
+  }
 }
