@@ -17,9 +17,11 @@ import publicRoutes from "./routes/public.js";
 import apiKeyRoutes from "./routes/v1/api-keys.js";
 import auditRoutes from "./routes/v1/audit.js";
 import settingsRoutes from "./routes/v1/settings.js";
+import jobRoutes from "./routes/v1/jobs.js";
 import tenantRoutes from "./routes/v1/tenants.js";
 import { createApiKeyService } from "./services/api-keys.js";
 import { type AuditWriter, createAuditWriter } from "./services/audit.js";
+import { createJobService } from "./services/jobs.js";
 import { createSettingsService } from "./services/settings.js";
 import { createTenantService } from "./services/tenants.js";
 import type { OutboundClient } from "./sources/outbound.js";
@@ -29,6 +31,7 @@ export interface AppServices {
   apiKeys: ReturnType<typeof createApiKeyService>;
   tenants: ReturnType<typeof createTenantService>;
   settings: ReturnType<typeof createSettingsService>;
+  jobs: ReturnType<typeof createJobService>;
 }
 
 /** Everything the HTTP app needs; tests pass their own clock, database and bus. */
@@ -49,6 +52,7 @@ export function createServices(opts: { pushEnabled: boolean; onAuditRecorded?: (
     apiKeys: createApiKeyService({ audit }),
     tenants: createTenantService({ audit }),
     settings: createSettingsService({ audit }),
+    jobs: createJobService({ audit }),
   };
 }
 
@@ -103,5 +107,6 @@ export async function buildApp(deps: AppDeps, opts: { logger?: FastifyServerOpti
   await app.register(tenantRoutes, { deps });
   await app.register(settingsRoutes, { deps });
   await app.register(auditRoutes, { deps });
+  await app.register(jobRoutes, { deps });
   return app;
 }

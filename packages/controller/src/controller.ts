@@ -4,6 +4,9 @@ import { type Bus, createBus } from "./bus/index.js";
 import type { Config } from "./config.js";
 import { type Database, openDatabase } from "./db/connect.js";
 import { migrate } from "./db/migrate.js";
+import type { JobHandler } from "./jobs/handler.js";
+import { createJobHandlers } from "./jobs/handlers.js";
+import { startWorker } from "./jobs/worker.js";
 import { type BuildInfo, loadBuildInfo } from "./lib/build-info.js";
 import { type Clock, systemClock } from "./lib/time.js";
 import { type AuditPusher, startAuditPusher } from "./services/audit-push.js";
@@ -25,6 +28,8 @@ export interface StartOptions {
   /** An already open database (tests); closed by the caller. */
   database?: Database;
   bus?: Bus;
+  /** Replaces the job handlers (tests of the queue itself). */
+  jobHandlers?: JobHandler[];
 }
 
 export function splitCidrs(value: string | undefined): string[] {
@@ -66,6 +71,11 @@ export async function startController(config: Config, opts: StartOptions = {}): 
       });
       const p = pusher;
       closers.unshift(() => p.stop());
+    }
+    const handlers = opts.jobHandlers ?? createJobHandlers();
+    if (runsWorkers && handlers.length) {
+      const worker = startWorker({ sql: db.sql, bus, clock, logger: app.log, handlers });
+      closers.unshift(() => worker.stop());
     }
     return {
       app,

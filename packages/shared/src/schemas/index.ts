@@ -4,3 +4,4 @@ export * from "./common.js";
 export * from "./health.js";
 export * from "./settings.js";
 export * from "./tenants.js";
+export * from "./jobs.js";

@@ -1,0 +1,60 @@
+import { z } from "zod";
+import { ListQueryShape, Timestamp, Uuid } from "./common.js";
+
+export const DohMethod = z.enum(["GET", "POST"]);
+export const DohFormat = z
+  .enum(["wire", "json"])
+  .describe("`wire`: RFC 8484 `application/dns-message` (GET `?dns=` or POST); `json`: the `application/dns-json` API (GET `?name=&type=`).");
+
+export const DohProfile = z
+  .object({
+    id: Uuid,
+    name: z.string().nullable(),
+    url: z.string(),
+    method: DohMethod,
+    format: DohFormat,
+    timeout_ms: z.number().int(),
+    headers: z.record(z.string(), z.string()),
+    created_at: Timestamp,
+    updated_at: Timestamp,
+  })
+  .meta({ id: "DohProfile" });
+
+const HeaderName = z.string().regex(/^[!#$%&'*+.^_`|~0-9A-Za-z-]{1,64}$/, "must be an HTTP header name");
+const HeaderValue = z.string().max(1024).regex(/^[^\r\n\0]*$/, "must not contain CR, LF or NUL");
+const Headers = z
+  .record(HeaderName, HeaderValue)
+  .refine((h) => Object.keys(h).length <= 32, "at most 32 headers")
+  .describe("Extra request headers (e.g. an API token), sent with every query.");
+const ProfileName = z.string().trim().min(1).max(64).nullable().describe("Optional display name, unique in the tenant.");
+const ProfileUrl = z
+  .string()
+  .min(1)
+  .max(2048)
+  .describe("`https`, or plain `http` only to an address allowed by `APP_OUTBOUND_ALLOW_CIDRS`.")
+  .meta({ example: "https://cloudflare-dns.com/dns-query" });
+const TimeoutMs = z.number().int().min(100).max(30000);
+
+export const CreateDohProfileBody = z.strictObject({
+  name: ProfileName.optional(),
+  url: ProfileUrl,
+  method: DohMethod.optional().describe("Default GET."),
+  format: DohFormat.optional().describe("Default wire."),
+  timeout_ms: TimeoutMs.optional().describe("Default 3000."),
+  headers: Headers.optional(),
+});
+
+export const UpdateDohProfileBody = z.strictObject({
+  name: ProfileName.optional(),
+  url: ProfileUrl.optional(),
+  method: DohMethod.optional(),
+  format: DohFormat.optional(),
+  timeout_ms: TimeoutMs.optional(),
+  headers: Headers.optional(),
+});
+
+export const DohProfileListQuery = z.strictObject(ListQueryShape);
+
+export type DohProfile = z.infer<typeof DohProfile>;
+export type CreateDohProfileBody = z.infer<typeof CreateDohProfileBody>;
+export type UpdateDohProfileBody = z.infer<typeof UpdateDohProfileBody>;

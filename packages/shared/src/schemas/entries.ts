@@ -1,0 +1,79 @@
+import { z } from "zod";
+import { ListQueryShape, Timestamp, Uuid } from "./common.js";
+
+// Shapes only: the normalisation rules (ASN forms, IDN, canonical CIDR) live in the controller,
+// which applies the same functions to JSON bodies and CSV rows.
+
+const Comment = z.string().max(256);
+
+const entryShape = {
+  id: Uuid,
+  module_id: Uuid,
+  comment: z.string(),
+  created_at: Timestamp,
+  updated_at: Timestamp,
+};
+
+export const AsEntry = z.object({ ...entryShape, asn: z.number().int().min(1).max(4294967295) }).meta({ id: "AsEntry" });
+
+export const DomainEntry = z
+  .object({ ...entryShape, domain: z.string(), include_subdomains: z.boolean() })
+  .meta({ id: "DomainEntry" });
+
+export const IpRangeEntry = z.object({ ...entryShape, cidr: z.string() }).meta({ id: "IpRangeEntry" });
+
+export const AsnInput = z
+  .union([z.number().int(), z.string().max(16)])
+  .describe("1..4294967295, as a number or as text (`13335`, `AS13335`, `as13335`); stored as a number.")
+  .meta({ example: 13335 });
+
+/** SPEC 2: an AS entry holds an ASN only. A `prefix` member is refused with this message, not as an unknown key. */
+const RemovedPrefix = z
+  .never({ error: "prefix was removed: an AS entry holds only an ASN, whose prefixes come from the ASN source" })
+  .optional()
+  .describe("Removed (SPEC 2): sending it is a 400.");
+
+export const CreateAsEntryBody = z.strictObject({ asn: AsnInput, comment: Comment.optional(), prefix: RemovedPrefix });
+export const UpdateAsEntryBody = z.strictObject({ asn: AsnInput.optional(), comment: Comment.optional(), prefix: RemovedPrefix });
+
+const DomainInput = z
+  .string()
+  .min(1)
+  .max(1024)
+  .describe("Lower-cased, trailing dot removed, IDN to punycode; labels 1..63 (letters, digits, hyphens), name ≤ 253, at least two labels.")
+  .meta({ example: "bücher.example" });
+
+export const CreateDomainEntryBody = z.strictObject({
+  domain: DomainInput,
+  include_subdomains: z.boolean().optional().describe("Default false."),
+  comment: Comment.optional(),
+});
+export const UpdateDomainEntryBody = z.strictObject({
+  domain: DomainInput.optional(),
+  include_subdomains: z.boolean().optional(),
+  comment: Comment.optional(),
+});
+
+const CidrInput = z
+  .string()
+  .min(1)
+  .max(128)
+  .describe("IPv4 or IPv6 CIDR; a bare address is a /32 or /128; host bits set is a 400 naming the network. Stored canonical.")
+  .meta({ example: "2001:db8::/32" });
+
+export const CreateIpRangeEntryBody = z.strictObject({ cidr: CidrInput, comment: Comment.optional() });
+export const UpdateIpRangeEntryBody = z.strictObject({ cidr: CidrInput.optional(), comment: Comment.optional() });
+
+export const EntryListQuery = z.strictObject(ListQueryShape);
+
+export const ModuleEntryParams = z.strictObject({ module_id: Uuid, entry_id: Uuid });
+
+export type AsEntry = z.infer<typeof AsEntry>;
+export type DomainEntry = z.infer<typeof DomainEntry>;
+export type IpRangeEntry = z.infer<typeof IpRangeEntry>;
+export type CreateAsEntryBody = z.infer<typeof CreateAsEntryBody>;
+export type UpdateAsEntryBody = z.infer<typeof UpdateAsEntryBody>;
+export type CreateDomainEntryBody = z.infer<typeof CreateDomainEntryBody>;
+export type UpdateDomainEntryBody = z.infer<typeof UpdateDomainEntryBody>;
+export type CreateIpRangeEntryBody = z.infer<typeof CreateIpRangeEntryBody>;
+export type UpdateIpRangeEntryBody = z.infer<typeof UpdateIpRangeEntryBody>;

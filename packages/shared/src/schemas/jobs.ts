@@ -1,0 +1,34 @@
+import { z } from "zod";
+import { ListQueryShape, Timestamp, Uuid } from "./common.js";
+
+export const JobType = z.enum(["module_ingest", "peer_reconcile", "apply", "maintenance_policy_run", "revision_prune", "runtime_logs_cleanup"]);
+export const JobStatus = z.enum(["queued", "running", "succeeded", "failed", "cancelled"]);
+
+export const Job = z
+  .object({
+    job_id: Uuid,
+    type: JobType,
+    status: JobStatus,
+    cancel_requested: z.boolean(),
+    progress: z.object({ done: z.number().int(), total: z.number().int().nullable() }).nullable(),
+    params: z.record(z.string(), z.unknown()),
+    result: z.record(z.string(), z.unknown()).nullable(),
+    error: z.looseObject({ code: z.string(), detail: z.string() }).nullable(),
+    attempts: z.number().int(),
+    created_at: Timestamp,
+    started_at: Timestamp.nullable(),
+    finished_at: Timestamp.nullable(),
+    created_by: z.string().nullable(),
+  })
+  .meta({ id: "Job" });
+
+export const JobListQuery = z.strictObject({
+  ...ListQueryShape,
+  type: JobType.optional(),
+  status: JobStatus.optional(),
+});
+
+export const JobParams = z.strictObject({ job_id: Uuid });
+
+export type Job = z.infer<typeof Job>;
+export type JobType = z.infer<typeof JobType>;

@@ -1,0 +1,132 @@
+import { z } from "zod";
+import { ListQueryShape, QueryBoolean, Timestamp, Uuid } from "./common.js";
+
+export const ModuleType = z.enum(["AS_PREFIXES", "DOMAINS", "IP_RANGES"]).meta({
+  id: "ModuleType",
+  description: "Fixed when the module is created.",
+});
+
+/** Policy defaults (CONTRACT 3); a policy written in part is completed with these. */
+export const DOH_RESOLVER_POLICY_DEFAULTS = {
+  strategy: "failover",
+  record_types: ["A", "AAAA"],
+  timeout_ms: 3000,
+  attempts: 2,
+  keep_previous_minutes: 1440,
+} as const;
+
+const RecordTypes = z
+  .array(z.enum(["A", "AAAA"]))
+  .min(1)
+  .max(2)
+  .refine((v) => new Set(v).size === v.length, "record types must not repeat");
+
+const policyShape = {
+  strategy: z
+    .enum(["failover", "race", "union"])
+    .describe("`failover`: ask the profiles in order, first success wins; `race`: ask all, first success wins; `union`: ask all, union of answers."),
+  record_types: RecordTypes,
+  timeout_ms: z.number().int().min(100).max(30000),
+  attempts: z.number().int().min(1).max(5).describe("Attempts per profile."),
+  keep_previous_minutes: z
+    .number()
+    .int()
+    .min(0)
+    .max(43200)
+    .describe("An address a domain resolved to stays in the snapshot this long after the refresh that last saw it."),
+};
+
+export const DohResolverPolicy = z.object(policyShape).meta({ id: "DohResolverPolicy" });
+
+/** What a client writes: any subset; missing members keep their value (PATCH) or the default (create). */
+export const DohResolverPolicyInput = z
+  .strictObject({
+    strategy: policyShape.strategy.optional(),
+    record_types: policyShape.record_types.optional(),
+    timeout_ms: policyShape.timeout_ms.optional(),
+    attempts: policyShape.attempts.optional(),
+    keep_previous_minutes: policyShape.keep_previous_minutes.optional(),
+  })
+  .meta({
+    id: "DohResolverPolicyInput",
+    description: "Defaults: failover, [A, AAAA], 3000 ms, 2 attempts, 1440 minutes. Only on DOMAINS modules.",
+  });
+
+export const ModuleSnapshot = z
+  .object({
+    prefix_count_v4: z.number().int(),
+    prefix_count_v6: z.number().int(),
+    collected_at: Timestamp.nullable(),
+  })
+  .meta({ id: "ModuleSnapshot", description: "Counts of the module's current snapshot (written by refresh)." });
+
+export const Module = z
+  .object({
+    id: Uuid,
+    name: z.string(),
+    type: ModuleType,
+    description: z.string(),
+    enabled: z.boolean(),
+    community_id: Uuid.nullable(),
+    doh_profile_id: Uuid.nullable().describe("Legacy single form: `doh_profile_ids[0]` or null."),
+    doh_profile_ids: z.array(Uuid),
+    doh_resolver_policy: DohResolverPolicy,
+    refresh_interval_minutes: z.number().int().nullable(),
+    last_refreshed_at: Timestamp.nullable(),
+    last_refresh_error: z.string().nullable(),
+    snapshot: ModuleSnapshot,
+    created_at: Timestamp,
+    updated_at: Timestamp,
+  })
+  .meta({ id: "Module" });
+
+const ModuleName = z
+  .string()
+  .trim()
+  .min(1)
+  .max(64)
+  .regex(/^[^\p{Cc}]*$/u, "must not contain control characters")
+  .meta({ example: "streaming" });
+const Description = z.string().max(1024);
+const RefreshInterval = z.number().int().min(5).max(10080).nullable().describe("Minutes between scheduled refreshes; null: none.");
+const DohProfileIds = z
+  .array(Uuid)
+  .max(16)
+  .nullable()
+  .describe("DoH profiles in the order the failover strategy asks them. Only on DOMAINS modules; `[]` and null are allowed on any module.");
+const DohProfileId = Uuid.nullable().describe("Legacy: sets `doh_profile_ids` to `[it]`. Writing both with different values is a 400.");
+
+const writableShape = {
+  description: Description.optional(),
+  enabled: z.boolean().optional(),
+  community_id: Uuid.nullable().optional(),
+  doh_profile_id: DohProfileId.optional(),
+  doh_profile_ids: DohProfileIds.optional(),
+  doh_resolver_policy: DohResolverPolicyInput.nullable().optional(),
+  refresh_interval_minutes: RefreshInterval.optional(),
+};
+
+export const CreateModuleBody = z.strictObject({ name: ModuleName, type: ModuleType, ...writableShape });
+
+export const UpdateModuleBody = z.strictObject({
+  name: ModuleName.optional(),
+  type: ModuleType.optional().describe("Accepted only when equal to the module's type: the type cannot change."),
+  ...writableShape,
+});
+
+export const ModuleListQuery = z.strictObject({
+  ...ListQueryShape,
+  type: ModuleType.optional(),
+  enabled: QueryBoolean.optional(),
+  q: z.string().min(1).max(64).optional().describe("Name contains (case-insensitive)."),
+});
+
+export const ModuleParams = z.strictObject({ module_id: Uuid });
+
+export type ModuleType = z.infer<typeof ModuleType>;
+export type Module = z.infer<typeof Module>;
+export type DohResolverPolicy = z.infer<typeof DohResolverPolicy>;
+export type DohResolverPolicyInput = z.infer<typeof DohResolverPolicyInput>;
+export type CreateModuleBody = z.infer<typeof CreateModuleBody>;
+export type UpdateModuleBody = z.infer<typeof UpdateModuleBody>;
+export type ModuleListQuery = z.infer<typeof ModuleListQuery>;

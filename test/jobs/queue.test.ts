@@ -1,0 +1,174 @@
+import { AppError } from "@rlc/shared/errors";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { createMemoryBus } from "../../packages/controller/src/bus/memory-bus.js";
+import { claimJob } from "../../packages/controller/src/db/jobs.js";
+import type { JobContext, JobHandler } from "../../packages/controller/src/jobs/handler.js";
+import { startWorker, type Worker } from "../../packages/controller/src/jobs/worker.js";
+import { enqueueJob } from "../../packages/controller/src/services/jobs.js";
+import { startTestController, type TestController } from "../helpers/controller.js";
+
+let t: TestController;
+let tenantA: string;
+let tenantB: string;
+let keyB: string;
+const bus = createMemoryBus();
+const silent = { warn() {}, error() {}, info() {}, debug() {} } as never;
+
+/** A handler whose runs the test steers: each run waits until the test releases it. */
+function steerable(type: JobHandler["type"]) {
+  const started: JobContext[] = [];
+  const releases = new Map<string, (v: "ok" | "throw" | "app-error" | "checkpoint") => void>();
+  const handler: JobHandler = {
+    type,
+    async run(ctx) {
+      started.push(ctx);
+      const how = await new Promise<"ok" | "throw" | "app-error" | "checkpoint">((r) => releases.set(ctx.job.id, r));
+      if (how === "throw") throw new Error("upstream hiccup");
+      if (how === "app-error") throw new AppError("revision_guard_tripped", "would withdraw too much");
+      if (how === "checkpoint") await ctx.checkpoint();
+      return { done: ctx.job.id };
+    },
+  };
+  const runs = (jobId: string) => started.filter((c) => c.job.id === jobId).length;
+  const waitStarted = async (jobId: string, attempt = 1) => {
+    for (let i = 0; i < 200 && runs(jobId) < attempt; i++) await new Promise((r) => setTimeout(r, 25));
+    expect(runs(jobId), `job ${jobId} attempt ${attempt} started`).toBeGreaterThanOrEqual(attempt);
+  };
+  /** Lets attempt `attempt` of the job end the way `how` says. */
+  const release = async (jobId: string, how: "ok" | "throw" | "app-error" | "checkpoint" = "ok", attempt = 1) => {
+    await waitStarted(jobId, attempt);
+    releases.get(jobId)!(how);
+  };
+  return { handler, started, waitStarted, release };
+}
+
+async function enqueue(tenantId: string, type: JobHandler["type"] = "revision_prune", maxAttempts = 3) {
+  const after: (() => void)[] = [];
+  const row = await t.controller.db.sql.begin((tx) =>
+    enqueueJob(tx, bus, { tenantId, type, params: { n: 1 }, createdBy: "test", now: new Date(), afterCommit: (f) => after.push(f), maxAttempts }),
+  );
+  for (const f of after) f();
+  return row.id;
+}
+
+async function status(id: string) {
+  const [row] = await t.controller.db.sql<{ status: string; attempts: number; error: any; result: any }[]>`SELECT status, attempts, error, result FROM jobs WHERE id = ${id}`;
+  return row!;
+}
+
+async function until(check: () => Promise<boolean>, ms = 10_000) {
+  const end = Date.now() + ms;
+  while (Date.now() < end) {
+    if (await check()) return;
+    await new Promise((r) => setTimeout(r, 50));
+  }
+  expect(await check()).toBe(true);
+}
+
+const workers: Worker[] = [];
+const startW = (handler: JobHandler, extra: Partial<Parameters<typeof startWorker>[0]> = {}) => {
+  const w = startWorker({ sql: t.controller.db.sql, bus, clock: () => new Date(), logger: silent, handlers: [handler], pollMs: 100, ...extra });
+  workers.push(w);
+  return w;
+};
+
+beforeAll(async () => {
+  t = await startTestController();
+  tenantA = (await t.call(t.rootKey, { method: "GET", url: "/v1/auth/session" })).json().tenant_id;
+  const b = (await t.call(t.rootKey, { method: "POST", url: "/v1/tenants", payload: { name: "jobs-b" } })).json();
+  tenantB = b.tenant_id;
+  keyB = b.admin_key.secret;
+});
+afterAll(async () => {
+  for (const w of workers) await w.stop();
+  await t?.close();
+});
+
+describe("job queue", () => {
+  it("runs a job to success and shows it through the API", async () => {
+    const s = steerable("revision_prune");
+    const w = startW(s.handler);
+    const id = await enqueue(tenantA);
+    await s.waitStarted(id);
+    expect((await status(id)).status).toBe("running");
+    await s.release(id);
+    await until(async () => (await status(id)).status === "succeeded");
+    const res = await t.call(t.rootKey, { method: "GET", url: `/v1/jobs/${id}` });
+    expect(res.json()).toMatchObject({ job_id: id, type: "revision_prune", status: "succeeded", result: { done: id }, attempts: 1, error: null });
+    const list = await t.call(t.rootKey, { method: "GET", url: "/v1/jobs?status=succeeded&type=revision_prune" });
+    expect(list.json().items.map((j: { job_id: string }) => j.job_id)).toContain(id);
+    expect((await t.call(keyB, { method: "GET", url: `/v1/jobs/${id}` })).statusCode).toBe(404);
+    await w.stop();
+  });
+
+  it("cancels a queued job at once, a running one at its next step, and refuses a finished one", async () => {
+    const queued = await enqueue(tenantA);
+    const c1 = await t.call(t.rootKey, { method: "POST", url: `/v1/jobs/${queued}/cancel` });
+    expect(c1.statusCode).toBe(200);
+    expect(c1.json()).toMatchObject({ status: "cancelled", cancel_requested: true });
+
+    const s = steerable("revision_prune");
+    const w = startW(s.handler);
+    const running = await enqueue(tenantA);
+    await s.waitStarted(running);
+    const c2 = await t.call(t.rootKey, { method: "POST", url: `/v1/jobs/${running}/cancel` });
+    expect(c2.json()).toMatchObject({ status: "running", cancel_requested: true });
+    await s.release(running, "checkpoint");
+    await until(async () => (await status(running)).status === "cancelled");
+    expect((await status(running)).result).toBeNull();
+
+    const again = await t.call(t.rootKey, { method: "POST", url: `/v1/jobs/${running}/cancel` });
+    expect(again.statusCode).toBe(409);
+    expect(again.json().code).toBe("conflict");
+    // The queued job was never run.
+    expect(s.started.some((c) => c.job.id === queued)).toBe(false);
+    const audit = await t.call(t.rootKey, { method: "GET", url: "/v1/audit?action=cancel" });
+    expect(audit.json().items).toHaveLength(2);
+    await w.stop();
+  });
+
+  it("retries an attempt that threw and fails for good on an AppError", async () => {
+    const s = steerable("revision_prune");
+    const w = startW(s.handler);
+    const flaky = await enqueue(tenantA);
+    await s.release(flaky, "throw");
+    await until(async () => (await status(flaky)).status === "queued");
+    expect((await status(flaky)).error.detail).toBe("upstream hiccup");
+    await t.controller.db.sql`UPDATE jobs SET run_after = now() WHERE id = ${flaky}`;
+    await s.release(flaky, "ok", 2);
+    await until(async () => (await status(flaky)).status === "succeeded");
+    expect((await status(flaky)).attempts).toBe(2);
+
+    const guarded = await enqueue(tenantA);
+    await s.release(guarded, "app-error");
+    await until(async () => (await status(guarded)).status === "failed");
+    expect((await status(guarded)).error).toMatchObject({ code: "revision_guard_tripped", status: 422 });
+    expect((await status(guarded)).attempts).toBe(1);
+    await w.stop();
+  });
+
+  it("takes up again a job whose worker died (its lease ran out)", async () => {
+    const id = await enqueue(tenantA);
+    // A worker claims it and dies at once: it never renews its 300 ms lease.
+    const dead = await claimJob(t.controller.db.sql, { workerId: "dead-worker", now: new Date(), leaseMs: 300, types: ["revision_prune"] });
+    expect(dead?.id).toBe(id);
+    const s = steerable("revision_prune");
+    const w = startW(s.handler);
+    await new Promise((r) => setTimeout(r, 400));
+    await s.release(id);
+    await until(async () => (await status(id)).status === "succeeded");
+    expect((await status(id)).attempts).toBe(2);
+    await w.stop();
+  });
+
+  it("one tenant's backlog does not block another tenant's job", async () => {
+    const aJobs = [await enqueue(tenantA), await enqueue(tenantA), await enqueue(tenantA)];
+    const bJob = await enqueue(tenantB);
+    const claim = (workerId: string) => claimJob(t.controller.db.sql, { workerId, now: new Date(), leaseMs: 60_000, types: ["revision_prune"] });
+    // A's oldest goes first; while it runs, B (nothing running) comes before A's second job.
+    expect((await claim("w1"))?.id).toBe(aJobs[0]);
+    expect((await claim("w2"))?.id).toBe(bJob);
+    expect((await claim("w3"))?.id).toBe(aJobs[1]);
+    await t.controller.db.sql`UPDATE jobs SET status = 'succeeded', locked_by = NULL WHERE id IN ${t.controller.db.sql([...aJobs, bJob])}`;
+  });
+});
