@@ -18,10 +18,12 @@ import apiKeyRoutes from "./routes/v1/api-keys.js";
 import auditRoutes from "./routes/v1/audit.js";
 import settingsRoutes from "./routes/v1/settings.js";
 import jobRoutes from "./routes/v1/jobs.js";
+import runtimeLogRoutes from "./routes/v1/runtime-logs.js";
 import tenantRoutes from "./routes/v1/tenants.js";
 import { createApiKeyService } from "./services/api-keys.js";
 import { type AuditWriter, createAuditWriter } from "./services/audit.js";
 import { createJobService } from "./services/jobs.js";
+import { createRuntimeLogService } from "./services/runtime-logs.js";
 import { createSettingsService } from "./services/settings.js";
 import { createTenantService } from "./services/tenants.js";
 import type { OutboundClient } from "./sources/outbound.js";
@@ -32,6 +34,7 @@ export interface AppServices {
   tenants: ReturnType<typeof createTenantService>;
   settings: ReturnType<typeof createSettingsService>;
   jobs: ReturnType<typeof createJobService>;
+  runtimeLogs: ReturnType<typeof createRuntimeLogService>;
 }
 
 /** Everything the HTTP app needs; tests pass their own clock, database and bus. */
@@ -45,7 +48,7 @@ export interface AppDeps {
   services: AppServices;
 }
 
-export function createServices(opts: { pushEnabled: boolean; onAuditRecorded?: () => void }): AppServices {
+export function createServices(opts: { config: Config; sql: Sql; pushEnabled: boolean; onAuditRecorded?: () => void }): AppServices {
   const audit = createAuditWriter({ pushEnabled: opts.pushEnabled, ...(opts.onAuditRecorded ? { onRecorded: opts.onAuditRecorded } : {}) });
   return {
     audit,
@@ -53,6 +56,7 @@ export function createServices(opts: { pushEnabled: boolean; onAuditRecorded?: (
     tenants: createTenantService({ audit }),
     settings: createSettingsService({ audit }),
     jobs: createJobService({ audit }),
+    runtimeLogs: createRuntimeLogService({ config: opts.config, sql: opts.sql }),
   };
 }
 
@@ -108,5 +112,6 @@ export async function buildApp(deps: AppDeps, opts: { logger?: FastifyServerOpti
   await app.register(settingsRoutes, { deps });
   await app.register(auditRoutes, { deps });
   await app.register(jobRoutes, { deps });
+  await app.register(runtimeLogRoutes, { deps });
   return app;
 }

@@ -25,7 +25,7 @@ async function main(argv: string[]): Promise<unknown> {
     const [cmd, sub, ...rest] = argv;
     const result = await migrate(db.sql);
     if (cmd === "migrate" && sub === undefined) return { migrated: result.applied, schema_version: result.current };
-    const audit = createServices({ pushEnabled: Boolean(config.AUTH_PORTAL_URL && config.AUTH_AUDIT_INGEST_SECRET) }).audit;
+    const audit = createServices({ config, sql: db.sql, pushEnabled: Boolean(config.AUTH_PORTAL_URL && config.AUTH_AUDIT_INGEST_SECRET) }).audit;
     const now = new Date();
     if (cmd === "tenant" && sub === "create" && rest.length === 1) {
       const name = TenantName.safeParse(rest[0]);

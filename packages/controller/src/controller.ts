@@ -54,7 +54,7 @@ export async function startController(config: Config, opts: StartOptions = {}): 
 
     const pushEnabled = Boolean(config.AUTH_PORTAL_URL && config.AUTH_AUDIT_INGEST_SECRET);
     let pusher: AuditPusher | null = null;
-    const services = createServices({ pushEnabled, onAuditRecorded: () => pusher?.wake() });
+    const services = createServices({ config, sql: db.sql, pushEnabled, onAuditRecorded: () => pusher?.wake() });
     const deps: AppDeps = { config, sql: db.sql, clock, bus, buildInfo: opts.buildInfo ?? loadBuildInfo(), outbound, services };
     const app = await buildApp(deps, opts.logger === undefined ? {} : { logger: opts.logger });
     closers.push(() => app.close());

@@ -1,7 +1,7 @@
 import { AppError, errorTitles, problemTypeBase } from "@rlc/shared/errors";
 import type { FastifyBaseLogger } from "fastify";
 import type { Bus } from "../bus/index.js";
-import type { Sql } from "../db/connect.js";
+import type { Db, Sql } from "../db/connect.js";
 import { claimJob, finishJob, type JobRow, renewJobLease, retryJob, updateJobProgress } from "../db/jobs.js";
 import { uuidv7 } from "../lib/ids.js";
 import type { Clock } from "../lib/time.js";
@@ -94,8 +94,8 @@ export function startWorker(opts: WorkerOptions) {
           throw new JobCancelledError();
         }
       },
-      async complete(fn) {
-        return opts.sql.begin(async (tx) => {
+      async complete<R extends Record<string, unknown>>(fn: (tx: Db) => Promise<R>): Promise<R> {
+        return opts.sql.begin(async (tx): Promise<R> => {
           const [row] = await tx<{ locked_by: string | null; status: string; cancel_requested: boolean }[]>`
             SELECT locked_by, status, cancel_requested FROM jobs WHERE id = ${job.id} FOR UPDATE`;
           if (!row || row.locked_by !== workerId || row.status !== "running") throw new JobLostError();
@@ -104,7 +104,7 @@ export function startWorker(opts: WorkerOptions) {
           await finishJob(tx, job.id, workerId, { status: "succeeded", result, now: opts.clock() });
           completed = true;
           return result;
-        });
+        }) as Promise<R>;
       },
     };
 

@@ -77,3 +77,28 @@ export type CreateDomainEntryBody = z.infer<typeof CreateDomainEntryBody>;
 export type UpdateDomainEntryBody = z.infer<typeof UpdateDomainEntryBody>;
 export type CreateIpRangeEntryBody = z.infer<typeof CreateIpRangeEntryBody>;
 export type UpdateIpRangeEntryBody = z.infer<typeof UpdateIpRangeEntryBody>;
+
+export const CsvImportQuery = z.strictObject({
+  mode: z.enum(["merge", "replace"]).optional().describe("`merge` (default) adds and updates; `replace` makes the entries exactly the file's."),
+  dry_run: z.enum(["true", "false"]).optional().transform((v) => v === "true").describe("Count what would change, change nothing."),
+});
+
+export const CsvRowError = z.object({
+  path: z.string(),
+  line: z.number().int().describe("Line of the row's start; the header is line 1."),
+  value: z.string(),
+  message: z.string(),
+});
+
+export const CsvImportResult = z
+  .object({
+    created: z.number().int(),
+    updated: z.number().int(),
+    deleted: z.number().int(),
+    unchanged: z.number().int(),
+    errors: z.array(CsvRowError),
+  })
+  .meta({ id: "CsvImportResult" });
+
+export type CsvImportResult = z.infer<typeof CsvImportResult>;
+export type CsvRowError = z.infer<typeof CsvRowError>;
