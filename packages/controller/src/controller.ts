@@ -8,6 +8,8 @@ import type { JobHandler } from "./jobs/handler.js";
 import { createJobHandlers } from "./jobs/handlers.js";
 import { startWorker } from "./jobs/worker.js";
 import { type BuildInfo, loadBuildInfo } from "./lib/build-info.js";
+import { type PeriodicTask, type Scheduler, startScheduler } from "./scheduler/scheduler.js";
+import { idempotencyExpiryTask, runtimeLogsAutoTask } from "./scheduler/tasks.js";
 import { type Clock, systemClock } from "./lib/time.js";
 import { type AuditPusher, startAuditPusher } from "./services/audit-push.js";
 import { type BootstrapResult, bootstrapDefaultTenant } from "./services/tenants.js";
@@ -15,6 +17,7 @@ import { createOutboundClient } from "./sources/outbound.js";
 
 export interface Controller {
   app: FastifyInstance;
+  scheduler: Scheduler | null;
   deps: AppDeps;
   db: Database;
   bootstrap: BootstrapResult;
@@ -30,6 +33,8 @@ export interface StartOptions {
   bus?: Bus;
   /** Replaces the job handlers (tests of the queue itself). */
   jobHandlers?: JobHandler[];
+  /** Scheduler election interval (tests of the hand-over). */
+  electionMs?: number;
 }
 
 export function splitCidrs(value: string | undefined): string[] {
@@ -77,8 +82,16 @@ export async function startController(config: Config, opts: StartOptions = {}): 
       const worker = startWorker({ sql: db.sql, bus, clock, logger: app.log, handlers });
       closers.unshift(() => worker.stop());
     }
+    let scheduler: Scheduler | null = null;
+    if (config.APP_SERVICE === "app-all" || config.APP_SERVICE === "scheduler") {
+      const tasks: PeriodicTask[] = [idempotencyExpiryTask(db.sql), runtimeLogsAutoTask(db.sql, services.runtimeLogs)];
+      const s = startScheduler({ db, clock, logger: app.log, tasks, ...(opts.electionMs ? { electionMs: opts.electionMs } : {}) });
+      scheduler = s;
+      closers.unshift(() => s.stop());
+    }
     return {
       app,
+      scheduler,
       deps,
       db,
       bootstrap,

@@ -1,0 +1,35 @@
+import type { Sql } from "../db/connect.js";
+import { deleteExpiredIdempotencyRecords } from "../db/idempotency.js";
+import { findLastRun, listTenantIdsWithSettings, recordRun } from "../db/scheduler.js";
+import { autoPolicyOf, type RuntimeLogService } from "../services/runtime-logs.js";
+import type { PeriodicTask } from "./scheduler.js";
+
+/** Idempotency answers are kept 24 hours (CONTRACT 0). */
+export function idempotencyExpiryTask(sql: Sql): PeriodicTask {
+  return {
+    name: "idempotency_expiry",
+    everyMs: 10 * 60_000,
+    async run(now) {
+      await deleteExpiredIdempotencyRecords(sql, new Date(now.getTime() - 24 * 3600_000));
+    },
+  };
+}
+
+/** Each tenant's `runtime_logs_auto_*` policy, recorded as `auto:scheduler`. */
+export function runtimeLogsAutoTask(sql: Sql, logs: RuntimeLogService, everyMs = 60_000): PeriodicTask {
+  return {
+    name: "runtime_logs_auto",
+    everyMs,
+    async run(now) {
+      if (!logs.available) return;
+      for (const { tenant_id, settings } of await listTenantIdsWithSettings(sql)) {
+        const policy = autoPolicyOf(settings);
+        if (!policy.enabled) continue;
+        const last = await findLastRun(sql, "runtime_logs_auto", tenant_id);
+        if (last && now.getTime() - last.getTime() < policy.intervalMinutes * 60_000) continue;
+        await logs.autoRun(tenant_id, now, { actor: "auto:scheduler", actorPrefix: "auto:scheduler" }, false);
+        await recordRun(sql, "runtime_logs_auto", tenant_id, now);
+      }
+    },
+  };
+}
