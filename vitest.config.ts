@@ -12,6 +12,7 @@ export default defineConfig({
       { find: /^@rlc\/shared\/errors$/, replacement: src("shared/src/errors.ts") },
       { find: /^@rlc\/shared$/, replacement: src("shared/src/index.ts") },
       { find: /^@rlc\/proto$/, replacement: src("proto/src/index.ts") },
+      { find: /^@rlc\/agent\/render$/, replacement: src("agent/src/render/index.ts") },
       { find: /^@rlc\/agent$/, replacement: src("agent/src/index.ts") },
     ],
   },

@@ -1,12 +1,12 @@
 #!/usr/bin/env node
 import { parseArgs } from "node:util";
 import { Role, TenantName } from "@rlc/shared/schemas";
-import { createServices } from "./app.js";
 import { ConfigError, loadConfig } from "./config.js";
 import { openDatabase } from "./db/connect.js";
 import { migrate } from "./db/migrate.js";
 import { findTenantByName } from "./db/tenants.js";
 import { mintApiKey, toApiKey } from "./services/api-keys.js";
+import { createAuditWriter } from "./services/audit.js";
 import { createTenantWithKey, toTenant } from "./services/tenants.js";
 
 const usage = `usage:
@@ -25,7 +25,7 @@ async function main(argv: string[]): Promise<unknown> {
     const [cmd, sub, ...rest] = argv;
     const result = await migrate(db.sql);
     if (cmd === "migrate" && sub === undefined) return { migrated: result.applied, schema_version: result.current };
-    const audit = createServices({ config, sql: db.sql, pushEnabled: Boolean(config.AUTH_PORTAL_URL && config.AUTH_AUDIT_INGEST_SECRET) }).audit;
+    const audit = createAuditWriter({ pushEnabled: Boolean(config.AUTH_PORTAL_URL && config.AUTH_AUDIT_INGEST_SECRET) });
     const now = new Date();
     if (cmd === "tenant" && sub === "create" && rest.length === 1) {
       const name = TenantName.safeParse(rest[0]);

@@ -13,6 +13,8 @@ import { idempotencyExpiryTask, runtimeLogsAutoTask } from "./scheduler/tasks.js
 import { type Clock, systemClock } from "./lib/time.js";
 import { type AuditPusher, startAuditPusher } from "./services/audit-push.js";
 import { type BootstrapResult, bootstrapDefaultTenant } from "./services/tenants.js";
+import { createRevisionStore } from "./services/revision-store.js";
+import { type AsnSource, createAsnSource } from "./sources/asn-source.js";
 import { createOutboundClient } from "./sources/outbound.js";
 
 export interface Controller {
@@ -57,9 +59,14 @@ export async function startController(config: Config, opts: StartOptions = {}): 
     const outbound = createOutboundClient({ allowCidrs: splitCidrs(config.APP_OUTBOUND_ALLOW_CIDRS) });
     closers.push(() => outbound.close());
 
+    const asnSource: AsnSource | null = config.ASN_SOURCE
+      ? createAsnSource(config.ASN_SOURCE, { client: outbound, ...(config.ASN_SOURCE_URL ? { baseUrl: config.ASN_SOURCE_URL } : {}) })
+      : null;
+    if (asnSource) closers.push(() => asnSource.close());
+    const revisions = createRevisionStore();
     const pushEnabled = Boolean(config.AUTH_PORTAL_URL && config.AUTH_AUDIT_INGEST_SECRET);
     let pusher: AuditPusher | null = null;
-    const services = createServices({ config, sql: db.sql, pushEnabled, onAuditRecorded: () => pusher?.wake() });
+    const services = createServices({ config, sql: db.sql, revisions, pushEnabled, onAuditRecorded: () => pusher?.wake() });
     const deps: AppDeps = { config, sql: db.sql, clock, bus, buildInfo: opts.buildInfo ?? loadBuildInfo(), outbound, services };
     const app = await buildApp(deps, opts.logger === undefined ? {} : { logger: opts.logger });
     closers.push(() => app.close());
@@ -77,7 +84,7 @@ export async function startController(config: Config, opts: StartOptions = {}): 
       const p = pusher;
       closers.unshift(() => p.stop());
     }
-    const handlers = opts.jobHandlers ?? createJobHandlers();
+    const handlers = opts.jobHandlers ?? createJobHandlers({ sql: db.sql, outbound, asnSource, revisions });
     if (runsWorkers && handlers.length) {
       const worker = startWorker({ sql: db.sql, bus, clock, logger: app.log, handlers });
       closers.unshift(() => worker.stop());

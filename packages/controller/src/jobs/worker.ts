@@ -78,7 +78,7 @@ export function startWorker(opts: WorkerOptions) {
       } catch (err) {
         opts.logger.warn({ err, job_id: job.id }, "lease renewal failed");
       }
-    }, Math.max(200, Math.floor(leaseMs / 3)));
+    }, Math.max(200, Math.min(1000, Math.floor(leaseMs / 3)))); // renews the lease and notices a cancel within a second
 
     const ctx: JobContext = {
       job,

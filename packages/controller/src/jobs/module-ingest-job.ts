@@ -1,0 +1,131 @@
+import { AppError } from "@rlc/shared/errors";
+import type { Sql } from "../db/connect.js";
+import { type IngestModuleRow, listIngestModules, updateCdnSourceStatus, updateModuleRefreshed } from "../db/ingest-inputs.js";
+import { findCurrentRevision, insertRevision, lockTenantRevisions } from "../db/revisions.js";
+import { bumpSnapshotGeneration, listModuleSnapshot, listSnapshotPrefixes, replaceModuleSnapshot } from "../db/snapshots.js";
+import { type CollectDeps, type CollectedModule, collectModule } from "../services/collect.js";
+import { type BogonSettings, buildRevision, withdrawnCount } from "../services/revision-build.js";
+import { encodeContent, type RevisionStore } from "../services/revision-store.js";
+import { readTenantSettings } from "../services/settings.js";
+import type { JobHandler } from "./handler.js";
+
+export interface IngestParams {
+  /** null: every enabled module. */
+  module_ids: string[] | null;
+  force: boolean;
+}
+
+const distinctPrefixes = (c: CollectedModule) => [...new Set(c.records.map((r) => r.prefix))];
+
+/**
+ * module_ingest (CONTRACT 3.3): collect the refreshed modules (and enabled ones never
+ * collected), build the revision from every enabled module's snapshot, and commit snapshots and
+ * revision in the one transaction that ends the job. A guard trip, a cancel or a crash before
+ * that commit leaves no trace.
+ */
+export function moduleIngestJob(deps: CollectDeps & { sql: Sql; revisions: RevisionStore }): JobHandler {
+  return {
+    type: "module_ingest",
+    maxAttempts: 3,
+    async run(ctx) {
+      const started = Date.now();
+      const tenantId = ctx.job.tenant_id;
+      const params = ctx.job.params as unknown as IngestParams;
+      const modules = await listIngestModules(deps.sql, tenantId);
+      const settings = await readTenantSettings(deps.sql, tenantId);
+      const bird = (settings.BIRD ?? {}) as BogonSettings;
+      const wanted = new Set(params.module_ids ?? modules.filter((m) => m.enabled).map((m) => m.id));
+      const targets = modules.filter((m) => wanted.has(m.id) || (m.enabled && m.collected_at === null));
+
+      const collected = new Map<string, CollectedModule>();
+      let done = 0;
+      await ctx.progress(0, targets.length);
+      for (const m of targets) {
+        await ctx.checkpoint();
+        const previous = await listModuleSnapshot(deps.sql, m.id);
+        collected.set(m.id, await collectModule(deps.sql, deps, m, previous, ctx.now(), ctx.signal));
+        await ctx.progress(++done, targets.length);
+      }
+      await ctx.checkpoint();
+
+      const enabled = modules.filter((m) => m.enabled);
+      const stored = await listSnapshotPrefixes(deps.sql, enabled.filter((m) => !collected.has(m.id)).map((m) => m.id));
+      const built = buildRevision(
+        enabled.map((m: IngestModuleRow) => ({
+          module_id: m.id,
+          name: m.name,
+          community: m.community,
+          prefixes: collected.has(m.id) ? distinctPrefixes(collected.get(m.id)!) : (stored.get(m.id) ?? []),
+        })),
+        bird,
+      );
+      await ctx.checkpoint();
+
+      return ctx.complete(async (tx) => {
+        await lockTenantRevisions(tx, tenantId);
+        const current = await findCurrentRevision(tx, tenantId);
+        const unchanged = current?.digest === built.digest;
+        if (current && !unchanged && !params.force) {
+          const before = await deps.revisions.content(tx, tenantId, current.revision_id);
+          const total = current.prefix_count_v4 + current.prefix_count_v6;
+          const withdrawn = before ? withdrawnCount(before, built.content) : 0;
+          const maxDrop = typeof settings.revision_guard_max_drop_percent === "number" ? settings.revision_guard_max_drop_percent : 50;
+          if (total > 0 && (withdrawn * 100) / total > maxDrop) {
+            throw new AppError(
+              "revision_guard_tripped",
+              `the refresh would withdraw ${withdrawn} of the current revision's ${total} prefixes (more than ${maxDrop}%); refresh with "force": true to accept it`,
+              { extra: { withdrawn_count: withdrawn, current_count: total, max_drop_percent: maxDrop, current_revision_id: current.revision_id } },
+            );
+          }
+        }
+        const now = ctx.now();
+        for (const c of collected.values()) {
+          const allFailed = c.sources_failed > 0 && c.sources_ok === 0;
+          const prefixes = distinctPrefixes(c);
+          await replaceModuleSnapshot(tx, tenantId, c.module_id, c.records);
+          await updateModuleRefreshed(tx, c.module_id, {
+            prefix_count_v4: prefixes.filter((p) => !p.includes(":")).length,
+            prefix_count_v6: prefixes.filter((p) => p.includes(":")).length,
+            collected_at: now,
+            last_refreshed_at: allFailed ? null : now,
+            last_refresh_error: c.warnings.length ? c.warnings.map((w) => `${w.source}: ${w.message}`).join("; ").slice(0, 2000) : null,
+          });
+          for (const s of c.cdn) await updateCdnSourceStatus(tx, s.id, { ...s, at: now });
+        }
+        if (collected.size) await bumpSnapshotGeneration(tx, tenantId);
+        let revisionId = current?.revision_id ?? null;
+        if (!unchanged) {
+          revisionId = (current?.revision_id ?? 0) + 1;
+          await insertRevision(tx, {
+            tenant_id: tenantId,
+            revision_id: revisionId,
+            created_at: now,
+            created_by: ctx.job.created_by,
+            reason: "ingest",
+            rolled_back_from: null,
+            digest: built.digest,
+            prefix_count_v4: built.content.v4.length,
+            prefix_count_v6: built.content.v6.length,
+            input_prefix_count: built.input_prefix_count,
+            dropped_prefix_count: built.dropped_prefix_count,
+            modules: built.modules,
+            content: encodeContent(built.content),
+          });
+          deps.revisions.remember(tenantId, revisionId, built.content);
+        }
+        return {
+          revision_id: revisionId,
+          unchanged,
+          duration_ms: Date.now() - started,
+          modules: [...collected.values()].map((c) => ({
+            module_id: c.module_id,
+            prefix_count: distinctPrefixes(c).length,
+            sources_ok: c.sources_ok,
+            sources_failed: c.sources_failed,
+          })),
+          warnings: [...collected.values()].flatMap((c) => c.warnings),
+        };
+      });
+    },
+  };
+}

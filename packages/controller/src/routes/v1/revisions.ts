@@ -1,0 +1,137 @@
+import {
+  page,
+  Revision,
+  RevisionDiff,
+  RevisionDiffParams,
+  RevisionDiffQuery,
+  RevisionListQuery,
+  RevisionParams,
+  RevisionPrefix,
+  RevisionPrefixQuery,
+  RevisionPreview,
+  RevisionPruneBody,
+  RevisionPruneEstimate,
+  RevisionPruneResult,
+  RollbackBody,
+} from "@rlc/shared/schemas";
+import { ValidationError } from "@rlc/shared/errors";
+import { z } from "zod";
+import type { FastifyPluginAsyncZod } from "fastify-type-provider-zod";
+import type { AppDeps } from "../../app.js";
+import { listCommunityTitles } from "../../db/ingest-inputs.js";
+import { authProblems, problems, writeProblems } from "../responses.js";
+
+const tags = ["revisions"];
+
+const revisionRoutes: FastifyPluginAsyncZod<{ deps: AppDeps }> = async (app, { deps }) => {
+  const revisions = deps.services.revisions;
+
+  app.get(
+    "/v1/revisions",
+    { schema: { tags, summary: "List revisions (newest first)", querystring: RevisionListQuery, response: { 200: page(Revision), ...authProblems } } },
+    async (req) => revisions.list(deps.sql, req.ctx(), req.query),
+  );
+
+  // Registered before /v1/revisions/:revision_id so "prune" is never read as an id.
+  app.get(
+    "/v1/revisions/prune/estimate",
+    { schema: { tags, summary: "Which revisions a prune would delete (revision_retention_minutes)", response: { 200: RevisionPruneEstimate, ...authProblems } } },
+    async (req) => {
+      const ctx = req.ctx();
+      return revisions.pruneEstimate(deps.sql, ctx.principal.tenantId, ctx.now);
+    },
+  );
+
+  app.post(
+    "/v1/revisions/prune",
+    {
+      schema: {
+        tags,
+        summary: "Delete revisions older than the retention",
+        description: "Never the current revision, nor one a speaker has as desired or applied. `revision_retention_minutes` unset or 0 keeps everything.",
+        body: RevisionPruneBody,
+        response: { 200: RevisionPruneResult, ...writeProblems },
+      },
+      config: { role: "operator" },
+    },
+    async (req, reply) => req.mutate(reply, async (tx, ctx) => ({ status: 200, body: await revisions.prune(tx, ctx, req.body.dry_run ?? false) })),
+  );
+
+  app.get(
+    "/v1/revisions/:revision_id",
+    { schema: { tags, summary: "Read a revision", params: RevisionParams, response: { 200: Revision, ...authProblems, ...problems(404) } } },
+    async (req) => revisions.get(deps.sql, req.ctx(), req.params.revision_id),
+  );
+
+  app.get(
+    "/v1/revisions/:revision_id/prefixes",
+    {
+      schema: {
+        tags,
+        summary: "The revision's announced prefixes, sorted by address",
+        params: RevisionParams,
+        querystring: RevisionPrefixQuery,
+        response: { 200: page(RevisionPrefix), ...authProblems, ...problems(404) },
+      },
+    },
+    async (req) => revisions.prefixes(deps.sql, req.ctx(), req.params.revision_id, req.query),
+  );
+
+  app.get(
+    "/v1/revisions/:revision_id/preview",
+    {
+      schema: {
+        tags,
+        summary: "What a speaker will receive: counts by community and the first 200 lines of the BIRD configuration",
+        params: RevisionParams,
+        querystring: z.strictObject({}),
+        response: { 200: RevisionPreview, ...authProblems, ...problems(404) },
+      },
+    },
+    async (req) => {
+      const ctx = req.ctx();
+      return revisions.preview(deps.sql, ctx, req.params.revision_id, await listCommunityTitles(deps.sql, ctx.principal.tenantId));
+    },
+  );
+
+  app.get(
+    "/v1/revisions/:revision_a/diff/:revision_b",
+    {
+      schema: {
+        tags,
+        summary: "Prefixes added, removed and with changed communities from revision a to revision b",
+        params: RevisionDiffParams,
+        querystring: RevisionDiffQuery,
+        response: { 200: RevisionDiff, ...authProblems, ...problems(404) },
+      },
+    },
+    async (req) => revisions.diff(deps.sql, req.ctx(), req.params.revision_a, req.params.revision_b, req.query.limit),
+  );
+
+  app.post(
+    "/v1/revisions/:revision_id/rollback",
+    {
+      schema: {
+        tags,
+        summary: "Make a new revision with this revision's content; it becomes current",
+        params: RevisionParams,
+        body: RollbackBody,
+        response: { 201: Revision, ...writeProblems, ...problems(404) },
+      },
+      config: { role: "operator" },
+    },
+    async (req, reply) => {
+      if (req.body.apply) {
+        throw new ValidationError("apply: true needs speakers, which this controller does not manage yet; roll back, then apply", [
+          { path: "body.apply", message: "not available yet" },
+        ]);
+      }
+      return req.mutate(reply, async (tx, ctx) => {
+        const body = await revisions.rollback(tx, ctx, req.params.revision_id);
+        return { status: 201, body, headers: { location: `/v1/revisions/${body.revision_id}` } };
+      });
+    },
+  );
+};
+
+export default revisionRoutes;

@@ -1,0 +1,241 @@
+import { AppError, NotFoundError } from "@rlc/shared/errors";
+import { containsAddress, diffTagged, parseAddress, type TaggedPrefix } from "@rlc/shared/prefix";
+import { renderBirdConfig } from "@rlc/agent/render";
+import type { Db } from "../db/connect.js";
+import {
+  deleteRevisions,
+  findCurrentRevision,
+  findRevision,
+  findRevisionContent,
+  insertRevision,
+  listRevisionIds,
+  listRevisions,
+  lockTenantRevisions,
+  type RevisionRow,
+} from "../db/revisions.js";
+import { decodeCursor, encodeCursor, toPage } from "../lib/cursor.js";
+import { isoRequired } from "../lib/time.js";
+import type { AuditWriter } from "./audit.js";
+import type { RequestContext } from "./context.js";
+import type { RevisionContent, RevisionEntry } from "./revision-build.js";
+import type { RevisionStore } from "./revision-store.js";
+import { readTenantSettings } from "./settings.js";
+
+export function toRevision(row: RevisionRow, currentId: number | null) {
+  return {
+    revision_id: row.revision_id,
+    created_at: isoRequired(row.created_at),
+    created_by: row.created_by,
+    reason: row.reason,
+    rolled_back_from: row.rolled_back_from,
+    digest: row.digest,
+    prefix_count_v4: row.prefix_count_v4,
+    prefix_count_v6: row.prefix_count_v6,
+    input_prefix_count: row.input_prefix_count,
+    dropped_prefix_count: row.dropped_prefix_count,
+    modules: row.modules,
+    // Filled from the speakers' reports once deploys exist (speakers and apply).
+    applied_to: [] as { speaker_id: string; applied_at: string }[],
+    is_current: row.revision_id === currentId,
+  };
+}
+
+const tagged = (list: RevisionEntry[]): TaggedPrefix[] => list.map(([prefix, communities]) => ({ prefix, communities }));
+const EXCERPT_LINES = 200;
+
+export function createRevisionService(deps: { audit: AuditWriter; revisions: RevisionStore }) {
+  const mustFind = async (db: Db, tenantId: string, id: number) => {
+    const row = await findRevision(db, tenantId, id);
+    if (!row) throw new NotFoundError("revision", id);
+    return row;
+  };
+  const content = async (db: Db, tenantId: string, id: number): Promise<RevisionContent> => {
+    const c = await deps.revisions.content(db, tenantId, id);
+    if (!c) throw new NotFoundError("revision", id);
+    return c;
+  };
+  const currentId = async (db: Db, tenantId: string) => (await findCurrentRevision(db, tenantId))?.revision_id ?? null;
+
+  return {
+    async list(db: Db, ctx: RequestContext, q: { cursor?: string | undefined; limit: number }) {
+      const beforeId = q.cursor ? decodeCursor(q.cursor, ["number"])[0]! : null;
+      const rows = await listRevisions(db, ctx.principal.tenantId, { beforeId, limit: q.limit });
+      const cur = await currentId(db, ctx.principal.tenantId);
+      return toPage(rows, q.limit, (r) => [r.revision_id], (r) => toRevision(r, cur));
+    },
+
+    async get(db: Db, ctx: RequestContext, id: number) {
+      const row = await mustFind(db, ctx.principal.tenantId, id);
+      return toRevision(row, await currentId(db, ctx.principal.tenantId));
+    },
+
+    /** Sorted by address (IPv4 first); the cursor is the position in that order. */
+    async prefixes(
+      db: Db,
+      ctx: RequestContext,
+      id: number,
+      q: { cursor?: string | undefined; limit: number; family?: number | undefined; community?: string | undefined; module_id?: string | undefined; contains?: string | undefined },
+    ) {
+      const c = await content(db, ctx.principal.tenantId, id);
+      let address: ReturnType<typeof parseAddress> | null = null;
+      if (q.contains !== undefined) {
+        try {
+          address = parseAddress(q.contains);
+        } catch (err) {
+          throw new AppError("validation_failed", `contains: ${(err as Error).message}`, { errors: [{ path: "query.contains", message: "must be an IPv4 or IPv6 address" }] });
+        }
+      }
+      const all = [...(q.family === 6 ? [] : c.v4.map((e) => [e, 4] as const)), ...(q.family === 4 ? [] : c.v6.map((e) => [e, 6] as const))];
+      let position = q.cursor ? decodeCursor(q.cursor, ["number"])[0]! + 1 : 0;
+      const items: { prefix: string; family: 4 | 6; communities: string[]; module_ids: string[] }[] = [];
+      let last = -1;
+      for (; position < all.length && items.length <= q.limit; position++) {
+        const [[prefix, communities, moduleIds], family] = all[position]!;
+        if (q.community !== undefined && !communities.includes(q.community)) continue;
+        if (q.module_id !== undefined && !moduleIds.includes(q.module_id)) continue;
+        if (address && !containsAddress(prefix, address)) continue;
+        if (items.length === q.limit) {
+          return { items, next_cursor: encodeCursor([last]), has_more: true };
+        }
+        items.push({ prefix, family, communities, module_ids: moduleIds });
+        last = position;
+      }
+      return { items, next_cursor: null, has_more: false };
+    },
+
+    async preview(db: Db, ctx: RequestContext, id: number, communityTitles: Map<string, string>) {
+      const row = await mustFind(db, ctx.principal.tenantId, id);
+      const c = await content(db, ctx.principal.tenantId, id);
+      const counts = new Map<string, number>();
+      for (const list of [c.v4, c.v6]) for (const [, comms] of list) {
+        if (!comms.length) counts.set("", (counts.get("") ?? 0) + 1);
+        for (const cm of comms) counts.set(cm, (counts.get(cm) ?? 0) + 1);
+      }
+      const settings = await readTenantSettings(db, ctx.principal.tenantId);
+      const bird = (settings.BIRD ?? {}) as Record<string, unknown>;
+      // Each community set renders as one static protocol, one line a route: keeping 200
+      // routes of each set gives the same first 200 lines as the whole revision would.
+      const cap = (list: RevisionEntry[]) => {
+        const perSet = new Map<string, number>();
+        return list.filter(([, comms]) => {
+          const key = comms.join(",");
+          const n = perSet.get(key) ?? 0;
+          perSet.set(key, n + 1);
+          return n < EXCERPT_LINES;
+        }).map(([p, comms]) => [p, comms] as [string, string[]]);
+      };
+      const rendered = renderBirdConfig(
+        {
+          tenant_id: ctx.principal.tenantId,
+          speaker_id: "00000000-0000-0000-0000-000000000000",
+          revision_id: row.revision_id,
+          sequence: 0,
+          issued_at: ctx.now.toISOString(),
+          expires_at: ctx.now.toISOString(),
+          digest: row.digest,
+          speaker: { router_id: typeof bird.router_id === "string" ? bird.router_id : "192.0.2.1", asn: typeof bird.local_asn === "number" ? bird.local_asn : 64512, policies_json: {} },
+          bird: bird as never,
+          communities: [...communityTitles].map(([community, title]) => ({ id: community, community, title })),
+          peers: [],
+          prefixes: { v4: cap(c.v4), v6: cap(c.v6) },
+        },
+        { mode: "include" },
+      );
+      const text = Object.values(rendered.files)[0] ?? "";
+      return {
+        revision_id: row.revision_id,
+        digest: row.digest,
+        prefix_count_v4: row.prefix_count_v4,
+        prefix_count_v6: row.prefix_count_v6,
+        by_community: [...counts].sort(([a], [b]) => (a < b ? -1 : 1)).map(([community, prefix_count]) => ({
+          community: community || null,
+          title: community ? (communityTitles.get(community) ?? null) : null,
+          prefix_count,
+        })),
+        bird_config_excerpt: text.split("\n").slice(0, EXCERPT_LINES).join("\n"),
+      };
+    },
+
+    async diff(db: Db, ctx: RequestContext, a: number, b: number, limit: number) {
+      const [from, to] = await Promise.all([content(db, ctx.principal.tenantId, a), content(db, ctx.principal.tenantId, b)]);
+      const d = diffTagged([...tagged(from.v4), ...tagged(from.v6)], [...tagged(to.v4), ...tagged(to.v6)]);
+      return {
+        from: a,
+        to: b,
+        added: d.added.slice(0, limit),
+        removed: d.removed.slice(0, limit),
+        changed: d.changed.slice(0, limit),
+        added_count: d.added.length,
+        removed_count: d.removed.length,
+        changed_count: d.changed.length,
+        truncated: d.added.length > limit || d.removed.length > limit || d.changed.length > limit,
+      };
+    },
+
+    /** A new revision with the old content, which becomes current (CONTRACT 5.4). */
+    async rollback(tx: Db, ctx: RequestContext, id: number) {
+      const tenantId = ctx.principal.tenantId;
+      await lockTenantRevisions(tx, tenantId);
+      const old = await mustFind(tx, tenantId, id);
+      const data = await findRevisionContent(tx, tenantId, id);
+      const current = await findCurrentRevision(tx, tenantId);
+      const revisionId = (current?.revision_id ?? 0) + 1;
+      const row: RevisionRow = { ...old, revision_id: revisionId, created_at: ctx.now, created_by: `key:${ctx.principal.keyPrefix}`, reason: "rollback", rolled_back_from: id };
+      await insertRevision(tx, { ...row, content: data! });
+      await deps.audit.record(tx, ctx, {
+        action: "rollback",
+        resource_type: "revision",
+        resource_id: String(revisionId),
+        summary: `revision ${revisionId} made from revision ${id} (rollback from ${current?.revision_id ?? "none"})`,
+        changes: { current_revision_id: { from: current?.revision_id ?? null, to: revisionId } },
+      });
+      return toRevision(row, revisionId);
+    },
+
+    /** Never the current revision, nor one a speaker has as desired or applied. */
+    async pruneEstimate(db: Db, tenantId: string, now: Date, protectedIds: Set<number> = new Set()) {
+      const settings = await readTenantSettings(db, tenantId);
+      const retention = typeof settings.revision_retention_minutes === "number" ? settings.revision_retention_minutes : 0;
+      const rows = await listRevisionIds(db, tenantId);
+      const current = rows.length ? rows[rows.length - 1]!.revision_id : null;
+      const cutoff = retention > 0 ? new Date(now.getTime() - retention * 60_000) : null;
+      const kept = { current: 0, applied: 0, within_retention: 0 };
+      const candidates: number[] = [];
+      for (const r of rows) {
+        if (r.revision_id === current) kept.current++;
+        else if (protectedIds.has(r.revision_id)) kept.applied++;
+        else if (!cutoff || r.created_at >= cutoff) kept.within_retention++;
+        else candidates.push(r.revision_id);
+      }
+      return {
+        retention_minutes: retention,
+        cutoff: cutoff ? cutoff.toISOString() : null,
+        candidate_count: candidates.length,
+        candidate_revision_ids: candidates,
+        kept_count: rows.length - candidates.length,
+        kept_reasons: kept,
+      };
+    },
+
+    /** Deletes the candidates (or only says which with `dryRun`); audited when it deletes. */
+    async prune(tx: Db, ctx: Pick<RequestContext, "principal" | "requestId" | "now" | "afterCommit">, dryRun: boolean, protectedIds: Set<number> = new Set()) {
+      const tenantId = ctx.principal.tenantId;
+      await lockTenantRevisions(tx, tenantId);
+      const est = await this.pruneEstimate(tx, tenantId, ctx.now, protectedIds);
+      if (dryRun) return { deleted_count: 0, deleted_revision_ids: est.candidate_revision_ids, kept_count: est.kept_count, dry_run: true };
+      const deleted = await deleteRevisions(tx, tenantId, est.candidate_revision_ids);
+      if (deleted) {
+        await deps.audit.record(tx, ctx, {
+          action: "delete",
+          resource_type: "revision",
+          resource_id: null,
+          summary: `pruned ${deleted} revision(s): ${est.candidate_revision_ids.join(", ")}`,
+          changes: { revision_ids: { from: est.candidate_revision_ids, to: null } },
+        });
+      }
+      return { deleted_count: deleted, deleted_revision_ids: est.candidate_revision_ids, kept_count: est.kept_count, dry_run: false };
+    },
+  };
+}
+
+export type RevisionService = ReturnType<typeof createRevisionService>;

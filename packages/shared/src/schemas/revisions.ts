@@ -1,0 +1,91 @@
+import { z } from "zod";
+import { Cursor, Limit, optionalBody, Timestamp, Uuid } from "./common.js";
+
+export const RevisionId = z.coerce.number().int().min(1).max(2147483647);
+
+export const Revision = z
+  .object({
+    revision_id: z.number().int(),
+    created_at: Timestamp,
+    created_by: z.string().nullable(),
+    reason: z.enum(["ingest", "rollback"]),
+    rolled_back_from: z.number().int().nullable(),
+    digest: z.string(),
+    prefix_count_v4: z.number().int(),
+    prefix_count_v6: z.number().int(),
+    input_prefix_count: z.number().int(),
+    dropped_prefix_count: z.number().int(),
+    modules: z.array(z.object({ module_id: Uuid, name: z.string(), community: z.string().nullable(), prefix_count: z.number().int() })),
+    applied_to: z.array(z.object({ speaker_id: Uuid, applied_at: Timestamp })),
+    is_current: z.boolean(),
+  })
+  .meta({ id: "Revision" });
+
+export const RevisionParams = z.strictObject({ revision_id: RevisionId });
+export const RevisionDiffParams = z.strictObject({ revision_a: RevisionId, revision_b: RevisionId });
+
+export const RevisionListQuery = z.strictObject({ cursor: Cursor.optional(), limit: Limit });
+
+export const RevisionPrefixQuery = z.strictObject({
+  cursor: Cursor.optional(),
+  limit: Limit,
+  family: z.enum(["4", "6"]).transform(Number).optional(),
+  community: z.string().min(1).max(64).optional(),
+  module_id: Uuid.optional(),
+  contains: z.string().min(2).max(64).optional().describe("An IPv4 or IPv6 address: only prefixes containing it."),
+});
+
+export const RevisionPrefix = z
+  .object({ prefix: z.string(), family: z.union([z.literal(4), z.literal(6)]), communities: z.array(z.string()), module_ids: z.array(Uuid) })
+  .meta({ id: "RevisionPrefix" });
+
+export const RevisionPreview = z
+  .object({
+    revision_id: z.number().int(),
+    digest: z.string(),
+    prefix_count_v4: z.number().int(),
+    prefix_count_v6: z.number().int(),
+    by_community: z.array(z.object({ community: z.string().nullable(), title: z.string().nullable(), prefix_count: z.number().int() })),
+    bird_config_excerpt: z.string(),
+  })
+  .meta({ id: "RevisionPreview" });
+
+export const RevisionDiffQuery = z.strictObject({ limit: z.coerce.number().int().min(1).max(100000).default(1000) });
+
+const Tagged = z.object({ prefix: z.string(), communities: z.array(z.string()) });
+export const RevisionDiff = z
+  .object({
+    from: z.number().int(),
+    to: z.number().int(),
+    added: z.array(Tagged),
+    removed: z.array(Tagged),
+    changed: z.array(z.object({ prefix: z.string(), from_communities: z.array(z.string()), to_communities: z.array(z.string()) })),
+    added_count: z.number().int(),
+    removed_count: z.number().int(),
+    changed_count: z.number().int(),
+    truncated: z.boolean(),
+  })
+  .meta({ id: "RevisionDiff" });
+
+export const RollbackBody = optionalBody(z.strictObject({ apply: z.boolean().optional() }));
+
+export const RevisionPruneEstimate = z
+  .object({
+    retention_minutes: z.number().int(),
+    cutoff: Timestamp.nullable(),
+    candidate_count: z.number().int(),
+    candidate_revision_ids: z.array(z.number().int()),
+    kept_count: z.number().int(),
+    kept_reasons: z.object({ current: z.number().int(), applied: z.number().int(), within_retention: z.number().int() }),
+  })
+  .meta({ id: "RevisionPruneEstimate" });
+
+export const RevisionPruneBody = optionalBody(z.strictObject({ dry_run: z.boolean().optional() }));
+
+export const RevisionPruneResult = z
+  .object({ deleted_count: z.number().int(), deleted_revision_ids: z.array(z.number().int()), kept_count: z.number().int(), dry_run: z.boolean() })
+  .meta({ id: "RevisionPruneResult" });
+
+export const RefreshBody = optionalBody(z.strictObject({ force: z.boolean().optional() }));
+export const RefreshQuery = z.strictObject({ wait: z.enum(["true", "false"]).default("false").transform((v) => v === "true") });
+export const JobAccepted = z.object({ job_id: Uuid, type: z.string(), status: z.string() }).meta({ id: "JobAccepted" });
