@@ -9,7 +9,7 @@ import { createJobHandlers } from "./jobs/handlers.js";
 import { startWorker } from "./jobs/worker.js";
 import { type BuildInfo, loadBuildInfo } from "./lib/build-info.js";
 import { type PeriodicTask, type Scheduler, startScheduler } from "./scheduler/scheduler.js";
-import { idempotencyExpiryTask, runtimeLogsAutoTask } from "./scheduler/tasks.js";
+import { idempotencyExpiryTask, moduleRefreshTask, runtimeLogsAutoTask } from "./scheduler/tasks.js";
 import { type Clock, systemClock } from "./lib/time.js";
 import { type AuditPusher, startAuditPusher } from "./services/audit-push.js";
 import { type BootstrapResult, bootstrapDefaultTenant } from "./services/tenants.js";
@@ -91,7 +91,11 @@ export async function startController(config: Config, opts: StartOptions = {}): 
     }
     let scheduler: Scheduler | null = null;
     if (config.APP_SERVICE === "app-all" || config.APP_SERVICE === "scheduler") {
-      const tasks: PeriodicTask[] = [idempotencyExpiryTask(db.sql), runtimeLogsAutoTask(db.sql, services.runtimeLogs)];
+      const tasks: PeriodicTask[] = [
+        idempotencyExpiryTask(db.sql),
+        runtimeLogsAutoTask(db.sql, services.runtimeLogs),
+        moduleRefreshTask(db.sql, bus),
+      ];
       const s = startScheduler({ db, clock, logger: app.log, tasks, ...(opts.electionMs ? { electionMs: opts.electionMs } : {}) });
       scheduler = s;
       closers.unshift(() => s.stop());

@@ -97,3 +97,17 @@ export async function moduleExists(db: Db, tenantId: string, moduleId: string): 
   const [row] = await db`SELECT 1 FROM modules WHERE tenant_id = ${tenantId} AND id = ${moduleId}`;
   return row !== undefined;
 }
+
+/**
+ * Enabled modules with a refresh interval whose last collection is older than it, and for
+ * which no ingest job that names them is queued or running.
+ */
+export async function listModulesDueForRefresh(db: Db, now: Date): Promise<{ tenant_id: string; id: string }[]> {
+  return db<{ tenant_id: string; id: string }[]>`
+    SELECT m.tenant_id, m.id FROM modules m
+    WHERE m.enabled AND m.refresh_interval_minutes IS NOT NULL
+      AND (m.collected_at IS NULL OR m.collected_at <= ${now}::timestamptz - make_interval(mins => m.refresh_interval_minutes))
+      AND NOT EXISTS (
+        SELECT 1 FROM jobs j WHERE j.tenant_id = m.tenant_id AND j.type = 'module_ingest' AND j.status IN ('queued', 'running')
+          AND (j.params->'module_ids' = 'null'::jsonb OR j.params->'module_ids' ? m.id::text))`;
+}

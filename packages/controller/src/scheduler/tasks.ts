@@ -1,4 +1,7 @@
+import type { Bus } from "../bus/index.js";
 import type { Sql } from "../db/connect.js";
+import { listModulesDueForRefresh } from "../db/ingest-inputs.js";
+import { enqueueJob } from "../services/jobs.js";
 import { deleteExpiredIdempotencyRecords } from "../db/idempotency.js";
 import { findLastRun, listTenantIdsWithSettings, recordRun } from "../db/scheduler.js";
 import { autoPolicyOf, type RuntimeLogService } from "../services/runtime-logs.js";
@@ -29,6 +32,30 @@ export function runtimeLogsAutoTask(sql: Sql, logs: RuntimeLogService, everyMs =
         if (last && now.getTime() - last.getTime() < policy.intervalMinutes * 60_000) continue;
         await logs.autoRun(tenant_id, now, { actor: "auto:scheduler", actorPrefix: "auto:scheduler" }, false);
         await recordRun(sql, "runtime_logs_auto", tenant_id, now);
+      }
+    },
+  };
+}
+
+/** Modules with `refresh_interval_minutes` are refreshed on their own (CONTRACT 3). */
+export function moduleRefreshTask(sql: Sql, bus: Bus, everyMs = 30_000): PeriodicTask {
+  return {
+    name: "module_refresh",
+    everyMs,
+    async run(now) {
+      for (const due of await listModulesDueForRefresh(sql, now)) {
+        const after: (() => void)[] = [];
+        await sql.begin((tx) =>
+          enqueueJob(tx, bus, {
+            tenantId: due.tenant_id,
+            type: "module_ingest",
+            params: { module_ids: [due.id], force: false },
+            createdBy: "auto:scheduler",
+            now,
+            afterCommit: (f) => after.push(f),
+          }),
+        );
+        for (const f of after) f();
       }
     },
   };
