@@ -16,6 +16,8 @@ interface SnapshotItem {
   origin: string;
 }
 
+const byFamilyThenText = (a: string, b: string) => Number(a.includes(":")) - Number(b.includes(":")) || (a < b ? -1 : a > b ? 1 : 0);
+
 const moduleFields = (m: LookupModuleRow) => ({
   module_id: m.id,
   module_name: m.name,
@@ -111,7 +113,7 @@ export function createLookupService(deps: { revisions: RevisionStore }) {
       }
       for (const [moduleId, list] of addresses) {
         const m = modules.get(moduleId);
-        if (m) matches.push({ layer: "snapshot", ...moduleFields(m), source: "domain", origin: name, addresses: [...new Set(list)] });
+        if (m) matches.push({ layer: "snapshot", ...moduleFields(m), source: "domain", origin: name, addresses: [...new Set(list)].sort(byFamilyThenText) });
       }
       return { query: q, kind: "domain" as const, normalized: name, matched: matches.length > 0, matches, revision: null };
     },
