@@ -37,6 +37,13 @@ export function moduleIngestJob(deps: CollectDeps & { sql: Sql; revisions: Revis
       const wanted = new Set(params.module_ids ?? modules.filter((m) => m.enabled).map((m) => m.id));
       const targets = modules.filter((m) => wanted.has(m.id) || (m.enabled && m.collected_at === null));
 
+      const timings = { collect: 0, aggregate: 0, guard: 0, snapshot_write: 0, revision_write: 0 };
+      let mark = Date.now();
+      const lap = (phase: keyof typeof timings) => {
+        const now = Date.now();
+        timings[phase] += now - mark;
+        mark = now;
+      };
       const collected = new Map<string, CollectedModule>();
       let done = 0;
       await ctx.progress(0, targets.length);
@@ -47,6 +54,7 @@ export function moduleIngestJob(deps: CollectDeps & { sql: Sql; revisions: Revis
         await ctx.progress(++done, targets.length);
       }
       await ctx.checkpoint();
+      lap("collect");
 
       const enabled = modules.filter((m) => m.enabled);
       const stored = await listSnapshotPrefixes(deps.sql, enabled.filter((m) => !collected.has(m.id)).map((m) => m.id));
@@ -60,6 +68,7 @@ export function moduleIngestJob(deps: CollectDeps & { sql: Sql; revisions: Revis
         bird,
       );
       await ctx.checkpoint();
+      lap("aggregate");
 
       return ctx.complete(async (tx) => {
         await lockTenantRevisions(tx, tenantId);
@@ -78,6 +87,7 @@ export function moduleIngestJob(deps: CollectDeps & { sql: Sql; revisions: Revis
             );
           }
         }
+        lap("guard");
         const now = ctx.now();
         for (const c of collected.values()) {
           const allFailed = c.sources_failed > 0 && c.sources_ok === 0;
@@ -93,6 +103,7 @@ export function moduleIngestJob(deps: CollectDeps & { sql: Sql; revisions: Revis
           for (const s of c.cdn) await updateCdnSourceStatus(tx, s.id, { ...s, at: now });
         }
         if (collected.size) await bumpSnapshotGeneration(tx, tenantId);
+        lap("snapshot_write");
         let revisionId = current?.revision_id ?? null;
         if (!unchanged) {
           revisionId = (current?.revision_id ?? 0) + 1;
@@ -113,10 +124,12 @@ export function moduleIngestJob(deps: CollectDeps & { sql: Sql; revisions: Revis
           });
           deps.revisions.remember(tenantId, revisionId, built.content);
         }
+        lap("revision_write");
         return {
           revision_id: revisionId,
           unchanged,
           duration_ms: Date.now() - started,
+          timings_ms: timings,
           modules: [...collected.values()].map((c) => ({
             module_id: c.module_id,
             prefix_count: distinctPrefixes(c).length,
