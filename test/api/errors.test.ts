@@ -41,6 +41,11 @@ describe("problem+json for every error", () => {
 
   it("a cursor that does not decode is a 400 invalid_cursor", async () => {
     expectProblem(await t.call(t.rootKey, { method: "GET", url: "/v1/api-keys?cursor=nonsense" }), 400, "invalid_cursor");
+    // A cursor that decodes but holds no id must not reach SQL (it would be a 500).
+    const forged = Buffer.from(JSON.stringify(["x"])).toString("base64url");
+    for (const url of ["/v1/api-keys", "/v1/audit", "/v1/jobs", "/v1/tenants"]) {
+      expectProblem(await t.call(t.rootKey, { method: "GET", url: `${url}?cursor=${forged}` }), 400, "invalid_cursor");
+    }
   });
 
   it("a path id that is not a UUID is a 400, not a 500", async () => {

@@ -18,14 +18,36 @@ import apiKeyRoutes from "./routes/v1/api-keys.js";
 import auditRoutes from "./routes/v1/audit.js";
 import settingsRoutes from "./routes/v1/settings.js";
 import jobRoutes from "./routes/v1/jobs.js";
+import lookupRoutes from "./routes/v1/lookup.js";
+import maintenanceRoutes from "./routes/v1/maintenance.js";
+import refreshRoutes from "./routes/v1/refresh.js";
+import revisionRoutes from "./routes/v1/revisions.js";
 import runtimeLogRoutes from "./routes/v1/runtime-logs.js";
 import tenantRoutes from "./routes/v1/tenants.js";
+import catalogRoutes from "./routes/v1/catalog.js";
+import cdnSourceRoutes from "./routes/v1/cdn-sources.js";
+import communityRoutes from "./routes/v1/communities.js";
+import csvRoutes from "./routes/v1/csv.js";
+import dohProfileRoutes from "./routes/v1/doh-profiles.js";
+import entryRoutes from "./routes/v1/entries.js";
+import moduleRoutes from "./routes/v1/modules.js";
 import { createApiKeyService } from "./services/api-keys.js";
 import { type AuditWriter, createAuditWriter } from "./services/audit.js";
 import { createJobService } from "./services/jobs.js";
+import { createLookupService } from "./services/lookup.js";
+import { createMaintenanceService } from "./services/maintenance.js";
+import type { RevisionStore } from "./services/revision-store.js";
+import { createRevisionService } from "./services/revisions.js";
 import { createRuntimeLogService } from "./services/runtime-logs.js";
 import { createSettingsService } from "./services/settings.js";
 import { createTenantService } from "./services/tenants.js";
+import { createCatalogService } from "./services/catalog.js";
+import { createCdnSourceService } from "./services/cdn-sources.js";
+import { createCommunityService } from "./services/communities.js";
+import { createCsvService } from "./services/csv.js";
+import { createDohProfileService } from "./services/doh-profiles.js";
+import { createEntryService } from "./services/entries.js";
+import { createModuleService } from "./services/modules.js";
 import type { OutboundClient } from "./sources/outbound.js";
 
 export interface AppServices {
@@ -35,6 +57,16 @@ export interface AppServices {
   settings: ReturnType<typeof createSettingsService>;
   jobs: ReturnType<typeof createJobService>;
   runtimeLogs: ReturnType<typeof createRuntimeLogService>;
+  modules: ReturnType<typeof createModuleService>;
+  entries: ReturnType<typeof createEntryService>;
+  communities: ReturnType<typeof createCommunityService>;
+  dohProfiles: ReturnType<typeof createDohProfileService>;
+  cdnSources: ReturnType<typeof createCdnSourceService>;
+  csv: ReturnType<typeof createCsvService>;
+  catalog: ReturnType<typeof createCatalogService>;
+  revisions: ReturnType<typeof createRevisionService>;
+  lookup: ReturnType<typeof createLookupService>;
+  maintenance: ReturnType<typeof createMaintenanceService>;
 }
 
 /** Everything the HTTP app needs; tests pass their own clock, database and bus. */
@@ -48,16 +80,33 @@ export interface AppDeps {
   services: AppServices;
 }
 
-export function createServices(opts: { config: Config; sql: Sql; pushEnabled: boolean; onAuditRecorded?: () => void }): AppServices {
+export function createServices(opts: {
+  config: Config;
+  sql: Sql;
+  revisions: RevisionStore;
+  pushEnabled: boolean;
+  onAuditRecorded?: () => void;
+}): AppServices {
   const audit = createAuditWriter({ pushEnabled: opts.pushEnabled, ...(opts.onAuditRecorded ? { onRecorded: opts.onAuditRecorded } : {}) });
-  return {
+  const services: Omit<AppServices, "maintenance"> = {
     audit,
     apiKeys: createApiKeyService({ audit }),
     tenants: createTenantService({ audit }),
     settings: createSettingsService({ audit }),
     jobs: createJobService({ audit }),
     runtimeLogs: createRuntimeLogService({ config: opts.config, sql: opts.sql }),
+    modules: createModuleService({ audit }),
+    entries: createEntryService({ audit }),
+    communities: createCommunityService({ audit }),
+    dohProfiles: createDohProfileService({ audit }),
+    cdnSources: createCdnSourceService({ audit }),
+    csv: createCsvService({ audit }),
+    catalog: createCatalogService(),
+    revisions: createRevisionService({ audit, revisions: opts.revisions }),
+    lookup: createLookupService({ revisions: opts.revisions }),
   };
+  const maintenance = createMaintenanceService({ sql: opts.sql, audit, revisions: services.revisions, runtimeLogs: services.runtimeLogs });
+  return { ...services, maintenance };
 }
 
 const REQUEST_ID_RE = /^[A-Za-z0-9._:-]{1,128}$/;
@@ -113,5 +162,16 @@ export async function buildApp(deps: AppDeps, opts: { logger?: FastifyServerOpti
   await app.register(auditRoutes, { deps });
   await app.register(jobRoutes, { deps });
   await app.register(runtimeLogRoutes, { deps });
+  await app.register(moduleRoutes, { deps });
+  await app.register(entryRoutes, { deps });
+  await app.register(csvRoutes, { deps });
+  await app.register(cdnSourceRoutes, { deps });
+  await app.register(communityRoutes, { deps });
+  await app.register(dohProfileRoutes, { deps });
+  await app.register(catalogRoutes, { deps });
+  await app.register(revisionRoutes, { deps });
+  await app.register(refreshRoutes, { deps });
+  await app.register(lookupRoutes, { deps });
+  await app.register(maintenanceRoutes, { deps });
   return app;
 }

@@ -12,7 +12,8 @@ import {
   updateApiKey,
 } from "../db/api-keys.js";
 import type { Db } from "../db/connect.js";
-import { decodeCursor, type Page, toPage } from "../lib/cursor.js";
+import { type Page, toPage } from "../lib/cursor.js";
+import { afterIdOf } from "../lib/id-cursor.js";
 import { uuidv7 } from "../lib/ids.js";
 import { hashKeySecret, newKeyPrefix, newKeySecret, parseKeySecret, secretMatches } from "../lib/key-secret.js";
 import { iso, isoRequired } from "../lib/time.js";
@@ -124,7 +125,7 @@ export function createApiKeyService(deps: { audit: AuditWriter }) {
     },
 
     async list(db: Db, ctx: RequestContext, q: { cursor?: string | undefined; limit: number; role?: string | undefined }): Promise<Page<ApiKey>> {
-      const afterId = q.cursor ? decodeCursor(q.cursor, ["string"])[0]! : null;
+      const afterId = afterIdOf(q.cursor);
       const rows = await listApiKeys(db, ctx.principal.tenantId, { afterId, limit: q.limit, role: q.role });
       return toPage(rows, q.limit, (r) => [r.id], toApiKey);
     },

@@ -1,7 +1,8 @@
 import type { AuditAction, AuditRecord, AuditResourceType, AuditSeverity } from "@rlc/shared/schemas";
 import type { Db } from "../db/connect.js";
 import { type AuditFilter, type AuditRow, insertAuditRecord, listAuditRecords } from "../db/audit.js";
-import { decodeCursor, type Page, toPage } from "../lib/cursor.js";
+import { type Page, toPage } from "../lib/cursor.js";
+import { afterIdOf } from "../lib/id-cursor.js";
 import { uuidv7 } from "../lib/ids.js";
 import { isoRequired } from "../lib/time.js";
 import type { RequestContext } from "./context.js";
@@ -122,7 +123,7 @@ export async function listAudit(
   tenantId: string,
   q: Omit<AuditFilter, "afterId"> & { cursor?: string | undefined },
 ): Promise<Page<AuditRecord>> {
-  const afterId = q.cursor ? decodeCursor(q.cursor, ["string"])[0]! : null;
+  const afterId = afterIdOf(q.cursor);
   const rows = await listAuditRecords(db, tenantId, { ...q, afterId });
   return toPage(rows, q.limit, (r) => [r.id], toAuditRecord);
 }

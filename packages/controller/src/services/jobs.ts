@@ -4,7 +4,8 @@ import type { Bus } from "../bus/index.js";
 import type { Db, Sql } from "../db/connect.js";
 import { cancelQueuedJob, findJobById, insertJob, type JobRow, listJobs, requestJobCancel } from "../db/jobs.js";
 import { JOBS_WAKE_SUBJECT, jobFinishedSubject } from "../jobs/worker.js";
-import { decodeCursor, toPage } from "../lib/cursor.js";
+import { toPage } from "../lib/cursor.js";
+import { afterIdOf } from "../lib/id-cursor.js";
 import { uuidv7 } from "../lib/ids.js";
 import { iso, isoRequired } from "../lib/time.js";
 import type { AuditWriter } from "./audit.js";
@@ -86,7 +87,7 @@ export function jobFailure(row: JobRow): AppError {
 export function createJobService(deps: { audit: AuditWriter }) {
   return {
     async list(db: Db, ctx: RequestContext, q: { cursor?: string | undefined; limit: number; type?: string | undefined; status?: string | undefined }) {
-      const afterId = q.cursor ? decodeCursor(q.cursor, ["string"])[0]! : null;
+      const afterId = afterIdOf(q.cursor);
       const rows = await listJobs(db, ctx.principal.tenantId, { afterId, limit: q.limit, type: q.type, status: q.status });
       return toPage(rows, q.limit, (r) => [r.id], toJob);
     },

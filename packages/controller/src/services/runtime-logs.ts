@@ -2,7 +2,8 @@ import { AppError } from "@rlc/shared/errors";
 import type { Config } from "../config.js";
 import type { Db, Sql } from "../db/connect.js";
 import { type CleanupAuditRow, insertCleanupAudit, listCleanupAudit } from "../db/runtime-log-audit.js";
-import { decodeCursor, toPage } from "../lib/cursor.js";
+import { toPage } from "../lib/cursor.js";
+import { afterIdOf } from "../lib/id-cursor.js";
 import { uuidv7 } from "../lib/ids.js";
 import { isoRequired } from "../lib/time.js";
 import type { RequestContext } from "./context.js";
@@ -87,7 +88,7 @@ export function createRuntimeLogService(deps: { config: Config; sql: Sql }) {
       }
     },
     async auditList(tenantId: string, q: { cursor?: string | undefined; limit: number }) {
-      const afterId = q.cursor ? decodeCursor(q.cursor, ["string"])[0]! : null;
+      const afterId = afterIdOf(q.cursor);
       return toPage(await listCleanupAudit(deps.sql, tenantId, { afterId, limit: q.limit }), q.limit, (r) => [r.id], toRecord);
     },
     async estimate(tenantId: string) {
@@ -95,10 +96,13 @@ export function createRuntimeLogService(deps: { config: Config; sql: Sql }) {
       const policy = autoPolicyOf(await readTenantSettings(deps.sql, tenantId));
       return estimateAutoCleanup(d, policy.thresholdBytes);
     },
-    /** An automatic cleanup by the tenant's policy, from the API (`auto:api`) or the scheduler. */
-    async autoRun(tenantId: string, now: Date, actor: Actor, dryRun: boolean) {
+    /**
+     * An automatic cleanup by the tenant's policy, from the API (`auto:api`) or the scheduler;
+     * a maintenance policy's action may set its own threshold and mode (`override`).
+     */
+    async autoRun(tenantId: string, now: Date, actor: Actor, dryRun: boolean, override: Partial<Pick<AutoPolicy, "thresholdBytes" | "mode">> = {}) {
       const d = requireDir();
-      const policy = autoPolicyOf(await readTenantSettings(deps.sql, tenantId));
+      const policy = { ...autoPolicyOf(await readTenantSettings(deps.sql, tenantId)), ...override };
       const run = await runAutoCleanup(d, { thresholdBytes: policy.thresholdBytes, mode: policy.mode, dryRun });
       for (const item of run.cleaned) {
         await record(deps.sql, tenantId, now, actor, {

@@ -2,7 +2,8 @@ import { ConflictError, NotFoundError } from "@rlc/shared/errors";
 import type { Db, Sql } from "../db/connect.js";
 import { MIGRATION_LOCK } from "../db/migrate.js";
 import { countTenants, findTenantById, findTenantByName, insertTenant, listTenants, type TenantRow } from "../db/tenants.js";
-import { decodeCursor, toPage } from "../lib/cursor.js";
+import { toPage } from "../lib/cursor.js";
+import { afterIdOf } from "../lib/id-cursor.js";
 import { uuidv7 } from "../lib/ids.js";
 import { isoRequired } from "../lib/time.js";
 import { mintApiKey, toApiKey } from "./api-keys.js";
@@ -62,7 +63,7 @@ export function createTenantService(deps: { audit: AuditWriter }) {
       return { ...toTenant(tenant), admin_key: { ...toApiKey(key.row), secret: key.secret } };
     },
     async list(db: Db, q: { cursor?: string | undefined; limit: number }) {
-      const afterId = q.cursor ? decodeCursor(q.cursor, ["string"])[0]! : null;
+      const afterId = afterIdOf(q.cursor);
       const rows = await listTenants(db, { afterId, limit: q.limit });
       return toPage(rows, q.limit, (r) => [r.id], toTenant);
     },

@@ -1,5 +1,6 @@
 import { z } from "zod";
-import { ListQueryShape, Timestamp, Uuid } from "./common.js";
+import { storableText } from "./text.js";
+import { ListQueryShape, optionalBody, Timestamp, Uuid } from "./common.js";
 
 export const CdnFormat = z
   .enum(["text", "json"])
@@ -28,8 +29,7 @@ const SourceUrl = z
   .max(2048)
   .describe("http or https, no credentials; literal private, loopback, link-local and metadata addresses are refused unless allowed.")
   .meta({ example: "https://ip-ranges.amazonaws.com/ip-ranges.json" });
-const JsonPath = z
-  .string()
+const JsonPath = storableText()
   .max(512)
   .nullable()
   .describe("Required for `json`, absent for `text`. Dot-separated keys, `[*]`, `[N]`, `?key=value` after `[*]`.")
@@ -80,3 +80,6 @@ export type CreateCdnSourceBody = z.infer<typeof CreateCdnSourceBody>;
 export type UpdateCdnSourceBody = z.infer<typeof UpdateCdnSourceBody>;
 export type CdnPreviewBody = z.infer<typeof CdnPreviewBody>;
 export type CdnPreview = z.infer<typeof CdnPreview>;
+
+/** The preview of a saved source takes no body (an empty object is accepted). */
+export const CdnSavedPreviewBody = optionalBody(z.strictObject({}));

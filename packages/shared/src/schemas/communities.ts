@@ -1,4 +1,5 @@
 import { z } from "zod";
+import { storableText } from "./text.js";
 import { ListQueryShape, Timestamp, Uuid } from "./common.js";
 
 export const Community = z
@@ -18,8 +19,8 @@ const CommunityValue = z
   .max(64)
   .describe("Standard `ASN:VALUE` (each 0..65535) or large `ASN:V1:V2` (each 0..4294967295); stored without leading zeros.")
   .meta({ example: "65000:100" });
-const Title = z.string().trim().max(128);
-const Description = z.string().max(1024);
+const Title = storableText().trim().max(128);
+const Description = storableText().max(1024);
 
 export const CreateCommunityBody = z.strictObject({
   community: CommunityValue,
@@ -35,7 +36,7 @@ export const UpdateCommunityBody = z.strictObject({
 
 export const CommunityListQuery = z.strictObject({
   ...ListQueryShape,
-  q: z.string().min(1).max(128).optional().describe("Community value or title contains (case-insensitive)."),
+  q: storableText().min(1).max(128).optional().describe("Community value or title contains (case-insensitive)."),
 });
 
 export type Community = z.infer<typeof Community>;

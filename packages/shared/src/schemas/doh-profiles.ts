@@ -1,4 +1,5 @@
 import { z } from "zod";
+import { storableText } from "./text.js";
 import { ListQueryShape, Timestamp, Uuid } from "./common.js";
 
 export const DohMethod = z.enum(["GET", "POST"]);
@@ -26,7 +27,7 @@ const Headers = z
   .record(HeaderName, HeaderValue)
   .refine((h) => Object.keys(h).length <= 32, "at most 32 headers")
   .describe("Extra request headers (e.g. an API token), sent with every query.");
-const ProfileName = z.string().trim().min(1).max(64).nullable().describe("Optional display name, unique in the tenant.");
+const ProfileName = storableText().trim().min(1).max(64).nullable().describe("Optional display name, unique in the tenant.");
 const ProfileUrl = z
   .string()
   .min(1)

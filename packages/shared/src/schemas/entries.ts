@@ -1,10 +1,11 @@
 import { z } from "zod";
+import { storableText } from "./text.js";
 import { ListQueryShape, Timestamp, Uuid } from "./common.js";
 
 // Shapes only: the normalisation rules (ASN forms, IDN, canonical CIDR) live in the controller,
 // which applies the same functions to JSON bodies and CSV rows.
 
-const Comment = z.string().max(256);
+const Comment = storableText().max(256);
 
 const entryShape = {
   id: Uuid,

@@ -12,3 +12,8 @@ export * from "./doh-profiles.js";
 export * from "./entries.js";
 export * from "./modules.js";
 export * from "./runtime-logs.js";
+export * from "./revisions.js";
+export * from "./lookup.js";
+export * from "./maintenance.js";
+export * from "./peers.js";
+export * from "./speakers.js";

@@ -1,4 +1,5 @@
 import { z } from "zod";
+import { storableText } from "./text.js";
 import { ListQueryShape, QueryBoolean, Timestamp, Uuid } from "./common.js";
 
 export const ModuleType = z.enum(["AS_PREFIXES", "DOMAINS", "IP_RANGES"]).meta({
@@ -48,7 +49,7 @@ export const DohResolverPolicyInput = z
     keep_previous_minutes: policyShape.keep_previous_minutes.optional(),
   })
   .meta({
-    id: "DohResolverPolicyInput",
+    id: "DohResolverPolicyWrite",
     description: "Defaults: failover, [A, AAAA], 3000 ms, 2 attempts, 1440 minutes. Only on DOMAINS modules.",
   });
 
@@ -87,7 +88,7 @@ const ModuleName = z
   .max(64)
   .regex(/^[^\p{Cc}]*$/u, "must not contain control characters")
   .meta({ example: "streaming" });
-const Description = z.string().max(1024);
+const Description = storableText().max(1024);
 const RefreshInterval = z.number().int().min(5).max(10080).nullable().describe("Minutes between scheduled refreshes; null: none.");
 const DohProfileIds = z
   .array(Uuid)
@@ -118,7 +119,7 @@ export const ModuleListQuery = z.strictObject({
   ...ListQueryShape,
   type: ModuleType.optional(),
   enabled: QueryBoolean.optional(),
-  q: z.string().min(1).max(64).optional().describe("Name contains (case-insensitive)."),
+  q: storableText().min(1).max(64).optional().describe("Name contains (case-insensitive)."),
 });
 
 export const ModuleParams = z.strictObject({ module_id: Uuid });

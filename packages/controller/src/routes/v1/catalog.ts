@@ -1,0 +1,23 @@
+import { Catalog } from "@rlc/shared/schemas";
+import type { FastifyPluginAsyncZod } from "fastify-type-provider-zod";
+import type { AppDeps } from "../../app.js";
+import { z } from "zod";
+import { authProblems } from "../responses.js";
+
+const catalogRoutes: FastifyPluginAsyncZod<{ deps: AppDeps }> = async (app, { deps }) => {
+  app.get(
+    "/v1/router-lists/catalog",
+    {
+      schema: {
+        tags: ["catalog"],
+        summary: "The tenant's whole route-list configuration in one read",
+        description: "Modules with their community, entries and CDN sources, plus communities and DoH profiles. Not paginated.",
+        querystring: z.strictObject({}),
+        response: { 200: Catalog, ...authProblems },
+      },
+    },
+    async (req) => deps.services.catalog.read(deps.sql, req.ctx()),
+  );
+};
+
+export default catalogRoutes;

@@ -1,0 +1,186 @@
+import { isIP } from "node:net";
+import { z } from "zod";
+import { ListQueryShape, optionalBody, Timestamp, Uuid } from "./common.js";
+
+const ipv4 = z.string().refine((v) => isIP(v) === 4, "must be an IPv4 address");
+const ipv6 = z.string().refine((v) => isIP(v) === 6, "must be an IPv6 address");
+export const Asn = z.number().int().min(1).max(4294967295);
+
+export const SpeakerPolicies = z
+  .looseObject({
+    local_ip: ipv4.optional(),
+    local_ipv6: ipv6.optional(),
+    local_asn: Asn.optional(),
+    local_port: z.number().int().min(1).max(65535).optional(),
+    next_hop_ipv4: ipv4.optional(),
+    next_hop_ipv6: ipv6.optional(),
+  })
+  .meta({ id: "SpeakerPolicies", description: "Local IP and local ASN overrides for the speaker's sessions; further keys are kept." });
+
+export const BgpSessionLive = z
+  .object({
+    protocol: z.string(),
+    peer_id: Uuid.nullable(),
+    neighbor_address: z.string().nullable(),
+    remote_asn: z.number().int().nullable(),
+    state: z.string(),
+    bgp_state: z.string().nullable(),
+    since: z.string().nullable(),
+    routes_imported: z.number().int().nullable(),
+    routes_exported: z.number().int().nullable(),
+    last_error: z.string().nullable(),
+  })
+  .meta({ id: "BgpSessionLive" });
+
+export const SpeakerLiveStatus = z
+  .object({
+    speaker_id: Uuid,
+    reachable: z.boolean(),
+    stale: z.boolean(),
+    polled_at: Timestamp.nullable(),
+    revision_id: z.number().int().nullable(),
+    bird: z.object({ version: z.string().nullable(), router_id: z.string().nullable(), server_time: z.string().nullable(), last_reconfiguration: z.string().nullable() }).nullable(),
+    sessions: z.array(BgpSessionLive),
+  })
+  .meta({ id: "SpeakerLiveStatus" });
+
+export const LiveSpeakerPoll = z
+  .object({
+    speaker_id: Uuid,
+    requested_at: Timestamp,
+    answered_at: Timestamp.nullable(),
+    latency_ms: z.number().int().nullable(),
+    ok: z.boolean(),
+    error: z.string().nullable(),
+  })
+  .meta({ id: "LiveSpeakerPoll" });
+
+export const Speaker = z
+  .object({
+    speaker_id: Uuid,
+    id: Uuid,
+    name: z.string(),
+    mode: z.enum(["remote", "local"]),
+    hostname: z.string().nullable(),
+    router_id: z.string(),
+    asn: z.number().int(),
+    policies_json: z.record(z.string(), z.unknown()),
+    metadata: z.record(z.string(), z.unknown()),
+    enrolled_at: Timestamp.nullable(),
+    last_seen_at: Timestamp.nullable(),
+    agent_version: z.string().nullable(),
+    desired_revision_id: z.number().int().nullable(),
+    applied_revision_id: z.number().int().nullable(),
+    dispatch_status: z.enum(["idle", "pending", "dispatched", "failed"]),
+    sync_status: z.enum(["in_sync", "out_of_sync", "unknown", "error"]),
+    last_error: z.looseObject({}).nullable(),
+    live: SpeakerLiveStatus.optional(),
+    created_at: Timestamp,
+    updated_at: Timestamp,
+  })
+  .meta({ id: "Speaker" });
+
+export const CreatedSpeaker = Speaker.extend({
+  enrollment_token: z.string().nullable().describe("One-time token for `rl-agent enroll` (remote speakers), valid 24 h; shown once."),
+  enrollment_token_expires_at: Timestamp.nullable(),
+}).meta({ id: "CreatedSpeaker" });
+
+const SpeakerName = z.string().trim().min(1).max(64);
+
+export const CreateSpeakerBody = z.strictObject({
+  name: SpeakerName,
+  mode: z.enum(["remote", "local"]).default("remote"),
+  router_id: ipv4,
+  asn: Asn,
+  policies_json: SpeakerPolicies.optional(),
+  metadata: z.record(z.string(), z.unknown()).optional(),
+});
+
+export const UpdateSpeakerBody = z.strictObject({
+  name: SpeakerName.optional(),
+  router_id: ipv4.optional(),
+  asn: Asn.optional(),
+  policies_json: SpeakerPolicies.optional(),
+  metadata: z.record(z.string(), z.unknown()).optional(),
+});
+
+export const SpeakerParams = z.strictObject({ speaker_id: Uuid });
+export const SpeakerListQuery = z.strictObject({
+  ...ListQueryShape,
+  live: z.enum(["true", "false"]).default("false").transform((v) => v === "true"),
+  live_timeout_ms: z.coerce.number().int().min(100).max(10000).default(2000),
+});
+export const SpeakerDeleteQuery = z.strictObject({ force: z.enum(["true", "false"]).default("false").transform((v) => v === "true") });
+
+export const EnrollmentToken = z.object({ speaker_id: Uuid, enrollment_token: z.string(), expires_at: Timestamp }).meta({ id: "EnrollmentToken" });
+
+export const ApplyBody = optionalBody(
+  z.strictObject({
+    revision_id: z.number().int().min(1).optional(),
+    speaker_ids: z.array(Uuid).min(1).max(1000).optional(),
+    timeout_seconds: z.number().int().min(1).max(3600).optional(),
+  }),
+);
+export const SpeakerApplyBody = optionalBody(
+  z.strictObject({ revision_id: z.number().int().min(1).optional(), timeout_seconds: z.number().int().min(1).max(3600).optional() }),
+);
+
+export const SigningKey = z
+  .object({
+    key_id: z.string(),
+    alg: z.literal("ed25519"),
+    public_key: z.string(),
+    status: z.enum(["active", "retired"]),
+    created_at: Timestamp,
+    statement: z.record(z.string(), z.unknown()).nullable(),
+  })
+  .meta({ id: "SigningKey" });
+
+export const SigningKeyList = z.object({ keys: z.array(SigningKey) }).meta({ id: "SigningKeyList" });
+
+export const EnrollBody = z.strictObject({
+  hostname: z.string().trim().min(1).max(253),
+  agent_version: z.string().trim().min(1).max(64),
+  public_key: z.string().max(128).optional(),
+});
+
+export const EnrollResult = z
+  .object({
+    speaker_id: Uuid,
+    tenant_id: Uuid,
+    api_key: z.string(),
+    signing_keys: z.array(SigningKey),
+    grpc_endpoint: z.string().nullable(),
+    nats_url: z.string().nullable(),
+  })
+  .meta({ id: "EnrollResult" });
+
+export const LatestRevision = z
+  .object({ speaker_id: Uuid, revision_id: z.number().int(), digest: z.string(), sequence: z.number().int(), bundle_url: z.string(), issued_at: Timestamp })
+  .meta({ id: "LatestRevision" });
+
+export const BundleParams = z.strictObject({ speaker_id: Uuid, revision_id: z.coerce.number().int().min(1) });
+
+export const SignedBundle = z
+  .object({ format: z.literal("rl-bundle/1"), key_id: z.string(), alg: z.literal("ed25519"), payload: z.string(), signature: z.string() })
+  .meta({ id: "SignedBundle" });
+
+export const StatusReport = z
+  .looseObject({
+    speaker_id: Uuid,
+    reason: z.enum(["applied", "apply_failed", "live_poll", "sessions_changed", "started"]),
+    poll_id: z.string().max(100).nullable().optional(),
+    applied_revision_id: z.number().int().nullable().optional(),
+    applied_sequence: z.number().int().nullable().optional(),
+    applied_digest: z.string().nullable().optional(),
+    applied_at: z.string().nullable().optional(),
+    error: z
+      .looseObject({ code: z.string(), message: z.string(), revision_id: z.number().int().nullable().optional(), sequence: z.number().int().nullable().optional(), at: z.string().nullable().optional() })
+      .nullable()
+      .optional(),
+    bird: z.looseObject({ reachable: z.boolean() }).nullable().optional(),
+    sessions: z.array(z.looseObject({ protocol: z.string() })).max(10000).optional(),
+    agent_version: z.string().nullable().optional(),
+    reported_at: z.string().nullable().optional(),
+  })
+  .meta({ id: "StatusReport" });
