@@ -65,6 +65,7 @@ describe("refresh and revisions", () => {
     const res = await refreshAll();
     expect(res.json().result).toMatchObject({ unchanged: true, revision_id: firstRevision });
     expect((await t.call(key, { method: "GET", url: "/v1/revisions" })).json().items).toHaveLength(1);
+    expect((await t.call(key, { method: "GET", url: "/v1/router-lists/catalog" })).json().current_revision_id).toBe(firstRevision);
   });
 
   let C: string;

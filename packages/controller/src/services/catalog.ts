@@ -5,6 +5,7 @@ import type { Sql } from "../db/connect.js";
 import { listAllDohProfiles } from "../db/doh-profiles.js";
 import { listAllEntriesOfTenant } from "../db/entries.js";
 import { listAllModules } from "../db/modules.js";
+import { findCurrentRevision } from "../db/revisions.js";
 import { toCdnSource } from "./cdn-sources.js";
 import { toCommunity } from "./communities.js";
 import type { RequestContext } from "./context.js";
@@ -59,8 +60,7 @@ export function createCatalogService() {
           modules: catalogModules,
           communities: [...communityById.values()],
           doh_profiles: profiles.map(toDohProfile),
-          // Revisions come with the ingest work (CONTRACT 5); until then there is none to name.
-          current_revision_id: null,
+          current_revision_id: (await findCurrentRevision(tx, tenantId))?.revision_id ?? null,
         };
       });
     },

@@ -1,12 +1,15 @@
 import { NotFoundError } from "@rlc/shared/errors";
-import { IdParams, Job, JobAccepted, RefreshBody, RefreshQuery } from "@rlc/shared/schemas";
+import { Job, JobAccepted, RefreshBody, RefreshQuery } from "@rlc/shared/schemas";
+import { Uuid } from "@rlc/shared/schemas";
 import type { FastifyPluginAsyncZod } from "fastify-type-provider-zod";
+import { z } from "zod";
 import type { AppDeps } from "../../app.js";
 import { moduleExists } from "../../db/ingest-inputs.js";
 import { enqueueJob, jobFailure, toJob, waitForJob } from "../../services/jobs.js";
 import { problems, writeProblems } from "../responses.js";
 
 const tags = ["refresh"];
+const ModuleParams = z.strictObject({ module_id: Uuid });
 const WAIT_MS = 60_000;
 
 const refreshRoutes: FastifyPluginAsyncZod<{ deps: AppDeps }> = async (app, { deps }) => {
@@ -47,9 +50,9 @@ const refreshRoutes: FastifyPluginAsyncZod<{ deps: AppDeps }> = async (app, { de
   };
 
   app.post(
-    "/v1/modules/:id/refresh",
-    { schema: { ...schema, summary: "Refresh a module: collect it afresh and build a revision of all enabled modules", params: IdParams }, config: { role: "operator" } },
-    async (req, reply) => refresh(req, reply, [req.params.id]),
+    "/v1/modules/:module_id/refresh",
+    { schema: { ...schema, summary: "Refresh a module: collect it afresh and build a revision of all enabled modules", params: ModuleParams }, config: { role: "operator" } },
+    async (req, reply) => refresh(req, reply, [req.params.module_id]),
   );
 
   app.post(
