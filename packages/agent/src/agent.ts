@@ -1,0 +1,176 @@
+import { readFile } from "node:fs/promises";
+import { hostname as osHostname } from "node:os";
+import { join } from "node:path";
+import { type AgentNotification, loadAgentService } from "@rlc/proto";
+import { BirdClient } from "./bird/birdc.js";
+import { createProcessRunner, type ProcessRunner } from "./bird/validate.js";
+import { type ControllerClient, createControllerClient } from "./bundle/controller-client.js";
+import { AgentGrpcClient } from "./bundle/grpc-client.js";
+import { ControllerHttpClient } from "./bundle/http-client.js";
+import { startNatsWakeups } from "./bundle/nats-wakeups.js";
+import { type AgentConfig, requireControllerUrl, splitHostPort } from "./config.js";
+import { ensureEnrolled } from "./enroll.js";
+import { AgentMetrics } from "./http/metrics.js";
+import { type MetricsServer, startMetricsServer } from "./http/metrics-server.js";
+import { createLogger, errorFields, type Logger } from "./log.js";
+import { type NodeIdentity, StateStore } from "./state.js";
+import { StatusReporter } from "./status/reporter.js";
+import { SyncLoop } from "./sync-loop.js";
+import { type Clock, createSystemClock, startPeriodic } from "./timing.js";
+
+export interface AgentDeps {
+  version: string;
+  clock?: Clock;
+  log?: Logger;
+  runner?: ProcessRunner;
+  hostname?: string;
+  /** Knobs the environment does not set; tests shorten them. */
+  tuning?: {
+    sessionCheckMs?: number;
+    watchIdleMs?: number;
+    maxBundleBytes?: number;
+    retry?: { baseMs: number; maxMs: number };
+  };
+}
+
+export interface RunningAgent {
+  identity: NodeIdentity;
+  loop: SyncLoop;
+  reporter: StatusReporter;
+  metrics: AgentMetrics;
+  client: ControllerClient;
+  metricsServer: MetricsServer | null;
+  /** Stops every timer and stream, lets an apply in flight finish, closes the sockets. */
+  stop(): Promise<void>;
+}
+
+/**
+ * Builds the agent from its configuration and starts it: enrollment when needed, the sync loop,
+ * and the three ways it is woken (gRPC Watch, NATS, the periodic HTTP poll), the status reporter
+ * and the local metrics listener. main.ts runs this and handles signals; tests run it in-process.
+ */
+export async function startAgent(config: AgentConfig, deps: AgentDeps): Promise<RunningAgent> {
+  const clock = deps.clock ?? createSystemClock();
+  const log = deps.log ?? createLogger(config.logLevel);
+  const tuning = deps.tuning ?? {};
+  const state = new StateStore(config.stateDir);
+  await state.init();
+  const baseUrl = requireControllerUrl(config);
+  const identity = await ensureEnrolled({
+    http: new ControllerHttpClient({ baseUrl, nodeKey: null }),
+    state,
+    token: config.enrollmentToken,
+    hostname: deps.hostname ?? osHostname(),
+    agentVersion: deps.version,
+    now: () => clock.now(),
+  });
+  const { speaker_id: speakerId, tenant_id: tenantId } = identity;
+  log.info("agent starting", { speaker_id: speakerId, version: deps.version, mode: config.birdMode, config: config.birdConfigPath });
+
+  const metrics = new AgentMetrics({ version: deps.version, speakerId });
+  metrics.restoreApplied(await state.readApplied());
+  // First of the things that hold resources: a port already taken fails the start before any other is open.
+  const metricsServer = config.metricsListen ? await startMetricsServer(metrics, splitHostPort(config.metricsListen)) : null;
+  const bird = new BirdClient({ socketPath: config.birdSocket });
+  const http = new ControllerHttpClient({ baseUrl, nodeKey: identity.api_key });
+  const grpcUrl = config.grpcUrl ?? identity.grpc_endpoint ?? undefined;
+  const grpc = grpcUrl
+    ? new AgentGrpcClient({
+        address: grpcUrl,
+        caPem: config.grpcTlsCa ? await readFile(config.grpcTlsCa) : null,
+        nodeKey: identity.api_key,
+        speakerId,
+        service: loadAgentService(),
+        clock,
+        log,
+        watchIdleMs: tuning.watchIdleMs,
+      })
+    : null;
+  const client = createControllerClient({
+    http,
+    grpc,
+    speakerId,
+    maxBundleBytes: tuning.maxBundleBytes ?? 128 * 1024 * 1024,
+    log,
+    onFallback: (operation) => metrics.recordFallback(operation),
+  });
+  const reporter = new StatusReporter({
+    bird,
+    send: (report) => client.reportStatus(report),
+    readApplied: () => state.readApplied(),
+    speakerId,
+    agentVersion: deps.version,
+    clock,
+    log,
+    metrics,
+  });
+  const loop = new SyncLoop({
+    client,
+    state,
+    reporter,
+    bird,
+    runner: deps.runner ?? createProcessRunner(),
+    birdBin: config.birdBin,
+    metrics,
+    clock,
+    log,
+    speakerId,
+    tenantId,
+    birdMode: config.birdMode,
+    birdConfigPath: config.birdConfigPath,
+    stagingDir: join(config.stateDir, "staging"),
+    healthWaitMs: config.healthWaitSeconds * 1000,
+    maxBundleBytes: tuning.maxBundleBytes,
+    retry: tuning.retry,
+  });
+  await loop.restoreConfirmedFiles().catch((error: unknown) => log.warn("could not check the files on disk", errorFields(error)));
+
+  const onNotification = (n: AgentNotification, reason: "watch" | "nats") => {
+    if (n.type === "new_revision") {
+      if (n.speaker_id && n.speaker_id !== speakerId) return log.warn("notification for another speaker ignored", { speaker_id: n.speaker_id });
+      loop.trigger({ reason, desired: { revision_id: n.revision_id, digest: n.digest, sequence: n.sequence, issued_at: null } });
+    } else if (n.type === "live_poll") {
+      void reporter.report("live_poll", { pollId: n.poll_id });
+    }
+  };
+  const watch = grpc?.watch(
+    { onNotification: (n) => onNotification(n, "watch"), onConnected: () => loop.trigger({ reason: "watch" }) },
+    async () => {
+      const applied = await state.readApplied().catch(() => null);
+      return { speaker_id: speakerId, agent_version: deps.version, applied_revision_id: applied?.revision_id ?? 0, applied_sequence: applied?.sequence ?? 0 };
+    },
+  );
+  const natsUrl = config.natsUrl ?? identity.nats_url ?? undefined;
+  const nats = natsUrl
+    ? startNatsWakeups({ url: natsUrl, tenantId, speakerId, clock, log, onWake: (n) => (n ? onNotification(n, "nats") : loop.trigger({ reason: "nats" })) })
+    : null;
+  const poll = startPeriodic(
+    async () => {
+      const desired = await client.latest();
+      if (desired) loop.trigger({ reason: "poll", desired });
+      return true;
+    },
+    { intervalMs: config.pollSeconds * 1000, clock },
+  );
+  const sessions = startPeriodic(() => reporter.checkSessions(), { intervalMs: tuning.sessionCheckMs ?? 10_000, clock });
+
+  loop.trigger({ reason: "start" });
+  void reporter.report("started");
+
+  return {
+    identity,
+    loop,
+    reporter,
+    metrics,
+    client,
+    metricsServer,
+    async stop() {
+      await Promise.all([poll.stop(), sessions.stop(), watch?.stop(), nats?.close()]);
+      await loop.stop();
+      grpc?.close();
+      bird.close();
+      await metricsServer?.close();
+      log.info("agent stopped");
+    },
+  };
+}

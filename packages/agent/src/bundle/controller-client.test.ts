@@ -1,0 +1,152 @@
+import { createServer } from "node:net";
+import { type AgentNotification, loadAgentService, type StatusReport } from "@rlc/proto";
+import { afterEach, describe, expect, it } from "vitest";
+import { fixtureContent } from "../../../../test/helpers/agent-fakes.js";
+import { type StandInController, startStandInController } from "../../../../test/helpers/stand-in-controller.js";
+import { AgentMetrics } from "../http/metrics.js";
+import { silentLogger } from "../log.js";
+import { createSystemClock } from "../timing.js";
+import { createControllerClient } from "./controller-client.js";
+import { AgentGrpcClient } from "./grpc-client.js";
+import { ControllerError, ControllerHttpClient } from "./http-client.js";
+
+const cleanups: (() => Promise<void> | void)[] = [];
+afterEach(async () => {
+  for (const c of cleanups.splice(0).reverse()) await c();
+});
+
+async function controller(options: { grpc?: boolean } = {}): Promise<StandInController> {
+  const c = await startStandInController(options);
+  cleanups.push(() => c.close());
+  return c;
+}
+
+function grpcClient(c: StandInController, address = c.grpcAddress): AgentGrpcClient {
+  const client = new AgentGrpcClient({
+    address,
+    caPem: null,
+    nodeKey: c.nodeKey,
+    speakerId: c.speakerId,
+    service: loadAgentService(),
+    clock: createSystemClock(),
+    log: silentLogger,
+    backoff: { baseMs: 50, maxMs: 200 },
+  });
+  cleanups.push(() => client.close());
+  return client;
+}
+
+/** An address where nothing listens: gRPC "down". */
+async function deadAddress(): Promise<string> {
+  const server = createServer();
+  await new Promise<void>((r) => server.listen(0, "127.0.0.1", r));
+  const port = (server.address() as { port: number }).port;
+  await new Promise((r) => server.close(r));
+  return `127.0.0.1:${port}`;
+}
+
+function report(speakerId: string): StatusReport {
+  return {
+    speaker_id: speakerId,
+    reason: "live_poll",
+    poll_id: "poll-7",
+    applied_revision_id: null,
+    applied_sequence: null,
+    applied_digest: null,
+    applied_at: null,
+    error: null,
+    bird: { reachable: false, version: null, router_id: null, server_time: null, last_reconfiguration: null },
+    sessions: [],
+    agent_version: "test",
+    reported_at: new Date().toISOString(),
+  };
+}
+
+describe("controller client", () => {
+  it("gRPC - GetBundle reassembles the chunks byte for byte; ReportStatus arrives with the node key", async () => {
+    const c = await controller();
+    const issue = await c.publish(fixtureContent());
+    const grpc = grpcClient(c);
+    expect(Buffer.from(await grpc.fetchBundle(1, 1_000_000)).equals(issue.bytes)).toBe(true);
+    await grpc.reportStatus(report(c.speakerId));
+    expect(c.reports).toEqual([{ via: "grpc", report: report(c.speakerId) }].map((r) => ({ ...r, report: { ...r.report, reported_at: expect.any(String) } })));
+  });
+
+  it("gRPC - a bundle over the cap is refused from the first chunk's total_size", async () => {
+    const c = await controller();
+    await c.publish(fixtureContent());
+    await expect(grpcClient(c).fetchBundle(1, 100)).rejects.toMatchObject({ code: "too_large" });
+  });
+
+  it("HTTP fallback - with gRPC down, bundles come over HTTP (gzip) and reports go to POST /v1/speakers/{id}/status", async () => {
+    const c = await controller({ grpc: false });
+    const issue = await c.publish(fixtureContent());
+    const metrics = new AgentMetrics({ version: "test", speakerId: c.speakerId });
+    const client = createControllerClient({
+      http: new ControllerHttpClient({ baseUrl: c.url, nodeKey: c.nodeKey }),
+      grpc: grpcClient(c, await deadAddress()),
+      speakerId: c.speakerId,
+      maxBundleBytes: 1_000_000,
+      log: silentLogger,
+      onFallback: (op) => metrics.recordFallback(op),
+    });
+    expect(Buffer.from(await client.fetchBundle(1)).equals(issue.bytes)).toBe(true);
+    await client.reportStatus(report(c.speakerId));
+    expect(c.reports.map((r) => r.via)).toEqual(["http"]);
+    expect(c.httpRequests).toEqual([`GET /v1/speakers/${c.speakerId}/bundle/1 gzip`, expect.stringMatching(`^POST /v1/speakers/${c.speakerId}/status`)]);
+    expect(metrics.render()).toMatch(/rl_agent_transport_fallbacks_total\{operation="fetch_bundle"\} 1\n.*operation="report_status"\} 1/);
+  });
+
+  it("HTTP - latest names the desired revision, 404 when there is none; a wrong key is unauthenticated", async () => {
+    const c = await controller({ grpc: false });
+    const http = new ControllerHttpClient({ baseUrl: c.url, nodeKey: c.nodeKey });
+    expect(await http.latest(c.speakerId)).toBeNull();
+    const issue = await c.publish(fixtureContent());
+    expect(await http.latest(c.speakerId)).toEqual({ revision_id: 1, digest: issue.digest, sequence: 1, issued_at: issue.issued_at });
+    const stranger = new ControllerHttpClient({ baseUrl: c.url, nodeKey: "rlk_wrong" });
+    await expect(stranger.latest(c.speakerId)).rejects.toMatchObject({ code: "unauthenticated", status: 401 });
+    await expect(http.fetchBundle(c.speakerId, 1, 100)).rejects.toMatchObject({ code: "too_large" });
+  });
+
+  it("HTTP - enroll spends the token once and answers the identity and keys to pin", async () => {
+    const c = await controller();
+    const http = new ControllerHttpClient({ baseUrl: c.url, nodeKey: null });
+    const enrolled = await http.enroll(c.enrollmentToken, { hostname: "r1", agent_version: "test" });
+    expect(enrolled).toMatchObject({ speaker_id: c.speakerId, tenant_id: c.tenantId, api_key: c.nodeKey, grpc_endpoint: c.grpcAddress, nats_url: null });
+    expect(enrolled.signing_keys).toEqual([expect.objectContaining({ key_id: c.signingKey.keyId, status: "active" })]);
+    const again = await http.enroll(c.enrollmentToken, { hostname: "r1", agent_version: "test" }).catch((e: unknown) => e);
+    expect(again).toBeInstanceOf(ControllerError);
+    expect(again).toMatchObject({ code: "unauthenticated" });
+  });
+
+  it("Watch - delivers the desired revision on connect, then applies and polls; reconnects after the controller restarts", async () => {
+    const c = await controller();
+    await c.publish(fixtureContent());
+    const seen: AgentNotification[] = [];
+    let connects = 0;
+    const watch = grpcClient(c).watch(
+      { onNotification: (n) => seen.push(n), onConnected: () => connects++ },
+      async () => ({ speaker_id: c.speakerId, agent_version: "test", applied_revision_id: 0, applied_sequence: 0 }),
+    );
+    cleanups.push(() => watch.stop());
+    await until(() => seen.length === 1);
+    c.livePoll("poll-1");
+    await until(() => seen.length === 2);
+    expect(seen).toEqual([
+      { type: "new_revision", speaker_id: c.speakerId, revision_id: 1, digest: expect.stringMatching(/^sha256:/), sequence: 1 },
+      { type: "live_poll", poll_id: "poll-1" },
+    ]);
+    await c.stopGrpc();
+    await c.startGrpc();
+    await until(() => connects === 2 && seen.length === 3, 5000);
+    expect(seen[2]).toMatchObject({ type: "new_revision", revision_id: 1 });
+  });
+});
+
+async function until(condition: () => boolean, timeoutMs = 3000): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  while (!condition()) {
+    if (Date.now() > deadline) throw new Error("condition not met in time");
+    await new Promise((r) => setTimeout(r, 10));
+  }
+}

@@ -1,0 +1,57 @@
+import type { SigningKeyJson, StatusReport } from "@rlc/proto";
+import { errorFields, type Logger } from "../log.js";
+import type { AgentGrpcClient } from "./grpc-client.js";
+import type { ControllerHttpClient, DesiredRevision } from "./http-client.js";
+
+/** What the sync loop and the reporter need from the controller, whatever the transport. */
+export interface ControllerClient {
+  /** The speaker's desired revision; null when it has none. */
+  latest(): Promise<DesiredRevision | null>;
+  /** The signed bundle of `revisionId`, as received. */
+  fetchBundle(revisionId: number): Promise<Uint8Array>;
+  signingKeys(): Promise<SigningKeyJson[]>;
+  reportStatus(report: StatusReport): Promise<void>;
+}
+
+export interface ControllerClientOptions {
+  http: ControllerHttpClient;
+  /** null when no gRPC endpoint is known: HTTP only. */
+  grpc: AgentGrpcClient | null;
+  speakerId: string;
+  maxBundleBytes: number;
+  log: Logger;
+  /** Called when gRPC failed and HTTP was tried instead (for the metrics). */
+  onFallback?: (operation: "fetch_bundle" | "report_status") => void;
+}
+
+/** gRPC first (one connection, chunked), the HTTP node routes when it fails. */
+export function createControllerClient(o: ControllerClientOptions): ControllerClient {
+  async function viaGrpcThenHttp<T>(operation: "fetch_bundle" | "report_status", grpcCall: (() => Promise<T>) | null, httpCall: () => Promise<T>) {
+    if (grpcCall) {
+      try {
+        return await grpcCall();
+      } catch (error) {
+        o.log.warn("gRPC failed; trying HTTP", { operation, ...errorFields(error) });
+        o.onFallback?.(operation);
+      }
+    }
+    return httpCall();
+  }
+  const grpc = o.grpc;
+  return {
+    latest: () => o.http.latest(o.speakerId),
+    fetchBundle: (revisionId) =>
+      viaGrpcThenHttp(
+        "fetch_bundle",
+        grpc && (() => grpc.fetchBundle(revisionId, o.maxBundleBytes)),
+        () => o.http.fetchBundle(o.speakerId, revisionId, o.maxBundleBytes),
+      ),
+    signingKeys: () => o.http.signingKeys(),
+    reportStatus: (report) =>
+      viaGrpcThenHttp(
+        "report_status",
+        grpc && (() => grpc.reportStatus(report)),
+        () => o.http.reportStatus(report),
+      ),
+  };
+}

@@ -1,0 +1,191 @@
+import { createHash } from "node:crypto";
+import {
+  type AgentNotification,
+  type AgentServiceClient,
+  type AgentServiceDefinition,
+  BUNDLE_CHUNK_MAX_BYTES,
+  type BundleChunk,
+  bearerMetadata,
+  grpc,
+  notificationFromProto,
+  type StatusReport,
+  statusReportToProto,
+  type WatchEvent,
+  type WatchRequest,
+} from "@rlc/proto";
+import { type Logger, errorFields } from "../log.js";
+import { backoffDelay, type Clock } from "../timing.js";
+import { ControllerError } from "./http-client.js";
+
+export interface GrpcClientOptions {
+  /** `host:port`. */
+  address: string;
+  /** PEM of the CA that signed the controller's certificate; null = plaintext. */
+  caPem: Buffer | null;
+  nodeKey: string;
+  speakerId: string;
+  service: AgentServiceDefinition;
+  clock: Clock;
+  log: Logger;
+  random?: () => number;
+  /** Reconnect when nothing (not even a PING) came for this long. Default 90 s. */
+  watchIdleMs?: number;
+  /** Reconnect backoff. Default 1 s doubling to 30 s, with jitter. */
+  backoff?: { baseMs: number; maxMs: number };
+}
+
+export interface WatchHandlers {
+  onNotification(notification: AgentNotification): void;
+  /** The stream is up (the controller's first message arrived): a moment to catch up. */
+  onConnected(): void;
+}
+
+/** Watch, GetBundle and ReportStatus for one speaker, with its node key on every call. */
+export class AgentGrpcClient {
+  readonly #client: AgentServiceClient;
+  readonly #o: GrpcClientOptions;
+
+  constructor(options: GrpcClientOptions) {
+    this.#o = options;
+    const credentials = options.caPem ? grpc.credentials.createSsl(options.caPem) : grpc.credentials.createInsecure();
+    this.#client = new options.service.Client(options.address, credentials);
+  }
+
+  /**
+   * Holds a Watch stream open for as long as `stop` is not called: reconnects after an error,
+   * an end or a silent stream, with backoff and jitter; the backoff starts over once a stream
+   * delivered anything. `request` is read on every (re)connect.
+   */
+  watch(handlers: WatchHandlers, request: () => Promise<WatchRequest>): { stop(): Promise<void> } {
+    const abort = new AbortController();
+    const { clock, log } = this.#o;
+    const backoff = this.#o.backoff ?? { baseMs: 1000, maxMs: 30_000 };
+    const done = (async () => {
+      let attempt = 0;
+      while (!abort.signal.aborted) {
+        const outcome = await this.#watchOnce(handlers, await request(), abort.signal).catch((error: unknown) => ({ heard: false, error }));
+        if (abort.signal.aborted) break;
+        if (outcome.heard) attempt = 0;
+        const wait = backoffDelay(attempt++, backoff, this.#o.random);
+        log.warn("gRPC watch stream ended; reconnecting", { address: this.#o.address, in_ms: wait, ...errorFields(outcome.error) });
+        await clock.sleep(wait, abort.signal);
+      }
+    })();
+    return {
+      stop: async () => {
+        abort.abort();
+        await done;
+      },
+    };
+  }
+
+  #watchOnce(handlers: WatchHandlers, request: WatchRequest, signal: AbortSignal): Promise<{ heard: boolean; error: unknown }> {
+    return new Promise((resolve) => {
+      let heard = false;
+      const call = this.#client.watch(request, bearerMetadata(this.#o.nodeKey));
+      // Real timers: the watchdog measures silence on a socket, not the agent's clock.
+      let idle: NodeJS.Timeout | undefined;
+      const arm = () => {
+        clearTimeout(idle);
+        idle = setTimeout(() => call.cancel(), this.#o.watchIdleMs ?? 90_000);
+      };
+      const onAbort = () => call.cancel();
+      const connected = () => {
+        if (heard) return;
+        heard = true;
+        handlers.onConnected();
+      };
+      const finish = (error: unknown) => {
+        clearTimeout(idle);
+        signal.removeEventListener("abort", onAbort);
+        resolve({ heard, error });
+      };
+      signal.addEventListener("abort", onAbort, { once: true });
+      arm();
+      call.on("metadata", connected);
+      call.on("data", (event: WatchEvent) => {
+        arm();
+        connected();
+        const notification = notificationFromProto(event);
+        if (notification) handlers.onNotification(notification);
+      });
+      call.on("error", (error: grpc.ServiceError) => finish(mapGrpcError(error, "Watch")));
+      call.on("end", () => finish(new ControllerError("controller_unreachable", "Watch: the controller ended the stream")));
+    });
+  }
+
+  /** The signed bundle via GetBundle: size checked against `maxBytes` first, then offsets and sha256. */
+  fetchBundle(revisionId: number, maxBytes: number, timeoutMs = 300_000): Promise<Uint8Array> {
+    return new Promise((resolve, reject) => {
+      const call = this.#client.getBundle({ speaker_id: this.#o.speakerId, revision_id: revisionId }, bearerMetadata(this.#o.nodeKey), {
+        deadline: Date.now() + timeoutMs,
+      });
+      let settled = false;
+      let whole: Buffer | null = null;
+      let sha256 = "";
+      let received = 0;
+      const fail = (error: ControllerError) => {
+        if (settled) return;
+        settled = true;
+        call.cancel();
+        reject(error);
+      };
+      call.on("data", (chunk: BundleChunk) => {
+        if (!whole) {
+          if (chunk.offset !== 0 || !(chunk.total_size > 0) || !/^[0-9a-f]{64}$/.test(chunk.sha256)) {
+            return fail(new ControllerError("bad_response", "GetBundle: the first chunk lacks total_size or sha256"));
+          }
+          if (chunk.total_size > maxBytes) return fail(new ControllerError("too_large", `GetBundle: ${chunk.total_size} bytes, the cap is ${maxBytes}`));
+          whole = Buffer.allocUnsafe(chunk.total_size);
+          sha256 = chunk.sha256;
+        }
+        if (chunk.offset !== received || chunk.data.length > BUNDLE_CHUNK_MAX_BYTES || received + chunk.data.length > whole.length) {
+          return fail(new ControllerError("bad_response", `GetBundle: chunk at ${chunk.offset} (+${chunk.data.length}) after ${received} of ${whole.length} bytes`));
+        }
+        chunk.data.copy(whole, received);
+        received += chunk.data.length;
+      });
+      call.on("error", (error: grpc.ServiceError) => fail(mapGrpcError(error, "GetBundle")));
+      call.on("end", () => {
+        if (settled) return;
+        if (!whole || received !== whole.length) {
+          return fail(new ControllerError("bad_response", `GetBundle: the stream ended after ${received} of ${whole?.length ?? "?"} bytes`));
+        }
+        if (createHash("sha256").update(whole).digest("hex") !== sha256) return fail(new ControllerError("bad_response", "GetBundle: sha256 does not match"));
+        settled = true;
+        resolve(whole);
+      });
+    });
+  }
+
+  reportStatus(report: StatusReport, timeoutMs = 10_000): Promise<void> {
+    return new Promise((resolve, reject) => {
+      this.#client.reportStatus(statusReportToProto(report), bearerMetadata(this.#o.nodeKey), { deadline: Date.now() + timeoutMs }, (error) =>
+        error ? reject(mapGrpcError(error, "ReportStatus")) : resolve(),
+      );
+    });
+  }
+
+  close(): void {
+    this.#client.close();
+  }
+}
+
+function mapGrpcError(error: grpc.ServiceError, rpc: string): ControllerError {
+  const message = `${rpc}: ${error.details || error.message}`;
+  switch (error.code) {
+    case grpc.status.UNAUTHENTICATED:
+    case grpc.status.PERMISSION_DENIED:
+      return new ControllerError("unauthenticated", message, { cause: error });
+    case grpc.status.NOT_FOUND:
+      return new ControllerError("not_found", message, { cause: error });
+    case grpc.status.RESOURCE_EXHAUSTED:
+      return new ControllerError("too_large", message, { cause: error });
+    case grpc.status.UNAVAILABLE:
+    case grpc.status.DEADLINE_EXCEEDED:
+    case grpc.status.CANCELLED:
+      return new ControllerError("controller_unreachable", message, { cause: error });
+    default:
+      return new ControllerError("controller_error", message, { cause: error });
+  }
+}

@@ -1,0 +1,199 @@
+import type { SigningKeyJson, StatusReport } from "@rlc/proto";
+import { z } from "zod";
+
+/** The speaker's desired revision, as a notification or `revisions/latest` names it. */
+export interface DesiredRevision {
+  revision_id: number;
+  digest: string;
+  /** The issued bundle's sequence, when the source says it; tells a re-issue apart. */
+  sequence: number | null;
+  issued_at: string | null;
+}
+
+export interface EnrollResult {
+  speaker_id: string;
+  tenant_id: string;
+  api_key: string;
+  signing_keys: SigningKeyJson[];
+  grpc_endpoint: string | null;
+  nats_url: string | null;
+}
+
+export type ControllerErrorCode = "controller_unreachable" | "unauthenticated" | "not_found" | "controller_error" | "bad_response" | "too_large";
+
+/** The controller could not be asked, or answered something the agent cannot use. */
+export class ControllerError extends Error {
+  override name = "ControllerError";
+  readonly code: ControllerErrorCode;
+  /** HTTP status, or null when no answer came. */
+  readonly status: number | null;
+
+  constructor(code: ControllerErrorCode, message: string, options: { status?: number; cause?: unknown } = {}) {
+    super(message, { cause: options.cause });
+    this.code = code;
+    this.status = options.status ?? null;
+  }
+}
+
+const KeySchema = z.object({
+  key_id: z.string(),
+  alg: z.string(),
+  public_key: z.string(),
+  status: z.enum(["active", "retired"]),
+  created_at: z.string().nullish().transform((v) => v ?? null),
+  statement: z.unknown().optional().transform((v) => v ?? null),
+});
+const EnrollSchema = z.object({
+  speaker_id: z.string().min(1),
+  tenant_id: z.string().min(1),
+  api_key: z.string().min(1),
+  signing_keys: z.array(KeySchema).min(1),
+  grpc_endpoint: z.string().nullish().transform((v) => v || null),
+  nats_url: z.string().nullish().transform((v) => v || null),
+});
+const LatestSchema = z.object({
+  revision_id: z.number().int().positive(),
+  digest: z.string(),
+  sequence: z.number().int().positive().nullish().transform((v) => v ?? null),
+  issued_at: z.string().nullish().transform((v) => v ?? null),
+});
+const KeysSchema = z.object({ keys: z.array(KeySchema) });
+
+export interface HttpClientOptions {
+  /** The controller's HTTP base, e.g. `https://controller.example.net`. */
+  baseUrl: string;
+  /** The node key; null before enrollment. */
+  nodeKey: string | null;
+  /** Per request. Default 30 s; a bundle download gets `bundleTimeoutMs`. */
+  timeoutMs?: number;
+  /** Default 5 minutes: a million-prefix bundle is tens of MiB. */
+  bundleTimeoutMs?: number;
+  fetch?: typeof fetch;
+}
+
+/** The HTTP node routes of CONTRACT 7, and `POST /v1/speakers/{id}/status` (agent README). */
+export class ControllerHttpClient {
+  readonly #base: string;
+  readonly #key: string | null;
+  readonly #timeoutMs: number;
+  readonly #bundleTimeoutMs: number;
+  readonly #fetch: typeof fetch;
+
+  constructor(options: HttpClientOptions) {
+    this.#base = options.baseUrl.replace(/\/+$/, "");
+    this.#key = options.nodeKey;
+    this.#timeoutMs = options.timeoutMs ?? 30_000;
+    this.#bundleTimeoutMs = options.bundleTimeoutMs ?? 300_000;
+    this.#fetch = options.fetch ?? fetch;
+  }
+
+  /** `POST /v1/nodes/enroll` with the one-time token as Bearer. */
+  async enroll(token: string, body: { hostname: string; agent_version: string }): Promise<EnrollResult> {
+    const res = await this.#request("POST", "/v1/nodes/enroll", { token, body });
+    return parse(EnrollSchema, await readJson(res, 1024 * 1024), "enrollment answer");
+  }
+
+  /** `GET /v1/speakers/{id}/revisions/latest`; null when the speaker has no desired revision. */
+  async latest(speakerId: string): Promise<DesiredRevision | null> {
+    const res = await this.#request("GET", `/v1/speakers/${encodeURIComponent(speakerId)}/revisions/latest`, { allow404: true });
+    if (res.status === 404) {
+      await res.body?.cancel();
+      return null;
+    }
+    return parse(LatestSchema, await readJson(res, 64 * 1024), "revisions/latest answer");
+  }
+
+  /** `GET /v1/speakers/{id}/bundle/{revision_id}`, gzip welcome; the bytes as received, capped. */
+  async fetchBundle(speakerId: string, revisionId: number, maxBytes: number): Promise<Uint8Array> {
+    const path = `/v1/speakers/${encodeURIComponent(speakerId)}/bundle/${revisionId}`;
+    const res = await this.#request("GET", path, { headers: { "accept-encoding": "gzip" }, timeoutMs: this.#bundleTimeoutMs });
+    return readCapped(res, maxBytes);
+  }
+
+  /** `GET /v1/nodes/signing-keys`. */
+  async signingKeys(): Promise<SigningKeyJson[]> {
+    const res = await this.#request("GET", "/v1/nodes/signing-keys", {});
+    return parse(KeysSchema, await readJson(res, 1024 * 1024), "signing-keys answer").keys;
+  }
+
+  /** `POST /v1/speakers/{id}/status`: the fallback when ReportStatus over gRPC fails. */
+  async reportStatus(report: StatusReport): Promise<void> {
+    const res = await this.#request("POST", `/v1/speakers/${encodeURIComponent(report.speaker_id)}/status`, { body: report });
+    await res.body?.cancel();
+  }
+
+  async #request(
+    method: string,
+    path: string,
+    o: { token?: string; body?: unknown; headers?: Record<string, string>; allow404?: boolean; timeoutMs?: number },
+  ): Promise<Response> {
+    const key = o.token ?? this.#key;
+    const headers: Record<string, string> = { accept: "application/json", ...o.headers };
+    if (key) headers.authorization = `Bearer ${key}`;
+    if (o.body !== undefined) headers["content-type"] = "application/json";
+    let res: Response;
+    try {
+      res = await this.#fetch(this.#base + path, {
+        method,
+        headers,
+        body: o.body === undefined ? undefined : JSON.stringify(o.body),
+        signal: AbortSignal.timeout(o.timeoutMs ?? this.#timeoutMs),
+        redirect: "error",
+      });
+    } catch (cause) {
+      throw new ControllerError("controller_unreachable", `${method} ${path}: ${(cause as Error).message}`, { cause });
+    }
+    if (res.ok || (o.allow404 && res.status === 404)) return res;
+    const problem = (await readJson(res, 64 * 1024).catch(() => null)) as { code?: unknown; detail?: unknown } | null;
+    const detail = [problem?.code, problem?.detail].filter((v) => typeof v === "string").join(": ") || res.statusText;
+    const code = res.status === 401 || res.status === 403 ? "unauthenticated" : res.status === 404 ? "not_found" : "controller_error";
+    throw new ControllerError(code, `${method} ${path}: ${res.status} ${detail}`, { status: res.status });
+  }
+}
+
+function parse<T>(schema: z.ZodType<T>, value: unknown, what: string): T {
+  const parsed = schema.safeParse(value);
+  if (!parsed.success) {
+    const issue = parsed.error.issues[0];
+    throw new ControllerError("bad_response", `${what}: ${issue?.path.join(".") || "body"} ${issue?.message}`);
+  }
+  return parsed.data;
+}
+
+async function readJson(res: Response, maxBytes: number): Promise<unknown> {
+  const bytes = await readCapped(res, maxBytes);
+  try {
+    return JSON.parse(Buffer.from(bytes).toString("utf8"));
+  } catch (cause) {
+    throw new ControllerError("bad_response", `${res.url}: the answer is not JSON`, { status: res.status, cause });
+  }
+}
+
+/** The body, decompressed by fetch, refused as soon as it passes `maxBytes` (a gzip bomb too). */
+async function readCapped(res: Response, maxBytes: number): Promise<Uint8Array> {
+  const declared = Number(res.headers.get("content-length"));
+  if (!res.headers.get("content-encoding") && declared > maxBytes) {
+    await res.body?.cancel();
+    throw new ControllerError("too_large", `${res.url}: ${declared} bytes, the cap is ${maxBytes}`, { status: res.status });
+  }
+  const parts: Uint8Array[] = [];
+  let size = 0;
+  if (!res.body) return new Uint8Array(0);
+  const reader = res.body.getReader();
+  try {
+    for (;;) {
+      const { done, value } = await reader.read();
+      if (done) break;
+      size += value.length;
+      if (size > maxBytes) {
+        await reader.cancel();
+        throw new ControllerError("too_large", `${res.url}: more than ${maxBytes} bytes`, { status: res.status });
+      }
+      parts.push(value);
+    }
+  } catch (cause) {
+    if (cause instanceof ControllerError) throw cause;
+    throw new ControllerError("controller_unreachable", `${res.url}: ${(cause as Error).message}`, { status: res.status, cause });
+  }
+  return Buffer.concat(parts, size);
+}

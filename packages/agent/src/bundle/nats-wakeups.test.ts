@@ -1,0 +1,85 @@
+import { type ChildProcess, spawn } from "node:child_process";
+import { createServer } from "node:net";
+import type { AgentNotification } from "@rlc/proto";
+import { connect, type NatsConnection } from "nats";
+import { afterEach, describe, expect, it } from "vitest";
+import { tool } from "../../../../test/helpers/tools.js";
+import { silentLogger } from "../log.js";
+import { createSystemClock } from "../timing.js";
+import { notifySubject, startNatsWakeups } from "./nats-wakeups.js";
+
+const nats = tool("nats-server");
+const cleanups: (() => Promise<void> | void)[] = [];
+afterEach(async () => {
+  for (const c of cleanups.splice(0).reverse()) await c();
+});
+
+async function freePort(): Promise<number> {
+  const server = createServer();
+  await new Promise<void>((r) => server.listen(0, "127.0.0.1", r));
+  const port = (server.address() as { port: number }).port;
+  await new Promise((r) => server.close(r));
+  return port;
+}
+
+/** A nats-server of this test's own, stopped by pid. */
+function startNats(port: number): ChildProcess {
+  const child = spawn("nats-server", ["-a", "127.0.0.1", "-p", String(port)], { stdio: "ignore" });
+  cleanups.push(async () => {
+    if (child.exitCode !== null) return;
+    const exited = new Promise((r) => child.once("exit", r));
+    child.kill("SIGTERM");
+    await exited;
+  });
+  return child;
+}
+
+async function publisher(url: string): Promise<NatsConnection> {
+  for (let i = 0; ; i++) {
+    try {
+      const nc = await connect({ servers: url });
+      cleanups.push(() => nc.close());
+      return nc;
+    } catch (error) {
+      if (i > 50) throw error;
+      await new Promise((r) => setTimeout(r, 100));
+    }
+  }
+}
+
+async function until(condition: () => boolean, timeoutMs = 5000): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  while (!condition()) {
+    if (Date.now() > deadline) throw new Error("condition not met in time");
+    await new Promise((r) => setTimeout(r, 20));
+  }
+}
+
+describe.skipIf(!nats.available)("NATS wake-ups", () => {
+  it("wakes on the speaker's notify subject, also when NATS comes up after the agent", async () => {
+    const port = await freePort();
+    const url = `nats://127.0.0.1:${port}`;
+    const woken: (AgentNotification | null)[] = [];
+    const wakeups = startNatsWakeups({ url, tenantId: "t1", speakerId: "s1", onWake: (n) => woken.push(n), clock: createSystemClock(), log: silentLogger });
+    await new Promise((r) => setTimeout(r, 300)); // the agent's first connect fails: no server yet
+    startNats(port);
+    cleanups.push(() => wakeups.close());
+    const nc = await publisher(url);
+    const subject = notifySubject("t1", "s1");
+    expect(subject).toBe("rl.t1.speakers.s1.notify");
+    // The subscription exists once the agent connected; publish until it hears.
+    await until(() => {
+      nc.publish(subject, JSON.stringify({ type: "new_revision", speaker_id: "s1", revision_id: 3, digest: "sha256:ab", sequence: 8 }));
+      return woken.length > 0;
+    });
+    expect(woken[0]).toEqual({ type: "new_revision", speaker_id: "s1", revision_id: 3, digest: "sha256:ab", sequence: 8 });
+    await nc.flush();
+    await new Promise((r) => setTimeout(r, 200)); // the last of the publishes above arrive
+    const before = woken.length;
+    nc.publish(subject, "not json");
+    nc.publish(notifySubject("t1", "s2"), JSON.stringify({ type: "live_poll", poll_id: "p" }));
+    nc.publish(subject, JSON.stringify({ type: "live_poll", poll_id: "p1" }));
+    await until(() => woken.length >= before + 2);
+    expect(woken.slice(before)).toEqual([null, { type: "live_poll", poll_id: "p1" }]);
+  });
+});

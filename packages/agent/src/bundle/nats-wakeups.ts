@@ -1,0 +1,81 @@
+import { type AgentNotification, notificationFromJson } from "@rlc/proto";
+import { connect as natsConnect, type ConnectionOptions, type NatsConnection } from "nats";
+import { errorFields, type Logger } from "../log.js";
+import { backoffDelay, type Clock } from "../timing.js";
+
+/** CONTRACT 7: where the controller publishes a speaker's notifications. */
+export function notifySubject(tenantId: string, speakerId: string): string {
+  return `rl.${tenantId}.speakers.${speakerId}.notify`;
+}
+
+export interface NatsWakeupsOptions {
+  /** One URL or a comma-separated list. */
+  url: string;
+  tenantId: string;
+  speakerId: string;
+  /**
+   * A notification, or null for a plain wake-up: a message that is not one, or a reconnect
+   * after which messages may have been missed. Either way only a hint: the sync loop asks the
+   * controller what to do and verifies what it gets, so a forged message costs one request.
+   */
+  onWake(notification: AgentNotification | null): void;
+  clock: Clock;
+  log: Logger;
+  connect?: (options: ConnectionOptions) => Promise<NatsConnection>;
+}
+
+/**
+ * Subscribes to the speaker's notify subject. The first connection is retried here with
+ * backoff (NATS may start after the agent); once connected, nats.js reconnects by itself.
+ */
+export function startNatsWakeups(o: NatsWakeupsOptions): { close(): Promise<void> } {
+  const abort = new AbortController();
+  const subject = notifySubject(o.tenantId, o.speakerId);
+  const connect = o.connect ?? natsConnect;
+  let nc: NatsConnection | null = null;
+  // nats.js 2.29 does not end a status() iterator when the connection closes; close() stops it.
+  let statuses: (AsyncIterable<unknown> & { stop?: () => void }) | null = null;
+  const running = (async () => {
+    for (let attempt = 0; !abort.signal.aborted; attempt++) {
+      try {
+        nc = await connect({ servers: o.url.split(","), name: `rl-agent ${o.speakerId}`, maxReconnectAttempts: -1, reconnectTimeWait: 2000 });
+        break;
+      } catch (error) {
+        const wait = backoffDelay(attempt, { baseMs: 1000, maxMs: 30_000 });
+        o.log.warn("NATS connect failed; retrying", { in_ms: wait, ...errorFields(error) });
+        await o.clock.sleep(wait, abort.signal);
+      }
+    }
+    const conn = nc as NatsConnection | null;
+    if (!conn) return;
+    if (abort.signal.aborted) return void (await conn.close());
+    conn.subscribe(subject, {
+      callback: (error, msg) => {
+        if (error) return;
+        let value: unknown = null;
+        try {
+          value = msg.json();
+        } catch {
+          // Not JSON: still a wake-up.
+        }
+        o.onWake(notificationFromJson(value));
+      },
+    });
+    o.log.info("NATS subscribed", { subject });
+    const iterator = conn.status();
+    statuses = iterator;
+    for await (const status of iterator) {
+      if (status.type === "reconnect") o.onWake(null);
+    }
+  })().catch((error: unknown) => o.log.warn("NATS wake-ups stopped", errorFields(error)));
+  return {
+    async close() {
+      abort.abort();
+      const conn = nc as NatsConnection | null;
+      // close, not drain: the agent only listens, and drain would wait on a NATS that is down.
+      if (conn && !conn.isClosed()) await conn.close().catch(() => undefined);
+      statuses?.stop?.();
+      await running;
+    },
+  };
+}

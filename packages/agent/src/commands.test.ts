@@ -1,0 +1,103 @@
+import { mkdtempSync, readFileSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { afterEach, describe, expect, it } from "vitest";
+import { fakeBird, reply } from "../../../test/helpers/agent-fakes.js";
+import { BirdError } from "./bird/birdc.js";
+import { protocolsCommand, statusCommand } from "./commands.js";
+import { StateStore } from "./state.js";
+
+// Captured `birdc show protocols all` (status/fixtures/README.md): a1 Established with GoBGP,
+// a2 and a3 Active with "Connection refused".
+const established = readFileSync(join(import.meta.dirname, "status/fixtures/established.txt"), "utf8");
+const now = new Date("2026-11-22T05:00:00Z");
+
+function bird() {
+  const b = fakeBird(null);
+  b.answer("show protocols all", reply(0, established));
+  return b;
+}
+
+const dirs: string[] = [];
+afterEach(() => {
+  for (const d of dirs.splice(0)) rmSync(d, { recursive: true, force: true });
+});
+
+describe("rl-agent protocols", () => {
+  it("lists BIRD's BGP sessions as a table", async () => {
+    expect(await protocolsCommand({ bird: bird(), now, timeZone: "utc" }, { json: false })).toBe(
+      [
+        "PROTOCOL                                  PEER                                  NEIGHBOR   AS     STATE  BGP STATE    SINCE                     IMPORTED  EXPORTED  LAST ERROR",
+        "rl_peer_0192f3a40000700080000000000000a1  0192f3a4-0000-7000-8000-0000000000a1  127.0.0.2  65001  up     Established  2026-11-22T04:15:35.000Z  0         4         -",
+        "rl_peer_0192f3a40000700080000000000000a2  0192f3a4-0000-7000-8000-0000000000a2  127.0.0.3  65002  start  Active       2026-11-22T04:15:30.000Z  0         0         Socket: Connection refused",
+        "rl_peer_0192f3a40000700080000000000000a3  0192f3a4-0000-7000-8000-0000000000a3  127.0.0.4  65003  start  Active       2026-11-22T04:15:30.000Z  0         0         Socket: Connection refused",
+        "",
+      ].join("\n"),
+    );
+  });
+
+  it("--json gives the BgpSessionLive objects the agent reports", async () => {
+    const out = JSON.parse(await protocolsCommand({ bird: bird(), now, timeZone: "utc" }, { json: true }));
+    expect(out.sessions).toHaveLength(3);
+    expect(out.sessions[0]).toEqual({
+      protocol: "rl_peer_0192f3a40000700080000000000000a1",
+      peer_id: "0192f3a4-0000-7000-8000-0000000000a1",
+      neighbor_address: "127.0.0.2",
+      remote_asn: 65001,
+      state: "up",
+      bgp_state: "Established",
+      since: "2026-11-22T04:15:35.000Z",
+      routes_imported: 0,
+      routes_exported: 4,
+      last_error: null,
+    });
+  });
+});
+
+describe("rl-agent status", () => {
+  async function state() {
+    const dir = mkdtempSync(join(tmpdir(), "rl-status-"));
+    dirs.push(dir);
+    const s = new StateStore(dir);
+    await s.writeNode({
+      speaker_id: "0192f3a4-0000-7000-8000-0000000000aa",
+      tenant_id: "0192f3a4-0000-7000-8000-000000000001",
+      api_key: "rlk_node0000_never-printed",
+      grpc_endpoint: null,
+      nats_url: null,
+      enrolled_at: "2026-11-22T04:00:00.000Z",
+    });
+    await s.writeSigningKeys([{ key_id: "b62e867fa2f33afe", alg: "ed25519", public_key: "AAAA", status: "active" }]);
+    await s.recordApplied(Buffer.from("{}"), { revision_id: 4, sequence: 9, digest: "sha256:abcd", applied_at: "2026-11-22T04:15:30.000Z" });
+    return s;
+  }
+
+  it("says what the agent applied and what BIRD runs, never the node key", async () => {
+    const text = await statusCommand({ bird: bird(), now, timeZone: "utc", state: await state() }, { json: false });
+    expect(text).toBe(
+      [
+        "speaker       0192f3a4-0000-7000-8000-0000000000aa (tenant 0192f3a4-0000-7000-8000-000000000001, enrolled 2026-11-22T04:00:00.000Z)",
+        "applied       revision 4, sequence 9, at 2026-11-22T04:15:30.000Z",
+        "digest        sha256:abcd",
+        "signing keys  b62e867fa2f33afe (active)",
+        "bird          up, BIRD 2.0.12, router id 127.0.0.1, last reconfiguration 2026-11-22T04:15:30.682Z",
+        "sessions      3 BGP, 1 established",
+        "",
+      ].join("\n"),
+    );
+    expect(text).not.toContain("rlk_");
+  });
+
+  it("--json, with BIRD not answering", async () => {
+    const b = fakeBird(null);
+    b.answer("show status", new BirdError("bird_unavailable", "control socket /run/bird/bird.ctl: connect ENOENT"));
+    const out = JSON.parse(await statusCommand({ bird: b, now, timeZone: "utc", state: await state() }, { json: true }));
+    expect(out).toMatchObject({
+      enrolled: true,
+      applied: { revision_id: 4, sequence: 9 },
+      bird: { reachable: false, error: "control socket /run/bird/bird.ctl: connect ENOENT" },
+      sessions: { total: 0, established: 0 },
+    });
+    expect(JSON.stringify(out)).not.toContain("rlk_");
+  });
+});

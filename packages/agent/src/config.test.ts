@@ -1,0 +1,75 @@
+import { describe, expect, it } from "vitest";
+import { ConfigError, loadConfig, requireControllerUrl, splitHostPort } from "./config.js";
+
+describe("loadConfig", () => {
+  it("fills the defaults of CONTRACT 10", () => {
+    expect(loadConfig({})).toEqual({
+      controllerUrl: undefined,
+      grpcUrl: undefined,
+      grpcTlsCa: undefined,
+      enrollmentToken: undefined,
+      stateDir: "/var/lib/rl-agent",
+      birdSocket: "/run/bird/bird.ctl",
+      birdConfigPath: "/etc/bird/rl-routes.conf",
+      birdMode: "include",
+      birdBin: "bird",
+      natsUrl: undefined,
+      metricsListen: "127.0.0.1:9469",
+      pollSeconds: 30,
+      healthWaitSeconds: 0,
+      logLevel: "info",
+    });
+  });
+
+  it("takes every variable, and bird.conf itself in full mode", () => {
+    const c = loadConfig({
+      RL_CONTROLLER_URL: "https://controller.example.net/",
+      RL_GRPC_URL: "controller.example.net:50051",
+      RL_ENROLLMENT_TOKEN: " token ",
+      RL_STATE_DIR: "/srv/rl",
+      RL_BIRD_MODE: "full",
+      RL_NATS_URL: "nats://a:4222,nats://b:4222",
+      RL_METRICS_LISTEN: "off",
+      RL_POLL_SECONDS: "5",
+    });
+    expect(c).toMatchObject({
+      controllerUrl: "https://controller.example.net",
+      grpcUrl: "controller.example.net:50051",
+      enrollmentToken: "token",
+      stateDir: "/srv/rl",
+      birdMode: "full",
+      birdConfigPath: "/etc/bird/bird.conf",
+      natsUrl: "nats://a:4222,nats://b:4222",
+      metricsListen: null,
+      pollSeconds: 5,
+    });
+    expect(requireControllerUrl(c)).toBe("https://controller.example.net");
+  });
+
+  it("lists every bad variable with what it should be", () => {
+    let error: unknown;
+    try {
+      loadConfig({ RL_CONTROLLER_URL: "ftp://x", RL_GRPC_URL: "controller", RL_BIRD_MODE: "partial", RL_POLL_SECONDS: "0", RL_METRICS_LISTEN: "127.0.0.1:70000" });
+    } catch (e) {
+      error = e;
+    }
+    expect(error).toBeInstanceOf(ConfigError);
+    const message = (error as Error).message;
+    expect(message).toMatch(/RL_CONTROLLER_URL: must be an http:\/\/ or https:\/\/ URL/);
+    expect(message).toMatch(/RL_GRPC_URL: must be host:port/);
+    expect(message).toMatch(/RL_BIRD_MODE: must be include or full/);
+    expect(message).toMatch(/RL_POLL_SECONDS: must be at least 1/);
+    expect(message.match(/RL_GRPC_URL/g)).toHaveLength(1);
+    expect(message).toMatch(/RL_METRICS_LISTEN: port must be 0\.\.65535/);
+  });
+
+  it("wants an absolute BIRD_CONFIG_PATH, and a controller URL only where it is used", () => {
+    expect(() => loadConfig({ BIRD_CONFIG_PATH: "rl-routes.conf" })).toThrow(/BIRD_CONFIG_PATH: must be an absolute path/);
+    expect(() => requireControllerUrl(loadConfig({}))).toThrow(/RL_CONTROLLER_URL: required/);
+  });
+
+  it("splitHostPort - IPv4, names and bracketed IPv6", () => {
+    expect(splitHostPort("127.0.0.1:9469")).toEqual({ host: "127.0.0.1", port: 9469 });
+    expect(splitHostPort("[::1]:9469")).toEqual({ host: "::1", port: 9469 });
+  });
+});

@@ -1,0 +1,113 @@
+import { isAbsolute, resolve } from "node:path";
+import { z } from "zod";
+
+const optionalString = z
+  .string()
+  .optional()
+  .transform((v) => (v === undefined || v.trim() === "" ? undefined : v.trim()));
+
+/** `host:port`, `[v6]:port`; what grpc-js takes as a target and what a listener binds. */
+const HOST_PORT = /^(?:\[[0-9A-Fa-f:.]+\]|[A-Za-z0-9.-]+):\d{1,5}$/;
+// Only the range: the form is the regex's to report.
+const validPort = (v: string) => !(Number(v.slice(v.lastIndexOf(":") + 1)) > 65535);
+const hostPort = (example: string) =>
+  optionalString.pipe(z.string().regex(HOST_PORT, `must be host:port, e.g. ${example}`).refine(validPort, "port must be 0..65535").optional());
+
+const seconds = (min: number, max: number, fallback: number) =>
+  optionalString
+    .transform((v) => (v === undefined ? fallback : Number(v)))
+    .pipe(
+      z
+        .number({ error: (issue) => (issue.code === "invalid_type" ? "must be a number of seconds" : undefined) })
+        .int("must be a whole number of seconds")
+        .min(min, `must be at least ${min}`)
+        .max(max, `must be at most ${max}`),
+    );
+
+const path = (fallback: string) => optionalString.transform((v) => resolve(v ?? fallback));
+
+/** Every environment variable the agent reads (CONTRACT 10, plus the agent's own knobs). */
+const Schema = z.object({
+  RL_CONTROLLER_URL: optionalString.pipe(z.url({ protocol: /^https?$/, error: "must be an http:// or https:// URL" }).optional()),
+  RL_GRPC_URL: hostPort("controller.example.net:50051"),
+  RL_GRPC_TLS_CA: optionalString,
+  RL_ENROLLMENT_TOKEN: optionalString,
+  RL_STATE_DIR: path("/var/lib/rl-agent"),
+  BIRD_CONTROL_SOCKET: path("/run/bird/bird.ctl"),
+  BIRD_CONFIG_PATH: optionalString,
+  RL_BIRD_MODE: optionalString.pipe(z.enum(["include", "full"], { error: "must be include or full" }).optional()).transform((v) => v ?? "include"),
+  RL_BIRD_BIN: optionalString.transform((v) => v ?? "bird"),
+  RL_NATS_URL: optionalString.pipe(z.string().regex(/^(?:(?:nats|tls|wss?):\/\/)?[^\s,]+(?:,(?:(?:nats|tls|wss?):\/\/)?[^\s,]+)*$/, "must be a NATS URL or a comma-separated list of them").optional()),
+  RL_METRICS_LISTEN: optionalString.transform((v) => v ?? "127.0.0.1:9469").pipe(z.union([z.literal("off"), z.string().regex(HOST_PORT, "must be host:port (e.g. 127.0.0.1:9469) or off").refine(validPort, "port must be 0..65535")])),
+  RL_POLL_SECONDS: seconds(1, 86_400, 30),
+  RL_HEALTH_WAIT_SECONDS: seconds(0, 300, 0),
+  RL_LOG_LEVEL: optionalString.pipe(z.enum(["debug", "info", "warn", "error", "silent"]).optional()).transform((v) => v ?? "info"),
+});
+
+export interface AgentConfig {
+  /** HTTP base of the controller, e.g. `https://controller.example.net`. */
+  controllerUrl: string | undefined;
+  /** `host:port` of the controller's gRPC service; otherwise the one enrollment named, or none. */
+  grpcUrl: string | undefined;
+  /** CA file for gRPC over TLS; unset = plaintext gRPC. */
+  grpcTlsCa: string | undefined;
+  enrollmentToken: string | undefined;
+  stateDir: string;
+  birdSocket: string;
+  /** The file the agent owns: the include (include mode) or bird.conf itself (full mode). */
+  birdConfigPath: string;
+  birdMode: "include" | "full";
+  birdBin: string;
+  natsUrl: string | undefined;
+  /** `host:port`, or null when the listener is off. */
+  metricsListen: string | null;
+  pollSeconds: number;
+  /** How long sessions are watched after `configure timeout` before confirming; 0 = one check. */
+  healthWaitSeconds: number;
+  logLevel: "debug" | "info" | "warn" | "error" | "silent";
+}
+
+export class ConfigError extends Error {
+  override name = "ConfigError";
+}
+
+/** Reads the environment; throws a {@link ConfigError} listing every bad variable. */
+export function loadConfig(env: Record<string, string | undefined> = process.env): AgentConfig {
+  const parsed = Schema.safeParse(env);
+  if (!parsed.success) {
+    const lines = parsed.error.issues.map((i) => `  ${i.path.join(".")}: ${i.message}`);
+    throw new ConfigError(`invalid configuration:\n${lines.join("\n")}`);
+  }
+  const e = parsed.data;
+  const mode = e.RL_BIRD_MODE;
+  const configPath = e.BIRD_CONFIG_PATH ?? (mode === "full" ? "/etc/bird/bird.conf" : "/etc/bird/rl-routes.conf");
+  if (!isAbsolute(configPath)) throw new ConfigError(`invalid configuration:\n  BIRD_CONFIG_PATH: must be an absolute path, got ${configPath}`);
+  return {
+    controllerUrl: e.RL_CONTROLLER_URL?.replace(/\/+$/, ""),
+    grpcUrl: e.RL_GRPC_URL,
+    grpcTlsCa: e.RL_GRPC_TLS_CA ? resolve(e.RL_GRPC_TLS_CA) : undefined,
+    enrollmentToken: e.RL_ENROLLMENT_TOKEN,
+    stateDir: e.RL_STATE_DIR,
+    birdSocket: e.BIRD_CONTROL_SOCKET,
+    birdConfigPath: configPath,
+    birdMode: mode,
+    birdBin: e.RL_BIRD_BIN,
+    natsUrl: e.RL_NATS_URL,
+    metricsListen: e.RL_METRICS_LISTEN === "off" ? null : e.RL_METRICS_LISTEN,
+    pollSeconds: e.RL_POLL_SECONDS,
+    healthWaitSeconds: e.RL_HEALTH_WAIT_SECONDS,
+    logLevel: e.RL_LOG_LEVEL,
+  };
+}
+
+/** `run` and `enroll` talk to the controller; `status` and `protocols` do not need it. */
+export function requireControllerUrl(config: AgentConfig): string {
+  if (!config.controllerUrl) throw new ConfigError("invalid configuration:\n  RL_CONTROLLER_URL: required (the controller's HTTP base URL)");
+  return config.controllerUrl;
+}
+
+/** Splits `host:port` / `[v6]:port` for a listener. */
+export function splitHostPort(value: string): { host: string; port: number } {
+  const i = value.lastIndexOf(":");
+  return { host: value.slice(0, i).replace(/^\[|\]$/g, ""), port: Number(value.slice(i + 1)) };
+}

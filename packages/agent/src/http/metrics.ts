@@ -1,0 +1,144 @@
+import type { BgpSessionLiveJson } from "@rlc/proto";
+import type { ProtocolSummary } from "../status/parse-protocols.js";
+
+interface Sample {
+  labels?: Record<string, string | null>;
+  value: number;
+}
+
+interface Applied {
+  revision_id: number;
+  sequence: number;
+  applied_at: string;
+}
+
+/**
+ * What the agent counts, kept in this object (one per agent, no module state), written in the
+ * Prometheus text format 0.0.4. `bird_protocol_up` is bird_exporter's name, so its dashboards
+ * read it; its `bird_protocol_prefix_{import,export}_count` fail `promtool check metrics`
+ * ("_count" belongs to histograms and summaries), so the route counts are
+ * `rl_agent_bgp_routes_{imported,exported}`, like every other figure of the agent's own.
+ */
+export class AgentMetrics {
+  readonly #info: { version: string; speaker_id: string | null };
+  #reloads = 0;
+  readonly #failures = new Map<string, number>();
+  readonly #fallbacks = new Map<string, number>();
+  readonly #reports = new Map<string, number>();
+  #applied: Applied | null = null;
+  #lastSyncOk: boolean | null = null;
+  #birdUp: boolean | null = null;
+  #protocols: ProtocolSummary[] = [];
+  #sessions: BgpSessionLiveJson[] = [];
+
+  constructor(info: { version: string; speakerId: string | null }) {
+    this.#info = { version: info.version, speaker_id: info.speakerId };
+  }
+
+  /** A bundle confirmed in BIRD. */
+  recordApplied(applied: Applied): void {
+    this.#reloads += 1;
+    this.#applied = { ...applied };
+    this.#lastSyncOk = true;
+  }
+
+  /** The last applied bundle as the state directory says, at start. */
+  restoreApplied(applied: Applied | null): void {
+    this.#applied = applied ? { ...applied } : null;
+  }
+
+  /** A sync attempt that ended without applying: a refused bundle, a config BIRD refused, … */
+  recordFailure(code: string): void {
+    this.#failures.set(code, (this.#failures.get(code) ?? 0) + 1);
+    this.#lastSyncOk = false;
+  }
+
+  recordFallback(operation: string): void {
+    this.#fallbacks.set(operation, (this.#fallbacks.get(operation) ?? 0) + 1);
+  }
+
+  recordReport(ok: boolean): void {
+    const key = ok ? "ok" : "failed";
+    this.#reports.set(key, (this.#reports.get(key) ?? 0) + 1);
+  }
+
+  /** What BIRD said last; `reachable: false` keeps the last protocol figures out of /metrics. */
+  setBird(reachable: boolean, protocols: ProtocolSummary[] = [], sessions: BgpSessionLiveJson[] = []): void {
+    this.#birdUp = reachable;
+    this.#protocols = reachable ? [...protocols] : [];
+    this.#sessions = reachable ? [...sessions] : [];
+  }
+
+  health(): { ok: boolean; bird_reachable: boolean | null; last_sync_ok: boolean | null; last_applied_revision_id: number | null } {
+    return {
+      ok: this.#birdUp !== false,
+      bird_reachable: this.#birdUp,
+      last_sync_ok: this.#lastSyncOk,
+      last_applied_revision_id: this.#applied?.revision_id ?? null,
+    };
+  }
+
+  render(): string {
+    const out: string[] = [];
+    const family = (name: string, type: "counter" | "gauge", help: string, samples: Sample[]) => {
+      out.push(`# HELP ${name} ${help}`, `# TYPE ${name} ${type}`);
+      for (const s of samples) out.push(`${name}${labels(s.labels)} ${formatValue(s.value)}`);
+    };
+    const counts = (m: Map<string, number>, label: string): Sample[] => [...m].sort().map(([k, value]) => ({ labels: { [label]: k }, value }));
+    family("rl_agent_info", "gauge", "The agent's version and speaker.", [{ labels: this.#info, value: 1 }]);
+    family("rl_agent_reloads_total", "counter", "Bundles applied and confirmed in BIRD (configure timeout + confirm).", [{ value: this.#reloads }]);
+    family("rl_agent_reload_failures_total", "counter", "Sync attempts that applied nothing, by reason (bundle refusals, config refused by BIRD, reload errors).", counts(this.#failures, "code"));
+    family("rl_agent_transport_fallbacks_total", "counter", "Controller calls that fell back from gRPC to HTTP.", counts(this.#fallbacks, "operation"));
+    family("rl_agent_status_reports_total", "counter", "Status reports sent to the controller, by result.", counts(this.#reports, "result"));
+    const applied = this.#applied;
+    if (applied) {
+      family("rl_agent_last_applied_revision", "gauge", "Revision of the bundle BIRD runs.", [{ value: applied.revision_id }]);
+      family("rl_agent_last_applied_sequence", "gauge", "Sequence of the bundle BIRD runs.", [{ value: applied.sequence }]);
+      family("rl_agent_last_applied_timestamp_seconds", "gauge", "When the bundle BIRD runs was confirmed.", [{ value: Date.parse(applied.applied_at) / 1000 }]);
+    }
+    if (this.#lastSyncOk !== null) {
+      family("rl_agent_last_sync_ok", "gauge", "1 when the last sync attempt applied its bundle, 0 when it failed.", [{ value: this.#lastSyncOk ? 1 : 0 }]);
+    }
+    if (this.#birdUp !== null) family("rl_agent_bird_up", "gauge", "1 when BIRD's control socket answered on the last check.", [{ value: this.#birdUp ? 1 : 0 }]);
+    family(
+      "bird_protocol_up",
+      "gauge",
+      "1 when the BIRD protocol is up.",
+      this.#protocols.map((p) => ({ labels: { name: p.name, proto: p.proto }, value: p.state === "up" ? 1 : 0 })),
+    );
+    const bgp = this.#sessions;
+    const routes = (pick: (s: BgpSessionLiveJson) => number) => bgp.map((s) => ({ labels: { name: s.protocol, peer_id: s.peer_id }, value: pick(s) }));
+    family("rl_agent_bgp_routes_imported", "gauge", "Routes the BGP protocol imported (all channels).", routes((s) => s.routes_imported));
+    family("rl_agent_bgp_routes_exported", "gauge", "Routes the BGP protocol exported (all channels).", routes((s) => s.routes_exported));
+    family(
+      "rl_agent_bgp_session_established",
+      "gauge",
+      "1 when the BGP session is Established.",
+      bgp.map((s) => ({ labels: { name: s.protocol, peer_id: s.peer_id, neighbor_address: s.neighbor_address }, value: s.bgp_state === "Established" ? 1 : 0 })),
+    );
+    family(
+      "rl_agent_bgp_session_state",
+      "gauge",
+      "Always 1; the labels carry BIRD's protocol state and the BGP state.",
+      bgp.map((s) => ({ labels: { name: s.protocol, peer_id: s.peer_id, state: s.state, bgp_state: s.bgp_state }, value: 1 })),
+    );
+    return `${out.join("\n")}\n`;
+  }
+}
+
+function labels(values: Record<string, string | null> | undefined): string {
+  if (!values) return "";
+  const parts = Object.entries(values).map(([k, v]) => `${k}="${escapeLabel(v ?? "")}"`);
+  return parts.length > 0 ? `{${parts.join(",")}}` : "";
+}
+
+/** Label values escape backslash, double quote and newline (exposition format 0.0.4). */
+function escapeLabel(value: string): string {
+  return value.replace(/\\/g, "\\\\").replace(/"/g, '\\"').replace(/\n/g, "\\n");
+}
+
+function formatValue(value: number): string {
+  if (Number.isNaN(value)) return "NaN";
+  if (!Number.isFinite(value)) return value > 0 ? "+Inf" : "-Inf";
+  return String(value);
+}

@@ -1,0 +1,118 @@
+#!/usr/bin/env node
+// rl-agent: wiring and signals only. Everything it runs is built in agent.ts and commands.ts.
+import { readFileSync } from "node:fs";
+import { hostname } from "node:os";
+import { parseArgs } from "node:util";
+import { type RunningAgent, startAgent } from "./agent.js";
+import { BirdClient } from "./bird/birdc.js";
+import { ControllerHttpClient } from "./bundle/http-client.js";
+import { protocolsCommand, statusCommand } from "./commands.js";
+import { ConfigError, loadConfig, requireControllerUrl } from "./config.js";
+import { enroll, NotEnrolledError } from "./enroll.js";
+import { createLogger } from "./log.js";
+import { StateStore } from "./state.js";
+
+const USAGE = `usage: rl-agent <command> [--json]
+
+commands:
+  run        enroll when needed, then keep BIRD in sync with the controller
+  enroll     spend RL_ENROLLMENT_TOKEN and store the node key (--force to enroll again)
+  status     what the agent applied and whether BIRD answers
+  protocols  BIRD's BGP sessions as the agent reports them
+
+configuration comes from the environment: see packages/agent/README.md
+`;
+
+/** package.json sits one level above both src/ and dist/. */
+const VERSION = (JSON.parse(readFileSync(new URL("../package.json", import.meta.url), "utf8")) as { version: string }).version;
+
+async function main(argv: string[]): Promise<number> {
+  const { positionals, values } = parseArgs({
+    args: argv,
+    allowPositionals: true,
+    options: { json: { type: "boolean", default: false }, force: { type: "boolean", default: false }, help: { type: "boolean", short: "h" }, version: { type: "boolean" } },
+  });
+  if (values.version) return print(`${VERSION}\n`);
+  const command = positionals[0];
+  if (values.help || !command) return print(USAGE, command ? 0 : 2);
+  const config = loadConfig();
+  switch (command) {
+    case "run":
+      return run(config);
+    case "enroll": {
+      const state = new StateStore(config.stateDir);
+      await state.init();
+      const existing = await state.readNode();
+      if (existing && !values.force) {
+        process.stderr.write(`already enrolled as speaker ${existing.speaker_id}; --force enrolls again with RL_ENROLLMENT_TOKEN\n`);
+        return 1;
+      }
+      if (!config.enrollmentToken) throw new ConfigError("invalid configuration:\n  RL_ENROLLMENT_TOKEN: required to enroll");
+      const node = await enroll({
+        http: new ControllerHttpClient({ baseUrl: requireControllerUrl(config), nodeKey: null }),
+        state,
+        token: config.enrollmentToken,
+        hostname: hostname(),
+        agentVersion: VERSION,
+        now: Date.now,
+      });
+      return print(`${JSON.stringify({ speaker_id: node.speaker_id, tenant_id: node.tenant_id, enrolled_at: node.enrolled_at })}\n`);
+    }
+    case "status":
+    case "protocols": {
+      const bird = new BirdClient({ socketPath: config.birdSocket, timeoutMs: 5000 });
+      try {
+        const deps = { bird, now: new Date() };
+        const text =
+          command === "status"
+            ? await statusCommand({ ...deps, state: new StateStore(config.stateDir) }, { json: values.json })
+            : await protocolsCommand(deps, { json: values.json });
+        return print(text);
+      } finally {
+        bird.close();
+      }
+    }
+    default:
+      process.stderr.write(`unknown command ${command}\n${USAGE}`);
+      return 2;
+  }
+}
+
+async function run(config: ReturnType<typeof loadConfig>): Promise<number> {
+  const log = createLogger(config.logLevel);
+  const agent: RunningAgent = await startAgent(config, { version: VERSION, log });
+  return new Promise<number>((resolve) => {
+    let stopping = false;
+    const stop = (signal: string) => {
+      // A second signal does not wait: the operator means it.
+      if (stopping) return resolve(1);
+      stopping = true;
+      log.info("stopping", { signal });
+      agent.stop().then(
+        () => resolve(0),
+        () => resolve(1),
+      );
+    };
+    process.on("SIGTERM", () => stop("SIGTERM"));
+    process.on("SIGINT", () => stop("SIGINT"));
+    // `systemctl reload rl-agent`: sync now instead of at the next poll.
+    process.on("SIGHUP", () => agent.loop.trigger({ reason: "manual" }));
+  });
+}
+
+function print(text: string, code = 0): number {
+  process.stdout.write(text);
+  return code;
+}
+
+/** Lets stdout drain (a pipe may be slow) but does not wait for a handle left open. */
+function exit(code: number): void {
+  process.exitCode = code;
+  setTimeout(() => process.exit(code), 2000).unref();
+}
+
+main(process.argv.slice(2)).then(exit, (error: unknown) => {
+  const usage = error instanceof ConfigError || error instanceof NotEnrolledError || (error as { code?: string }).code?.startsWith("ERR_PARSE_ARGS");
+  process.stderr.write(`rl-agent: ${(error as Error).message ?? String(error)}\n`);
+  exit(usage ? 2 : 1);
+});

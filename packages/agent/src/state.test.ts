@@ -1,0 +1,82 @@
+import { mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import { writeFileAtomic } from "./atomic-file.js";
+import { type NodeIdentity, StateError, StateStore } from "./state.js";
+
+const node: NodeIdentity = {
+  speaker_id: "s1",
+  tenant_id: "t1",
+  api_key: "rlk_node0000_secret",
+  grpc_endpoint: "controller:50051",
+  nats_url: null,
+  enrolled_at: "2026-11-22T10:00:00.000Z",
+};
+const key = { key_id: "0011223344556677", alg: "ed25519" as const, public_key: "AAAA", status: "active" as const };
+
+let dir = "";
+beforeEach(() => {
+  dir = mkdtempSync(join(tmpdir(), "rl-state-"));
+});
+afterEach(() => rmSync(dir, { recursive: true, force: true }));
+
+describe("StateStore", () => {
+  it("keeps node key, pinned keys, last bundle and applied record across a restart, each file 0600", async () => {
+    const first = new StateStore(join(dir, "state"));
+    await first.init();
+    await first.writeNode(node);
+    await first.writeSigningKeys([key]);
+    await first.recordApplied(Buffer.from('{"format":"rl-bundle/1"}'), { revision_id: 3, sequence: 7, digest: "sha256:ab", applied_at: "2026-11-22T10:01:00.000Z" });
+
+    const restarted = new StateStore(join(dir, "state"));
+    expect(await restarted.readNode()).toEqual(node);
+    expect(await restarted.readSigningKeys()).toEqual([key]);
+    expect(Buffer.from((await restarted.readLastBundle()) ?? []).toString()).toBe('{"format":"rl-bundle/1"}');
+    expect(await restarted.readApplied()).toEqual({ revision_id: 3, sequence: 7, digest: "sha256:ab", applied_at: "2026-11-22T10:01:00.000Z" });
+    for (const f of readdirSync(join(dir, "state"))) expect(statSync(join(dir, "state", f)).mode & 0o777).toBe(0o600);
+    expect(statSync(join(dir, "state")).mode & 0o777).toBe(0o700);
+  });
+
+  it("reads nothing before the first write", async () => {
+    const state = new StateStore(join(dir, "fresh"));
+    await state.init();
+    expect([await state.readNode(), await state.readApplied(), await state.readLastBundle(), await state.readSigningKeys()]).toEqual([null, null, null, []]);
+  });
+
+  it("ignores the temporary file a crash left mid-write: the previous version is read whole", async () => {
+    const state = new StateStore(dir);
+    await state.writeNode(node);
+    // What a crash between open and rename leaves: a partial temporary file beside the real one.
+    writeFileSync(join(dir, ".node.json.0123456789ab.tmp"), '{"speaker_id": "s2", "tena');
+    expect(await new StateStore(dir).readNode()).toEqual(node);
+  });
+
+  it("a reader never sees half a file while writes replace it", async () => {
+    const path = join(dir, "big.json");
+    const versions = ["a", "b"].map((c) => JSON.stringify({ fill: c.repeat(2_000_000) }));
+    await writeFileAtomic(path, versions[0] as string, 0o600);
+    let reads = 0;
+    let writing = true;
+    const writer = (async () => {
+      for (let i = 0; i < 20; i++) await writeFileAtomic(path, versions[i % 2] as string, 0o600);
+      writing = false;
+    })();
+    while (writing) {
+      const text = readFileSync(path, "utf8");
+      expect(versions).toContain(text);
+      reads++;
+      await new Promise((r) => setImmediate(r));
+    }
+    await writer;
+    expect(reads).toBeGreaterThan(0);
+    expect(readdirSync(dir)).toEqual(["big.json"]);
+  });
+
+  it("says which file is damaged instead of starting from nothing", async () => {
+    const state = new StateStore(dir);
+    writeFileSync(join(dir, "applied.json"), '{"revision_id": "x"}');
+    await expect(state.readApplied()).rejects.toBeInstanceOf(StateError);
+    await expect(state.readApplied()).rejects.toThrow(/applied\.json/);
+  });
+});

@@ -1,0 +1,135 @@
+import { mkdir, readFile } from "node:fs/promises";
+import { join } from "node:path";
+import { z } from "zod";
+import { writeFileAtomic } from "./atomic-file.js";
+
+/** Who this agent is, from enrollment. The node key is a secret: the files are 0600. */
+export interface NodeIdentity {
+  speaker_id: string;
+  tenant_id: string;
+  api_key: string;
+  /** What enrollment named; RL_GRPC_URL and RL_NATS_URL take precedence. */
+  grpc_endpoint: string | null;
+  nats_url: string | null;
+  enrolled_at: string;
+}
+
+/** The bundle BIRD runs, as confirmed. */
+export interface AppliedRecord {
+  revision_id: number;
+  sequence: number;
+  digest: string;
+  applied_at: string;
+}
+
+/** A pinned signing key; verifyBundle takes these as they are. */
+export interface StoredKey {
+  key_id: string;
+  alg: "ed25519";
+  public_key: string;
+  status: "active" | "retired";
+}
+
+const NodeSchema = z.object({
+  speaker_id: z.string().min(1),
+  tenant_id: z.string().min(1),
+  api_key: z.string().min(1),
+  grpc_endpoint: z.string().nullable(),
+  nats_url: z.string().nullable(),
+  enrolled_at: z.string(),
+});
+const KeysSchema = z.object({
+  keys: z.array(z.object({ key_id: z.string(), alg: z.literal("ed25519"), public_key: z.string(), status: z.enum(["active", "retired"]) })),
+});
+const AppliedSchema = z.object({
+  revision_id: z.number().int().positive(),
+  sequence: z.number().int().nonnegative(),
+  digest: z.string(),
+  applied_at: z.string(),
+});
+
+export class StateError extends Error {
+  override name = "StateError";
+}
+
+const FILES = { node: "node.json", keys: "signing-keys.json", bundle: "last-bundle.json", applied: "applied.json" } as const;
+const PRIVATE = 0o600;
+
+/**
+ * RL_STATE_DIR: node identity, pinned signing keys, the last good bundle (its exact bytes, so
+ * it can be verified again) and what was last applied. Each file is replaced atomically
+ * (writeFileAtomic), so a crash at any point leaves the previous version whole.
+ */
+export class StateStore {
+  readonly dir: string;
+
+  constructor(dir: string) {
+    this.dir = dir;
+  }
+
+  /** Creates the directory (0700) when missing. */
+  async init(): Promise<void> {
+    await mkdir(this.dir, { recursive: true, mode: 0o700 });
+  }
+
+  readNode(): Promise<NodeIdentity | null> {
+    return this.#readJson(FILES.node, NodeSchema);
+  }
+
+  writeNode(node: NodeIdentity): Promise<void> {
+    return this.#writeJson(FILES.node, NodeSchema.parse(node));
+  }
+
+  async readSigningKeys(): Promise<StoredKey[]> {
+    return (await this.#readJson(FILES.keys, KeysSchema))?.keys ?? [];
+  }
+
+  writeSigningKeys(keys: readonly StoredKey[]): Promise<void> {
+    return this.#writeJson(FILES.keys, KeysSchema.parse({ keys }));
+  }
+
+  readApplied(): Promise<AppliedRecord | null> {
+    return this.#readJson(FILES.applied, AppliedSchema);
+  }
+
+  /** The signed bundle BIRD runs, byte for byte as received. */
+  async readLastBundle(): Promise<Uint8Array | null> {
+    return this.#read(FILES.bundle);
+  }
+
+  /**
+   * Records a confirmed apply: the bundle first, then the record. A crash in between leaves
+   * the old record, so the agent believes the older sequence and simply applies again.
+   */
+  async recordApplied(bundle: Uint8Array, record: AppliedRecord): Promise<void> {
+    await writeFileAtomic(join(this.dir, FILES.bundle), bundle, PRIVATE);
+    await this.#writeJson(FILES.applied, AppliedSchema.parse(record));
+  }
+
+  async #read(name: string): Promise<Buffer | null> {
+    try {
+      return await readFile(join(this.dir, name));
+    } catch (error) {
+      if ((error as NodeJS.ErrnoException).code === "ENOENT") return null;
+      throw new StateError(`cannot read ${join(this.dir, name)}: ${(error as Error).message}`, { cause: error });
+    }
+  }
+
+  async #readJson<T>(name: string, schema: z.ZodType<T>): Promise<T | null> {
+    const bytes = await this.#read(name);
+    if (!bytes) return null;
+    let value: unknown;
+    try {
+      value = JSON.parse(bytes.toString("utf8"));
+    } catch (cause) {
+      throw new StateError(`${join(this.dir, name)} is not JSON`, { cause });
+    }
+    const parsed = schema.safeParse(value);
+    if (!parsed.success) throw new StateError(`${join(this.dir, name)} does not hold what the agent wrote: ${parsed.error.issues[0]?.message}`);
+    return parsed.data;
+  }
+
+  #writeJson(name: string, value: unknown): Promise<void> {
+    return writeFileAtomic(join(this.dir, name), `${JSON.stringify(value, null, 2)}\n`, PRIVATE);
+  }
+}

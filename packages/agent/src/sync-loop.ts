@@ -1,0 +1,318 @@
+import { readFile } from "node:fs/promises";
+import { basename, dirname, join } from "node:path";
+import type { ReportReasonJson, StatusErrorJson } from "@rlc/proto";
+import { BundleError, type BundlePayload, type VerifiedBundle, verifyBundle } from "@rlc/shared/bundle";
+import { writeFileAtomic } from "./atomic-file.js";
+import { applyBirdConfig } from "./bird/apply.js";
+import type { BirdControl } from "./bird/birdc.js";
+import type { ProcessRunner } from "./bird/validate.js";
+import type { ControllerClient } from "./bundle/controller-client.js";
+import type { DesiredRevision } from "./bundle/http-client.js";
+import { updatePinnedKeys } from "./bundle/signing-keys.js";
+import type { AgentMetrics } from "./http/metrics.js";
+import { errorFields, type Logger } from "./log.js";
+import { type RenderedConfig, renderBirdConfig } from "./render/render.js";
+import type { AppliedRecord, StateStore } from "./state.js";
+import { parseProtocolsAll } from "./status/parse-protocols.js";
+import { classifyError, SyncError } from "./sync-errors.js";
+import { backoffDelay, type Clock } from "./timing.js";
+
+export interface SyncLoopOptions {
+  client: Pick<ControllerClient, "latest" | "fetchBundle" | "signingKeys">;
+  state: StateStore;
+  reporter: { report(reason: ReportReasonJson): Promise<boolean>; setError(error: StatusErrorJson | null): void };
+  bird: BirdControl;
+  runner: ProcessRunner;
+  birdBin?: string;
+  metrics: AgentMetrics;
+  clock: Clock;
+  log: Logger;
+  speakerId: string;
+  tenantId: string;
+  birdMode: "include" | "full";
+  /** The file the agent owns (BIRD_CONFIG_PATH); the other rendered files go beside it. */
+  birdConfigPath: string;
+  stagingDir: string;
+  /** How long to watch BIRD after `configure timeout` before confirming. */
+  healthWaitMs: number;
+  maxBundleBytes?: number;
+  /** Backoff of the retries after a passing failure. Default 2 s doubling to 5 min. */
+  retry?: { baseMs: number; maxMs: number };
+  random?: () => number;
+}
+
+/** Why a sync was asked for, and what the asker knows of the desired revision. */
+export interface SyncTrigger {
+  reason: "start" | "watch" | "nats" | "poll" | "retry" | "manual";
+  /** When absent, the loop asks the controller (`revisions/latest`). */
+  desired?: DesiredRevision;
+}
+
+export type SyncResult = "applied" | "up_to_date" | "already_refused" | "no_revision" | "failed";
+
+/** Configure timeout when the bundle's BIRD setting names none. */
+const DEFAULT_CONFIGURE_TIMEOUT_SECONDS = 30;
+/** A refused bundle is tried again after this long even when the controller still names it. */
+const REFUSAL_MEMORY_MS = 10 * 60 * 1000;
+
+/**
+ * THE order of a sync, in one place: notification → fetch → verify → render → validate
+ * (`bird -p`) → apply (`configure timeout N`) → health check → confirm → record → report.
+ *
+ * Runs are single-flight: triggers during a run coalesce into one more run after it, never a
+ * second run beside it (two applies would race on BIRD's one pending configuration). A bundle
+ * refused for what it is (signature, speaker, sequence, expiry, a config BIRD refuses) is not
+ * fetched again until the controller names a different one; a passing failure (controller or
+ * BIRD unreachable) is retried with backoff. Nothing that fails changes what BIRD runs.
+ */
+export class SyncLoop {
+  readonly #o: SyncLoopOptions;
+  #queued: SyncTrigger | null = null;
+  #running: Promise<void> | null = null;
+  #stopped = false;
+  /** The issue last refused for good: not fetched again until the controller names another. */
+  #refused: { issue: DesiredRevision; at: number } | null = null;
+  #retryAttempt = 0;
+  #retryAbort: AbortController | null = null;
+
+  constructor(options: SyncLoopOptions) {
+    this.#o = options;
+  }
+
+  /** Asks for a sync; returns at once. During a run, the newest trigger waits for the next one. */
+  trigger(trigger: SyncTrigger): void {
+    if (this.#stopped) return;
+    this.#queued = trigger;
+    if (!this.#running) this.#running = this.#drain();
+  }
+
+  /** Resolves once no run is in flight or queued. */
+  async idle(): Promise<void> {
+    while (this.#running) await this.#running;
+  }
+
+  /** No new runs; waits for the one in flight (an apply is not cut off between configure and confirm). */
+  async stop(): Promise<void> {
+    this.#stopped = true;
+    this.#queued = null;
+    this.#retryAbort?.abort();
+    await this.idle();
+  }
+
+  async #drain(): Promise<void> {
+    try {
+      while (this.#queued && !this.#stopped) {
+        const next = this.#queued;
+        this.#queued = null;
+        // sync() reports its own failures; this only keeps a bug in it from ending the loop.
+        await this.sync(next).catch((error: unknown) => this.#o.log.error("sync: unexpected failure", errorFields(error)));
+      }
+    } finally {
+      this.#running = null;
+    }
+  }
+
+  /** One sync, start to end. Public for tests and the benchmark; use {@link trigger} otherwise. */
+  async sync(trigger: SyncTrigger): Promise<SyncResult> {
+    const { log, state } = this.#o;
+    let desired: DesiredRevision | null = trigger.desired ?? null;
+    let bytes: Uint8Array | null = null;
+    try {
+      desired ??= await this.#o.client.latest();
+      if (!desired) return "no_revision";
+      const applied = await state.readApplied();
+      if (applied && applied.revision_id === desired.revision_id && applied.digest === desired.digest) {
+        this.#retryAttempt = 0;
+        return "up_to_date";
+      }
+      if (this.#refused && this.#o.clock.now() - this.#refused.at < REFUSAL_MEMORY_MS && sameIssue(this.#refused.issue, desired)) {
+        return "already_refused";
+      }
+      log.info("sync: fetching bundle", { reason: trigger.reason, revision_id: desired.revision_id });
+
+      bytes = await this.#o.client.fetchBundle(desired.revision_id);
+      const verified = await this.#verify(bytes, applied);
+      const payload = verified.payload;
+      if (payload.revision_id !== desired.revision_id) {
+        log.warn("sync: the controller sent another revision than it named", { named: desired.revision_id, got: payload.revision_id });
+      }
+      const rendered = renderBirdConfig(payload, this.#renderOptions());
+      const timeoutSeconds = configureTimeout(payload);
+      const pending = await applyBirdConfig(
+        { birdc: this.#o.bird, runner: this.#o.runner, clock: this.#o.clock, birdBin: this.#o.birdBin },
+        {
+          files: rendered.files,
+          entry: rendered.entry,
+          mode: this.#o.birdMode,
+          configDir: dirname(this.#o.birdConfigPath),
+          stagingDir: this.#o.stagingDir,
+          timeoutSeconds,
+        },
+      );
+      // From here until confirm, BIRD reverts by itself if this process dies.
+      log.info("sync: BIRD runs the new config on probation", { revision_id: payload.revision_id, sequence: payload.sequence, timeout_seconds: timeoutSeconds });
+      try {
+        await this.#checkHealth(rendered, timeoutSeconds);
+        await pending.confirm();
+      } catch (error) {
+        // Back to the confirmed files and config now, rather than when BIRD's timer runs out
+        // (after a lost confirm answer too: the retry applies the bundle again).
+        await pending.undo().catch((e: unknown) => log.warn("configure undo failed; BIRD reverts on its timer", errorFields(e)));
+        throw error;
+      }
+      const record: AppliedRecord = {
+        revision_id: payload.revision_id,
+        sequence: payload.sequence,
+        digest: payload.digest,
+        applied_at: new Date(this.#o.clock.now()).toISOString(),
+      };
+      await state.recordApplied(bytes, record);
+      this.#o.metrics.recordApplied(record);
+      this.#o.reporter.setError(null);
+      this.#refused = null;
+      this.#retryAttempt = 0;
+      log.info("sync: applied", { revision_id: record.revision_id, sequence: record.sequence });
+      await this.#o.reporter.report("applied");
+      return "applied";
+    } catch (error) {
+      await this.#fail(error, trigger, desired, bytes);
+      return "failed";
+    }
+  }
+
+  async #fail(error: unknown, trigger: SyncTrigger, desired: DesiredRevision | null, bytes: Uint8Array | null): Promise<void> {
+    const c = classifyError(error);
+    // Read without verifying, only to name the refused bundle and remember the refusal.
+    const offered = bytes ? peekIssue(bytes) : { sequence: null, issued_at: null };
+    // The refusal is remembered in the controller's terms (what it names next is compared with
+    // it); the bundle's own fields only fill what the controller did not say.
+    if (desired) desired = { ...desired, sequence: desired.sequence ?? offered.sequence, issued_at: desired.issued_at ?? offered.issued_at };
+    this.#o.metrics.recordFailure(c.code);
+    this.#o.log.warn("sync: failed; BIRD keeps its running config", { reason: trigger.reason, code: c.code, error: c.message, permanent: c.permanent });
+    if (c.permanent && desired) this.#refused = { issue: desired, at: this.#o.clock.now() };
+    else this.#scheduleRetry();
+    // Without a revision there is nothing the controller waits on (latest() itself failed).
+    if (!desired) return;
+    this.#o.reporter.setError({
+      code: c.code,
+      message: c.message,
+      revision_id: desired.revision_id,
+      sequence: offered.sequence,
+      at: new Date(this.#o.clock.now()).toISOString(),
+    });
+    await this.#o.reporter.report("apply_failed");
+  }
+
+  #scheduleRetry(): void {
+    if (this.#stopped) return;
+    this.#retryAbort?.abort();
+    const abort = new AbortController();
+    this.#retryAbort = abort;
+    const wait = backoffDelay(this.#retryAttempt++, this.#o.retry ?? { baseMs: 2000, maxMs: 300_000 }, this.#o.random);
+    void this.#o.clock.sleep(wait, abort.signal).then(() => {
+      if (!abort.signal.aborted) this.trigger({ reason: "retry" });
+    });
+  }
+
+  /** verifyBundle; an unknown key first refreshes the pinned keys through their statements. */
+  async #verify(bytes: Uint8Array, applied: AppliedRecord | null): Promise<VerifiedBundle> {
+    const { state } = this.#o;
+    const verify = async () =>
+      verifyBundle(bytes, await state.readSigningKeys(), {
+        speakerId: this.#o.speakerId,
+        tenantId: this.#o.tenantId,
+        lastSequence: applied?.sequence ?? null,
+        now: this.#o.clock.now(),
+        maxBytes: this.#o.maxBundleBytes,
+      });
+    try {
+      return await verify();
+    } catch (error) {
+      if (!(error instanceof BundleError) || error.code !== "unknown_key") throw error;
+      const update = await updatePinnedKeys(await state.readSigningKeys(), await this.#o.client.signingKeys());
+      if (update.added.length === 0 && update.retired.length === 0) throw error;
+      await state.writeSigningKeys(update.keys);
+      this.#o.log.info("signing keys updated", { added: update.added, retired: update.retired });
+      return verify();
+    }
+  }
+
+  /**
+   * BIRD answers (applyBirdConfig waited for that) and runs every BGP protocol just rendered;
+   * watched for `healthWaitMs`, capped to leave 2 s of the configure timeout for the confirm.
+   */
+  async #checkHealth(rendered: RenderedConfig, timeoutSeconds: number): Promise<void> {
+    const { clock, bird } = this.#o;
+    const deadline = clock.now() + Math.min(this.#o.healthWaitMs, Math.max(0, timeoutSeconds * 1000 - 2000));
+    for (;;) {
+      const reply = await bird.command("show protocols all");
+      const running = new Set(parseProtocolsAll(reply.text, { now: new Date(clock.now()) }).protocols.map((p) => p.name));
+      const missing = rendered.sessions.filter((s) => !running.has(s.protocol)).map((s) => s.protocol);
+      if (missing.length > 0) throw new SyncError("health_check_failed", `BIRD does not list ${missing.join(", ")} after configure`);
+      const left = deadline - clock.now();
+      if (left <= 0) return;
+      await clock.sleep(Math.min(1000, left));
+    }
+  }
+
+  #renderOptions() {
+    const name = basename(this.#o.birdConfigPath);
+    return this.#o.birdMode === "full" ? { mode: "full" as const, mainName: name } : { mode: "include" as const, includeName: name };
+  }
+
+  /**
+   * At start: puts back on disk the files of the bundle BIRD last confirmed, when they differ.
+   * After a crash between `configure timeout` and confirm, BIRD went back in memory but the
+   * unconfirmed files stayed; without this, BIRD's next restart would load them.
+   */
+  async restoreConfirmedFiles(): Promise<boolean> {
+    const [applied, bytes] = await Promise.all([this.#o.state.readApplied(), this.#o.state.readLastBundle()]);
+    if (!applied || !bytes) return false;
+    // Our own file, written after verification; it may have expired since, so it is not verified again.
+    const envelope = JSON.parse(Buffer.from(bytes.buffer, bytes.byteOffset, bytes.length).toString("utf8")) as { payload: string };
+    const payload = JSON.parse(Buffer.from(envelope.payload, "base64").toString("utf8")) as BundlePayload;
+    if (payload.sequence !== applied.sequence) return false;
+    const rendered = renderBirdConfig(payload, this.#renderOptions());
+    const dir = dirname(this.#o.birdConfigPath);
+    let restored = false;
+    for (const [name, text] of Object.entries(rendered.files)) {
+      const path = join(dir, name);
+      if ((await readFile(path, "utf8").catch(() => null)) === text) continue;
+      await writeFileAtomic(path, text, 0o644);
+      restored = true;
+    }
+    if (restored) this.#o.log.warn("restored the files of the last confirmed revision", { revision_id: applied.revision_id });
+    return restored;
+  }
+}
+
+/**
+ * The same issue of a revision: same content and, when both sides say, the same sequence or
+ * issue time (a re-issue of an expired bundle keeps revision and digest). When neither can be
+ * compared the refusal stands, for at most {@link REFUSAL_MEMORY_MS}.
+ */
+function sameIssue(a: DesiredRevision, b: DesiredRevision): boolean {
+  if (a.revision_id !== b.revision_id || a.digest !== b.digest) return false;
+  if (a.sequence !== null && b.sequence !== null) return a.sequence === b.sequence;
+  if (a.issued_at !== null && b.issued_at !== null) return a.issued_at === b.issued_at;
+  return true;
+}
+
+/** sequence and issued_at of a bundle's payload, read without verifying; nulls when unreadable. */
+function peekIssue(bytes: Uint8Array): { sequence: number | null; issued_at: string | null } {
+  try {
+    const envelope = JSON.parse(Buffer.from(bytes.buffer, bytes.byteOffset, bytes.length).toString("utf8")) as { payload?: unknown };
+    const payload = JSON.parse(Buffer.from(String(envelope.payload), "base64").toString("utf8")) as Record<string, unknown>;
+    return {
+      sequence: Number.isSafeInteger(payload.sequence) ? (payload.sequence as number) : null,
+      issued_at: typeof payload.issued_at === "string" ? payload.issued_at : null,
+    };
+  } catch {
+    return { sequence: null, issued_at: null };
+  }
+}
+
+function configureTimeout(payload: BundlePayload): number {
+  const value = Number(payload.bird?.configure_timeout_seconds ?? DEFAULT_CONFIGURE_TIMEOUT_SECONDS);
+  return Number.isFinite(value) ? Math.min(3600, Math.max(2, Math.floor(value))) : DEFAULT_CONFIGURE_TIMEOUT_SECONDS;
+}
