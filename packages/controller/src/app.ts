@@ -18,6 +18,9 @@ import apiKeyRoutes from "./routes/v1/api-keys.js";
 import auditRoutes from "./routes/v1/audit.js";
 import settingsRoutes from "./routes/v1/settings.js";
 import jobRoutes from "./routes/v1/jobs.js";
+import nodeRoutes from "./routes/v1/nodes.js";
+import peerRoutes from "./routes/v1/peers.js";
+import speakerRoutes from "./routes/v1/speakers.js";
 import lookupRoutes from "./routes/v1/lookup.js";
 import maintenanceRoutes from "./routes/v1/maintenance.js";
 import refreshRoutes from "./routes/v1/refresh.js";
@@ -34,6 +37,10 @@ import moduleRoutes from "./routes/v1/modules.js";
 import { createApiKeyService } from "./services/api-keys.js";
 import { type AuditWriter, createAuditWriter } from "./services/audit.js";
 import { createJobService } from "./services/jobs.js";
+import { createNodeService } from "./services/node.js";
+import { createPeerService } from "./services/peers.js";
+import { createSigningService } from "./services/signing.js";
+import { createSpeakerService } from "./services/speakers.js";
 import { createLookupService } from "./services/lookup.js";
 import { createMaintenanceService } from "./services/maintenance.js";
 import type { RevisionStore } from "./services/revision-store.js";
@@ -66,6 +73,10 @@ export interface AppServices {
   catalog: ReturnType<typeof createCatalogService>;
   revisions: ReturnType<typeof createRevisionService>;
   lookup: ReturnType<typeof createLookupService>;
+  signing: ReturnType<typeof createSigningService>;
+  speakers: ReturnType<typeof createSpeakerService>;
+  peers: ReturnType<typeof createPeerService>;
+  node: ReturnType<typeof createNodeService>;
   maintenance: ReturnType<typeof createMaintenanceService>;
 }
 
@@ -80,9 +91,30 @@ export interface AppDeps {
   services: AppServices;
 }
 
+/** Speakers, peers, signing and the node side (CONTRACT 6, 7). */
+function deployServices(opts: { config: Config; sql: Sql; bus: Bus }, audit: AuditWriter) {
+  const signing = createSigningService({ sql: opts.sql, audit, keyFile: opts.config.BUNDLE_SIGNING_KEY_FILE });
+  const grpcHost = opts.config.GRPC_HOST === "0.0.0.0" || opts.config.GRPC_HOST === "::" ? null : opts.config.GRPC_HOST;
+  return {
+    signing,
+    speakers: createSpeakerService({ audit, bus: opts.bus }),
+    peers: createPeerService({ audit, bus: opts.bus }),
+    node: createNodeService({
+      sql: opts.sql,
+      bus: opts.bus,
+      audit,
+      signing,
+      // Agents are told an endpoint only when the listener names a host they can reach.
+      grpcEndpoint: grpcHost ? `${grpcHost}:${opts.config.GRPC_PORT}` : null,
+      natsUrl: opts.config.NATS_URL ?? null,
+    }),
+  };
+}
+
 export function createServices(opts: {
   config: Config;
   sql: Sql;
+  bus: Bus;
   revisions: RevisionStore;
   pushEnabled: boolean;
   onAuditRecorded?: () => void;
@@ -104,6 +136,7 @@ export function createServices(opts: {
     catalog: createCatalogService(),
     revisions: createRevisionService({ audit, revisions: opts.revisions }),
     lookup: createLookupService({ revisions: opts.revisions }),
+    ...deployServices(opts, audit),
   };
   const maintenance = createMaintenanceService({ sql: opts.sql, audit, revisions: services.revisions, runtimeLogs: services.runtimeLogs });
   return { ...services, maintenance };
@@ -172,6 +205,9 @@ export async function buildApp(deps: AppDeps, opts: { logger?: FastifyServerOpti
   await app.register(revisionRoutes, { deps });
   await app.register(refreshRoutes, { deps });
   await app.register(lookupRoutes, { deps });
+  await app.register(speakerRoutes, { deps });
+  await app.register(peerRoutes, { deps });
+  await app.register(nodeRoutes, { deps });
   await app.register(maintenanceRoutes, { deps });
   return app;
 }

@@ -9,7 +9,7 @@ import { createJobHandlers } from "./jobs/handlers.js";
 import { startWorker } from "./jobs/worker.js";
 import { type BuildInfo, loadBuildInfo } from "./lib/build-info.js";
 import { type PeriodicTask, type Scheduler, startScheduler } from "./scheduler/scheduler.js";
-import { idempotencyExpiryTask, moduleRefreshTask, runtimeLogsAutoTask } from "./scheduler/tasks.js";
+import { idempotencyExpiryTask, maintenancePolicyTask, moduleRefreshTask, revisionRetentionTask, runtimeLogsAutoTask } from "./scheduler/tasks.js";
 import { type Clock, systemClock } from "./lib/time.js";
 import { type AuditPusher, startAuditPusher } from "./services/audit-push.js";
 import { type BootstrapResult, bootstrapDefaultTenant } from "./services/tenants.js";
@@ -66,7 +66,7 @@ export async function startController(config: Config, opts: StartOptions = {}): 
     const revisions = createRevisionStore();
     const pushEnabled = Boolean(config.AUTH_PORTAL_URL && config.AUTH_AUDIT_INGEST_SECRET);
     let pusher: AuditPusher | null = null;
-    const services = createServices({ config, sql: db.sql, revisions, pushEnabled, onAuditRecorded: () => pusher?.wake() });
+    const services = createServices({ config, sql: db.sql, bus, revisions, pushEnabled, onAuditRecorded: () => pusher?.wake() });
     const deps: AppDeps = { config, sql: db.sql, clock, bus, buildInfo: opts.buildInfo ?? loadBuildInfo(), outbound, services };
     const app = await buildApp(deps, opts.logger === undefined ? {} : { logger: opts.logger });
     closers.push(() => app.close());
@@ -84,7 +84,7 @@ export async function startController(config: Config, opts: StartOptions = {}): 
       const p = pusher;
       closers.unshift(() => p.stop());
     }
-    const handlers = opts.jobHandlers ?? createJobHandlers({ sql: db.sql, outbound, asnSource, revisions });
+    const handlers = opts.jobHandlers ?? createJobHandlers({ sql: db.sql, bus, outbound, asnSource, revisions, services });
     if (runsWorkers && handlers.length) {
       const worker = startWorker({ sql: db.sql, bus, clock, logger: app.log, handlers });
       closers.unshift(() => worker.stop());
@@ -95,6 +95,8 @@ export async function startController(config: Config, opts: StartOptions = {}): 
         idempotencyExpiryTask(db.sql),
         runtimeLogsAutoTask(db.sql, services.runtimeLogs),
         moduleRefreshTask(db.sql, bus),
+        maintenancePolicyTask(services.maintenance, bus),
+        revisionRetentionTask(services.maintenance, bus),
       ];
       const s = startScheduler({ db, clock, logger: app.log, tasks, ...(opts.electionMs ? { electionMs: opts.electionMs } : {}) });
       scheduler = s;

@@ -1,0 +1,98 @@
+import type { Db } from "./connect.js";
+
+export interface PeerRow {
+  id: string;
+  tenant_id: string;
+  name: string;
+  neighbor_address: string;
+  neighbor_port: number;
+  remote_asn: string;
+  local_asn: string | null;
+  description: string;
+  enabled: boolean;
+  password: string | null;
+  multihop: boolean | number;
+  address_families: string[];
+  export_community_ids: string[];
+  speaker_ids: string[];
+  created_at: Date;
+  updated_at: Date;
+}
+
+const SELECT_PEER = (db: Db) => db`
+  SELECT p.*, COALESCE((SELECT array_agg(ps.speaker_id ORDER BY ps.speaker_id) FROM peer_speakers ps WHERE ps.peer_id = p.id), '{}') AS speaker_ids
+  FROM peers p`;
+
+export type PeerWrite = Omit<PeerRow, "tenant_id" | "created_at" | "updated_at" | "remote_asn" | "local_asn"> & {
+  remote_asn: number;
+  local_asn: number | null;
+};
+
+export async function insertPeer(db: Db, tenantId: string, p: PeerWrite, at: Date): Promise<void> {
+  await db`
+    INSERT INTO peers (id, tenant_id, name, neighbor_address, neighbor_port, remote_asn, local_asn, description, enabled, password,
+                       multihop, address_families, export_community_ids, created_at, updated_at)
+    VALUES (${p.id}, ${tenantId}, ${p.name}, ${p.neighbor_address}, ${p.neighbor_port}, ${p.remote_asn}, ${p.local_asn}, ${p.description},
+            ${p.enabled}, ${p.password}, ${db.json(p.multihop as never)}, ${p.address_families}::text[], ${p.export_community_ids}::uuid[], ${at}, ${at})`;
+  await setPeerSpeakers(db, tenantId, p.id, p.speaker_ids);
+}
+
+export async function updatePeer(db: Db, tenantId: string, p: PeerWrite, at: Date): Promise<void> {
+  await db`
+    UPDATE peers SET name = ${p.name}, neighbor_address = ${p.neighbor_address}, neighbor_port = ${p.neighbor_port}, remote_asn = ${p.remote_asn},
+      local_asn = ${p.local_asn}, description = ${p.description}, enabled = ${p.enabled}, password = ${p.password},
+      multihop = ${db.json(p.multihop as never)}, address_families = ${p.address_families}::text[],
+      export_community_ids = ${p.export_community_ids}::uuid[], updated_at = ${at}
+    WHERE tenant_id = ${tenantId} AND id = ${p.id}`;
+  await setPeerSpeakers(db, tenantId, p.id, p.speaker_ids);
+}
+
+async function setPeerSpeakers(db: Db, tenantId: string, peerId: string, speakerIds: string[]): Promise<void> {
+  await db`DELETE FROM peer_speakers WHERE peer_id = ${peerId}`;
+  if (speakerIds.length) {
+    await db`INSERT INTO peer_speakers (tenant_id, peer_id, speaker_id) SELECT ${tenantId}, ${peerId}, s FROM unnest(${speakerIds}::uuid[]) AS s`;
+  }
+}
+
+export async function findPeerById(db: Db, tenantId: string, id: string): Promise<PeerRow | undefined> {
+  const [r] = await db<PeerRow[]>`${SELECT_PEER(db)} WHERE p.tenant_id = ${tenantId} AND p.id = ${id}`;
+  return r;
+}
+
+export async function findPeerByName(db: Db, tenantId: string, name: string): Promise<PeerRow | undefined> {
+  const [r] = await db<PeerRow[]>`${SELECT_PEER(db)} WHERE p.tenant_id = ${tenantId} AND p.name = ${name}`;
+  return r;
+}
+
+export async function listPeers(db: Db, tenantId: string, f: { afterId: string | null; limit: number }): Promise<PeerRow[]> {
+  return db<PeerRow[]>`
+    ${SELECT_PEER(db)} WHERE p.tenant_id = ${tenantId} ${f.afterId === null ? db`` : db`AND p.id < ${f.afterId}`}
+    ORDER BY p.id DESC LIMIT ${f.limit + 1}`;
+}
+
+export async function listPeersOfSpeaker(db: Db, speakerId: string): Promise<PeerRow[]> {
+  return db<PeerRow[]>`
+    ${SELECT_PEER(db)} WHERE p.enabled AND p.id IN (SELECT peer_id FROM peer_speakers WHERE speaker_id = ${speakerId}) ORDER BY p.id`;
+}
+
+export async function listPeerNamesOfSpeaker(db: Db, speakerId: string): Promise<string[]> {
+  const rows = await db<{ name: string }[]>`
+    SELECT p.name FROM peers p JOIN peer_speakers ps ON ps.peer_id = p.id WHERE ps.speaker_id = ${speakerId} ORDER BY p.name`;
+  return rows.map((r) => r.name);
+}
+
+export async function deletePeer(db: Db, tenantId: string, id: string): Promise<void> {
+  await db`DELETE FROM peers WHERE tenant_id = ${tenantId} AND id = ${id}`;
+}
+
+export async function countExistingSpeakers(db: Db, tenantId: string, ids: string[]): Promise<number> {
+  if (!ids.length) return 0;
+  const [r] = await db<{ n: number }[]>`SELECT count(*)::int AS n FROM speakers WHERE tenant_id = ${tenantId} AND id = ANY(${ids}::uuid[])`;
+  return r?.n ?? 0;
+}
+
+export async function countExistingCommunities(db: Db, tenantId: string, ids: string[]): Promise<number> {
+  if (!ids.length) return 0;
+  const [r] = await db<{ n: number }[]>`SELECT count(*)::int AS n FROM communities WHERE tenant_id = ${tenantId} AND id = ANY(${ids}::uuid[])`;
+  return r?.n ?? 0;
+}

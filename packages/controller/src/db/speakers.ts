@@ -1,0 +1,128 @@
+import type { Db } from "./connect.js";
+
+export interface SpeakerRow {
+  id: string;
+  tenant_id: string;
+  name: string;
+  mode: "remote" | "local";
+  hostname: string | null;
+  router_id: string;
+  asn: string;
+  policies_json: Record<string, unknown>;
+  metadata: Record<string, unknown>;
+  enrolled_at: Date | null;
+  last_seen_at: Date | null;
+  agent_version: string | null;
+  desired_revision_id: number | null;
+  applied_revision_id: number | null;
+  applied_sequence: string | null;
+  applied_at: Date | null;
+  dispatch_status: "idle" | "pending" | "dispatched" | "failed";
+  last_error: Record<string, unknown> | null;
+  last_report: Record<string, unknown> | null;
+  last_report_at: Date | null;
+  bundle_sequence: string;
+  created_at: Date;
+  updated_at: Date;
+}
+
+export async function insertSpeaker(db: Db, row: Pick<SpeakerRow, "id" | "tenant_id" | "name" | "mode" | "router_id" | "policies_json" | "metadata" | "created_at"> & { asn: number }): Promise<SpeakerRow> {
+  const [r] = await db<SpeakerRow[]>`
+    INSERT INTO speakers (id, tenant_id, name, mode, router_id, asn, policies_json, metadata, created_at, updated_at)
+    VALUES (${row.id}, ${row.tenant_id}, ${row.name}, ${row.mode}, ${row.router_id}, ${row.asn}, ${db.json(row.policies_json as never)},
+            ${db.json(row.metadata as never)}, ${row.created_at}, ${row.created_at})
+    RETURNING *`;
+  return r!;
+}
+
+export async function findSpeakerById(db: Db, tenantId: string, id: string, forUpdate = false): Promise<SpeakerRow | undefined> {
+  const [r] = forUpdate
+    ? await db<SpeakerRow[]>`SELECT * FROM speakers WHERE tenant_id = ${tenantId} AND id = ${id} FOR UPDATE`
+    : await db<SpeakerRow[]>`SELECT * FROM speakers WHERE tenant_id = ${tenantId} AND id = ${id}`;
+  return r;
+}
+
+export async function findSpeakerByName(db: Db, tenantId: string, name: string): Promise<SpeakerRow | undefined> {
+  const [r] = await db<SpeakerRow[]>`SELECT * FROM speakers WHERE tenant_id = ${tenantId} AND name = ${name}`;
+  return r;
+}
+
+export async function listSpeakers(db: Db, tenantId: string, f: { afterId: string | null; limit: number }): Promise<SpeakerRow[]> {
+  return db<SpeakerRow[]>`
+    SELECT * FROM speakers WHERE tenant_id = ${tenantId} ${f.afterId === null ? db`` : db`AND id < ${f.afterId}`}
+    ORDER BY id DESC LIMIT ${f.limit + 1}`;
+}
+
+export async function listAllSpeakers(db: Db, tenantId: string): Promise<SpeakerRow[]> {
+  return db<SpeakerRow[]>`SELECT * FROM speakers WHERE tenant_id = ${tenantId} ORDER BY id`;
+}
+
+export async function updateSpeaker(
+  db: Db,
+  tenantId: string,
+  id: string,
+  p: { name: string; router_id: string; asn: number; policies_json: Record<string, unknown>; metadata: Record<string, unknown>; updated_at: Date },
+): Promise<SpeakerRow> {
+  const [r] = await db<SpeakerRow[]>`
+    UPDATE speakers SET name = ${p.name}, router_id = ${p.router_id}, asn = ${p.asn}, policies_json = ${db.json(p.policies_json as never)},
+      metadata = ${db.json(p.metadata as never)}, updated_at = ${p.updated_at}
+    WHERE tenant_id = ${tenantId} AND id = ${id} RETURNING *`;
+  return r!;
+}
+
+export async function deleteSpeaker(db: Db, tenantId: string, id: string): Promise<void> {
+  await db`DELETE FROM speakers WHERE tenant_id = ${tenantId} AND id = ${id}`;
+}
+
+export async function markSpeakerEnrolled(db: Db, id: string, p: { hostname: string; agent_version: string; at: Date }): Promise<void> {
+  await db`
+    UPDATE speakers SET hostname = ${p.hostname}, agent_version = ${p.agent_version}, enrolled_at = ${p.at}, last_seen_at = ${p.at}, updated_at = ${p.at}
+    WHERE id = ${id}`;
+}
+
+/** Sets the desired revision and takes the next bundle sequence; answers the new sequence. */
+export async function setDesiredRevision(db: Db, id: string, revisionId: number, at: Date): Promise<number> {
+  const [r] = await db<{ bundle_sequence: string }[]>`
+    UPDATE speakers SET desired_revision_id = ${revisionId}, bundle_sequence = bundle_sequence + 1, dispatch_status = 'pending', updated_at = ${at}
+    WHERE id = ${id} RETURNING bundle_sequence`;
+  return Number(r!.bundle_sequence);
+}
+
+export async function setDispatchStatus(db: Db, id: string, status: SpeakerRow["dispatch_status"]): Promise<void> {
+  await db`UPDATE speakers SET dispatch_status = ${status} WHERE id = ${id}`;
+}
+
+export async function recordSpeakerReport(
+  db: Db,
+  id: string,
+  p: {
+    at: Date;
+    agent_version: string | null;
+    applied_revision_id: number | null;
+    applied_sequence: number | null;
+    applied_at: string | null;
+    error: Record<string, unknown> | null;
+    report: Record<string, unknown>;
+    dispatch_status: SpeakerRow["dispatch_status"] | null;
+  },
+): Promise<void> {
+  await db`
+    UPDATE speakers SET last_seen_at = ${p.at}, last_report_at = ${p.at}, last_report = ${db.json(p.report as never)},
+      agent_version = COALESCE(${p.agent_version}, agent_version),
+      applied_revision_id = ${p.applied_revision_id}, applied_sequence = ${p.applied_sequence},
+      applied_at = ${p.applied_at}, last_error = ${p.error === null ? null : db.json(p.error as never)},
+      dispatch_status = COALESCE(${p.dispatch_status}, dispatch_status)
+    WHERE id = ${id}`;
+}
+
+/** Revisions a speaker has as desired or applied: pruning keeps them. */
+export async function listProtectedRevisionIds(db: Db, tenantId: string): Promise<Set<number>> {
+  const rows = await db<{ r: number | null; a: number | null }[]>`
+    SELECT desired_revision_id AS r, applied_revision_id AS a FROM speakers WHERE tenant_id = ${tenantId}`;
+  const out = new Set<number>();
+  for (const row of rows) {
+    if (row.r !== null) out.add(row.r);
+    if (row.a !== null) out.add(row.a);
+  }
+  return out;
+}

@@ -1,0 +1,133 @@
+import {
+  CreatedSpeaker,
+  CreateSpeakerBody,
+  Empty,
+  EnrollmentToken,
+  JobAccepted,
+  LiveSpeakerPoll,
+  Speaker,
+  SpeakerApplyBody,
+  SpeakerDeleteQuery,
+  SpeakerListQuery,
+  SpeakerParams,
+  UpdateSpeakerBody,
+  Uuid,
+} from "@rlc/shared/schemas";
+import type { FastifyPluginAsyncZod } from "fastify-type-provider-zod";
+import { z } from "zod";
+import type { AppDeps } from "../../app.js";
+import { startApply } from "../../services/deploy.js";
+import { pollLiveStatus } from "../../services/live-status.js";
+import { authProblems, problems, writeProblems } from "../responses.js";
+
+const tags = ["speakers"];
+const operator = { role: "operator" as const };
+
+const speakerRoutes: FastifyPluginAsyncZod<{ deps: AppDeps }> = async (app, { deps }) => {
+  const speakers = deps.services.speakers;
+
+  app.get(
+    "/v1/speakers",
+    {
+      schema: {
+        tags,
+        summary: "List speakers; `live=true` polls their agents",
+        description:
+          "With `live=true` every listed speaker's agent is asked for a fresh report in parallel; the answer waits at most `live_timeout_ms` " +
+          "(default 2000, max 10000), adds `live` to each speaker and `polls` beside `items`; speakers that did not answer are `stale` with their last report.",
+        querystring: SpeakerListQuery,
+        response: { 200: z.object({ items: z.array(Speaker), next_cursor: z.string().nullable(), has_more: z.boolean(), polls: z.array(LiveSpeakerPoll).optional() }), ...authProblems },
+      },
+    },
+    async (req) => {
+      const { page, rows } = await speakers.list(deps.sql, req.ctx(), req.query);
+      if (!req.query.live) return page;
+      const { live, polls } = await pollLiveStatus(deps.bus, rows, req.query.live_timeout_ms);
+      return { ...page, items: page.items.map((s) => ({ ...s, live: live.get(s.id) })), polls };
+    },
+  );
+
+  app.post(
+    "/v1/speakers",
+    {
+      schema: {
+        tags,
+        summary: "Create a speaker (remote ones get a one-time enrollment token)",
+        body: CreateSpeakerBody,
+        response: { 201: CreatedSpeaker, ...writeProblems },
+      },
+      config: operator,
+    },
+    async (req, reply) =>
+      req.mutate(reply, async (tx, ctx) => {
+        const body = await speakers.create(tx, ctx, req.body);
+        return { status: 201, body, headers: { location: `/v1/speakers/${body.id}` } };
+      }),
+  );
+
+  app.get(
+    "/v1/speakers/:speaker_id",
+    { schema: { tags, summary: "Read a speaker", params: SpeakerParams, response: { 200: Speaker, ...authProblems, ...problems(404) } } },
+    async (req) => speakers.get(deps.sql, req.ctx(), req.params.speaker_id),
+  );
+
+  app.patch(
+    "/v1/speakers/:speaker_id",
+    { schema: { tags, summary: "Update a speaker", params: SpeakerParams, body: UpdateSpeakerBody, response: { 200: Speaker, ...writeProblems, ...problems(404) } }, config: operator },
+    async (req, reply) => req.mutate(reply, async (tx, ctx) => ({ status: 200, body: await speakers.update(tx, ctx, req.params.speaker_id, req.body) })),
+  );
+
+  app.delete(
+    "/v1/speakers/:speaker_id",
+    {
+      schema: {
+        tags,
+        summary: "Delete a speaker",
+        description: "Refused with 409 while peers name the speaker, unless `force=true`; revokes the speaker's node keys.",
+        params: SpeakerParams,
+        querystring: SpeakerDeleteQuery,
+        response: { 204: Empty, ...writeProblems, ...problems(404) },
+      },
+      config: operator,
+    },
+    async (req, reply) =>
+      req.mutate(reply, async (tx, ctx) => {
+        await speakers.remove(tx, ctx, req.params.speaker_id, req.query.force);
+        return { status: 204, body: undefined };
+      }),
+  );
+
+  app.post(
+    "/v1/speakers/:speaker_id/enrollment-token",
+    { schema: { tags, summary: "Issue a new one-time enrollment token (24 h)", params: SpeakerParams, response: { 201: EnrollmentToken, ...writeProblems, ...problems(404) } }, config: operator },
+    async (req, reply) => req.mutate(reply, async (tx, ctx) => ({ status: 201, body: await speakers.enrollmentToken(tx, ctx, req.params.speaker_id) })),
+  );
+
+  app.post(
+    "/v1/speakers/:id/apply",
+    {
+      schema: {
+        tags,
+        summary: "Apply a revision (default: the current one) to this speaker",
+        params: z.strictObject({ id: Uuid }),
+        body: SpeakerApplyBody,
+        response: { 202: JobAccepted, ...writeProblems, ...problems(404) },
+      },
+      config: operator,
+    },
+    async (req, reply) =>
+      req.mutate(reply, async (tx, ctx) => {
+        await speakers.mustFind(tx, ctx.principal.tenantId, req.params.id);
+        const job = await startApply(
+          tx,
+          { tenantId: ctx.principal.tenantId, now: ctx.now, afterCommit: ctx.afterCommit },
+          { audit: deps.services.audit, bus: deps.bus },
+          { revision_id: req.body.revision_id, speaker_ids: [req.params.id], timeout_seconds: req.body.timeout_seconds },
+          `key:${ctx.principal.keyPrefix}`,
+        );
+        return { status: 202, body: { job_id: job.id, type: job.type, status: job.status }, headers: { location: `/v1/jobs/${job.id}` } };
+      }),
+  );
+};
+
+export default speakerRoutes;

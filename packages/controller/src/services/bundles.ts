@@ -1,0 +1,72 @@
+import { NotFoundError } from "@rlc/shared/errors";
+import { type BundlePeer, buildBundlePayload, signBundle } from "@rlc/shared/bundle";
+import type { Db } from "../db/connect.js";
+import { upsertBundle } from "../db/bundles.js";
+import { listPeersOfSpeaker } from "../db/peers.js";
+import type { SpeakerRow } from "../db/speakers.js";
+import type { RevisionStore } from "./revision-store.js";
+import { readTenantSettings } from "./settings.js";
+import type { SigningService } from "./signing.js";
+
+export interface BundleDeps {
+  signing: SigningService;
+  revisions: RevisionStore;
+}
+
+async function listCommunities(db: Db, tenantId: string) {
+  return db<{ id: string; community: string; title: string }[]>`SELECT id, community, title FROM communities WHERE tenant_id = ${tenantId} ORDER BY community`;
+}
+
+/**
+ * Signs and stores the bundle of `revisionId` for one speaker (CONTRACT 7): the revision's
+ * prefixes with their communities, the speaker's enabled peers with their export communities
+ * as values, the tenant's BIRD settings. Agents fetch the stored bytes as they are.
+ */
+export async function issueBundle(db: Db, deps: BundleDeps, speaker: SpeakerRow, revisionId: number, sequence: number, now: Date) {
+  const content = await deps.revisions.content(db, speaker.tenant_id, revisionId);
+  if (!content) throw new NotFoundError("revision", revisionId);
+  const settings = await readTenantSettings(db, speaker.tenant_id);
+  const communities = await listCommunities(db, speaker.tenant_id);
+  const valueOf = new Map(communities.map((c) => [c.id, c.community]));
+  const peers: BundlePeer[] = (await listPeersOfSpeaker(db, speaker.id)).map((p) => ({
+    id: p.id,
+    name: p.name,
+    neighbor_address: p.neighbor_address,
+    neighbor_port: p.neighbor_port,
+    remote_asn: Number(p.remote_asn),
+    local_asn: p.local_asn === null ? null : Number(p.local_asn),
+    ...(p.password ? { password: p.password } : {}),
+    multihop: p.multihop,
+    address_families: p.address_families as ("ipv4" | "ipv6")[],
+    export_communities: p.export_community_ids.map((id) => valueOf.get(id)).filter((v): v is string => v !== undefined),
+  }));
+  const payload = buildBundlePayload(
+    {
+      tenant_id: speaker.tenant_id,
+      speaker_id: speaker.id,
+      revision_id: revisionId,
+      speaker: { router_id: speaker.router_id, asn: Number(speaker.asn), policies_json: speaker.policies_json },
+      bird: (settings.BIRD ?? {}) as Record<string, unknown>,
+      communities,
+      peers,
+      prefixes: {
+        v4: content.v4.map(([p, c]) => [p, c] as [string, string[]]),
+        v6: content.v6.map(([p, c]) => [p, c] as [string, string[]]),
+      },
+    },
+    { sequence, issuedAt: now },
+  );
+  const key = await deps.signing.activeKey(db);
+  const signed = await signBundle(payload, key.secretKey, key.keyId);
+  await upsertBundle(db, {
+    tenant_id: speaker.tenant_id,
+    speaker_id: speaker.id,
+    revision_id: revisionId,
+    sequence,
+    digest: payload.digest,
+    issued_at: now,
+    expires_at: new Date(payload.expires_at),
+    envelope: Buffer.from(JSON.stringify(signed)),
+  });
+  return { sequence, digest: payload.digest, issued_at: payload.issued_at };
+}

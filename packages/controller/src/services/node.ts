@@ -1,0 +1,112 @@
+import { NotFoundError, UnauthenticatedError } from "@rlc/shared/errors";
+import type { Bus } from "../bus/index.js";
+import { findBundle } from "../db/bundles.js";
+import type { Db, Sql } from "../db/connect.js";
+import { spendEnrollmentToken } from "../db/enrollment.js";
+import { findSpeakerById, markSpeakerEnrolled, recordSpeakerReport, type SpeakerRow } from "../db/speakers.js";
+import { isoRequired } from "../lib/time.js";
+import { mintApiKey } from "./api-keys.js";
+import type { AuditWriter } from "./audit.js";
+import type { Principal } from "./context.js";
+import type { SigningService } from "./signing.js";
+import { hashToken, statusSubject } from "./speakers.js";
+
+export interface StatusReportBody {
+  speaker_id: string;
+  reason: "applied" | "apply_failed" | "live_poll" | "sessions_changed" | "started";
+  poll_id?: string | null | undefined;
+  applied_revision_id?: number | null | undefined;
+  applied_sequence?: number | null | undefined;
+  applied_at?: string | null | undefined;
+  error?: { code: string; message: string; revision_id?: number | null | undefined; [k: string]: unknown } | null | undefined;
+  agent_version?: string | null | undefined;
+  [k: string]: unknown;
+}
+
+/** The node side of CONTRACT 7: enrollment, the desired revision, bundles, status reports. */
+export function createNodeService(deps: { sql: Sql; bus: Bus; audit: AuditWriter; signing: SigningService; grpcEndpoint: string | null; natsUrl: string | null }) {
+  /** A node key reaches only its own speaker (404 otherwise); operators reach any of the tenant's. */
+  const speakerFor = async (db: Db, principal: Principal, speakerId: string): Promise<SpeakerRow> => {
+    if (principal.role === "node" && principal.speakerId !== speakerId) throw new NotFoundError("speaker", speakerId);
+    const row = await findSpeakerById(db, principal.tenantId, speakerId);
+    if (!row) throw new NotFoundError("speaker", speakerId);
+    return row;
+  };
+
+  return {
+    speakerFor,
+
+    async enroll(authorization: string | undefined, body: { hostname: string; agent_version: string }, now: Date) {
+      const token = authorization ? /^Bearer\s+(\S+)\s*$/i.exec(authorization)?.[1] : undefined;
+      if (!token) throw new UnauthenticatedError("the enrollment token goes in Authorization: Bearer");
+      const result = await deps.sql.begin(async (tx) => {
+        const spent = await spendEnrollmentToken(tx, hashToken(token), now);
+        if (!spent) throw new UnauthenticatedError("unknown, used or expired enrollment token");
+        const speaker = await findSpeakerById(tx, spent.tenant_id, spent.speaker_id);
+        if (!speaker) throw new UnauthenticatedError("unknown, used or expired enrollment token");
+        const key = await mintApiKey(tx, { tenantId: speaker.tenant_id, name: `node ${speaker.name}`, role: "node", now, speakerId: speaker.id });
+        await markSpeakerEnrolled(tx, speaker.id, { hostname: body.hostname, agent_version: body.agent_version, at: now });
+        await deps.audit.recordSystem(tx, speaker.tenant_id, now, {
+          actor: "enrollment",
+          action: "update",
+          resource_type: "speaker",
+          resource_id: speaker.id,
+          summary: `speaker ${speaker.name} enrolled from ${body.hostname} (agent ${body.agent_version}); node key ${key.row.key_prefix}`,
+          changes: { enrolled_at: { from: speaker.enrolled_at?.toISOString() ?? null, to: now.toISOString() } },
+        });
+        return { speaker, secret: key.secret };
+      });
+      return {
+        speaker_id: result.speaker.id,
+        tenant_id: result.speaker.tenant_id,
+        api_key: result.secret,
+        signing_keys: (await deps.signing.list()).keys,
+        grpc_endpoint: deps.grpcEndpoint,
+        nats_url: deps.natsUrl,
+      };
+    },
+
+    async latest(db: Db, principal: Principal, speakerId: string) {
+      const speaker = await speakerFor(db, principal, speakerId);
+      if (speaker.desired_revision_id === null) throw new NotFoundError("desired revision of speaker", speakerId);
+      const bundle = await findBundle(db, speakerId, speaker.desired_revision_id);
+      if (!bundle) throw new NotFoundError("bundle of speaker", speakerId);
+      return {
+        speaker_id: speakerId,
+        revision_id: bundle.revision_id,
+        digest: bundle.digest,
+        sequence: Number(bundle.sequence),
+        issued_at: isoRequired(bundle.issued_at),
+        bundle_url: `/v1/speakers/${speakerId}/bundle/${bundle.revision_id}`,
+      };
+    },
+
+    async bundle(db: Db, principal: Principal, speakerId: string, revisionId: number): Promise<Buffer> {
+      await speakerFor(db, principal, speakerId);
+      const bundle = await findBundle(db, speakerId, revisionId);
+      if (!bundle) throw new NotFoundError(`bundle of revision ${revisionId} for speaker`, speakerId);
+      return bundle.envelope;
+    },
+
+    /** Records what the agent runs and sees, then relays it to every replica (live polls, apply jobs). */
+    async report(principal: Principal, speakerId: string, body: StatusReportBody, now: Date) {
+      const speaker = await speakerFor(deps.sql, principal, speakerId);
+      const applied = body.applied_revision_id ?? null;
+      const failedDesired = body.reason === "apply_failed" && body.error?.revision_id != null && body.error.revision_id === speaker.desired_revision_id;
+      const dispatch = applied !== null && applied === speaker.desired_revision_id ? "idle" : failedDesired ? "failed" : null;
+      await recordSpeakerReport(deps.sql, speakerId, {
+        at: now,
+        agent_version: body.agent_version ?? null,
+        applied_revision_id: applied,
+        applied_sequence: body.applied_sequence ?? null,
+        applied_at: body.applied_at ?? null,
+        error: body.error ?? null,
+        report: body as Record<string, unknown>,
+        dispatch_status: dispatch,
+      });
+      deps.bus.publish(statusSubject(speaker.tenant_id, speakerId), { ...body, speaker_id: speakerId, received_at: now.toISOString() });
+    },
+  };
+}
+
+export type NodeService = ReturnType<typeof createNodeService>;
