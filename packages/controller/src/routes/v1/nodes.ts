@@ -93,6 +93,8 @@ const nodeRoutes: FastifyPluginAsyncZod<{ deps: AppDeps }> = async (app, { deps 
       config: nodeOrOperator,
     },
     async (req, reply) => {
+      // Another tenant's (or speaker's) id is a 404 before anything about the body is said.
+      await node.speakerFor(deps.sql, req.principal!, req.params.speaker_id);
       if (req.body.speaker_id !== req.params.speaker_id) {
         throw new ValidationError("speaker_id in the body differs from the path", [{ path: "body.speaker_id", message: "must equal the path's speaker_id" }]);
       }
