@@ -27,7 +27,7 @@ export async function issueBundle(db: Db, deps: BundleDeps, speaker: SpeakerRow,
   if (!content) throw new NotFoundError("revision", revisionId);
   const settings = await readTenantSettings(db, speaker.tenant_id);
   const communities = await listCommunities(db, speaker.tenant_id);
-  const valueOf = new Map(communities.map((c) => [c.id, c.community]));
+  const communityValue = new Map(communities.map((c) => [c.id, c.community]));
   const peers: BundlePeer[] = (await listPeersOfSpeaker(db, speaker.id)).map((p) => ({
     id: p.id,
     name: p.name,
@@ -38,7 +38,7 @@ export async function issueBundle(db: Db, deps: BundleDeps, speaker: SpeakerRow,
     ...(p.password ? { password: p.password } : {}),
     multihop: p.multihop,
     address_families: p.address_families as ("ipv4" | "ipv6")[],
-    export_communities: p.export_community_ids.map((id) => valueOf.get(id)).filter((v): v is string => v !== undefined),
+    export_communities: p.export_community_ids.map((id) => communityValue.get(id)).filter((v): v is string => v !== undefined),
   }));
   const payload = buildBundlePayload(
     {

@@ -1,7 +1,7 @@
 import type { Bus } from "../bus/index.js";
 import type { SpeakerRow } from "../db/speakers.js";
 import { uuidv7 } from "../lib/ids.js";
-import { notifySubject, reportedSessions, statusSubject } from "./speakers.js";
+import { notifySubject, type reportedSessions, statusSubject } from "./speakers.js";
 
 type Report = { poll_id?: string | null; applied_revision_id?: number | null; bird?: Record<string, unknown> | null; sessions?: unknown[]; received_at?: string };
 
