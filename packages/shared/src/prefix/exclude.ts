@@ -1,0 +1,163 @@
+import { type Intervals, mergeIntervals } from "./aggregate.js";
+import { DEFAULT_EXCLUDE_PREFIXES, DEFAULT_MIN_PREFIX_LENGTH_V4, DEFAULT_MIN_PREFIX_LENGTH_V6 } from "./bogons.js";
+import { PrefixList, formatPrefixList, parsePrefixList } from "./prefix-list.js";
+import { sortOrder } from "./sort.js";
+import { appendRangeCidrs, compareWords, copyWords, decrement, increment, setLastAddress } from "./words.js";
+
+/** What is left of some prefixes after a filter, and how many of them it touched. */
+export interface FilterResult {
+  /** Distinct canonical prefixes, IPv4 first, each family by address then length. */
+  prefixes: string[];
+  /** Distinct input prefixes removed whole. */
+  dropped: number;
+  /** Distinct input prefixes partly inside an excluded range: the rest of each is kept. */
+  cut: number;
+}
+
+export interface MinPrefixLengths {
+  /** Shorter IPv4 prefixes are dropped; default 8. */
+  v4?: number;
+  /** Shorter IPv6 prefixes are dropped; default 16. */
+  v6?: number;
+}
+
+export interface BogonFilterOptions {
+  minLengthV4?: number;
+  minLengthV6?: number;
+  /** CIDRs whose addresses are cut out; default DEFAULT_EXCLUDE_PREFIXES. */
+  exclude?: readonly string[];
+}
+
+/** The distinct prefixes of `list`, sorted by address then length. */
+export function distinctSorted(list: PrefixList): PrefixList {
+  const { words, lens, W } = list;
+  const order = sortOrder(list);
+  const out = new PrefixList(list.family, list.count);
+  let n = 0;
+  let prev = -1;
+  for (let k = 0; k < order.length; k++) {
+    const i = order[k]!;
+    if (prev >= 0 && lens[prev] === lens[i] && compareWords(words, prev * W, words, i * W, W) === 0) continue;
+    copyWords(words, i * W, out.words, n * W, W);
+    out.lens[n++] = lens[i]!;
+    prev = i;
+  }
+  out.count = n;
+  return out;
+}
+
+function keepLonger(list: PrefixList, min: number): { kept: PrefixList; dropped: number } {
+  const { words, lens, W } = list;
+  const kept = new PrefixList(list.family, list.count);
+  let n = 0;
+  for (let i = 0; i < list.count; i++) {
+    if (lens[i]! < min) continue;
+    copyWords(words, i * W, kept.words, n * W, W);
+    kept.lens[n++] = lens[i]!;
+  }
+  kept.count = n;
+  return { kept, dropped: list.count - n };
+}
+
+/**
+ * Cuts the addresses of `holes` out of each prefix of `list` (distinct, sorted). A prefix that
+ * overlaps no hole is kept as it is; one inside a hole is dropped; one that contains holes is
+ * replaced by the fewest CIDRs that cover the rest of it.
+ */
+function cutHoles(list: PrefixList, holes: Intervals): { kept: PrefixList; dropped: number; cut: number } {
+  const { words, lens, W } = list;
+  const { starts, ends, count } = holes;
+  const kept = new PrefixList(list.family, list.count);
+  const last = new Uint32Array(W);
+  const cursor = new Uint32Array(W);
+  const pieceEnd = new Uint32Array(W);
+  let dropped = 0;
+  let cut = 0;
+  for (let i = 0; i < list.count; i++) {
+    const at = i * W;
+    setLastAddress(words, at, lens[i]!, W, last, 0);
+    // First hole that ends at or after the prefix's start.
+    let lo = 0;
+    let hi = count;
+    while (lo < hi) {
+      const mid = (lo + hi) >>> 1;
+      if (compareWords(ends, mid * W, words, at, W) < 0) lo = mid + 1;
+      else hi = mid;
+    }
+    let j = lo;
+    if (j === count || compareWords(starts, j * W, last, 0, W) > 0) {
+      const k = kept.reserve(1);
+      copyWords(words, at, kept.words, k * W, W);
+      kept.lens[k] = lens[i]!;
+      kept.count = k + 1;
+      continue;
+    }
+    if (compareWords(starts, j * W, words, at, W) <= 0 && compareWords(ends, j * W, last, 0, W) >= 0) {
+      dropped++;
+      continue;
+    }
+    cut++;
+    copyWords(words, at, cursor, 0, W);
+    let done = false;
+    for (; j < count && compareWords(starts, j * W, last, 0, W) <= 0; j++) {
+      if (compareWords(starts, j * W, cursor, 0, W) > 0) {
+        copyWords(starts, j * W, pieceEnd, 0, W);
+        decrement(pieceEnd, 0, W);
+        appendRangeCidrs(cursor, 0, pieceEnd, 0, W, kept);
+      }
+      if (compareWords(ends, j * W, last, 0, W) >= 0) {
+        done = true;
+        break;
+      }
+      copyWords(ends, j * W, cursor, 0, W);
+      increment(cursor, 0, W);
+    }
+    if (!done) appendRangeCidrs(cursor, 0, last, 0, W, kept);
+  }
+  // Kept prefixes stay in order; only pieces of cut ones can land out of order or twice.
+  return { kept: cut > 0 ? distinctSorted(kept) : kept, dropped, cut };
+}
+
+function format(v4: PrefixList, v6: PrefixList): string[] {
+  return formatPrefixList(v6, undefined, formatPrefixList(v4));
+}
+
+/**
+ * Cuts the addresses inside any `exclude` prefix out of `prefixes`, keeping the rest of each
+ * prefix as the fewest CIDRs around the hole (`10.0.0.0/8` minus `10.0.0.0/9` is
+ * `10.128.0.0/9`). Host bits are cleared; text that is not a prefix throws PrefixError.
+ */
+export function excludeRanges(prefixes: readonly string[], exclude: readonly string[]): FilterResult {
+  const input = parsePrefixList(prefixes);
+  const holes = parsePrefixList(exclude);
+  const v4 = cutHoles(distinctSorted(input.v4), mergeIntervals(holes.v4));
+  const v6 = cutHoles(distinctSorted(input.v6), mergeIntervals(holes.v6));
+  return { prefixes: format(v4.kept, v6.kept), dropped: v4.dropped + v6.dropped, cut: v4.cut + v6.cut };
+}
+
+/** Drops the prefixes shorter than the minimum of their family (`0.0.0.0/0` never reaches a router). */
+export function filterMinLength(prefixes: readonly string[], min: MinPrefixLengths = {}): FilterResult {
+  const input = parsePrefixList(prefixes);
+  const v4 = keepLonger(distinctSorted(input.v4), min.v4 ?? DEFAULT_MIN_PREFIX_LENGTH_V4);
+  const v6 = keepLonger(distinctSorted(input.v6), min.v6 ?? DEFAULT_MIN_PREFIX_LENGTH_V6);
+  return { prefixes: format(v4.kept, v6.kept), dropped: v4.dropped + v6.dropped, cut: 0 };
+}
+
+/**
+ * The bogon filter of CONTRACT 5.2, applied to collected prefixes before aggregation: drops
+ * prefixes shorter than the minimum lengths, then cuts out the excluded ranges.
+ * `dropped + cut` is the revision's `dropped_prefix_count` for these prefixes.
+ */
+export function removeBogons(prefixes: readonly string[], options: BogonFilterOptions = {}): FilterResult {
+  const input = parsePrefixList(prefixes);
+  const holes = parsePrefixList(options.exclude ?? DEFAULT_EXCLUDE_PREFIXES);
+  const long4 = keepLonger(distinctSorted(input.v4), options.minLengthV4 ?? DEFAULT_MIN_PREFIX_LENGTH_V4);
+  const long6 = keepLonger(distinctSorted(input.v6), options.minLengthV6 ?? DEFAULT_MIN_PREFIX_LENGTH_V6);
+  const v4 = cutHoles(long4.kept, mergeIntervals(holes.v4));
+  const v6 = cutHoles(long6.kept, mergeIntervals(holes.v6));
+  return {
+    prefixes: format(v4.kept, v6.kept),
+    dropped: long4.dropped + long6.dropped + v4.dropped + v6.dropped,
+    cut: v4.cut + v6.cut,
+  };
+}

@@ -1,0 +1,34 @@
+// The prefix algebra: parse and canonicalise addresses and CIDRs, aggregate (plain and
+// community-aware), cut out bogons, diff tagged lists, longest-prefix-match. Explicit and
+// sorted; the typed-array internals (PrefixList, words, sort) stay private to this folder.
+
+export type { Family } from "./address.js";
+export { aggregatePrefixes } from "./aggregate.js";
+export type { TaggedInput, TaggedPrefix } from "./aggregate-tagged.js";
+export { aggregateTagged } from "./aggregate-tagged.js";
+export {
+  DEFAULT_EXCLUDE_PREFIXES,
+  DEFAULT_MIN_PREFIX_LENGTH_V4,
+  DEFAULT_MIN_PREFIX_LENGTH_V6,
+} from "./bogons.js";
+export type { Address, ParseCidrOptions, ParsedCidr, Prefix } from "./cidr.js";
+export {
+  canonicalCidr,
+  containsAddress,
+  containsPrefix,
+  familyOf,
+  formatAddress,
+  formatPrefix,
+  parseAddress,
+  parseCidr,
+  rangeToCidrs,
+} from "./cidr.js";
+export { compareCommunities, sortCommunities } from "./communities.js";
+export type { CommunityChange, TaggedDiff } from "./diff-tagged.js";
+export { diffTagged } from "./diff-tagged.js";
+export type { PrefixErrorCode } from "./errors.js";
+export { PrefixError } from "./errors.js";
+export type { BogonFilterOptions, FilterResult, MinPrefixLengths } from "./exclude.js";
+export { excludeRanges, filterMinLength, removeBogons } from "./exclude.js";
+export type { PrefixIndex } from "./prefix-index.js";
+export { buildPrefixIndex } from "./prefix-index.js";

@@ -1,0 +1,129 @@
+import fc from "fast-check";
+import { describe, expect, it } from "vitest";
+import { PrefixError, buildPrefixIndex, parseAddress } from "./index.js";
+
+interface Item {
+  prefix: string;
+  id: number;
+}
+
+/** Family and value of an address text, by bigint, apart from the library. */
+function value(address: string): [4 | 6, bigint] {
+  if (!address.includes(":")) return [4, address.split(".").reduce((v, o) => (v << 8n) | BigInt(o), 0n)];
+  const [head, tail = ""] = address.split("::") as [string, string?];
+  const h = head ? head.split(":") : [];
+  const t = tail ? tail.split(":") : [];
+  const groups = address.includes("::") ? [...h, ...Array(8 - h.length - t.length).fill("0"), ...t] : h;
+  return [6, groups.reduce((v, g) => (v << 16n) | BigInt(`0x${g}`), 0n)];
+}
+
+function inPrefix(prefix: string, address: string): boolean {
+  const [net, len] = prefix.split("/") as [string, string];
+  const [fa, a] = value(address);
+  const [fp, p] = value(net);
+  const host = BigInt((fp === 4 ? 32 : 128) - Number(len));
+  return fa === fp && a >> host === p >> host;
+}
+
+describe("buildPrefixIndex - examples", () => {
+  const items: Item[] = [
+    { prefix: "10.0.0.0/8", id: 1 },
+    { prefix: "10.1.0.0/16", id: 2 },
+    { prefix: "10.1.2.0/24", id: 3 },
+    { prefix: "10.1.0.0/16", id: 4 },
+    { prefix: "0.0.0.0/0", id: 5 },
+    { prefix: "2001:db8::/32", id: 6 },
+    { prefix: "2001:db8::1", id: 7 },
+  ];
+  const index = buildPrefixIndex(items);
+
+  it("prefixIndex - lookup lists every containing item, shortest first, equal prefixes in input order", () => {
+    expect(index.lookup("10.1.2.3").map((i) => i.id)).toEqual([5, 1, 2, 4, 3]);
+    expect(index.lookup("10.1.3.3").map((i) => i.id)).toEqual([5, 1, 2, 4]);
+    expect(index.lookup("11.0.0.0").map((i) => i.id)).toEqual([5]);
+    expect(index.lookup("2001:db8::1").map((i) => i.id)).toEqual([6, 7]);
+    expect(index.lookup("2001:db9::").map((i) => i.id)).toEqual([]);
+    expect(index.size).toBe(7);
+  });
+
+  it("prefixIndex - longest gives the first item of the longest containing prefix", () => {
+    expect(index.longest("10.1.200.1")?.id).toBe(2);
+    expect(index.longest("10.1.2.255")?.id).toBe(3);
+    expect(index.longest(parseAddress("2001:db8::2"))?.id).toBe(6);
+    expect(index.longest("::1")).toBeUndefined();
+  });
+
+  it("prefixIndex - an IPv4-mapped IPv6 address is not an IPv4 address", () => {
+    expect(index.lookup("::ffff:10.1.2.3")).toEqual([]);
+  });
+
+  it("prefixIndex - reads the prefix through prefixOf, clears host bits, refuses garbage", () => {
+    const byCidr = buildPrefixIndex([{ cidr: "192.0.2.1/24" }], (e) => e.cidr);
+    expect(byCidr.lookup("192.0.2.200")).toHaveLength(1);
+    expect(() => byCidr.lookup("192.0.2")).toThrow(PrefixError);
+    expect(() => buildPrefixIndex([{ prefix: "nope" }])).toThrow(PrefixError);
+  });
+
+  it("prefixIndex - an empty index finds nothing", () => {
+    const empty = buildPrefixIndex<Item>([]);
+    expect(empty.lookup("10.0.0.1")).toEqual([]);
+    expect(empty.longest("::")).toBeUndefined();
+  });
+
+  it("prefixIndex - the edges of the address space", () => {
+    const edges = buildPrefixIndex([
+      { prefix: "255.255.255.255/32" },
+      { prefix: "255.255.255.0/24" },
+      { prefix: "ffff:ffff:ffff:ffff:ffff:ffff:ffff:ffff/128" },
+      { prefix: "::/0" },
+    ]);
+    expect(edges.lookup("255.255.255.255")).toHaveLength(2);
+    expect(edges.lookup("255.255.255.254")).toHaveLength(1);
+    expect(edges.lookup("ffff:ffff:ffff:ffff:ffff:ffff:ffff:ffff")).toHaveLength(2);
+    expect(edges.lookup("ffff:ffff:ffff:ffff:ffff:ffff:ffff:fffe")).toHaveLength(1);
+  });
+});
+
+describe("buildPrefixIndex - against a linear scan", () => {
+  const v4 = fc.tuple(fc.nat(3), fc.nat(255), fc.integer({ min: 8, max: 32 })).map(([b, c, len]) => {
+    const host = 32 - len;
+    const v = (((10 << 24) | (b << 16) | (c << 8) | ((b * 37 + c) & 255)) >>> host) * 2 ** host;
+    return `${[24, 16, 8, 0].map((s) => Math.floor(v / 2 ** s) % 256).join(".")}/${len}`;
+  });
+  const v6 = fc.tuple(fc.nat(3), fc.nat(15), fc.integer({ min: 0, max: 128 })).map(([a, b, len]) => {
+    const full = (value(`2001:db8:${a}::${b.toString(16)}`)[1] >> BigInt(128 - len)) << BigInt(128 - len);
+    const groups = Array.from({ length: 8 }, (_, k) => ((full >> BigInt(112 - 16 * k)) & 0xffffn).toString(16));
+    return `${groups.join(":")}/${len}`;
+  });
+  const addresses = fc.array(
+    fc.oneof(
+      fc.tuple(fc.nat(4), fc.nat(255), fc.nat(255)).map(([b, c, d]) => `10.${b}.${c}.${d}`),
+      fc.tuple(fc.nat(4), fc.nat(16)).map(([a, b]) => `2001:db8:${a}::${b.toString(16)}`),
+    ),
+    { minLength: 1, maxLength: 30 },
+  );
+  const check = (prefixes: string[], queries: string[]) => {
+    const items = prefixes.map((prefix, id) => ({ prefix, id }));
+    const index = buildPrefixIndex(items);
+    for (const q of queries) {
+      const want = items.filter((i) => inPrefix(i.prefix, q)).sort((a, b) => Number(a.prefix.split("/")[1]) - Number(b.prefix.split("/")[1]));
+      expect(index.lookup(q)).toEqual(want);
+      const max = want.at(-1);
+      expect(index.longest(q)).toBe(max ? want.find((i) => i.prefix === max.prefix) : undefined);
+    }
+  };
+
+  it("prefixIndex - lookup and longest agree with filtering every item", () => {
+    fc.assert(
+      fc.property(fc.array(fc.oneof(v4, v6), { maxLength: 60 }), addresses, check),
+      { numRuns: 800 },
+    );
+  });
+
+  it("prefixIndex - agrees on indexes large enough for the radix sort", () => {
+    fc.assert(
+      fc.property(fc.array(fc.oneof(v4, v6), { minLength: 4200, maxLength: 5000 }), addresses, check),
+      { numRuns: 10 },
+    );
+  });
+});
