@@ -73,7 +73,9 @@ const startW = (handler: JobHandler, extra: Partial<Parameters<typeof startWorke
 };
 
 beforeAll(async () => {
-  t = await startTestController();
+  // The test runs its own steerable workers: its controller runs none (the api role), so no
+  // registered handler (revision_prune has one) races them for the jobs.
+  t = await startTestController({ env: { APP_SERVICE: "api" } });
   tenantA = (await t.call(t.rootKey, { method: "GET", url: "/v1/auth/session" })).json().tenant_id;
   const b = (await t.call(t.rootKey, { method: "POST", url: "/v1/tenants", payload: { name: "jobs-b" } })).json();
   tenantB = b.tenant_id;

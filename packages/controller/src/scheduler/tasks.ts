@@ -2,6 +2,7 @@ import type { Bus } from "../bus/index.js";
 import type { Sql } from "../db/connect.js";
 import { listModulesDueForRefresh } from "../db/ingest-inputs.js";
 import { enqueueJob } from "../services/jobs.js";
+import type { MaintenanceService } from "../services/maintenance.js";
 import { deleteExpiredIdempotencyRecords } from "../db/idempotency.js";
 import { findLastRun, listTenantIdsWithSettings, recordRun } from "../db/scheduler.js";
 import { autoPolicyOf, type RuntimeLogService } from "../services/runtime-logs.js";
@@ -57,6 +58,28 @@ export function moduleRefreshTask(sql: Sql, bus: Bus, everyMs = 30_000): Periodi
         );
         for (const f of after) f();
       }
+    },
+  };
+}
+
+/** Enabled maintenance policies whose next_run_at has come get one run job each (CONTRACT 9). */
+export function maintenancePolicyTask(maintenance: MaintenanceService, bus: Bus, everyMs = 30_000): PeriodicTask {
+  return {
+    name: "maintenance_policies",
+    everyMs,
+    async run(now) {
+      await maintenance.scheduleDueRuns(bus, now);
+    },
+  };
+}
+
+/** Each tenant's `revision_retention_minutes`: a revision_prune job, looked at most every 10 minutes (CONTRACT 5.4). */
+export function revisionRetentionTask(maintenance: MaintenanceService, bus: Bus, everyMs = 60_000): PeriodicTask {
+  return {
+    name: "revision_retention",
+    everyMs,
+    async run(now) {
+      await maintenance.scheduleRevisionPrunes(bus, now);
     },
   };
 }

@@ -25,7 +25,14 @@ const Actions = z
   .refine((list) => new Set(list.map((a) => a.type)).size === list.length, "each action type may appear once")
   .describe("Run in this order; each type at most once.");
 
-const PolicyName = z.string().trim().min(1).max(128);
+const PolicyName = z
+  .string()
+  .trim()
+  .min(1)
+  .max(128)
+  .regex(/^[^\p{Cc}]*$/u, "must not contain control characters")
+  .describe("Unique in the tenant, 1..128 characters.")
+  .meta({ example: "nightly" });
 const IntervalMinutes = z.number().int().min(5).max(43200).describe("How often the scheduler runs the policy, 5..43200 minutes.");
 
 export const MaintenancePolicy = z

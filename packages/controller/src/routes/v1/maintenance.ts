@@ -1,0 +1,190 @@
+import {
+  AnalyzeResult,
+  CreateMaintenancePolicyBody,
+  DatabaseStatus,
+  Empty,
+  JobAccepted,
+  MaintenanceDryRun,
+  MaintenancePolicy,
+  MaintenancePolicyListQuery,
+  MaintenancePolicyParams,
+  optionalBody,
+  page,
+  UpdateMaintenancePolicyBody,
+} from "@rlc/shared/schemas";
+import type { FastifyPluginAsyncZod } from "fastify-type-provider-zod";
+import { z } from "zod";
+import type { AppDeps } from "../../app.js";
+import { authProblems, problems, writeProblems } from "../responses.js";
+
+const tags = ["maintenance"];
+const operator = { role: "operator" as const };
+const admin = { role: "admin" as const };
+const NoBody = optionalBody(z.strictObject({}));
+
+const ACTIONS =
+  "Actions: `revision_prune` (by the tenant's `revision_retention_minutes`; never the current revision), " +
+  "`runtime_logs_cleanup` (`threshold_bytes` and `mode` default to the tenant's `runtime_logs_auto_*`; only where runtime logs are available), " +
+  "`audit_retention` (`days`; never a record still waiting to be pushed) and `jobs_retention` (`days`; finished jobs only).";
+
+const maintenanceRoutes: FastifyPluginAsyncZod<{ deps: AppDeps }> = async (app, { deps }) => {
+  const maintenance = deps.services.maintenance;
+
+  app.get(
+    "/v1/maintenance/policies",
+    {
+      schema: {
+        tags,
+        summary: "List maintenance policies (newest first)",
+        description: "The tenant's policies, keyset-paginated; `enabled=true|false` filters.",
+        querystring: MaintenancePolicyListQuery,
+        response: { 200: page(MaintenancePolicy), ...authProblems },
+      },
+      config: operator,
+    },
+    async (req) => maintenance.list(deps.sql, req.ctx(), req.query),
+  );
+
+  app.post(
+    "/v1/maintenance/policies",
+    {
+      schema: {
+        tags,
+        summary: "Create a maintenance policy",
+        description: `The scheduler runs an enabled policy every \`interval_minutes\` (5..43200), first one interval after it is created. ${ACTIONS} The name is unique in the tenant (409).`,
+        body: CreateMaintenancePolicyBody,
+        response: { 201: MaintenancePolicy, ...writeProblems },
+      },
+      config: operator,
+    },
+    async (req, reply) =>
+      req.mutate(reply, async (tx, ctx) => {
+        const body = await maintenance.create(tx, ctx, req.body);
+        return { status: 201, body, headers: { location: `/v1/maintenance/policies/${body.policy_id}` } };
+      }),
+  );
+
+  app.get(
+    "/v1/maintenance/policies/:policy_id",
+    {
+      schema: {
+        tags,
+        summary: "Read a maintenance policy",
+        description: "With `last_run_at` (when a run last finished) and `next_run_at` (when the scheduler runs it next; null while disabled).",
+        params: MaintenancePolicyParams,
+        response: { 200: MaintenancePolicy, ...authProblems, ...problems(404) },
+      },
+      config: operator,
+    },
+    async (req) => maintenance.get(deps.sql, req.ctx(), req.params.policy_id),
+  );
+
+  app.patch(
+    "/v1/maintenance/policies/:policy_id",
+    {
+      schema: {
+        tags,
+        summary: "Update a maintenance policy",
+        description: `Enabling a policy or changing its interval schedules its next run one interval from now; disabling clears \`next_run_at\`. \`actions\` replaces the list. ${ACTIONS}`,
+        params: MaintenancePolicyParams,
+        body: UpdateMaintenancePolicyBody,
+        response: { 200: MaintenancePolicy, ...writeProblems, ...problems(404) },
+      },
+      config: operator,
+    },
+    async (req, reply) => req.mutate(reply, async (tx, ctx) => ({ status: 200, body: await maintenance.update(tx, ctx, req.params.policy_id, req.body) })),
+  );
+
+  app.delete(
+    "/v1/maintenance/policies/:policy_id",
+    {
+      schema: {
+        tags,
+        summary: "Delete a maintenance policy",
+        description: "A run already queued then fails with `not_found`.",
+        params: MaintenancePolicyParams,
+        response: { 204: Empty, ...writeProblems, ...problems(404) },
+      },
+      config: operator,
+    },
+    async (req, reply) =>
+      req.mutate(reply, async (tx, ctx) => {
+        await maintenance.remove(tx, ctx, req.params.policy_id);
+        return { status: 204, body: undefined };
+      }),
+  );
+
+  app.post(
+    "/v1/maintenance/policies/:policy_id/run",
+    {
+      schema: {
+        tags,
+        summary: "Run a maintenance policy now (a maintenance_policy_run job)",
+        description:
+          "Enqueues a `maintenance_policy_run` job: 202 with `Location: /v1/jobs/{job_id}`. The run writes an audit record (`action: run`, " +
+          "`resource_type: maintenance_policy`, with `policy_id`) and so does each deletion it makes; a disabled policy runs too when asked.",
+        params: MaintenancePolicyParams,
+        body: NoBody,
+        response: { 202: JobAccepted, ...writeProblems, ...problems(404) },
+      },
+      config: operator,
+    },
+    async (req, reply) =>
+      req.mutate(reply, async (tx, ctx) => {
+        const job = await maintenance.requestRun(tx, ctx, deps.bus, req.params.policy_id);
+        return { status: 202, body: { job_id: job.id, type: job.type, status: job.status }, headers: { location: `/v1/jobs/${job.id}` } };
+      }),
+  );
+
+  app.post(
+    "/v1/maintenance/policies/:policy_id/dry-run",
+    {
+      schema: {
+        tags,
+        summary: "What a run of the policy would delete now",
+        description:
+          "Answers at once and deletes nothing. Each action says what it `would` do: `count`, and the ids or files. " +
+          "A runtime-log dry run is recorded in the cleanup audit with `dry_run: true`, as every runtime-log dry run is. " +
+          "Nothing is changed, so an `Idempotency-Key` is accepted and has no effect.",
+        params: MaintenancePolicyParams,
+        body: NoBody,
+        response: { 200: MaintenanceDryRun, ...writeProblems, ...problems(404) },
+      },
+      config: operator,
+    },
+    async (req) => maintenance.dryRun(req.ctx(), req.params.policy_id),
+  );
+
+  app.get(
+    "/v1/maintenance/db",
+    {
+      schema: {
+        tags,
+        summary: "Database size, table sizes, row estimates, dead tuples and connections",
+        description:
+          "From pg_database_size, pg_class, pg_stat_user_tables and pg_stat_activity of the database the controller uses (shared by every tenant). " +
+          "Where the statistics views have nothing (a fresh server, the embedded database) the counters are null or zero.",
+        response: { 200: DatabaseStatus, ...authProblems },
+      },
+      config: admin,
+    },
+    async (req) => maintenance.databaseStatus(deps.sql, req.ctx().now),
+  );
+
+  app.post(
+    "/v1/maintenance/db/analyze",
+    {
+      schema: {
+        tags,
+        summary: "Run ANALYZE on the database",
+        description: "Refreshes the planner's statistics (and so the row estimates of `GET /v1/maintenance/db`).",
+        body: NoBody,
+        response: { 200: AnalyzeResult, ...writeProblems },
+      },
+      config: admin,
+    },
+    async (req, reply) => req.mutate(reply, async (tx) => ({ status: 200, body: await maintenance.analyze(tx, deps.clock) })),
+  );
+};
+
+export default maintenanceRoutes;
