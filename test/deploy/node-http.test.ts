@@ -141,6 +141,16 @@ describe("speakers, enrollment, bundles and apply over HTTP (the agent's side pl
     expect(res.json().polls.find((p: any) => p.speaker_id === speakerId)).toMatchObject({ ok: false, answered_at: null });
   });
 
+  it("a rollback with apply: true also applies the new revision to every speaker", async () => {
+    const first = (await call(t.rootKey, "GET", "/v1/revisions?limit=500")).json().items.at(-1).revision_id;
+    const res = await call(t.rootKey, "POST", `/v1/revisions/${first}/rollback`, { apply: true });
+    expect(res.statusCode, res.body).toBe(201);
+    expect(res.json()).toMatchObject({ reason: "rollback", rolled_back_from: first, apply_job_id: expect.any(String) });
+    const job = (await call(t.rootKey, "GET", `/v1/jobs/${res.json().apply_job_id}`)).json();
+    expect(job).toMatchObject({ type: "apply", params: { revision_id: res.json().revision_id } });
+    expect(job.params.speaker_ids).toContain(speakerId);
+  });
+
   it("signing-key rotation retires the old key and introduces the new one with a statement both signed", async () => {
     const viewer = (await call(t.rootKey, "POST", "/v1/api-keys", { name: "v", role: "operator" })).json().secret;
     expect((await call(viewer, "POST", "/v1/nodes/signing-keys/rotate")).statusCode).toBe(403);

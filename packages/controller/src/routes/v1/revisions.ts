@@ -14,11 +14,11 @@ import {
   RevisionPruneResult,
   RollbackBody,
 } from "@rlc/shared/schemas";
-import { ValidationError } from "@rlc/shared/errors";
 import { z } from "zod";
 import type { FastifyPluginAsyncZod } from "fastify-type-provider-zod";
 import type { AppDeps } from "../../app.js";
 import { listCommunityTitles } from "../../db/ingest-inputs.js";
+import { startApply } from "../../services/deploy.js";
 import { authProblems, problems, writeProblems } from "../responses.js";
 
 const tags = ["revisions"];
@@ -114,23 +114,30 @@ const revisionRoutes: FastifyPluginAsyncZod<{ deps: AppDeps }> = async (app, { d
       schema: {
         tags,
         summary: "Make a new revision with this revision's content; it becomes current",
+        description: "With `apply: true` the new revision is also applied to every speaker and the answer carries `apply_job_id`.",
         params: RevisionParams,
         body: RollbackBody,
-        response: { 201: Revision, ...writeProblems, ...problems(404) },
+        response: { 201: Revision.extend({ apply_job_id: z.string().optional() }), ...writeProblems, ...problems(404) },
       },
       config: { role: "operator" },
     },
-    async (req, reply) => {
-      if (req.body.apply) {
-        throw new ValidationError("apply: true needs speakers, which this controller does not manage yet; roll back, then apply", [
-          { path: "body.apply", message: "not available yet" },
-        ]);
-      }
-      return req.mutate(reply, async (tx, ctx) => {
-        const body = await revisions.rollback(tx, ctx, req.params.revision_id);
-        return { status: 201, body, headers: { location: `/v1/revisions/${body.revision_id}` } };
-      });
-    },
+    async (req, reply) =>
+      req.mutate(reply, async (tx, ctx) => {
+        const revision = await revisions.rollback(tx, ctx, req.params.revision_id);
+        let applyJobId: string | undefined;
+        if (req.body.apply) {
+          const job = await startApply(
+            tx,
+            { tenantId: ctx.principal.tenantId, now: ctx.now, afterCommit: ctx.afterCommit },
+            { audit: deps.services.audit, bus: deps.bus },
+            { revision_id: revision.revision_id },
+            `key:${ctx.principal.keyPrefix}`,
+          );
+          applyJobId = job.id;
+        }
+        const body = applyJobId ? { ...revision, apply_job_id: applyJobId } : revision;
+        return { status: 201, body, headers: { location: `/v1/revisions/${revision.revision_id}` } };
+      }),
   );
 };
 
