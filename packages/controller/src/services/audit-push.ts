@@ -16,6 +16,8 @@ export interface AuditPusherOptions {
   intervalMs?: number;
   /** Rows per round. Default 50. */
   batch?: number;
+  /** Pushes only while this answers true (the scheduler leader). Default: always. */
+  shouldRun?: () => boolean;
 }
 
 /** Exponential backoff with jitter: 1 s, 2 s, 4 s … capped at 5 minutes. */
@@ -67,7 +69,7 @@ export function startAuditPusher(opts: AuditPusherOptions) {
   };
 
   const run = () => {
-    if (stopped) return;
+    if (stopped || (opts.shouldRun && !opts.shouldRun())) return;
     if (running) {
       again = true;
       return;
