@@ -31,6 +31,9 @@ export async function startTestController(opts: { env?: Record<string, string>; 
       return controller.app.inject({ ...o, headers });
     },
     async close() {
+      // Jobs still waiting (an apply with no agent to answer) stop at their next step rather
+      // than hold the worker, and so the close, for their whole timeout.
+      await controller.db.sql`UPDATE jobs SET cancel_requested = true WHERE status IN ('queued', 'running')`.catch(() => {});
       await controller.close();
       await db.drop();
     },

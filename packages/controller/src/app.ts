@@ -15,6 +15,7 @@ import openapiPlugin from "./plugins/openapi.js";
 import "./plugins/types.js";
 import publicRoutes from "./routes/public.js";
 import apiKeyRoutes from "./routes/v1/api-keys.js";
+import birdRoutes from "./routes/v1/bird.js";
 import auditRoutes from "./routes/v1/audit.js";
 import settingsRoutes from "./routes/v1/settings.js";
 import jobRoutes from "./routes/v1/jobs.js";
@@ -37,6 +38,7 @@ import moduleRoutes from "./routes/v1/modules.js";
 import { createApiKeyService } from "./services/api-keys.js";
 import { type AuditWriter, createAuditWriter } from "./services/audit.js";
 import { createJobService } from "./services/jobs.js";
+import { createLocalBirdService } from "./services/local-bird.js";
 import { createNodeService } from "./services/node.js";
 import { createPeerService } from "./services/peers.js";
 import { createSigningService } from "./services/signing.js";
@@ -78,6 +80,7 @@ export interface AppServices {
   peers: ReturnType<typeof createPeerService>;
   node: ReturnType<typeof createNodeService>;
   maintenance: ReturnType<typeof createMaintenanceService>;
+  localBird: ReturnType<typeof createLocalBirdService>;
 }
 
 /** Everything the HTTP app needs; tests pass their own clock, database and bus. */
@@ -120,7 +123,7 @@ export function createServices(opts: {
   onAuditRecorded?: () => void;
 }): AppServices {
   const audit = createAuditWriter({ pushEnabled: opts.pushEnabled, ...(opts.onAuditRecorded ? { onRecorded: opts.onAuditRecorded } : {}) });
-  const services: Omit<AppServices, "maintenance"> = {
+  const services: Omit<AppServices, "maintenance" | "localBird"> = {
     audit,
     apiKeys: createApiKeyService({ audit }),
     tenants: createTenantService({ audit }),
@@ -139,7 +142,16 @@ export function createServices(opts: {
     ...deployServices(opts, audit),
   };
   const maintenance = createMaintenanceService({ sql: opts.sql, audit, revisions: services.revisions, runtimeLogs: services.runtimeLogs });
-  return { ...services, maintenance };
+  const localBird = createLocalBirdService({
+    sql: opts.sql,
+    audit,
+    node: services.node,
+    signing: services.signing,
+    revisions: opts.revisions,
+    socketPath: opts.config.BIRD_CONTROL_SOCKET,
+    configPath: opts.config.BIRD_CONFIG_PATH,
+  });
+  return { ...services, maintenance, localBird };
 }
 
 const REQUEST_ID_RE = /^[A-Za-z0-9._:-]{1,128}$/;
@@ -209,5 +221,6 @@ export async function buildApp(deps: AppDeps, opts: { logger?: FastifyServerOpti
   await app.register(peerRoutes, { deps });
   await app.register(nodeRoutes, { deps });
   await app.register(maintenanceRoutes, { deps });
+  await app.register(birdRoutes, { deps });
   return app;
 }

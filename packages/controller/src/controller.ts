@@ -4,10 +4,13 @@ import { type Bus, createBus } from "./bus/index.js";
 import type { Config } from "./config.js";
 import { type Database, openDatabase } from "./db/connect.js";
 import { migrate } from "./db/migrate.js";
+import { createAgentService } from "./grpc/agent-service.js";
+import { type GrpcListener, grpcTlsOf, listenGrpc } from "./grpc/server.js";
 import type { JobHandler } from "./jobs/handler.js";
 import { createJobHandlers } from "./jobs/handlers.js";
 import { startWorker } from "./jobs/worker.js";
 import { type BuildInfo, loadBuildInfo } from "./lib/build-info.js";
+import { bundleReissueTask } from "./scheduler/bundle-reissue.js";
 import { type PeriodicTask, type Scheduler, startScheduler } from "./scheduler/scheduler.js";
 import { idempotencyExpiryTask, maintenancePolicyTask, moduleRefreshTask, revisionRetentionTask, runtimeLogsAutoTask } from "./scheduler/tasks.js";
 import { type Clock, systemClock } from "./lib/time.js";
@@ -23,6 +26,8 @@ export interface Controller {
   deps: AppDeps;
   db: Database;
   bootstrap: BootstrapResult;
+  /** The agents' gRPC listener (roles app-all and api); with GRPC_PORT=0 its `port` is the one picked. */
+  grpc: GrpcListener | null;
   close(): Promise<void>;
 }
 
@@ -37,6 +42,11 @@ export interface StartOptions {
   jobHandlers?: JobHandler[];
   /** Scheduler election interval (tests of the hand-over). */
   electionMs?: number;
+  /**
+   * Listen for agents on GRPC_HOST:GRPC_PORT (roles app-all and api). server.ts does; in-process
+   * controllers (tests, benchmarks) opt in, so that they never contend for the default port.
+   */
+  grpc?: boolean;
 }
 
 export function splitCidrs(value: string | undefined): string[] {
@@ -44,8 +54,9 @@ export function splitCidrs(value: string | undefined): string[] {
 }
 
 /**
- * The controller process minus listening: database (migrated, bootstrapped), bus, background
- * workers and the HTTP app. `server.ts` listens; the tests inject into `app`.
+ * The controller process minus HTTP listening: database (migrated, bootstrapped), bus, background
+ * workers, the HTTP app and, with `grpc: true`, the agents' gRPC listener. `server.ts` listens;
+ * the tests inject into `app`.
  */
 export async function startController(config: Config, opts: StartOptions = {}): Promise<Controller> {
   const clock = opts.clock ?? systemClock;
@@ -66,13 +77,26 @@ export async function startController(config: Config, opts: StartOptions = {}): 
     const revisions = createRevisionStore();
     const pushEnabled = Boolean(config.AUTH_PORTAL_URL && config.AUTH_AUDIT_INGEST_SECRET);
     let pusher: AuditPusher | null = null;
-    const services = createServices({ config, sql: db.sql, bus, revisions, pushEnabled, onAuditRecorded: () => pusher?.wake() });
+    // Bound before the services exist, so enrollment names the port really bound (GRPC_PORT=0).
+    const servesAgents = opts.grpc === true && (config.APP_SERVICE === "app-all" || config.APP_SERVICE === "api");
+    const grpc = servesAgents ? await listenGrpc({ host: config.GRPC_HOST, port: config.GRPC_PORT, tls: grpcTlsOf(config) }) : null;
+    if (grpc) closers.unshift(() => grpc.close());
+    const serviceConfig = grpc ? { ...config, GRPC_PORT: grpc.port } : config;
+    const services = createServices({ config: serviceConfig, sql: db.sql, bus, revisions, pushEnabled, onAuditRecorded: () => pusher?.wake() });
     const deps: AppDeps = { config, sql: db.sql, clock, bus, buildInfo: opts.buildInfo ?? loadBuildInfo(), outbound, services };
     const app = await buildApp(deps, opts.logger === undefined ? {} : { logger: opts.logger });
     closers.push(() => app.close());
+    if (grpc) {
+      grpc.serve(createAgentService({ sql: db.sql, bus, clock, node: services.node, logger: app.log }));
+      app.log.info({ address: grpc.address, tls: grpc.tls }, "gRPC AgentService listening");
+    }
 
     const runsWorkers = config.APP_SERVICE === "app-all" || config.APP_SERVICE === "worker";
-    if (pushEnabled && runsWorkers) {
+    const runsScheduler = config.APP_SERVICE === "app-all" || config.APP_SERVICE === "scheduler";
+    let scheduler: Scheduler | null = null;
+    if (pushEnabled && runsScheduler) {
+      // Periodic work of the scheduler leader only (issue 6); its leased rows would also be safe
+      // with several pushers, but one sender keeps the portal's order and load predictable.
       pusher = startAuditPusher({
         sql: db.sql,
         http: outbound,
@@ -80,6 +104,7 @@ export async function startController(config: Config, opts: StartOptions = {}): 
         secret: config.AUTH_AUDIT_INGEST_SECRET!,
         clock,
         logger: app.log,
+        shouldRun: () => scheduler?.isLeader() ?? false,
       });
       const p = pusher;
       closers.unshift(() => p.stop());
@@ -89,14 +114,14 @@ export async function startController(config: Config, opts: StartOptions = {}): 
       const worker = startWorker({ sql: db.sql, bus, clock, logger: app.log, handlers });
       closers.unshift(() => worker.stop());
     }
-    let scheduler: Scheduler | null = null;
-    if (config.APP_SERVICE === "app-all" || config.APP_SERVICE === "scheduler") {
+    if (runsScheduler) {
       const tasks: PeriodicTask[] = [
         idempotencyExpiryTask(db.sql),
         runtimeLogsAutoTask(db.sql, services.runtimeLogs),
         moduleRefreshTask(db.sql, bus),
         maintenancePolicyTask(services.maintenance, bus),
         revisionRetentionTask(services.maintenance, bus),
+        bundleReissueTask({ sql: db.sql, bus, signing: services.signing, revisions }),
       ];
       const s = startScheduler({ db, clock, logger: app.log, tasks, ...(opts.electionMs ? { electionMs: opts.electionMs } : {}) });
       scheduler = s;
@@ -108,6 +133,7 @@ export async function startController(config: Config, opts: StartOptions = {}): 
       deps,
       db,
       bootstrap,
+      grpc,
       async close() {
         for (const close of closers) await close().catch(() => {});
         if (!opts.database) await db.close();

@@ -6,7 +6,7 @@ import { startController } from "./controller.js";
 /** The process: configuration, start, listen, print where, close gracefully on signals. */
 async function main() {
   const config = loadConfig();
-  const controller = await startController(config);
+  const controller = await startController(config, { grpc: true });
   const { app } = controller;
   const address = await app.listen({ host: config.HTTP_HOST, port: config.HTTP_PORT });
   const shown = address.replace("0.0.0.0", "127.0.0.1");

@@ -51,15 +51,22 @@ export function applyJob(deps: BundleDeps & { sql: Sql; bus: Bus }): JobHandler 
       const unsubscribe = deps.bus.subscribe(statusSubject(tenantId, "*"), () => wake?.());
       const deadline = Date.now() + p.timeout_seconds * 1000;
       const pending = new Set(issued.map((b) => b.speaker_id));
+      // A re-apply of the revision a speaker already runs (a peer change) counts only once the
+      // agent reports the new bundle: its sequence, not the revision number, says so.
+      const sequenceOf = new Map(issued.map((b) => [b.speaker_id, b.sequence]));
       try {
         while (pending.size) {
           await ctx.checkpoint();
           for (const row of await listAllSpeakers(deps.sql, tenantId)) {
             if (!pending.has(row.id)) continue;
-            const error = row.last_error as { revision_id?: number } | null;
+            const error = row.last_error as { revision_id?: number; sequence?: number | null } | null;
+            const issuedSequence = sequenceOf.get(row.id)!;
+            const appliedSequence = row.applied_sequence === null ? 0 : Number(row.applied_sequence);
             if (row.desired_revision_id !== p.revision_id) outcomes.set(row.id, { speaker_id: row.id, status: "superseded", error: null });
-            else if (row.applied_revision_id === p.revision_id) outcomes.set(row.id, { speaker_id: row.id, status: "applied", error: null });
-            else if (row.dispatch_status === "failed" && error?.revision_id === p.revision_id) outcomes.set(row.id, { speaker_id: row.id, status: "failed", error: row.last_error });
+            else if (row.applied_revision_id === p.revision_id && appliedSequence >= issuedSequence) outcomes.set(row.id, { speaker_id: row.id, status: "applied", error: null });
+            else if (row.dispatch_status === "failed" && error?.revision_id === p.revision_id && (error.sequence == null || error.sequence >= issuedSequence)) {
+              outcomes.set(row.id, { speaker_id: row.id, status: "failed", error: row.last_error });
+            }
             else continue;
             pending.delete(row.id);
           }

@@ -93,7 +93,10 @@ export function createNodeService(deps: { sql: Sql; bus: Bus; audit: AuditWriter
       const speaker = await speakerFor(deps.sql, principal, speakerId);
       const applied = body.applied_revision_id ?? null;
       const failedDesired = body.reason === "apply_failed" && body.error?.revision_id != null && body.error.revision_id === speaker.desired_revision_id;
-      const dispatch = applied !== null && applied === speaker.desired_revision_id ? "idle" : failedDesired ? "failed" : null;
+      // Caught up only once the agent runs the latest bundle issued (its sequence), not merely
+      // the same revision number: a re-issue for a peer change carries the same revision.
+      const caughtUp = applied !== null && applied === speaker.desired_revision_id && (body.applied_sequence ?? 0) >= Number(speaker.bundle_sequence);
+      const dispatch = failedDesired ? "failed" : caughtUp ? "idle" : null;
       await recordSpeakerReport(deps.sql, speakerId, {
         at: now,
         agent_version: body.agent_version ?? null,

@@ -159,23 +159,26 @@ export const LatestRevision = z
   .object({ speaker_id: Uuid, revision_id: z.number().int(), digest: z.string(), sequence: z.number().int(), bundle_url: z.string(), issued_at: Timestamp })
   .meta({ id: "LatestRevision" });
 
-export const BundleParams = z.strictObject({ speaker_id: Uuid, revision_id: z.coerce.number().int().min(1) });
+export const BundleParams = z.strictObject({ speaker_id: Uuid, revision_id: z.coerce.number().int().min(1).max(2147483647) });
 
 export const SignedBundle = z
   .object({ format: z.literal("rl-bundle/1"), key_id: z.string(), alg: z.literal("ed25519"), payload: z.string(), signature: z.string() })
   .meta({ id: "SignedBundle" });
+
+const RevisionNumber = z.number().int().min(0).max(2147483647);
+const SequenceNumber = z.number().int().min(0).max(Number.MAX_SAFE_INTEGER);
 
 export const StatusReport = z
   .looseObject({
     speaker_id: Uuid,
     reason: z.enum(["applied", "apply_failed", "live_poll", "sessions_changed", "started"]),
     poll_id: z.string().max(100).nullable().optional(),
-    applied_revision_id: z.number().int().nullable().optional(),
-    applied_sequence: z.number().int().nullable().optional(),
+    applied_revision_id: RevisionNumber.nullable().optional(),
+    applied_sequence: SequenceNumber.nullable().optional(),
     applied_digest: z.string().nullable().optional(),
     applied_at: z.string().nullable().optional(),
     error: z
-      .looseObject({ code: z.string(), message: z.string(), revision_id: z.number().int().nullable().optional(), sequence: z.number().int().nullable().optional(), at: z.string().nullable().optional() })
+      .looseObject({ code: z.string().max(100), message: z.string().max(10000), revision_id: RevisionNumber.nullable().optional(), sequence: SequenceNumber.nullable().optional(), at: z.string().nullable().optional() })
       .nullable()
       .optional(),
     bird: z.looseObject({ reachable: z.boolean() }).nullable().optional(),
@@ -183,4 +186,6 @@ export const StatusReport = z
     agent_version: z.string().nullable().optional(),
     reported_at: z.string().nullable().optional(),
   })
+  // PostgreSQL's jsonb refuses NUL characters: refused here as bad input, never a 500.
+  .refine((v) => !JSON.stringify(v).includes("\\u0000"), "must not contain NUL characters")
   .meta({ id: "StatusReport" });

@@ -1,0 +1,253 @@
+import { once } from "node:events";
+import {
+  type AgentServiceHandlers,
+  bearerFromMetadata,
+  BUNDLE_CHUNK_MAX_BYTES,
+  bundleChunks,
+  grpc,
+  notificationFromJson,
+  notificationToProto,
+  signingKeyToProto,
+  statusReportFromProto,
+  type WatchEvent,
+} from "@rlc/proto";
+import { AppError, ForbiddenError, NotFoundError, UnauthenticatedError, ValidationError } from "@rlc/shared/errors";
+import { EnrollBody, StatusReport } from "@rlc/shared/schemas";
+import type { FastifyBaseLogger } from "fastify";
+import type { Bus } from "../bus/index.js";
+import type { Sql } from "../db/connect.js";
+import type { Clock } from "../lib/time.js";
+import { authenticate } from "../services/api-keys.js";
+import type { Principal } from "../services/context.js";
+import type { NodeService } from "../services/node.js";
+import { notifySubject } from "../services/speakers.js";
+
+export interface AgentServiceDeps {
+  sql: Sql;
+  bus: Bus;
+  clock: Clock;
+  node: NodeService;
+  logger: Pick<FastifyBaseLogger, "error" | "warn" | "debug">;
+  /** PING period on Watch streams. Default 25 s: the agent reconnects after 90 s of silence. */
+  pingMs?: number;
+  /** GetBundle chunk size (at most 1 MiB); tests make it small to see several chunks. */
+  chunkBytes?: number;
+}
+
+export interface AgentService {
+  /** For `server.addService(service, handlers)`. */
+  handlers: AgentServiceHandlers;
+  /** Watch streams open right now (each holds one bus subscription). */
+  openWatches(): number;
+  /** Ends every Watch stream with OK, so a shutting-down server is not held open by them. */
+  endWatches(): void;
+}
+
+/** Revision ids are PostgreSQL integers: a larger one names no revision. */
+const MAX_REVISION_ID = 2_147_483_647;
+
+/** PostgreSQL text and jsonb refuse NUL characters; a request carrying one is refused first. */
+const hasNul = (value: unknown): boolean => {
+  if (typeof value === "string") return value.includes("\0");
+  if (Array.isArray(value)) return value.some(hasNul);
+  return value !== null && typeof value === "object" && Object.values(value).some(hasNul);
+};
+
+const STATUS_OF: Partial<Record<AppError["code"], grpc.status>> = {
+  unauthenticated: grpc.status.UNAUTHENTICATED,
+  forbidden: grpc.status.PERMISSION_DENIED,
+  not_found: grpc.status.NOT_FOUND,
+  validation_failed: grpc.status.INVALID_ARGUMENT,
+  invalid_json: grpc.status.INVALID_ARGUMENT,
+  conflict: grpc.status.FAILED_PRECONDITION,
+  payload_too_large: grpc.status.RESOURCE_EXHAUSTED,
+  rate_limited: grpc.status.RESOURCE_EXHAUSTED,
+  not_ready: grpc.status.UNAVAILABLE,
+};
+
+/**
+ * AgentService (agent.proto) over the node service: each RPC authenticates the key in the
+ * metadata, calls the same functions as the HTTP node routes and maps the answer. Watch adds the
+ * stream's own concerns: the first event from the database, then the speaker's notifications
+ * from the bus, and a PING to keep the stream (and proxies on its way) alive.
+ */
+export function createAgentService(deps: AgentServiceDeps): AgentService {
+  const pingMs = deps.pingMs ?? 25_000;
+  const chunkBytes = Math.min(deps.chunkBytes ?? BUNDLE_CHUNK_MAX_BYTES, BUNDLE_CHUNK_MAX_BYTES);
+  const watches = new Set<grpc.ServerWritableStream<unknown, WatchEvent>>();
+
+  /** AppErrors keep their meaning; anything else is a bug, logged here and answered INTERNAL. */
+  const toServiceError = (error: unknown, rpc: string): Partial<grpc.StatusObject> => {
+    if (error instanceof AppError) {
+      const code = STATUS_OF[error.code];
+      if (code !== undefined) return { code, details: error.message };
+    }
+    deps.logger.error({ err: error, rpc }, "gRPC call failed");
+    return { code: grpc.status.INTERNAL, details: "internal error" };
+  };
+
+  /** The node key of the metadata; any other kind of key is refused (this service is the agents'). */
+  const nodePrincipal = async (metadata: grpc.Metadata): Promise<Principal & { speakerId: string }> => {
+    const key = bearerFromMetadata(metadata);
+    if (!key) throw new UnauthenticatedError("metadata authorization: Bearer <node key> is required");
+    const principal = await authenticate(deps.sql, `Bearer ${key}`, deps.clock());
+    if (principal.role !== "node" || principal.speakerId === null) throw new ForbiddenError("AgentService takes node keys only");
+    return principal as Principal & { speakerId: string };
+  };
+
+  /** An empty speaker_id means the key's own speaker; another speaker's is NOT_FOUND, as over HTTP. */
+  const speakerOf = (principal: Principal & { speakerId: string }, requested: string): string => {
+    const id = requested || principal.speakerId;
+    if (id !== principal.speakerId) throw new NotFoundError("speaker", id);
+    return id;
+  };
+
+  const handlers: AgentServiceHandlers = {
+    Enroll(call, callback) {
+      void (async () => {
+        const body = EnrollBody.safeParse({
+          hostname: call.request.hostname,
+          agent_version: call.request.agent_version,
+          ...(call.request.public_key ? { public_key: call.request.public_key } : {}),
+        });
+        if (!body.success) {
+          throw new ValidationError(`invalid enrollment: ${body.error.issues.map((i) => `${i.path.join(".")}: ${i.message}`).join("; ")}`);
+        }
+        if (hasNul(body.data)) throw new ValidationError("invalid enrollment: NUL characters are not allowed");
+        const token = bearerFromMetadata(call.metadata);
+        const answer = await deps.node.enroll(token ? `Bearer ${token}` : undefined, body.data, deps.clock());
+        return {
+          speaker_id: answer.speaker_id,
+          tenant_id: answer.tenant_id,
+          api_key: answer.api_key,
+          signing_keys: answer.signing_keys.map(signingKeyToProto),
+          grpc_endpoint: answer.grpc_endpoint ?? "",
+          nats_url: answer.nats_url ?? "",
+        };
+      })().then(
+        (answer) => callback(null, answer),
+        (error: unknown) => callback(toServiceError(error, "Enroll")),
+      );
+    },
+
+    Watch(call) {
+      const stream = call as grpc.ServerWritableStream<unknown, WatchEvent>;
+      let closed = false;
+      let unsubscribe: (() => void) | null = null;
+      let ping: NodeJS.Timeout | null = null;
+      const cleanup = () => {
+        if (closed) return;
+        closed = true;
+        watches.delete(stream);
+        if (ping) clearInterval(ping);
+        try {
+          unsubscribe?.();
+        } catch {
+          // the bus is closing: its subscriptions go with it
+        }
+      };
+      for (const event of ["cancelled", "close", "finish", "error"]) call.once(event, cleanup);
+      const write = (event: WatchEvent) => {
+        if (!closed && !call.cancelled && call.writable) call.write(event);
+      };
+
+      void (async () => {
+        const principal = await nodePrincipal(call.metadata);
+        const speakerId = speakerOf(principal, call.request.speaker_id);
+        await deps.node.speakerFor(deps.sql, principal, speakerId);
+        if (closed || call.cancelled) return cleanup();
+        // From here on, cleanup() (the agent went away) undoes what is set up below it.
+        // Subscribed before the desired revision is read, so an apply committed in between is
+        // not missed; what arrives meanwhile is held until the first event went out.
+        let held: WatchEvent[] | null = [];
+        unsubscribe = deps.bus.subscribe(notifySubject(principal.tenantId, speakerId), (message) => {
+          const notification = notificationFromJson(message);
+          if (!notification) return;
+          const event = notificationToProto(notification, deps.clock().toISOString());
+          if (held) held.push(event);
+          else write(event);
+        });
+        watches.add(stream);
+        const latest = await deps.node.latest(deps.sql, principal, speakerId).catch((error: unknown) => {
+          if (error instanceof NotFoundError) return null;
+          throw error;
+        });
+        if (closed) return;
+        const sentAt = deps.clock().toISOString();
+        write(
+          latest
+            ? notificationToProto({ type: "new_revision", speaker_id: speakerId, revision_id: latest.revision_id, digest: latest.digest, sequence: latest.sequence }, sentAt)
+            : notificationToProto({ type: "ping" }, sentAt),
+        );
+        for (const event of held) write(event);
+        held = null;
+        ping = setInterval(() => {
+          // A revoked key (speaker deleted, key rotated away) loses its stream at the next PING.
+          nodePrincipal(call.metadata).then(
+            () => write(notificationToProto({ type: "ping" }, deps.clock().toISOString())),
+            (error: unknown) => {
+              if (error instanceof AppError && (error.code === "unauthenticated" || error.code === "forbidden")) fail(error);
+              else write(notificationToProto({ type: "ping" }, deps.clock().toISOString()));
+            },
+          );
+        }, pingMs);
+      })().catch((error: unknown) => fail(error));
+
+      function fail(error: unknown) {
+        cleanup();
+        if (!call.cancelled && call.writable) call.emit("error", toServiceError(error, "Watch"));
+      }
+    },
+
+    GetBundle(call) {
+      void (async () => {
+        const principal = await nodePrincipal(call.metadata);
+        const speakerId = speakerOf(principal, call.request.speaker_id);
+        const revisionId = call.request.revision_id;
+        if (!Number.isSafeInteger(revisionId) || revisionId < 1 || revisionId > MAX_REVISION_ID) throw new NotFoundError("bundle of revision", String(revisionId));
+        const bytes = await deps.node.bundle(deps.sql, principal, speakerId, revisionId);
+        const ended = new Promise<void>((resolve) => {
+          call.once("cancelled", resolve);
+          call.once("close", resolve);
+        });
+        for (const chunk of bundleChunks(bytes, revisionId, chunkBytes)) {
+          if (call.cancelled) return;
+          // Large bundles go out at the pace the agent reads them, not all into memory at once.
+          if (!call.write(chunk)) await Promise.race([once(call, "drain"), ended]);
+        }
+        if (!call.cancelled) call.end();
+      })().catch((error: unknown) => {
+        if (!call.cancelled && call.writable) call.emit("error", toServiceError(error, "GetBundle"));
+      });
+    },
+
+    ReportStatus(call, callback) {
+      void (async () => {
+        const principal = await nodePrincipal(call.metadata);
+        const report = statusReportFromProto(call.request);
+        const speakerId = speakerOf(principal, report.speaker_id);
+        const parsed = StatusReport.safeParse({ ...report, speaker_id: speakerId });
+        if (!parsed.success) {
+          throw new ValidationError(`invalid report: ${parsed.error.issues.map((i) => `${i.path.join(".")}: ${i.message}`).join("; ")}`);
+        }
+        if ((report.applied_revision_id ?? 0) > MAX_REVISION_ID || (report.error?.revision_id ?? 0) > MAX_REVISION_ID) {
+          throw new ValidationError("invalid report: a revision id above 2147483647 names no revision");
+        }
+        if (!Number.isSafeInteger(report.applied_sequence ?? 0)) throw new ValidationError("invalid report: applied_sequence is out of range");
+        if (hasNul(report)) throw new ValidationError("invalid report: NUL characters are not allowed");
+        await deps.node.report(principal, speakerId, parsed.data as never, deps.clock());
+      })().then(
+        () => callback(null, {}),
+        (error: unknown) => callback(toServiceError(error, "ReportStatus")),
+      );
+    },
+  };
+
+  return {
+    handlers,
+    openWatches: () => watches.size,
+    endWatches() {
+      for (const stream of [...watches]) stream.end();
+    },
+  };
+}

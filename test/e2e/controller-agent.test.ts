@@ -1,0 +1,318 @@
+import { type ChildProcess, spawn } from "node:child_process";
+import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { BirdClient } from "../../packages/agent/src/bird/birdc.js";
+import { notifySubject } from "../../packages/controller/src/services/speakers.js";
+import { freePort, gobgpdConfig, type Rib, readRibs, startProcess, stopProcess, waitForRibs } from "../helpers/bird-lab.js";
+import { type LiveController, startLiveController, until, untilJobDone } from "../helpers/live-controller.js";
+import { tool } from "../helpers/tools.js";
+
+// The whole path with real parts on loopback: the controller (PostgreSQL, NATS, HTTP and gRPC
+// listening), an `rl-agent run` process started from its sources, BIRD 2 driven by the agent in
+// full mode, and GoBGP as the peer whose RIB shows what BIRD announces.
+
+const root = join(import.meta.dirname, "../..");
+const missing = ["bird", "birdc", "gobgpd", "gobgp"].filter((bin) => !tool(bin).available);
+const title = "controller + rl-agent + BIRD + GoBGP: revisions reach a real router";
+const natsUrl = process.env.TEST_NATS_URL || "nats://127.0.0.1:4222";
+
+describe.skipIf(missing.length > 0)(missing.length > 0 ? `${title} (skipped: ${missing.join(", ")} not on PATH)` : title, () => {
+  let dir = "";
+  let etc = "";
+  let bird: ChildProcess | null = null;
+  let gobgpd: ChildProcess | null = null;
+  let agent: ChildProcess | null = null;
+  let agentLog = "";
+  let birdc: BirdClient;
+  let t: LiveController;
+  let apiPort = 0;
+  let birdPort = 0;
+  let gobgpPort = 0;
+  let speakerId = "";
+  let tenantId = "";
+  let gobgpPeerId = "";
+  const modules: Record<string, string> = {};
+  const revisions: Record<string, number> = {};
+  const expected: Record<string, [Rib, Rib]> = {};
+
+  const call = (method: "GET" | "POST" | "PATCH" | "DELETE", url: string, payload?: object) => t.call(t.rootKey, method, url, payload);
+
+  async function ok(method: "GET" | "POST" | "PATCH" | "DELETE", url: string, payload?: object, status?: number) {
+    const res = await call(method, url, payload);
+    if (status ? res.statusCode !== status : res.statusCode >= 300) throw new Error(`${method} ${url}: ${res.statusCode} ${res.body}`);
+    return res.statusCode === 204 ? null : res.json();
+  }
+
+  async function refresh(): Promise<number> {
+    const job = await ok("POST", "/v1/modules/refresh?wait=true");
+    expect(job.status, JSON.stringify(job)).toBe("succeeded");
+    return job.result.revision_id;
+  }
+
+  /** GoBGP's RIB as the revision says it should be: every prefix with exactly its communities. */
+  async function ribsOf(revisionId: number): Promise<[Rib, Rib]> {
+    const out: [Rib, Rib] = [{}, {}];
+    let cursor: string | null = null;
+    do {
+      const page: any = await ok("GET", `/v1/revisions/${revisionId}/prefixes?limit=500${cursor ? `&cursor=${cursor}` : ""}`);
+      for (const p of page.items) out[p.family === 4 ? 0 : 1][p.prefix] = [...p.communities].sort();
+      cursor = page.next_cursor;
+    } while (cursor);
+    return out;
+  }
+
+  async function apply(body: object = {}) {
+    const accepted = await ok("POST", "/v1/apply", { timeout_seconds: 60, ...body }, 202);
+    return untilJobDone(t, accepted.job_id, 70_000);
+  }
+
+  const protocols = async () => (await birdc.command("show protocols")).text;
+  const lastReconfiguration = async () => /Last reconfiguration on (.*)/.exec((await birdc.command("show status")).text)?.[1] ?? "";
+  const protocolOf = (peerId: string) => `rl_peer_${peerId.replaceAll("-", "")}`;
+
+  beforeAll(async () => {
+    dir = mkdtempSync(join(tmpdir(), "rl-e2e-controller-"));
+    etc = join(dir, "etc");
+    mkdirSync(etc);
+    [birdPort, gobgpPort, apiPort] = [await freePort("127.0.0.1"), await freePort("127.0.0.2"), await freePort()];
+    // Full mode: the agent writes bird.conf itself; BIRD starts on a bare one.
+    writeFileSync(join(etc, "bird.conf"), ["router id 127.0.0.1;", "protocol device {", "}", ""].join("\n"));
+    bird = startProcess("bird", ["-f", "-c", join(etc, "bird.conf"), "-s", join(dir, "bird.ctl"), "-P", join(dir, "bird.pid")], join(dir, "bird.out"));
+    birdc = new BirdClient({ socketPath: join(dir, "bird.ctl"), timeoutMs: 5000 });
+    const deadline = Date.now() + 10_000;
+    while (!(await birdc.command("show status").then(() => true, () => false))) {
+      if (Date.now() > deadline || bird.exitCode !== null) throw new Error(`BIRD did not start: ${readFileSync(join(dir, "bird.out"), "utf8")}`);
+      await new Promise((r) => setTimeout(r, 50));
+    }
+    writeFileSync(join(dir, "gobgpd.toml"), gobgpdConfig(gobgpPort, birdPort));
+    gobgpd = startProcess("gobgpd", ["-f", join(dir, "gobgpd.toml"), `--api-hosts=127.0.0.1:${apiPort}`, "--pprof-disable", "-p"], join(dir, "gobgpd.log"));
+
+    t = await startLiveController({ env: { NATS_URL: natsUrl } });
+  }, 60_000);
+
+  afterAll(async () => {
+    // Apply jobs still waiting on the speaker would hold the worker (and close()) until their timeout.
+    if (t) {
+      for (const job of (await call("GET", "/v1/jobs?status=running")).json().items ?? []) await call("POST", `/v1/jobs/${job.job_id}/cancel`);
+    }
+    if (agent?.pid && agent.exitCode === null && agent.signalCode === null) {
+      process.kill(agent.pid, "SIGCONT");
+      await stopProcess(agent);
+    }
+    birdc?.close();
+    await t?.close();
+    await Promise.all([stopProcess(gobgpd), stopProcess(bird)]);
+    if (dir) rmSync(dir, { recursive: true, force: true });
+  }, 60_000);
+
+  it("create speaker → enroll → peer → modules → refresh → apply: the job succeeds and GoBGP holds exactly the revision's prefixes with their communities", async () => {
+    const speaker = await ok("POST", "/v1/speakers", {
+      name: "edge-e2e",
+      mode: "remote",
+      router_id: "127.0.0.1",
+      asn: 65000,
+      // GoBGP drops routes whose next hop is a loopback address.
+      policies_json: { local_ip: "127.0.0.1", local_port: birdPort, next_hop_ipv4: "198.51.100.254", next_hop_ipv6: "2001:db8::254" },
+    });
+    speakerId = speaker.id;
+
+    // The rl-agent command from its sources, as an operator runs it (full mode, enrollment token).
+    agent = spawn(process.execPath, ["--import", "tsx", join(root, "packages/agent/src/main.ts"), "run"], {
+      cwd: root,
+      env: {
+        ...process.env,
+        TSX_TSCONFIG_PATH: join(import.meta.dirname, "tsconfig.agent-child.json"),
+        RL_CONTROLLER_URL: t.url,
+        RL_ENROLLMENT_TOKEN: speaker.enrollment_token,
+        RL_STATE_DIR: join(dir, "state"),
+        BIRD_CONTROL_SOCKET: join(dir, "bird.ctl"),
+        BIRD_CONFIG_PATH: join(etc, "bird.conf"),
+        RL_BIRD_MODE: "full",
+        RL_METRICS_LISTEN: "off",
+        RL_LOG_LEVEL: "info",
+      },
+      stdio: ["ignore", "ignore", "pipe"],
+    });
+    agent.stderr?.on("data", (chunk: Buffer) => {
+      agentLog += chunk.toString();
+    });
+    const enrolled = await until("the agent to enroll", async () => {
+      const s = await ok("GET", `/v1/speakers/${speakerId}`);
+      return s.enrolled_at ? s : null;
+    }, 30_000);
+    expect(enrolled.agent_version).toEqual(expect.any(String));
+    tenantId = (await t.controller.deps.sql<{ tenant_id: string }[]>`SELECT tenant_id FROM speakers WHERE id = ${speakerId}`)[0]!.tenant_id;
+
+    const gobgp = await ok("POST", "/v1/peers", {
+      name: "gobgp",
+      neighbor_address: "127.0.0.2",
+      neighbor_port: gobgpPort,
+      remote_asn: 65001,
+      multihop: true,
+      speaker_ids: [speakerId],
+    });
+    gobgpPeerId = gobgp.id;
+    expect(await untilJobDone(t, gobgp.reconcile_job_id)).toMatchObject({ status: "succeeded", result: { apply_job_id: null } });
+
+    const c100 = await ok("POST", "/v1/communities", { community: "65000:100", title: "via-vpn" });
+    const c200 = await ok("POST", "/v1/communities", { community: "65000:200", title: "streaming" });
+    const cLarge = await ok("POST", "/v1/communities", { community: "65000:1:100", title: "large tag" });
+    for (const [name, community] of [["vpn", c100], ["streaming", c200], ["tagged", cLarge]] as const) {
+      modules[name] = (await ok("POST", "/v1/modules", { name, type: "IP_RANGES", community_id: community.id })).id;
+    }
+    const entries: [string, string][] = [
+      ["vpn", "11.1.0.0/16"],
+      ["vpn", "2a00:1::/32"],
+      ["streaming", "11.1.0.0/16"], // in two modules: both communities
+      ["streaming", "12.2.0.0/16"],
+      ["streaming", "12.3.0.0/24"],
+      ["streaming", "2a00:2::/32"],
+      ["tagged", "13.0.0.0/16"],
+      ["tagged", "2a00:3::/48"],
+    ];
+    for (const [name, cidr] of entries) await ok("POST", `/v1/modules/${modules[name]}/ip-range-entries`, { cidr }, 201);
+    revisions.first = await refresh();
+    expected.first = await ribsOf(revisions.first);
+    expect(expected.first[0]["11.1.0.0/16"]).toEqual(["65000:100", "65000:200"]);
+    expect(expected.first[0]["13.0.0.0/16"]).toEqual(["65000:1:100"]);
+
+    const job = await apply();
+    expect(job, agentLog).toMatchObject({ status: "succeeded", result: { revision_id: revisions.first, speakers: [{ speaker_id: speakerId, status: "applied" }] } });
+    expect(await waitForRibs(apiPort, expected.first, 30_000)).toEqual(expected.first);
+    expect(await ok("GET", `/v1/speakers/${speakerId}`)).toMatchObject({ applied_revision_id: revisions.first, sync_status: "in_sync" });
+    expect(agentLog).toMatch(/"revision_id":\d+/);
+  }, 90_000);
+
+  it("a second revision adds and withdraws the right routes", async () => {
+    const listed = await ok("GET", `/v1/modules/${modules.streaming}/ip-range-entries?limit=500`);
+    const gone = listed.items.find((e: any) => e.cidr === "12.3.0.0/24");
+    await ok("DELETE", `/v1/modules/${modules.streaming}/ip-range-entries/${gone.id}`, undefined, 204);
+    await ok("POST", `/v1/modules/${modules.vpn}/ip-range-entries`, { cidr: "14.4.0.0/16" }, 201);
+    await ok("POST", `/v1/modules/${modules.tagged}/ip-range-entries`, { cidr: "2a00:4::/48" }, 201);
+    revisions.second = await refresh();
+    expected.second = await ribsOf(revisions.second);
+    expect(expected.second[0]).toHaveProperty("14.4.0.0/16");
+    expect(expected.second[0]).not.toHaveProperty("12.3.0.0/24");
+
+    const job = await apply();
+    expect(job, agentLog).toMatchObject({ status: "succeeded", result: { revision_id: revisions.second } });
+    expect(await waitForRibs(apiPort, expected.second)).toEqual(expected.second);
+  }, 60_000);
+
+  it("a rollback to the first revision, applied, restores its set", async () => {
+    const rolled = await ok("POST", `/v1/revisions/${revisions.first}/rollback`, {}, 201);
+    revisions.rollback = rolled.revision_id;
+    expect(revisions.rollback).toBeGreaterThan(revisions.second!);
+    expect(await ribsOf(revisions.rollback!)).toEqual(expected.first);
+    const job = await apply();
+    expect(job, agentLog).toMatchObject({ status: "succeeded", result: { revision_id: revisions.rollback } });
+    expect(await waitForRibs(apiPort, expected.first)).toEqual(expected.first);
+  }, 60_000);
+
+  it("peer create and delete show up in BIRD and in the peers' session fields, without any ingest", async () => {
+    const ingestsBefore = (await ok("GET", "/v1/jobs?type=module_ingest&limit=500")).items.length;
+    const currentBefore = (await ok("GET", "/v1/revisions?limit=1")).items[0].revision_id;
+
+    const quiet = await ok("POST", "/v1/peers", {
+      name: "nobody-home",
+      neighbor_address: "127.0.0.3",
+      neighbor_port: await freePort("127.0.0.3"),
+      remote_asn: 65002,
+      multihop: true,
+      speaker_ids: [speakerId],
+    });
+    expect((await untilJobDone(t, quiet.reconcile_job_id)).result.apply_job_id).toEqual(expect.any(String));
+    await until("BIRD to run the new peer's protocol", async () => (await protocols()).includes(protocolOf(quiet.id)), 20_000);
+
+    // A live poll refreshes the speaker's last report, from which the session fields come.
+    await ok("GET", `/v1/speakers?live=true&live_timeout_ms=5000`);
+    const peers = await until("the session fields", async () => {
+      await ok("GET", `/v1/speakers?live=true&live_timeout_ms=5000`);
+      const items = (await ok("GET", "/v1/peers?limit=500")).items;
+      const g = items.find((p: any) => p.id === gobgpPeerId);
+      return g?.established_on_speakers.length ? items : null;
+    }, 30_000, 500);
+    expect(peers.find((p: any) => p.id === gobgpPeerId)).toMatchObject({
+      established_on_speakers: [speakerId],
+      session_on_speakers: [speakerId],
+      connected_speaker_id: speakerId,
+      connected_speaker_label: "edge-e2e",
+      session_mismatch: false,
+    });
+    expect(peers.find((p: any) => p.id === quiet.id)).toMatchObject({ session_on_speakers: [speakerId], established_on_speakers: [], session_mismatch: true });
+
+    const removed = await ok("DELETE", `/v1/peers/${quiet.id}`);
+    await untilJobDone(t, removed.reconcile_job_id);
+    await until("BIRD to drop the peer's protocol", async () => !(await protocols()).includes(protocolOf(quiet.id)), 20_000);
+    expect(await protocols()).toContain(protocolOf(gobgpPeerId));
+    await ok("GET", `/v1/speakers?live=true&live_timeout_ms=5000`);
+    expect((await ok("GET", "/v1/peers?limit=500")).items.map((p: any) => p.id)).toEqual([gobgpPeerId]);
+
+    expect((await ok("GET", "/v1/jobs?type=module_ingest&limit=500")).items.length).toBe(ingestsBefore);
+    expect((await ok("GET", "/v1/revisions?limit=1")).items[0].revision_id).toBe(currentBefore);
+    expect(await waitForRibs(apiPort, expected.first)).toEqual(expected.first);
+  }, 60_000);
+
+  it("GET /v1/speakers?live=true: the agent answers, BIRD reachable, the GoBGP session Established", async () => {
+    const res = await ok("GET", "/v1/speakers?live=true&live_timeout_ms=5000");
+    const live = res.items.find((s: any) => s.id === speakerId).live;
+    expect(live).toMatchObject({ speaker_id: speakerId, reachable: true, stale: false, revision_id: revisions.rollback, bird: { version: "2.0.12", router_id: "127.0.0.1" } });
+    expect(live.sessions.find((s: any) => s.peer_id === gobgpPeerId)).toMatchObject({
+      protocol: protocolOf(gobgpPeerId),
+      neighbor_address: "127.0.0.2",
+      remote_asn: 65001,
+      state: "up",
+      bgp_state: "Established",
+      routes_exported: Object.keys(expected.first![0]).length + Object.keys(expected.first![1]).length,
+    });
+    expect(res.polls.find((p: any) => p.speaker_id === speakerId)).toMatchObject({ ok: true, error: null });
+  }, 20_000);
+
+  it("a tampered bundle is refused: BIRD's config stays byte for byte, GoBGP's RIB unchanged, and the apply job reports why", async () => {
+    await ok("POST", `/v1/modules/${modules.vpn}/ip-range-entries`, { cidr: "15.5.0.0/16" }, 201);
+    const revision = await refresh();
+    const files = () => [readFileSync(join(etc, "bird.conf")), readFileSync(join(etc, "rl-routes.conf"))];
+    const before = files();
+    const reconfigured = await lastReconfiguration();
+
+    // Held still so that the bundle is forged between its signing and the agent's fetch.
+    process.kill(agent!.pid!, "SIGSTOP");
+    let job: any;
+    try {
+      const accepted = await ok("POST", "/v1/apply", { revision_id: revision, timeout_seconds: 30 }, 202);
+      const sql = t.controller.deps.sql;
+      const [row] = await until("the bundle to be issued", async () => {
+        const rows = await sql<{ envelope: Buffer; digest: string; sequence: string }[]>`
+          SELECT b.envelope, b.digest, b.sequence FROM bundles b JOIN speakers s ON s.id = b.speaker_id
+          WHERE b.speaker_id = ${speakerId} AND b.revision_id = ${revision} AND s.dispatch_status = 'dispatched'`;
+        return rows.length ? rows : null;
+      });
+      // A route slipped into the signed payload: the signature no longer covers it.
+      const envelope = JSON.parse(row!.envelope.toString("utf8"));
+      envelope.payload = Buffer.from(Buffer.from(envelope.payload, "base64").toString("utf8").replace("15.5.0.0/16", "15.6.0.0/16")).toString("base64");
+      await sql`UPDATE bundles SET envelope = ${Buffer.from(JSON.stringify(envelope))} WHERE speaker_id = ${speakerId} AND revision_id = ${revision}`;
+      t.controller.deps.bus.publish(notifySubject(tenantId, speakerId), {
+        type: "new_revision",
+        speaker_id: speakerId,
+        revision_id: revision,
+        digest: row!.digest,
+        sequence: Number(row!.sequence),
+      });
+      process.kill(agent!.pid!, "SIGCONT");
+      job = await untilJobDone(t, accepted.job_id, 40_000);
+    } finally {
+      process.kill(agent!.pid!, "SIGCONT");
+    }
+    expect(job.status, agentLog).toBe("failed");
+    expect(job.error.detail).toContain("bad_signature");
+    expect(job.error.speakers).toEqual([expect.objectContaining({ speaker_id: speakerId, status: "failed", error: expect.objectContaining({ code: "bad_signature", revision_id: revision }) })]);
+    const after = files();
+    expect(after[0]!.equals(before[0]!) && after[1]!.equals(before[1]!)).toBe(true);
+    expect(await lastReconfiguration()).toBe(reconfigured);
+    await new Promise((r) => setTimeout(r, 300));
+    expect(await readRibs(apiPort)).toEqual(expected.first);
+    expect(await ok("GET", `/v1/speakers/${speakerId}`)).toMatchObject({ applied_revision_id: revisions.rollback, sync_status: "error", last_error: { code: "bad_signature" } });
+  }, 60_000);
+});

@@ -1,0 +1,71 @@
+import type { AddressInfo } from "node:net";
+import type { InjectOptions, LightMyRequestResponse } from "fastify";
+import { loadConfig } from "../../packages/controller/src/config.js";
+import { type Controller, startController } from "../../packages/controller/src/controller.js";
+import { createTestDatabase, type TestDatabase } from "./db.js";
+
+// A controller as agents meet it: its own migrated database, HTTP listening on a free loopback
+// port and the gRPC AgentService on another (GRPC_PORT=0), for tests that talk to it over the
+// network (gRPC clients, rl-agent processes) rather than through app.inject.
+
+export interface LiveController {
+  controller: Controller;
+  db: TestDatabase;
+  /** `http://127.0.0.1:<port>`. */
+  url: string;
+  /** `127.0.0.1:<port>` of the gRPC listener. */
+  grpcAddress: string;
+  /** The bootstrap superadmin key of tenant `default`. */
+  rootKey: string;
+  /** `app.inject` with a Bearer key (null: none). */
+  call(key: string | null, method: InjectOptions["method"], url: string, payload?: object): Promise<LightMyRequestResponse>;
+  close(): Promise<void>;
+}
+
+export async function startLiveController(opts: { env?: Record<string, string> } = {}): Promise<LiveController> {
+  const db = await createTestDatabase();
+  try {
+    const config = loadConfig({ DATABASE_URL: db.url, LOG_LEVEL: "silent", GRPC_HOST: "127.0.0.1", GRPC_PORT: "0", ...opts.env });
+    const controller = await startController(config, { logger: false, grpc: true });
+    await controller.app.listen({ host: "127.0.0.1", port: 0 });
+    const port = (controller.app.server.address() as AddressInfo).port;
+    return {
+      controller,
+      db,
+      url: `http://127.0.0.1:${port}`,
+      grpcAddress: controller.grpc?.address ?? "",
+      rootKey: controller.bootstrap.secret!,
+      call(key, method, url, payload) {
+        return controller.app.inject({ method, url, headers: key ? { authorization: `Bearer ${key}` } : {}, ...(payload ? { payload } : {}) });
+      },
+      async close() {
+        await controller.close();
+        await db.drop();
+      },
+    };
+  } catch (error) {
+    await db.drop().catch(() => undefined);
+    throw error;
+  }
+}
+
+/** Polls a job until it is finished (or `ms` passed) and answers its last state. */
+export async function untilJobDone(t: Pick<LiveController, "call" | "rootKey">, jobId: string, ms = 30_000): Promise<any> {
+  const end = Date.now() + ms;
+  for (;;) {
+    const job = (await t.call(t.rootKey, "GET", `/v1/jobs/${jobId}`)).json();
+    if (!["queued", "running"].includes(job.status) || Date.now() > end) return job;
+    await new Promise((r) => setTimeout(r, 100));
+  }
+}
+
+/** Waits until `probe` answers something truthy; throws with `what` after `ms`. */
+export async function until<T>(what: string, probe: () => Promise<T | null | undefined | false>, ms = 15_000, stepMs = 100): Promise<T> {
+  const end = Date.now() + ms;
+  for (;;) {
+    const value = await probe();
+    if (value) return value;
+    if (Date.now() > end) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((r) => setTimeout(r, stepMs));
+  }
+}
