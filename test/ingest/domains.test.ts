@@ -59,6 +59,16 @@ describe.skipIf(missing !== null)("DOMAINS modules through a real DoH server (un
     clock.advance(10 * 60_000);
     const second = await call("POST", `/v1/modules/${id}/refresh?wait=true`);
     expect(await prefixes(second.json().result.revision_id)).toEqual(["1.2.3.4/32", "5.6.7.1/32", "5.6.7.2/32", "2606:4700::21/128", "2606:4700::1111/128"]);
+    // One snapshot row per domain, with when each address was last seen beside it.
+    const rows = await t.controller.db.sql<{ origin: string; prefixes: string[]; seen: string[] }[]>`
+      SELECT origin, prefixes, ARRAY(SELECT to_char(s AT TIME ZONE 'UTC', 'HH24:MI') FROM unnest(seen_at) AS s) AS seen
+      FROM snapshots WHERE module_id = ${id} AND source = 'domain' ORDER BY origin`;
+    const at = (ms: number) => new Date(ms).toISOString().slice(11, 16);
+    const seen = Object.fromEntries(rows.map((r) => [r.origin, Object.fromEntries(r.prefixes.map((p, i) => [p, r.seen[i]]))]));
+    expect(seen).toEqual({
+      "example.test": { "1.2.3.4/32": at(clock().getTime()), "2606:4700::1111/128": at(clock().getTime()) },
+      "www.example.test": { "5.6.7.1/32": at(clock().getTime() - 10 * 60_000), "5.6.7.2/32": at(clock().getTime()), "2606:4700::21/128": at(clock().getTime()) },
+    });
     clock.advance(31 * 60_000);
     const third = await call("POST", `/v1/modules/${id}/refresh?wait=true`);
     expect(await prefixes(third.json().result.revision_id)).toEqual(["1.2.3.4/32", "5.6.7.2/32", "2606:4700::21/128", "2606:4700::1111/128"]);

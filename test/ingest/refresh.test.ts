@@ -1,4 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { createLookupService } from "../../packages/controller/src/services/lookup.js";
+import { createRevisionStore } from "../../packages/controller/src/services/revision-store.js";
 import { startTestController, type TestController } from "../helpers/controller.js";
 import { startFeedServer } from "../helpers/feeds.js";
 
@@ -59,6 +61,22 @@ describe("refresh and revisions", () => {
     expect(rev.digest).toMatch(/^sha256:[0-9a-f]{64}$/);
     const byModule = (await t.call(key, { method: "GET", url: `/v1/revisions/${firstRevision}/prefixes?module_id=${B}` })).json().items.map((p: any) => p.prefix);
     expect(byModule).toEqual(["11.0.1.0/24", "12.0.0.0/24"]);
+    const ofA = (await t.call(key, { method: "GET", url: `/v1/revisions/${firstRevision}/prefixes?module_id=${A}` })).json().items.map((p: any) => p.prefix);
+    expect(ofA).toEqual(["11.0.0.0/23", "11.0.1.0/24", "12.0.0.0/24"]);
+    const all = (await t.call(key, { method: "GET", url: `/v1/revisions/${firstRevision}/prefixes` })).json().items;
+    expect(all.map((p: any) => p.module_ids)).toEqual([[A], [A, B].sort(), [A, B].sort()]);
+    // One snapshot row per source: each IP-range entry is its own origin, the bogon stays in B's snapshot.
+    const rows = await t.controller.db.sql<{ module_id: string; source: string; prefixes: string[] }[]>`
+      SELECT module_id, source, prefixes FROM snapshots WHERE module_id IN (${A}, ${B}) ORDER BY module_id, prefixes[1]`;
+    expect(rows.map((r) => [r.module_id, r.source, r.prefixes])).toEqual(
+      [
+        [A, "ip_range", ["11.0.0.0/23"]],
+        [A, "ip_range", ["12.0.0.0/24"]],
+        [B, "ip_range", ["10.1.0.0/16"]],
+        [B, "ip_range", ["11.0.1.0/24"]],
+        [B, "ip_range", ["12.0.0.0/24"]],
+      ].sort((x, y) => (x[0]! < y[0]! ? -1 : x[0]! > y[0]! ? 1 : 0)),
+    );
   });
 
   it("a refresh that changes nothing makes no new revision", async () => {
@@ -85,6 +103,18 @@ describe("refresh and revisions", () => {
     expect(prefixes).toEqual(expect.arrayContaining(["1.0.0.0/24", "1.1.1.0/24", "3.5.140.0/22", "104.16.0.0/13", "2606:4700::/32"]));
     expect(prefixes).not.toContain("52.94.0.0/22");
     expect(prefixes).not.toContain("2606:4700:4700::/48"); // inside 2606:4700::/32 with the same community
+    const snapshotOf = async () =>
+      (await t.controller.db.sql<{ source: string; origin: string; prefixes: string[]; seen_at: null }[]>`
+        SELECT source, origin, prefixes, seen_at FROM snapshots WHERE module_id = ${C} ORDER BY source, origin`).map((r) => ({ ...r }));
+    const rows = await snapshotOf();
+    expect(rows).toEqual(
+      expect.arrayContaining([
+        { source: "asn", origin: "13335", prefixes: ["1.0.0.0/24", "1.1.1.0/24", "2606:4700:4700::/48"], seen_at: null },
+        { source: "cdn", origin: text.id, prefixes: ["104.16.0.0/13", "2606:4700::/32"], seen_at: null },
+        { source: "cdn", origin: expect.any(String), prefixes: ["3.5.140.0/22"], seen_at: null },
+      ]),
+    );
+    expect(rows).toHaveLength(3);
 
     // The text feed breaks: the job succeeds with a warning and the feed's prefixes stay.
     feeds.routes.set("/cf.txt", { status: 503, body: "down" });
@@ -94,6 +124,7 @@ describe("refresh and revisions", () => {
     const source = (await t.call(key, { method: "GET", url: `/v1/modules/${C}/cdn-sources/${text.id}` })).json();
     expect(source.last_error).toBeTruthy();
     expect(source.last_prefix_count).toBe(2);
+    expect(await snapshotOf()).toEqual(rows); // the failed feed's row is kept as it was
   });
 
   it("an upstream list that comes back empty trips the guard and withdraws nothing", async () => {
@@ -155,6 +186,45 @@ describe("refresh and revisions", () => {
       { community: "65000:200", title: "via-uplink-2", prefix_count: 2 },
     ]);
     expect(preview.bird_config_excerpt).toContain("11.0.0.0/23");
+  });
+
+  it("an IP lookup answers from memory: no query within a second of the last check, one small query after", async () => {
+    const tenantId = (await t.call(key, { method: "GET", url: "/v1/auth/session" })).json().tenant_id;
+    let now = 1_000_000;
+    let queries = 0;
+    const sql = t.controller.db.sql;
+    const counting = new Proxy(sql, {
+      apply(target, self, args) {
+        queries++;
+        return Reflect.apply(target as never, self, args);
+      },
+    });
+    const service = createLookupService({ revisions: createRevisionStore(), now: () => now });
+    const lookup = (q: string) => service.lookup(counting as never, tenantId, q);
+    expect(await lookup("11.0.1.7")).toMatchObject({ matched: true, revision: { prefix: "11.0.1.0/24", communities: ["65000:100", "65000:200"] } });
+    queries = 0;
+    expect((await lookup("1.1.1.1")).matches).toEqual([expect.objectContaining({ layer: "snapshot", origin: "13335" })]);
+    expect(queries).toBe(0);
+    now += 1000;
+    await lookup("1.1.1.1");
+    expect(queries).toBe(1);
+
+    await post(`/v1/modules/${A}/ip-range-entries`, { cidr: "70.0.0.0/8" });
+    queries = 0;
+    now += 999;
+    expect((await lookup("70.1.2.3")).matched).toBe(false); // still within the second
+    expect(queries).toBe(0);
+    now += 1;
+    expect((await lookup("70.1.2.3")).matches).toEqual([expect.objectContaining({ layer: "entry", module_id: A, value: "70.0.0.0/8" })]);
+    expect(queries).toBe(3); // the version, then modules and entries, which changed
+  });
+
+  it("the lookup route sees a change within a second", async () => {
+    await t.call(key, { method: "GET", url: "/v1/lookup?q=71.0.0.1" });
+    await post(`/v1/modules/${B}/ip-range-entries`, { cidr: "71.0.0.0/8" });
+    await new Promise((r) => setTimeout(r, 1100));
+    const look = (await t.call(key, { method: "GET", url: "/v1/lookup?q=71.0.0.1" })).json();
+    expect(look.matches).toEqual([expect.objectContaining({ layer: "entry", module_id: B, value: "71.0.0.0/8", community: "65000:200" })]);
   });
 
   it("cancelling a running refresh leaves no revision", async () => {

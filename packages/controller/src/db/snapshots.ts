@@ -1,61 +1,112 @@
 import type { Db } from "./connect.js";
 
-export interface SnapshotRecord {
-  prefix: string;
-  source: "asn" | "domain" | "ip_range" | "cdn";
+export type SnapshotSource = "asn" | "domain" | "ip_range" | "cdn";
+
+/** What one source of a module gave: one row of `snapshots`. */
+export interface SnapshotGroup {
+  source: SnapshotSource;
   origin: string;
-  last_seen_at: Date;
+  prefixes: string[];
+  /** DOMAINS: when each address was last returned (epoch ms, parallel to prefixes); else null. */
+  seen_at: number[] | null;
 }
 
-const BATCH = 50_000;
+// Arrays travel as one joined text each and are split by the other side (string_to_array,
+// array_to_string): postgres.js's array literal parser is ~10x slower on a 850k-element array
+// than one String#split, and writing needs no escaping since prefixes hold no space or quote.
+// Statements carry at most ~8 MB of prefix text so that neither side holds more at once.
+const CHUNK_CHARS = 8_000_000;
 
-/** Replaces a module's snapshot. Batched INSERT … unnest (COPY does not run on PGlite's socket). */
-export async function replaceModuleSnapshot(db: Db, tenantId: string, moduleId: string, records: readonly SnapshotRecord[]): Promise<void> {
-  await db`DELETE FROM snapshot_records WHERE module_id = ${moduleId}`;
-  for (let i = 0; i < records.length; i += BATCH) {
-    const part = records.slice(i, i + BATCH);
+const splitText = (text: string | null, sep: string): string[] => (text ? text.split(sep) : []);
+
+/** Replaces a module's snapshot: one row per group, in a few multi-row statements. */
+export async function replaceModuleSnapshot(db: Db, tenantId: string, moduleId: string, groups: readonly SnapshotGroup[]): Promise<void> {
+  await db`DELETE FROM snapshots WHERE module_id = ${moduleId}`;
+  let chunk: { source: string; origin: string; prefixes: string; seen: string | null }[] = [];
+  let chars = 0;
+  const flush = async () => {
+    if (!chunk.length) return;
+    const rows = chunk;
+    chunk = [];
+    chars = 0;
     await db`
-      INSERT INTO snapshot_records (tenant_id, module_id, prefix, source, origin, last_seen_at)
-      SELECT ${tenantId}::uuid, ${moduleId}::uuid, p, s, o, t
-      FROM unnest(${part.map((r) => r.prefix)}::text[], ${part.map((r) => r.source)}::text[],
-                  ${part.map((r) => r.origin)}::text[], ${part.map((r) => r.last_seen_at.toISOString())}::timestamptz[]) AS x(p, s, o, t)`;
+      INSERT INTO snapshots (tenant_id, module_id, source, origin, prefixes, seen_at)
+      SELECT ${tenantId}::uuid, ${moduleId}::uuid, s, o, string_to_array(p, ' '), string_to_array(t, ' ')::timestamptz[]
+      FROM unnest(${rows.map((r) => r.source)}::text[], ${rows.map((r) => r.origin)}::text[],
+                  ${rows.map((r) => r.prefixes)}::text[], ${rows.map((r) => r.seen)}::text[]) AS x(s, o, p, t)`;
+  };
+  for (const g of groups) {
+    const prefixes = g.prefixes.join(" ");
+    const seen = g.seen_at ? g.seen_at.map((ms) => new Date(ms).toISOString()).join(" ") : null;
+    if (chars > 0 && chars + prefixes.length > CHUNK_CHARS) await flush();
+    chunk.push({ source: g.source, origin: g.origin, prefixes, seen });
+    chars += prefixes.length;
   }
+  await flush();
 }
 
-export async function listModuleSnapshot(db: Db, moduleId: string): Promise<SnapshotRecord[]> {
-  return db<SnapshotRecord[]>`SELECT prefix, source, origin, last_seen_at FROM snapshot_records WHERE module_id = ${moduleId}`;
+interface GroupRow {
+  source: SnapshotSource;
+  origin: string;
+  prefixes: string;
+  seen_at: string | null;
 }
 
-/** The distinct prefixes of each given module's snapshot. */
+const toGroup = (r: GroupRow): SnapshotGroup => ({
+  source: r.source,
+  origin: r.origin,
+  prefixes: splitText(r.prefixes, " "),
+  seen_at: r.seen_at === null ? null : splitText(r.seen_at, " ").map(Number),
+});
+
+/** A module's snapshot groups, all of them or those of one source. */
+export async function listSnapshotGroups(db: Db, moduleId: string, source?: SnapshotSource): Promise<SnapshotGroup[]> {
+  const rows = await db<GroupRow[]>`
+    SELECT source, origin, array_to_string(prefixes, ' ') AS prefixes, (SELECT string_agg((extract(epoch FROM t) * 1000)::bigint::text, ' ' ORDER BY i) FROM unnest(seen_at) WITH ORDINALITY AS u(t, i)) AS seen_at
+    FROM snapshots WHERE module_id = ${moduleId} ${source ? db`AND source = ${source}` : db``} ORDER BY source, origin`;
+  return rows.map(toGroup);
+}
+
+/** One source's group of a module's snapshot (what a failed source keeps). */
+export async function findSnapshotGroup(db: Db, moduleId: string, source: SnapshotSource, origin: string): Promise<SnapshotGroup | undefined> {
+  const [row] = await db<GroupRow[]>`
+    SELECT source, origin, array_to_string(prefixes, ' ') AS prefixes, (SELECT string_agg((extract(epoch FROM t) * 1000)::bigint::text, ' ' ORDER BY i) FROM unnest(seen_at) WITH ORDINALITY AS u(t, i)) AS seen_at
+    FROM snapshots WHERE module_id = ${moduleId} AND source = ${source} AND origin = ${origin}`;
+  return row ? toGroup(row) : undefined;
+}
+
+/** Every prefix of each given module's snapshot (duplicates across its sources included). */
 export async function listSnapshotPrefixes(db: Db, moduleIds: string[]): Promise<Map<string, string[]>> {
   const out = new Map<string, string[]>(moduleIds.map((id) => [id, []]));
   if (!moduleIds.length) return out;
-  const rows = await db<{ module_id: string; prefix: string }[]>`
-    SELECT DISTINCT module_id, prefix FROM snapshot_records WHERE module_id = ANY(${moduleIds}::uuid[])`;
-  for (const r of rows) out.get(r.module_id)!.push(r.prefix);
+  const rows = await db<{ module_id: string; prefixes: string }[]>`
+    SELECT module_id, array_to_string(prefixes, ' ') AS prefixes FROM snapshots WHERE module_id = ANY(${moduleIds}::uuid[])`;
+  for (const r of rows) {
+    const list = out.get(r.module_id)!;
+    for (const p of splitText(r.prefixes, " ")) list.push(p);
+  }
   return out;
 }
 
-export async function listTenantSnapshot(db: Db, tenantId: string): Promise<{ module_id: string; prefix: string; source: string; origin: string }[]> {
-  return db<{ module_id: string; prefix: string; source: string; origin: string }[]>`
-    SELECT module_id, prefix, source, origin FROM snapshot_records WHERE tenant_id = ${tenantId}`;
+/** Every group of a tenant's snapshots, with its module (the lookup's snapshot layer). */
+export async function listTenantSnapshotGroups(db: Db, tenantId: string): Promise<(SnapshotGroup & { module_id: string })[]> {
+  const rows = await db<(GroupRow & { module_id: string })[]>`
+    SELECT module_id, source, origin, array_to_string(prefixes, ' ') AS prefixes, NULL AS seen_at
+    FROM snapshots WHERE tenant_id = ${tenantId} ORDER BY module_id, source, origin`;
+  return rows.map((r) => ({ module_id: r.module_id, ...toGroup(r) }));
 }
 
+/** The addresses (as /32 and /128 prefixes) that the given domains resolved to, per module. */
 export async function listDomainAddresses(db: Db, moduleIds: string[], domains: string[]): Promise<{ module_id: string; origin: string; prefix: string }[]> {
   if (!moduleIds.length || !domains.length) return [];
   return db<{ module_id: string; origin: string; prefix: string }[]>`
-    SELECT module_id, origin, prefix FROM snapshot_records
+    SELECT module_id, origin, p AS prefix FROM snapshots, unnest(prefixes) AS p
     WHERE module_id = ANY(${moduleIds}::uuid[]) AND source = 'domain' AND origin = ANY(${domains}::text[])
-    ORDER BY module_id, origin, prefix`;
+    ORDER BY module_id, origin, p`;
 }
 
 export async function bumpSnapshotGeneration(db: Db, tenantId: string): Promise<void> {
   await db`
     INSERT INTO tenant_generations (tenant_id, snapshot_generation) VALUES (${tenantId}, 1)
     ON CONFLICT (tenant_id) DO UPDATE SET snapshot_generation = tenant_generations.snapshot_generation + 1`;
-}
-
-export async function findSnapshotGeneration(db: Db, tenantId: string): Promise<number> {
-  const [row] = await db<{ g: string }[]>`SELECT snapshot_generation::text AS g FROM tenant_generations WHERE tenant_id = ${tenantId}`;
-  return row ? Number(row.g) : 0;
 }

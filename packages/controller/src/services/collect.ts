@@ -7,7 +7,7 @@ import {
   listModuleDomains,
   listModuleIpRanges,
 } from "../db/ingest-inputs.js";
-import type { SnapshotRecord } from "../db/snapshots.js";
+import { findSnapshotGroup, listSnapshotGroups, type SnapshotGroup, type SnapshotSource } from "../db/snapshots.js";
 import type { AsnSource } from "../sources/asn-source.js";
 import { parseJsonFeed, parseTextFeed } from "../sources/cdn-parse.js";
 import type { DohResolverPolicy } from "../sources/doh-lookup.js";
@@ -29,7 +29,8 @@ export interface CollectWarning {
 
 export interface CollectedModule {
   module_id: string;
-  records: SnapshotRecord[];
+  /** One per source that gave (or kept) prefixes: the rows of the module's next snapshot. */
+  groups: SnapshotGroup[];
   sources_ok: number;
   sources_failed: number;
   warnings: CollectWarning[];
@@ -54,28 +55,29 @@ async function mapLimit<T, R>(items: readonly T[], limit: number, fn: (item: T) 
 const messageOf = (err: unknown) => (err instanceof Error ? err.message : String(err));
 const hostPrefix = (address: string) => (address.includes(":") ? `${address}/128` : `${address}/32`);
 
+/** Every prefix of the collected groups, in group order (duplicates across sources included). */
+export function collectedPrefixes(c: CollectedModule): string[] {
+  const out: string[] = [];
+  for (const g of c.groups) for (const p of g.prefixes) out.push(p);
+  return out;
+}
+
 /**
  * Collects one module afresh (CONTRACT 3.3): IP ranges as they are, each ASN's announced
  * prefixes, each domain's addresses through the module's DoH profiles, each enabled CDN
- * source. A source that fails keeps its records of the previous snapshot and is reported as a
- * warning; one failing source never fails the others.
+ * source. A source that fails keeps its group of the previous snapshot (read from the
+ * database only then) and is reported as a warning; one failing source never fails the others.
  */
-export async function collectModule(
-  db: Db,
-  deps: CollectDeps,
-  module: IngestModuleRow,
-  previous: readonly SnapshotRecord[],
-  now: Date,
-  signal: AbortSignal,
-): Promise<CollectedModule> {
-  const records: SnapshotRecord[] = [];
+export async function collectModule(db: Db, deps: CollectDeps, module: IngestModuleRow, now: Date, signal: AbortSignal): Promise<CollectedModule> {
+  const groups: SnapshotGroup[] = [];
   const warnings: CollectWarning[] = [];
   const cdn: CollectedModule["cdn"] = [];
   let ok = 0;
   let failed = 0;
   const limit = deps.concurrency ?? 8;
-  const keepPrevious = (source: SnapshotRecord["source"], origin: string) => {
-    for (const r of previous) if (r.source === source && r.origin === origin) records.push(r);
+  const keepPrevious = async (source: SnapshotSource, origin: string) => {
+    const previous = await findSnapshotGroup(db, module.id, source, origin);
+    if (previous) groups.push(previous);
   };
   const fail = (source: string, message: string) => {
     failed++;
@@ -83,7 +85,7 @@ export async function collectModule(
   };
 
   for (const entry of await listModuleIpRanges(db, module.id)) {
-    records.push({ prefix: entry.cidr, source: "ip_range", origin: entry.id, last_seen_at: now });
+    groups.push({ source: "ip_range", origin: entry.id, prefixes: [entry.cidr], seen_at: null });
   }
 
   const asns = module.type === "AS_PREFIXES" ? await listModuleAsns(db, module.id) : [];
@@ -91,13 +93,12 @@ export async function collectModule(
     const origin = String(asn);
     try {
       if (!deps.asnSource) throw new Error("no ASN source is configured (ASN_SOURCE)");
-      const prefixes = await deps.asnSource.announcedPrefixes(asn, { signal });
-      for (const p of prefixes) records.push({ prefix: p, source: "asn", origin, last_seen_at: now });
+      groups.push({ source: "asn", origin, prefixes: await deps.asnSource.announcedPrefixes(asn, { signal }), seen_at: null });
       ok++;
     } catch (err) {
       if (signal.aborted) throw signal.reason ?? err;
       fail(`asn:${asn}`, messageOf(err));
-      keepPrevious("asn", origin);
+      await keepPrevious("asn", origin);
     }
   });
 
@@ -106,20 +107,27 @@ export async function collectModule(
     if (domains.length) {
       const profiles = await listModuleDohProfiles(db, module.id);
       const policy = { ...DEFAULT_POLICY, ...(module.doh_resolver_policy as Partial<DohResolverPolicy>) };
-      const previousDomains = previous
-        .filter((r) => r.source === "domain")
-        .map((r) => ({ domain: r.origin, address: r.prefix.slice(0, r.prefix.indexOf("/")), last_seen_at: new Date(r.last_seen_at) }));
       if (!profiles.length) {
         for (const d of domains) {
           fail(`domain:${d.name}`, "the module has no DoH profile");
-          keepPrevious("domain", d.name);
+          await keepPrevious("domain", d.name);
         }
       } else {
+        const previous = (await listSnapshotGroups(db, module.id, "domain")).flatMap((g) =>
+          g.prefixes.map((p, i) => ({ domain: g.origin, address: p.slice(0, p.indexOf("/")), last_seen_at: new Date(g.seen_at?.[i] ?? now.getTime()) })),
+        );
         const resolved = await resolveDomains(
           { client: deps.outbound, concurrency: 16 },
-          { domains, profiles: profiles.map((p) => ({ ...p, name: p.name ?? p.id })), policy, previous: previousDomains, now, signal },
+          { domains, profiles: profiles.map((p) => ({ ...p, name: p.name ?? p.id })), policy, previous, now, signal },
         );
-        for (const r of resolved.records) records.push({ prefix: hostPrefix(r.address), source: "domain", origin: r.domain, last_seen_at: r.last_seen_at });
+        const byDomain = new Map<string, SnapshotGroup>();
+        for (const r of resolved.records) {
+          let g = byDomain.get(r.domain);
+          if (!g) byDomain.set(r.domain, (g = { source: "domain", origin: r.domain, prefixes: [], seen_at: [] }));
+          g.prefixes.push(hostPrefix(r.address));
+          g.seen_at!.push(r.last_seen_at.getTime());
+        }
+        groups.push(...byDomain.values());
         for (const d of resolved.perDomain) {
           if (d.ok) ok++;
           else fail(`domain:${d.domain}`, d.error ?? "resolution failed");
@@ -132,10 +140,9 @@ export async function collectModule(
   await mapLimit(sources, limit, async (source) => {
     try {
       const res = await deps.outbound.request(source.url, { signal });
-      const text = res.body.toString("utf8");
-      const parsed = source.format === "json" ? parseJsonFeed(text, source.json_path ?? "") : parseTextFeed(text);
+      const parsed = source.format === "json" ? parseJsonFeed(res.body.toString("utf8"), source.json_path ?? "") : parseTextFeed(res.body.toString("utf8"));
       if (parsed.prefixes.length === 0 && !source.allow_empty) throw new Error("empty");
-      for (const p of parsed.prefixes) records.push({ prefix: p, source: "cdn", origin: source.id, last_seen_at: now });
+      groups.push({ source: "cdn", origin: source.id, prefixes: parsed.prefixes, seen_at: null });
       cdn.push({ id: source.id, ok: true, error: null, prefix_count: parsed.prefixes.length });
       ok++;
     } catch (err) {
@@ -143,9 +150,9 @@ export async function collectModule(
       const message = messageOf(err);
       cdn.push({ id: source.id, ok: false, error: message, prefix_count: null });
       fail(`cdn:${source.id}`, message);
-      keepPrevious("cdn", source.id);
+      await keepPrevious("cdn", source.id);
     }
   });
 
-  return { module_id: module.id, records, sources_ok: ok, sources_failed: failed, warnings, cdn };
+  return { module_id: module.id, groups, sources_ok: ok, sources_failed: failed, warnings, cdn };
 }

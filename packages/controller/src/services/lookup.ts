@@ -1,20 +1,12 @@
 import { isIP } from "node:net";
 import { AppError } from "@rlc/shared/errors";
-import { buildPrefixIndex, canonicalCidr, type PrefixIndex } from "@rlc/shared/prefix";
+import { type Address, buildPrefixIndex, canonicalCidr, parseAddress, type PrefixIndex } from "@rlc/shared/prefix";
 import type { Db } from "../db/connect.js";
-import { findDomainEntriesMatching, findIpRangeEntriesContaining, listLookupModules, type LookupModuleRow } from "../db/lookup.js";
-import { findCurrentRevision } from "../db/revisions.js";
-import { findSnapshotGeneration, listDomainAddresses, listTenantSnapshot } from "../db/snapshots.js";
+import { findDomainEntriesMatching, findLookupVersion, type LookupModuleRow, type LookupVersion, listLookupModules, listTenantIpRangeEntries } from "../db/lookup.js";
+import { listDomainAddresses, listTenantSnapshotGroups, type SnapshotSource } from "../db/snapshots.js";
 import { normaliseDomain } from "../lib/domain-name.js";
-import type { RevisionEntry } from "./revision-build.js";
+import type { RevisionContent } from "./revision-content.js";
 import type { RevisionStore } from "./revision-store.js";
-
-interface SnapshotItem {
-  prefix: string;
-  module_id: string;
-  source: "asn" | "domain" | "ip_range" | "cdn";
-  origin: string;
-}
 
 const byFamilyThenText = (a: string, b: string) => Number(a.includes(":")) - Number(b.includes(":")) || (a < b ? -1 : a > b ? 1 : 0);
 
@@ -28,94 +20,189 @@ const moduleFields = (m: LookupModuleRow) => ({
   community_title: m.community_title,
 });
 
+/** Every snapshot prefix of a tenant: prefix i came from group groupOf[i]. */
+interface SnapshotIndex {
+  prefixes: string[];
+  groupOf: Uint32Array;
+  groups: { module_id: string; source: SnapshotSource; origin: string }[];
+  index: PrefixIndex<number>;
+}
+
+/**
+ * What lookups of one tenant answer from, built from the database and rebuilt part by part
+ * when `findLookupVersion` says that part changed. The snapshot and revision indexes are built
+ * on the first IP lookup that needs them (a tenant asked only about domains never pays).
+ */
+interface TenantView {
+  version: LookupVersion;
+  modules: Map<string, LookupModuleRow>;
+  entries: PrefixIndex<{ id: string; module_id: string; cidr: string }>;
+  snapshot: Lazy<SnapshotIndex>;
+  revision: Lazy<{ revisionId: number; content: RevisionContent; index: PrefixIndex<number> } | null>;
+}
+
+/** Built on first use, shared by every view of the same version; a failed build is tried again. */
+class Lazy<T> {
+  private pending: Promise<T> | null = null;
+  constructor(private readonly build: () => Promise<T>) {}
+
+  get(): Promise<T> {
+    if (!this.pending) {
+      const p = this.build();
+      this.pending = p;
+      p.catch(() => {
+        if (this.pending === p) this.pending = null;
+      });
+    }
+    return this.pending;
+  }
+}
+
+/** How long a tenant's view is used without asking the database whether it changed. */
+export const LOOKUP_STALENESS_MS = 1000;
+
+async function buildSnapshotIndex(db: Db, tenantId: string): Promise<SnapshotIndex> {
+  const rows = await listTenantSnapshotGroups(db, tenantId);
+  const prefixes: string[] = [];
+  const groupOf = new Uint32Array(rows.reduce((n, r) => n + r.prefixes.length, 0));
+  rows.forEach((r, g) => {
+    groupOf.fill(g, prefixes.length, prefixes.length + r.prefixes.length);
+    for (const p of r.prefixes) prefixes.push(p);
+  });
+  const index = buildPrefixIndex(
+    Array.from({ length: prefixes.length }, (_, i) => i),
+    (i) => prefixes[i]!,
+  );
+  return { prefixes, groupOf, groups: rows.map((r) => ({ module_id: r.module_id, source: r.source, origin: r.origin })), index };
+}
+
 /**
  * Lookup (CONTRACT 5.5): entry, snapshot and revision layers; never a live DNS query.
- * The snapshot and revision layers answer from longest-match indexes built from the database
- * and kept per tenant until the tenant's snapshot generation (or current revision) changes.
+ *
+ * An IP lookup answers from memory: per tenant, the modules, an index of the IP_RANGES entries,
+ * of every snapshot prefix and of the current revision. The view is revalidated at most once
+ * every LOOKUP_STALENESS_MS with one small query (findLookupVersion), so a change is seen
+ * within a second, and most requests make no query at all.
+ * Measured in the bench (1.2M snapshot and 1.07M revision prefixes): the four queries a request
+ * made before (modules, entries, generation, current revision) held the route to 926-1,549
+ * req/s; now 2,600-3,200 req/s, 72-90% of /v1/auth/session, which only authenticates (two
+ * queries a request) and so bounds every /v1 route.
+ * Domain lookups still read their entries and addresses from the database (small indexed reads).
  */
-export function createLookupService(deps: { revisions: RevisionStore }) {
-  const snapshotIndexes = new Map<string, { generation: number; index: PrefixIndex<SnapshotItem> }>();
-  const revisionIndexes = new Map<string, { revisionId: number; index: PrefixIndex<RevisionEntry> }>();
+export function createLookupService(deps: { revisions: RevisionStore; now?: () => number }) {
+  const now = deps.now ?? Date.now;
+  const views = new Map<string, { view: TenantView | null; checkedAt: number; pending: Promise<TenantView> | null }>();
 
-  async function snapshotIndex(db: Db, tenantId: string) {
-    const generation = await findSnapshotGeneration(db, tenantId);
-    const hit = snapshotIndexes.get(tenantId);
-    if (hit && hit.generation === generation) return hit.index;
-    const index = buildPrefixIndex((await listTenantSnapshot(db, tenantId)) as SnapshotItem[]);
-    snapshotIndexes.set(tenantId, { generation, index });
-    return index;
+  async function revalidate(db: Db, tenantId: string, old: TenantView | null): Promise<TenantView> {
+    const version = await findLookupVersion(db, tenantId);
+    const sameConfig = old !== null && old.version.config === version.config;
+    const view: TenantView = {
+      version,
+      modules: sameConfig ? old.modules : await listLookupModules(db, tenantId),
+      entries: sameConfig ? old.entries : buildPrefixIndex(await listTenantIpRangeEntries(db, tenantId), (e) => e.cidr),
+      snapshot: old && old.version.snapshot_generation === version.snapshot_generation ? old.snapshot : new Lazy(() => buildSnapshotIndex(db, tenantId)),
+      revision: old && old.version.revision_id === version.revision_id ? old.revision : new Lazy(() => buildRevisionIndex(db, tenantId, version.revision_id)),
+    };
+    return view;
   }
 
-  async function revisionIndex(db: Db, tenantId: string) {
-    const current = await findCurrentRevision(db, tenantId);
-    if (!current) return null;
-    const hit = revisionIndexes.get(tenantId);
-    if (hit && hit.revisionId === current.revision_id) return { revisionId: current.revision_id, index: hit.index };
-    const content = await deps.revisions.content(db, tenantId, current.revision_id);
-    const index = buildPrefixIndex([...(content?.v4 ?? []), ...(content?.v6 ?? [])], (e) => e[0]);
-    revisionIndexes.set(tenantId, { revisionId: current.revision_id, index });
-    return { revisionId: current.revision_id, index };
+  async function buildRevisionIndex(db: Db, tenantId: string, id: number | null) {
+    if (id === null) return null;
+    const content = await deps.revisions.content(db, tenantId, id);
+    if (!content) return null;
+    const n4 = content.v4.prefixes.length;
+    const index = buildPrefixIndex(
+      Array.from({ length: n4 + content.v6.prefixes.length }, (_, i) => i),
+      (i) => (i < n4 ? content.v4.prefixes[i]! : content.v6.prefixes[i - n4]!),
+    );
+    return { revisionId: id, content, index };
+  }
+
+  /** The tenant's view, revalidated when it is older than LOOKUP_STALENESS_MS. */
+  async function viewOf(db: Db, tenantId: string): Promise<TenantView> {
+    let slot = views.get(tenantId);
+    if (!slot) views.set(tenantId, (slot = { view: null, checkedAt: 0, pending: null }));
+    const started = now();
+    if (slot.view && started - slot.checkedAt < LOOKUP_STALENESS_MS) return slot.view;
+    const s = slot;
+    s.pending ??= revalidate(db, tenantId, s.view)
+      .then((view) => {
+        s.view = view;
+        s.checkedAt = started;
+        return view;
+      })
+      .finally(() => {
+        s.pending = null;
+      });
+    return s.pending;
+  }
+
+  async function lookupIp(db: Db, tenantId: string, q: string, query: string) {
+    const normalized = canonicalCidr(query).split("/")[0]!;
+    const address: Address = parseAddress(normalized);
+    const view = await viewOf(db, tenantId);
+    const [snapshot, rev] = await Promise.all([view.snapshot.get(), view.revision.get()]);
+    const matches: Record<string, unknown>[] = [];
+    for (const e of view.entries.lookup(address)) {
+      const m = view.modules.get(e.module_id);
+      if (m) matches.push({ layer: "entry", ...moduleFields(m), entry_id: e.id, value: e.cidr });
+    }
+    for (const i of snapshot.index.lookup(address)) {
+      const g = snapshot.groups[snapshot.groupOf[i]!]!;
+      const m = view.modules.get(g.module_id);
+      if (m) matches.push({ layer: "snapshot", ...moduleFields(m), prefix: snapshot.prefixes[i], source: g.source, origin: g.origin });
+    }
+    const best = rev?.index.longest(address);
+    let revision: { revision_id: number; prefix: string; communities: string[] } | null = null;
+    if (rev && best !== undefined) {
+      const n4 = rev.content.v4.prefixes.length;
+      const [list, at] = best < n4 ? [rev.content.v4, best] : [rev.content.v6, best - n4];
+      revision = { revision_id: rev.revisionId, prefix: list.prefixes[at]!, communities: list.tagAt(at).communities };
+    }
+    return { query: q, kind: "ip" as const, normalized, matched: matches.length > 0 || revision !== null, matches, revision };
+  }
+
+  async function lookupDomain(db: Db, tenantId: string, q: string, query: string) {
+    const domain = normaliseDomain(query);
+    if (!domain.ok) {
+      throw new AppError("validation_failed", `q must be an IPv4 or IPv6 address or a domain name: ${domain.message}`, {
+        errors: [{ path: "query.q", message: domain.message }],
+      });
+    }
+    const { modules } = await viewOf(db, tenantId);
+    const matches: Record<string, unknown>[] = [];
+    const name = domain.value;
+    const labels = name.split(".");
+    const parents = labels.slice(1, -1).map((_, i) => labels.slice(i + 1).join("."));
+    const entries = await findDomainEntriesMatching(db, tenantId, name, parents);
+    for (const e of entries) {
+      const m = modules.get(e.module_id);
+      if (m) matches.push({ layer: "entry", ...moduleFields(m), entry_id: e.id, value: e.domain });
+    }
+    const byModule = new Map<string, Set<string>>();
+    for (const e of entries) {
+      if (!byModule.has(e.module_id)) byModule.set(e.module_id, new Set());
+      byModule.get(e.module_id)!.add(e.domain);
+    }
+    const rows = await listDomainAddresses(db, [...byModule.keys()], [...new Set(entries.map((e) => e.domain))]);
+    const addresses = new Map<string, string[]>();
+    for (const r of rows) {
+      if (!byModule.get(r.module_id)?.has(r.origin)) continue;
+      const list = addresses.get(r.module_id) ?? [];
+      list.push(r.prefix.slice(0, r.prefix.indexOf("/")));
+      addresses.set(r.module_id, list);
+    }
+    for (const [moduleId, list] of addresses) {
+      const m = modules.get(moduleId);
+      if (m) matches.push({ layer: "snapshot", ...moduleFields(m), source: "domain", origin: name, addresses: [...new Set(list)].sort(byFamilyThenText) });
+    }
+    return { query: q, kind: "domain" as const, normalized: name, matched: matches.length > 0, matches, revision: null };
   }
 
   return {
     async lookup(db: Db, tenantId: string, q: string) {
       const query = q.trim();
-      const family = isIP(query);
-      const modules = await listLookupModules(db, tenantId);
-      const matches: Record<string, unknown>[] = [];
-      if (family) {
-        const normalized = canonicalCidr(query).split("/")[0]!;
-        for (const e of await findIpRangeEntriesContaining(db, tenantId, normalized)) {
-          const m = modules.get(e.module_id);
-          if (m) matches.push({ layer: "entry", ...moduleFields(m), entry_id: e.id, value: e.cidr });
-        }
-        for (const s of (await snapshotIndex(db, tenantId)).lookup(normalized)) {
-          const m = modules.get(s.module_id);
-          if (m) matches.push({ layer: "snapshot", ...moduleFields(m), prefix: s.prefix, source: s.source, origin: s.origin });
-        }
-        const rev = await revisionIndex(db, tenantId);
-        const best = rev?.index.longest(normalized);
-        return {
-          query: q,
-          kind: "ip" as const,
-          normalized,
-          matched: matches.length > 0 || best !== undefined,
-          matches,
-          revision: rev && best ? { revision_id: rev.revisionId, prefix: best[0], communities: best[1] } : null,
-        };
-      }
-      const domain = normaliseDomain(query);
-      if (!domain.ok) {
-        throw new AppError("validation_failed", `q must be an IPv4 or IPv6 address or a domain name: ${domain.message}`, {
-          errors: [{ path: "query.q", message: domain.message }],
-        });
-      }
-      const name = domain.value;
-      const labels = name.split(".");
-      const parents = labels.slice(1, -1).map((_, i) => labels.slice(i + 1).join("."));
-      const entries = await findDomainEntriesMatching(db, tenantId, name, parents);
-      for (const e of entries) {
-        const m = modules.get(e.module_id);
-        if (m) matches.push({ layer: "entry", ...moduleFields(m), entry_id: e.id, value: e.domain });
-      }
-      const byModule = new Map<string, Set<string>>();
-      for (const e of entries) {
-        if (!byModule.has(e.module_id)) byModule.set(e.module_id, new Set());
-        byModule.get(e.module_id)!.add(e.domain);
-      }
-      const rows = await listDomainAddresses(db, [...byModule.keys()], [...new Set(entries.map((e) => e.domain))]);
-      const addresses = new Map<string, string[]>();
-      for (const r of rows) {
-        if (!byModule.get(r.module_id)?.has(r.origin)) continue;
-        const list = addresses.get(r.module_id) ?? [];
-        list.push(r.prefix.slice(0, r.prefix.indexOf("/")));
-        addresses.set(r.module_id, list);
-      }
-      for (const [moduleId, list] of addresses) {
-        const m = modules.get(moduleId);
-        if (m) matches.push({ layer: "snapshot", ...moduleFields(m), source: "domain", origin: name, addresses: [...new Set(list)].sort(byFamilyThenText) });
-      }
-      return { query: q, kind: "domain" as const, normalized: name, matched: matches.length > 0, matches, revision: null };
+      return isIP(query) ? lookupIp(db, tenantId, q, query) : lookupDomain(db, tenantId, q, query);
     },
   };
 }

@@ -1,5 +1,5 @@
 import { AppError, NotFoundError } from "@rlc/shared/errors";
-import { containsAddress, diffTagged, parseAddress, type TaggedPrefix } from "@rlc/shared/prefix";
+import { containsAddress, diffTagged, parseAddress } from "@rlc/shared/prefix";
 import { renderBirdConfig } from "@rlc/agent/render";
 import type { Db } from "../db/connect.js";
 import {
@@ -13,11 +13,12 @@ import {
   lockTenantRevisions,
   type RevisionRow,
 } from "../db/revisions.js";
+import { listProtectedRevisionIds } from "../db/speakers.js";
 import { decodeCursor, encodeCursor, toPage } from "../lib/cursor.js";
 import { isoRequired } from "../lib/time.js";
-import type { AuditWriter } from "./audit.js";
+import type { AuditEntry, AuditWriter } from "./audit.js";
 import type { RequestContext } from "./context.js";
-import type { RevisionContent, RevisionEntry } from "./revision-build.js";
+import { type RevisionContent, type RevisionFamily, taggedPrefixes } from "./revision-content.js";
 import type { RevisionStore } from "./revision-store.js";
 import { readTenantSettings } from "./settings.js";
 
@@ -40,7 +41,6 @@ export function toRevision(row: RevisionRow, currentId: number | null) {
   };
 }
 
-const tagged = (list: RevisionEntry[]): TaggedPrefix[] => list.map(([prefix, communities]) => ({ prefix, communities }));
 const EXCERPT_LINES = 200;
 
 export function createRevisionService(deps: { audit: AuditWriter; revisions: RevisionStore }) {
@@ -85,20 +85,28 @@ export function createRevisionService(deps: { audit: AuditWriter; revisions: Rev
           throw new AppError("validation_failed", `contains: ${(err as Error).message}`, { errors: [{ path: "query.contains", message: "must be an IPv4 or IPv6 address" }] });
         }
       }
-      const all = [...(q.family === 6 ? [] : c.v4.map((e) => [e, 4] as const)), ...(q.family === 4 ? [] : c.v6.map((e) => [e, 6] as const))];
-      let position = q.cursor ? decodeCursor(q.cursor, ["number"])[0]! + 1 : 0;
+      const families: [RevisionFamily, 4 | 6][] = [];
+      if (q.family !== 6) families.push([c.v4, 4]);
+      if (q.family !== 4) families.push([c.v6, 6]);
+      // The module filter compares indexes: -1 (no such module) matches nothing.
+      const moduleIndex = q.module_id === undefined ? -1 : c.modules.indexOf(q.module_id);
+      const start = q.cursor ? decodeCursor(q.cursor, ["number"])[0]! + 1 : 0;
       const items: { prefix: string; family: 4 | 6; communities: string[]; module_ids: string[] }[] = [];
       let last = -1;
-      for (; position < all.length && items.length <= q.limit; position++) {
-        const [[prefix, communities, moduleIds], family] = all[position]!;
-        if (q.community !== undefined && !communities.includes(q.community)) continue;
-        if (q.module_id !== undefined && !moduleIds.includes(q.module_id)) continue;
-        if (address && !containsAddress(prefix, address)) continue;
-        if (items.length === q.limit) {
-          return { items, next_cursor: encodeCursor([last]), has_more: true };
+      // The cursor is the position in IPv4-then-IPv6 order of the families asked for.
+      let base = 0;
+      for (const [list, family] of families) {
+        for (let i = Math.max(0, start - base); i < list.length; i++) {
+          const tag = list.tagAt(i);
+          if (q.community !== undefined && !tag.communities.includes(q.community)) continue;
+          if (q.module_id !== undefined && !tag.modules.includes(moduleIndex)) continue;
+          if (address && !containsAddress(list.prefixes[i]!, address)) continue;
+          if (items.length === q.limit) return { items, next_cursor: encodeCursor([last]), has_more: true };
+          const [prefix, communities, moduleIds] = list.at(i);
+          items.push({ prefix, family, communities, module_ids: moduleIds });
+          last = base + i;
         }
-        items.push({ prefix, family, communities, module_ids: moduleIds });
-        last = position;
+        base += list.length;
       }
       return { items, next_cursor: null, has_more: false };
     },
@@ -106,23 +114,28 @@ export function createRevisionService(deps: { audit: AuditWriter; revisions: Rev
     async preview(db: Db, ctx: RequestContext, id: number, communityTitles: Map<string, string>) {
       const row = await mustFind(db, ctx.principal.tenantId, id);
       const c = await content(db, ctx.principal.tenantId, id);
+      const perTag = new Int32Array(c.tags.length);
+      for (const list of [c.v4, c.v6]) for (const t of list.tags) perTag[t]!++;
       const counts = new Map<string, number>();
-      for (const list of [c.v4, c.v6]) for (const [, comms] of list) {
-        if (!comms.length) counts.set("", (counts.get("") ?? 0) + 1);
-        for (const cm of comms) counts.set(cm, (counts.get(cm) ?? 0) + 1);
-      }
+      c.tags.forEach((tag, t) => {
+        if (!tag.communities.length) counts.set("", (counts.get("") ?? 0) + perTag[t]!);
+        for (const cm of tag.communities) counts.set(cm, (counts.get(cm) ?? 0) + perTag[t]!);
+      });
       const settings = await readTenantSettings(db, ctx.principal.tenantId);
       const bird = (settings.BIRD ?? {}) as Record<string, unknown>;
       // Each community set renders as one static protocol, one line a route: keeping 200
       // routes of each set gives the same first 200 lines as the whole revision would.
-      const cap = (list: RevisionEntry[]) => {
+      const setKeys = c.tags.map((t) => t.communities.join(","));
+      const cap = (list: RevisionFamily) => {
         const perSet = new Map<string, number>();
-        return list.filter(([, comms]) => {
-          const key = comms.join(",");
-          const n = perSet.get(key) ?? 0;
-          perSet.set(key, n + 1);
-          return n < EXCERPT_LINES;
-        }).map(([p, comms]) => [p, comms] as [string, string[]]);
+        const out: [string, string[]][] = [];
+        for (let i = 0; i < list.length; i++) {
+          const t = list.tags[i]!;
+          const n = perSet.get(setKeys[t]!) ?? 0;
+          perSet.set(setKeys[t]!, n + 1);
+          if (n < EXCERPT_LINES) out.push([list.prefixes[i]!, c.tags[t]!.communities]);
+        }
+        return out;
       };
       const rendered = renderBirdConfig(
         {
@@ -158,7 +171,7 @@ export function createRevisionService(deps: { audit: AuditWriter; revisions: Rev
 
     async diff(db: Db, ctx: RequestContext, a: number, b: number, limit: number) {
       const [from, to] = await Promise.all([content(db, ctx.principal.tenantId, a), content(db, ctx.principal.tenantId, b)]);
-      const d = diffTagged([...tagged(from.v4), ...tagged(from.v6)], [...tagged(to.v4), ...tagged(to.v6)]);
+      const d = diffTagged(taggedPrefixes(from), taggedPrefixes(to));
       return {
         from: a,
         to: b,
@@ -197,13 +210,15 @@ export function createRevisionService(deps: { audit: AuditWriter; revisions: Rev
       const settings = await readTenantSettings(db, tenantId);
       const retention = typeof settings.revision_retention_minutes === "number" ? settings.revision_retention_minutes : 0;
       const rows = await listRevisionIds(db, tenantId);
+      // Speakers' desired and applied revisions are kept on every path: route, job and policy.
+      const speakers = await listProtectedRevisionIds(db, tenantId);
       const current = rows.length ? rows[rows.length - 1]!.revision_id : null;
       const cutoff = retention > 0 ? new Date(now.getTime() - retention * 60_000) : null;
       const kept = { current: 0, applied: 0, within_retention: 0 };
       const candidates: number[] = [];
       for (const r of rows) {
         if (r.revision_id === current) kept.current++;
-        else if (protectedIds.has(r.revision_id)) kept.applied++;
+        else if (protectedIds.has(r.revision_id) || speakers.has(r.revision_id)) kept.applied++;
         else if (!cutoff || r.created_at >= cutoff) kept.within_retention++;
         else candidates.push(r.revision_id);
       }
@@ -217,15 +232,29 @@ export function createRevisionService(deps: { audit: AuditWriter; revisions: Rev
       };
     },
 
-    /** Deletes the candidates (or only says which with `dryRun`); audited when it deletes. */
+    /** Deletes the candidates (or only says which with `dryRun`); audited, as the calling key, when it deletes. */
     async prune(tx: Db, ctx: Pick<RequestContext, "principal" | "requestId" | "now" | "afterCommit">, dryRun: boolean, protectedIds: Set<number> = new Set()) {
-      const tenantId = ctx.principal.tenantId;
+      return this.pruneWith(tx, ctx.principal.tenantId, ctx.now, dryRun, (entry) => deps.audit.record(tx, ctx, entry), protectedIds);
+    },
+
+    /**
+     * `prune` for any actor: `record` writes the audit record of the deletion in `tx` (a key's,
+     * or the scheduler's and a maintenance policy's, with its `policy_id`).
+     */
+    async pruneWith(
+      tx: Db,
+      tenantId: string,
+      now: Date,
+      dryRun: boolean,
+      record: (entry: AuditEntry) => Promise<unknown>,
+      protectedIds: Set<number> = new Set(),
+    ) {
       await lockTenantRevisions(tx, tenantId);
-      const est = await this.pruneEstimate(tx, tenantId, ctx.now, protectedIds);
+      const est = await this.pruneEstimate(tx, tenantId, now, protectedIds);
       if (dryRun) return { deleted_count: 0, deleted_revision_ids: est.candidate_revision_ids, kept_count: est.kept_count, dry_run: true };
       const deleted = await deleteRevisions(tx, tenantId, est.candidate_revision_ids);
       if (deleted) {
-        await deps.audit.record(tx, ctx, {
+        await record({
           action: "delete",
           resource_type: "revision",
           resource_id: null,
