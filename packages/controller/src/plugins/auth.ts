@@ -3,14 +3,14 @@ import type { FastifyInstance } from "fastify";
 import fp from "fastify-plugin";
 import type { Sql } from "../db/connect.js";
 import type { Clock } from "../lib/time.js";
-import { authenticate } from "../services/api-keys.js";
+import type { Authenticator } from "../services/authenticator.js";
 import { permissionsOf, type RequestContext, roleAtLeast } from "../services/context.js";
 
 /**
  * Resolves the Bearer key on every /v1 route that is not public, before the body is even
  * parsed, then checks the route's role, node and permission options (CONTRACT 0).
  */
-export default fp(async function authPlugin(app: FastifyInstance, opts: { sql: Sql; clock: Clock }) {
+export default fp(async function authPlugin(app: FastifyInstance, opts: { sql: Sql; clock: Clock; authenticator: Authenticator }) {
   app.decorateRequest("principal", null);
   app.decorateRequest("ctx", function ctx(this: import("fastify").FastifyRequest): RequestContext {
     if (!this.principal) throw new Error("ctx() on a route without a principal");
@@ -21,7 +21,7 @@ export default fp(async function authPlugin(app: FastifyInstance, opts: { sql: S
     if (req.is404 || !req.url.startsWith("/v1/")) return;
     const cfg = req.routeOptions.config;
     if (cfg.auth === "public") return;
-    const principal = await authenticate(opts.sql, req.headers.authorization, opts.clock());
+    const principal = await opts.authenticator.authenticate(req.headers.authorization, opts.clock());
     req.principal = principal;
     if (cfg.auth === "any") return;
     if (principal.role === "node") {

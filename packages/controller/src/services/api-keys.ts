@@ -100,8 +100,12 @@ function assertCanManage(caller: RoleName, target: ApiKeyRow) {
   }
 }
 
-export function createApiKeyService(deps: { audit: AuditWriter }) {
+export function createApiKeyService(deps: { audit: AuditWriter; onKeysChanged?: () => void }) {
   const { audit } = deps;
+  /** Cached key checks forget their rows once the change has committed. */
+  const changed = (ctx: RequestContext) => {
+    if (deps.onKeysChanged) ctx.afterCommit(deps.onKeysChanged);
+  };
   const mustFind = async (db: Db, tenantId: string, id: string, forUpdate = false) => {
     const row = await findApiKeyById(db, tenantId, id, forUpdate);
     if (!row) throw new NotFoundError("API key", id);
@@ -135,6 +139,7 @@ export function createApiKeyService(deps: { audit: AuditWriter }) {
     },
 
     async update(tx: Db, ctx: RequestContext, id: string, body: UpdateApiKeyBody) {
+      changed(ctx);
       const before = await mustFind(tx, ctx.principal.tenantId, id, true);
       assertCanManage(ctx.principal.role, before);
       if (body.role !== undefined) {
@@ -163,6 +168,7 @@ export function createApiKeyService(deps: { audit: AuditWriter }) {
     },
 
     async revoke(tx: Db, ctx: RequestContext, id: string) {
+      changed(ctx);
       const before = await mustFind(tx, ctx.principal.tenantId, id, true);
       assertCanManage(ctx.principal.role, before);
       if (before.revoked_at) return; // already revoked: nothing changes, nothing to record
@@ -177,6 +183,7 @@ export function createApiKeyService(deps: { audit: AuditWriter }) {
     },
 
     async rotate(tx: Db, ctx: RequestContext, id: string, body: { grace_seconds?: number | undefined }) {
+      changed(ctx);
       const before = await mustFind(tx, ctx.principal.tenantId, id, true);
       assertCanManage(ctx.principal.role, before);
       if (before.revoked_at) throw new ConflictError("the key is revoked and cannot be rotated");

@@ -73,7 +73,7 @@ async function newToken(tx: Db, tenantId: string, speakerId: string, now: Date) 
   return { token, expires };
 }
 
-export function createSpeakerService(deps: { audit: AuditWriter; bus: Bus }) {
+export function createSpeakerService(deps: { audit: AuditWriter; bus: Bus; onKeysChanged?: () => void }) {
   const mustFind = async (db: Db, tenantId: string, id: string, forUpdate = false) => {
     const row = await findSpeakerById(db, tenantId, id, forUpdate);
     if (!row) throw new NotFoundError("speaker", id);
@@ -157,6 +157,7 @@ export function createSpeakerService(deps: { audit: AuditWriter; bus: Bus }) {
         throw new ConflictError(`peers still name this speaker: ${peers.join(", ")}; remove it from them or delete with ?force=true`, { peers });
       }
       const revoked = await revokeApiKeysBySpeaker(tx, ctx.principal.tenantId, id, ctx.now);
+      if (deps.onKeysChanged) ctx.afterCommit(deps.onKeysChanged);
       await deleteSpeaker(tx, ctx.principal.tenantId, id);
       await deps.audit.record(tx, ctx, {
         action: "delete",
