@@ -92,6 +92,10 @@ describe("speakers, enrollment, bundles and apply over HTTP (the agent's side pl
     expect((await call(t.rootKey, "GET", `/v1/speakers/${speakerId}`)).json()).toMatchObject({ sync_status: "in_sync", applied_revision_id: revisionId, desired_revision_id: revisionId });
     const revision = (await call(t.rootKey, "GET", `/v1/revisions/${revisionId}`)).json();
     expect(revision.is_current).toBe(true);
+    expect(revision.applied_to).toEqual([{ speaker_id: speakerId, applied_at: expect.any(String) }]);
+    const preview = (await call(t.rootKey, "GET", `/v1/revisions/${revisionId}/preview?speaker_id=${speakerId}`)).json();
+    expect(preview.bird_config_excerpt).toContain(`speaker ${speakerId}`);
+    expect((await call(t.rootKey, "GET", `/v1/revisions/${revisionId}/preview?speaker_id=01900000-0000-7000-8000-000000000000`)).statusCode).toBe(404);
   });
 
   it("a failed apply report fails the job with the agent's reason", async () => {

@@ -17,18 +17,10 @@ async function listCommunities(db: Db, tenantId: string) {
   return db<{ id: string; community: string; title: string }[]>`SELECT id, community, title FROM communities WHERE tenant_id = ${tenantId} ORDER BY community`;
 }
 
-/**
- * Signs and stores the bundle of `revisionId` for one speaker (CONTRACT 7): the revision's
- * prefixes with their communities, the speaker's enabled peers with their export communities
- * as values, the tenant's BIRD settings. Agents fetch the stored bytes as they are.
- */
-export async function issueBundle(db: Db, deps: BundleDeps, speaker: SpeakerRow, revisionId: number, sequence: number, now: Date) {
-  const content = await deps.revisions.content(db, speaker.tenant_id, revisionId);
-  if (!content) throw new NotFoundError("revision", revisionId);
-  const settings = await readTenantSettings(db, speaker.tenant_id);
-  const communities = await listCommunities(db, speaker.tenant_id);
+/** A speaker's enabled peers as a bundle carries them: export communities as values. */
+export async function bundlePeersOf(db: Db, speakerId: string, communities: { id: string; community: string }[]): Promise<BundlePeer[]> {
   const communityValue = new Map(communities.map((c) => [c.id, c.community]));
-  const peers: BundlePeer[] = (await listPeersOfSpeaker(db, speaker.id)).map((p) => ({
+  return (await listPeersOfSpeaker(db, speakerId)).map((p) => ({
     id: p.id,
     name: p.name,
     neighbor_address: p.neighbor_address,
@@ -40,6 +32,19 @@ export async function issueBundle(db: Db, deps: BundleDeps, speaker: SpeakerRow,
     address_families: p.address_families as ("ipv4" | "ipv6")[],
     export_communities: p.export_community_ids.map((id) => communityValue.get(id)).filter((v): v is string => v !== undefined),
   }));
+}
+
+/**
+ * Signs and stores the bundle of `revisionId` for one speaker (CONTRACT 7): the revision's
+ * prefixes with their communities, the speaker's enabled peers with their export communities
+ * as values, the tenant's BIRD settings. Agents fetch the stored bytes as they are.
+ */
+export async function issueBundle(db: Db, deps: BundleDeps, speaker: SpeakerRow, revisionId: number, sequence: number, now: Date) {
+  const content = await deps.revisions.content(db, speaker.tenant_id, revisionId);
+  if (!content) throw new NotFoundError("revision", revisionId);
+  const settings = await readTenantSettings(db, speaker.tenant_id);
+  const communities = await listCommunities(db, speaker.tenant_id);
+  const peers = await bundlePeersOf(db, speaker.id, communities);
   const payload = buildBundlePayload(
     {
       tenant_id: speaker.tenant_id,

@@ -13,16 +13,17 @@ import {
   lockTenantRevisions,
   type RevisionRow,
 } from "../db/revisions.js";
-import { listProtectedRevisionIds } from "../db/speakers.js";
+import { findSpeakerById, listAllSpeakers, listProtectedRevisionIds } from "../db/speakers.js";
 import { decodeCursor, encodeCursor, toPage } from "../lib/cursor.js";
 import { isoRequired } from "../lib/time.js";
 import type { AuditEntry, AuditWriter } from "./audit.js";
+import { bundlePeersOf } from "./bundles.js";
 import type { RequestContext } from "./context.js";
 import { type RevisionContent, type RevisionFamily, taggedPrefixes } from "./revision-content.js";
 import type { RevisionStore } from "./revision-store.js";
 import { readTenantSettings } from "./settings.js";
 
-export function toRevision(row: RevisionRow, currentId: number | null) {
+export function toRevision(row: RevisionRow, currentId: number | null, appliedTo: { speaker_id: string; applied_at: string }[] = []) {
   return {
     revision_id: row.revision_id,
     created_at: isoRequired(row.created_at),
@@ -36,12 +37,28 @@ export function toRevision(row: RevisionRow, currentId: number | null) {
     dropped_prefix_count: row.dropped_prefix_count,
     modules: row.modules,
     // Filled from the speakers' reports once deploys exist (speakers and apply).
-    applied_to: [] as { speaker_id: string; applied_at: string }[],
+    applied_to: appliedTo,
     is_current: row.revision_id === currentId,
   };
 }
 
 const EXCERPT_LINES = 200;
+
+/** Which speakers run each revision now, and since when (Revision.applied_to). */
+async function appliedByRevision(db: Db, tenantId: string): Promise<Map<number, { speaker_id: string; applied_at: string }[]>> {
+  const out = new Map<number, { speaker_id: string; applied_at: string }[]>();
+  for (const s of await listAllSpeakers(db, tenantId)) {
+    if (s.applied_revision_id === null) continue;
+    const list = out.get(s.applied_revision_id) ?? [];
+    list.push({ speaker_id: s.id, applied_at: (s.applied_at ?? s.last_report_at ?? s.updated_at).toISOString() });
+    out.set(s.applied_revision_id, list);
+  }
+  return out;
+}
+
+async function listCommunityIds(db: Db, tenantId: string) {
+  return db<{ id: string; community: string }[]>`SELECT id, community FROM communities WHERE tenant_id = ${tenantId}`;
+}
 
 export function createRevisionService(deps: { audit: AuditWriter; revisions: RevisionStore }) {
   const mustFind = async (db: Db, tenantId: string, id: number) => {
@@ -61,12 +78,13 @@ export function createRevisionService(deps: { audit: AuditWriter; revisions: Rev
       const beforeId = q.cursor ? decodeCursor(q.cursor, ["number"])[0]! : null;
       const rows = await listRevisions(db, ctx.principal.tenantId, { beforeId, limit: q.limit });
       const cur = await currentId(db, ctx.principal.tenantId);
-      return toPage(rows, q.limit, (r) => [r.revision_id], (r) => toRevision(r, cur));
+      const applied = await appliedByRevision(db, ctx.principal.tenantId);
+      return toPage(rows, q.limit, (r) => [r.revision_id], (r) => toRevision(r, cur, applied.get(r.revision_id)));
     },
 
     async get(db: Db, ctx: RequestContext, id: number) {
       const row = await mustFind(db, ctx.principal.tenantId, id);
-      return toRevision(row, await currentId(db, ctx.principal.tenantId));
+      return toRevision(row, await currentId(db, ctx.principal.tenantId), (await appliedByRevision(db, ctx.principal.tenantId)).get(id));
     },
 
     /** Sorted by address (IPv4 first); the cursor is the position in that order. */
@@ -111,8 +129,12 @@ export function createRevisionService(deps: { audit: AuditWriter; revisions: Rev
       return { items, next_cursor: null, has_more: false };
     },
 
-    async preview(db: Db, ctx: RequestContext, id: number, communityTitles: Map<string, string>) {
+    async preview(db: Db, ctx: RequestContext, id: number, communityTitles: Map<string, string>, speakerId?: string) {
       const row = await mustFind(db, ctx.principal.tenantId, id);
+      const speaker = speakerId === undefined ? null : await findSpeakerById(db, ctx.principal.tenantId, speakerId);
+      if (speakerId !== undefined && !speaker) throw new NotFoundError("speaker", speakerId);
+      const communityList = [...communityTitles].map(([community, title]) => ({ id: community, community, title }));
+      const peers = speaker ? await bundlePeersOf(db, speaker.id, await listCommunityIds(db, ctx.principal.tenantId)) : [];
       const c = await content(db, ctx.principal.tenantId, id);
       const perTag = new Int32Array(c.tags.length);
       for (const list of [c.v4, c.v6]) for (const t of list.tags) perTag[t]!++;
@@ -140,16 +162,18 @@ export function createRevisionService(deps: { audit: AuditWriter; revisions: Rev
       const rendered = renderBirdConfig(
         {
           tenant_id: ctx.principal.tenantId,
-          speaker_id: "00000000-0000-0000-0000-000000000000",
+          speaker_id: speaker?.id ?? "00000000-0000-0000-0000-000000000000",
           revision_id: row.revision_id,
           sequence: 0,
           issued_at: ctx.now.toISOString(),
           expires_at: ctx.now.toISOString(),
           digest: row.digest,
-          speaker: { router_id: typeof bird.router_id === "string" ? bird.router_id : "192.0.2.1", asn: typeof bird.local_asn === "number" ? bird.local_asn : 64512, policies_json: {} },
+          speaker: speaker
+            ? { router_id: speaker.router_id, asn: Number(speaker.asn), policies_json: speaker.policies_json }
+            : { router_id: typeof bird.router_id === "string" ? bird.router_id : "192.0.2.1", asn: typeof bird.local_asn === "number" ? bird.local_asn : 64512, policies_json: {} },
           bird: bird as never,
-          communities: [...communityTitles].map(([community, title]) => ({ id: community, community, title })),
-          peers: [],
+          communities: communityList,
+          peers,
           prefixes: { v4: cap(c.v4), v6: cap(c.v6) },
         },
         { mode: "include" },

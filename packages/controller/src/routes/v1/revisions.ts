@@ -13,6 +13,7 @@ import {
   RevisionPruneEstimate,
   RevisionPruneResult,
   RollbackBody,
+  Uuid,
 } from "@rlc/shared/schemas";
 import { z } from "zod";
 import type { FastifyPluginAsyncZod } from "fastify-type-provider-zod";
@@ -84,13 +85,14 @@ const revisionRoutes: FastifyPluginAsyncZod<{ deps: AppDeps }> = async (app, { d
         tags,
         summary: "What a speaker will receive: counts by community and the first 200 lines of the BIRD configuration",
         params: RevisionParams,
-        querystring: z.strictObject({}),
+        description: "`speaker_id` renders for that speaker (its peers, addresses and ASN) instead of a speaker with no peers.",
+        querystring: z.strictObject({ speaker_id: Uuid.optional() }),
         response: { 200: RevisionPreview, ...authProblems, ...problems(404) },
       },
     },
     async (req) => {
       const ctx = req.ctx();
-      return revisions.preview(deps.sql, ctx, req.params.revision_id, await listCommunityTitles(deps.sql, ctx.principal.tenantId));
+      return revisions.preview(deps.sql, ctx, req.params.revision_id, await listCommunityTitles(deps.sql, ctx.principal.tenantId), req.query.speaker_id);
     },
   );
 
