@@ -2,7 +2,7 @@ import type { Family } from "./address.js";
 import { aggregateList } from "./aggregate.js";
 import { CommunitySets } from "./communities.js";
 import { type ParsedPrefixes, PrefixList, formatPrefixList, parsePrefixList } from "./prefix-list.js";
-import { sortOrder } from "./sort.js";
+import { mergedOrder } from "./sort.js";
 import { compareWords, containsWords, isLowerSibling } from "./words.js";
 
 /** One module's collected prefixes and the communities it tags them with. */
@@ -61,27 +61,48 @@ export function aggregateTagged(inputs: readonly TaggedInput[]): TaggedPrefix[] 
     set: sets.intern(input.communities),
     lists: parsePrefixList(input.prefixes),
   }));
+  // Every module's texts in one array, so that an announced prefix can be given the text of
+  // any module's input that is exactly its canonical text (PrefixList.source): text k of
+  // module m is texts[offsets[m] + k]. One native concat: 2 ms for the bench's 806k texts,
+  // against 13 ms copying them one by one.
+  const offsets = new Int32Array(inputs.length);
+  let total = 0;
+  for (let m = 0; m < inputs.length; m++) {
+    offsets[m] = total;
+    total += inputs[m]!.prefixes.length;
+  }
+  const texts = ([] as string[]).concat(...inputs.map((input) => (Array.isArray(input.prefixes) ? input.prefixes : Array.from(input.prefixes))));
   const out: TaggedPrefix[] = [];
   for (const family of [4, 6] as const) {
     const results = modules.map((m) => ({ set: m.set, list: aggregateList(family === 4 ? m.lists.v4 : m.lists.v6) }));
     const all = new PrefixList(family, results.reduce((n, r) => n + r.list.count, 0));
+    const src = all.trackSource(texts);
     const tags = new Int32Array(all.lens.length);
-    for (const { set, list } of results) {
+    const runs: number[] = [];
+    results.forEach(({ set, list }, m) => {
+      runs.push(all.count);
       all.words.set(list.words.subarray(0, list.count * all.W), all.count * all.W);
       all.lens.set(list.lens.subarray(0, list.count), all.count);
       tags.fill(set, all.count, all.count + list.count);
+      const from = list.src!;
+      for (let k = 0; k < list.count; k++) src[all.count + k] = from[k]! < 0 ? -1 : offsets[m]! + from[k]!;
       all.count += list.count;
-    }
-    announceAndReduce(family, all, tags, sets, out);
+    });
+    // Each module's result is in order: merging them is enough.
+    announceAndReduce(family, all, mergedOrder(all, runs), tags, sets, out);
   }
   return out;
 }
 
-/** Steps (2) and (3) for one family: `all` holds every module's aggregated prefixes, `tags` their sets. */
-function announceAndReduce(family: Family, all: PrefixList, tags: Int32Array, sets: CommunitySets, out: TaggedPrefix[]): void {
+/**
+ * Steps (2) and (3) for one family: `all` holds every module's aggregated prefixes, `order`
+ * is their order by address then length, `tags` their sets.
+ */
+function announceAndReduce(family: Family, all: PrefixList, order: Int32Array, tags: Int32Array, sets: CommunitySets, out: TaggedPrefix[]): void {
   const { words, lens, W } = all;
-  const order = sortOrder(all);
   const ann = new PrefixList(family, all.count); // announced prefixes, in walk order
+  const inSrc = all.src!;
+  const src = ann.trackSource(all.source!);
   const set = new Int32Array(all.count);
   const alive = new Uint8Array(all.count);
   const chain = new Int32Array(130); // open containers (indexes into ann)
@@ -99,6 +120,7 @@ function announceAndReduce(family: Family, all: PrefixList, tags: Int32Array, se
       if (set[a] !== set[x] || len !== ann.lens[x] || !isLowerSibling(ann.words, a * W, ann.words, x * W, len, W)) break;
       alive[x] = 0;
       ann.lens[a] = len - 1; // a's slot becomes the parent: same start, one bit shorter
+      src[a] = -1;
       kidTop--;
       x = a;
       if (depth > 0 && ann.lens[chain[depth - 1]!] === len - 1) {
@@ -123,7 +145,9 @@ function announceAndReduce(family: Family, all: PrefixList, tags: Int32Array, se
   for (let k = 0; k < order.length; ) {
     const i = order[k++]!;
     let own = tags[i]!;
+    let text = inSrc[i]!;
     while (k < order.length && lens[order[k]!] === lens[i] && compareWords(words, order[k]! * W, words, i * W, W) === 0) {
+      if (text < 0) text = inSrc[order[k]!]!;
       own = sets.union(own, tags[order[k++]!]!);
     }
     while (depth > 0 && !containsWords(ann.words, chain[depth - 1]! * W, ann.lens[chain[depth - 1]!]!, words, i * W, W)) {
@@ -131,6 +155,7 @@ function announceAndReduce(family: Family, all: PrefixList, tags: Int32Array, se
     }
     const node = ann.count;
     ann.push(words, i * W, lens[i]!);
+    src[node] = text;
     // Modules whose result contains this prefix: its own, and those of every open container.
     set[node] = depth > 0 ? sets.union(set[chain[depth - 1]!]!, own) : own;
     alive[node] = 1;
@@ -141,7 +166,10 @@ function announceAndReduce(family: Family, all: PrefixList, tags: Int32Array, se
   while (depth > 0) close();
 
   const texts = formatPrefixList(ann, alive);
+  // `out` sized once and filled by index, rather than grown by push to 627k items.
+  let at = out.length;
+  out.length = at + texts.length;
   for (let node = 0, k = 0; node < ann.count; node++) {
-    if (alive[node] === 1) out.push({ prefix: texts[k++]!, communities: sets.list(set[node]!) as string[] });
+    if (alive[node] === 1) out[at++] = { prefix: texts[k++]!, communities: sets.list(set[node]!) as string[] };
   }
 }

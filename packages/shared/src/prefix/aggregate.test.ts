@@ -2,7 +2,7 @@ import fc from "fast-check";
 import { describe, expect, it } from "vitest";
 import { aggregatePrefixes, parseCidr } from "./index.js";
 import { PrefixList } from "./prefix-list.js";
-import { sortOrder } from "./sort.js";
+import { mergedOrder, sortOrder } from "./sort.js";
 
 // A small model space: 10.0.0.0/24 and 2001:db8::/120, 256 addresses each, so a model can
 // list every address. A model prefix is its family, its offset in the space and its length.
@@ -228,6 +228,29 @@ describe("sortOrder", () => {
         expect(Array.from(sortOrder(list, byLength))).toEqual(want);
       }),
       { numRuns: 20 },
+    );
+  });
+
+  it("sort - mergedOrder of runs in order equals sortOrder", () => {
+    const run = fc.array(entry, { maxLength: 250 }).map((es) =>
+      es.sort((a, b) => {
+        for (let w = 0; w < 4; w++) if (a.words[w] !== b.words[w]) return a.words[w]! - b.words[w]!;
+        return a.len - b.len;
+      }),
+    );
+    fc.assert(
+      fc.property(fc.array(run, { minLength: 1, maxLength: 16 }), fc.boolean(), (runs, v4) => {
+        const list = new PrefixList(v4 ? 4 : 6, 16);
+        const starts: number[] = [];
+        for (const r of runs) {
+          starts.push(list.count);
+          // IPv4 keeps the first word (and a length that fits); the runs stay in order.
+          const sorted = v4 ? [...r].sort((a, b) => a.words[0]! - b.words[0]! || a.len - b.len) : r;
+          for (const e of sorted) list.push(Uint32Array.from(e.words), 0, v4 ? Math.min(e.len, 32) : e.len);
+        }
+        expect(Array.from(mergedOrder(list, starts))).toEqual(Array.from(sortOrder(list)));
+      }),
+      { numRuns: 100 },
     );
   });
 });

@@ -73,3 +73,10 @@ export class CommunitySets {
     return this.lists[id]!;
   }
 }
+
+/**
+ * Keeps the hidden class of CommunitySets alive between calls (see PREFIX_LIST_ANCHOR in
+ * prefix-list.ts): without it a full GC between two aggregateTagged calls deoptimises the
+ * functions that call its methods.
+ */
+export const COMMUNITY_SETS_ANCHOR: CommunitySets = new CommunitySets();

@@ -28,17 +28,26 @@ export interface BogonFilterOptions {
   exclude?: readonly string[];
 }
 
-/** The distinct prefixes of `list`, sorted by address then length. */
+/**
+ * The distinct prefixes of `list`, sorted by address then length. Source texts are carried
+ * (PrefixList.source): of equal prefixes, the first with a canonical text gives it.
+ */
 export function distinctSorted(list: PrefixList): PrefixList {
   const { words, lens, W } = list;
   const order = sortOrder(list);
   const out = new PrefixList(list.family, list.count);
+  const inSrc = list.src;
+  const src = inSrc !== null && list.source !== null ? out.trackSource(list.source) : null;
   let n = 0;
   let prev = -1;
   for (let k = 0; k < order.length; k++) {
     const i = order[k]!;
-    if (prev >= 0 && lens[prev] === lens[i] && compareWords(words, prev * W, words, i * W, W) === 0) continue;
+    if (prev >= 0 && lens[prev] === lens[i] && compareWords(words, prev * W, words, i * W, W) === 0) {
+      if (src !== null && src[n - 1]! < 0) src[n - 1] = inSrc![i]!;
+      continue;
+    }
     copyWords(words, i * W, out.words, n * W, W);
+    if (src !== null) src[n] = inSrc![i]!;
     out.lens[n++] = lens[i]!;
     prev = i;
   }
@@ -49,10 +58,13 @@ export function distinctSorted(list: PrefixList): PrefixList {
 function keepLonger(list: PrefixList, min: number): { kept: PrefixList; dropped: number } {
   const { words, lens, W } = list;
   const kept = new PrefixList(list.family, list.count);
+  const inSrc = list.src;
+  const src = inSrc !== null && list.source !== null ? kept.trackSource(list.source) : null;
   let n = 0;
   for (let i = 0; i < list.count; i++) {
     if (lens[i]! < min) continue;
     copyWords(words, i * W, kept.words, n * W, W);
+    if (src !== null) src[n] = inSrc![i]!;
     kept.lens[n++] = lens[i]!;
   }
   kept.count = n;
@@ -68,6 +80,9 @@ function cutHoles(list: PrefixList, holes: Intervals): { kept: PrefixList; dropp
   const { words, lens, W } = list;
   const { starts, ends, count } = holes;
   const kept = new PrefixList(list.family, list.count);
+  const inSrc = list.src;
+  // Prefixes kept whole keep their text; the pieces of cut ones get -1 from push().
+  if (inSrc !== null && list.source !== null) kept.trackSource(list.source);
   const last = new Uint32Array(W);
   const cursor = new Uint32Array(W);
   const pieceEnd = new Uint32Array(W);
@@ -89,6 +104,7 @@ function cutHoles(list: PrefixList, holes: Intervals): { kept: PrefixList; dropp
       const k = kept.reserve(1);
       copyWords(words, at, kept.words, k * W, W);
       kept.lens[k] = lens[i]!;
+      if (inSrc !== null && kept.src !== null) kept.src[k] = inSrc[i]!;
       kept.count = k + 1;
       continue;
     }

@@ -24,6 +24,16 @@ export function sortOrder(list: PrefixList, byLength = true): Int32Array {
 /** True when the list is in order already (tables and feeds often are): no sort needed. */
 function isSorted(list: PrefixList, byLength: boolean): boolean {
   const { words, lens, W } = list;
+  if (W === 1) {
+    // One comparison per prefix on numbers: 0.6 ms for the table's 565k IPv4 prefixes,
+    // against 1.5 ms for the loop below.
+    for (let i = 1; i < list.count; i++) {
+      const a = words[i - 1]!;
+      const b = words[i]!;
+      if (a > b || (a === b && byLength && lens[i - 1]! > lens[i]!)) return false;
+    }
+    return true;
+  }
   for (let i = 1; i < list.count; i++) {
     let c = 0;
     for (let w = 0; w < W && c === 0; w++) c = words[(i - 1) * W + w]! - words[i * W + w]!;
@@ -92,4 +102,66 @@ function radixSort(list: PrefixList, order: Int32Array, byLength: boolean): Int3
     to = t;
   }
   return from;
+}
+
+/** Above this many runs, mergedOrder leaves the work to sortOrder. */
+const MERGE_MAX_RUNS = 16;
+
+/**
+ * sortOrder(list) when `list` is the concatenation of runs that are each in that order
+ * already: runs[r] is where run r starts (ascending, runs[0] = 0). A k-way merge, the lowest
+ * run first among equal prefixes so that the order stays stable. For aggregateTagged's union
+ * of the bench's 5 modules: 492k IPv4 prefixes in 11.5 ms (radix sort 12-13 ms), 156k IPv6
+ * in 6.4 ms (radix sort 11.8 ms, its passes being over four words).
+ */
+export function mergedOrder(list: PrefixList, runs: readonly number[]): Int32Array {
+  const k = runs.length;
+  if (k > MERGE_MAX_RUNS) return sortOrder(list);
+  const { words, lens, W } = list;
+  const n = list.count;
+  const head = Int32Array.from(runs);
+  const end = Int32Array.from(runs, (_, r) => (r + 1 < k ? runs[r + 1]! : n));
+  const order = new Int32Array(n);
+  if (W === 1) {
+    for (let at = 0; at < n; at++) {
+      let best = -1;
+      let bi = 0;
+      let bw = 0;
+      for (let r = 0; r < k; r++) {
+        const i = head[r]!;
+        if (i === end[r]) continue;
+        const x = words[i]!;
+        if (best >= 0 && (x > bw || (x === bw && lens[i]! >= lens[bi]!))) continue;
+        best = r;
+        bi = i;
+        bw = x;
+      }
+      order[at] = bi;
+      head[best]!++;
+    }
+    return order;
+  }
+  for (let at = 0; at < n; at++) {
+    let best = -1;
+    let bi = 0;
+    for (let r = 0; r < k; r++) {
+      const i = head[r]!;
+      if (i === end[r]) continue;
+      if (best >= 0) {
+        // Is prefix i before prefix bi? Strictly: among equals the lower run stays first.
+        let c = 0;
+        for (let w = 0; w < W && c === 0; w++) {
+          const x = words[i * W + w]!;
+          const y = words[bi * W + w]!;
+          if (x !== y) c = x < y ? -1 : 1;
+        }
+        if (c > 0 || (c === 0 && lens[i]! >= lens[bi]!)) continue;
+      }
+      best = r;
+      bi = i;
+    }
+    order[at] = bi;
+    head[best]!++;
+  }
+  return order;
 }

@@ -4,6 +4,12 @@
 
 const TWO_32 = 4294967296;
 
+/**
+ * POW2[k] = 2 ** k for k = 0..32. `2 ** k` with a variable k is a call to pow() in optimised
+ * code; the table is a load (appendRangeCidrs4 on the bench's table: 5.5 ms with `2 ** k`).
+ */
+export const POW2: Float64Array = Float64Array.from({ length: 33 }, (_, k) => 2 ** k);
+
 /** The bits of word `w` that lie inside a prefix of length `len`. */
 export function maskWord(len: number, w: number): number {
   const bits = len - 32 * w;
@@ -96,7 +102,7 @@ export function containsWords(q: Uint32Array, qi: number, qlen: number, y: Uint3
 export function isLowerSibling(a: Uint32Array, ai: number, b: Uint32Array, bi: number, len: number, W: number): boolean {
   if (len === 0) return false;
   const bw = (len - 1) >>> 5;
-  const bit = 2 ** (31 - ((len - 1) & 31));
+  const bit = POW2[31 - ((len - 1) & 31)]!;
   for (let w = 0; w < W; w++) {
     const x = a[ai + w]!;
     const y = b[bi + w]!;
@@ -149,7 +155,7 @@ export function appendRangeCidrs(s: Uint32Array, si: number, e: Uint32Array, ei:
     if (k === d + 1) return; // the block ended exactly at e (also covers s === e, k = 0)
     // s += 2^k (no overflow: the block ended before e)
     let w = W - 1 - (k >>> 5);
-    let add = 2 ** (k & 31);
+    let add = POW2[k & 31]!;
     for (; w >= 0; w--) {
       const v = s[si + w]! + add;
       if (v < TWO_32) {
