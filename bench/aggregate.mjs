@@ -5,6 +5,10 @@
 //
 //   npx tsc -p packages/shared/tsconfig.json && node --expose-gc bench/aggregate.mjs
 //   BENCH_RUNS=3 node bench/aggregate.mjs      # fewer runs
+//   BENCH_WARMUP=0 …                           # no untimed round first (the default is 1)
+//   BENCH_BASELINE=/tmp/prefix-before node --expose-gc bench/aggregate.mjs
+//       # also times another build of packages/shared/dist/prefix (a copy of the directory
+//       # made before a change), interleaved with this one: before/after from the same run
 import { readFileSync } from "node:fs";
 import { createRequire } from "node:module";
 import { dirname, join } from "node:path";
@@ -27,8 +31,13 @@ const prefix = await import(join(here, "../packages/shared/dist/prefix/index.js"
 const { mergeCidr } = await import("cidr-tools");
 const { aggregatePrefixes, aggregateTagged, buildPrefixIndex, canonicalCidr, diffTagged, excludeRanges, rangeToCidrs, removeBogons } =
   prefix;
+const before = process.env.BENCH_BASELINE ? await import(join(process.env.BENCH_BASELINE, "index.js")) : undefined;
 
 const RUNS = Number(process.env.BENCH_RUNS ?? 7);
+// Untimed rounds first, each function in turn, so that the medians compare compiled code:
+// without one, the first round (and with ours, at ~100 ms a call, the next one or two while
+// V8 re-optimises) is mostly the JIT warming up, for every implementation alike.
+const WARMUP = Number(process.env.BENCH_WARMUP ?? 1);
 const FAST_TIMEOUT_MS = Number(process.env.BENCH_FAST_TIMEOUT_MS ?? 120_000);
 let failed = false;
 
@@ -50,6 +59,7 @@ function median(xs) {
 function time(fn, runs = RUNS) {
   const ms = [];
   let out;
+  for (let r = 0; r < WARMUP; r++) fn();
   for (let r = 0; r < runs; r++) {
     globalThis.gc?.();
     const t = performance.now();
@@ -64,6 +74,7 @@ function time(fn, runs = RUNS) {
 function timeTogether(fns, runs = RUNS) {
   const ms = Object.fromEntries(Object.keys(fns).map((k) => [k, []]));
   const out = {};
+  for (let r = 0; r < WARMUP; r++) for (const fn of Object.values(fns)) fn();
   for (let r = 0; r < runs; r++) {
     for (const [name, fn] of Object.entries(fns)) {
       globalThis.gc?.();
@@ -76,6 +87,19 @@ function timeTogether(fns, runs = RUNS) {
 }
 
 const fmt = (ms) => `${ms.toFixed(1).padStart(8)} ms`;
+
+/** With BENCH_BASELINE: the baseline's version of `fn` under the name `before`, else nothing. */
+const baseline = (make) => (before ? { before: make(before) } : {});
+/** Prints the baseline's median and the speed-up, and fails the run when its output differs. */
+function reportBaseline(label, t, same = (a, b) => JSON.stringify(a) === JSON.stringify(b)) {
+  if (!t.before) return;
+  const vsTheirs = t.theirs ? `; the baseline ${(t.theirs.ms / t.before.ms).toFixed(1)}x faster than cidr-tools` : "";
+  console.log(`  ${label.padEnd(26)} ${fmt(t.before.ms)}   this build ${(t.before.ms / t.ours.ms).toFixed(2)}x faster${vsTheirs}`);
+  if (!same(t.before.out, t.ours.out)) {
+    console.log(`  MISMATCH: the baseline's output differs (${label})`);
+    failed = true;
+  }
+}
 
 // ---- input: the ASN table as CIDRs --------------------------------------------------------
 const asnDir = dirname(createRequire(import.meta.url).resolve("@ip-location-db/asn/package.json"));
@@ -145,11 +169,13 @@ const canon = (list) => list.map((p) => canonicalCidr(p.includes("/") ? p : `${p
 
 async function compare(name, all, allV4) {
   console.log(`== aggregate: ${name} (${all.length} prefixes)`);
-  const { ours, theirs, oursV4 } = timeTogether({
+  const timed = timeTogether({
     ours: () => aggregatePrefixes(all),
     theirs: () => mergeCidr(all),
     oursV4: () => aggregatePrefixes(allV4),
+    ...baseline((b) => () => b.aggregatePrefixes(all)),
   });
+  const { ours, theirs, oursV4 } = timed;
   const fast = await runFast(allV4, 3);
   const ours4 = ours.out.filter((p) => !p.includes(":"));
   const ct = canon(theirs.out);
@@ -172,6 +198,7 @@ async function compare(name, all, allV4) {
     console.log("  MISMATCH: ours differs between the IPv4-only and the mixed call");
     failed = true;
   }
+  reportBaseline("baseline, both families", timed, same);
   return ours.out;
 }
 
@@ -179,18 +206,22 @@ const aggregated = await compare("ASN table, sorted", table, v4);
 await compare("shuffled + parents + duplicates", mixed, mixedV4);
 
 // ---- bogon filter ------------------------------------------------------------------------
-const bogons = time(() => removeBogons(mixed), Math.min(RUNS, 5));
+const bogonRuns = timeTogether({ ours: () => removeBogons(mixed), ...baseline((b) => () => b.removeBogons(mixed)) }, Math.min(RUNS, 5));
+const bogons = bogonRuns.ours;
 console.log(`\n== removeBogons (default list, /8 and /16 minimums): ${mixed.length} prefixes`);
 console.log(`  ${fmt(bogons.ms)}   kept ${bogons.out.prefixes.length}, dropped ${bogons.out.dropped}, cut ${bogons.out.cut}`);
+reportBaseline("baseline", bogonRuns);
 
 // ---- community-aware aggregation ---------------------------------------------------------
 const modules = Array.from({ length: 5 }, (_, i) => ({ prefixes: [], communities: [`65000:${100 + i}`] }));
 modules[4].communities.push("65000:1:1");
 for (const r of rows) modules[r.asn % 5].prefixes.push(r.cidr);
 for (const [k, p] of extras.entries()) modules[k % 5].prefixes.push(p); // overlap between modules
-const tagged = time(() => aggregateTagged(modules), Math.min(RUNS, 5));
+const taggedRuns = timeTogether({ ours: () => aggregateTagged(modules), ...baseline((b) => () => b.aggregateTagged(modules)) }, Math.min(RUNS, 5));
+const tagged = taggedRuns.ours;
 console.log(`\n== aggregateTagged: 5 modules (by ASN mod 5, plus the parents), ${mixed.length} prefixes`);
 console.log(`  ${fmt(tagged.ms)} (min ${tagged.min.toFixed(1)})   out ${tagged.out.length} tagged prefixes`);
+reportBaseline("baseline", taggedRuns);
 
 // ---- diff of two 500k tagged lists -------------------------------------------------------
 const distinct = excludeRanges(table, []).prefixes; // sorted, distinct

@@ -63,8 +63,8 @@ export function aggregateTagged(inputs: readonly TaggedInput[]): TaggedPrefix[] 
   }));
   // Every module's texts in one array, so that an announced prefix can be given the text of
   // any module's input that is exactly its canonical text (PrefixList.source): text k of
-  // module m is texts[offsets[m] + k]. One native concat: 2 ms for the bench's 806k texts,
-  // against 13 ms copying them one by one.
+  // module m is texts[offsets[m] + k]. One native concat: 4.5 ms for the bench's 806k texts,
+  // against 6.6 ms copying them one by one.
   const offsets = new Int32Array(inputs.length);
   let total = 0;
   for (let m = 0; m < inputs.length; m++) {

@@ -85,11 +85,11 @@ export function parseIPv4PrefixFast(text: string, out: Uint32Array, off: number)
 export const NOT_CANONICAL = 512;
 
 /**
- * parseIPv4PrefixFast that also says whether the text is canonical: the length, plus
- * HOST_BITS_CLEARED when host bits were cleared, plus NOT_CANONICAL unless the text is the
- * one formatPrefix would write; -1 when the text is refused (parsePrefixInto gives the
- * reason). The parser refuses leading zeros in the octets and in the length, so an accepted
- * text is canonical exactly when it has a length and no host bits.
+ * parsePrefixInto for IPv4 in one pass over the text, for bulk input, saying also whether the
+ * text is canonical: the length, plus HOST_BITS_CLEARED when host bits were cleared, plus
+ * NOT_CANONICAL unless the text is the one formatPrefix would write; -1 when the text is
+ * refused (parsePrefixInto gives the reason). Leading zeros in the octets and in the length
+ * are refused, so an accepted text is canonical exactly when it has a length and no host bits.
  */
 export function scanIPv4Prefix(text: string, out: Uint32Array, off: number): number {
   // Octet by octet, each digit tested with one unsigned comparison: measured 30 ms against

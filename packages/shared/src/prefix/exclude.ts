@@ -1,7 +1,7 @@
 import { type Intervals, mergeIntervals } from "./aggregate.js";
 import { DEFAULT_EXCLUDE_PREFIXES, DEFAULT_MIN_PREFIX_LENGTH_V4, DEFAULT_MIN_PREFIX_LENGTH_V6 } from "./bogons.js";
 import { PrefixList, formatPrefixList, parsePrefixList } from "./prefix-list.js";
-import { sortOrder } from "./sort.js";
+import { unsortedOrder } from "./sort.js";
 import { appendRangeCidrs, compareWords, copyWords, decrement, increment, setLastAddress } from "./words.js";
 
 /** What is left of some prefixes after a filter, and how many of them it touched. */
@@ -33,42 +33,40 @@ export interface BogonFilterOptions {
  * (PrefixList.source): of equal prefixes, the first with a canonical text gives it.
  */
 export function distinctSorted(list: PrefixList): PrefixList {
-  const { words, lens, W } = list;
-  const order = sortOrder(list);
-  const out = new PrefixList(list.family, list.count);
-  const inSrc = list.src;
-  const src = inSrc !== null && list.source !== null ? out.trackSource(list.source) : null;
-  let n = 0;
-  let prev = -1;
-  for (let k = 0; k < order.length; k++) {
-    const i = order[k]!;
-    if (prev >= 0 && lens[prev] === lens[i] && compareWords(words, prev * W, words, i * W, W) === 0) {
-      if (src !== null && src[n - 1]! < 0) src[n - 1] = inSrc![i]!;
-      continue;
-    }
-    copyWords(words, i * W, out.words, n * W, W);
-    if (src !== null) src[n] = inSrc![i]!;
-    out.lens[n++] = lens[i]!;
-    prev = i;
-  }
-  out.count = n;
-  return out;
+  return distinctLonger(list, 0).kept;
 }
 
-function keepLonger(list: PrefixList, min: number): { kept: PrefixList; dropped: number } {
+/**
+ * distinctSorted without the prefixes shorter than `min`, and how many distinct ones those
+ * were: one pass for what took two (the sort's gather, then a copy to filter).
+ */
+function distinctLonger(list: PrefixList, min: number): { kept: PrefixList; dropped: number } {
   const { words, lens, W } = list;
-  const kept = new PrefixList(list.family, list.count);
+  const order = unsortedOrder(list); // null: in order already
+  const n = list.count;
+  const out = new PrefixList(list.family, n);
   const inSrc = list.src;
-  const src = inSrc !== null && list.source !== null ? kept.trackSource(list.source) : null;
-  let n = 0;
-  for (let i = 0; i < list.count; i++) {
-    if (lens[i]! < min) continue;
-    copyWords(words, i * W, kept.words, n * W, W);
-    if (src !== null) src[n] = inSrc![i]!;
-    kept.lens[n++] = lens[i]!;
+  const src = inSrc !== null && list.source !== null ? out.trackSource(list.source) : null;
+  let kept = 0;
+  let dropped = 0;
+  let prev = -1;
+  for (let k = 0; k < n; k++) {
+    const i = order === null ? k : order[k]!;
+    if (prev >= 0 && lens[prev] === lens[i] && compareWords(words, prev * W, words, i * W, W) === 0) {
+      if (src !== null && lens[i]! >= min && src[kept - 1]! < 0) src[kept - 1] = inSrc![i]!;
+      continue;
+    }
+    prev = i;
+    if (lens[i]! < min) {
+      dropped++;
+      continue;
+    }
+    copyWords(words, i * W, out.words, kept * W, W);
+    if (src !== null) src[kept] = inSrc![i]!;
+    out.lens[kept++] = lens[i]!;
   }
-  kept.count = n;
-  return { kept, dropped: list.count - n };
+  out.count = kept;
+  return { kept: out, dropped };
 }
 
 /**
@@ -88,19 +86,28 @@ function cutHoles(list: PrefixList, holes: Intervals): { kept: PrefixList; dropp
   const pieceEnd = new Uint32Array(W);
   let dropped = 0;
   let cut = 0;
+  // The first hole that ends at or after the prefix's start. The prefixes come in address
+  // order, so it only moves forward: a walk rather than a binary search per prefix, on
+  // numbers for IPv4 (cutHoles in removeBogons on the bench's input: 15 ms, was 22 ms).
+  let h = 0;
   for (let i = 0; i < list.count; i++) {
     const at = i * W;
-    setLastAddress(words, at, lens[i]!, W, last, 0);
-    // First hole that ends at or after the prefix's start.
-    let lo = 0;
-    let hi = count;
-    while (lo < hi) {
-      const mid = (lo + hi) >>> 1;
-      if (compareWords(ends, mid * W, words, at, W) < 0) lo = mid + 1;
-      else hi = mid;
+    let outside: boolean;
+    let inside: boolean;
+    if (W === 1) {
+      const s = words[i]!;
+      const len = lens[i]!;
+      const e = len === 32 ? s : s + (0xffffffff >>> len);
+      while (h < count && ends[h]! < s) h++;
+      outside = h === count || starts[h]! > e;
+      inside = !outside && starts[h]! <= s && ends[h]! >= e;
+    } else {
+      setLastAddress(words, at, lens[i]!, W, last, 0);
+      while (h < count && compareWords(ends, h * W, words, at, W) < 0) h++;
+      outside = h === count || compareWords(starts, h * W, last, 0, W) > 0;
+      inside = !outside && compareWords(starts, h * W, words, at, W) <= 0 && compareWords(ends, h * W, last, 0, W) >= 0;
     }
-    let j = lo;
-    if (j === count || compareWords(starts, j * W, last, 0, W) > 0) {
+    if (outside) {
       const k = kept.reserve(1);
       copyWords(words, at, kept.words, k * W, W);
       kept.lens[k] = lens[i]!;
@@ -108,14 +115,15 @@ function cutHoles(list: PrefixList, holes: Intervals): { kept: PrefixList; dropp
       kept.count = k + 1;
       continue;
     }
-    if (compareWords(starts, j * W, words, at, W) <= 0 && compareWords(ends, j * W, last, 0, W) >= 0) {
+    if (inside) {
       dropped++;
       continue;
     }
     cut++;
+    setLastAddress(words, at, lens[i]!, W, last, 0);
     copyWords(words, at, cursor, 0, W);
     let done = false;
-    for (; j < count && compareWords(starts, j * W, last, 0, W) <= 0; j++) {
+    for (let j = h; j < count && compareWords(starts, j * W, last, 0, W) <= 0; j++) {
       if (compareWords(starts, j * W, cursor, 0, W) > 0) {
         copyWords(starts, j * W, pieceEnd, 0, W);
         decrement(pieceEnd, 0, W);
@@ -154,8 +162,8 @@ export function excludeRanges(prefixes: readonly string[], exclude: readonly str
 /** Drops the prefixes shorter than the minimum of their family (`0.0.0.0/0` never reaches a router). */
 export function filterMinLength(prefixes: readonly string[], min: MinPrefixLengths = {}): FilterResult {
   const input = parsePrefixList(prefixes);
-  const v4 = keepLonger(distinctSorted(input.v4), min.v4 ?? DEFAULT_MIN_PREFIX_LENGTH_V4);
-  const v6 = keepLonger(distinctSorted(input.v6), min.v6 ?? DEFAULT_MIN_PREFIX_LENGTH_V6);
+  const v4 = distinctLonger(input.v4, min.v4 ?? DEFAULT_MIN_PREFIX_LENGTH_V4);
+  const v6 = distinctLonger(input.v6, min.v6 ?? DEFAULT_MIN_PREFIX_LENGTH_V6);
   return { prefixes: format(v4.kept, v6.kept), dropped: v4.dropped + v6.dropped, cut: 0 };
 }
 
@@ -167,8 +175,8 @@ export function filterMinLength(prefixes: readonly string[], min: MinPrefixLengt
 export function removeBogons(prefixes: readonly string[], options: BogonFilterOptions = {}): FilterResult {
   const input = parsePrefixList(prefixes);
   const holes = parsePrefixList(options.exclude ?? DEFAULT_EXCLUDE_PREFIXES);
-  const long4 = keepLonger(distinctSorted(input.v4), options.minLengthV4 ?? DEFAULT_MIN_PREFIX_LENGTH_V4);
-  const long6 = keepLonger(distinctSorted(input.v6), options.minLengthV6 ?? DEFAULT_MIN_PREFIX_LENGTH_V6);
+  const long4 = distinctLonger(input.v4, options.minLengthV4 ?? DEFAULT_MIN_PREFIX_LENGTH_V4);
+  const long6 = distinctLonger(input.v6, options.minLengthV6 ?? DEFAULT_MIN_PREFIX_LENGTH_V6);
   const v4 = cutHoles(long4.kept, mergeIntervals(holes.v4));
   const v6 = cutHoles(long6.kept, mergeIntervals(holes.v6));
   return {

@@ -78,8 +78,9 @@ export class PrefixList implements PrefixSink {
  * transitions from its initial map: a full GC that finds no PrefixList alive (between two
  * calls, when nothing is left of the last one) frees them and deoptimises every function
  * optimised for them; the next call then runs unoptimised and re-learns the types. Measured
- * with a gc() before each aggregatePrefixes call of the bench's table (the bench does that):
- * 200-320 ms without this anchor, 125-140 ms with it, as without the gc().
+ * with a gc() before each aggregatePrefixes call of the bench's table, as the bench does
+ * (median of 9 after 3 warm-up calls, Node 20): 110 ms without this anchor, 77 ms with it,
+ * which is what a call takes without the gc(). A revision build after a full GC gains alike.
  */
 export const PREFIX_LIST_ANCHOR: PrefixList = new PrefixList(4, 1);
 
@@ -93,8 +94,8 @@ export interface ParsedPrefixes {
 
 /** Texts parsed per chunk: the chunk's strings are touched first (see parsePrefixList). */
 const CHUNK = 256;
-/** Written by parsePrefixList so that its touching loop is not optimised away. */
-let touched = 0;
+/** Written by parseChunk so that its touching loop is not optimised away; never read. */
+const sink = { touched: 0 };
 
 /**
  * Parses prefix texts (CIDRs or bare addresses) into packed lists, clearing host bits; each
@@ -102,93 +103,109 @@ let touched = 0;
  * family of texts[i]. Text that is not an address or CIDR throws a PrefixError naming it.
  * Both lists track their source (PrefixList.source is `texts`): a text that is exactly the
  * canonical text of its prefix is handed back by formatPrefixList instead of a new string.
+ * scanIPv4Prefix and scanIPv6Prefix read each text once and tell canonical text apart on the
+ * way; parsePrefixInto stays the fallback for the rare forms and gives the error message.
  *
  * The texts are parsed in chunks of 256, each chunk's strings touched first (one character
  * of each): reading them is bound by cache misses when they lie scattered in memory, and the
  * short independent reads of the touching loop overlap their misses where the parser, one
- * string at a time, waits for each. Measured on the bench's shuffled input (621k IPv4
- * strings): 174 ms plain, 85-92 ms touched first; no slower on the table in order (48/44 ms).
- * IPv6 has its own one-pass scanner (scanIPv6Prefix): 168k prefixes in ~20 ms against ~50 ms
- * for parsePrefixInto, which stays the fallback for the rare forms and for the error message.
+ * string at a time, waits for each. Measured (CPU time, median of 11, Node 20) on the bench's
+ * shuffled input, 806k texts: 125 ms touched first, 283 ms without (the parser before this
+ * change: 291 ms). On the table in address order, 732k texts, the touching costs 5 ms:
+ * 59 ms against 53 ms (before: 63 ms).
  */
 export function parsePrefixList(texts: readonly string[], families?: Uint8Array): ParsedPrefixes {
-  // One pass over the texts: each string is read once. IPv4 gets room for all; IPv6, at 16
-  // bytes a prefix, gets room for 1.25 times its share of a sample of the texts, and grows
-  // when that was too little (sized so, the table's 168k IPv6 prefixes take one 4.4 MB list
-  // instead of eight doublings from 4096 that allocate 11 MB).
+  // IPv4 gets room for all; IPv6, at 21 bytes a prefix, gets room for 1.25 times its share of
+  // a sample of the texts, and grows when that was too little (so the table's 168k IPv6
+  // prefixes take one list of 219k, 4.6 MB, instead of six doublings from 4096: 11 MB).
   const n = texts.length;
   const v4 = new PrefixList(4, n);
   const v6 = new PrefixList(6, ipv6Room(texts));
-  const src4 = v4.trackSource(texts); // v4 never grows: room for all
+  v4.trackSource(texts);
+  v6.trackSource(texts);
+  let masked = 0;
+  for (let base = 0; base < n; base += CHUNK) masked += parseChunk(texts, base, Math.min(n, base + CHUNK), v4, v6, families);
+  return { v4, v6, masked };
+}
+
+/**
+ * parsePrefixList for texts[base .. end): touches them, then parses them into v4 and v6 (v4
+ * has room for all); returns how many had host bits. A function per chunk rather than one
+ * loop over all texts, so that V8 optimises it whole after a few calls, instead of compiling
+ * the long loop while it runs (on-stack replacement) and dropping that code at the loop's end
+ * for want of type feedback there: the first calls reach full speed sooner.
+ */
+function parseChunk(texts: readonly string[], base: number, end: number, v4: PrefixList, v6: PrefixList, families: Uint8Array | undefined): number {
+  let touch = 0;
+  for (let i = base; i < end; i++) {
+    const t = texts[i]!;
+    touch = (touch + t.charCodeAt(t.length - 1)) | 0;
+  }
+  sink.touched = touch;
   const words4 = v4.words;
   const lens4 = v4.lens;
-  let src6 = v6.trackSource(texts);
+  const src4 = v4.src!;
   let words6 = v6.words;
   let lens6 = v6.lens;
+  let src6 = v6.src!;
+  let c4 = v4.count;
+  let c6 = v6.count;
   let masked = 0;
-  let c4 = 0;
-  let c6 = 0;
-  let touch = 0;
-  for (let base = 0; base < n; base += CHUNK) {
-    const end = Math.min(n, base + CHUNK);
-    for (let i = base; i < end; i++) {
-      const t = texts[i]!;
-      touch = (touch + t.charCodeAt(t.length - 1)) | 0;
+  for (let i = base; i < end; i++) {
+    const text = texts[i]!;
+    let result = scanIPv4Prefix(text, words4, c4);
+    if (result >= 0) {
+      if (result >= NOT_CANONICAL) {
+        result -= NOT_CANONICAL;
+        src4[c4] = -1;
+        if (result >= HOST_BITS_CLEARED) {
+          masked++;
+          result -= HOST_BITS_CLEARED;
+        }
+      } else {
+        src4[c4] = i;
+      }
+      lens4[c4++] = result;
+      if (families) families[i] = 4;
+      continue;
     }
-    for (let i = base; i < end; i++) {
-      const text = texts[i]!;
-      let result = scanIPv4Prefix(text, words4, c4);
-      if (result >= 0) {
-        if (result >= NOT_CANONICAL) {
-          result -= NOT_CANONICAL;
-          src4[c4] = -1;
-          if (result >= HOST_BITS_CLEARED) {
-            masked++;
-            result -= HOST_BITS_CLEARED;
-          }
-        } else {
-          src4[c4] = i;
-        }
-        lens4[c4++] = result;
-        if (families) families[i] = 4;
-        continue;
-      }
-      if (c6 === lens6.length) {
-        v6.count = c6;
-        v6.reserve(1);
-        src6 = v6.src!;
-        words6 = v6.words;
-        lens6 = v6.lens;
-      }
-      result = scanIPv6Prefix(text, words6, c6 * 4);
-      if (result >= 0) {
-        if (result >= NOT_CANONICAL) {
-          result -= NOT_CANONICAL;
-          src6[c6] = -1;
-          if (result >= HOST_BITS_CLEARED) {
-            masked++;
-            result -= HOST_BITS_CLEARED;
-          }
-        } else {
-          src6[c6] = i;
-        }
-        lens6[c6++] = result;
-        if (families) families[i] = 6;
-        continue;
-      }
-      v4.count = c4;
+    if (c6 === lens6.length) {
       v6.count = c6;
-      const other = addOther(text, v4, v6);
-      c4 = v4.count;
-      c6 = v6.count;
-      masked += other & 1;
-      if (families) families[i] = other >= 2 ? 4 : 6;
+      v6.reserve(1);
+      src6 = v6.src!;
+      words6 = v6.words;
+      lens6 = v6.lens;
     }
+    result = scanIPv6Prefix(text, words6, c6 * 4);
+    if (result >= 0) {
+      if (result >= NOT_CANONICAL) {
+        result -= NOT_CANONICAL;
+        src6[c6] = -1;
+        if (result >= HOST_BITS_CLEARED) {
+          masked++;
+          result -= HOST_BITS_CLEARED;
+        }
+      } else {
+        src6[c6] = i;
+      }
+      lens6[c6++] = result;
+      if (families) families[i] = 6;
+      continue;
+    }
+    v4.count = c4;
+    v6.count = c6;
+    const other = addOther(text, v4, v6);
+    c4 = v4.count;
+    c6 = v6.count;
+    src6 = v6.src!;
+    words6 = v6.words;
+    lens6 = v6.lens;
+    masked += other & 1;
+    if (families) families[i] = other >= 2 ? 4 : 6;
   }
   v4.count = c4;
   v6.count = c6;
-  touched = touch;
-  return { v4, v6, masked };
+  return masked;
 }
 
 /** Room for the IPv6 prefixes of `texts`, from a sample of 64 of them (see parsePrefixList). */
@@ -225,7 +242,7 @@ function addOther(text: string, v4: PrefixList, v6: PrefixList): number {
     result -= HOST_BITS_CLEARED;
   }
   list.lens[list.count] = result;
-  list.src![list.count++] = -1; // these forms are never canonical, or not worth checking
+  list.src![list.count++] = -1; // written anew (a mapped address may be canonical: rare)
   return flags;
 }
 
@@ -241,34 +258,56 @@ const ASCII = new TextDecoder();
 export function formatPrefixList(list: PrefixList, keep?: Uint8Array, out: string[] = []): string[] {
   const { src, source, count } = list;
   if (src === null || source === null) return writePrefixList(list, keep, out, count);
-  let total = 0;
-  let missing = 0;
-  let need: Uint8Array | undefined;
-  for (let i = 0; i < count; i++) {
-    if (keep !== undefined && keep[i] !== 1) continue;
-    total++;
-    if (src[i]! < 0) {
-      need ??= new Uint8Array(count);
-      need[i] = 1;
-      missing++;
-    }
+  let total = count;
+  if (keep !== undefined) {
+    total = 0;
+    for (let i = 0; i < count; i++) if (keep[i] === 1) total++;
   }
-  const written = need !== undefined ? writePrefixList(list, need, [], missing) : [];
-  // Sized once and filled by index: 1.8 ms for 139k texts, against 5 ms pushing them one by one.
+  // One pass hands back the source texts and notes the prefixes to write (list index and
+  // place in `out`); those are then written together. `out` is sized once and filled by
+  // index: 1.8 ms for 139k texts, against 5 ms pushing them one by one.
   let at = out.length;
   out.length = at + total;
-  for (let i = 0, k = 0; i < count; i++) {
+  let pending: Int32Array | null = null;
+  let np = 0;
+  for (let i = 0; i < count; i++) {
     if (keep !== undefined && keep[i] !== 1) continue;
     const s = src[i]!;
-    out[at++] = s >= 0 ? source[s]! : written[k++]!;
+    if (s >= 0) {
+      out[at] = source[s]!;
+    } else {
+      pending ??= new Int32Array(2 * total);
+      pending[np++] = i;
+      pending[np++] = at;
+    }
+    at++;
+  }
+  if (pending !== null) {
+    const texts = writeListed(list, pending, np);
+    for (let k = 0; k < np; k += 2) out[pending[k + 1]!] = texts[k >> 1]!;
   }
   return out;
+}
+
+/** Writes prefixes pending[0], pending[2], … of `list` (see formatPrefixList) anew. */
+function writeListed(list: PrefixList, pending: Int32Array, np: number): string[] {
+  const { words, lens, W } = list;
+  const buf = new Uint8Array((np >> 1) * (W === 1 ? 19 : 44));
+  let pos = 0;
+  for (let k = 0; k < np; k += 2) {
+    const i = pending[k]!;
+    if (k > 0) buf[pos++] = 10;
+    pos = W === 1 ? writeIPv4(words, i, buf, pos) : writeIPv6(words, i * 4, buf, pos);
+    buf[pos++] = 47;
+    pos = writeDecimal(buf, pos, lens[i]!);
+  }
+  return ASCII.decode(buf.subarray(0, pos)).split("\n");
 }
 
 /** formatPrefixList without source texts: every text written anew. */
 function writePrefixList(list: PrefixList, keep: Uint8Array | undefined, out: string[], kept: number): string[] {
   const { words, lens, W, count } = list;
-  const buf = new Uint8Array(kept * (W === 1 ? 19 : 44)); // `kept`: how many to write
+  const buf = new Uint8Array(kept * (W === 1 ? 19 : 44)); // `kept`: at most this many to write
   let pos = 0;
   let written = 0;
   for (let i = 0; i < count; i++) {

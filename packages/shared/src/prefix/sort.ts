@@ -14,10 +14,22 @@ const RADIX_MIN = 2048;
  * from histograms that one scan fills for all passes at once.
  */
 export function sortOrder(list: PrefixList, byLength = true): Int32Array {
+  const order = unsortedOrder(list, byLength);
+  if (order !== null) return order;
+  const identity = new Int32Array(list.count);
+  for (let i = 0; i < identity.length; i++) identity[i] = i;
+  return identity;
+}
+
+/**
+ * sortOrder, or null when the list is in that order already: the caller then walks the list
+ * itself and no index array is made (2.3 MB for the table's 565k IPv4 prefixes).
+ */
+export function unsortedOrder(list: PrefixList, byLength = true): Int32Array | null {
+  if (isSorted(list, byLength)) return null;
   const n = list.count;
   const order = new Int32Array(n);
   for (let i = 0; i < n; i++) order[i] = i;
-  if (isSorted(list, byLength)) return order;
   return n < RADIX_MIN ? comparisonSort(list, order) : radixSort(list, order, byLength);
 }
 

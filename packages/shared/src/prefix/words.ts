@@ -6,7 +6,8 @@ const TWO_32 = 4294967296;
 
 /**
  * POW2[k] = 2 ** k for k = 0..32. `2 ** k` with a variable k is a call to pow() in optimised
- * code; the table is a load (appendRangeCidrs4 on the bench's table: 5.5 ms with `2 ** k`).
+ * code; the table is a load (appendRangeCidrs4 over the intervals of the bench's 565k IPv4
+ * prefixes: 1.7 ms, against 6.5 ms with `2 ** k`).
  */
 export const POW2: Float64Array = Float64Array.from({ length: 33 }, (_, k) => 2 ** k);
 
