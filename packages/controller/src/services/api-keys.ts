@@ -1,23 +1,22 @@
-import { ConflictError, ForbiddenError, NotFoundError, UnauthenticatedError, ValidationError } from "@rlc/shared/errors";
+import { ConflictError, ForbiddenError, NotFoundError, ValidationError } from "@rlc/shared/errors";
 import type { ApiKey, CreateApiKeyBody, UpdateApiKeyBody } from "@rlc/shared/schemas";
 import {
   type ApiKeyRow,
   findApiKeyById,
-  findApiKeyByPrefix,
   insertApiKey,
   listApiKeys,
   revokeApiKey,
   rotateApiKeySecret,
-  touchApiKeyLastUsed,
   updateApiKey,
 } from "../db/api-keys.js";
 import type { Db } from "../db/connect.js";
 import { type Page, toPage } from "../lib/cursor.js";
 import { afterIdOf } from "../lib/id-cursor.js";
 import { uuidv7 } from "../lib/ids.js";
-import { hashKeySecret, newKeyPrefix, newKeySecret, parseKeySecret, secretMatches } from "../lib/key-secret.js";
+import { hashKeySecret, newKeyPrefix, newKeySecret, parseKeySecret, } from "../lib/key-secret.js";
 import { iso, isoRequired } from "../lib/time.js";
 import { type AuditWriter, changesOf } from "./audit.js";
+import { createAuthenticator } from "./authenticator.js";
 import { type Principal, type RequestContext, type RoleName, roleRank } from "./context.js";
 
 export function toApiKey(row: ApiKeyRow): ApiKey {
@@ -64,30 +63,11 @@ export async function mintApiKey(
 }
 
 /**
- * Resolves `Authorization: Bearer <key>` to a principal, or throws 401. Revoked, expired and
- * unknown keys are all the same 401, so the answer tells an attacker nothing.
+ * Resolves `Authorization: Bearer <key>` to a principal without caching (the gRPC service);
+ * the one implementation of the check lives in authenticator.ts.
  */
 export async function authenticate(db: Db, header: string | undefined, now: Date): Promise<Principal> {
-  const m = header ? /^Bearer\s+(\S+)\s*$/i.exec(header) : null;
-  const secret = m?.[1];
-  const parsed = secret ? parseKeySecret(secret) : null;
-  if (!secret || !parsed) throw new UnauthenticatedError();
-  const row = await findApiKeyByPrefix(db, parsed.prefix);
-  if (!row || row.revoked_at !== null || (row.expires_at !== null && row.expires_at <= now)) throw new UnauthenticatedError();
-  const current = secretMatches(secret, row.secret_hash);
-  const inGrace =
-    !current && row.previous_valid_until !== null && row.previous_valid_until > now && secretMatches(secret, row.previous_secret_hash);
-  if (!current && !inGrace) throw new UnauthenticatedError();
-  // Best effort and off the request's path: a failed touch must not fail the request.
-  touchApiKeyLastUsed(db, row.id, now).catch(() => {});
-  return {
-    tenantId: row.tenant_id,
-    tenantName: row.tenant_name,
-    role: row.role as RoleName,
-    keyId: row.id,
-    keyPrefix: row.key_prefix,
-    speakerId: row.speaker_id,
-  };
+  return createAuthenticator({ sql: db, ttlMs: 0 }).authenticate(header, now);
 }
 
 function assertCanGrant(caller: RoleName, role: RoleName) {
