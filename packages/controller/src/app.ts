@@ -6,6 +6,7 @@ import type { Bus } from "./bus/index.js";
 import { type Config, corsOrigins } from "./config.js";
 import type { Sql } from "./db/connect.js";
 import type { BuildInfo } from "./lib/build-info.js";
+import type { SecretBox } from "./lib/secret-box.js";
 import type { Clock } from "./lib/time.js";
 import authPlugin from "./plugins/auth.js";
 import errorsPlugin from "./plugins/errors.js";
@@ -83,6 +84,8 @@ export interface AppServices {
   node: ReturnType<typeof createNodeService>;
   maintenance: ReturnType<typeof createMaintenanceService>;
   localBird: ReturnType<typeof createLocalBirdService>;
+  /** Seals and opens the secrets kept at rest (data key from APP_SECRET_KEY_FILE or APP_DATA_DIR). */
+  secretBox: SecretBox;
 }
 
 /** Everything the HTTP app needs; tests pass their own clock, database and bus. */
@@ -122,11 +125,12 @@ export function createServices(opts: {
   bus: Bus;
   revisions: RevisionStore;
   pushEnabled: boolean;
+  secretBox: SecretBox;
   onAuditRecorded?: () => void;
 }): AppServices {
   const audit = createAuditWriter({ pushEnabled: opts.pushEnabled, ...(opts.onAuditRecorded ? { onRecorded: opts.onAuditRecorded } : {}) });
   const authenticator = createAuthenticator({ sql: opts.sql });
-  const services: Omit<AppServices, "maintenance" | "localBird"> = {
+  const services: Omit<AppServices, "maintenance" | "localBird" | "secretBox"> = {
     audit,
     authenticator,
     apiKeys: createApiKeyService({ audit, onKeysChanged: authenticator.invalidate }),
@@ -155,7 +159,7 @@ export function createServices(opts: {
     socketPath: opts.config.BIRD_CONTROL_SOCKET,
     configPath: opts.config.BIRD_CONFIG_PATH,
   });
-  return { ...services, maintenance, localBird };
+  return { ...services, maintenance, localBird, secretBox: opts.secretBox };
 }
 
 const REQUEST_ID_RE = /^[A-Za-z0-9._:-]{1,128}$/;

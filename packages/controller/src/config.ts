@@ -26,6 +26,7 @@ const ConfigSchema = z.object({
   ASN_SOURCE: optionalString,
   ASN_SOURCE_URL: optionalString,
   BUNDLE_SIGNING_KEY_FILE: optionalString,
+  APP_SECRET_KEY_FILE: optionalString,
   BIRD_CONTROL_SOCKET: optionalString,
   BIRD_CONFIG_PATH: optionalString,
   BOOTSTRAP_API_KEY: optionalString.pipe(

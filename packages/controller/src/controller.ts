@@ -10,6 +10,7 @@ import type { JobHandler } from "./jobs/handler.js";
 import { createJobHandlers } from "./jobs/handlers.js";
 import { startWorker } from "./jobs/worker.js";
 import { type BuildInfo, loadBuildInfo } from "./lib/build-info.js";
+import { createSecretBox, loadDataKey } from "./lib/secret-box.js";
 import { bundleReissueTask } from "./scheduler/bundle-reissue.js";
 import { type PeriodicTask, type Scheduler, startScheduler } from "./scheduler/scheduler.js";
 import { idempotencyExpiryTask, maintenancePolicyTask, moduleRefreshTask, revisionRetentionTask, runtimeLogsAutoTask } from "./scheduler/tasks.js";
@@ -82,7 +83,9 @@ export async function startController(config: Config, opts: StartOptions = {}): 
     const grpc = servesAgents ? await listenGrpc({ host: config.GRPC_HOST, port: config.GRPC_PORT, tls: grpcTlsOf(config) }) : null;
     if (grpc) closers.unshift(() => grpc.close());
     const serviceConfig = grpc ? { ...config, GRPC_PORT: grpc.port } : config;
-    const services = createServices({ config: serviceConfig, sql: db.sql, bus, revisions, pushEnabled, onAuditRecorded: () => pusher?.wake() });
+    const dataKey = await loadDataKey({ file: config.APP_SECRET_KEY_FILE, dataDir: config.APP_DATA_DIR });
+    const secretBox = createSecretBox(dataKey.key);
+    const services = createServices({ config: serviceConfig, sql: db.sql, bus, revisions, pushEnabled, secretBox, onAuditRecorded: () => pusher?.wake() });
     const deps: AppDeps = { config, sql: db.sql, clock, bus, buildInfo: opts.buildInfo ?? loadBuildInfo(), outbound, services };
     const app = await buildApp(deps, opts.logger === undefined ? {} : { logger: opts.logger });
     closers.push(() => app.close());

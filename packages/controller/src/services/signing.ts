@@ -43,14 +43,18 @@ export function createSigningService(deps: { sql: Sql; audit: AuditWriter; keyFi
       }
       const existing = await findActiveSigningKey(db);
       if (existing?.seed) return signingKeyFromSeed(existing.seed);
-      return deps.sql.begin(async (tx) => {
+      const create = async (tx: Db) => {
         await tx`SELECT pg_advisory_xact_lock(${SIGNING_LOCK})`;
         const again = await findActiveSigningKey(tx);
         if (again?.seed) return signingKeyFromSeed(again.seed);
         const key = await generateSigningKey();
         await insertSigningKey(tx, { key_id: key.keyId, public_key: Buffer.from(key.publicKey), seed: Buffer.from(key.seed), status: "active", statement: null, created_at: new Date() });
         return key;
-      });
+      };
+      // Inside the caller's transaction when there is one: a second transaction from the pool
+      // would wait for the caller's connection, which on the embedded database (one connection)
+      // never comes back — the whole controller froze on the first apply.
+      return "savepoint" in db ? create(db) : deps.sql.begin(create);
     },
 
     async list(db: Db = deps.sql) {
