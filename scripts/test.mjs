@@ -14,17 +14,37 @@ const natsUrl = await ensureNats();
 
 const outDir = join(root, ".test-output");
 mkdirSync(outDir, { recursive: true });
-const results = join(outDir, "results.json");
-rmSync(results, { force: true });
-const r = spawnSync(
-  "npx",
-  ["vitest", "run", "--reporter=default", "--reporter=json", `--outputFile.json=${results}`, ...process.argv.slice(2)],
-  { cwd: root, stdio: "inherit", env: { ...process.env, TEST_DATABASE_URL: databaseUrl, TEST_NATS_URL: natsUrl } },
-);
 
-if (existsSync(results)) {
-  const report = JSON.parse(readFileSync(results, "utf8"));
-  const skipped = (report.numPendingTests ?? 0) + (report.numTodoTests ?? 0);
-  process.stdout.write(`\n${report.numPassedTests} passed, ${report.numFailedTests} failed, ${skipped} skipped\n`);
+/**
+ * Two runs: every test on PostgreSQL, then the API, job, ingest, deploy and maintenance suites
+ * again on the embedded database (vitest.embedded.config.ts), what `npm start` runs on.
+ * `npm test -- <filter>` passes the filter to both; `TEST_DB=postgres|embedded` runs one.
+ */
+const runs = [
+  { name: "postgres", config: "vitest.config.ts" },
+  { name: "embedded", config: "vitest.embedded.config.ts" },
+].filter((r) => !process.env.TEST_DB || process.env.TEST_DB === r.name);
+
+let status = 0;
+const totals = { passed: 0, failed: 0, skipped: 0 };
+for (const run of runs) {
+  const results = join(outDir, `results-${run.name}.json`);
+  rmSync(results, { force: true });
+  process.stdout.write(`\n== tests on ${run.name} ==\n`);
+  const r = spawnSync(
+    "npx",
+    ["vitest", "run", "-c", run.config, "--reporter=default", "--reporter=json", `--outputFile.json=${results}`, ...process.argv.slice(2)],
+    { cwd: root, stdio: "inherit", env: { ...process.env, TEST_DB: run.name, TEST_DATABASE_URL: databaseUrl, TEST_NATS_URL: natsUrl } },
+  );
+  if (existsSync(results)) {
+    const report = JSON.parse(readFileSync(results, "utf8"));
+    const skipped = (report.numPendingTests ?? 0) + (report.numTodoTests ?? 0);
+    process.stdout.write(`${run.name}: ${report.numPassedTests} passed, ${report.numFailedTests} failed, ${skipped} skipped\n`);
+    totals.passed += report.numPassedTests;
+    totals.failed += report.numFailedTests;
+    totals.skipped += skipped;
+  }
+  if ((r.status ?? 1) !== 0) status = r.status ?? 1;
 }
-process.exit(r.status ?? 1);
+process.stdout.write(`\n${totals.passed} passed, ${totals.failed} failed, ${totals.skipped} skipped\n`);
+process.exit(status);

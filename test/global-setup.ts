@@ -1,8 +1,11 @@
 import { createHash } from "node:crypto";
-import { readdirSync, readFileSync } from "node:fs";
+import { existsSync, readdirSync, readFileSync } from "node:fs";
+import { mkdtemp, rename, rm } from "node:fs/promises";
+import { tmpdir } from "node:os";
 import { join } from "node:path";
 import postgres from "postgres";
 import type { TestProject } from "vitest/node";
+import { openDatabase } from "../packages/controller/src/db/connect.js";
 import { migrate } from "../packages/controller/src/db/migrate.js";
 
 const migrationsDir = join(import.meta.dirname, "../packages/controller/migrations");
@@ -18,6 +21,7 @@ export default async function setup(project: TestProject): Promise<void> {
   const template = `rlc_tpl_${hash.digest("hex").slice(0, 12)}`;
   project.provide("templateDatabase", template);
   project.provide("adminDatabaseUrl", adminUrl);
+  if (process.env.TEST_DB === "embedded") project.provide("embeddedTemplateDir", await embeddedTemplate(template));
 
   const admin = postgres(adminUrl, { max: 1, onnotice: () => {} });
   try {
@@ -41,9 +45,31 @@ export default async function setup(project: TestProject): Promise<void> {
   }
 }
 
+/**
+ * The embedded database's counterpart of the template: a migrated PGlite data directory that
+ * each test file copies. Its initdb alone takes 10-35 s here, a copy under a second or two.
+ */
+async function embeddedTemplate(name: string): Promise<string> {
+  const dir = join(tmpdir(), `${name}_pglite`);
+  if (existsSync(dir)) return dir;
+  const work = await mkdtemp(join(tmpdir(), `${name}_build_`));
+  const db = await openDatabase({ url: undefined, dataDir: work });
+  try {
+    await migrate(db.sql);
+  } finally {
+    await db.close();
+  }
+  await rename(work, dir).catch(async (err) => {
+    await rm(work, { recursive: true, force: true });
+    if (!existsSync(dir)) throw err;
+  });
+  return dir;
+}
+
 declare module "vitest" {
   export interface ProvidedContext {
     templateDatabase: string;
     adminDatabaseUrl: string;
+    embeddedTemplateDir: string;
   }
 }

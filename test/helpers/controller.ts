@@ -1,4 +1,8 @@
+import { cp, mkdtemp, rm } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
 import type { FastifyInstance, InjectOptions, LightMyRequestResponse } from "fastify";
+import { inject } from "vitest";
 import { loadConfig } from "../../packages/controller/src/config.js";
 import { type Controller, startController } from "../../packages/controller/src/controller.js";
 import type { Clock } from "../../packages/controller/src/lib/time.js";
@@ -15,10 +19,25 @@ export interface TestController {
   close(): Promise<void>;
 }
 
+/**
+ * True when this run's controllers use the embedded database (`TEST_DB=embedded`, what a
+ * newcomer's `npm start` runs on) instead of a PostgreSQL database of their own.
+ */
+export const embeddedRun = process.env.TEST_DB === "embedded";
+
+/** An embedded database in a directory of its own, shaped like a PostgreSQL test database. */
+async function createEmbeddedDatabase(): Promise<TestDatabase & { dataDir: string }> {
+  const dataDir = await mkdtemp(join(tmpdir(), "rlc-embedded-"));
+  await cp(inject("embeddedTemplateDir"), dataDir, { recursive: true });
+  return { url: "", name: "postgres", dataDir, drop: () => rm(dataDir, { recursive: true, force: true }) };
+}
+
 /** A whole controller (migrated database of its own, bootstrap key) built as production builds it. */
 export async function startTestController(opts: { env?: Record<string, string>; clock?: Clock } = {}): Promise<TestController> {
-  const db = await createTestDatabase();
-  const config = loadConfig({ DATABASE_URL: db.url, LOG_LEVEL: "silent", ...opts.env });
+  const embedded = embeddedRun ? await createEmbeddedDatabase() : null;
+  const db = embedded ?? (await createTestDatabase());
+  const dbEnv: Record<string, string> = embedded ? { APP_DATA_DIR: embedded.dataDir } : { DATABASE_URL: db.url };
+  const config = loadConfig({ ...dbEnv, LOG_LEVEL: "silent", ...opts.env });
   const controller = await startController(config, { logger: false, ...(opts.clock ? { clock: opts.clock } : {}) });
   const rootKey = controller.bootstrap.secret!;
   return {

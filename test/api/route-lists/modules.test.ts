@@ -1,4 +1,3 @@
-import postgres from "postgres";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { startTestController, type TestController } from "../../helpers/controller.js";
 import { auditOf, createModule, expectStatus, mintKey, otherTenant } from "./helpers.js";
@@ -253,14 +252,9 @@ describe("modules - update, delete, audit, idempotency", () => {
     await expectStatus(t, t.rootKey, { method: "DELETE", url: `/v1/modules/${m.id}` }, 204);
     await expectStatus(t, t.rootKey, { method: "GET", url: `/v1/modules/${m.id}` }, 404);
     await expectStatus(t, t.rootKey, { method: "GET", url: `/v1/modules/${m.id}/ip-range-entries/${entry.json().id}` }, 404);
-    const db = postgres(t.db.url, { max: 1, onnotice: () => {} });
-    try {
-      const [row] = await db`SELECT (SELECT count(*) FROM ip_range_entries WHERE module_id = ${m.id})::int AS e,
+    const [row] = await t.controller.db.sql`SELECT (SELECT count(*) FROM ip_range_entries WHERE module_id = ${m.id})::int AS e,
                                     (SELECT count(*) FROM cdn_sources WHERE module_id = ${m.id})::int AS s`;
-      expect(row).toEqual({ e: 0, s: 0 });
-    } finally {
-      await db.end();
-    }
+    expect(row).toEqual({ e: 0, s: 0 });
     const [last] = await auditOf(t, "module");
     expect(last).toMatchObject({ action: "delete", resource_id: m.id, severity: "warning" });
     expect(last.summary).toContain("1 entries and 1 CDN sources");

@@ -1,3 +1,4 @@
+import { AsyncResource } from "node:async_hooks";
 import type { Bus } from "./bus.js";
 
 function matches(pattern: string, subject: string): boolean {
@@ -18,7 +19,9 @@ export function createMemoryBus(): Bus {
       for (const sub of subs) if (matches(sub.pattern, subject)) queueMicrotask(() => sub.handler(message, subject));
     },
     subscribe(pattern, handler) {
-      const sub = { pattern, handler };
+      // Handlers run in the subscriber's async context, not the publisher's: a message published
+      // from inside a database transaction must not carry that transaction's scope along.
+      const sub = { pattern, handler: AsyncResource.bind(handler) };
       subs.add(sub);
       return () => subs.delete(sub);
     },

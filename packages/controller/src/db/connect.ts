@@ -1,3 +1,4 @@
+import { AsyncLocalStorage } from "node:async_hooks";
 import { mkdir } from "node:fs/promises";
 import { join } from "node:path";
 import postgres from "postgres";
@@ -5,6 +6,61 @@ import postgres from "postgres";
 export type Sql = postgres.Sql;
 /** A connection or a transaction: every query function takes one of these. */
 export type Db = postgres.Sql | postgres.TransactionSql;
+
+/** Thrown when code inside a transaction queries the pool instead of the transaction. */
+export class PoolInTransactionError extends Error {
+  override name = "PoolInTransactionError";
+  constructor(what: string) {
+    super(`${what} on the pool inside a transaction: pass the transaction (tx) down instead`);
+  }
+}
+
+const inTransaction = new AsyncLocalStorage<true>();
+
+/**
+ * The pool, guarded: a query, `unsafe`, `begin` or `reserve` on the pool from inside a
+ * `begin` callback throws at once. Such a query is not part of the transaction (it neither sees
+ * its writes nor rolls back with it), and it needs a second connection while the transaction
+ * holds one: on the embedded database, which has exactly one, that wait never ends and the
+ * whole controller froze (the first apply made the signing key in a second transaction). On
+ * PostgreSQL the same shape deadlocks once the pool is exhausted under load.
+ * Callbacks run from inside a transaction but meant to outlive it (bus deliveries, timers) leave
+ * the scope with `outsideTransaction`.
+ */
+export function guardPool(sql: postgres.Sql): postgres.Sql {
+  const check = (what: string) => {
+    if (inTransaction.getStore()) throw new PoolInTransactionError(what);
+  };
+  return new Proxy(sql, {
+    apply(target, thisArg, args: unknown[]) {
+      // sql`…` is a query; sql(value) builds a fragment (identifiers, lists) and is harmless.
+      const first = args[0] as { raw?: unknown } | undefined;
+      if (Array.isArray(first) && first && "raw" in first) check("a query");
+      return Reflect.apply(target, thisArg, args);
+    },
+    get(target, prop, receiver) {
+      const value = Reflect.get(target, prop, receiver);
+      if (prop === "begin") {
+        return (...args: unknown[]) => {
+          check("a second transaction");
+          const fn = args[args.length - 1] as (tx: postgres.TransactionSql) => unknown;
+          const rest = args.slice(0, -1);
+          return (target.begin as (...a: unknown[]) => unknown)(...rest, (tx: postgres.TransactionSql) => inTransaction.run(true, () => fn(tx)));
+        };
+      }
+      if (prop === "unsafe" || prop === "reserve" || prop === "file") {
+        return (...args: unknown[]) => {
+          check(`sql.${String(prop)}`);
+          return (value as (...a: unknown[]) => unknown).apply(target, args);
+        };
+      }
+      return value;
+    },
+  });
+}
+
+/** Runs `fn` outside any transaction scope (a callback that merely starts inside one). */
+export const outsideTransaction = <T>(fn: () => T): T => inTransaction.exit(fn);
 
 export interface Database {
   sql: Sql;
@@ -37,7 +93,7 @@ const baseOptions = (applicationName: string) =>
 export async function openDatabase(options: OpenDatabaseOptions): Promise<Database> {
   const applicationName = options.applicationName ?? "rl-controller";
   if (options.url) {
-    const sql = postgres(options.url, { ...baseOptions(applicationName), max: options.max ?? 10 });
+    const sql = guardPool(postgres(options.url, { ...baseOptions(applicationName), max: options.max ?? 10 }));
     return { sql, kind: "postgres", close: () => sql.end({ timeout: 5 }) };
   }
   return openEmbedded(options.dataDir, applicationName);
@@ -55,7 +111,7 @@ async function openEmbedded(dataDir: string, applicationName: string): Promise<D
   // PGlite is one backend: one connection at a time, so the pool has one connection and
   // statements queue in order. COPY FROM STDIN does not work over pglite-socket (it hangs),
   // which is why bulk writes use INSERT … SELECT FROM unnest(…) everywhere.
-  const sql = postgres({
+  const sql = guardPool(postgres({
     host: "127.0.0.1",
     port: address.port,
     user: "postgres",
@@ -63,7 +119,7 @@ async function openEmbedded(dataDir: string, applicationName: string): Promise<D
     max: 1,
     onnotice: () => {},
     connection: { application_name: applicationName },
-  });
+  }));
   return {
     sql,
     kind: "embedded",
