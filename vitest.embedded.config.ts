@@ -1,4 +1,4 @@
-import { defineConfig, mergeConfig } from "vitest/config";
+import { defineConfig } from "vitest/config";
 import base from "./vitest.config.js";
 
 // The same API, job, ingest, deploy and maintenance suites on the embedded database (what
@@ -9,13 +9,13 @@ import base from "./vitest.config.js";
 // hand-over, gRPC TLS restarts, split process roles), a killed worker process, the offline CLI.
 process.env.TEST_DB = "embedded"; // read by test/global-setup.ts in this (the main) process
 
-export default mergeConfig(
-  base,
-  defineConfig({
-    test: {
-      include: ["test/api/**/*.test.ts", "test/jobs/**/*.test.ts", "test/ingest/**/*.test.ts", "test/deploy/**/*.test.ts", "test/maintenance/**/*.test.ts", "test/security/**/*.test.ts", "test/embedded.test.ts"],
-      exclude: ["test/api/auth-cache.test.ts", "test/deploy/grpc.test.ts", "test/ingest/worker-killed.test.ts", "**/node_modules/**"],
-      env: { TEST_DB: "embedded" },
-    },
-  }),
-);
+// Spread, not mergeConfig: mergeConfig would append these lists to the base ones.
+export default defineConfig({
+  ...base,
+  test: {
+    ...base.test,
+    include: ["test/api/**/*.test.ts", "test/jobs/**/*.test.ts", "test/ingest/**/*.test.ts", "test/deploy/**/*.test.ts", "test/maintenance/**/*.test.ts", "test/security/**/*.test.ts", "test/embedded.test.ts"],
+    exclude: ["test/api/auth-cache.test.ts", "test/deploy/grpc.test.ts", "test/ingest/worker-killed.test.ts", "**/node_modules/**"],
+    env: { TEST_DB: "embedded" },
+  },
+});
