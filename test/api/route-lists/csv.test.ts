@@ -56,7 +56,6 @@ describe("CSV - round trip", () => {
     expect(out.body.length).toBe(file.length);
     expect(out.body === file).toBe(true);
     console.log(`[csv] 100,000 rows (${(file.length / 1e6).toFixed(1)} MB): import ${Math.round(importMs)} ms, export ${Math.round(exportMs)} ms`);
-    expect(importMs).toBeLessThan(30_000);
 
     // The same file again changes nothing.
     const again = await importCsv(m.id, file, "?mode=replace");
