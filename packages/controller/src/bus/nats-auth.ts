@@ -167,7 +167,10 @@ export async function initNatsAuthority(dir: string, options: { listen?: string;
   ];
   for (const [path, text, mode] of contents) {
     // "wx": an existing file is an existing authority; replacing it would lock every user out.
-    await writeFile(path, text, { flag: "wx", mode });
+    await writeFile(path, text, { flag: "wx", mode }).catch((error: NodeJS.ErrnoException) => {
+      if (error.code === "EEXIST") throw new Error(`${path} exists: ${dir} already holds a NATS authority; refusing to overwrite it`);
+      throw error;
+    });
     await chmod(path, mode);
   }
   return { dir, operator: operator.getPublicKey(), account: account.getPublicKey(), files };
