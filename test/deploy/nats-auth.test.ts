@@ -4,7 +4,9 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { startNatsWakeups } from "../../packages/agent/src/bundle/nats-wakeups.js";
 import { silentLogger } from "../../packages/agent/src/log.js";
 import { createSystemClock } from "../../packages/agent/src/timing.js";
-import { startTestController, type TestController } from "../helpers/controller.js";
+import type { InjectOptions } from "fastify";
+import { agentClient, enroll as grpcEnroll } from "../helpers/agent-grpc.js";
+import { type LiveController, startLiveController } from "../helpers/live-controller.js";
 import { type SecuredNats, startSecuredNats } from "../helpers/nats-secured.js";
 import { tool } from "../helpers/tools.js";
 
@@ -20,7 +22,8 @@ interface Enrolled {
 }
 
 let nats: SecuredNats;
-let t: TestController;
+let t: LiveController;
+const api = (key: string | null, o: { method: InjectOptions["method"]; url: string; payload?: object }) => t.call(key, o.method, o.url, o.payload);
 let tenantB: { adminKey: string };
 let a: Enrolled;
 let b: Enrolled;
@@ -61,9 +64,9 @@ async function until(condition: () => boolean, ms = 5000): Promise<void> {
 }
 
 async function enrollSpeaker(key: string, name: string, routerId: string): Promise<Enrolled> {
-  const created = await t.call(key, { method: "POST", url: "/v1/speakers", payload: { name, mode: "remote", router_id: routerId, asn: 65010 } });
+  const created = await api(key, { method: "POST", url: "/v1/speakers", payload: { name, mode: "remote", router_id: routerId, asn: 65010 } });
   expect(created.statusCode, created.body).toBe(201);
-  const enrolled = await t.call(created.json().enrollment_token, { method: "POST", url: "/v1/nodes/enroll", payload: { hostname: `${name}.example`, agent_version: "1.0.0" } });
+  const enrolled = await api(created.json().enrollment_token, { method: "POST", url: "/v1/nodes/enroll", payload: { hostname: `${name}.example`, agent_version: "1.0.0" } });
   expect(enrolled.statusCode, enrolled.body).toBe(201);
   const body = enrolled.json();
   expect(body.nats_url).toBe(nats.url);
@@ -77,10 +80,10 @@ const status = (e: Enrolled) => `rl.${e.tenantId}.speakers.${e.speakerId}.status
 describe.skipIf(!natsServer.available)("NATS with per-agent credentials (a nats-server trusting the controller's operator)", () => {
   beforeAll(async () => {
     nats = await startSecuredNats();
-    t = await startTestController({
+    t = await startLiveController({
       env: { NATS_URL: nats.url, NATS_CREDS_FILE: nats.init.files.controller_creds, NATS_ACCOUNT_SEED_FILE: nats.init.files.account_signing_seed },
     });
-    const tenant = await t.call(t.rootKey, { method: "POST", url: "/v1/tenants", payload: { name: "other" } });
+    const tenant = await api(t.rootKey, { method: "POST", url: "/v1/tenants", payload: { name: "other" } });
     expect(tenant.statusCode, tenant.body).toBe(201);
     tenantB = { adminKey: tenant.json().admin_key.secret };
     a = await enrollSpeaker(t.rootKey, "edge-a", "192.0.2.1");
@@ -130,7 +133,7 @@ describe.skipIf(!natsServer.available)("NATS with per-agent credentials (a nats-
     const notes: { subject: string; data: unknown }[] = [];
     await trySubscribe(observer, `rl.${a.tenantId}.speakers.*.notify`, notes);
     const agentB = await connectAs(b.creds);
-    const live = t.call(t.rootKey, { method: "GET", url: "/v1/speakers?live=true&live_timeout_ms=1500" });
+    const live = api(t.rootKey, { method: "GET", url: "/v1/speakers?live=true&live_timeout_ms=1500" });
     await until(() => notes.some((n) => n.subject === notify(a)));
     const pollA = (notes.find((n) => n.subject === notify(a))!.data as { poll_id: string }).poll_id;
     const forged = { speaker_id: a.speakerId, reason: "live_poll", poll_id: pollA, bird: { reachable: true, version: "forged" }, sessions: [] };
@@ -156,7 +159,7 @@ describe.skipIf(!natsServer.available)("NATS with per-agent credentials (a nats-
       onWake: (n) => {
         woken.push(n);
         if (n?.type !== "live_poll") return;
-        void t.call(a.nodeKey, {
+        void api(a.nodeKey, {
           method: "POST",
           url: `/v1/speakers/${a.speakerId}/status`,
           payload: { speaker_id: a.speakerId, reason: "live_poll", poll_id: n.poll_id, bird: { reachable: true, version: "2.15" }, sessions: [] },
@@ -164,7 +167,7 @@ describe.skipIf(!natsServer.available)("NATS with per-agent credentials (a nats-
       },
     });
     try {
-      const dashboardCreds = await t.call(t.rootKey, { method: "POST", url: "/v1/nats/monitoring-credentials", payload: { ttl_days: 1 } });
+      const dashboardCreds = await api(t.rootKey, { method: "POST", url: "/v1/nats/monitoring-credentials", payload: { ttl_days: 1 } });
       expect(dashboardCreds.statusCode, dashboardCreds.body).toBe(201);
       const dashboard = await connectAs(dashboardCreds.json().creds);
       const seen: { subject: string; data: unknown }[] = [];
@@ -172,7 +175,7 @@ describe.skipIf(!natsServer.available)("NATS with per-agent credentials (a nats-
       // The agent subscribes once connected: ask again until it has.
       let answer: any;
       for (let i = 0; i < 10; i++) {
-        answer = (await t.call(t.rootKey, { method: "GET", url: "/v1/speakers?live=true&live_timeout_ms=1000" })).json();
+        answer = (await api(t.rootKey, { method: "GET", url: "/v1/speakers?live=true&live_timeout_ms=1000" })).json();
         if (answer.items.find((s: { id: string }) => s.id === a.speakerId).live.reachable) break;
       }
       expect(answer.items.find((s: { id: string }) => s.id === a.speakerId).live).toMatchObject({ reachable: true, stale: false, bird: { version: "2.15" } });
@@ -184,8 +187,23 @@ describe.skipIf(!natsServer.available)("NATS with per-agent credentials (a nats-
     }
   });
 
+  it("gRPC Enroll hands out the same kind of credentials: this speaker's subjects only", async () => {
+    const created = await api(t.rootKey, { method: "POST", url: "/v1/speakers", payload: { name: "edge-g", mode: "remote", router_id: "192.0.2.9", asn: 65010 } });
+    const client = agentClient(t.grpcAddress);
+    try {
+      const answer = await grpcEnroll(client, created.json().enrollment_token, "g.example");
+      expect(answer.nats_credentials).toMatch(/-----BEGIN NATS USER JWT-----/);
+      const g = { speakerId: answer.speaker_id, tenantId: answer.tenant_id, nodeKey: answer.api_key, creds: answer.nats_credentials };
+      const agent = await connectAs(g.creds);
+      expect((await trySubscribe(agent, notify(g))).refused).toBeNull();
+      expect((await trySubscribe(agent, notify(a))).refused).toMatch(/Permissions Violation/);
+    } finally {
+      client.close();
+    }
+  });
+
   it("a monitoring user reads its own tenant's subjects only, and publishes nothing", async () => {
-    const issued = await t.call(tenantB.adminKey, { method: "POST", url: "/v1/nats/monitoring-credentials", payload: {} });
+    const issued = await api(tenantB.adminKey, { method: "POST", url: "/v1/nats/monitoring-credentials", payload: {} });
     expect(issued.statusCode, issued.body).toBe(201);
     expect(issued.json()).toMatchObject({ subscribe: [`rl.${c.tenantId}.>`], user: expect.stringMatching(/^U/), account: expect.stringMatching(/^A/) });
     const dashboard = await connectAs(issued.json().creds);
@@ -193,7 +211,7 @@ describe.skipIf(!natsServer.available)("NATS with per-agent credentials (a nats-
     expect((await trySubscribe(dashboard, `rl.${c.tenantId}.speakers.*.status`, seen)).refused).toBeNull();
     expect((await trySubscribe(dashboard, `rl.${a.tenantId}.speakers.*.status`)).refused).toMatch(/Permissions Violation/);
     expect((await trySubscribe(dashboard, "rl.>")).refused).toMatch(/Permissions Violation/);
-    const report = await t.call(c.nodeKey, { method: "POST", url: `/v1/speakers/${c.speakerId}/status`, payload: { speaker_id: c.speakerId, reason: "sessions_changed", sessions: [] } });
+    const report = await api(c.nodeKey, { method: "POST", url: `/v1/speakers/${c.speakerId}/status`, payload: { speaker_id: c.speakerId, reason: "sessions_changed", sessions: [] } });
     expect(report.statusCode, report.body).toBeLessThan(300);
     await until(() => seen.some((m) => m.subject === status(c)));
 
@@ -208,12 +226,27 @@ describe.skipIf(!natsServer.available)("NATS with per-agent credentials (a nats-
     expect(dashboard.errors).toContain("PERMISSIONS_VIOLATION");
 
     // Monitoring credentials are an admin's to issue, and audited.
-    const viewer = await t.call(t.rootKey, { method: "POST", url: "/v1/api-keys", payload: { name: "v", role: "operator" } });
-    expect((await t.call(viewer.json().secret, { method: "POST", url: "/v1/nats/monitoring-credentials", payload: {} })).statusCode).toBe(403);
-    const audit = (await t.call(tenantB.adminKey, { method: "GET", url: "/v1/audit?resource_type=nats_user" })).json().items;
+    const viewer = await api(t.rootKey, { method: "POST", url: "/v1/api-keys", payload: { name: "v", role: "operator" } });
+    expect((await api(viewer.json().secret, { method: "POST", url: "/v1/nats/monitoring-credentials", payload: {} })).statusCode).toBe(403);
+    const audit = (await api(tenantB.adminKey, { method: "GET", url: "/v1/audit?resource_type=nats_user" })).json().items;
     expect(audit).toEqual([expect.objectContaining({ resource_id: issued.json().user, action: "create" })]);
     const seed = /-----BEGIN USER NKEY SEED-----\s+(\S+)/.exec(issued.json().creds)![1]!;
     expect(seed).toMatch(/^SU/);
     expect(JSON.stringify(audit)).not.toContain(seed); // no seed in the journal
+  });
+});
+
+describe("NATS credentials without an account signing key", () => {
+  let open: LiveController | null = null;
+  afterAll(async () => open?.close());
+
+  it("enrollment answers no credentials and monitoring credentials are 503 nats_credentials_unavailable", async () => {
+    open = await startLiveController();
+    const issued = await open.call(open.rootKey, "POST", "/v1/nats/monitoring-credentials", {});
+    expect(issued.statusCode, issued.body).toBe(503);
+    expect(issued.json()).toMatchObject({ code: "nats_credentials_unavailable" });
+    const created = await open.call(open.rootKey, "POST", "/v1/speakers", { name: "edge-x", mode: "remote", router_id: "192.0.2.8", asn: 65010 });
+    const enrolled = await open.call(created.json().enrollment_token, "POST", "/v1/nodes/enroll", { hostname: "x", agent_version: "1" });
+    expect(enrolled.json()).toMatchObject({ nats_url: null, nats_credentials: null });
   });
 });
