@@ -1,5 +1,5 @@
 import { type AgentNotification, notificationFromJson } from "@rlc/proto";
-import { credsAuthenticator, connect as natsConnect, type ConnectionOptions, type NatsConnection } from "nats";
+import { type ConnectionOptions, credsAuthenticator, type NatsConnection, connect as natsConnect } from "@nats-io/transport-node";
 import { errorFields, type Logger } from "../log.js";
 import { backoffDelay, type Clock } from "../timing.js";
 
@@ -38,7 +38,7 @@ export function startNatsWakeups(o: NatsWakeupsOptions): { close(): Promise<void
   const subject = notifySubject(o.tenantId, o.speakerId);
   const connect = o.connect ?? natsConnect;
   let nc: NatsConnection | null = null;
-  // nats.js 2.29 does not end a status() iterator when the connection closes; close() stops it.
+  // Stopped by close() itself: the status() iterator need not end when the connection closes.
   let statuses: (AsyncIterable<unknown> & { stop?: () => void }) | null = null;
   const running = (async () => {
     for (let attempt = 0; !abort.signal.aborted; attempt++) {

@@ -1,7 +1,5 @@
-import { type ConnectionOptions, connect, credsAuthenticator, JSONCodec, type NatsConnection } from "nats";
+import { type ConnectionOptions, connect, credsAuthenticator, type NatsConnection } from "@nats-io/transport-node";
 import type { Bus } from "./bus.js";
-
-const codec = JSONCodec();
 
 export interface NatsBusOptions {
   url: string;
@@ -61,7 +59,7 @@ export async function createNatsBus(o: NatsBusOptions): Promise<Bus> {
   return {
     kind: "nats",
     publish(subject, message) {
-      nc.publish(subject, codec.encode(message));
+      nc.publish(subject, JSON.stringify(message));
     },
     subscribe(subject, handler) {
       const sub = nc.subscribe(subject, {
@@ -69,7 +67,7 @@ export async function createNatsBus(o: NatsBusOptions): Promise<Bus> {
           if (err) return;
           let data: unknown;
           try {
-            data = codec.decode(msg.data);
+            data = msg.json();
           } catch {
             return; // not ours: ignore garbage on the subject
           }
