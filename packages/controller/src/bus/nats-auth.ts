@@ -1,19 +1,7 @@
 import { chmod, mkdir, readFile, writeFile } from "node:fs/promises";
 import { join } from "node:path";
-import {
-  Algorithms,
-  createAccount,
-  createOperator,
-  createUser,
-  encodeAccount,
-  encodeOperator,
-  encodeUser,
-  fmtCreds,
-  fromSeed,
-  type KeyPair,
-  parseCreds,
-  type User,
-} from "@nats-io/jwt";
+import { Algorithms, encodeAccount, encodeOperator, encodeUser, fmtCreds, parseCreds, type User } from "@nats-io/jwt";
+import { createAccount, createOperator, createUser, fromSeed, type KeyPair } from "@nats-io/nkeys";
 
 /**
  * NATS decentralized authentication: an operator trusts one account ("route-list"); the account
