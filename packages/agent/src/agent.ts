@@ -12,6 +12,7 @@ import { type AgentConfig, requireControllerUrl, splitHostPort } from "./config.
 import { ensureEnrolled } from "./enroll.js";
 import { AgentMetrics } from "./http/metrics.js";
 import { type MetricsServer, startMetricsServer } from "./http/metrics-server.js";
+import { readNatsCredentials } from "./nats-credentials.js";
 import { createLogger, errorFields, type Logger } from "./log.js";
 import { type NodeIdentity, StateStore } from "./state.js";
 import { StatusReporter } from "./status/reporter.js";
@@ -141,8 +142,9 @@ export async function startAgent(config: AgentConfig, deps: AgentDeps): Promise<
     },
   );
   const natsUrl = config.natsUrl ?? identity.nats_url ?? undefined;
+  const natsCreds = natsUrl ? await readNatsCredentials(config.stateDir, config.natsCreds) : null;
   const nats = natsUrl
-    ? startNatsWakeups({ url: natsUrl, tenantId, speakerId, clock, log, onWake: (n) => (n ? onNotification(n, "nats") : loop.trigger({ reason: "nats" })) })
+    ? startNatsWakeups({ url: natsUrl, creds: natsCreds, tenantId, speakerId, clock, log, onWake: (n) => (n ? onNotification(n, "nats") : loop.trigger({ reason: "nats" })) })
     : null;
   const poll = startPeriodic(
     async () => {

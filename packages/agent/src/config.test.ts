@@ -14,6 +14,7 @@ describe("loadConfig", () => {
       birdMode: "include",
       birdBin: "bird",
       natsUrl: undefined,
+      natsCreds: undefined,
       metricsListen: "127.0.0.1:9469",
       pollSeconds: 30,
       healthWaitSeconds: 0,

@@ -38,6 +38,7 @@ const Schema = z.object({
   RL_BIRD_MODE: optionalString.pipe(z.enum(["include", "full"], { error: "must be include or full" }).optional()).transform((v) => v ?? "include"),
   RL_BIRD_BIN: optionalString.transform((v) => v ?? "bird"),
   RL_NATS_URL: optionalString.pipe(z.string().regex(/^(?:(?:nats|tls|wss?):\/\/)?[^\s,]+(?:,(?:(?:nats|tls|wss?):\/\/)?[^\s,]+)*$/, "must be a NATS URL or a comma-separated list of them").optional()),
+  RL_NATS_CREDS: optionalString.transform((v) => (v === undefined ? undefined : resolve(v))),
   RL_METRICS_LISTEN: optionalString.transform((v) => v ?? "127.0.0.1:9469").pipe(z.union([z.literal("off"), z.string().regex(HOST_PORT, "must be host:port (e.g. 127.0.0.1:9469) or off").refine(validPort, "port must be 0..65535")])),
   RL_POLL_SECONDS: seconds(1, 86_400, 30),
   RL_HEALTH_WAIT_SECONDS: seconds(0, 300, 0),
@@ -59,6 +60,8 @@ export interface AgentConfig {
   birdMode: "include" | "full";
   birdBin: string;
   natsUrl: string | undefined;
+  /** A `.creds` file for NATS; otherwise the one enrollment stored in the state directory, or none. */
+  natsCreds: string | undefined;
   /** `host:port`, or null when the listener is off. */
   metricsListen: string | null;
   pollSeconds: number;
@@ -93,6 +96,7 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     birdMode: mode,
     birdBin: e.RL_BIRD_BIN,
     natsUrl: e.RL_NATS_URL,
+    natsCreds: e.RL_NATS_CREDS,
     metricsListen: e.RL_METRICS_LISTEN === "off" ? null : e.RL_METRICS_LISTEN,
     pollSeconds: e.RL_POLL_SECONDS,
     healthWaitSeconds: e.RL_HEALTH_WAIT_SECONDS,

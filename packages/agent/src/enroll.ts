@@ -1,5 +1,6 @@
 import type { ControllerHttpClient } from "./bundle/http-client.js";
 import { keysFromEnrollment } from "./bundle/signing-keys.js";
+import { writeNatsCredentials } from "./nats-credentials.js";
 import type { NodeIdentity, StateStore } from "./state.js";
 
 export class NotEnrolledError extends Error {
@@ -17,11 +18,12 @@ export interface EnrollOptions {
 
 /**
  * Spends the enrollment token (`POST /v1/nodes/enroll`) and keeps what it bought: the signing
- * keys first, the node identity last, so "node.json exists" means "enrolled, keys pinned".
+ * keys and the NATS credentials first, the node identity last, so "node.json exists" means "enrolled, keys pinned".
  */
 export async function enroll(o: EnrollOptions): Promise<NodeIdentity> {
   const result = await o.http.enroll(o.token, { hostname: o.hostname, agent_version: o.agentVersion });
   await o.state.writeSigningKeys(keysFromEnrollment(result.signing_keys));
+  if (result.nats_credentials) await writeNatsCredentials(o.state.dir, result.nats_credentials);
   const node: NodeIdentity = {
     speaker_id: result.speaker_id,
     tenant_id: result.tenant_id,

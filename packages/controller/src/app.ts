@@ -23,6 +23,7 @@ import jobRoutes from "./routes/v1/jobs.js";
 import nodeRoutes from "./routes/v1/nodes.js";
 import peerRoutes from "./routes/v1/peers.js";
 import speakerRoutes from "./routes/v1/speakers.js";
+import natsRoutes from "./routes/v1/nats.js";
 import lookupRoutes from "./routes/v1/lookup.js";
 import maintenanceRoutes from "./routes/v1/maintenance.js";
 import refreshRoutes from "./routes/v1/refresh.js";
@@ -59,6 +60,8 @@ import { createCsvService } from "./services/csv.js";
 import { createDohProfileService } from "./services/doh-profiles.js";
 import { createEntryService } from "./services/entries.js";
 import { createModuleService } from "./services/modules.js";
+import { createNatsCredentialService, type NatsCredentialService } from "./services/nats-credentials.js";
+import type { NatsCredentialIssuer } from "./bus/nats-auth.js";
 import type { OutboundClient } from "./sources/outbound.js";
 
 export interface AppServices {
@@ -84,6 +87,8 @@ export interface AppServices {
   node: ReturnType<typeof createNodeService>;
   maintenance: ReturnType<typeof createMaintenanceService>;
   localBird: ReturnType<typeof createLocalBirdService>;
+  /** NATS users for agents and dashboards (none without NATS_ACCOUNT_SEED_FILE). */
+  natsCredentials: NatsCredentialService;
   /** Seals and opens the secrets kept at rest (data key from APP_SECRET_KEY_FILE or APP_DATA_DIR). */
   secretBox: SecretBox;
 }
@@ -100,11 +105,13 @@ export interface AppDeps {
 }
 
 /** Speakers, peers, signing and the node side (CONTRACT 6, 7). */
-function deployServices(opts: { config: Config; sql: Sql; bus: Bus }, audit: AuditWriter, authenticator: Authenticator) {
+function deployServices(opts: { config: Config; sql: Sql; bus: Bus; natsIssuer?: NatsCredentialIssuer | null }, audit: AuditWriter, authenticator: Authenticator) {
+  const natsCredentials = createNatsCredentialService({ issuer: opts.natsIssuer ?? null, audit });
   const signing = createSigningService({ sql: opts.sql, audit, keyFile: opts.config.BUNDLE_SIGNING_KEY_FILE });
   const grpcHost = opts.config.GRPC_HOST === "0.0.0.0" || opts.config.GRPC_HOST === "::" ? null : opts.config.GRPC_HOST;
   return {
     signing,
+    natsCredentials,
     speakers: createSpeakerService({ audit, bus: opts.bus, onKeysChanged: authenticator.invalidate }),
     peers: createPeerService({ audit, bus: opts.bus }),
     node: createNodeService({
@@ -115,6 +122,7 @@ function deployServices(opts: { config: Config; sql: Sql; bus: Bus }, audit: Aud
       // Agents are told an endpoint only when the listener names a host they can reach.
       grpcEndpoint: grpcHost ? `${grpcHost}:${opts.config.GRPC_PORT}` : null,
       natsUrl: opts.config.NATS_URL ?? null,
+      natsCredentials,
     }),
   };
 }
@@ -126,6 +134,8 @@ export function createServices(opts: {
   revisions: RevisionStore;
   pushEnabled: boolean;
   secretBox: SecretBox;
+  /** Signs NATS users (NATS_ACCOUNT_SEED_FILE); null = none minted. */
+  natsIssuer?: NatsCredentialIssuer | null;
   onAuditRecorded?: () => void;
 }): AppServices {
   const audit = createAuditWriter({ pushEnabled: opts.pushEnabled, ...(opts.onAuditRecorded ? { onRecorded: opts.onAuditRecorded } : {}) });
@@ -228,6 +238,7 @@ export async function buildApp(deps: AppDeps, opts: { logger?: FastifyServerOpti
   await app.register(refreshRoutes, { deps });
   await app.register(lookupRoutes, { deps });
   await app.register(speakerRoutes, { deps });
+  await app.register(natsRoutes, { deps });
   await app.register(peerRoutes, { deps });
   await app.register(nodeRoutes, { deps });
   await app.register(maintenanceRoutes, { deps });

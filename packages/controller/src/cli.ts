@@ -1,6 +1,7 @@
 #!/usr/bin/env node
 import { parseArgs } from "node:util";
 import { Role, TenantName } from "@rlc/shared/schemas";
+import { initNatsAuthority } from "./bus/nats-auth.js";
 import { ConfigError, loadConfig } from "./config.js";
 import { openDatabase } from "./db/connect.js";
 import { migrate } from "./db/migrate.js";
@@ -13,12 +14,15 @@ const usage = `usage:
   controller migrate
   controller tenant create NAME
   controller key create --tenant NAME --role viewer|operator|admin|superadmin [--name NAME]
+  controller nats init DIR [--listen HOST:PORT]
 Each command prints one JSON object. It uses DATABASE_URL, or the embedded database under
 APP_DATA_DIR (stop a controller that runs on the same embedded database first).`;
 
 class UsageError extends Error {}
 
 async function main(argv: string[]): Promise<unknown> {
+  // Needs no database: it only makes keys and files.
+  if (argv[0] === "nats") return natsCommand(argv.slice(1));
   const config = loadConfig();
   const db = await openDatabase({ url: config.DATABASE_URL, dataDir: config.APP_DATA_DIR, max: 2, applicationName: "rl-controller-cli" });
   try {
@@ -56,6 +60,16 @@ async function main(argv: string[]): Promise<unknown> {
   } finally {
     await db.close();
   }
+}
+
+async function natsCommand(args: string[]): Promise<unknown> {
+  const { values, positionals } = parseArgs({ args, options: { listen: { type: "string" } }, allowPositionals: true, strict: true });
+  if (positionals[0] !== "init" || positionals.length !== 2) throw new UsageError(usage);
+  const result = await initNatsAuthority(positionals[1]!, values.listen ? { listen: values.listen } : {});
+  return {
+    ...result,
+    next: `nats-server -c ${result.files.server_config}; then run the controller with NATS_CREDS_FILE=${result.files.controller_creds} NATS_ACCOUNT_SEED_FILE=${result.files.account_signing_seed}`,
+  };
 }
 
 main(process.argv.slice(2)).then(

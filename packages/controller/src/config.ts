@@ -11,6 +11,8 @@ const ConfigSchema = z.object({
   DATABASE_URL: optionalString,
   APP_DATA_DIR: z.string().default("./data"),
   NATS_URL: optionalString,
+  NATS_CREDS_FILE: optionalString,
+  NATS_ACCOUNT_SEED_FILE: optionalString,
   HTTP_HOST: z.string().default("0.0.0.0"),
   HTTP_PORT: port.default(8080),
   GRPC_HOST: z.string().default("0.0.0.0"),
@@ -50,7 +52,16 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     const lines = parsed.error.issues.map((i) => `  ${i.path.join(".")}: ${i.message}`);
     throw new ConfigError(`invalid configuration:\n${lines.join("\n")}`);
   }
+  const nats = natsConfigProblem(parsed.data);
+  if (nats) throw new ConfigError(`invalid configuration:\n  ${nats}`);
   return parsed.data;
+}
+
+/** NATS credentials only make sense together: the account seed mints users of the account the controller's creds name. */
+function natsConfigProblem(c: Config): string | null {
+  if ((c.NATS_CREDS_FILE || c.NATS_ACCOUNT_SEED_FILE) && !c.NATS_URL) return "NATS_CREDS_FILE and NATS_ACCOUNT_SEED_FILE need NATS_URL";
+  if (c.NATS_ACCOUNT_SEED_FILE && !c.NATS_CREDS_FILE) return "NATS_ACCOUNT_SEED_FILE needs NATS_CREDS_FILE (the controller's own user names the account)";
+  return null;
 }
 
 export function corsOrigins(config: Config): string[] {

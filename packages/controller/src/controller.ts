@@ -1,6 +1,7 @@
 import type { FastifyInstance, FastifyServerOptions } from "fastify";
 import { type AppDeps, buildApp, createServices } from "./app.js";
 import { type Bus, createBus } from "./bus/index.js";
+import { loadCredentialIssuer } from "./bus/nats-auth.js";
 import type { Config } from "./config.js";
 import { type Database, openDatabase } from "./db/connect.js";
 import { migrate } from "./db/migrate.js";
@@ -66,7 +67,7 @@ export async function startController(config: Config, opts: StartOptions = {}): 
   try {
     await migrate(db.sql);
     const bootstrap = await bootstrapDefaultTenant(db.sql, { bootstrapKey: config.BOOTSTRAP_API_KEY, now: clock() });
-    const bus = opts.bus ?? (await createBus(config.NATS_URL));
+    const bus = opts.bus ?? (await createBus(config));
     if (!opts.bus) closers.push(() => bus.close());
     const outbound = createOutboundClient({ allowCidrs: splitCidrs(config.APP_OUTBOUND_ALLOW_CIDRS) });
     closers.push(() => outbound.close());
@@ -85,7 +86,8 @@ export async function startController(config: Config, opts: StartOptions = {}): 
     const serviceConfig = grpc ? { ...config, GRPC_PORT: grpc.port } : config;
     const dataKey = await loadDataKey({ file: config.APP_SECRET_KEY_FILE, dataDir: config.APP_DATA_DIR });
     const secretBox = createSecretBox(dataKey.key);
-    const services = createServices({ config: serviceConfig, sql: db.sql, bus, revisions, pushEnabled, secretBox, onAuditRecorded: () => pusher?.wake() });
+    const natsIssuer = config.NATS_ACCOUNT_SEED_FILE && config.NATS_CREDS_FILE ? await loadCredentialIssuer(config.NATS_ACCOUNT_SEED_FILE, config.NATS_CREDS_FILE) : null;
+    const services = createServices({ config: serviceConfig, sql: db.sql, bus, revisions, pushEnabled, secretBox, natsIssuer, onAuditRecorded: () => pusher?.wake() });
     const deps: AppDeps = { config, sql: db.sql, clock, bus, buildInfo: opts.buildInfo ?? loadBuildInfo(), outbound, services };
     const app = await buildApp(deps, opts.logger === undefined ? {} : { logger: opts.logger });
     closers.push(() => app.close());

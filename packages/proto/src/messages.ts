@@ -42,6 +42,7 @@ export interface EnrollResponse {
   signing_keys: SigningKey[];
   grpc_endpoint: string;
   nats_url: string;
+  nats_credentials: string;
 }
 
 export interface WatchRequest {

@@ -23,6 +23,7 @@ export const errorStatus = {
   apply_failed: 502,
   runtime_logs_unavailable: 503,
   bird_unavailable: 503,
+  nats_credentials_unavailable: 503,
   not_ready: 503,
 } as const;
 
@@ -49,6 +50,7 @@ export const errorTitles: Record<ErrorCode, string> = {
   apply_failed: "Apply failed on one or more speakers",
   runtime_logs_unavailable: "Runtime logs unavailable",
   bird_unavailable: "BIRD unavailable",
+  nats_credentials_unavailable: "NATS credentials unavailable",
   not_ready: "Not ready",
 };
 

@@ -17,6 +17,8 @@ export interface EnrollResult {
   signing_keys: SigningKeyJson[];
   grpc_endpoint: string | null;
   nats_url: string | null;
+  /** The agent's own NATS user (`.creds` text); null when the controller mints none. */
+  nats_credentials: string | null;
 }
 
 export type ControllerErrorCode = "controller_unreachable" | "unauthenticated" | "not_found" | "controller_error" | "bad_response" | "too_large";
@@ -50,6 +52,7 @@ const EnrollSchema = z.object({
   signing_keys: z.array(KeySchema).min(1),
   grpc_endpoint: z.string().nullish().transform((v) => v || null),
   nats_url: z.string().nullish().transform((v) => v || null),
+  nats_credentials: z.string().nullish().transform((v) => v || null),
 });
 const LatestSchema = z.object({
   revision_id: z.number().int().positive(),

@@ -1,7 +1,7 @@
 import { type ChildProcess, spawn } from "node:child_process";
 import { createServer } from "node:net";
 import type { AgentNotification } from "@rlc/proto";
-import { connect, type NatsConnection } from "nats";
+import { connect, type NatsConnection } from "@nats-io/transport-node";
 import { afterEach, describe, expect, it } from "vitest";
 import { tool } from "../../../../test/helpers/tools.js";
 import { silentLogger } from "../log.js";

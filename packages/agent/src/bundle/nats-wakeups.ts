@@ -1,9 +1,9 @@
 import { type AgentNotification, notificationFromJson } from "@rlc/proto";
-import { connect as natsConnect, type ConnectionOptions, type NatsConnection } from "nats";
+import { type ConnectionOptions, credsAuthenticator, type NatsConnection, connect as natsConnect } from "@nats-io/transport-node";
 import { errorFields, type Logger } from "../log.js";
 import { backoffDelay, type Clock } from "../timing.js";
 
-/** CONTRACT 7: where the controller publishes a speaker's notifications. */
+/** Where the controller publishes a speaker's notifications. */
 export function notifySubject(tenantId: string, speakerId: string): string {
   return `rl.${tenantId}.speakers.${speakerId}.notify`;
 }
@@ -11,6 +11,11 @@ export function notifySubject(tenantId: string, speakerId: string): string {
 export interface NatsWakeupsOptions {
   /** One URL or a comma-separated list. */
   url: string;
+  /**
+   * The agent's NATS user (`.creds` text from enrollment): it may subscribe to this speaker's
+   * notify subject and publish its status subject, nothing else. Null = connect without.
+   */
+  creds?: string | null;
   tenantId: string;
   speakerId: string;
   /**
@@ -33,12 +38,18 @@ export function startNatsWakeups(o: NatsWakeupsOptions): { close(): Promise<void
   const subject = notifySubject(o.tenantId, o.speakerId);
   const connect = o.connect ?? natsConnect;
   let nc: NatsConnection | null = null;
-  // nats.js 2.29 does not end a status() iterator when the connection closes; close() stops it.
+  // Stopped by close() itself: the status() iterator need not end when the connection closes.
   let statuses: (AsyncIterable<unknown> & { stop?: () => void }) | null = null;
   const running = (async () => {
     for (let attempt = 0; !abort.signal.aborted; attempt++) {
       try {
-        nc = await connect({ servers: o.url.split(","), name: `rl-agent ${o.speakerId}`, maxReconnectAttempts: -1, reconnectTimeWait: 2000 });
+        nc = await connect({
+          servers: o.url.split(","),
+          name: `rl-agent ${o.speakerId}`,
+          maxReconnectAttempts: -1,
+          reconnectTimeWait: 2000,
+          ...(o.creds ? { authenticator: credsAuthenticator(new TextEncoder().encode(o.creds)) } : {}),
+        });
         break;
       } catch (error) {
         const wait = backoffDelay(attempt, { baseMs: 1000, maxMs: 30_000 });
@@ -51,7 +62,8 @@ export function startNatsWakeups(o: NatsWakeupsOptions): { close(): Promise<void
     if (abort.signal.aborted) return void (await conn.close());
     conn.subscribe(subject, {
       callback: (error, msg) => {
-        if (error) return;
+        // A refused subscription (credentials for another speaker) would otherwise fail silently.
+        if (error) return void o.log.warn("NATS subscription refused", { subject, ...errorFields(error) });
         let value: unknown = null;
         try {
           value = msg.json();

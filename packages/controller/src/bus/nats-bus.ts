@@ -1,27 +1,65 @@
-import { connect, JSONCodec, type NatsConnection } from "nats";
+import { type ConnectionOptions, connect, credsAuthenticator, type NatsConnection } from "@nats-io/transport-node";
 import type { Bus } from "./bus.js";
 
-const codec = JSONCodec();
+export interface NatsBusOptions {
+  url: string;
+  name: string;
+  /** The controller's user (`.creds` text); none = an unauthenticated NATS (development). */
+  creds?: string | undefined;
+  /** How long the first connection is retried before the start fails (default 60 s). */
+  connectTimeoutMs?: number;
+  /** Told about each failed first attempt; default a JSON line on stderr. */
+  onRetry?: (info: { attempt: number; in_ms: number; error: string }) => void;
+  connect?: (options: ConnectionOptions) => Promise<NatsConnection>;
+  sleep?: (ms: number) => Promise<void>;
+}
 
-/** NATS core pub/sub; reconnects forever, so a NATS restart only delays wake-ups. */
-export async function createNatsBus(url: string, name: string): Promise<Bus> {
-  const nc: NatsConnection = await connect({
-    servers: url.split(","),
-    name,
+const defaultOnRetry = (info: { attempt: number; in_ms: number; error: string }) =>
+  process.stderr.write(`${JSON.stringify({ level: 40, time: Date.now(), msg: "NATS connect failed; retrying", ...info })}\n`);
+
+/**
+ * The first connection, retried with backoff (0.5 s doubling to 5 s) for a bounded time: a
+ * controller started with NATS (compose, systemd ordering) waits for it instead of dying, and
+ * one pointed at a wrong address still fails its start with the last error.
+ */
+export async function connectWithRetry(o: NatsBusOptions): Promise<NatsConnection> {
+  const connectFn = o.connect ?? connect;
+  const sleep = o.sleep ?? ((ms: number) => new Promise<void>((r) => setTimeout(r, ms)));
+  const deadline = Date.now() + (o.connectTimeoutMs ?? 60_000);
+  const options: ConnectionOptions = {
+    servers: o.url.split(","),
+    name: o.name,
     maxReconnectAttempts: -1,
     reconnectTimeWait: 500,
-  });
+    ...(o.creds ? { authenticator: credsAuthenticator(new TextEncoder().encode(o.creds)) } : {}),
+  };
+  for (let attempt = 1; ; attempt++) {
+    try {
+      return await connectFn(options);
+    } catch (error) {
+      const wait = Math.min(5000, 500 * 2 ** (attempt - 1));
+      const message = error instanceof Error ? error.message : String(error);
+      if (Date.now() + wait > deadline) throw new Error(`NATS unreachable at ${o.url} after ${attempt} attempts: ${message}`, { cause: error });
+      (o.onRetry ?? defaultOnRetry)({ attempt, in_ms: wait, error: message });
+      await sleep(wait);
+    }
+  }
+}
+
+/** NATS core pub/sub; reconnects forever once connected, so a NATS restart only delays wake-ups. */
+export async function createNatsBus(o: NatsBusOptions): Promise<Bus> {
+  const nc = await connectWithRetry(o);
   let up = true;
   (async () => {
     for await (const s of nc.status()) {
-      if (s.type === "disconnect" || s.type === "error") up = false;
+      if (s.type === "disconnect") up = false;
       if (s.type === "reconnect") up = true;
     }
   })().catch(() => {});
   return {
     kind: "nats",
     publish(subject, message) {
-      nc.publish(subject, codec.encode(message));
+      nc.publish(subject, JSON.stringify(message));
     },
     subscribe(subject, handler) {
       const sub = nc.subscribe(subject, {
@@ -29,7 +67,7 @@ export async function createNatsBus(url: string, name: string): Promise<Bus> {
           if (err) return;
           let data: unknown;
           try {
-            data = codec.decode(msg.data);
+            data = msg.json();
           } catch {
             return; // not ours: ignore garbage on the subject
           }

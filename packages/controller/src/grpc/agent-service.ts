@@ -123,6 +123,7 @@ export function createAgentService(deps: AgentServiceDeps): AgentService {
           signing_keys: answer.signing_keys.map(signingKeyToProto),
           grpc_endpoint: answer.grpc_endpoint ?? "",
           nats_url: answer.nats_url ?? "",
+          nats_credentials: answer.nats_credentials ?? "",
         };
       })().then(
         (answer) => callback(null, answer),

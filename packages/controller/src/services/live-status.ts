@@ -32,6 +32,11 @@ function liveOf(speakerId: string, report: Report | null, polledAt: string | nul
   };
 }
 
+function speakerOfStatusSubject(tenantId: string, subject: string): string | null {
+  const parts = subject.split(".");
+  return parts.length === 5 && parts[0] === "rl" && parts[1] === tenantId && parts[2] === "speakers" && parts[4] === "status" ? (parts[3] ?? null) : null;
+}
+
 /**
  * `GET /v1/speakers?live=true`: asks every listed speaker's agent for a fresh report at once
  * (over the bus, so whichever replica holds the agent's stream relays it), waits at most
@@ -43,10 +48,16 @@ export async function pollLiveStatus(bus: Bus, speakers: SpeakerRow[], timeoutMs
   const answers = new Map<string, { report: Report; at: Date }>();
   let done: (() => void) | null = null;
   const unsubscribes = [...new Set(speakers.map((s) => s.tenant_id))].map((tenantId) =>
-    bus.subscribe(statusSubject(tenantId, "*"), (message) => {
-      const report = message as Report & { speaker_id?: string };
-      if (!report.speaker_id || polls.get(report.speaker_id) !== report.poll_id) return;
-      answers.set(report.speaker_id, { report, at: new Date() });
+    bus.subscribe(statusSubject(tenantId, "*"), (message, subject) => {
+      // The speaker is the one the subject names, never what the message says: NATS lets an
+      // agent publish only on its own status subject, so a poll_id answered on another
+      // speaker's subject (or a speaker_id claimed in the body) proves nothing.
+      const speakerId = speakerOfStatusSubject(tenantId, subject);
+      const report = message as Report;
+      if (!speakerId || typeof report !== "object" || report === null) return;
+      const pollId = polls.get(speakerId);
+      if (!pollId || report.poll_id !== pollId || answers.has(speakerId)) return;
+      answers.set(speakerId, { report, at: new Date() });
       if (answers.size === polls.size) done?.();
     }),
   );

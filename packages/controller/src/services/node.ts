@@ -8,6 +8,7 @@ import { isoRequired } from "../lib/time.js";
 import { mintApiKey } from "./api-keys.js";
 import type { AuditWriter } from "./audit.js";
 import type { Principal } from "./context.js";
+import type { NatsCredentialService } from "./nats-credentials.js";
 import type { SigningService } from "./signing.js";
 import { hashToken, statusSubject } from "./speakers.js";
 
@@ -23,8 +24,16 @@ export interface StatusReportBody {
   [k: string]: unknown;
 }
 
-/** The node side of CONTRACT 7: enrollment, the desired revision, bundles, status reports. */
-export function createNodeService(deps: { sql: Sql; bus: Bus; audit: AuditWriter; signing: SigningService; grpcEndpoint: string | null; natsUrl: string | null }) {
+/** The node side: enrollment, the desired revision, bundles, status reports. */
+export function createNodeService(deps: {
+  sql: Sql;
+  bus: Bus;
+  audit: AuditWriter;
+  signing: SigningService;
+  grpcEndpoint: string | null;
+  natsUrl: string | null;
+  natsCredentials?: NatsCredentialService;
+}) {
   /** A node key reaches only its own speaker (404 otherwise); operators reach any of the tenant's. */
   const speakerFor = async (db: Db, principal: Principal, speakerId: string): Promise<SpeakerRow> => {
     if (principal.role === "node" && principal.speakerId !== speakerId) throw new NotFoundError("speaker", speakerId);
@@ -45,16 +54,18 @@ export function createNodeService(deps: { sql: Sql; bus: Bus; audit: AuditWriter
         const speaker = await findSpeakerById(tx, spent.tenant_id, spent.speaker_id);
         if (!speaker) throw new UnauthenticatedError("unknown, used or expired enrollment token");
         const key = await mintApiKey(tx, { tenantId: speaker.tenant_id, name: `node ${speaker.name}`, role: "node", now, speakerId: speaker.id });
+        // Only this speaker's subjects: another router's credentials can neither read nor forge them.
+        const nats = deps.natsUrl && deps.natsCredentials ? await deps.natsCredentials.forAgent(speaker.tenant_id, speaker.id) : null;
         await markSpeakerEnrolled(tx, speaker.id, { hostname: body.hostname, agent_version: body.agent_version, at: now });
         await deps.audit.recordSystem(tx, speaker.tenant_id, now, {
           actor: "enrollment",
           action: "update",
           resource_type: "speaker",
           resource_id: speaker.id,
-          summary: `speaker ${speaker.name} enrolled from ${body.hostname} (agent ${body.agent_version}); node key ${key.row.key_prefix}`,
+          summary: `speaker ${speaker.name} enrolled from ${body.hostname} (agent ${body.agent_version}); node key ${key.row.key_prefix}${nats ? `; NATS user ${nats.user}` : ""}`,
           changes: { enrolled_at: { from: speaker.enrolled_at?.toISOString() ?? null, to: now.toISOString() } },
         });
-        return { speaker, secret: key.secret };
+        return { speaker, secret: key.secret, natsCreds: nats?.creds ?? null };
       });
       return {
         speaker_id: result.speaker.id,
@@ -63,6 +74,7 @@ export function createNodeService(deps: { sql: Sql; bus: Bus; audit: AuditWriter
         signing_keys: (await deps.signing.list()).keys,
         grpc_endpoint: deps.grpcEndpoint,
         nats_url: deps.natsUrl,
+        nats_credentials: result.natsCreds,
       };
     },
 

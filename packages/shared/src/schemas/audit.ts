@@ -6,6 +6,7 @@ export const AuditSeverity = z.enum(["info", "warning", "critical"]);
 export const AuditResourceType = z.enum([
   "tenant", "api_key", "settings", "module", "as_entry", "domain_entry", "ip_range_entry", "cdn_source",
   "community", "doh_profile", "peer", "speaker", "revision", "job", "maintenance_policy", "signing_key",
+  "nats_user",
 ]);
 
 export const AuditRecord = z

@@ -152,8 +152,26 @@ export const EnrollResult = z
     signing_keys: z.array(SigningKey),
     grpc_endpoint: z.string().nullable(),
     nats_url: z.string().nullable(),
+    nats_credentials: z
+      .string()
+      .nullable()
+      .meta({ description: "NATS user credentials (`.creds` text: user JWT and nkey seed) limited to this speaker's subjects; null when the controller mints none. Shown once." }),
   })
   .meta({ id: "EnrollResult" });
+
+export const NatsMonitoringCredentialsBody = z.strictObject({
+  ttl_days: z.number().int().min(1).max(365).default(30).meta({ description: "Days until the credentials expire (1..365, default 30)." }),
+}).default({ ttl_days: 30 });
+
+export const NatsMonitoringCredentials = z
+  .object({
+    creds: z.string().meta({ description: "`.creds` text (user JWT and nkey seed) for `nats --creds`; shown once." }),
+    user: z.string().meta({ description: "The NATS user's public key (U…)." }),
+    account: z.string().meta({ description: "The NATS account's public key (A…)." }),
+    subscribe: z.array(z.string()).meta({ description: "Subjects it may subscribe to; it may publish nothing." }),
+    expires_at: z.string(),
+  })
+  .meta({ id: "NatsMonitoringCredentials" });
 
 export const LatestRevision = z
   .object({ speaker_id: Uuid, revision_id: z.number().int(), digest: z.string(), sequence: z.number().int(), bundle_url: z.string(), issued_at: Timestamp })

@@ -1,0 +1,27 @@
+import { NatsMonitoringCredentials, NatsMonitoringCredentialsBody } from "@rlc/shared/schemas";
+import type { FastifyPluginAsyncZod } from "fastify-type-provider-zod";
+import type { AppDeps } from "../../app.js";
+import { problems, writeProblems } from "../responses.js";
+
+const natsRoutes: FastifyPluginAsyncZod<{ deps: AppDeps }> = async (app, { deps }) => {
+  app.post(
+    "/v1/nats/monitoring-credentials",
+    {
+      schema: {
+        tags: ["nats"],
+        summary: "Issue read-only NATS credentials for a dashboard (admin)",
+        description:
+          "A NATS user that may subscribe to the calling tenant's subjects (`rl.<tenant_id>.>`: every speaker's `notify` and `status`) " +
+          "and publish nothing; it expires after `ttl_days`. The answer's `creds` is a `.creds` file for `nats --creds`, shown once. " +
+          "503 `nats_credentials_unavailable` when the controller has no NATS account signing key (NATS_ACCOUNT_SEED_FILE).",
+        body: NatsMonitoringCredentialsBody,
+        response: { 201: NatsMonitoringCredentials, ...writeProblems, ...problems(503) },
+      },
+      config: { role: "admin" as const },
+    },
+    async (req, reply) =>
+      req.mutate(reply, async (tx, ctx) => ({ status: 201, body: await deps.services.natsCredentials.monitoring(tx, ctx, req.body.ttl_days) })),
+  );
+};
+
+export default natsRoutes;

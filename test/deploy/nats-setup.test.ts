@@ -1,0 +1,99 @@
+import { execFile, spawn } from "node:child_process";
+import { existsSync } from "node:fs";
+import { mkdtemp, readFile, rm, stat } from "node:fs/promises";
+import { createServer } from "node:net";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { promisify } from "node:util";
+import { afterEach, describe, expect, it } from "vitest";
+import { createBus } from "../../packages/controller/src/bus/index.js";
+import { ConfigError, loadConfig } from "../../packages/controller/src/config.js";
+import { tool } from "../helpers/tools.js";
+
+const run = promisify(execFile);
+const cli = join(import.meta.dirname, "../../packages/controller/dist/cli.js");
+const natsServer = tool("nats-server");
+const cleanups: (() => Promise<unknown> | unknown)[] = [];
+afterEach(async () => {
+  for (const c of cleanups.splice(0).reverse()) await c();
+});
+
+async function freePort(): Promise<number> {
+  const server = createServer();
+  await new Promise<void>((r) => server.listen(0, "127.0.0.1", r));
+  const port = (server.address() as { port: number }).port;
+  await new Promise((r) => server.close(r));
+  return port;
+}
+
+async function tempDir(): Promise<string> {
+  const dir = await mkdtemp(join(tmpdir(), "rl-nats-setup-"));
+  cleanups.push(() => rm(dir, { recursive: true, force: true }));
+  return dir;
+}
+
+describe.skipIf(!natsServer.available)("the controller's first NATS connection", () => {
+  it("is retried with backoff, and succeeds when NATS comes up after the controller", async () => {
+    const port = await freePort();
+    const retries: { attempt: number; in_ms: number; error: string }[] = [];
+    const pending = createBus({ NATS_URL: `nats://127.0.0.1:${port}` }, { onRetry: (r) => retries.push(r), connectTimeoutMs: 20_000 });
+    await new Promise((r) => setTimeout(r, 800));
+    const child = spawn("nats-server", ["-a", "127.0.0.1", "-p", String(port)], { stdio: "ignore" });
+    cleanups.push(async () => {
+      const exited = new Promise((r) => child.once("exit", r));
+      child.kill("SIGTERM");
+      await exited;
+    });
+    const bus = await pending;
+    cleanups.unshift(() => bus.close());
+    expect(retries.length).toBeGreaterThanOrEqual(1);
+    expect(retries[0]).toMatchObject({ attempt: 1, in_ms: 500 });
+    const got: unknown[] = [];
+    bus.subscribe("rl.t.speakers.s.notify", (m) => got.push(m));
+    for (let i = 0; i < 50 && got.length === 0; i++) {
+      bus.publish("rl.t.speakers.s.notify", { type: "live_poll", poll_id: "p" });
+      await new Promise((r) => setTimeout(r, 50));
+    }
+    expect(got[0]).toEqual({ type: "live_poll", poll_id: "p" });
+    expect(bus.health()).toBe("ok");
+  });
+
+  it("gives up after a bounded time with the last error, having logged each retry", async () => {
+    const port = await freePort();
+    const retries: unknown[] = [];
+    const started = Date.now();
+    await expect(createBus({ NATS_URL: `nats://127.0.0.1:${port}` }, { onRetry: (r) => retries.push(r), connectTimeoutMs: 2000 })).rejects.toThrow(
+      /NATS unreachable at nats:\/\/127\.0\.0\.1:\d+ after \d+ attempts/,
+    );
+    expect(Date.now() - started).toBeLessThan(6000);
+    expect(retries.length).toBeGreaterThanOrEqual(2);
+  });
+});
+
+describe("NATS configuration", () => {
+  it("refuses credentials without a NATS URL, and an account seed without the controller's own creds", () => {
+    expect(() => loadConfig({ NATS_CREDS_FILE: "/x.creds" })).toThrow(ConfigError);
+    expect(() => loadConfig({ NATS_URL: "nats://127.0.0.1:4222", NATS_ACCOUNT_SEED_FILE: "/x.nk" })).toThrow(/NATS_ACCOUNT_SEED_FILE needs NATS_CREDS_FILE/);
+    expect(loadConfig({ NATS_URL: "nats://127.0.0.1:4222" }).NATS_CREDS_FILE).toBeUndefined();
+  });
+
+  it("`controller nats init DIR` writes the operator, account, controller creds and a server config (secrets 0600), never over an existing one", async () => {
+    if (!existsSync(cli)) throw new Error("packages/controller/dist/cli.js is missing: npm test builds it (npm run build)");
+    const dir = join(await tempDir(), "nats");
+    const { stdout } = await run(process.execPath, [cli, "nats", "init", dir], { env: { ...process.env, DATABASE_URL: "postgres://unused.invalid/x" } });
+    const out = JSON.parse(stdout);
+    expect(out).toMatchObject({ operator: expect.stringMatching(/^O/), account: expect.stringMatching(/^A/) });
+    const conf = await readFile(out.files.server_config, "utf8");
+    expect(conf).toMatch(/^operator: eyJ/m);
+    expect(conf).toMatch(/^resolver: MEMORY$/m);
+    expect(conf).toContain(`${out.account}: eyJ`);
+    for (const secret of ["controller_creds", "account_signing_seed", "operator_seed", "account_seed", "system_seed"]) {
+      expect(((await stat(out.files[secret])).mode & 0o777).toString(8), secret).toBe("600");
+    }
+    expect(await readFile(out.files.account_signing_seed, "utf8")).toMatch(/^SA[A-Z2-7]+\n$/);
+    const again = await run(process.execPath, [cli, "nats", "init", dir]).catch((e: { code: number; stderr: string }) => e);
+    expect(again).toMatchObject({ code: 1 });
+    expect(JSON.parse((again as { stderr: string }).stderr).error).toMatch(/already holds a NATS authority/);
+    expect(await readFile(out.files.server_config, "utf8")).toBe(conf);
+  });
+});
