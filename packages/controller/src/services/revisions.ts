@@ -17,7 +17,7 @@ import { findSpeakerById, listAllSpeakers, listProtectedRevisionIds } from "../d
 import { decodeCursor, encodeCursor, toPage } from "../lib/cursor.js";
 import { isoRequired } from "../lib/time.js";
 import type { AuditEntry, AuditWriter } from "./audit.js";
-import { bundlePeersOf } from "./bundles.js";
+import { bundlePeersOf, maskPassword } from "./bundles.js";
 import type { RequestContext } from "./context.js";
 import { type RevisionContent, type RevisionFamily, taggedPrefixes } from "./revision-content.js";
 import type { RevisionStore } from "./revision-store.js";
@@ -134,7 +134,8 @@ export function createRevisionService(deps: { audit: AuditWriter; revisions: Rev
       const speaker = speakerId === undefined ? null : await findSpeakerById(db, ctx.principal.tenantId, speakerId);
       if (speakerId !== undefined && !speaker) throw new NotFoundError("speaker", speakerId);
       const communityList = [...communityTitles].map(([community, title]) => ({ id: community, community, title }));
-      const peers = speaker ? await bundlePeersOf(db, speaker.id, await listCommunityIds(db, ctx.principal.tenantId)) : [];
+      // A preview is read by viewers: a peer's password renders as a mask, never opened.
+      const peers = speaker ? await bundlePeersOf(db, speaker.id, await listCommunityIds(db, ctx.principal.tenantId), maskPassword) : [];
       const c = await content(db, ctx.principal.tenantId, id);
       const perTag = new Int32Array(c.tags.length);
       for (const list of [c.v4, c.v6]) for (const t of list.tags) perTag[t]!++;
