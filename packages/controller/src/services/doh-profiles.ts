@@ -162,7 +162,7 @@ export function createDohProfileService(deps: { audit: AuditWriter; secrets: Sec
       if (next.name !== before.name) await assertNameFree(tx, tenantId, next.name, id);
       const changes = changesOf(view(before), view(next), FIELDS);
       const headersChanged = JSON.stringify(beforeHeaders) !== JSON.stringify(nextHeaders);
-      if (headersChanged) changes.headers = { from: Object.keys(beforeHeaders), to: Object.keys(nextHeaders) };
+      if (headersChanged) changes.headers = { from: "[not recorded]", to: "[not recorded]" };
       if (Object.keys(changes).length === 0 && before.headers_sealed) return toDohProfile(before);
       next.headers = sealHeaders(deps.secrets, nextHeaders);
       next.headers_sealed = true;

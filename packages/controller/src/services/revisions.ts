@@ -1,6 +1,6 @@
-import { AppError, NotFoundError } from "@rlc/shared/errors";
+import { AppError, ConflictError, NotFoundError } from "@rlc/shared/errors";
 import { containsAddress, diffTagged, parseAddress } from "@rlc/shared/prefix";
-import { renderBirdConfig } from "@rlc/agent/render";
+import { RenderError, renderBirdConfig } from "@rlc/agent/render";
 import type { Db } from "../db/connect.js";
 import {
   deleteRevisions,
@@ -58,6 +58,20 @@ async function appliedByRevision(db: Db, tenantId: string): Promise<Map<number, 
 
 async function listCommunityIds(db: Db, tenantId: string) {
   return db<{ id: string; community: string }[]>`SELECT id, community FROM communities WHERE tenant_id = ${tenantId}`;
+}
+
+/**
+ * The agent's renderer refuses a speaker and peers that BIRD could not run (an IPv6 family over
+ * an IPv4 neighbour without an IPv6 next hop, say): that is the tenant's configuration, a 409
+ * naming the field, not a server error.
+ */
+function renderPreview(...args: Parameters<typeof renderBirdConfig>): ReturnType<typeof renderBirdConfig> {
+  try {
+    return renderBirdConfig(...args);
+  } catch (err) {
+    if (err instanceof RenderError) throw new ConflictError(`the speaker's configuration does not render: ${err.message}`, { path: err.path });
+    throw err;
+  }
 }
 
 export function createRevisionService(deps: { audit: AuditWriter; revisions: RevisionStore }) {
@@ -160,7 +174,7 @@ export function createRevisionService(deps: { audit: AuditWriter; revisions: Rev
         }
         return out;
       };
-      const rendered = renderBirdConfig(
+      const rendered = renderPreview(
         {
           tenant_id: ctx.principal.tenantId,
           speaker_id: speaker?.id ?? "00000000-0000-0000-0000-000000000000",
