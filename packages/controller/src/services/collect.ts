@@ -67,7 +67,7 @@ export function collectedPrefixes(c: CollectedModule): string[] {
 }
 
 /**
- * Collects one module afresh (CONTRACT 3.3): IP ranges as they are, each ASN's announced
+ * Collects one module afresh: IP ranges as they are, each ASN's announced
  * prefixes, each domain's addresses through the module's DoH profiles, each enabled CDN
  * source. A source that fails keeps its group of the previous snapshot (read from the
  * database only then) and is reported as a warning; one failing source never fails the others.

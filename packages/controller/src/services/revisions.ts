@@ -224,7 +224,7 @@ export function createRevisionService(deps: { audit: AuditWriter; revisions: Rev
       };
     },
 
-    /** A new revision with the old content, which becomes current (CONTRACT 5.4). */
+    /** A new revision with the old content, which becomes current. */
     async rollback(tx: Db, ctx: RequestContext, id: number) {
       const tenantId = ctx.principal.tenantId;
       await lockTenantRevisions(tx, tenantId);
