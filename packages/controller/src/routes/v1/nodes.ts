@@ -88,6 +88,8 @@ const nodeRoutes: FastifyPluginAsyncZod<{ deps: AppDeps }> = async (app, { deps 
       config: nodeOrOperator,
     },
     async (req, reply) => {
+      // Another tenant's speaker is a 404 first, as on every route; the tenant's own is a 403.
+      await node.speakerFor(deps.sql, req.principal!, req.params.speaker_id);
       if (req.principal!.role !== "node") {
         throw new ForbiddenError("a bundle carries the peers' passwords: only the speaker's node key receives it (see the revision preview)");
       }
