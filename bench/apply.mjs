@@ -282,7 +282,7 @@ try {
   const tVerify = performance.now();
   const { payload } = await verifyBundle(bytes, keys, { speakerId: speaker.id, tenantId, lastSequence: null, now: new Date() });
   const verifyMs = performance.now() - tVerify;
-  const key = await controller.deps.services.signing.activeKey();
+  const key = await controller.deps.services.signing.activeKey(controller.db.sql, tenantId);
   const tSign = performance.now();
   const content = { ...payload };
   for (const f of ["sequence", "issued_at", "expires_at", "digest"]) delete content[f];

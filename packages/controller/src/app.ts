@@ -104,16 +104,16 @@ export interface AppDeps {
   services: AppServices;
 }
 
-/** Speakers, peers, signing and the node side (CONTRACT 6, 7). */
-function deployServices(opts: { config: Config; sql: Sql; bus: Bus; natsIssuer?: NatsCredentialIssuer | null }, audit: AuditWriter, authenticator: Authenticator) {
+/** Speakers, peers, signing and the node side. */
+function deployServices(opts: { config: Config; sql: Sql; bus: Bus; secretBox: SecretBox; natsIssuer?: NatsCredentialIssuer | null }, audit: AuditWriter, authenticator: Authenticator) {
   const natsCredentials = createNatsCredentialService({ issuer: opts.natsIssuer ?? null, audit });
-  const signing = createSigningService({ sql: opts.sql, audit, keyFile: opts.config.BUNDLE_SIGNING_KEY_FILE });
+  const signing = createSigningService({ sql: opts.sql, audit, secrets: opts.secretBox, keyFile: opts.config.BUNDLE_SIGNING_KEY_FILE });
   const grpcHost = opts.config.GRPC_HOST === "0.0.0.0" || opts.config.GRPC_HOST === "::" ? null : opts.config.GRPC_HOST;
   return {
     signing,
     natsCredentials,
     speakers: createSpeakerService({ audit, bus: opts.bus, onKeysChanged: authenticator.invalidate }),
-    peers: createPeerService({ audit, bus: opts.bus }),
+    peers: createPeerService({ audit, bus: opts.bus, secrets: opts.secretBox }),
     node: createNodeService({
       sql: opts.sql,
       bus: opts.bus,
@@ -151,7 +151,7 @@ export function createServices(opts: {
     modules: createModuleService({ audit }),
     entries: createEntryService({ audit }),
     communities: createCommunityService({ audit }),
-    dohProfiles: createDohProfileService({ audit }),
+    dohProfiles: createDohProfileService({ audit, secrets: opts.secretBox }),
     cdnSources: createCdnSourceService({ audit }),
     csv: createCsvService({ audit }),
     catalog: createCatalogService(),
@@ -166,6 +166,7 @@ export function createServices(opts: {
     node: services.node,
     signing: services.signing,
     revisions: opts.revisions,
+    secretBox: opts.secretBox,
     socketPath: opts.config.BIRD_CONTROL_SOCKET,
     configPath: opts.config.BIRD_CONFIG_PATH,
   });

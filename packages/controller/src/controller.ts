@@ -12,6 +12,7 @@ import { createJobHandlers } from "./jobs/handlers.js";
 import { startWorker } from "./jobs/worker.js";
 import { type BuildInfo, loadBuildInfo } from "./lib/build-info.js";
 import { createSecretBox, loadDataKey } from "./lib/secret-box.js";
+import { sealSecretsAtRest } from "./services/secrets-at-rest.js";
 import { bundleReissueTask } from "./scheduler/bundle-reissue.js";
 import { type PeriodicTask, type Scheduler, startScheduler } from "./scheduler/scheduler.js";
 import { idempotencyExpiryTask, maintenancePolicyTask, moduleRefreshTask, revisionRetentionTask, runtimeLogsAutoTask } from "./scheduler/tasks.js";
@@ -88,9 +89,12 @@ export async function startController(config: Config, opts: StartOptions = {}): 
     const secretBox = createSecretBox(dataKey.key);
     const natsIssuer = config.NATS_ACCOUNT_SEED_FILE && config.NATS_CREDS_FILE ? await loadCredentialIssuer(config.NATS_ACCOUNT_SEED_FILE, config.NATS_CREDS_FILE) : null;
     const services = createServices({ config: serviceConfig, sql: db.sql, bus, revisions, pushEnabled, secretBox, natsIssuer, onAuditRecorded: () => pusher?.wake() });
+    const carried = await sealSecretsAtRest(db.sql, { secretBox, signing: services.signing, now: clock() });
     const deps: AppDeps = { config, sql: db.sql, clock, bus, buildInfo: opts.buildInfo ?? loadBuildInfo(), outbound, services };
     const app = await buildApp(deps, opts.logger === undefined ? {} : { logger: opts.logger });
     closers.push(() => app.close());
+    if (dataKey.created) app.log.warn({ path: dataKey.path }, "data key for secrets at rest created; keep it (and back it up): without it sealed secrets cannot be opened");
+    if (Object.values(carried).some((n) => n > 0)) app.log.info(carried, "secrets stored in plain text by an earlier version sealed; tenants given their own signing keys");
     if (grpc) {
       grpc.serve(createAgentService({ sql: db.sql, bus, clock, node: services.node, logger: app.log }));
       app.log.info({ address: grpc.address, tls: grpc.tls }, "gRPC AgentService listening");
@@ -126,7 +130,7 @@ export async function startController(config: Config, opts: StartOptions = {}): 
         moduleRefreshTask(db.sql, bus),
         maintenancePolicyTask(services.maintenance, bus),
         revisionRetentionTask(services.maintenance, bus),
-        bundleReissueTask({ sql: db.sql, bus, signing: services.signing, revisions }),
+        bundleReissueTask({ sql: db.sql, bus, signing: services.signing, revisions, secretBox }),
       ];
       const s = startScheduler({ db, clock, logger: app.log, tasks, ...(opts.electionMs ? { electionMs: opts.electionMs } : {}) });
       scheduler = s;

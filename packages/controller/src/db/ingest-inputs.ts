@@ -55,12 +55,14 @@ export interface DohProfileRow {
   method: "GET" | "POST";
   format: "wire" | "json";
   timeout_ms: number;
+  /** Values sealed with the data key when headers_sealed (services/doh-profiles.ts openHeaders). */
   headers: Record<string, string>;
+  headers_sealed: boolean;
 }
 
 export async function listModuleDohProfiles(db: Db, moduleId: string): Promise<DohProfileRow[]> {
   return db<DohProfileRow[]>`
-    SELECT p.id, p.name, p.url, p.method, p.format, p.timeout_ms, p.headers
+    SELECT p.id, p.name, p.url, p.method, p.format, p.timeout_ms, p.headers, p.headers_sealed
     FROM module_doh_profiles mp JOIN doh_profiles p ON p.id = mp.doh_profile_id
     WHERE mp.module_id = ${moduleId} ORDER BY mp.position`;
 }

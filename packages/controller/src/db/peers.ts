@@ -10,7 +10,9 @@ export interface PeerRow {
   local_asn: string | null;
   description: string;
   enabled: boolean;
+  /** Sealed with the data key when password_sealed; plain only in a row the start has not carried over yet. */
   password: string | null;
+  password_sealed: boolean;
   multihop: boolean | number;
   address_families: string[];
   export_community_ids: string[];
@@ -23,7 +25,8 @@ const SELECT_PEER = (db: Db) => db`
   SELECT p.*, COALESCE((SELECT array_agg(ps.speaker_id ORDER BY ps.speaker_id) FROM peer_speakers ps WHERE ps.peer_id = p.id), '{}') AS speaker_ids
   FROM peers p`;
 
-export type PeerWrite = Omit<PeerRow, "tenant_id" | "created_at" | "updated_at" | "remote_asn" | "local_asn"> & {
+/** `password` is the sealed text (or null): the database never gets it in plain text. */
+export type PeerWrite = Omit<PeerRow, "tenant_id" | "created_at" | "updated_at" | "remote_asn" | "local_asn" | "password_sealed"> & {
   remote_asn: number;
   local_asn: number | null;
 };
@@ -31,16 +34,16 @@ export type PeerWrite = Omit<PeerRow, "tenant_id" | "created_at" | "updated_at" 
 export async function insertPeer(db: Db, tenantId: string, p: PeerWrite, at: Date): Promise<void> {
   await db`
     INSERT INTO peers (id, tenant_id, name, neighbor_address, neighbor_port, remote_asn, local_asn, description, enabled, password,
-                       multihop, address_families, export_community_ids, created_at, updated_at)
+                       password_sealed, multihop, address_families, export_community_ids, created_at, updated_at)
     VALUES (${p.id}, ${tenantId}, ${p.name}, ${p.neighbor_address}, ${p.neighbor_port}, ${p.remote_asn}, ${p.local_asn}, ${p.description},
-            ${p.enabled}, ${p.password}, ${db.json(p.multihop as never)}, ${p.address_families}::text[], ${p.export_community_ids}::uuid[], ${at}, ${at})`;
+            ${p.enabled}, ${p.password}, true, ${db.json(p.multihop as never)}, ${p.address_families}::text[], ${p.export_community_ids}::uuid[], ${at}, ${at})`;
   await setPeerSpeakers(db, tenantId, p.id, p.speaker_ids);
 }
 
 export async function updatePeer(db: Db, tenantId: string, p: PeerWrite, at: Date): Promise<void> {
   await db`
     UPDATE peers SET name = ${p.name}, neighbor_address = ${p.neighbor_address}, neighbor_port = ${p.neighbor_port}, remote_asn = ${p.remote_asn},
-      local_asn = ${p.local_asn}, description = ${p.description}, enabled = ${p.enabled}, password = ${p.password},
+      local_asn = ${p.local_asn}, description = ${p.description}, enabled = ${p.enabled}, password = ${p.password}, password_sealed = true,
       multihop = ${db.json(p.multihop as never)}, address_families = ${p.address_families}::text[],
       export_community_ids = ${p.export_community_ids}::uuid[], updated_at = ${at}
     WHERE tenant_id = ${tenantId} AND id = ${p.id}`;
@@ -95,4 +98,13 @@ export async function countExistingCommunities(db: Db, tenantId: string, ids: st
   if (!ids.length) return 0;
   const [r] = await db<{ n: number }[]>`SELECT count(*)::int AS n FROM communities WHERE tenant_id = ${tenantId} AND id = ANY(${ids}::uuid[])`;
   return r?.n ?? 0;
+}
+
+/** Passwords of rows written before passwords were sealed. */
+export async function listPlainPeerPasswords(db: Db): Promise<{ id: string; password: string }[]> {
+  return db<{ id: string; password: string }[]>`SELECT id, password FROM peers WHERE NOT password_sealed AND password IS NOT NULL FOR UPDATE`;
+}
+
+export async function setPeerPasswordSealed(db: Db, id: string, sealed: string): Promise<void> {
+  await db`UPDATE peers SET password = ${sealed}, password_sealed = true WHERE id = ${id}`;
 }

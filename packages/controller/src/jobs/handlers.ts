@@ -17,7 +17,7 @@ export interface JobDeps {
   asnSource: AsnSource | null;
   revisions: RevisionStore;
   bus: Bus;
-  services: Pick<AppServices, "audit" | "revisions" | "maintenance" | "signing">;
+  services: Pick<AppServices, "audit" | "revisions" | "maintenance" | "signing" | "secretBox">;
 }
 
 /** Every job type's handler, one file each. */
@@ -26,7 +26,7 @@ export function createJobHandlers(deps: JobDeps): JobHandler[] {
     moduleIngestJob(deps),
     maintenancePolicyRunJob(deps.services),
     revisionPruneJob(deps.services),
-    applyJob({ sql: deps.sql, bus: deps.bus, signing: deps.services.signing, revisions: deps.revisions }),
+    applyJob({ sql: deps.sql, bus: deps.bus, signing: deps.services.signing, revisions: deps.revisions, secretBox: deps.services.secretBox }),
     peerReconcileJob({ sql: deps.sql, bus: deps.bus, audit: deps.services.audit }),
   ];
 }

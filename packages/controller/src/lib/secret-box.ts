@@ -1,5 +1,5 @@
 import { createCipheriv, createDecipheriv, randomBytes } from "node:crypto";
-import { mkdir, open, readFile } from "node:fs/promises";
+import { link, mkdir, open, readFile, unlink } from "node:fs/promises";
 import { dirname, join } from "node:path";
 
 /**
@@ -51,16 +51,23 @@ export async function loadDataKey(opts: { file?: string | undefined; dataDir: st
   const path = opts.file ?? join(opts.dataDir, "secret.key");
   if (!opts.file) {
     await mkdir(dirname(path), { recursive: true, mode: 0o700 });
+    // Written whole under a private name, then linked into place: a controller starting at the
+    // same moment either links first or finds the complete file, never a half-written one.
+    const tmp = `${path}.${process.pid}.${randomBytes(4).toString("hex")}`;
+    const fh = await open(tmp, "wx", 0o600);
     try {
-      const fh = await open(path, "wx", 0o600);
-      try {
-        await fh.writeFile(randomBytes(32).toString("base64"));
-      } finally {
-        await fh.close();
-      }
+      await fh.writeFile(randomBytes(32).toString("base64"));
+      await fh.sync();
+    } finally {
+      await fh.close();
+    }
+    try {
+      await link(tmp, path);
       return { key: await readKey(path), path, created: true };
     } catch (err) {
       if ((err as NodeJS.ErrnoException).code !== "EEXIST") throw err;
+    } finally {
+      await unlink(tmp).catch(() => {});
     }
   }
   return { key: await readKey(path), path, created: false };

@@ -1,9 +1,12 @@
+import { promisify } from "node:util";
+import { gzip } from "node:zlib";
 import { NotFoundError } from "@rlc/shared/errors";
 import { type BundlePeer, buildBundlePayload, signBundle } from "@rlc/shared/bundle";
 import type { Db } from "../db/connect.js";
 import { upsertBundle } from "../db/bundles.js";
 import { listPeersOfSpeaker } from "../db/peers.js";
 import type { SpeakerRow } from "../db/speakers.js";
+import type { SecretBox } from "../lib/secret-box.js";
 import type { RevisionStore } from "./revision-store.js";
 import { readTenantSettings } from "./settings.js";
 import type { SigningService } from "./signing.js";
@@ -11,14 +14,38 @@ import type { SigningService } from "./signing.js";
 export interface BundleDeps {
   signing: SigningService;
   revisions: RevisionStore;
+  /** Opens the peers' sealed passwords: only a signed bundle carries them in plain text. */
+  secretBox: SecretBox;
+}
+
+/** What a rendering that is not the speaker's own bundle (a preview) shows for a password. */
+export const MASKED_SECRET = "********";
+
+/** How a peer's stored password appears in the peers of a bundle or a preview. */
+export type PasswordView = (stored: { password: string; password_sealed: boolean }) => string;
+
+export const openPassword =
+  (box: SecretBox): PasswordView =>
+  (p) =>
+    p.password_sealed ? box.openText(p.password) : p.password;
+export const maskPassword: PasswordView = () => MASKED_SECRET;
+
+const gzipAsync = promisify(gzip);
+
+/**
+ * A stored bundle (up to 128 MiB) compressed on libuv's thread pool: gzipSync on the event loop
+ * held every other request (health checks included) for the whole compression.
+ */
+export function gzipBundle(bytes: Buffer): Promise<Buffer> {
+  return gzipAsync(bytes, { level: 1 });
 }
 
 async function listCommunities(db: Db, tenantId: string) {
   return db<{ id: string; community: string; title: string }[]>`SELECT id, community, title FROM communities WHERE tenant_id = ${tenantId} ORDER BY community`;
 }
 
-/** A speaker's enabled peers as a bundle carries them: export communities as values. */
-export async function bundlePeersOf(db: Db, speakerId: string, communities: { id: string; community: string }[]): Promise<BundlePeer[]> {
+/** A speaker's enabled peers as a bundle carries them: export communities as values, the password as `password` shows it. */
+export async function bundlePeersOf(db: Db, speakerId: string, communities: { id: string; community: string }[], password: PasswordView): Promise<BundlePeer[]> {
   const communityValue = new Map(communities.map((c) => [c.id, c.community]));
   return (await listPeersOfSpeaker(db, speakerId)).map((p) => ({
     id: p.id,
@@ -27,7 +54,7 @@ export async function bundlePeersOf(db: Db, speakerId: string, communities: { id
     neighbor_port: p.neighbor_port,
     remote_asn: Number(p.remote_asn),
     local_asn: p.local_asn === null ? null : Number(p.local_asn),
-    ...(p.password ? { password: p.password } : {}),
+    ...(p.password ? { password: password({ password: p.password, password_sealed: p.password_sealed }) } : {}),
     multihop: p.multihop,
     address_families: p.address_families as ("ipv4" | "ipv6")[],
     export_communities: p.export_community_ids.map((id) => communityValue.get(id)).filter((v): v is string => v !== undefined),
@@ -35,7 +62,7 @@ export async function bundlePeersOf(db: Db, speakerId: string, communities: { id
 }
 
 /**
- * Signs and stores the bundle of `revisionId` for one speaker (CONTRACT 7): the revision's
+ * Signs and stores the bundle of `revisionId` for one speaker: the revision's
  * prefixes with their communities, the speaker's enabled peers with their export communities
  * as values, the tenant's BIRD settings. Agents fetch the stored bytes as they are.
  */
@@ -44,7 +71,7 @@ export async function issueBundle(db: Db, deps: BundleDeps, speaker: SpeakerRow,
   if (!content) throw new NotFoundError("revision", revisionId);
   const settings = await readTenantSettings(db, speaker.tenant_id);
   const communities = await listCommunities(db, speaker.tenant_id);
-  const peers = await bundlePeersOf(db, speaker.id, communities);
+  const peers = await bundlePeersOf(db, speaker.id, communities, openPassword(deps.secretBox));
   const payload = buildBundlePayload(
     {
       tenant_id: speaker.tenant_id,
@@ -61,7 +88,7 @@ export async function issueBundle(db: Db, deps: BundleDeps, speaker: SpeakerRow,
     },
     { sequence, issuedAt: now },
   );
-  const key = await deps.signing.activeKey(db);
+  const key = await deps.signing.activeKey(db, speaker.tenant_id);
   const signed = await signBundle(payload, key.secretKey, key.keyId);
   await upsertBundle(db, {
     tenant_id: speaker.tenant_id,

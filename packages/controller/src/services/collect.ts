@@ -8,15 +8,19 @@ import {
   listModuleIpRanges,
 } from "../db/ingest-inputs.js";
 import { findSnapshotGroup, listSnapshotGroups, type SnapshotGroup, type SnapshotSource } from "../db/snapshots.js";
+import type { SecretBox } from "../lib/secret-box.js";
 import type { AsnSource } from "../sources/asn-source.js";
 import { parseJsonFeed, parseTextFeed } from "../sources/cdn-parse.js";
 import type { DohResolverPolicy } from "../sources/doh-lookup.js";
 import { resolveDomains } from "../sources/doh-resolver.js";
+import { openHeaders } from "./doh-profiles.js";
 import type { OutboundClient } from "../sources/outbound.js";
 
 export interface CollectDeps {
   outbound: OutboundClient;
   asnSource: AsnSource | null;
+  /** Opens the DoH profiles' sealed header values, sent with each query. */
+  services: { secretBox: SecretBox };
   /** Sources fetched at once within a module. Default 8. */
   concurrency?: number;
 }
@@ -63,7 +67,7 @@ export function collectedPrefixes(c: CollectedModule): string[] {
 }
 
 /**
- * Collects one module afresh (CONTRACT 3.3): IP ranges as they are, each ASN's announced
+ * Collects one module afresh: IP ranges as they are, each ASN's announced
  * prefixes, each domain's addresses through the module's DoH profiles, each enabled CDN
  * source. A source that fails keeps its group of the previous snapshot (read from the
  * database only then) and is reported as a warning; one failing source never fails the others.
@@ -118,7 +122,7 @@ export async function collectModule(db: Db, deps: CollectDeps, module: IngestMod
         );
         const resolved = await resolveDomains(
           { client: deps.outbound, concurrency: 16 },
-          { domains, profiles: profiles.map((p) => ({ ...p, name: p.name ?? p.id })), policy, previous, now, signal },
+          { domains, profiles: profiles.map((p) => ({ ...p, name: p.name ?? p.id, headers: openHeaders(deps.services.secretBox, p) })), policy, previous, now, signal },
         );
         const byDomain = new Map<string, SnapshotGroup>();
         for (const r of resolved.records) {

@@ -15,10 +15,25 @@ import { isForeignKeyViolation, isUniqueViolation } from "../db/pg-errors.js";
 import { type Page, toPage } from "../lib/cursor.js";
 import { afterIdOf } from "../lib/id-cursor.js";
 import { uuidv7 } from "../lib/ids.js";
+import type { SecretBox } from "../lib/secret-box.js";
 import { isoRequired } from "../lib/time.js";
 import { type AuditWriter, changesOf } from "./audit.js";
 import type { RequestContext } from "./context.js";
 import { type OutboundRules, plainHttpAllowed, savedUrl } from "./outbound-rules.js";
+
+/** What every read shows for a header value: the names say what is sent, the values (tokens) stay in. */
+export const MASKED_HEADER_VALUE = "********";
+
+const maskHeaders = (headers: Record<string, string>) => Object.fromEntries(Object.keys(headers).map((name) => [name, MASKED_HEADER_VALUE]));
+
+/** The header values of a stored profile in plain text, for the DoH queries only. */
+export function openHeaders(box: SecretBox, row: Pick<DohProfileRow, "headers" | "headers_sealed">): Record<string, string> {
+  if (!row.headers_sealed) return row.headers;
+  return Object.fromEntries(Object.entries(row.headers).map(([name, value]) => [name, box.openText(value)]));
+}
+
+export const sealHeaders = (box: SecretBox, headers: Record<string, string>) =>
+  Object.fromEntries(Object.entries(headers).map(([name, value]) => [name, box.seal(value)]));
 
 export function toDohProfile(row: DohProfileRow): DohProfile {
   return {
@@ -28,7 +43,7 @@ export function toDohProfile(row: DohProfileRow): DohProfile {
     method: row.method,
     format: row.format,
     timeout_ms: row.timeout_ms,
-    headers: row.headers,
+    headers: maskHeaders(row.headers),
     created_at: isoRequired(row.created_at),
     updated_at: isoRequired(row.updated_at),
   };
@@ -39,6 +54,17 @@ const FIELDS = ["name", "url", "method", "format", "timeout_ms"] as const;
 const view = (r: DohProfileRow) => ({ name: r.name, url: r.url, method: r.method, format: r.format, timeout_ms: r.timeout_ms });
 // Set by the client for every query; a profile must not override them.
 const RESERVED_HEADERS = new Set(["host", "content-length", "content-type", "transfer-encoding", "connection", "accept-encoding"]);
+
+/** `********` stands for the stored value of the same header; anything else is a new value. */
+function noMaskedValue(headers: Record<string, string>, stored: Record<string, string>): Record<string, string> {
+  const out: Record<string, string> = {};
+  for (const [name, value] of Object.entries(headers)) {
+    if (value !== MASKED_HEADER_VALUE) out[name] = value;
+    else if (Object.hasOwn(stored, name)) out[name] = stored[name]!;
+    else throw invalid(`headers.${name}`, `"${MASKED_HEADER_VALUE}" keeps a stored value, and the profile has no header ${name}`);
+  }
+  return out;
+}
 
 const invalid = (path: string, message: string) => new ValidationError(`${path}: ${message}`, [{ path: `body.${path}`, message }]);
 const nameTaken = (name: string) => new ConflictError(`a DoH profile named "${name}" already exists`);
@@ -55,7 +81,12 @@ function checkProfile(rules: OutboundRules, p: Pick<DohProfileRow, "url" | "meth
   return url.href;
 }
 
-export function createDohProfileService(deps: { audit: AuditWriter }) {
+/**
+ * Header values often carry an API token: they are sealed with the data key before they reach
+ * the database and every read shows them as `********`. An update may send `********` back for a
+ * header it keeps (a profile read, edited and written whole keeps its tokens).
+ */
+export function createDohProfileService(deps: { audit: AuditWriter; secrets: SecretBox }) {
   const { audit } = deps;
   const mustFind = async (db: Db, tenantId: string, id: string, forUpdate = false) => {
     const row = await findDohProfileById(db, tenantId, id, forUpdate);
@@ -81,6 +112,8 @@ export function createDohProfileService(deps: { audit: AuditWriter }) {
         name,
         ...draft,
         url,
+        headers: sealHeaders(deps.secrets, noMaskedValue(draft.headers, {})),
+        headers_sealed: true,
         timeout_ms: body.timeout_ms ?? 3000,
         created_at: ctx.now,
         updated_at: ctx.now,
@@ -113,6 +146,8 @@ export function createDohProfileService(deps: { audit: AuditWriter }) {
     async update(tx: Db, ctx: RequestContext, id: string, body: UpdateDohProfileBody, rules: OutboundRules): Promise<DohProfile> {
       const tenantId = ctx.principal.tenantId;
       const before = await mustFind(tx, tenantId, id, true);
+      const beforeHeaders = openHeaders(deps.secrets, before);
+      const nextHeaders = body.headers === undefined ? beforeHeaders : noMaskedValue(body.headers, beforeHeaders);
       const next: DohProfileRow = {
         ...before,
         name: body.name === undefined ? before.name : body.name,
@@ -120,15 +155,17 @@ export function createDohProfileService(deps: { audit: AuditWriter }) {
         method: body.method ?? before.method,
         format: body.format ?? before.format,
         timeout_ms: body.timeout_ms ?? before.timeout_ms,
-        headers: body.headers ?? before.headers,
+        headers: nextHeaders,
         updated_at: ctx.now,
       };
       next.url = checkProfile(rules, next);
       if (next.name !== before.name) await assertNameFree(tx, tenantId, next.name, id);
       const changes = changesOf(view(before), view(next), FIELDS);
-      const headersChanged = JSON.stringify(before.headers) !== JSON.stringify(next.headers);
+      const headersChanged = JSON.stringify(beforeHeaders) !== JSON.stringify(nextHeaders);
       if (headersChanged) changes.headers = { from: "[not recorded]", to: "[not recorded]" };
-      if (Object.keys(changes).length === 0) return toDohProfile(before);
+      if (Object.keys(changes).length === 0 && before.headers_sealed) return toDohProfile(before);
+      next.headers = sealHeaders(deps.secrets, nextHeaders);
+      next.headers_sealed = true;
       try {
         await updateDohProfile(tx, tenantId, id, next);
       } catch (err) {

@@ -139,7 +139,7 @@ export function createLocalBirdService(deps: LocalBirdDeps) {
     let payload: BundlePayload | null = null;
     try {
       // The bytes an agent would get, verified as an agent verifies them.
-      const keys = (await deps.signing.list()).keys;
+      const keys = (await deps.signing.list(deps.sql, speaker.tenant_id)).keys;
       payload = (await verifyBundle(issued.envelope, keys, { speakerId: speaker.id, tenantId: speaker.tenant_id, lastSequence: null, now: ctx.now })).payload;
       const rendered = renderBirdConfig(payload, { mode: "include", includeName: basename(configPath) });
       const timeoutSeconds = Math.max(2, Number(payload.bird?.configure_timeout_seconds ?? DEFAULT_CONFIGURE_TIMEOUT_SECONDS) || DEFAULT_CONFIGURE_TIMEOUT_SECONDS);

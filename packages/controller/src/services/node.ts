@@ -71,7 +71,7 @@ export function createNodeService(deps: {
         speaker_id: result.speaker.id,
         tenant_id: result.speaker.tenant_id,
         api_key: result.secret,
-        signing_keys: (await deps.signing.list()).keys,
+        signing_keys: (await deps.signing.list(deps.sql, result.speaker.tenant_id)).keys,
         grpc_endpoint: deps.grpcEndpoint,
         nats_url: deps.natsUrl,
         nats_credentials: result.natsCreds,

@@ -17,14 +17,14 @@ import { listAllSpeakers, type SpeakerRow } from "../db/speakers.js";
 import { toPage } from "../lib/cursor.js";
 import { afterIdOf } from "../lib/id-cursor.js";
 import { uuidv7 } from "../lib/ids.js";
+import type { SecretBox } from "../lib/secret-box.js";
 import { isoRequired } from "../lib/time.js";
 import { type AuditWriter, changesOf } from "./audit.js";
 import type { RequestContext } from "./context.js";
 import { enqueueJob } from "./jobs.js";
 import { reportedSessions } from "./speakers.js";
 
-
-/** The session fields of CONTRACT 6, derived from the speakers' last reports. */
+/** The session fields, derived from the speakers' last reports; the password only as `password_set`. */
 export function toPeer(row: PeerRow, speakers: SpeakerRow[]) {
   const on: string[] = [];
   const established: string[] = [];
@@ -63,7 +63,14 @@ export function toPeer(row: PeerRow, speakers: SpeakerRow[]) {
 
 const AUDITED = ["name", "neighbor_address", "neighbor_port", "remote_asn", "local_asn", "description", "enabled", "password", "multihop", "address_families", "export_community_ids", "speaker_ids"] as const;
 
-export function createPeerService(deps: { audit: AuditWriter; bus: Bus }) {
+/**
+ * The password is write-only: sealed with the data key before it reaches the database, shown as
+ * `password_set`, opened only to sign the bundle of a speaker the peer is on.
+ */
+export function createPeerService(deps: { audit: AuditWriter; bus: Bus; secrets: SecretBox }) {
+  const seal = (password: string | null) => (password === null ? null : deps.secrets.seal(password));
+  /** The stored password as it must be written back: sealed (a row not yet carried over is sealed now). */
+  const kept = (row: PeerRow) => (row.password === null || row.password_sealed ? row.password : deps.secrets.seal(row.password));
   const mustFind = async (db: Db, tenantId: string, id: string) => {
     const row = await findPeerById(db, tenantId, id);
     if (!row) throw new NotFoundError("peer", id);
@@ -107,7 +114,7 @@ export function createPeerService(deps: { audit: AuditWriter; bus: Bus }) {
     async create(tx: Db, ctx: RequestContext, body: Omit<PeerWrite, "id" | "local_asn" | "description" | "password"> & { local_asn?: number | null | undefined; description?: string | undefined; password?: string | null | undefined }) {
       const tenantId = ctx.principal.tenantId;
       if (await findPeerByName(tx, tenantId, body.name)) throw new ConflictError(`a peer named ${body.name} exists`);
-      const p: PeerWrite = { ...body, id: uuidv7(), local_asn: body.local_asn ?? null, description: body.description ?? "", password: body.password ?? null };
+      const p: PeerWrite = { ...body, id: uuidv7(), local_asn: body.local_asn ?? null, description: body.description ?? "", password: seal(body.password ?? null) };
       await checkRefs(tx, tenantId, p);
       await insertPeer(tx, tenantId, p, ctx.now);
       const row = (await findPeerById(tx, tenantId, p.id))!;
@@ -129,7 +136,7 @@ export function createPeerService(deps: { audit: AuditWriter; bus: Bus }) {
         local_asn: body.local_asn === undefined ? (before.local_asn === null ? null : Number(before.local_asn)) : body.local_asn,
         description: body.description ?? before.description,
         enabled: body.enabled ?? before.enabled,
-        password: body.password === undefined ? before.password : body.password,
+        password: body.password === undefined ? kept(before) : seal(body.password),
         multihop: body.multihop ?? before.multihop,
         address_families: body.address_families ?? before.address_families,
         export_community_ids: body.export_community_ids ?? before.export_community_ids,
@@ -139,7 +146,10 @@ export function createPeerService(deps: { audit: AuditWriter; bus: Bus }) {
       await updatePeer(tx, tenantId, p, ctx.now);
       const after = (await findPeerById(tx, tenantId, id))!;
       const job = await reconcile(tx, ctx, id, [...before.speaker_ids, ...after.speaker_ids]);
-      await deps.audit.record(tx, ctx, { action: "update", resource_type: "peer", resource_id: id, summary: `peer ${after.name} updated`, changes: changesOf(view(before), view(after), AUDITED) });
+      const changes = changesOf(view(before), view(after), AUDITED);
+      // A new password replacing another reads "set" → "set": say it changed, never what it is.
+      if (typeof body.password === "string" && before.password !== null) changes.password = { from: "set", to: "replaced" };
+      await deps.audit.record(tx, ctx, { action: "update", resource_type: "peer", resource_id: id, summary: `peer ${after.name} updated`, changes });
       return { ...toPeer(after, await listAllSpeakers(tx, tenantId)), reconcile_job_id: job.id };
     },
 

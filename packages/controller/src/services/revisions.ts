@@ -1,6 +1,6 @@
-import { AppError, NotFoundError } from "@rlc/shared/errors";
+import { AppError, ConflictError, NotFoundError } from "@rlc/shared/errors";
 import { containsAddress, diffTagged, parseAddress } from "@rlc/shared/prefix";
-import { renderBirdConfig } from "@rlc/agent/render";
+import { RenderError, renderBirdConfig } from "@rlc/agent/render";
 import type { Db } from "../db/connect.js";
 import {
   deleteRevisions,
@@ -17,7 +17,7 @@ import { findSpeakerById, listAllSpeakers, listProtectedRevisionIds } from "../d
 import { decodeCursor, encodeCursor, toPage } from "../lib/cursor.js";
 import { isoRequired } from "../lib/time.js";
 import type { AuditEntry, AuditWriter } from "./audit.js";
-import { bundlePeersOf } from "./bundles.js";
+import { bundlePeersOf, maskPassword } from "./bundles.js";
 import type { RequestContext } from "./context.js";
 import { type RevisionContent, type RevisionFamily, taggedPrefixes } from "./revision-content.js";
 import type { RevisionStore } from "./revision-store.js";
@@ -58,6 +58,20 @@ async function appliedByRevision(db: Db, tenantId: string): Promise<Map<number, 
 
 async function listCommunityIds(db: Db, tenantId: string) {
   return db<{ id: string; community: string }[]>`SELECT id, community FROM communities WHERE tenant_id = ${tenantId}`;
+}
+
+/**
+ * The agent's renderer refuses a speaker and peers that BIRD could not run (an IPv6 family over
+ * an IPv4 neighbour without an IPv6 next hop, say): that is the tenant's configuration, a 409
+ * naming the field, not a server error.
+ */
+function renderPreview(...args: Parameters<typeof renderBirdConfig>): ReturnType<typeof renderBirdConfig> {
+  try {
+    return renderBirdConfig(...args);
+  } catch (err) {
+    if (err instanceof RenderError) throw new ConflictError(`the speaker's configuration does not render: ${err.message}`, { path: err.path });
+    throw err;
+  }
 }
 
 export function createRevisionService(deps: { audit: AuditWriter; revisions: RevisionStore }) {
@@ -134,7 +148,8 @@ export function createRevisionService(deps: { audit: AuditWriter; revisions: Rev
       const speaker = speakerId === undefined ? null : await findSpeakerById(db, ctx.principal.tenantId, speakerId);
       if (speakerId !== undefined && !speaker) throw new NotFoundError("speaker", speakerId);
       const communityList = [...communityTitles].map(([community, title]) => ({ id: community, community, title }));
-      const peers = speaker ? await bundlePeersOf(db, speaker.id, await listCommunityIds(db, ctx.principal.tenantId)) : [];
+      // A preview is read by viewers: a peer's password renders as a mask, never opened.
+      const peers = speaker ? await bundlePeersOf(db, speaker.id, await listCommunityIds(db, ctx.principal.tenantId), maskPassword) : [];
       const c = await content(db, ctx.principal.tenantId, id);
       const perTag = new Int32Array(c.tags.length);
       for (const list of [c.v4, c.v6]) for (const t of list.tags) perTag[t]!++;
@@ -159,7 +174,7 @@ export function createRevisionService(deps: { audit: AuditWriter; revisions: Rev
         }
         return out;
       };
-      const rendered = renderBirdConfig(
+      const rendered = renderPreview(
         {
           tenant_id: ctx.principal.tenantId,
           speaker_id: speaker?.id ?? "00000000-0000-0000-0000-000000000000",
@@ -209,7 +224,7 @@ export function createRevisionService(deps: { audit: AuditWriter; revisions: Rev
       };
     },
 
-    /** A new revision with the old content, which becomes current (CONTRACT 5.4). */
+    /** A new revision with the old content, which becomes current. */
     async rollback(tx: Db, ctx: RequestContext, id: number) {
       const tenantId = ctx.principal.tenantId;
       await lockTenantRevisions(tx, tenantId);

@@ -2,7 +2,19 @@ import { readFile } from "node:fs/promises";
 import { ConflictError } from "@rlc/shared/errors";
 import { generateSigningKey, type SigningKeyPair, signingKeyFromSeed, signKeyStatement } from "@rlc/shared/bundle";
 import type { Db, Sql } from "../db/connect.js";
-import { findActiveSigningKey, insertSigningKey, listSigningKeys, retireSigningKey, type SigningKeyRow } from "../db/signing-keys.js";
+import {
+  findActiveSigningKey,
+  findSigningKey,
+  insertSigningKey,
+  listPlainSeeds,
+  listSharedKeysWithSeed,
+  listSigningKeys,
+  listTenantsWithoutSigningKey,
+  retireSigningKey,
+  type SigningKeyRow,
+  setSealedSeed,
+} from "../db/signing-keys.js";
+import type { SecretBox } from "../lib/secret-box.js";
 import { isoRequired } from "../lib/time.js";
 import type { AuditWriter } from "./audit.js";
 import type { RequestContext } from "./context.js";
@@ -19,10 +31,12 @@ export const toSigningKey = (r: SigningKeyRow) => ({
 });
 
 /**
- * The deployment's bundle signing key: from BUNDLE_SIGNING_KEY_FILE (a 32-byte seed, raw or
- * base64) when set, else generated once and kept in the database. Replicas share it.
+ * Bundle signing keys. Each tenant signs its bundles with its own Ed25519 key, generated on
+ * first use and kept in the database with its seed sealed by the data key; a tenant's admin
+ * rotates it. BUNDLE_SIGNING_KEY_FILE (a 32-byte seed, raw, hex or base64) instead pins one
+ * deployment-wide key that signs for every tenant and cannot be rotated through the API.
  */
-export function createSigningService(deps: { sql: Sql; audit: AuditWriter; keyFile?: string | undefined }) {
+export function createSigningService(deps: { sql: Sql; audit: AuditWriter; secrets: SecretBox; keyFile?: string | undefined }) {
   let fileKey: Promise<SigningKeyPair> | null = null;
   const loadFileKey = async () => {
     const raw = await readFile(deps.keyFile!);
@@ -32,67 +46,115 @@ export function createSigningService(deps: { sql: Sql; audit: AuditWriter; keyFi
     return signingKeyFromSeed(seed);
   };
 
-  return {
-    /** The pair that signs now; makes (and stores) it on first use. */
-    async activeKey(db: Db = deps.sql): Promise<SigningKeyPair> {
+  const pairOf = async (row: SigningKeyRow): Promise<SigningKeyPair> => {
+    if (row.seed_sealed) return signingKeyFromSeed(deps.secrets.open(row.seed_sealed));
+    if (row.seed) return signingKeyFromSeed(row.seed);
+    throw new Error(`signing key ${row.key_id} has no seed`);
+  };
+
+  const storeKey = (tx: Db, tenantId: string, key: SigningKeyPair, statement: Record<string, unknown> | null, at: Date) =>
+    insertSigningKey(tx, {
+      key_id: key.keyId,
+      tenant_id: tenantId,
+      public_key: Buffer.from(key.publicKey),
+      seed_sealed: deps.secrets.seal(Buffer.from(key.seed)),
+      status: "active",
+      statement,
+      created_at: at,
+    });
+
+  /**
+   * Runs `fn` in the caller's transaction when there is one: a second transaction from the pool
+   * would wait for the caller's connection, which on the embedded database (one connection)
+   * never comes back — the whole controller froze on the first apply.
+   */
+  const inTransaction = <T>(db: Db, fn: (tx: Db) => Promise<T>): Promise<T> => ("savepoint" in db ? fn(db) : (deps.sql.begin(fn) as Promise<T>));
+
+  const service = {
+    /** The pair that signs the tenant's bundles now; makes (and stores) it on first use. */
+    async activeKey(db: Db, tenantId: string): Promise<SigningKeyPair> {
       if (deps.keyFile) {
         fileKey ??= loadFileKey();
         const key = await fileKey;
-        await insertSigningKey(db, { key_id: key.keyId, public_key: Buffer.from(key.publicKey), seed: null, status: "active", statement: null, created_at: new Date() }).catch(() => {});
+        // Listed to every tenant's agents; no seed is stored, the file keeps it.
+        await insertSigningKey(db, { key_id: key.keyId, tenant_id: null, public_key: Buffer.from(key.publicKey), seed_sealed: null, status: "active", statement: null, created_at: new Date() });
         return key;
       }
-      const existing = await findActiveSigningKey(db);
-      if (existing?.seed) return signingKeyFromSeed(existing.seed);
-      const create = async (tx: Db) => {
+      const existing = await findActiveSigningKey(db, tenantId);
+      if (existing) return pairOf(existing);
+      return inTransaction(db, async (tx) => {
         await tx`SELECT pg_advisory_xact_lock(${SIGNING_LOCK})`;
-        const again = await findActiveSigningKey(tx);
-        if (again?.seed) return signingKeyFromSeed(again.seed);
+        const again = await findActiveSigningKey(tx, tenantId);
+        if (again) return pairOf(again);
         const key = await generateSigningKey();
-        await insertSigningKey(tx, { key_id: key.keyId, public_key: Buffer.from(key.publicKey), seed: Buffer.from(key.seed), status: "active", statement: null, created_at: new Date() });
+        await storeKey(tx, tenantId, key, null, new Date());
         return key;
-      };
-      // Inside the caller's transaction when there is one: a second transaction from the pool
-      // would wait for the caller's connection, which on the embedded database (one connection)
-      // never comes back — the whole controller froze on the first apply.
-      return "savepoint" in db ? create(db) : deps.sql.begin(create);
+      });
     },
 
-    async list(db: Db = deps.sql) {
-      await this.activeKey(db);
-      return { keys: (await listSigningKeys(db)).map(toSigningKey) };
+    /** The keys the tenant's agents pin: its own (active and retired) and any deployment-wide one. */
+    async list(db: Db, tenantId: string) {
+      await service.activeKey(db, tenantId);
+      return { keys: (await listSigningKeys(db, tenantId)).map(toSigningKey) };
     },
 
-    /** A new active key with a statement signed by the old and the new key; the old one retires. */
+    /** A new active key of the caller's tenant, with a statement signed by the old and the new key; the old one retires. */
     async rotate(tx: Db, ctx: RequestContext) {
       if (deps.keyFile) {
-        throw new ConflictError("rotation is not available while BUNDLE_SIGNING_KEY_FILE pins the signing key");
+        throw new ConflictError("rotation is not available while BUNDLE_SIGNING_KEY_FILE pins one signing key for the whole deployment");
       }
+      const tenantId = ctx.principal.tenantId;
+      await service.activeKey(tx, tenantId);
       await tx`SELECT pg_advisory_xact_lock(${SIGNING_LOCK})`;
-      const current = await findActiveSigningKey(tx);
-      const old = current?.seed ? await signingKeyFromSeed(current.seed) : await generateSigningKey();
+      const current = (await findActiveSigningKey(tx, tenantId))!;
+      const old = await pairOf(current);
       const next = await generateSigningKey();
       const statement = await signKeyStatement(next, old, ctx.now);
-      if (current) await retireSigningKey(tx, current.key_id, ctx.now);
-      await insertSigningKey(tx, {
-        key_id: next.keyId,
-        public_key: Buffer.from(next.publicKey),
-        seed: Buffer.from(next.seed),
-        status: "active",
-        statement: statement as unknown as Record<string, unknown>,
-        created_at: ctx.now,
-      });
+      await retireSigningKey(tx, current.key_id, ctx.now);
+      await storeKey(tx, tenantId, next, statement as unknown as Record<string, unknown>, ctx.now);
       await deps.audit.record(tx, ctx, {
         action: "rotate",
         resource_type: "signing_key",
         resource_id: next.keyId,
-        summary: `bundle signing key rotated: ${current?.key_id ?? "none"} → ${next.keyId}`,
+        summary: `bundle signing key rotated: ${current.key_id} → ${next.keyId}`,
         severity: "warning",
-        changes: { active_key_id: { from: current?.key_id ?? null, to: next.keyId } },
+        changes: { active_key_id: { from: current.key_id, to: next.keyId } },
       });
-      const [row] = (await listSigningKeys(tx)).filter((k) => k.key_id === next.keyId);
-      return toSigningKey(row!);
+      return toSigningKey((await findSigningKey(tx, next.keyId))!);
+    },
+
+    /**
+     * Carries keys written before seeds were sealed and keys were per tenant over, inside the
+     * caller's transaction; running it again changes nothing. Plain seeds are sealed. The one key
+     * every tenant shared introduces each existing tenant's own key with a statement signed by
+     * both (the agents pinned the shared key, so they follow), then retires.
+     */
+    async carryOver(tx: Db, now: Date): Promise<{ sealed: number; tenants: number }> {
+      await tx`SELECT pg_advisory_xact_lock(${SIGNING_LOCK})`;
+      const plain = await listPlainSeeds(tx);
+      for (const row of plain) await setSealedSeed(tx, row.key_id, deps.secrets.seal(row.seed));
+      const [shared] = await listSharedKeysWithSeed(tx);
+      if (!shared) return { sealed: plain.length, tenants: 0 };
+      const old = await pairOf(shared);
+      const tenants = await listTenantsWithoutSigningKey(tx);
+      for (const tenantId of tenants) {
+        const next = await generateSigningKey();
+        const statement = await signKeyStatement(next, old, now);
+        await storeKey(tx, tenantId, next, statement as unknown as Record<string, unknown>, now);
+        await deps.audit.recordSystem(tx, tenantId, now, {
+          actor: "migration",
+          action: "rotate",
+          resource_type: "signing_key",
+          resource_id: next.keyId,
+          summary: `bundle signing key of the tenant introduced: ${shared.key_id} (shared by every tenant) → ${next.keyId}`,
+          changes: { active_key_id: { from: shared.key_id, to: next.keyId } },
+        });
+      }
+      await retireSigningKey(tx, shared.key_id, now);
+      return { sealed: plain.length, tenants: tenants.length };
     },
   };
+  return service;
 }
 
 export type SigningService = ReturnType<typeof createSigningService>;

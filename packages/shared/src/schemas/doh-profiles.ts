@@ -15,7 +15,9 @@ export const DohProfile = z
     method: DohMethod,
     format: DohFormat,
     timeout_ms: z.number().int(),
-    headers: z.record(z.string(), z.string()),
+    headers: z
+      .record(z.string(), z.string())
+      .describe("The extra request headers by name; every value reads `********` (values are kept sealed and sent only with the queries)."),
     created_at: Timestamp,
     updated_at: Timestamp,
   })
@@ -26,7 +28,10 @@ const HeaderValue = z.string().max(1024).regex(/^[^\r\n\0]*$/, "must not contain
 const Headers = z
   .record(HeaderName, HeaderValue)
   .refine((h) => Object.keys(h).length <= 32, "at most 32 headers")
-  .describe("Extra request headers (e.g. an API token), sent with every query.");
+  .describe(
+    "Extra request headers (e.g. an API token), sent with every query; values are stored sealed and read back as `********`. " +
+      "In an update, `********` as a value keeps that header's stored value.",
+  );
 const ProfileName = storableText().trim().min(1).max(64).nullable().describe("Optional display name, unique in the tenant.");
 const ProfileUrl = z
   .string()

@@ -16,7 +16,7 @@ export const Peer = z
     local_asn: z.number().int().nullable(),
     description: z.string(),
     enabled: z.boolean(),
-    password_set: z.boolean(),
+    password_set: z.boolean().describe("Whether a TCP-MD5 password is set; the password itself is write-only."),
     multihop: Multihop,
     address_families: Families,
     export_community_ids: z.array(Uuid),
@@ -42,7 +42,14 @@ const fields = {
   local_asn: Asn.nullable(),
   description: z.string().max(512),
   enabled: z.boolean(),
-  password: z.string().min(1).max(80).regex(/^[\x20-\x7e]*$/, "printable ASCII only").refine((v) => !v.includes('"'), "must not contain a double quote").nullable(),
+  password: z
+    .string()
+    .min(1)
+    .max(80)
+    .regex(/^[\x20-\x7e]*$/, "printable ASCII only")
+    .refine((v) => !v.includes('"'), "must not contain a double quote")
+    .nullable()
+    .describe("TCP-MD5 password (write-only): stored sealed, never read back, carried only in the signed bundles of the peer's speakers; null removes it."),
   multihop: Multihop,
   address_families: Families,
   export_community_ids: z.array(Uuid).max(1000),

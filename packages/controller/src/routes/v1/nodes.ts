@@ -1,9 +1,9 @@
-import { gzipSync } from "node:zlib";
 import { ApplyBody, BundleParams, EnrollBody, EnrollResult, JobAccepted, LatestRevision, SignedBundle, SigningKey, SigningKeyList, SpeakerParams, StatusReport } from "@rlc/shared/schemas";
-import { ValidationError } from "@rlc/shared/errors";
+import { ForbiddenError, ValidationError } from "@rlc/shared/errors";
 import type { FastifyPluginAsyncZod } from "fastify-type-provider-zod";
 import { z } from "zod";
 import type { AppDeps } from "../../app.js";
+import { gzipBundle } from "../../services/bundles.js";
 import { startApply } from "../../services/deploy.js";
 import { authProblems, problems, writeProblems } from "../responses.js";
 
@@ -34,8 +34,19 @@ const nodeRoutes: FastifyPluginAsyncZod<{ deps: AppDeps }> = async (app, { deps 
 
   app.get(
     "/v1/nodes/signing-keys",
-    { schema: { tags, summary: "The public keys that verify bundle signatures (any key)", response: { 200: SigningKeyList, ...problems(401) } }, config: { auth: "any" } },
-    async () => deps.services.signing.list(),
+    {
+      schema: {
+        tags,
+        summary: "The public keys that verify the caller's tenant's bundle signatures (any key)",
+        description:
+          "Each tenant's bundles are signed by its own Ed25519 key: the list holds the tenant's keys (the active one and the retired ones, whose statements " +
+          "let an agent follow rotations) and any deployment-wide key: the one `BUNDLE_SIGNING_KEY_FILE` pins for every tenant, or the key all tenants " +
+          "shared before keys were per tenant (retired; each tenant's first own key carries a statement signed by it).",
+        response: { 200: SigningKeyList, ...problems(401) },
+      },
+      config: { auth: "any" },
+    },
+    async (req) => deps.services.signing.list(deps.sql, req.principal!.tenantId),
   );
 
   app.post(
@@ -43,8 +54,11 @@ const nodeRoutes: FastifyPluginAsyncZod<{ deps: AppDeps }> = async (app, { deps 
     {
       schema: {
         tags,
-        summary: "Rotate the bundle signing key (admin+)",
-        description: "The new key comes with a `statement` signed by the old and the new key; the old key is retired, stays listed and signs nothing more.",
+        summary: "Rotate the tenant's bundle signing key (admin+)",
+        description:
+          "Rotates the caller's tenant's key only; other tenants keep theirs. The new key comes with a `statement` signed by the old and the new key; " +
+          "the old key is retired, stays listed and signs nothing more. While `BUNDLE_SIGNING_KEY_FILE` pins one deployment-wide key the answer is 409: " +
+          "that key is replaced by changing the file.",
         response: { 201: SigningKey, ...writeProblems },
       },
       config: { role: "admin" },
@@ -63,18 +77,27 @@ const nodeRoutes: FastifyPluginAsyncZod<{ deps: AppDeps }> = async (app, { deps 
     {
       schema: {
         tags,
-        summary: "The signed bundle of a revision for the speaker (`Accept-Encoding: gzip` honoured)",
+        summary: "The signed bundle of a revision for the speaker (node key of that speaker; `Accept-Encoding: gzip` honoured)",
+        description:
+          "A bundle carries the peers' BGP passwords in plain text, so only the speaker's own node key receives it; any other key gets 403 " +
+          "(a masked copy would no longer match its signature). Operators see what a bundle renders to with " +
+          "`GET /v1/revisions/{revision_id}/preview?speaker_id=`, passwords masked.",
         params: BundleParams,
         response: { 200: SignedBundle, ...authProblems, ...problems(404) },
       },
       config: nodeOrOperator,
     },
     async (req, reply) => {
+      // Another tenant's speaker is a 404 first, as on every route; the tenant's own is a 403.
+      await node.speakerFor(deps.sql, req.principal!, req.params.speaker_id);
+      if (req.principal!.role !== "node") {
+        throw new ForbiddenError("a bundle carries the peers' passwords: only the speaker's node key receives it (see the revision preview)");
+      }
       const bytes = await node.bundle(deps.sql, req.principal!, req.params.speaker_id, req.params.revision_id);
       reply.type("application/json");
       if (/\bgzip\b/.test(String(req.headers["accept-encoding"] ?? ""))) {
         reply.header("content-encoding", "gzip");
-        return reply.send(gzipSync(bytes, { level: 1 }) as never);
+        return reply.send((await gzipBundle(bytes)) as never);
       }
       return reply.send(bytes as never); // the stored bytes, as signed: never re-serialised
     },

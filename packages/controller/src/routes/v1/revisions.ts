@@ -85,9 +85,11 @@ const revisionRoutes: FastifyPluginAsyncZod<{ deps: AppDeps }> = async (app, { d
         tags,
         summary: "What a speaker will receive: counts by community and the first 200 lines of the BIRD configuration",
         params: RevisionParams,
-        description: "`speaker_id` renders for that speaker (its peers, addresses and ASN) instead of a speaker with no peers.",
+        description:
+          "`speaker_id` renders for that speaker (its peers, addresses and ASN) instead of a speaker with no peers. Peer passwords render as " +
+          '`password "********";`: only the speaker\'s own bundle carries them. A speaker whose peers cannot be rendered answers 409 naming the field.',
         querystring: z.strictObject({ speaker_id: Uuid.optional() }),
-        response: { 200: RevisionPreview, ...authProblems, ...problems(404) },
+        response: { 200: RevisionPreview, ...authProblems, ...problems(404, 409) },
       },
     },
     async (req) => {
