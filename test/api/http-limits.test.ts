@@ -1,0 +1,116 @@
+import { connect } from "node:net";
+import type { AddressInfo } from "node:net";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { startTestController, type TestController } from "../helpers/controller.js";
+
+// Real sockets against app.listen: inject never goes through Node's HTTP timeouts.
+let t: TestController;
+let port: number;
+
+beforeAll(async () => {
+  t = await startTestController({ env: { HTTP_HEADERS_TIMEOUT_MS: "400", HTTP_REQUEST_TIMEOUT_MS: "800", HTTP_KEEPALIVE_TIMEOUT_MS: "300" } });
+  await t.app.listen({ host: "127.0.0.1", port: 0 });
+  port = (t.app.server.address() as AddressInfo).port;
+});
+afterAll(async () => t?.close());
+
+/** Writes `text`, then waits for the server to close the socket; null when it is still open after `waitMs`. */
+function closedAfter(text: string, waitMs = 5000): Promise<{ ms: number; answer: string } | null> {
+  return new Promise((resolve, reject) => {
+    const started = performance.now();
+    const socket = connect(port, "127.0.0.1", () => socket.write(text));
+    let answer = "";
+    socket.setEncoding("utf8");
+    socket.on("data", (chunk) => {
+      answer += chunk;
+    });
+    socket.on("error", reject);
+    const timer = setTimeout(() => {
+      socket.destroy();
+      resolve(null);
+    }, waitMs);
+    socket.on("close", () => {
+      clearTimeout(timer);
+      resolve({ ms: performance.now() - started, answer });
+    });
+  });
+}
+
+describe("HTTP limits - timeouts", () => {
+  it("a request announcing 100 kB and sending 1 byte is closed with a 408 within the request timeout", async () => {
+    const head = "POST /v1/nodes/enroll HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 100000\r\n\r\n{";
+    const closed = await closedAfter(head);
+    expect(closed, "the server kept the socket open").not.toBeNull();
+    // 800 ms request timeout, checked every 200 ms.
+    expect(closed!.ms).toBeLessThan(2500);
+    expect(closed!.answer).toMatch(/^HTTP\/1\.1 408/);
+  });
+
+  it("headers that never end are closed within the headers timeout", async () => {
+    const closed = await closedAfter("GET /v1/health HTTP/1.1\r\nHost: x\r\nX-Slow: ");
+    expect(closed, "the server kept the socket open").not.toBeNull();
+    expect(closed!.ms).toBeLessThan(2500);
+  });
+
+  it("an idle keep-alive connection is closed after the keep-alive timeout", async () => {
+    const closed = await closedAfter("GET /v1/health HTTP/1.1\r\nHost: x\r\n\r\n");
+    expect(closed, "the server kept the socket open").not.toBeNull();
+    expect(closed!.answer).toMatch(/^HTTP\/1\.1 200/);
+    expect(closed!.ms).toBeLessThan(2500);
+  });
+});
+
+describe("HTTP limits - body limits in the OpenAPI document", () => {
+  it("every operation with a body states its limit; the CSV import its own 64 MiB", async () => {
+    const doc = (await t.call(null, { method: "GET", url: "/v1/openapi.json" })).json();
+    expect(doc.paths["/v1/modules/{module_id}/entries.csv"].post["x-body-limit"]).toBe(64 * 1024 * 1024);
+    expect(doc.paths["/v1/modules"].post["x-body-limit"]).toBe(1024 * 1024);
+    expect(doc.paths["/v1/nodes/enroll"].post["x-body-limit"]).toBe(1024 * 1024);
+    expect(doc.paths["/v1/modules"].get["x-body-limit"]).toBeUndefined();
+    for (const [path, ops] of Object.entries<Record<string, { requestBody?: unknown }>>(doc.paths)) {
+      for (const [method, op] of Object.entries(ops)) if (op.requestBody) expect(op, `${method} ${path}`).toHaveProperty("x-body-limit");
+    }
+  });
+});
+
+describe("HTTP limits - headers", () => {
+  it("/docs carries a Content-Security-Policy, nosniff and X-Frame-Options DENY", async () => {
+    for (const url of ["/docs", "/docs/", "/docs/static/swagger-ui.css"]) {
+      const res = await t.call(null, { method: "GET", url });
+      expect(res.headers["content-security-policy"], url).toContain("default-src 'self'");
+      expect(res.headers["content-security-policy"], url).toContain("frame-ancestors 'none'");
+      expect(res.headers["x-content-type-options"], url).toBe("nosniff");
+      expect(res.headers["x-frame-options"], url).toBe("DENY");
+    }
+    const html = await t.call(null, { method: "GET", url: "/docs/" });
+    expect(html.statusCode).toBe(200);
+    expect(html.headers["content-type"]).toContain("text/html");
+  });
+
+  it("JSON answers are nosniff with a policy that allows nothing", async () => {
+    const res = await t.call(null, { method: "GET", url: "/v1/health" });
+    expect(res.headers["x-content-type-options"]).toBe("nosniff");
+    expect(res.headers["content-security-policy"]).toBe("default-src 'none'; frame-ancestors 'none'");
+  });
+
+  it("an X-Request-Id outside the strict format is replaced by a generated one", async () => {
+    for (const given of ["has space", "x".repeat(129), "<script>", "a/b", "é"]) {
+      const res = await t.call(null, { method: "GET", url: "/v1/health", headers: { "x-request-id": given } });
+      expect(res.headers["x-request-id"], given).toMatch(/^[0-9a-f-]{36}$/);
+    }
+  });
+
+  it("a reused X-Request-Id is never taken as unique: each audit record keeps its own id", async () => {
+    const ids: string[] = [];
+    for (const name of ["same-request-1", "same-request-2"]) {
+      const res = await t.call(t.rootKey, { method: "POST", url: "/v1/api-keys", payload: { name, role: "viewer" }, headers: { "x-request-id": "reused-id" } });
+      expect(res.statusCode).toBe(201);
+      ids.push(res.json().id);
+    }
+    const audit = (await t.call(t.rootKey, { method: "GET", url: "/v1/audit?resource_type=api_key&limit=500" })).json().items;
+    const records = audit.filter((r: { resource_id: string }) => ids.includes(r.resource_id));
+    expect(records).toHaveLength(2);
+    expect(records.map((r: { request_id: string }) => r.request_id)).toEqual(["reused-id", "reused-id"]);
+    expect(new Set(records.map((r: { id: string }) => r.id)).size).toBe(2);
+  });
+});
