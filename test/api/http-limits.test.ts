@@ -114,3 +114,30 @@ describe("HTTP limits - headers", () => {
     expect(new Set(records.map((r: { id: string }) => r.id)).size).toBe(2);
   });
 });
+
+describe("HTTP limits - enrollment text", () => {
+  it("hostname and agent_version with a newline or a control character are refused; the token still works", async () => {
+    const created = await t.call(t.rootKey, {
+      method: "POST",
+      url: "/v1/speakers",
+      payload: { name: "ctl-chars", mode: "remote", router_id: "192.0.2.9", asn: 65019, policies_json: { local_ip: "192.0.2.9" } },
+    });
+    expect(created.statusCode, created.body).toBe(201);
+    const token = created.json().enrollment_token as string;
+    const enroll = (payload: object) => t.call(token, { method: "POST", url: "/v1/nodes/enroll", payload });
+    for (const payload of [
+      { hostname: "r1\nSpeaker deleted by admin", agent_version: "1.0.0" },
+      { hostname: "r1\r", agent_version: "1.0.0" },
+      { hostname: "r1\u001b[31m", agent_version: "1.0.0" },
+      { hostname: "r1", agent_version: "1.0\u0000" },
+      { hostname: "r1", agent_version: "1.0\u2028forged" },
+      { hostname: "r1", agent_version: "1.0\u0085" },
+    ]) {
+      const res = await enroll(payload);
+      expect(res.statusCode, JSON.stringify(payload)).toBe(400);
+      expect(res.json().code).toBe("validation_failed");
+    }
+    const ok = await enroll({ hostname: "r1.example", agent_version: "1.0.0" });
+    expect(ok.statusCode, ok.body).toBe(201);
+  });
+});
