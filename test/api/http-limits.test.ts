@@ -15,7 +15,7 @@ beforeAll(async () => {
 afterAll(async () => t?.close());
 
 /** Writes `text`, then waits for the server to close the socket; null when it is still open after `waitMs`. */
-function closedAfter(text: string, waitMs = 5000): Promise<{ ms: number; answer: string } | null> {
+function closedAfter(text: string, waitMs = 10_000): Promise<{ ms: number; answer: string } | null> {
   return new Promise((resolve, reject) => {
     const started = performance.now();
     const socket = connect(port, "127.0.0.1", () => socket.write(text));
@@ -41,22 +41,22 @@ describe("HTTP limits - timeouts", () => {
     const head = "POST /v1/nodes/enroll HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 100000\r\n\r\n{";
     const closed = await closedAfter(head);
     expect(closed, "the server kept the socket open").not.toBeNull();
-    // 800 ms request timeout, checked every 200 ms.
-    expect(closed!.ms).toBeLessThan(2500);
+    // 800 ms request timeout, checked every 200 ms; the bound leaves room for a loaded machine.
+    expect(closed!.ms).toBeLessThan(6000);
     expect(closed!.answer).toMatch(/^HTTP\/1\.1 408/);
   });
 
   it("headers that never end are closed within the headers timeout", async () => {
     const closed = await closedAfter("GET /v1/health HTTP/1.1\r\nHost: x\r\nX-Slow: ");
     expect(closed, "the server kept the socket open").not.toBeNull();
-    expect(closed!.ms).toBeLessThan(2500);
+    expect(closed!.ms).toBeLessThan(6000);
   });
 
   it("an idle keep-alive connection is closed after the keep-alive timeout", async () => {
     const closed = await closedAfter("GET /v1/health HTTP/1.1\r\nHost: x\r\n\r\n");
     expect(closed, "the server kept the socket open").not.toBeNull();
     expect(closed!.answer).toMatch(/^HTTP\/1\.1 200/);
-    expect(closed!.ms).toBeLessThan(2500);
+    expect(closed!.ms).toBeLessThan(6000);
   });
 });
 
