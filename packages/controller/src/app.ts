@@ -101,7 +101,7 @@ export interface AppDeps {
   services: AppServices;
 }
 
-/** Speakers, peers, signing and the node side (CONTRACT 6, 7). */
+/** Speakers, peers, signing and the node side (enrollment, bundles, status reports). */
 function deployServices(opts: { config: Config; sql: Sql; bus: Bus }, audit: AuditWriter, authenticator: Authenticator) {
   const signing = createSigningService({ sql: opts.sql, audit, keyFile: opts.config.BUNDLE_SIGNING_KEY_FILE });
   const grpcHost = opts.config.GRPC_HOST === "0.0.0.0" || opts.config.GRPC_HOST === "::" ? null : opts.config.GRPC_HOST;

@@ -7,7 +7,7 @@ const optionalString = z
   .optional()
   .transform((v) => (v === undefined || v.trim() === "" ? undefined : v.trim()));
 
-/** Every environment variable the controller reads (CONTRACT 10); bad values fail at start with a message. */
+/** Every environment variable the controller reads (listed in the README); bad values fail at start with a message. */
 const ConfigSchema = z.object({
   DATABASE_URL: optionalString,
   APP_DATA_DIR: z.string().default("./data"),

@@ -20,7 +20,7 @@ import type { RequestContext } from "./context.js";
 import { ENTRY_KINDS, kindOfModule, normaliseEntryValue } from "./entries.js";
 import { mustFindModule } from "./modules.js";
 
-// CSV export and import of a module's entries (CONTRACT 3.2).
+// CSV export and import of a module's entries: the import is all or nothing.
 
 /** Header of each entry kind; the first column is required, the others optional on import. */
 export const CSV_COLUMNS: Record<EntryKind, readonly string[]> = {

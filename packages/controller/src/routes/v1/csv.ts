@@ -12,7 +12,7 @@ const CSV_BODY_LIMIT = 64 * 1024 * 1024;
 const fileName = (name: string) => `${name.replace(/[^A-Za-z0-9._-]+/g, "_").slice(0, 64) || "entries"}.csv`;
 
 /**
- * CSV export and import (CONTRACT 3.2). An encapsulated plugin: the JSON parser is replaced by a
+ * CSV export and import of a module's entries. An encapsulated plugin: the JSON parser is replaced by a
  * text/csv one here only, so a JSON body to the import is a 415 rather than a confusing 400.
  */
 const csvRoutes: FastifyPluginAsyncZod<{ deps: AppDeps }> = async (app, { deps }) => {
