@@ -37,8 +37,9 @@ function closedAfter(text: string, waitMs = 10_000): Promise<{ ms: number; answe
 }
 
 describe("HTTP limits - timeouts", () => {
-  it("a request announcing 100 kB and sending 1 byte is closed with a 408 within the request timeout", async () => {
-    const head = "POST /v1/nodes/enroll HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 100000\r\n\r\n{";
+  it("a request announcing a body and sending 1 byte is closed with a 408 within the request timeout", async () => {
+    // 10 kB: under the enrollment's 16 KiB limit (100 kB is refused at once with a 413, see below).
+    const head = "POST /v1/nodes/enroll HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 10000\r\n\r\n{";
     const closed = await closedAfter(head);
     expect(closed, "the server kept the socket open").not.toBeNull();
     // 800 ms request timeout, checked every 200 ms; the bound leaves room for a loaded machine.
@@ -65,7 +66,7 @@ describe("HTTP limits - body limits in the OpenAPI document", () => {
     const doc = (await t.call(null, { method: "GET", url: "/v1/openapi.json" })).json();
     expect(doc.paths["/v1/modules/{module_id}/entries.csv"].post["x-body-limit"]).toBe(64 * 1024 * 1024);
     expect(doc.paths["/v1/modules"].post["x-body-limit"]).toBe(1024 * 1024);
-    expect(doc.paths["/v1/nodes/enroll"].post["x-body-limit"]).toBe(1024 * 1024);
+    expect(doc.paths["/v1/nodes/enroll"].post["x-body-limit"]).toBe(16 * 1024);
     expect(doc.paths["/v1/modules"].get["x-body-limit"]).toBeUndefined();
     for (const [path, ops] of Object.entries<Record<string, { requestBody?: unknown }>>(doc.paths)) {
       for (const [method, op] of Object.entries(ops)) if (op.requestBody) expect(op, `${method} ${path}`).toHaveProperty("x-body-limit");
@@ -74,6 +75,17 @@ describe("HTTP limits - body limits in the OpenAPI document", () => {
 });
 
 describe("HTTP limits - headers", () => {
+  it("an enrollment announcing 100 kB is answered 413 at once", async () => {
+    const closed = await closedAfter("POST /v1/nodes/enroll HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 100000\r\n\r\n{");
+    expect(closed?.answer).toMatch(/^HTTP\/1\.1 413/);
+  });
+
+  it("an enrollment body over 16 KiB is a 413 before any token is looked at", async () => {
+    const res = await t.call("rlk_nothing", { method: "POST", url: "/v1/nodes/enroll", payload: { hostname: "x".repeat(20_000), agent_version: "1" } });
+    expect(res.statusCode).toBe(413);
+    expect(res.json().code).toBe("payload_too_large");
+  });
+
   it("/docs carries a Content-Security-Policy, nosniff and X-Frame-Options DENY", async () => {
     for (const url of ["/docs", "/docs/", "/docs/static/swagger-ui.css"]) {
       const res = await t.call(null, { method: "GET", url });
