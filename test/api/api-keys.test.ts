@@ -78,7 +78,7 @@ describe("API keys - lifecycle", () => {
 
   it("rotation keeps the old secret working for the grace period only", async () => {
     const k = await mintKey(t.rootKey, "operator");
-    const rotated = await t.call(t.rootKey, { method: "POST", url: `/v1/api-keys/${k.id}/rotate`, payload: { grace_seconds: 60 } });
+    const rotated = await t.call(k.secret, { method: "POST", url: `/v1/api-keys/${k.id}/rotate`, payload: { grace_seconds: 60 } });
     expect(rotated.statusCode).toBe(200);
     const next = rotated.json().secret as string;
     expect(next).not.toBe(k.secret);
@@ -91,8 +91,8 @@ describe("API keys - lifecycle", () => {
   });
 
   it("rotation without grace ends the old secret at once", async () => {
-    const k = await mintKey(t.rootKey, "viewer");
-    const rotated = await t.call(t.rootKey, { method: "POST", url: `/v1/api-keys/${k.id}/rotate` });
+    const k = await mintKey(t.rootKey, "operator");
+    const rotated = await t.call(k.secret, { method: "POST", url: `/v1/api-keys/${k.id}/rotate` });
     expect(rotated.statusCode).toBe(200);
     expect((await t.call(k.secret, { method: "GET", url: "/v1/auth/session" })).statusCode).toBe(401);
     expect((await t.call(rotated.json().secret, { method: "GET", url: "/v1/auth/session" })).statusCode).toBe(200);
@@ -126,6 +126,84 @@ describe("API keys - lifecycle", () => {
   });
 });
 
+describe("API keys - who manages whom", () => {
+  const session = async (secret: string) => (await t.call(secret, { method: "GET", url: "/v1/auth/session" })).statusCode;
+  const rotate = (by: string, id: string, payload: object = {}) => t.call(by, { method: "POST", url: `/v1/api-keys/${id}/rotate`, payload });
+
+  async function nodeKey(name: string, octet: number): Promise<{ id: string; secret: string }> {
+    const created = await t.call(t.rootKey, {
+      method: "POST",
+      url: "/v1/speakers",
+      payload: { name, mode: "remote", router_id: `192.0.2.${octet}`, asn: 65000 + octet, policies_json: { local_ip: `192.0.2.${octet}` } },
+    });
+    expect(created.statusCode, created.body).toBe(201);
+    const enrolled = await t.call(created.json().enrollment_token, { method: "POST", url: "/v1/nodes/enroll", payload: { hostname: name, agent_version: "1.0.0" } });
+    expect(enrolled.statusCode, enrolled.body).toBe(201);
+    const secret = enrolled.json().api_key as string;
+    const keys = (await t.call(t.rootKey, { method: "GET", url: "/v1/api-keys?role=node&limit=500" })).json().items;
+    const row = keys.find((k: { key_prefix: string }) => secret.startsWith(`rlk_${k.key_prefix}_`));
+    return { id: row.id, secret };
+  }
+
+  it("an operator cannot rotate, change or revoke another operator's key", async () => {
+    const me = await mintKey(t.rootKey, "operator");
+    const other = await mintKey(t.rootKey, "operator");
+    const res = await rotate(me.secret, other.id);
+    expect(res.statusCode).toBe(403);
+    expect(res.body).not.toContain("rlk_");
+    expect((await t.call(me.secret, { method: "PATCH", url: `/v1/api-keys/${other.id}`, payload: { name: "mine" } })).statusCode).toBe(403);
+    expect((await t.call(me.secret, { method: "DELETE", url: `/v1/api-keys/${other.id}` })).statusCode).toBe(403);
+    expect(await session(other.secret)).toBe(200);
+  });
+
+  it("an operator cannot touch a speaker's node key; an admin may revoke it but never receives a secret for it", async () => {
+    const node = await nodeKey("keys-edge", 31);
+    const op = await mintKey(t.rootKey, "operator");
+    const byOperator = await rotate(op.secret, node.id);
+    expect(byOperator.statusCode).toBe(403);
+    expect(byOperator.body).not.toContain("rlk_");
+    expect((await t.call(op.secret, { method: "DELETE", url: `/v1/api-keys/${node.id}` })).statusCode).toBe(403);
+
+    const admin = await mintKey(t.rootKey, "admin");
+    const byAdmin = await rotate(admin.secret, node.id, { grace_seconds: 3600 });
+    expect(byAdmin.statusCode, byAdmin.body).toBe(200);
+    expect(byAdmin.json()).toMatchObject({ id: node.id, secret: null, revoked_at: expect.any(String) });
+    expect(byAdmin.body).not.toContain("rlk_");
+    // Revoked at once, grace or not: the holder notices at its next call.
+    const latest = await t.call(node.secret, { method: "GET", url: "/v1/nodes/signing-keys" });
+    expect(latest.statusCode).toBe(401);
+  });
+
+  it("rotating a lower key revokes it and is audited as a revocation; your own key rotates", async () => {
+    const admin = await mintKey(t.rootKey, "admin");
+    const op = await mintKey(admin.secret, "operator");
+    const res = await rotate(admin.secret, op.id);
+    expect(res.json()).toMatchObject({ id: op.id, secret: null, revoked_at: expect.any(String) });
+    expect(await session(op.secret)).toBe(401);
+    const audit = (await t.call(t.rootKey, { method: "GET", url: "/v1/audit?resource_type=api_key&limit=500" })).json().items;
+    const record = audit.find((r: { resource_id: string }) => r.resource_id === op.id && r.action !== "create");
+    expect(record).toMatchObject({ action: "revoke", actor: { key_id: admin.id } });
+
+    const own = await rotate(admin.secret, admin.id);
+    expect(own.statusCode).toBe(200);
+    expect(own.json().secret).toMatch(new RegExp(`^rlk_${admin.key_prefix}_`));
+    expect(await session(own.json().secret)).toBe(200);
+  });
+
+  it("an admin cannot manage another admin; superadmins revoke one another but never rotate to a secret", async () => {
+    const a1 = await mintKey(t.rootKey, "admin");
+    const a2 = await mintKey(t.rootKey, "admin");
+    expect((await rotate(a1.secret, a2.id)).statusCode).toBe(403);
+    expect((await t.call(a1.secret, { method: "DELETE", url: `/v1/api-keys/${a2.id}` })).statusCode).toBe(403);
+    const s1 = await mintKey(t.rootKey, "superadmin");
+    const s2 = await mintKey(t.rootKey, "superadmin");
+    expect((await t.call(s1.secret, { method: "PATCH", url: `/v1/api-keys/${s2.id}`, payload: { name: "taken" } })).statusCode).toBe(403);
+    expect((await rotate(s1.secret, s2.id)).statusCode).toBe(403);
+    expect((await t.call(s1.secret, { method: "DELETE", url: `/v1/api-keys/${s2.id}` })).statusCode).toBe(204);
+    expect(await session(s2.secret)).toBe(401);
+  });
+});
+
 describe("API keys - tenants", () => {
   it("another tenant's key id is a 404, never a 403", async () => {
     const created = await t.call(t.rootKey, { method: "POST", url: "/v1/tenants", payload: { name: "tenant-b" } });
@@ -148,9 +226,9 @@ describe("API keys - tenants", () => {
 
 describe("API keys - audit", () => {
   it("records create, update, rotate and revoke without the secret", async () => {
-    const k = await mintKey(t.rootKey, "viewer", "audited");
+    const k = await mintKey(t.rootKey, "operator", "audited");
     await t.call(t.rootKey, { method: "PATCH", url: `/v1/api-keys/${k.id}`, payload: { name: "audited-2" } });
-    await t.call(t.rootKey, { method: "POST", url: `/v1/api-keys/${k.id}/rotate`, payload: {} });
+    expect((await t.call(k.secret, { method: "POST", url: `/v1/api-keys/${k.id}/rotate`, payload: {} })).statusCode).toBe(200);
     await t.call(t.rootKey, { method: "DELETE", url: `/v1/api-keys/${k.id}` });
     const res = await t.call(t.rootKey, { method: "GET", url: "/v1/audit?resource_type=api_key&limit=500" });
     const mine = res.json().items.filter((r: { resource_id: string }) => r.resource_id === k.id);

@@ -1,4 +1,4 @@
-import { mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs";
+import { chmodSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, symlinkSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
@@ -78,5 +78,47 @@ describe("StateStore", () => {
     writeFileSync(join(dir, "applied.json"), '{"revision_id": "x"}');
     await expect(state.readApplied()).rejects.toBeInstanceOf(StateError);
     await expect(state.readApplied()).rejects.toThrow(/applied\.json/);
+  });
+
+  it("refuses a state directory that its group or others may write into", async () => {
+    for (const mode of [0o777, 0o770, 0o702]) {
+      const state = join(dir, `open-${mode.toString(8)}`);
+      mkdirSync(state);
+      chmodSync(state, mode);
+      const error = await new StateStore(state).init().catch((e: unknown) => e);
+      expect(error, mode.toString(8)).toBeInstanceOf(StateError);
+      expect((error as Error).message).toMatch(/RL_STATE_DIR: .* writable by its group or by others \(mode 0\d+\).*chmod 0700/);
+    }
+    const fine = join(dir, "fine");
+    mkdirSync(fine);
+    chmodSync(fine, 0o750);
+    await new StateStore(fine).init();
+  });
+
+  it("writes the node key 0600 whatever the umask, and replaces a symlink planted at its name instead of following it", async () => {
+    const victim = join(dir, "victim");
+    writeFileSync(victim, "precious\n");
+    const state = join(dir, "state");
+    mkdirSync(state, { mode: 0o700 });
+    symlinkSync(victim, join(state, "node.json"));
+    const umask = process.umask(0o000);
+    try {
+      await new StateStore(state).writeNode(node);
+    } finally {
+      process.umask(umask);
+    }
+    expect(readFileSync(victim, "utf8")).toBe("precious\n");
+    expect(statSync(join(state, "node.json")).mode & 0o777).toBe(0o600);
+    expect(await new StateStore(state).readNode()).toEqual(node);
+  });
+});
+
+describe("writeFileAtomic", () => {
+  it("gives the file to a group with 0640 before any byte is written", async () => {
+    const path = join(dir, "shared.conf");
+    const gid = process.getgid?.() ?? 0;
+    await writeFileAtomic(path, 'password "x";\n', { mode: 0o640, gid });
+    expect(statSync(path).mode & 0o777).toBe(0o640);
+    expect(statSync(path).gid).toBe(gid);
   });
 });

@@ -1,7 +1,7 @@
 import { mkdir, readFile } from "node:fs/promises";
 import { join } from "node:path";
 import { z } from "zod";
-import { writeFileAtomic } from "./atomic-file.js";
+import { assertPrivateDirectory, writeFileAtomic } from "./atomic-file.js";
 
 /** Who this agent is, from enrollment. The node key is a secret: the files are 0600. */
 export interface NodeIdentity {
@@ -67,9 +67,18 @@ export class StateStore {
     this.dir = dir;
   }
 
-  /** Creates the directory (0700) when missing. */
+  /**
+   * Creates the directory (0700) when missing, and refuses one that is group- or
+   * other-writable or owned by another user: it holds the node key and the pinned signing
+   * keys, which whoever can write there could replace.
+   */
   async init(): Promise<void> {
     await mkdir(this.dir, { recursive: true, mode: 0o700 });
+    try {
+      await assertPrivateDirectory(this.dir);
+    } catch (error) {
+      throw new StateError(`RL_STATE_DIR: ${(error as Error).message}`, { cause: error });
+    }
   }
 
   readNode(): Promise<NodeIdentity | null> {

@@ -1,4 +1,4 @@
-import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { mkdirSync, mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import type { SigningKeyJson, StatusErrorJson } from "@rlc/proto";
@@ -15,6 +15,7 @@ import {
   TENANT_ID,
   testKey,
 } from "../../../test/helpers/agent-fakes.js";
+import { groupId } from "./atomic-file.js";
 import { BirdError } from "./bird/birdc.js";
 import type { ProcessRunner } from "./bird/validate.js";
 import { ControllerError, type DesiredRevision } from "./bundle/http-client.js";
@@ -306,6 +307,21 @@ describe("SyncLoop", () => {
     expect(await restarted.loop.restoreConfirmedFiles()).toBe(true);
     expect(readFileSync(h.configPath, "utf8")).toBe(confirmed);
     expect(await restarted.loop.restoreConfirmedFiles()).toBe(false);
+  });
+
+  it("restoreConfirmedFiles - the files it puts back are no more readable than applyBirdConfig's (0640 group bird, or 0600)", async () => {
+    const h = await harness();
+    await publish(h, 1, 1);
+    await h.loop.sync({ reason: "start" });
+    writeFileSync(h.configPath, "# an unconfirmed config a crash left behind\n");
+    const umask = process.umask(0o022);
+    try {
+      expect(await (await harness()).loop.restoreConfirmedFiles()).toBe(true);
+    } finally {
+      process.umask(umask);
+    }
+    const gid = await groupId("bird");
+    expect(statSync(h.configPath).mode & 0o777).toBe(gid === null ? 0o600 : 0o640);
   });
 
   it("stop - no run starts after stop, and a queued retry is dropped", async () => {

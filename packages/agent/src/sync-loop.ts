@@ -2,7 +2,7 @@ import { readFile } from "node:fs/promises";
 import { basename, dirname, join } from "node:path";
 import type { ReportReasonJson, StatusErrorJson } from "@rlc/proto";
 import { BundleError, type BundlePayload, type VerifiedBundle, verifyBundle } from "@rlc/shared/bundle";
-import { writeFileAtomic } from "./atomic-file.js";
+import { birdReadable, writeFileAtomic } from "./atomic-file.js";
 import { applyBirdConfig } from "./bird/apply.js";
 import type { BirdControl } from "./bird/birdc.js";
 import type { ProcessRunner } from "./bird/validate.js";
@@ -275,10 +275,12 @@ export class SyncLoop {
     const rendered = renderBirdConfig(payload, this.#renderOptions());
     const dir = dirname(this.#o.birdConfigPath);
     let restored = false;
+    // The files hold peers' passwords: as applyBirdConfig writes them, BIRD's group reads, nobody else.
+    const access = await birdReadable();
     for (const [name, text] of Object.entries(rendered.files)) {
       const path = join(dir, name);
       if ((await readFile(path, "utf8").catch(() => null)) === text) continue;
-      await writeFileAtomic(path, text, 0o644);
+      await writeFileAtomic(path, text, access);
       restored = true;
     }
     if (restored) this.#o.log.warn("restored the files of the last confirmed revision", { revision_id: applied.revision_id });

@@ -1,4 +1,5 @@
 import { randomUUID } from "node:crypto";
+import type { ServerOptions } from "node:http";
 import cors from "@fastify/cors";
 import Fastify, { type FastifyInstance, type FastifyServerOptions } from "fastify";
 import { serializerCompiler, validatorCompiler } from "fastify-type-provider-zod";
@@ -13,6 +14,7 @@ import errorsPlugin from "./plugins/errors.js";
 import idempotencyPlugin from "./plugins/idempotency.js";
 import metricsPlugin from "./plugins/metrics.js";
 import openapiPlugin from "./plugins/openapi.js";
+import securityHeadersPlugin from "./plugins/security-headers.js";
 import "./plugins/types.js";
 import publicRoutes from "./routes/public.js";
 import apiKeyRoutes from "./routes/v1/api-keys.js";
@@ -104,7 +106,7 @@ export interface AppDeps {
   services: AppServices;
 }
 
-/** Speakers, peers, signing and the node side. */
+/** Speakers, peers, signing and the node side (enrollment, bundles, status reports). */
 function deployServices(opts: { config: Config; sql: Sql; bus: Bus; secretBox: SecretBox; natsIssuer?: NatsCredentialIssuer | null }, audit: AuditWriter, authenticator: Authenticator) {
   const natsCredentials = createNatsCredentialService({ issuer: opts.natsIssuer ?? null, audit });
   const signing = createSigningService({ sql: opts.sql, audit, secrets: opts.secretBox, keyFile: opts.config.BUNDLE_SIGNING_KEY_FILE });
@@ -175,6 +177,23 @@ export function createServices(opts: {
 
 const REQUEST_ID_RE = /^[A-Za-z0-9._:-]{1,128}$/;
 
+/**
+ * Fastify leaves the request timeout off and Node checks its timeouts every 30 s; a client that
+ * announced 100 kB and sent 1 byte kept its socket for as long as it liked. The idle timeout
+ * must outlast the longest answer a handler waits for (`?wait=true`, 60 s).
+ */
+export function httpTimeouts(config: Config): Pick<FastifyServerOptions, "requestTimeout" | "connectionTimeout" | "keepAliveTimeout"> & {
+  http: ServerOptions;
+} {
+  const headersTimeout = Math.min(config.HTTP_HEADERS_TIMEOUT_MS, config.HTTP_REQUEST_TIMEOUT_MS);
+  return {
+    requestTimeout: config.HTTP_REQUEST_TIMEOUT_MS,
+    connectionTimeout: config.HTTP_IDLE_TIMEOUT_MS,
+    keepAliveTimeout: config.HTTP_KEEPALIVE_TIMEOUT_MS,
+    http: { headersTimeout, connectionsCheckingInterval: Math.max(50, Math.min(1000, Math.floor(headersTimeout / 2))) },
+  };
+}
+
 export function loggerOptions(level: string): FastifyServerOptions["logger"] {
   return {
     level,
@@ -197,6 +216,7 @@ export async function buildApp(deps: AppDeps, opts: { logger?: FastifyServerOpti
     },
     requestIdHeader: false,
     bodyLimit: 1024 * 1024,
+    ...httpTimeouts(deps.config),
     routerOptions: { ignoreTrailingSlash: false, maxParamLength: 200 },
   });
   app.setValidatorCompiler(validatorCompiler);
@@ -217,6 +237,7 @@ export async function buildApp(deps: AppDeps, opts: { logger?: FastifyServerOpti
     });
   }
   await app.register(metricsPlugin);
+  await app.register(securityHeadersPlugin);
   await app.register(openapiPlugin, { version: deps.buildInfo.version });
   await app.register(authPlugin, { sql: deps.sql, clock: deps.clock, authenticator: deps.services.authenticator });
   await app.register(idempotencyPlugin, { sql: deps.sql, clock: deps.clock });

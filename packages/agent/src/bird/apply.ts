@@ -1,5 +1,6 @@
-import { copyFile, mkdir, mkdtemp, readFile, rename, rm, unlink, writeFile } from "node:fs/promises";
+import { mkdir, mkdtemp, readFile, rm, unlink, writeFile } from "node:fs/promises";
 import { join } from "node:path";
+import { birdReadable, type FileAccess, readFileNoFollow, writeFileAtomic } from "../atomic-file.js";
 import { BirdError, type BirdControl, type BirdReply } from "./birdc.js";
 import { BirdConfigError, formatExcerpt, type ProcessRunner, parseBirdError, validateBirdConfig } from "./validate.js";
 
@@ -33,7 +34,7 @@ export interface ApplyOptions {
   stagingDir: string;
   /** `configure timeout N`: BIRD reverts by itself unless confirmed within N seconds. */
   timeoutSeconds: number;
-  /** How long BIRD may take to answer again after configure. Default 10 s (CONTRACT 7). */
+  /** How long BIRD may take to answer again after configure. Default 10 s. */
   answerTimeoutMs?: number;
   /**
    * How long `configure` itself may take: BIRD answers once it has parsed the new files.
@@ -81,24 +82,26 @@ export async function applyBirdConfig(deps: ApplyDeps, options: ApplyOptions): P
   const names = Object.keys(options.files).sort((a, b) => Number(a === options.entry) - Number(b === options.entry));
   if (!names.includes(options.entry)) throw new TypeError(`entry ${options.entry} is not among the files`);
   for (const name of names) if (!FILE_NAME.test(name)) throw new TypeError(`${JSON.stringify(name)} is not a plain file name`);
-  await mkdir(options.stagingDir, { recursive: true });
+  await mkdir(options.stagingDir, { recursive: true, mode: 0o700 });
   const staging = await mkdtemp(join(options.stagingDir, "apply-"));
+  // The files hold peers' passwords: BIRD's group may read them, nobody else.
+  const access = await birdReadable();
   try {
-    for (const name of names) await writeFile(join(staging, name), options.files[name] as string);
+    for (const name of names) await writeFile(join(staging, name), options.files[name] as string, { flag: "wx", mode: 0o600 });
     let check = join(staging, options.entry);
     if (options.mode === "include") {
       // The include alone is not a config BIRD accepts when it has no protocol; a device
       // protocol in a wrapper makes it one, as the operator's bird.conf would.
       check = join(staging, "rl-validate.conf");
-      await writeFile(check, `protocol device {\n}\ninclude "${options.entry}";\n`);
+      await writeFile(check, `protocol device {\n}\ninclude "${options.entry}";\n`, { flag: "wx", mode: 0o600 });
     }
     // bird -p took 0.64 s on 1,000,000 routes; the default 30 s leaves room for slow hosts.
     await validateBirdConfig(check, { runner: deps.runner, birdBin: deps.birdBin });
 
     const had = new Map<string, boolean>();
-    for (const name of names) had.set(name, await backup(options.configDir, name));
-    const restore = () => restoreFiles(options.configDir, names, had);
-    for (const name of names) await swapIn(join(staging, name), options.configDir, name);
+    for (const name of names) had.set(name, await backup(options.configDir, name, access));
+    const restore = () => restoreFiles(options.configDir, names, had, access);
+    for (const name of names) await swapIn(join(staging, name), options.configDir, name, access);
 
     let reply: BirdReply;
     try {
@@ -163,27 +166,30 @@ async function waitForAnswer(deps: ApplyDeps, timeoutMs: number): Promise<void> 
   }
 }
 
-/** Copies the running file aside; false when there was none. */
-async function backup(dir: string, name: string): Promise<boolean> {
+/**
+ * Copies the running file aside; false when there was none. Neither end follows a symlink: a
+ * link planted at the running file's name is refused, one at the backup's name is replaced.
+ */
+async function backup(dir: string, name: string, access: FileAccess): Promise<boolean> {
+  let data: Buffer;
   try {
-    await copyFile(join(dir, name), join(dir, name + PREVIOUS_SUFFIX));
-    return true;
+    data = await readFileNoFollow(join(dir, name));
   } catch (error) {
     if ((error as NodeJS.ErrnoException).code === "ENOENT") return false;
     throw error;
   }
+  await writeFileAtomic(join(dir, name + PREVIOUS_SUFFIX), data, access);
+  return true;
 }
 
-/** Copy next to the target, then rename over it: readers see the old file or the new, whole. */
-async function swapIn(source: string, dir: string, name: string): Promise<void> {
-  const temporary = join(dir, `.${name}.rl-new`);
-  await copyFile(source, temporary);
-  await rename(temporary, join(dir, name));
+/** Written beside the target under a random, exclusive name, then renamed over it (writeFileAtomic). */
+async function swapIn(source: string, dir: string, name: string, access: FileAccess): Promise<void> {
+  await writeFileAtomic(join(dir, name), await readFileNoFollow(source), access);
 }
 
-async function restoreFiles(dir: string, names: readonly string[], had: Map<string, boolean>): Promise<void> {
+async function restoreFiles(dir: string, names: readonly string[], had: Map<string, boolean>, access: FileAccess): Promise<void> {
   for (const name of [...names].reverse()) {
-    if (had.get(name)) await swapIn(join(dir, name + PREVIOUS_SUFFIX), dir, name);
+    if (had.get(name)) await swapIn(join(dir, name + PREVIOUS_SUFFIX), dir, name, access);
     else await unlink(join(dir, name)).catch(() => undefined);
   }
 }

@@ -61,6 +61,25 @@ describe("validateBirdConfig", () => {
 });
 
 describe("parseBirdError / formatExcerpt", () => {
+  it("masks a password on the offending line, in the excerpt and in BIRD's message, keeping line and column", async () => {
+    const src = 'protocol bgp p1 {\n  neighbor 192.0.2.2 as 65001;\n  password "s3cr,et" ttl;\n}\n';
+    const runner = stderrOf('bird: /stage/rl-routes.conf:3:24 syntax error, unexpected "s3cr,et"\n');
+    const error = (await validateBirdConfig("/stage/bird.conf", { runner, readText: async () => src }).catch((e: unknown) => e)) as BirdConfigError;
+    expect(error.location).toEqual({ file: "/stage/rl-routes.conf", line: 3, column: 24 });
+    expect(error.excerpt).not.toContain("s3cr,et");
+    expect(error.excerpt.split("\n")).toEqual([
+      '/stage/rl-routes.conf:3:24 syntax error, unexpected "***"',
+      ' 3 |   password "***" ttl;',
+      `   | ${" ".repeat(19)}^`,
+    ]);
+  });
+
+  it("masks an unterminated password and leaves other lines as they are", () => {
+    const loc = { file: "f", line: 1, column: 5 };
+    expect(formatExcerpt({ message: "m", location: loc }, '\tPASSWORD "abc')).toBe('f:1:5 m\n 1 | \tPASSWORD "***\n   | \t   ^');
+    expect(formatExcerpt({ message: "m", location: loc }, "description \"no secret\";")).toContain('description "no secret";');
+  });
+
   it("reads the 8002 form of the control socket (no `bird: ` prefix)", () => {
     expect(parseBirdError("/etc/bird/bird.conf:12:5 Unknown symbol")).toEqual({
       message: "Unknown symbol",

@@ -89,15 +89,51 @@ export function parseBirdError(text: string): { message: string; location: BirdC
   return { message: m[4] as string, location: { file: m[1] as string, line: Number(m[2]), column: Number(m[3]) } };
 }
 
-/** The message, the offending line and a caret under BIRD's column (tabs kept, so it lines up). */
+/** `password "…"` in BIRD's syntax (strings have no escapes and end at the next quote or the line's end). */
+const PASSWORD = /(\bpassword\s+")([^"]*)("?)/gi;
+
+/**
+ * The line with every password's text replaced by `***`, and the secrets it held. The excerpt
+ * travels to the controller, where every viewer of the speaker reads it in `last_error`.
+ */
+export function maskSecrets(line: string): { text: string; secrets: string[]; column: (original: number) => number } {
+  const secrets: string[] = [];
+  // Where each secret stood in the original line, to move a column past it onto the masked one.
+  const cuts: { start: number; length: number }[] = [];
+  const text = line.replace(PASSWORD, (_all, head: string, secret: string, tail: string, offset: number) => {
+    if (secret) secrets.push(secret);
+    cuts.push({ start: offset + head.length, length: secret.length });
+    return `${head}***${tail}`;
+  });
+  const column = (original: number) => {
+    let shift = 0;
+    for (const cut of cuts) {
+      if (original >= cut.start + cut.length) shift += cut.length - 3;
+      else if (original >= cut.start) return cut.start - shift;
+    }
+    return original - shift;
+  };
+  return { text, secrets, column };
+}
+
+/**
+ * The message, the offending line and a caret under BIRD's column (tabs kept, so it lines up).
+ * A line that holds a password is shown masked, and the password is cut out of BIRD's message
+ * too; the caret then points at the masked line, which is as close as it can honestly get.
+ */
 export function formatExcerpt(error: { message: string; location: BirdConfigLocation | null }, source: string | null): string {
   const { location } = error;
   if (!location) return error.message;
-  const head = `${location.file}:${location.line}:${location.column} ${error.message}`;
-  const text = source?.split("\n")[location.line - 1];
-  if (text === undefined) return head;
+  const line = source?.split("\n")[location.line - 1];
+  const masked = line === undefined ? null : maskSecrets(line.replace(/\r$/, ""));
+  let message = error.message;
+  for (const secret of masked?.secrets ?? []) message = message.split(secret).join("***");
+  const head = `${location.file}:${location.line}:${location.column} ${message}`;
+  if (masked === null) return head;
+  const text = masked.text;
   const number = String(location.line);
   const pad = " ".repeat(number.length);
-  const before = text.slice(0, Math.max(0, location.column - 1)).replace(/[^\t]/g, " ");
+  const column = Math.min(masked.column(Math.max(0, location.column - 1)), text.length);
+  const before = text.slice(0, column).replace(/[^\t]/g, " ");
   return `${head}\n ${number} | ${text}\n ${pad} | ${before}^`;
 }

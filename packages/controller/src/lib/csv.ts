@@ -16,14 +16,39 @@ export interface CsvBadRecord {
 
 const NEEDS_QUOTES = /[",\r\n]/;
 
+/**
+ * A cell a spreadsheet would run as a formula (OWASP's CSV injection list: `=`, `+`, `-`, `@`,
+ * tab, CR). Leading quotes are looked through, so that a cell which already begins with `'`
+ * followed by one of these is escaped too and the import's unescape stays its exact inverse.
+ */
+const FORMULA = /^'*[=+\-@\t\r]/;
+/** What the import refuses: the same characters, first, without the escaping quote. */
+const FORMULA_UNESCAPED = /^[=+\-@\t\r]/;
+const ESCAPED = /^'+[=+\-@\t\r]/;
+
+/** A cell with one `'` in front when a spreadsheet would otherwise read it as a formula. */
+export function escapeFormula(value: string): string {
+  return FORMULA.test(value) ? `'${value}` : value;
+}
+
+/** The inverse of escapeFormula on a cell it escaped; other cells unchanged. */
+export function unescapeFormula(value: string): string {
+  return ESCAPED.test(value) ? value.slice(1) : value;
+}
+
+/** True for a cell that starts like a formula without the escaping quote. */
+export function looksLikeFormula(value: string): boolean {
+  return FORMULA_UNESCAPED.test(value);
+}
+
 /** One field, quoted only when it must be (a comma, a quote, CR or LF inside). */
 export function csvField(value: string): string {
   return NEEDS_QUOTES.test(value) ? `"${value.replaceAll('"', '""')}"` : value;
 }
 
-/** One record with its CRLF line end (RFC 4180 2.1). */
+/** One record with its CRLF line end (RFC 4180 2.1); every cell escaped against formulas. */
 export function csvRow(fields: readonly string[]): string {
-  return `${fields.map(csvField).join(",")}\r\n`;
+  return `${fields.map((f) => csvField(escapeFormula(f))).join(",")}\r\n`;
 }
 
 /**

@@ -3,9 +3,11 @@ import swaggerUi from "@fastify/swagger-ui";
 import type { FastifyInstance } from "fastify";
 import fp from "fastify-plugin";
 import { jsonSchemaTransform, jsonSchemaTransformObject } from "fastify-type-provider-zod";
+import { collectBodyLimits } from "./body-limits.js";
 
 /** The OpenAPI 3.1 document, generated from the same zod schemas that validate requests. */
 export default fp(async function openapiPlugin(app: FastifyInstance, opts: { version: string }) {
+  const withBodyLimits = collectBodyLimits(app);
   await app.register(swagger, {
     openapi: {
       openapi: "3.1.0",
@@ -15,7 +17,8 @@ export default fp(async function openapiPlugin(app: FastifyInstance, opts: { ver
         description:
           "Turns lists of ASNs, domains, IP ranges and CDN feeds into community-tagged BGP announcements. " +
           "Errors are RFC 9457 problem+json with a stable `code`. Every POST, PATCH and DELETE accepts `Idempotency-Key`. " +
-          "Collections are keyset-paginated with `cursor` and `limit` (1..500, default 50).",
+          "Collections are keyset-paginated with `cursor` and `limit` (1..500, default 50). " +
+          "Each operation that takes a body states its size limit in bytes as `x-body-limit` (1 MiB unless stated); a larger body is a 413.",
       },
       components: {
         securitySchemes: { bearer: { type: "http", scheme: "bearer", description: "`rlk_<prefix>_<secret>`" } },
@@ -23,7 +26,7 @@ export default fp(async function openapiPlugin(app: FastifyInstance, opts: { ver
       security: [{ bearer: [] }],
     },
     transform: jsonSchemaTransform,
-    transformObject: jsonSchemaTransformObject,
+    transformObject: (doc) => withBodyLimits(jsonSchemaTransformObject(doc) as never),
   });
   await app.register(swaggerUi, { routePrefix: "/docs", uiConfig: { url: "/v1/openapi.json" } as never });
   app.get("/v1/openapi.json", { schema: { hide: true }, config: { auth: "public" } }, async () => app.swagger());

@@ -1,5 +1,5 @@
 import { ConflictError, ForbiddenError, NotFoundError, ValidationError } from "@rlc/shared/errors";
-import type { ApiKey, CreateApiKeyBody, UpdateApiKeyBody } from "@rlc/shared/schemas";
+import type { ApiKey, CreateApiKeyBody, RotatedApiKey, UpdateApiKeyBody } from "@rlc/shared/schemas";
 import {
   type ApiKeyRow,
   findApiKeyById,
@@ -17,7 +17,7 @@ import { hashKeySecret, newKeyPrefix, newKeySecret, parseKeySecret, } from "../l
 import { iso, isoRequired } from "../lib/time.js";
 import { type AuditWriter, changesOf } from "./audit.js";
 import { createAuthenticator } from "./authenticator.js";
-import { type Principal, type RequestContext, type RoleName, roleRank } from "./context.js";
+import { type Principal, type RequestContext, type RoleName, roleAtLeast, roleRank } from "./context.js";
 
 export function toApiKey(row: ApiKeyRow): ApiKey {
   return {
@@ -74,10 +74,22 @@ function assertCanGrant(caller: RoleName, role: RoleName) {
   if (roleRank(role) > roleRank(caller)) throw new ForbiddenError(`a ${caller} key cannot grant the ${role} role`);
 }
 
-function assertCanManage(caller: RoleName, target: ApiKeyRow) {
-  if (roleRank(target.role as RoleName) > roleRank(caller)) {
-    throw new ForbiddenError(`a ${caller} key cannot change a ${target.role} key`);
+/**
+ * A key manages its own key and keys of a lower role; node keys (a speaker's) only from admin
+ * up. Equal rank is refused: an operator could otherwise revoke a fellow operator, or rotate its
+ * key and act under its name. Superadmins may revoke one another's keys, as nobody ranks above
+ * them to revoke a leaked one.
+ */
+function assertCanManage(caller: Principal, target: ApiKeyRow, action: "change" | "revoke" | "rotate") {
+  if (target.id === caller.keyId) return;
+  if (target.role === "node") {
+    if (!roleAtLeast(caller.role, "admin")) throw new ForbiddenError(`a speaker's node key is managed from the admin role up; the key is ${caller.role}`);
+    return;
   }
+  const rank = roleRank(target.role as RoleName);
+  if (rank < roleRank(caller.role)) return;
+  if (action === "revoke" && caller.role === "superadmin" && target.role === "superadmin") return;
+  throw new ForbiddenError(`a ${caller.role} key manages only itself and keys of a lower role; this one is ${target.role}`);
 }
 
 export function createApiKeyService(deps: { audit: AuditWriter; onKeysChanged?: () => void }) {
@@ -121,7 +133,7 @@ export function createApiKeyService(deps: { audit: AuditWriter; onKeysChanged?: 
     async update(tx: Db, ctx: RequestContext, id: string, body: UpdateApiKeyBody) {
       changed(ctx);
       const before = await mustFind(tx, ctx.principal.tenantId, id, true);
-      assertCanManage(ctx.principal.role, before);
+      assertCanManage(ctx.principal, before, "change");
       if (body.role !== undefined) {
         if (before.role === "node" || body.role === ("node" as string)) {
           throw new ValidationError("a node key's role cannot change", [{ path: "body.role", message: "node keys keep their role" }]);
@@ -150,7 +162,7 @@ export function createApiKeyService(deps: { audit: AuditWriter; onKeysChanged?: 
     async revoke(tx: Db, ctx: RequestContext, id: string) {
       changed(ctx);
       const before = await mustFind(tx, ctx.principal.tenantId, id, true);
-      assertCanManage(ctx.principal.role, before);
+      assertCanManage(ctx.principal, before, "revoke");
       if (before.revoked_at) return; // already revoked: nothing changes, nothing to record
       const after = await revokeApiKey(tx, ctx.principal.tenantId, id, ctx.now);
       await audit.record(tx, ctx, {
@@ -162,11 +174,27 @@ export function createApiKeyService(deps: { audit: AuditWriter; onKeysChanged?: 
       });
     },
 
-    async rotate(tx: Db, ctx: RequestContext, id: string, body: { grace_seconds?: number | undefined }) {
+    /**
+     * Your own key: a new secret (the old one lasts `grace_seconds`). Anyone else's key is
+     * revoked at once instead: a secret handed to another key's holder would let it act under
+     * that key's name, and a rotation is what you ask for when you believe a secret leaked.
+     */
+    async rotate(tx: Db, ctx: RequestContext, id: string, body: { grace_seconds?: number | undefined }): Promise<RotatedApiKey> {
       changed(ctx);
       const before = await mustFind(tx, ctx.principal.tenantId, id, true);
-      assertCanManage(ctx.principal.role, before);
+      assertCanManage(ctx.principal, before, "rotate");
       if (before.revoked_at) throw new ConflictError("the key is revoked and cannot be rotated");
+      if (before.id !== ctx.principal.keyId) {
+        const after = await revokeApiKey(tx, ctx.principal.tenantId, id, ctx.now);
+        await audit.record(tx, ctx, {
+          action: "revoke",
+          resource_type: "api_key",
+          resource_id: id,
+          summary: `API key ${after.key_prefix} revoked by a rotation from another key (no new secret is handed out)`,
+          changes: { revoked_at: { from: null, to: iso(after.revoked_at) } },
+        });
+        return { ...toApiKey(after), secret: null };
+      }
       const grace = body.grace_seconds ?? 0;
       const secret = newKeySecret(before.key_prefix);
       const after = await rotateApiKeySecret(tx, ctx.principal.tenantId, id, {

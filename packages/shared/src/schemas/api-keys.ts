@@ -21,6 +21,13 @@ export const ApiKeyWithSecret = ApiKey.extend({
   secret: z.string().describe("`rlk_<key_prefix>_<secret>`: shown once, only in this answer."),
 }).meta({ id: "ApiKeyWithSecret" });
 
+export const RotatedApiKey = ApiKey.extend({
+  secret: z
+    .string()
+    .nullable()
+    .describe("The calling key's new secret, shown once; null when another key was rotated, which revokes it instead."),
+}).meta({ id: "RotatedApiKey" });
+
 const KeyName = z.string().trim().min(1).max(128);
 const ExpiresAt = z.iso.datetime({ offset: true }).nullable();
 
@@ -61,3 +68,4 @@ export const Session = z
 export type ApiKey = z.infer<typeof ApiKey>;
 export type CreateApiKeyBody = z.infer<typeof CreateApiKeyBody>;
 export type UpdateApiKeyBody = z.infer<typeof UpdateApiKeyBody>;
+export type RotatedApiKey = z.infer<typeof RotatedApiKey>;

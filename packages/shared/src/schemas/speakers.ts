@@ -1,6 +1,7 @@
 import { isIP } from "node:net";
 import { z } from "zod";
 import { ListQueryShape, optionalBody, Timestamp, Uuid } from "./common.js";
+import { singleLineText } from "./text.js";
 
 const ipv4 = z.string().refine((v) => isIP(v) === 4, "must be an IPv4 address");
 const ipv6 = z.string().refine((v) => isIP(v) === 6, "must be an IPv6 address");
@@ -139,8 +140,8 @@ export const SigningKey = z
 export const SigningKeyList = z.object({ keys: z.array(SigningKey) }).meta({ id: "SigningKeyList" });
 
 export const EnrollBody = z.strictObject({
-  hostname: z.string().trim().min(1).max(253),
-  agent_version: z.string().trim().min(1).max(64),
+  hostname: singleLineText().trim().min(1).max(253),
+  agent_version: singleLineText().trim().min(1).max(64),
   public_key: z.string().max(128).optional(),
 });
 
@@ -201,7 +202,7 @@ export const StatusReport = z
       .optional(),
     bird: z.looseObject({ reachable: z.boolean() }).nullable().optional(),
     sessions: z.array(z.looseObject({ protocol: z.string() })).max(10000).optional(),
-    agent_version: z.string().nullable().optional(),
+    agent_version: singleLineText().max(64).nullable().optional(),
     reported_at: z.string().nullable().optional(),
   })
   // PostgreSQL's jsonb refuses NUL characters: refused here as bad input, never a 500.

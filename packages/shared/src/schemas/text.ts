@@ -5,3 +5,10 @@ import { z } from "zod";
  * would otherwise surface as a 500 at insert time.
  */
 export const storableText = () => z.string().regex(/^[^\0]*$/, "must not contain NUL characters");
+
+/**
+ * One line of plain text: no C0/C1 control characters (newline, CR, escape, DEL…) and no Unicode
+ * line or paragraph separator. What an agent says about itself lands in audit summaries and
+ * logs, where a newline would forge a line of its own.
+ */
+export const singleLineText = () => z.string().regex(/^[^\u0000-\u001f\u007f-\u009f\u2028\u2029]*$/, "must be one line without control characters");

@@ -7,6 +7,7 @@ import {
   IdParams,
   page,
   RotateApiKeyBody,
+  RotatedApiKey,
   Session,
   UpdateApiKeyBody,
 } from "@rlc/shared/schemas";
@@ -66,7 +67,8 @@ const apiKeyRoutes: FastifyPluginAsyncZod<{ deps: AppDeps }> = async (app, { dep
       schema: {
         tags,
         summary: "Update an API key's name, role or expiry",
-        description: "No key can change a key of a higher role or raise a key above its own role.",
+        description:
+          "A key changes only itself and keys of a lower role (a speaker's node key from the admin role up), and never raises a key above its own role.",
         params: IdParams,
         body: UpdateApiKeyBody,
         response: { 200: ApiKey, ...writeProblems, ...problems(404) },
@@ -78,7 +80,17 @@ const apiKeyRoutes: FastifyPluginAsyncZod<{ deps: AppDeps }> = async (app, { dep
 
   app.delete(
     "/v1/api-keys/:id",
-    { schema: { tags, summary: "Revoke an API key", params: IdParams, response: { 204: Empty, ...writeProblems, ...problems(404) } }, config: operator },
+    {
+      schema: {
+        tags,
+        summary: "Revoke an API key",
+        description:
+          "A key revokes itself and keys of a lower role (a speaker's node key from the admin role up); superadmins also revoke one another's keys.",
+        params: IdParams,
+        response: { 204: Empty, ...writeProblems, ...problems(404) },
+      },
+      config: operator,
+    },
     async (req, reply) =>
       req.mutate(reply, async (tx, ctx) => {
         await keys.revoke(tx, ctx, req.params.id);
@@ -91,11 +103,14 @@ const apiKeyRoutes: FastifyPluginAsyncZod<{ deps: AppDeps }> = async (app, { dep
     {
       schema: {
         tags,
-        summary: "Rotate an API key's secret",
-        description: "The old secret keeps working for `grace_seconds` (default 0).",
+        summary: "Rotate an API key's secret (your own) or revoke another key",
+        description:
+          "Rotating the calling key answers its new secret once; the old secret keeps working for `grace_seconds` (default 0). " +
+          "Rotating another key (one the caller may manage) revokes it at once and answers it with `secret: null`: no key is handed " +
+          "another key's secret. Its holder needs a new key.",
         params: IdParams,
         body: RotateApiKeyBody,
-        response: { 200: ApiKeyWithSecret, ...writeProblems, ...problems(404) },
+        response: { 200: RotatedApiKey, ...writeProblems, ...problems(404) },
       },
       config: operator,
     },

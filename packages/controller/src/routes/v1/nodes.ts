@@ -17,12 +17,14 @@ const nodeRoutes: FastifyPluginAsyncZod<{ deps: AppDeps }> = async (app, { deps 
   app.post(
     "/v1/nodes/enroll",
     {
+      // Anyone may call it (the token is checked in the handler): a few hundred bytes is all it takes.
+      bodyLimit: 16 * 1024,
       schema: {
         tags,
         summary: "Enroll an agent: spend a one-time enrollment token (Bearer) for a node key",
         security: [{ bearer: [] }],
         body: EnrollBody,
-        response: { 201: EnrollResult, ...problems(400, 401) },
+        response: { 201: EnrollResult, ...problems(400, 401, 413) },
       },
       config: { auth: "public" },
     },
