@@ -33,7 +33,7 @@ export interface ApplyOptions {
   stagingDir: string;
   /** `configure timeout N`: BIRD reverts by itself unless confirmed within N seconds. */
   timeoutSeconds: number;
-  /** How long BIRD may take to answer again after configure. Default 10 s (CONTRACT 7). */
+  /** How long BIRD may take to answer again after configure. Default 10 s. */
   answerTimeoutMs?: number;
   /**
    * How long `configure` itself may take: BIRD answers once it has parsed the new files.

@@ -1,7 +1,7 @@
 import { createHash } from "node:crypto";
 import { canonicalJson } from "./canonical-json.js";
 
-/** `policies_json` of a speaker (CONTRACT 6); further keys are kept as they are. */
+/** `policies_json` of a speaker; further keys are kept as they are. */
 export interface SpeakerPolicies {
   local_ip?: string;
   local_ipv6?: string;
@@ -12,7 +12,7 @@ export interface SpeakerPolicies {
   [key: string]: unknown;
 }
 
-/** The tenant's `BIRD` setting (CONTRACT 9); further keys are kept as they are. */
+/** The tenant's `BIRD` setting; further keys are kept as they are. */
 export interface BirdSettings {
   bird_bgp_source_ipv4?: string;
   bird_bgp_source_ipv6?: string;
@@ -105,7 +105,7 @@ export interface BundleContent {
   force_confirm?: true;
 }
 
-/** The payload of a signed bundle (CONTRACT 7). */
+/** The payload of a signed bundle (`rl-bundle/1`). */
 export interface BundlePayload extends BundleContent {
   /** Counts up per speaker with every bundle issued, a re-issue or a rollback too. */
   sequence: number;
@@ -136,7 +136,7 @@ export function computeBundleDigest(payload: BundleContent | BundlePayload): str
 export interface IssueOptions {
   sequence: number;
   issuedAt: Date;
-  /** Default: 7 days after `issuedAt` (CONTRACT 7). */
+  /** Default: 7 days after `issuedAt`. */
   expiresAt?: Date;
 }
 

@@ -13,7 +13,7 @@ const cidr = z.string().refine((v) => {
 }, "must be a CIDR prefix");
 const asn = z.number().int().min(1).max(4294967295);
 
-/** The `BIRD` settings key (CONTRACT 9); further keys are kept as they are. */
+/** The `BIRD` settings key; further keys are kept as they are. */
 export const BirdSettings = z
   .looseObject({
     bird_bgp_source_ipv4: ipv4.optional(),
