@@ -3,7 +3,7 @@ import { basename, dirname, join } from "node:path";
 import type { ReportReasonJson, StatusErrorJson } from "@rlc/proto";
 import { BIRD_DEFAULTS, BundleError, type BundlePayload, PROBATION_CONFIRM_MARGIN_SECONDS, type VerifiedBundle, verifyBundle } from "@rlc/shared/bundle";
 import { writeFileAtomic } from "./atomic-file.js";
-import { applyBirdConfig } from "./bird/apply.js";
+import { applyBirdConfig, type PendingApply } from "./bird/apply.js";
 import type { BirdControl, BirdReply } from "./bird/birdc.js";
 import type { ProcessRunner } from "./bird/validate.js";
 import type { ControllerClient } from "./bundle/controller-client.js";
@@ -11,10 +11,10 @@ import type { DesiredRevision } from "./bundle/http-client.js";
 import { updatePinnedKeys } from "./bundle/signing-keys.js";
 import type { AgentMetrics } from "./http/metrics.js";
 import { errorFields, type Logger } from "./log.js";
-import { type BirdBaseline, readBaseline, revertAndVerify, runProbation } from "./probation.js";
-import { renderBirdConfig } from "./render/render.js";
+import { type BirdBaseline, type ProbationDeps, readBaseline, revertAndVerify, runProbation } from "./probation.js";
+import { type RenderedConfig, renderBirdConfig } from "./render/render.js";
 import type { AppliedRecord, StateStore } from "./state.js";
-import { planProbation } from "./status/probation-rules.js";
+import { type ProbationVerdict, planProbation } from "./status/probation-rules.js";
 import { classifyError, SyncError } from "./sync-errors.js";
 import { backoffDelay, type Clock } from "./timing.js";
 
@@ -152,7 +152,6 @@ export class SyncLoop {
       const rendered = renderBirdConfig(payload, this.#renderOptions());
       const timeoutSeconds = configureTimeout(payload);
       const previous = await this.#readConfirmedPayload().catch(() => null);
-      const probation = { bird: this.#o.bird, clock: this.#o.clock, log, controllerHealth: this.#o.controllerHealth };
       let baseline: BirdBaseline | null = null;
       const pending = await applyBirdConfig(
         { birdc: this.#o.bird, runner: this.#o.runner, clock: this.#o.clock, birdBin: this.#o.birdBin },
@@ -165,47 +164,14 @@ export class SyncLoop {
           timeoutSeconds,
           // What runs now, as late as can be: the sessions the probation holds to their state.
           beforeConfigure: async () => {
-            baseline = await readBaseline(probation);
+            baseline = await readBaseline(this.#probationDeps());
           },
         },
       );
       const before = baseline as BirdBaseline | null;
       if (!before) throw new Error("applyBirdConfig returned before reading the baseline");
-      const configuredAt = this.#o.clock.now();
-      const windowMs = probationWindowMs(payload, this.#o.healthWaitMs, timeoutSeconds);
-      const forceConfirm = payload.force_confirm === true;
-      const checkController = payload.bird?.probation_check_controller !== false;
-      // From here until confirm, BIRD reverts by itself if this process dies.
-      log.info("sync: BIRD runs the new config on probation", {
-        revision_id: payload.revision_id,
-        sequence: payload.sequence,
-        timeout_seconds: timeoutSeconds,
-        window_seconds: windowMs / 1000,
-        force_confirm: forceConfirm,
-        check_controller: checkController,
-      });
-      this.#o.metrics.setProbation({ revision_id: payload.revision_id, since: new Date(configuredAt).toISOString() });
-      let verdict: Awaited<ReturnType<typeof runProbation>>;
-      try {
-        verdict = await runProbation(probation, {
-          plan: planProbation({ before: before.sessions, rendered: rendered.sessions, payload, previous, checkSessions: !forceConfirm && windowMs > 0 }),
-          windowMs,
-          checkController,
-          confirmBy: configuredAt + timeoutSeconds * 1000 - 1000,
-          sampleMs: this.#o.probationSampleMs,
-        });
-        if (verdict.ok) await pending.confirm();
-      } catch (error) {
-        // Back to the confirmed files and config now, rather than when BIRD's timer runs out
-        // (after a lost confirm answer too: the retry applies the bundle again).
-        this.#o.metrics.setProbation(null);
-        await pending.undo().catch((e: unknown) => log.warn("configure undo failed; BIRD reverts on its timer", errorFields(e)));
-        throw error;
-      }
-      const probationMs = this.#o.clock.now() - configuredAt;
-      this.#o.metrics.setProbation(null);
-      if (!verdict.ok) await this.#revert(verdict, pending.undo, before, configuredAt + timeoutSeconds * 1000, probationMs);
-      this.#o.metrics.recordProbation("confirmed", null, probationMs);
+      const probationMs = await this.#probation(pending, { payload, rendered, before, previous, timeoutSeconds });
+
       const record: AppliedRecord = {
         revision_id: payload.revision_id,
         sequence: payload.sequence,
@@ -285,6 +251,58 @@ export class SyncLoop {
   }
 
   /**
+   * The configuration BIRD runs on probation: watched for the window, then confirmed; or, when
+   * the verdict is no, reverted (throws `reverted`). Answers how long the probation took.
+   */
+  async #probation(
+    pending: PendingApply,
+    o: { payload: BundlePayload; rendered: RenderedConfig; before: BirdBaseline; previous: BundlePayload | null; timeoutSeconds: number },
+  ): Promise<number> {
+    const { log, metrics, clock } = this.#o;
+    const { payload, timeoutSeconds } = o;
+    const configuredAt = clock.now();
+    const windowMs = probationWindowMs(payload, this.#o.healthWaitMs, timeoutSeconds);
+    const forceConfirm = payload.force_confirm === true;
+    const checkController = payload.bird?.probation_check_controller !== false;
+    // From here until confirm, BIRD reverts by itself if this process dies.
+    log.info("sync: BIRD runs the new config on probation", {
+      revision_id: payload.revision_id,
+      sequence: payload.sequence,
+      timeout_seconds: timeoutSeconds,
+      window_seconds: windowMs / 1000,
+      force_confirm: forceConfirm,
+      check_controller: checkController,
+    });
+    metrics.setProbation({ revision_id: payload.revision_id, since: new Date(configuredAt).toISOString() });
+    let verdict: ProbationVerdict;
+    try {
+      verdict = await runProbation(this.#probationDeps(), {
+        plan: planProbation({ before: o.before.sessions, rendered: o.rendered.sessions, payload, previous: o.previous, checkSessions: !forceConfirm && windowMs > 0 }),
+        windowMs,
+        checkController,
+        confirmBy: configuredAt + timeoutSeconds * 1000 - 1000,
+        sampleMs: this.#o.probationSampleMs,
+      });
+      if (verdict.ok) await pending.confirm();
+    } catch (error) {
+      // Back to the confirmed files and config now, rather than when BIRD's timer runs out
+      // (after a lost confirm answer too: the retry applies the bundle again).
+      metrics.setProbation(null);
+      await pending.undo().catch((e: unknown) => log.warn("configure undo failed; BIRD reverts on its timer", errorFields(e)));
+      throw error;
+    }
+    const probationMs = clock.now() - configuredAt;
+    metrics.setProbation(null);
+    if (!verdict.ok) await this.#revert(verdict, pending.undo, o.before, configuredAt + timeoutSeconds * 1000, probationMs);
+    metrics.recordProbation("confirmed", null, probationMs);
+    return probationMs;
+  }
+
+  #probationDeps(): ProbationDeps {
+    return { bird: this.#o.bird, clock: this.#o.clock, log: this.#o.log, controllerHealth: this.#o.controllerHealth };
+  }
+
+  /**
    * A probation that failed: the previous configuration goes back (`configure undo`, else BIRD's
    * timer), the agent waits until BIRD shows it running again, and the failure is thrown as
    * `reverted` with the check and the sessions, for the report.
@@ -298,7 +316,7 @@ export class SyncLoop {
   ): Promise<never> {
     const { log } = this.#o;
     log.warn("sync: probation failed; going back to the previous configuration", { check: verdict.check, sessions: verdict.sessions, reason: verdict.message });
-    const result = await revertAndVerify({ bird: this.#o.bird, clock: this.#o.clock, log }, undo, baseline, timerEndsAt + 500);
+    const result = await revertAndVerify(this.#probationDeps(), undo, baseline, timerEndsAt + 500);
     this.#o.metrics.recordProbation("reverted", verdict.check, probationMs);
     const back = result.verified
       ? `BIRD runs the previous configuration again (${result.how === "undo" ? "configure undo" : "its configure timeout"})`
