@@ -320,7 +320,7 @@ try {
   line("render (bundle → BIRD config text)", renderMs);
   line("bird -p (parse only)", parseMs);
   line("configure (fetch → probation, minus the above)", configureMs, "file swap + configure timeout + BIRD answering again");
-  line("health check + confirm + record (log)", applied !== null && probation !== null ? applied - probation : null);
+  line("probation window + confirm + record (log)", applied !== null && probation !== null ? applied - probation : null, "BIRD.confirm_after_seconds (default 10 s) and the checks after it");
   line("BGP convergence (probation → GoBGP has all)", probation === null ? null : allRoutes - probation);
 } finally {
   const [bird, gobgpd, ...agents] = children;

@@ -126,6 +126,9 @@ try {
     return res.json();
   };
 
+  // The recorder has no BGP sessions to watch: a probation window would only add its own length
+  // (default 10 s) to every agent's time and hide the fan-out being measured.
+  await call("PATCH", "/v1/settings", { BIRD: { confirm_after_seconds: 0 } });
   const c = await call("POST", "/v1/communities", { community: "65000:100", title: "bench" });
   const m = await call("POST", "/v1/modules", { name: "feed", type: "IP_RANGES", community_id: c.id });
   await call("POST", `/v1/modules/${m.id}/cdn-sources`, { url: `http://127.0.0.1:${feedServer.address().port}/feed.txt`, format: "text" });

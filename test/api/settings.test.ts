@@ -50,4 +50,21 @@ describe("settings", () => {
     expect(latest.changes.revision_guard_max_drop_percent).toEqual({ from: null, to: 20 });
     expect(audit.json().items.length).toBe(3);
   });
+  it("BIRD probation: confirm_after_seconds 0..300 and probation_check_controller boolean; the configure timeout must outlast the window by 5 s", async () => {
+    const patch = (BIRD: Record<string, unknown>) => t.call(t.rootKey, { method: "PATCH", url: "/v1/settings", payload: { BIRD } });
+    const good = await patch({ confirm_after_seconds: 20, configure_timeout_seconds: 25, probation_check_controller: false });
+    expect(good.statusCode).toBe(200);
+    expect(good.json().settings.BIRD).toMatchObject({ confirm_after_seconds: 20, configure_timeout_seconds: 25, probation_check_controller: false });
+
+    const tooShort = await patch({ configure_timeout_seconds: 24 });
+    expect(tooShort.statusCode).toBe(400);
+    expect(tooShort.json().errors).toEqual([{ path: "body.BIRD.configure_timeout_seconds", message: expect.stringContaining("must be at least confirm_after_seconds (20) + 5") }]);
+    // Without a timeout of its own the agent's default (30 s) counts.
+    await patch({ configure_timeout_seconds: null, confirm_after_seconds: null });
+    expect((await patch({ confirm_after_seconds: 26 })).json().errors).toEqual([{ path: "body.BIRD.confirm_after_seconds", message: expect.stringContaining("configure_timeout_seconds (30)") }]);
+    expect((await patch({ confirm_after_seconds: 25 })).statusCode).toBe(200);
+    expect((await patch({ confirm_after_seconds: 301, configure_timeout_seconds: 3600 })).statusCode).toBe(400);
+    expect((await patch({ probation_check_controller: "no" })).statusCode).toBe(400);
+    expect((await t.call(t.rootKey, { method: "GET", url: "/v1/settings" })).json().settings.BIRD).toMatchObject({ confirm_after_seconds: 25, probation_check_controller: false });
+  });
 });

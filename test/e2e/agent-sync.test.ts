@@ -8,6 +8,7 @@ import { BirdClient } from "../../packages/agent/src/bird/birdc.js";
 import { loadConfig } from "../../packages/agent/src/config.js";
 import { createLogger } from "../../packages/agent/src/log.js";
 import { StateStore } from "../../packages/agent/src/state.js";
+import { parseProtocolsAll } from "../../packages/agent/src/status/parse-protocols.js";
 import type { BundleContent } from "../../packages/shared/src/bundle/index.js";
 import { fixtureContent } from "../helpers/agent-fakes.js";
 import { expectedRibs, freePort, gobgpdConfig, readRibs, startProcess, stopProcess, waitForRibs } from "../helpers/bird-lab.js";
@@ -61,6 +62,8 @@ describe.skipIf(missing.length > 0)(missing.length > 0 ? `${title} (skipped: ${m
     v1 = fixtureContent();
     v1.speaker.policies_json.local_port = birdPort;
     (v1.peers[0] as BundleContent["peers"][number]).neighbor_port = gobgpPort;
+    // A short probation keeps the suite quick; the rules are those of the default 10 s.
+    v1.bird.confirm_after_seconds = 2;
     v2 = structuredClone(v1);
     v2.revision_id = 2;
     v2.prefixes = {
@@ -113,6 +116,40 @@ describe.skipIf(missing.length > 0)(missing.length > 0 ? `${title} (skipped: ${m
     return /Last reconfiguration on (.*)/.exec((await birdc.command("show status")).text)?.[1] ?? "";
   }
 
+  const gobgpProtocol = () => `rl_peer_${(v1.peers[0]?.id ?? "").replaceAll("-", "")}`;
+
+  /** The GoBGP session as BIRD lists it (undefined when BIRD has no such protocol). */
+  async function gobgpSession() {
+    const text = (await birdc.command("show protocols all")).text;
+    return parseProtocolsAll(text, { now: new Date() }).sessions.find((s) => s.protocol === gobgpProtocol());
+  }
+
+  async function untilEstablished(timeoutMs = 30_000): Promise<void> {
+    const deadline = Date.now() + timeoutMs;
+    while ((await gobgpSession())?.bgp_state !== "Established") {
+      if (Date.now() > deadline) throw new Error(`the GoBGP session did not come back: ${JSON.stringify(await gobgpSession())}`);
+      await new Promise((r) => setTimeout(r, 200));
+    }
+  }
+
+  /** Waits until the agent runs a configuration on probation (BIRD took it, not yet confirmed). */
+  async function untilOnProbation(revisionId: number): Promise<void> {
+    const deadline = Date.now() + 15_000;
+    while (agent?.metrics.health().on_probation?.revision_id !== revisionId) {
+      if (Date.now() > deadline) throw new Error(`revision ${revisionId} never went on probation`);
+      await new Promise((r) => setTimeout(r, 20));
+    }
+  }
+
+  /** v2's content under another revision number, changed by `change`. */
+  function variant(revisionId: number, change: (c: BundleContent) => void = () => undefined): BundleContent {
+    const c = structuredClone(v2);
+    c.revision_id = revisionId;
+    change(c);
+    return c;
+  }
+  let lastConfirmed = 0;
+
   it("enrolls, applies the first bundle, and GoBGP holds exactly its prefixes with their communities", async () => {
     expect(agent?.identity).toMatchObject({ speaker_id: controller.speakerId, tenant_id: controller.tenantId });
     await controller.publish(v1);
@@ -133,6 +170,9 @@ describe.skipIf(missing.length > 0)(missing.length > 0 ? `${title} (skipped: ${m
     const metrics = await (await fetch(`http://127.0.0.1:${agent?.metricsServer?.address.port}/metrics`)).text();
     expect(metrics).toContain("rl_agent_reloads_total 2\n");
     expect(metrics).toContain("rl_agent_last_applied_revision 2\n");
+    // v2 came while the session was up: it was held to the probation's rules and passed them.
+    expect(metrics).toContain('rl_agent_probations_total{result="confirmed"} 2\n');
+    expect(metrics).toMatch(/rl_agent_last_probation_duration_seconds 2\.\d+\n/);
   }, 30_000);
 
   it("answers a live poll with the poll id", async () => {
@@ -202,20 +242,128 @@ describe.skipIf(missing.length > 0)(missing.length > 0 ? `${title} (skipped: ${m
     await controller.startGrpc();
   }, 20_000);
 
+  it("probation: a revision that empties the session's export while it carried routes is reverted; GoBGP keeps the routes it had", async () => {
+    lastConfirmed = 8;
+    await untilEstablished();
+    const reconfigured = await lastReconfiguration();
+    const from = controller.reports.length;
+    // An export community no prefix carries: BIRD would export nothing to GoBGP.
+    await controller.publish(variant(11, (c) => ((c.peers[0] as BundleContent["peers"][number]).export_communities = ["65000:999"])));
+    const failed = await controller.waitForReport((r) => r.reason === "apply_failed" && r.error?.revision_id === 11, { from, timeoutMs: 20_000 });
+    expect(failed.report.error).toMatchObject({ code: "reverted", check: "routes_exported", sessions: [gobgpProtocol()] });
+    expect(failed.report.error?.message).toMatch(/exports 0 routes \(5 before.*BIRD runs the previous configuration again \(configure undo\)/);
+    expect(failed.report.applied_revision_id).toBe(8);
+    expect(await lastReconfiguration()).toBe(reconfigured);
+    expect(await waitForRibs(apiPort, expectedRibs(v2))).toEqual(expectedRibs(v2));
+  }, 30_000);
+
+  it("probation: a remote AS GoBGP refuses keeps the session down → reverted, the session is Established again with the previous routes, and the same bundle is not tried again", async () => {
+    const from = controller.reports.length;
+    const fetches = () => controller.grpcCalls.filter((c) => c === "GetBundle 12").length + controller.httpRequests.filter((r) => r.includes("/bundle/12")).length;
+    await controller.publish(variant(12, (c) => ((c.peers[0] as BundleContent["peers"][number]).remote_asn = 65099)));
+    const failed = await controller.waitForReport((r) => r.reason === "apply_failed" && r.error?.revision_id === 12, { from, timeoutMs: 20_000 });
+    expect(failed.report.error).toMatchObject({ code: "reverted", check: "sessions_established", sessions: [gobgpProtocol()], sequence: expect.any(Number) });
+    expect(failed.report.error?.message).toMatch(/not Established again at the end of the 2 s probation: rl_peer_\w+ \(127\.0\.0\.2 AS 65099\)/);
+    // The previous configuration runs: AS 65001 again, the session back, GoBGP holding v2.
+    expect((await gobgpSession())?.remote_asn).toBe(65001);
+    await untilEstablished();
+    expect(await waitForRibs(apiPort, expectedRibs(v2))).toEqual(expectedRibs(v2));
+    // Polls (every second) and the Watch stream still name revision 12: it is not fetched again.
+    await new Promise((r) => setTimeout(r, 3000));
+    expect(fetches()).toBe(1);
+    expect(controller.reports.slice(from).filter((r) => r.report.error?.revision_id === 12 && r.report.reason === "apply_failed")).toHaveLength(1);
+  }, 60_000);
+
+  it("probation: the controller gone during the window → reverted, and reported once it is back", async () => {
+    const from = controller.reports.length;
+    const v13 = variant(13, (c) => c.prefixes.v4.push(["192.0.2.128/25", ["65000:200"]]));
+    await controller.publish(v13);
+    await untilOnProbation(13);
+    await controller.setOffline(true);
+    try {
+      const deadline = Date.now() + 15_000;
+      while (agent?.metrics.health().last_probation?.check !== "controller_reachable" && Date.now() < deadline) await new Promise((r) => setTimeout(r, 50));
+      expect(agent?.metrics.health().last_probation).toMatchObject({ result: "reverted", check: "controller_reachable" });
+      expect(await waitForRibs(apiPort, expectedRibs(v2))).toEqual(expectedRibs(v2));
+    } finally {
+      await controller.setOffline(false);
+    }
+    // The apply_failed report that could not go out is sent again as apply_failed.
+    const failed = await controller.waitForReport((r) => r.reason === "apply_failed" && r.error?.revision_id === 13, { from, timeoutMs: 20_000 });
+    expect(failed.report.error).toMatchObject({ code: "reverted", check: "controller_reachable", sessions: [] });
+    expect(failed.report.applied_revision_id).toBe(8);
+  }, 60_000);
+
+  it("probation: with probation_check_controller false, the controller gone during the window does not stop the confirm", async () => {
+    const from = controller.reports.length;
+    const v14 = variant(14, (c) => {
+      c.prefixes.v4.push(["192.0.2.128/25", ["65000:200"]]);
+      c.bird.probation_check_controller = false;
+    });
+    await controller.publish(v14);
+    await untilOnProbation(14);
+    await controller.setOffline(true);
+    try {
+      expect(await waitForRibs(apiPort, expectedRibs(v14))).toEqual(expectedRibs(v14));
+      const deadline = Date.now() + 15_000;
+      while (!(await new StateStore(join(dir, "state")).readApplied())?.revision_id || (await new StateStore(join(dir, "state")).readApplied())?.revision_id !== 14) {
+        if (Date.now() > deadline) throw new Error("revision 14 was not confirmed");
+        await new Promise((r) => setTimeout(r, 100));
+      }
+    } finally {
+      await controller.setOffline(false);
+    }
+    await controller.waitForReport((r) => r.reason === "applied" && r.applied_revision_id === 14, { from, timeoutMs: 20_000 });
+    // Back to v2's content for what follows.
+    await controller.publish(variant(15));
+    await controller.waitForReport((r) => r.reason === "applied" && r.applied_revision_id === 15, { from });
+    expect(await waitForRibs(apiPort, expectedRibs(v2))).toEqual(expectedRibs(v2));
+  }, 60_000);
+
+  it("probation: a peer removed by the revision takes its session down as meant → confirmed", async () => {
+    const from = controller.reports.length;
+    await controller.publish(variant(16, (c) => (c.peers = [])));
+    await controller.waitForReport((r) => r.reason === "applied" && r.applied_revision_id === 16, { from, timeoutMs: 20_000 });
+    expect(await gobgpSession()).toBeUndefined();
+    expect(await waitForRibs(apiPort, [{}, {}])).toEqual([{}, {}]);
+    await controller.publish(variant(17));
+    await controller.waitForReport((r) => r.reason === "applied" && r.applied_revision_id === 17, { from });
+    await untilEstablished();
+    expect(await waitForRibs(apiPort, expectedRibs(v2), 20_000)).toEqual(expectedRibs(v2));
+  }, 60_000);
+
+  it("probation: force_confirm applies a change that takes the session down; the next bundle brings it back", async () => {
+    const from = controller.reports.length;
+    await controller.publish({ ...variant(18, (c) => ((c.peers[0] as BundleContent["peers"][number]).remote_asn = 65099)), force_confirm: true });
+    await controller.waitForReport((r) => r.reason === "applied" && r.applied_revision_id === 18, { from, timeoutMs: 20_000 });
+    expect((await gobgpSession())?.bgp_state).not.toBe("Established");
+    // Down before this one, so nothing holds it to the session rule.
+    await controller.publish(variant(19));
+    await controller.waitForReport((r) => r.reason === "applied" && r.applied_revision_id === 19, { from, timeoutMs: 20_000 });
+    await untilEstablished();
+    expect(await waitForRibs(apiPort, expectedRibs(v2), 20_000)).toEqual(expectedRibs(v2));
+    lastConfirmed = 19;
+    const metrics = await (await fetch(`http://127.0.0.1:${agent?.metricsServer?.address.port}/metrics`)).text();
+    expect(metrics).toContain('rl_agent_probation_reverts_total{check="controller_reachable"} 1\n');
+    expect(metrics).toContain('rl_agent_probation_reverts_total{check="routes_exported"} 1\n');
+    expect(metrics).toContain('rl_agent_probation_reverts_total{check="sessions_established"} 1\n');
+  }, 60_000);
+
   it("an agent killed between configure timeout and confirm leaves BIRD to go back by itself", async () => {
     await agent?.stop();
     agent = null;
     const v3 = structuredClone(v2);
-    v3.revision_id = 10;
-    v3.bird.configure_timeout_seconds = 5;
+    v3.revision_id = 20;
+    // A window of 3 s (the longest a 9 s timeout allows) holds it between configure and confirm long enough to be killed there.
+    v3.bird.configure_timeout_seconds = 9;
+    v3.bird.confirm_after_seconds = 3;
     v3.prefixes.v4 = [["203.0.113.0/24", ["65000:100"]]];
     await controller.publish(v3);
     const from = controller.reports.length;
-    // The rl-agent command from its sources; the health wait keeps it between configure and
-    // confirm long enough to be killed there (capped at timeout − 2 s = 3 s).
+    // The rl-agent command from its sources.
     child = spawn(process.execPath, ["--import", "tsx", join(root, "packages/agent/src/main.ts"), "run"], {
       cwd: root,
-      env: { ...process.env, ...env, RL_HEALTH_WAIT_SECONDS: "30", RL_METRICS_LISTEN: "off", TSX_TSCONFIG_PATH: join(import.meta.dirname, "tsconfig.agent-child.json") },
+      env: { ...process.env, ...env, RL_METRICS_LISTEN: "off", TSX_TSCONFIG_PATH: join(import.meta.dirname, "tsconfig.agent-child.json") },
       stdio: ["ignore", "ignore", "pipe"],
     });
     const running = child;
@@ -224,7 +372,7 @@ describe.skipIf(missing.length > 0)(missing.length > 0 ? `${title} (skipped: ${m
       const timer = setTimeout(() => reject(new Error(`the agent did not reach configure: ${log}`)), 30_000);
       running.stderr?.on("data", (chunk: Buffer) => {
         log += chunk.toString();
-        if (/on probation.*"revision_id":10/.test(log)) {
+        if (/on probation.*"revision_id":20/.test(log)) {
           running.kill("SIGKILL");
           clearTimeout(timer);
           resolve();
@@ -233,11 +381,11 @@ describe.skipIf(missing.length > 0)(missing.length > 0 ? `${title} (skipped: ${m
       running.once("exit", () => reject(new Error(`the agent exited early: ${log}`)));
     });
     await new Promise((r) => running.once("exit", r));
-    // BIRD took v3 in on probation (5 s), then its own timer puts v2 back.
+    // BIRD took v3 in on probation (9 s), then its own timer puts v2 back.
     expect(await waitForRibs(apiPort, expectedRibs(v3), 4000)).toEqual(expectedRibs(v3));
     expect(await waitForRibs(apiPort, expectedRibs(v2), 25_000)).toEqual(expectedRibs(v2));
     expect(await birdc.command("show status")).toMatchObject({ code: 13 });
     expect(controller.reports.slice(from).filter((r) => r.report.reason === "applied")).toEqual([]);
-    expect(await new StateStore(join(dir, "state")).readApplied()).toMatchObject({ revision_id: 8 });
+    expect(await new StateStore(join(dir, "state")).readApplied()).toMatchObject({ revision_id: lastConfirmed });
   }, 60_000);
 });

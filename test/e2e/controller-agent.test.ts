@@ -5,6 +5,7 @@ import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { BirdClient } from "../../packages/agent/src/bird/birdc.js";
 import { notifySubject } from "../../packages/controller/src/services/speakers.js";
+import { parseProtocolsAll } from "../../packages/agent/src/status/parse-protocols.js";
 import { freePort, gobgpdConfig, type Rib, readRibs, startProcess, stopProcess, waitForRibs } from "../helpers/bird-lab.js";
 import { type LiveController, startLiveController, until, untilJobDone } from "../helpers/live-controller.js";
 import { tool } from "../helpers/tools.js";
@@ -71,6 +72,15 @@ describe.skipIf(missing.length > 0)(missing.length > 0 ? `${title} (skipped: ${m
   const protocols = async () => (await birdc.command("show protocols")).text;
   const lastReconfiguration = async () => /Last reconfiguration on (.*)/.exec((await birdc.command("show status")).text)?.[1] ?? "";
   const protocolOf = (peerId: string) => `rl_peer_${peerId.replaceAll("-", "")}`;
+  const gobgpSession = async () =>
+    parseProtocolsAll((await birdc.command("show protocols all")).text, { now: new Date() }).sessions.find((s) => s.protocol === protocolOf(gobgpPeerId));
+  const untilEstablished = () => until("the GoBGP session to be Established", async () => (await gobgpSession())?.bgp_state === "Established", 40_000, 200);
+  /** The apply job a peer change queued, once done. */
+  async function reconciled(reconcileJobId: string) {
+    const reconcile = await untilJobDone(t, reconcileJobId);
+    expect(reconcile.result.apply_job_id, JSON.stringify(reconcile)).toEqual(expect.any(String));
+    return untilJobDone(t, reconcile.result.apply_job_id, 70_000);
+  }
 
   beforeAll(async () => {
     dir = mkdtempSync(join(tmpdir(), "rl-e2e-controller-"));
@@ -117,6 +127,8 @@ describe.skipIf(missing.length > 0)(missing.length > 0 ? `${title} (skipped: ${m
       policies_json: { local_ip: "127.0.0.1", local_port: birdPort, next_hop_ipv4: "198.51.100.254", next_hop_ipv6: "2001:db8::254" },
     });
     speakerId = speaker.id;
+    // A 2 s probation keeps the suite quick; the rules are those of the default 10 s.
+    expect(await ok("PATCH", "/v1/settings", { BIRD: { confirm_after_seconds: 2 } })).toMatchObject({ settings: { BIRD: { confirm_after_seconds: 2 } } });
 
     // The rl-agent command from its sources, as an operator runs it (full mode, enrollment token).
     agent = spawn(process.execPath, ["--import", "tsx", join(root, "packages/agent/src/main.ts"), "run"], {
@@ -315,4 +327,54 @@ describe.skipIf(missing.length > 0)(missing.length > 0 ? `${title} (skipped: ${m
     expect(await readRibs(apiPort)).toEqual(expected.first);
     expect(await ok("GET", `/v1/speakers/${speakerId}`)).toMatchObject({ applied_revision_id: revisions.rollback, sync_status: "error", last_error: { code: "bad_signature" } });
   }, 60_000);
+  it("probation: a remote AS the receiver refuses → the apply job fails with reverted, GoBGP keeps the previous routes, the session comes back, the speaker says why, and the bundle is not tried again", async () => {
+    await untilEstablished();
+    const current = (await ok("GET", "/v1/revisions?limit=1")).items[0].revision_id;
+    const reconfigured = await lastReconfiguration();
+    const changed = await ok("PATCH", `/v1/peers/${gobgpPeerId}`, { remote_asn: 65099 });
+    const job = await reconciled(changed.reconcile_job_id);
+    expect(job.status, agentLog).toBe("failed");
+    expect(job.error.speakers).toEqual([
+      expect.objectContaining({
+        speaker_id: speakerId,
+        status: "failed",
+        error: expect.objectContaining({ code: "reverted", check: "sessions_established", sessions: [protocolOf(gobgpPeerId)], revision_id: current }),
+      }),
+    ]);
+    const speaker = await ok("GET", `/v1/speakers/${speakerId}`);
+    expect(speaker).toMatchObject({ applied_revision_id: revisions.rollback, sync_status: "error", last_error: { code: "reverted", check: "sessions_established" } });
+    expect(speaker.last_error.message).toMatch(/AS 65099.*BIRD runs the previous configuration again/);
+    // BIRD runs the previous configuration: its load time, AS 65001, the session back, GoBGP's routes.
+    expect(await lastReconfiguration()).toBe(reconfigured);
+    expect((await gobgpSession())?.remote_asn).toBe(65001);
+    await untilEstablished();
+    expect(await waitForRibs(apiPort, expected.first!, 20_000)).toEqual(expected.first);
+
+    // The controller names the same bundle again: the agent leaves it.
+    const [bundle] = await t.controller.deps.sql<{ digest: string; sequence: string }[]>`
+      SELECT digest, sequence FROM bundles WHERE speaker_id = ${speakerId} AND revision_id = ${current}`;
+    const probations = () => agentLog.split("\n").filter((l) => l.includes("on probation") && l.includes(`"sequence":${bundle!.sequence},`)).length;
+    expect(probations()).toBe(1);
+    t.controller.deps.bus.publish(notifySubject(tenantId, speakerId), { type: "new_revision", speaker_id: speakerId, revision_id: current, digest: bundle!.digest, sequence: Number(bundle!.sequence) });
+    await new Promise((r) => setTimeout(r, 3000));
+    expect(probations()).toBe(1);
+    expect(await lastReconfiguration()).toBe(reconfigured);
+  }, 120_000);
+
+  it("probation: POST /v1/apply with force_confirm applies the change that keeps the session down (audited); putting the AS back brings it up", async () => {
+    const current = (await ok("GET", "/v1/revisions?limit=1")).items[0].revision_id;
+    const job = await apply({ force_confirm: true });
+    expect(job, agentLog).toMatchObject({ status: "succeeded", result: { revision_id: current, speakers: [{ speaker_id: speakerId, status: "applied" }] } });
+    expect((await gobgpSession())?.remote_asn).toBe(65099);
+    expect((await gobgpSession())?.bgp_state).not.toBe("Established");
+    const audit = (await ok("GET", "/v1/audit?limit=20")).items.find((a: any) => a.action === "apply" && a.summary.includes(job.job_id));
+    expect(audit.summary).toContain("force_confirm");
+
+    const back = await ok("PATCH", `/v1/peers/${gobgpPeerId}`, { remote_asn: 65001 });
+    expect(await reconciled(back.reconcile_job_id)).toMatchObject({ status: "succeeded" });
+    await untilEstablished();
+    const now = await ribsOf(current);
+    expect(await waitForRibs(apiPort, now, 20_000)).toEqual(now);
+    expect(await ok("GET", `/v1/speakers/${speakerId}`)).toMatchObject({ applied_revision_id: current, sync_status: "in_sync", last_error: null });
+  }, 120_000);
 });

@@ -76,6 +76,8 @@ export interface StandInController {
   waitForReport(match: (r: StatusReport) => boolean, options?: { timeoutMs?: number; from?: number }): Promise<ReceivedReport>;
   stopGrpc(): Promise<void>;
   startGrpc(): Promise<void>;
+  /** Gone from the network (true: gRPC stopped, HTTP connections cut) or back (false). */
+  setOffline(offline: boolean): Promise<void>;
   close(): Promise<void>;
 }
 
@@ -87,6 +89,7 @@ export async function startStandInController(options: { grpc?: boolean; seed?: n
   let desired: Issue | null = null;
   let lastSequence = 0;
   let enrollmentSpent = false;
+  let offline = false;
   const watchers = new Set<grpc.ServerWritableStream<unknown, WatchEvent>>();
   const listedKey: SigningKeyJson = {
     key_id: signingKey.keyId,
@@ -158,6 +161,13 @@ export async function startStandInController(options: { grpc?: boolean; seed?: n
     startGrpc: async () => {
       grpcServer = await startGrpc(grpcPort);
     },
+    async setOffline(value) {
+      offline = value;
+      if (value) {
+        http.closeAllConnections();
+        await self.stopGrpc();
+      } else await self.startGrpc();
+    },
     async close() {
       await self.stopGrpc();
       await new Promise<void>((resolve) => {
@@ -181,6 +191,10 @@ export async function startStandInController(options: { grpc?: boolean; seed?: n
     handleHttp(req, res).catch((error: Error) => problem(res, 500, "internal", error.message));
   });
   async function handleHttp(req: IncomingMessage, res: ServerResponse) {
+    if (offline) {
+      req.socket.destroy();
+      return;
+    }
     const url = new URL(req.url ?? "/", "http://x");
     self.httpRequests.push(`${req.method} ${url.pathname} ${req.headers["accept-encoding"] ?? ""}`.trim());
     const bearer = /^Bearer (\S+)$/.exec(req.headers.authorization ?? "")?.[1];
@@ -190,6 +204,7 @@ export async function startStandInController(options: { grpc?: boolean; seed?: n
       await body(req);
       return json(res, 201, enrollAnswer());
     }
+    if (req.method === "GET" && url.pathname === "/v1/health") return json(res, 200, { status: "ok" });
     if (bearer !== self.nodeKey) return problem(res, 401, "unauthenticated", "unknown key");
     if (req.method === "GET" && url.pathname === "/v1/nodes/signing-keys") return json(res, 200, { keys: [listedKey] });
     const m = /^\/v1\/speakers\/([^/]+)\/(revisions\/latest|bundle\/(\d+)|status)$/.exec(url.pathname);

@@ -121,6 +121,7 @@ export async function startAgent(config: AgentConfig, deps: AgentDeps): Promise<
     birdConfigPath: config.birdConfigPath,
     stagingDir: join(config.stateDir, "staging"),
     healthWaitMs: config.healthWaitSeconds * 1000,
+    controllerHealth: (timeoutMs) => http.health(timeoutMs),
     maxBundleBytes: tuning.maxBundleBytes,
     retry: tuning.retry,
   });

@@ -47,6 +47,8 @@ beforeEach(async () => {
   dir = mkdtempSync(join(tmpdir(), "rl-sync-"));
   key = await testKey();
   content = fixtureContent();
+  // No window unless a test asks for one: the probation's own tests do.
+  content.bird.confirm_after_seconds = 0;
 });
 afterEach(() => rmSync(dir, { recursive: true, force: true }));
 
@@ -122,7 +124,7 @@ async function publish(h: Harness, revision: number, sequence: number, extra: Pa
 }
 
 describe("SyncLoop", () => {
-  it("sync - fetch, verify, render, bird -p, configure timeout, health check, confirm, record, report — in that order", async () => {
+  it("sync - fetch, verify, render, bird -p, baseline, configure timeout, probation, confirm, record, report — in that order", async () => {
     const validated: string[] = [];
     const runner: ProcessRunner = async (file, args) => {
       validated.push(`${file} ${args.join(" ")}`);
@@ -132,7 +134,7 @@ describe("SyncLoop", () => {
     const { bytes } = await publish(h, 1, 1);
     expect(await h.loop.sync({ reason: "start" })).toBe("applied");
     expect(validated).toEqual([expect.stringMatching(/^bird -p -c .*staging.*rl-validate\.conf$/)]);
-    expect(h.bird.commands).toEqual(["configure timeout 30", "show status", "show protocols all", "configure confirm"]);
+    expect(h.bird.commands).toEqual(["show status", "show protocols all", "configure timeout 30", "show status", "show protocols all", "configure confirm"]);
     expect(readFileSync(h.configPath, "utf8")).toContain("route 198.51.100.0/24 blackhole;");
     expect(await h.state.readApplied()).toMatchObject({ revision_id: 1, sequence: 1 });
     expect(Buffer.from((await h.state.readLastBundle()) ?? []).equals(Buffer.from(bytes))).toBe(true);
@@ -247,15 +249,70 @@ describe("SyncLoop", () => {
     await h.loop.stop();
   });
 
-  it("sync - a rendered protocol BIRD does not run after configure fails the health check: undo, files back, reported", async () => {
+  it("sync - a rendered protocol BIRD does not run after configure fails the probation: undo, files back, reported as reverted", async () => {
     const h = await harness();
     const before = readFileSync(h.configPath);
-    h.bird.answer("show protocols all", reply(0, "Name       Proto      Table      State  Since         Info"));
+    const original = h.bird.command.bind(h.bird);
+    let configured = false;
+    h.bird.command = async (c, o) => {
+      if (c.startsWith("configure timeout")) configured = true;
+      const answer = await original(c, o);
+      return configured && c === "show protocols all" ? reply(0, "Name       Proto      Table      State  Since         Info") : answer;
+    };
     await publish(h, 1, 1);
     expect(await h.loop.sync({ reason: "start" })).toBe("failed");
-    expect(h.bird.commands).toEqual(["configure timeout 30", "show status", "show protocols all", "configure undo"]);
-    expect(h.reports.at(-1)?.error).toMatchObject({ code: "health_check_failed" });
+    expect(h.bird.commands).toEqual(["show status", "show protocols all", "configure timeout 30", "show status", "show protocols all", "configure undo", "show status"]);
+    expect(h.reports.at(-1)?.error).toMatchObject({ code: "reverted", check: "protocols_listed", sessions: ["rl_peer_0192f3a40000700080000000000000e1"] });
     expect(readFileSync(h.configPath).equals(before)).toBe(true);
+  });
+
+  it("sync - probation: a controller out of reach at the end of the window is reverted, reported with the check, and the same issue is not tried again", async () => {
+    content.bird.confirm_after_seconds = 1;
+    let reachable = true;
+    const h = await harness({
+      probationSampleMs: 200,
+      controllerHealth: async () => {
+        if (!reachable) throw new ControllerError("controller_unreachable", "connect ECONNREFUSED");
+      },
+    });
+    await publish(h, 1, 1);
+    expect(await h.loop.sync({ reason: "start" })).toBe("applied");
+    reachable = false;
+    const v2 = await publish(h, 2, 2);
+    const before = readFileSync(h.configPath);
+    const started = Date.now();
+    expect(await h.loop.sync({ reason: "watch", desired: v2.desired })).toBe("failed");
+    expect(Date.now() - started).toBeGreaterThanOrEqual(1000);
+    expect(h.bird.commands.filter((c) => c.startsWith("configure")).slice(-2)).toEqual(["configure timeout 30", "configure undo"]);
+    expect(h.reports.at(-1)).toMatchObject({ reason: "apply_failed", error: { code: "reverted", check: "controller_reachable", revision_id: 2, sequence: 2 } });
+    expect(h.reports.at(-1)?.error?.message).toMatch(/^probation failed \(controller_reachable\): .*; BIRD runs the previous configuration again \(configure undo\)$/);
+    expect(readFileSync(h.configPath).equals(before)).toBe(true);
+    expect(await h.state.readApplied()).toMatchObject({ revision_id: 1 });
+    const metrics = h.metrics.render();
+    expect(metrics).toContain('rl_agent_probation_reverts_total{check="controller_reachable"} 1\n');
+    expect(metrics).toContain('rl_agent_probations_total{result="confirmed"} 1\n');
+    // The window (1 s) and the controller check's tries (up to 3 s).
+    expect(metrics).toMatch(/rl_agent_last_probation_duration_seconds [1-4]\.\d+\n/);
+    // The controller is back, and still names the same issue: a reverted bundle waits for another.
+    reachable = true;
+    expect(await h.loop.sync({ reason: "poll", desired: v2.desired })).toBe("already_refused");
+    const v3 = await publish(h, 2, 3);
+    expect(await h.loop.sync({ reason: "poll", desired: v3.desired })).toBe("applied");
+  });
+
+  it("sync - probation: with probation_check_controller false the unreachable controller does not hold the confirm", async () => {
+    content.bird.confirm_after_seconds = 1;
+    content.bird.probation_check_controller = false;
+    let asked = 0;
+    const h = await harness({
+      controllerHealth: async () => {
+        asked++;
+        throw new ControllerError("controller_unreachable", "connect ECONNREFUSED");
+      },
+    });
+    await publish(h, 1, 1);
+    expect(await h.loop.sync({ reason: "start" })).toBe("applied");
+    expect(asked).toBe(0);
   });
 
   it("sync - a confirm that comes after BIRD went back puts the confirmed files back and is retried", async () => {

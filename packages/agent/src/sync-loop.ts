@@ -1,19 +1,20 @@
 import { readFile } from "node:fs/promises";
 import { basename, dirname, join } from "node:path";
 import type { ReportReasonJson, StatusErrorJson } from "@rlc/proto";
-import { BundleError, type BundlePayload, type VerifiedBundle, verifyBundle } from "@rlc/shared/bundle";
+import { BIRD_DEFAULTS, BundleError, type BundlePayload, PROBATION_CONFIRM_MARGIN_SECONDS, type VerifiedBundle, verifyBundle } from "@rlc/shared/bundle";
 import { birdReadable, writeFileAtomic } from "./atomic-file.js";
-import { applyBirdConfig } from "./bird/apply.js";
-import type { BirdControl } from "./bird/birdc.js";
+import { applyBirdConfig, type PendingApply } from "./bird/apply.js";
+import type { BirdControl, BirdReply } from "./bird/birdc.js";
 import type { ProcessRunner } from "./bird/validate.js";
 import type { ControllerClient } from "./bundle/controller-client.js";
 import type { DesiredRevision } from "./bundle/http-client.js";
 import { updatePinnedKeys } from "./bundle/signing-keys.js";
 import type { AgentMetrics } from "./http/metrics.js";
 import { errorFields, type Logger } from "./log.js";
+import { type BirdBaseline, type ProbationDeps, readBaseline, revertAndVerify, runProbation } from "./probation.js";
 import { type RenderedConfig, renderBirdConfig } from "./render/render.js";
 import type { AppliedRecord, StateStore } from "./state.js";
-import { parseProtocolsAll } from "./status/parse-protocols.js";
+import { type ProbationVerdict, planProbation } from "./status/probation-rules.js";
 import { classifyError, SyncError } from "./sync-errors.js";
 import { backoffDelay, type Clock } from "./timing.js";
 
@@ -33,8 +34,18 @@ export interface SyncLoopOptions {
   /** The file the agent owns (BIRD_CONFIG_PATH); the other rendered files go beside it. */
   birdConfigPath: string;
   stagingDir: string;
-  /** How long to watch BIRD after `configure timeout` before confirming. */
+  /**
+   * The shortest probation window this router accepts (RL_HEALTH_WAIT_SECONDS); the bundle's
+   * `bird.confirm_after_seconds` sets it otherwise.
+   */
   healthWaitMs: number;
+  /**
+   * One round trip to the controller (its HTTP health route), for the probation's controller
+   * check; absent = not checked.
+   */
+  controllerHealth?: (timeoutMs: number) => Promise<void>;
+  /** Between two looks at the sessions during the probation. Default 500 ms. */
+  probationSampleMs?: number;
   maxBundleBytes?: number;
   /** Backoff of the retries after a passing failure. Default 2 s doubling to 5 min. */
   retry?: { baseMs: number; maxMs: number };
@@ -50,14 +61,15 @@ export interface SyncTrigger {
 
 export type SyncResult = "applied" | "up_to_date" | "already_refused" | "no_revision" | "failed";
 
-/** Configure timeout when the bundle's BIRD setting names none. */
-const DEFAULT_CONFIGURE_TIMEOUT_SECONDS = 30;
-/** A refused bundle is tried again after this long even when the controller still names it. */
+/**
+ * A refused bundle is tried again after this long even when the controller still names it;
+ * a reverted one is not (trying again would take its sessions down again).
+ */
 const REFUSAL_MEMORY_MS = 10 * 60 * 1000;
 
 /**
  * THE order of a sync, in one place: notification → fetch → verify → render → validate
- * (`bird -p`) → apply (`configure timeout N`) → health check → confirm → record → report.
+ * (`bird -p`) → apply (`configure timeout N`) → probation → confirm (or undo) → record → report.
  *
  * Runs are single-flight: triggers during a run coalesce into one more run after it, never a
  * second run beside it (two applies would race on BIRD's one pending configuration). A bundle
@@ -71,7 +83,7 @@ export class SyncLoop {
   #running: Promise<void> | null = null;
   #stopped = false;
   /** The issue last refused for good: not fetched again until the controller names another. */
-  #refused: { issue: DesiredRevision; at: number } | null = null;
+  #refused: { issue: DesiredRevision; at: number; forGood: boolean } | null = null;
   #retryAttempt = 0;
   #retryAbort: AbortController | null = null;
 
@@ -125,7 +137,8 @@ export class SyncLoop {
         this.#retryAttempt = 0;
         return "up_to_date";
       }
-      if (this.#refused && this.#o.clock.now() - this.#refused.at < REFUSAL_MEMORY_MS && sameIssue(this.#refused.issue, desired)) {
+      const refused = this.#refused;
+      if (refused && (refused.forGood || this.#o.clock.now() - refused.at < REFUSAL_MEMORY_MS) && sameIssue(refused.issue, desired)) {
         return "already_refused";
       }
       log.info("sync: fetching bundle", { reason: trigger.reason, revision_id: desired.revision_id });
@@ -138,6 +151,8 @@ export class SyncLoop {
       }
       const rendered = renderBirdConfig(payload, this.#renderOptions());
       const timeoutSeconds = configureTimeout(payload);
+      const previous = await this.#readConfirmedPayload().catch(() => null);
+      let baseline: BirdBaseline | null = null;
       const pending = await applyBirdConfig(
         { birdc: this.#o.bird, runner: this.#o.runner, clock: this.#o.clock, birdBin: this.#o.birdBin },
         {
@@ -147,19 +162,16 @@ export class SyncLoop {
           configDir: dirname(this.#o.birdConfigPath),
           stagingDir: this.#o.stagingDir,
           timeoutSeconds,
+          // What runs now, as late as can be: the sessions the probation holds to their state.
+          beforeConfigure: async () => {
+            baseline = await readBaseline(this.#probationDeps());
+          },
         },
       );
-      // From here until confirm, BIRD reverts by itself if this process dies.
-      log.info("sync: BIRD runs the new config on probation", { revision_id: payload.revision_id, sequence: payload.sequence, timeout_seconds: timeoutSeconds });
-      try {
-        await this.#checkHealth(rendered, timeoutSeconds);
-        await pending.confirm();
-      } catch (error) {
-        // Back to the confirmed files and config now, rather than when BIRD's timer runs out
-        // (after a lost confirm answer too: the retry applies the bundle again).
-        await pending.undo().catch((e: unknown) => log.warn("configure undo failed; BIRD reverts on its timer", errorFields(e)));
-        throw error;
-      }
+      const before = baseline as BirdBaseline | null;
+      if (!before) throw new Error("applyBirdConfig returned before reading the baseline");
+      const probationMs = await this.#probation(pending, { payload, rendered, before, previous, timeoutSeconds });
+
       const record: AppliedRecord = {
         revision_id: payload.revision_id,
         sequence: payload.sequence,
@@ -171,7 +183,7 @@ export class SyncLoop {
       this.#o.reporter.setError(null);
       this.#refused = null;
       this.#retryAttempt = 0;
-      log.info("sync: applied", { revision_id: record.revision_id, sequence: record.sequence });
+      log.info("sync: applied", { revision_id: record.revision_id, sequence: record.sequence, probation_ms: probationMs });
       await this.#o.reporter.report("applied");
       return "applied";
     } catch (error) {
@@ -189,7 +201,7 @@ export class SyncLoop {
     if (desired) desired = { ...desired, sequence: desired.sequence ?? offered.sequence, issued_at: desired.issued_at ?? offered.issued_at };
     this.#o.metrics.recordFailure(c.code);
     this.#o.log.warn("sync: failed; BIRD keeps its running config", { reason: trigger.reason, code: c.code, error: c.message, permanent: c.permanent });
-    if (c.permanent && desired) this.#refused = { issue: desired, at: this.#o.clock.now() };
+    if (c.permanent && desired) this.#refused = { issue: desired, at: this.#o.clock.now(), forGood: c.code === "reverted" };
     else this.#scheduleRetry();
     // Without a revision there is nothing the controller waits on (latest() itself failed).
     if (!desired) return;
@@ -199,6 +211,7 @@ export class SyncLoop {
       revision_id: desired.revision_id,
       sequence: offered.sequence,
       at: new Date(this.#o.clock.now()).toISOString(),
+      ...(c.check ? { check: c.check, sessions: c.sessions ?? [] } : {}),
     });
     await this.#o.reporter.report("apply_failed");
   }
@@ -238,21 +251,77 @@ export class SyncLoop {
   }
 
   /**
-   * BIRD answers (applyBirdConfig waited for that) and runs every BGP protocol just rendered;
-   * watched for `healthWaitMs`, capped to leave 2 s of the configure timeout for the confirm.
+   * The configuration BIRD runs on probation: watched for the window, then confirmed; or, when
+   * the verdict is no, reverted (throws `reverted`). Answers how long the probation took.
    */
-  async #checkHealth(rendered: RenderedConfig, timeoutSeconds: number): Promise<void> {
-    const { clock, bird } = this.#o;
-    const deadline = clock.now() + Math.min(this.#o.healthWaitMs, Math.max(0, timeoutSeconds * 1000 - 2000));
-    for (;;) {
-      const reply = await bird.command("show protocols all");
-      const running = new Set(parseProtocolsAll(reply.text, { now: new Date(clock.now()) }).protocols.map((p) => p.name));
-      const missing = rendered.sessions.filter((s) => !running.has(s.protocol)).map((s) => s.protocol);
-      if (missing.length > 0) throw new SyncError("health_check_failed", `BIRD does not list ${missing.join(", ")} after configure`);
-      const left = deadline - clock.now();
-      if (left <= 0) return;
-      await clock.sleep(Math.min(1000, left));
+  async #probation(
+    pending: PendingApply,
+    o: { payload: BundlePayload; rendered: RenderedConfig; before: BirdBaseline; previous: BundlePayload | null; timeoutSeconds: number },
+  ): Promise<number> {
+    const { log, metrics, clock } = this.#o;
+    const { payload, timeoutSeconds } = o;
+    const configuredAt = clock.now();
+    const windowMs = probationWindowMs(payload, this.#o.healthWaitMs, timeoutSeconds);
+    const forceConfirm = payload.force_confirm === true;
+    const checkController = payload.bird?.probation_check_controller !== false;
+    // From here until confirm, BIRD reverts by itself if this process dies.
+    log.info("sync: BIRD runs the new config on probation", {
+      revision_id: payload.revision_id,
+      sequence: payload.sequence,
+      timeout_seconds: timeoutSeconds,
+      window_seconds: windowMs / 1000,
+      force_confirm: forceConfirm,
+      check_controller: checkController,
+    });
+    metrics.setProbation({ revision_id: payload.revision_id, since: new Date(configuredAt).toISOString() });
+    let verdict: ProbationVerdict;
+    try {
+      verdict = await runProbation(this.#probationDeps(), {
+        plan: planProbation({ before: o.before.sessions, rendered: o.rendered.sessions, payload, previous: o.previous, checkSessions: !forceConfirm && windowMs > 0 }),
+        windowMs,
+        checkController,
+        confirmBy: configuredAt + timeoutSeconds * 1000 - 1000,
+        sampleMs: this.#o.probationSampleMs,
+      });
+      if (verdict.ok) await pending.confirm();
+    } catch (error) {
+      // Back to the confirmed files and config now, rather than when BIRD's timer runs out
+      // (after a lost confirm answer too: the retry applies the bundle again).
+      metrics.setProbation(null);
+      await pending.undo().catch((e: unknown) => log.warn("configure undo failed; BIRD reverts on its timer", errorFields(e)));
+      throw error;
     }
+    const probationMs = clock.now() - configuredAt;
+    metrics.setProbation(null);
+    if (!verdict.ok) await this.#revert(verdict, pending.undo, o.before, configuredAt + timeoutSeconds * 1000, probationMs);
+    metrics.recordProbation("confirmed", null, probationMs);
+    return probationMs;
+  }
+
+  #probationDeps(): ProbationDeps {
+    return { bird: this.#o.bird, clock: this.#o.clock, log: this.#o.log, controllerHealth: this.#o.controllerHealth };
+  }
+
+  /**
+   * A probation that failed: the previous configuration goes back (`configure undo`, else BIRD's
+   * timer), the agent waits until BIRD shows it running again, and the failure is thrown as
+   * `reverted` with the check and the sessions, for the report.
+   */
+  async #revert(
+    verdict: { check: string; sessions: string[]; message: string },
+    undo: () => Promise<BirdReply>,
+    baseline: BirdBaseline,
+    timerEndsAt: number,
+    probationMs: number,
+  ): Promise<never> {
+    const { log } = this.#o;
+    log.warn("sync: probation failed; going back to the previous configuration", { check: verdict.check, sessions: verdict.sessions, reason: verdict.message });
+    const result = await revertAndVerify(this.#probationDeps(), undo, baseline, timerEndsAt + 500);
+    this.#o.metrics.recordProbation("reverted", verdict.check, probationMs);
+    const back = result.verified
+      ? `BIRD runs the previous configuration again (${result.how === "undo" ? "configure undo" : "its configure timeout"})`
+      : "BIRD did not show the previous configuration running again; its configure timeout reverts it";
+    throw new SyncError("reverted", `probation failed (${verdict.check}): ${verdict.message}; ${back}`, { check: verdict.check, sessions: verdict.sessions });
   }
 
   #renderOptions() {
@@ -261,17 +330,27 @@ export class SyncLoop {
   }
 
   /**
+   * The payload of the bundle BIRD last confirmed; null when there is none or it does not match
+   * applied.json. Our own file, written after verification; it may have expired since, so it is
+   * not verified again.
+   */
+  async #readConfirmedPayload(): Promise<BundlePayload | null> {
+    const [applied, bytes] = await Promise.all([this.#o.state.readApplied(), this.#o.state.readLastBundle()]);
+    if (!applied || !bytes) return null;
+    const envelope = JSON.parse(Buffer.from(bytes.buffer, bytes.byteOffset, bytes.length).toString("utf8")) as { payload: string };
+    const payload = JSON.parse(Buffer.from(envelope.payload, "base64").toString("utf8")) as BundlePayload;
+    return payload.sequence === applied.sequence ? payload : null;
+  }
+
+  /**
    * At start: puts back on disk the files of the bundle BIRD last confirmed, when they differ.
    * After a crash between `configure timeout` and confirm, BIRD went back in memory but the
    * unconfirmed files stayed; without this, BIRD's next restart would load them.
    */
   async restoreConfirmedFiles(): Promise<boolean> {
-    const [applied, bytes] = await Promise.all([this.#o.state.readApplied(), this.#o.state.readLastBundle()]);
-    if (!applied || !bytes) return false;
-    // Our own file, written after verification; it may have expired since, so it is not verified again.
-    const envelope = JSON.parse(Buffer.from(bytes.buffer, bytes.byteOffset, bytes.length).toString("utf8")) as { payload: string };
-    const payload = JSON.parse(Buffer.from(envelope.payload, "base64").toString("utf8")) as BundlePayload;
-    if (payload.sequence !== applied.sequence) return false;
+    const applied = await this.#o.state.readApplied();
+    const payload = await this.#readConfirmedPayload();
+    if (!applied || !payload) return false;
     const rendered = renderBirdConfig(payload, this.#renderOptions());
     const dir = dirname(this.#o.birdConfigPath);
     let restored = false;
@@ -315,6 +394,19 @@ function peekIssue(bytes: Uint8Array): { sequence: number | null; issued_at: str
 }
 
 function configureTimeout(payload: BundlePayload): number {
-  const value = Number(payload.bird?.configure_timeout_seconds ?? DEFAULT_CONFIGURE_TIMEOUT_SECONDS);
-  return Number.isFinite(value) ? Math.min(3600, Math.max(2, Math.floor(value))) : DEFAULT_CONFIGURE_TIMEOUT_SECONDS;
+  const fallback = BIRD_DEFAULTS.configure_timeout_seconds;
+  const value = Number(payload.bird?.configure_timeout_seconds ?? fallback);
+  return Number.isFinite(value) ? Math.min(3600, Math.max(2, Math.floor(value))) : fallback;
+}
+
+/**
+ * The probation window: the bundle's `confirm_after_seconds` (default 10), at least this
+ * router's RL_HEALTH_WAIT_SECONDS, and always ending PROBATION_CONFIRM_MARGIN_SECONDS before
+ * BIRD's timer (the settings refuse less; an older controller's bundle is cut to fit).
+ */
+function probationWindowMs(payload: BundlePayload, localFloorMs: number, timeoutSeconds: number): number {
+  const fallback = BIRD_DEFAULTS.confirm_after_seconds;
+  const value = Number(payload.bird?.confirm_after_seconds ?? fallback);
+  const seconds = Number.isFinite(value) ? Math.min(300, Math.max(0, value)) : fallback;
+  return Math.min(Math.max(seconds * 1000, localFloorMs), Math.max(0, (timeoutSeconds - PROBATION_CONFIRM_MARGIN_SECONDS) * 1000));
 }

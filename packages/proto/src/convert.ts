@@ -14,7 +14,7 @@ import type {
 // The JSON forms of the messages, as the HTTP node routes and NATS carry them (snake_case,
 // null for "none"), and the conversions both ends use, so gRPC and HTTP say the same thing.
 
-/** CONTRACT 6 `BgpSessionLive`. */
+/** The API's `BgpSessionLive`. */
 export interface BgpSessionLiveJson {
   protocol: string;
   peer_id: string | null;
@@ -36,6 +36,10 @@ export interface StatusErrorJson {
   revision_id: number | null;
   sequence: number | null;
   at: string;
+  /** For `reverted`: the probation check that failed. */
+  check?: string | null;
+  /** For `reverted`: the BGP protocols the failed check concerned. */
+  sessions?: string[];
 }
 
 export interface BirdInfoJson {
@@ -102,7 +106,15 @@ export function statusReportToProto(r: StatusReport): ReportStatusRequest {
     applied_digest: orEmpty(r.applied_digest),
     applied_at: orEmpty(r.applied_at),
     error: r.error
-      ? { code: r.error.code, message: r.error.message, revision_id: orZero(r.error.revision_id), sequence: orZero(r.error.sequence), at: r.error.at }
+      ? {
+          code: r.error.code,
+          message: r.error.message,
+          revision_id: orZero(r.error.revision_id),
+          sequence: orZero(r.error.sequence),
+          at: r.error.at,
+          check: orEmpty(r.error.check),
+          sessions: r.error.sessions ?? [],
+        }
       : null,
     bird: {
       reachable: r.bird.reachable,
@@ -135,6 +147,8 @@ export function statusReportFromProto(m: ReportStatusRequest): StatusReport {
           revision_id: positiveOrNull(m.error.revision_id),
           sequence: positiveOrNull(m.error.sequence),
           at: m.error.at,
+          // Only a probation verdict carries these; other errors read as before.
+          ...(m.error.check ? { check: m.error.check, sessions: m.error.sessions ?? [] } : {}),
         }
       : null,
     bird: {

@@ -81,6 +81,8 @@ export interface StatusError {
   revision_id: number;
   sequence: number;
   at: string;
+  check: string;
+  sessions: string[];
 }
 
 export interface BirdInfo {

@@ -41,6 +41,8 @@ export interface ApplyOptions {
    * Default 60 s; measured 1.4 s for 1,000,000 static routes (34 MB) on BIRD 2.0.12.
    */
   configureTimeoutMs?: number;
+  /** Runs once the config validated, just before the files are swapped and BIRD reconfigured. */
+  beforeConfigure?: () => Promise<void>;
 }
 
 /** A configuration BIRD runs on probation: confirm it, or undo it, or let BIRD revert. */
@@ -49,8 +51,11 @@ export interface PendingApply {
   reply: BirdReply;
   /** `configure confirm`. Throws `bird_reverted` when BIRD had already gone back (timeout). */
   confirm(): Promise<BirdReply>;
-  /** Puts the previous files back and sends `configure undo`. */
-  undo(): Promise<void>;
+  /**
+   * Puts the previous files back and sends `configure undo`; BIRD's reply says whether it went
+   * back now (0021/0003/0004) or had nothing to undo (0019: its timer was first).
+   */
+  undo(): Promise<BirdReply>;
 }
 
 export type ApplyErrorCode = "bird_reload_failed" | "bird_reverted";
@@ -73,7 +78,7 @@ const FILE_NAME = /^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$/;
  * the staged copy, so a config BIRD refuses never touches the running files (throws
  * BirdConfigError). Each file is swapped in by rename, the entry last. When `configure` fails
  * the previous files are put back, so the files on disk always match what BIRD runs or is about
- * to revert to. The caller checks health and then confirms.
+ * to revert to. The caller watches BIRD for the probation window and then confirms or undoes.
  *
  * Note: when BIRD reverts on its own (nobody confirmed), it goes back in memory only; the new
  * files stay on disk until the next apply or `undo()`.
@@ -97,6 +102,7 @@ export async function applyBirdConfig(deps: ApplyDeps, options: ApplyOptions): P
     }
     // bird -p took 0.64 s on 1,000,000 routes; the default 30 s leaves room for slow hosts.
     await validateBirdConfig(check, { runner: deps.runner, birdBin: deps.birdBin });
+    await options.beforeConfigure?.();
 
     const had = new Map<string, boolean>();
     for (const name of names) had.set(name, await backup(options.configDir, name, access));
@@ -122,7 +128,7 @@ export async function applyBirdConfig(deps: ApplyDeps, options: ApplyOptions): P
       },
       undo: async () => {
         await restore();
-        await deps.birdc.command("configure undo");
+        return deps.birdc.command("configure undo");
       },
     };
   } finally {

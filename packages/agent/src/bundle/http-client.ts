@@ -119,6 +119,15 @@ export class ControllerHttpClient {
     return parse(KeysSchema, await readJson(res, 1024 * 1024), "signing-keys answer").keys;
   }
 
+  /**
+   * `GET /v1/health`: one round trip on the management path, for the probation's controller
+   * check. Any 2xx answer counts; a proxy's 502/503 does not.
+   */
+  async health(timeoutMs: number): Promise<void> {
+    const res = await this.#request("GET", "/v1/health", { timeoutMs });
+    await res.body?.cancel();
+  }
+
   /** `POST /v1/speakers/{id}/status`: the fallback when ReportStatus over gRPC fails. */
   async reportStatus(report: StatusReport): Promise<void> {
     const res = await this.#request("POST", `/v1/speakers/${encodeURIComponent(report.speaker_id)}/status`, { body: report });

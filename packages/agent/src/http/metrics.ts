@@ -30,6 +30,10 @@ export class AgentMetrics {
   #birdUp: boolean | null = null;
   #protocols: ProtocolSummary[] = [];
   #sessions: BgpSessionLiveJson[] = [];
+  readonly #probations = new Map<string, number>();
+  readonly #reverts = new Map<string, number>();
+  #lastProbation: { result: "confirmed" | "reverted"; check: string | null; seconds: number } | null = null;
+  #onProbation: { revision_id: number; since: string } | null = null;
 
   constructor(info: { version: string; speakerId: string | null }) {
     this.#info = { version: info.version, speaker_id: info.speakerId };
@@ -53,6 +57,18 @@ export class AgentMetrics {
     this.#lastSyncOk = false;
   }
 
+  /** A configuration BIRD runs on probation right now (null: none). */
+  setProbation(probation: { revision_id: number; since: string } | null): void {
+    this.#onProbation = probation ? { ...probation } : null;
+  }
+
+  /** How a probation ended, after how long; `check` is the one that failed (reverted only). */
+  recordProbation(result: "confirmed" | "reverted", check: string | null, durationMs: number): void {
+    this.#probations.set(result, (this.#probations.get(result) ?? 0) + 1);
+    if (result === "reverted" && check) this.#reverts.set(check, (this.#reverts.get(check) ?? 0) + 1);
+    this.#lastProbation = { result, check, seconds: durationMs / 1000 };
+  }
+
   recordFallback(operation: string): void {
     this.#fallbacks.set(operation, (this.#fallbacks.get(operation) ?? 0) + 1);
   }
@@ -69,12 +85,21 @@ export class AgentMetrics {
     this.#sessions = reachable ? [...sessions] : [];
   }
 
-  health(): { ok: boolean; bird_reachable: boolean | null; last_sync_ok: boolean | null; last_applied_revision_id: number | null } {
+  health(): {
+    ok: boolean;
+    bird_reachable: boolean | null;
+    last_sync_ok: boolean | null;
+    last_applied_revision_id: number | null;
+    on_probation: { revision_id: number; since: string } | null;
+    last_probation: { result: "confirmed" | "reverted"; check: string | null; seconds: number } | null;
+  } {
     return {
       ok: this.#birdUp !== false,
       bird_reachable: this.#birdUp,
       last_sync_ok: this.#lastSyncOk,
       last_applied_revision_id: this.#applied?.revision_id ?? null,
+      on_probation: this.#onProbation,
+      last_probation: this.#lastProbation,
     };
   }
 
@@ -90,6 +115,12 @@ export class AgentMetrics {
     family("rl_agent_reload_failures_total", "counter", "Sync attempts that applied nothing, by reason (bundle refusals, config refused by BIRD, reload errors).", counts(this.#failures, "code"));
     family("rl_agent_transport_fallbacks_total", "counter", "Controller calls that fell back from gRPC to HTTP.", counts(this.#fallbacks, "operation"));
     family("rl_agent_status_reports_total", "counter", "Status reports sent to the controller, by result.", counts(this.#reports, "result"));
+    family("rl_agent_probations_total", "counter", "Probations ended, by result (confirmed, reverted).", counts(this.#probations, "result"));
+    family("rl_agent_probation_reverts_total", "counter", "Configurations reverted after their probation, by the check that failed.", counts(this.#reverts, "check"));
+    if (this.#lastProbation) {
+      family("rl_agent_last_probation_duration_seconds", "gauge", "From `configure timeout` to the verdict of the last probation.", [{ value: this.#lastProbation.seconds }]);
+    }
+    family("rl_agent_on_probation", "gauge", "1 while BIRD runs a configuration on probation (not yet confirmed).", [{ value: this.#onProbation ? 1 : 0 }]);
     const applied = this.#applied;
     if (applied) {
       family("rl_agent_last_applied_revision", "gauge", "Revision of the bundle BIRD runs.", [{ value: applied.revision_id }]);

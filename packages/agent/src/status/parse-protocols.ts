@@ -1,6 +1,6 @@
 import { peerIdFromProtocol } from "../render/values.js";
 
-/** One BGP session as CONTRACT 6 reports it (`BgpSessionLive`). */
+/** One BGP session as the live status reports it (`BgpSessionLive` of the API). */
 export interface BgpSessionLive {
   /** BIRD's protocol name, `rl_peer_<hex>` for the sessions the agent rendered. */
   protocol: string;

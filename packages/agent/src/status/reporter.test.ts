@@ -82,6 +82,18 @@ describe("StatusReporter", () => {
     expect(metrics.render()).toMatch(/rl_agent_status_reports_total\{result="failed"\} 1\nrl_agent_status_reports_total\{result="ok"\} 1/);
   });
 
+  it("checkSessions - an apply_failed report the controller missed goes out again as apply_failed, not as a session change", async () => {
+    let down = true;
+    const { r, sent } = reporter(() => fixture("established.txt"), { fail: () => down });
+    r.setError({ code: "reverted", message: "probation failed", revision_id: 5, sequence: 6, at: "2026-11-22T05:00:00.000Z", check: "controller_reachable", sessions: [] });
+    expect(await r.report("apply_failed")).toBe(false);
+    down = false;
+    expect(await r.checkSessions()).toBe(true);
+    expect(sent.map((s) => [s.reason, s.error?.code, s.error?.check])).toEqual([["apply_failed", "reverted", "controller_reachable"]]);
+    await r.checkSessions();
+    expect(sent).toHaveLength(1);
+  });
+
   it("snapshot - a BIRD that does not answer is reachable: false with no sessions", async () => {
     const { r, bird, metrics } = reporter(() => "");
     bird.answer("show status", new BirdError("bird_unavailable", "connect ENOENT"));

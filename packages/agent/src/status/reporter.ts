@@ -40,6 +40,8 @@ export class StatusReporter {
   #lastError: StatusErrorJson | null = null;
   #lastSeen: string | null = null;
   #unsent = false;
+  /** An `applied`/`apply_failed` report that did not go out: resent with its reason (the controller's apply job waits on it). */
+  #unsentOutcome: "applied" | "apply_failed" | null = null;
   #queue: Promise<unknown> = Promise.resolve();
 
   constructor(options: ReporterOptions) {
@@ -78,7 +80,7 @@ export class StatusReporter {
   async checkSessions(): Promise<boolean> {
     const snapshot = await this.snapshot();
     if (!this.#unsent && fingerprint(snapshot) === this.#lastSeen) return true;
-    return this.report("sessions_changed", { snapshot });
+    return this.report(this.#unsentOutcome ?? "sessions_changed", { snapshot });
   }
 
   async #send(reason: ReportReasonJson, options: { pollId?: string; snapshot?: BirdSnapshot }): Promise<boolean> {
@@ -103,10 +105,12 @@ export class StatusReporter {
       this.#o.metrics.recordReport(true);
       this.#lastSeen = fingerprint(snapshot);
       this.#unsent = false;
+      this.#unsentOutcome = null;
       return true;
     } catch (error) {
       this.#o.metrics.recordReport(false);
       this.#unsent = true;
+      if (reason === "applied" || reason === "apply_failed") this.#unsentOutcome = reason;
       this.#o.log.warn("status report not delivered", { reason, ...errorFields(error) });
       return false;
     }

@@ -10,6 +10,7 @@ interface ApplyParams {
   revision_id: number;
   speaker_ids: string[];
   timeout_seconds: number;
+  force_confirm?: boolean;
 }
 
 type Outcome = { speaker_id: string; status: "applied" | "failed" | "timeout" | "superseded" | "deleted"; error: Record<string, unknown> | null };
@@ -36,7 +37,7 @@ export function applyJob(deps: BundleDeps & { sql: Sql; bus: Bus }): JobHandler 
             continue;
           }
           const sequence = await setDesiredRevision(tx, id, p.revision_id, ctx.now());
-          const bundle = await issueBundle(tx, deps, speaker, p.revision_id, sequence, ctx.now());
+          const bundle = await issueBundle(tx, deps, speaker, p.revision_id, sequence, ctx.now(), { forceConfirm: p.force_confirm === true });
           out.push({ speaker_id: id, sequence, digest: bundle.digest });
         }
         return out;

@@ -66,7 +66,15 @@ export async function bundlePeersOf(db: Db, speakerId: string, communities: { id
  * prefixes with their communities, the speaker's enabled peers with their export communities
  * as values, the tenant's BIRD settings. Agents fetch the stored bytes as they are.
  */
-export async function issueBundle(db: Db, deps: BundleDeps, speaker: SpeakerRow, revisionId: number, sequence: number, now: Date) {
+export async function issueBundle(
+  db: Db,
+  deps: BundleDeps,
+  speaker: SpeakerRow,
+  revisionId: number,
+  sequence: number,
+  now: Date,
+  options: { forceConfirm?: boolean } = {},
+) {
   const content = await deps.revisions.content(db, speaker.tenant_id, revisionId);
   if (!content) throw new NotFoundError("revision", revisionId);
   const settings = await readTenantSettings(db, speaker.tenant_id);
@@ -85,6 +93,8 @@ export async function issueBundle(db: Db, deps: BundleDeps, speaker: SpeakerRow,
         v4: content.v4.map(([p, c]) => [p, c] as [string, string[]]),
         v6: content.v6.map(([p, c]) => [p, c] as [string, string[]]),
       },
+      // Only when asked: every other bundle keeps the digest it had before the field existed.
+      ...(options.forceConfirm ? { force_confirm: true as const } : {}),
     },
     { sequence, issuedAt: now },
   );

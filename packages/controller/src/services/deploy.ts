@@ -11,6 +11,8 @@ export interface ApplyRequest {
   revision_id?: number | undefined;
   speaker_ids?: string[] | undefined;
   timeout_seconds?: number | undefined;
+  /** The agents skip their probation's session and route checks (a change meant to take a session down). */
+  force_confirm?: boolean | undefined;
 }
 
 /**
@@ -42,7 +44,12 @@ export async function startApply(
   const job = await enqueueJob(tx, deps.bus, {
     tenantId,
     type: "apply",
-    params: { revision_id: revision.revision_id, speaker_ids: speakerIds, timeout_seconds: req.timeout_seconds ?? 120 },
+    params: {
+      revision_id: revision.revision_id,
+      speaker_ids: speakerIds,
+      timeout_seconds: req.timeout_seconds ?? 120,
+      ...(req.force_confirm ? { force_confirm: true } : {}),
+    },
     createdBy,
     now: ctx.now,
     afterCommit: ctx.afterCommit,
@@ -53,7 +60,8 @@ export async function startApply(
     action: "apply",
     resource_type: "revision",
     resource_id: String(revision.revision_id),
-    summary: `revision ${revision.revision_id} applied to ${speakerIds.length} speaker(s) (job ${job.id})`,
+    summary: `revision ${revision.revision_id} applied to ${speakerIds.length} speaker(s) (job ${job.id})${req.force_confirm ? " with force_confirm: the agents' session and route checks are skipped" : ""}`,
+    ...(req.force_confirm ? { changes: { force_confirm: { from: null, to: true } } } : {}),
   });
   return job;
 }

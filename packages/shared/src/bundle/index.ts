@@ -11,6 +11,7 @@ export {
   verifyKeyStatement,
 } from "./key-statement.js";
 export {
+  BIRD_DEFAULTS,
   type BirdSettings,
   type BundleCommunity,
   type BundleContent,
@@ -24,6 +25,7 @@ export {
   DEFAULT_BUNDLE_LIFETIME_MS,
   DIGEST_EXCLUDED_FIELDS,
   type IssueOptions,
+  PROBATION_CONFIRM_MARGIN_SECONDS,
   type SpeakerPolicies,
 } from "./payload.js";
 export {

@@ -1,7 +1,7 @@
 import { createHash } from "node:crypto";
 import { canonicalJson } from "./canonical-json.js";
 
-/** `policies_json` of a speaker (CONTRACT 6); further keys are kept as they are. */
+/** `policies_json` of a speaker; further keys are kept as they are. */
 export interface SpeakerPolicies {
   local_ip?: string;
   local_ipv6?: string;
@@ -12,7 +12,7 @@ export interface SpeakerPolicies {
   [key: string]: unknown;
 }
 
-/** The tenant's `BIRD` setting (CONTRACT 9); further keys are kept as they are. */
+/** The tenant's `BIRD` setting; further keys are kept as they are. */
 export interface BirdSettings {
   bird_bgp_source_ipv4?: string;
   bird_bgp_source_ipv6?: string;
@@ -25,8 +25,29 @@ export interface BirdSettings {
   min_prefix_length_v6?: number;
   static_route_kind?: "blackhole" | "unreachable";
   configure_timeout_seconds?: number;
+  /** The probation window: how long the agent watches BIRD before it confirms. */
+  confirm_after_seconds?: number;
+  /** false: the agent confirms without asking whether it still reaches the controller. */
+  probation_check_controller?: boolean;
   [key: string]: unknown;
 }
+
+/**
+ * What the agent assumes when the `BIRD` setting leaves these out; the settings schema checks
+ * against the same figures, so the controller refuses what the agent could not honour.
+ */
+export const BIRD_DEFAULTS = {
+  configure_timeout_seconds: 30,
+  confirm_after_seconds: 10,
+  probation_check_controller: true,
+} as const;
+
+/**
+ * The configure timeout must outlast the probation window by this much: the last look at the
+ * sessions, the controller check and `configure confirm` happen after the window, before BIRD's
+ * own timer would undo the configuration.
+ */
+export const PROBATION_CONFIRM_MARGIN_SECONDS = 5;
 
 export interface BundleSpeaker {
   router_id: string;
@@ -76,9 +97,15 @@ export interface BundleContent {
   communities: BundleCommunity[];
   peers: BundlePeer[];
   prefixes: BundlePrefixes;
+  /**
+   * Present (true) only when the apply asked for `force_confirm`: the agent skips the session
+   * and route checks of its probation, for a change meant to take a session down. Signed like
+   * the rest, so only the controller can set it.
+   */
+  force_confirm?: true;
 }
 
-/** The payload of a signed bundle (CONTRACT 7). */
+/** The payload of a signed bundle (`rl-bundle/1`). */
 export interface BundlePayload extends BundleContent {
   /** Counts up per speaker with every bundle issued, a re-issue or a rollback too. */
   sequence: number;
@@ -109,7 +136,7 @@ export function computeBundleDigest(payload: BundleContent | BundlePayload): str
 export interface IssueOptions {
   sequence: number;
   issuedAt: Date;
-  /** Default: 7 days after `issuedAt` (CONTRACT 7). */
+  /** Default: 7 days after `issuedAt`. */
   expiresAt?: Date;
 }
 

@@ -115,15 +115,23 @@ export const SpeakerDeleteQuery = z.strictObject({ force: z.enum(["true", "false
 
 export const EnrollmentToken = z.object({ speaker_id: Uuid, enrollment_token: z.string(), expires_at: Timestamp }).meta({ id: "EnrollmentToken" });
 
+const ForceConfirm = z
+  .boolean()
+  .optional()
+  .describe(
+    "true: the agents confirm without their session and route checks (the probation window still runs, and so does the controller check unless the tenant turned it off), " +
+      "for a change meant to take a BGP session down or to stop exporting to it. Recorded in the audit.",
+  );
 export const ApplyBody = optionalBody(
   z.strictObject({
     revision_id: z.number().int().min(1).optional(),
     speaker_ids: z.array(Uuid).min(1).max(1000).optional(),
     timeout_seconds: z.number().int().min(1).max(3600).optional(),
+    force_confirm: ForceConfirm,
   }),
 );
 export const SpeakerApplyBody = optionalBody(
-  z.strictObject({ revision_id: z.number().int().min(1).optional(), timeout_seconds: z.number().int().min(1).max(3600).optional() }),
+  z.strictObject({ revision_id: z.number().int().min(1).optional(), timeout_seconds: z.number().int().min(1).max(3600).optional(), force_confirm: ForceConfirm }),
 );
 
 export const SigningKey = z

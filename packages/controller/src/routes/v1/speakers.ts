@@ -122,7 +122,7 @@ const speakerRoutes: FastifyPluginAsyncZod<{ deps: AppDeps }> = async (app, { de
           tx,
           { tenantId: ctx.principal.tenantId, now: ctx.now, afterCommit: ctx.afterCommit },
           { audit: deps.services.audit, bus: deps.bus },
-          { revision_id: req.body.revision_id, speaker_ids: [req.params.id], timeout_seconds: req.body.timeout_seconds },
+          { revision_id: req.body.revision_id, speaker_ids: [req.params.id], timeout_seconds: req.body.timeout_seconds, force_confirm: req.body.force_confirm },
           `key:${ctx.principal.keyPrefix}`,
         );
         return { status: 202, body: { job_id: job.id, type: job.type, status: job.status }, headers: { location: `/v1/jobs/${job.id}` } };
