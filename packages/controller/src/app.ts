@@ -115,6 +115,7 @@ function deployServices(opts: { config: Config; sql: Sql; bus: Bus }, audit: Aud
       // Agents are told an endpoint only when the listener names a host they can reach.
       grpcEndpoint: grpcHost ? `${grpcHost}:${opts.config.GRPC_PORT}` : null,
       natsUrl: opts.config.NATS_URL ?? null,
+      onKeysChanged: authenticator.invalidate,
     }),
   };
 }

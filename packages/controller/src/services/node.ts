@@ -3,6 +3,7 @@ import type { Bus } from "../bus/index.js";
 import { findBundle } from "../db/bundles.js";
 import type { Db, Sql } from "../db/connect.js";
 import { spendEnrollmentToken } from "../db/enrollment.js";
+import { revokeApiKeysBySpeaker } from "../db/api-keys.js";
 import { findSpeakerById, markSpeakerEnrolled, recordSpeakerReport, type SpeakerRow } from "../db/speakers.js";
 import { isoRequired } from "../lib/time.js";
 import { mintApiKey } from "./api-keys.js";
@@ -24,7 +25,7 @@ export interface StatusReportBody {
 }
 
 /** The node side of CONTRACT 7: enrollment, the desired revision, bundles, status reports. */
-export function createNodeService(deps: { sql: Sql; bus: Bus; audit: AuditWriter; signing: SigningService; grpcEndpoint: string | null; natsUrl: string | null }) {
+export function createNodeService(deps: { sql: Sql; bus: Bus; audit: AuditWriter; signing: SigningService; grpcEndpoint: string | null; natsUrl: string | null; onKeysChanged?: () => void }) {
   /** A node key reaches only its own speaker (404 otherwise); operators reach any of the tenant's. */
   const speakerFor = async (db: Db, principal: Principal, speakerId: string): Promise<SpeakerRow> => {
     if (principal.role === "node" && principal.speakerId !== speakerId) throw new NotFoundError("speaker", speakerId);
@@ -44,6 +45,9 @@ export function createNodeService(deps: { sql: Sql; bus: Bus; audit: AuditWriter
         if (!spent) throw new UnauthenticatedError("unknown, used or expired enrollment token");
         const speaker = await findSpeakerById(tx, spent.tenant_id, spent.speaker_id);
         if (!speaker) throw new UnauthenticatedError("unknown, used or expired enrollment token");
+        // A router enrolled again (reinstalled, or a token stolen and spent) has one identity:
+        // the node keys of earlier enrollments stop working with this commit.
+        const revoked = await revokeApiKeysBySpeaker(tx, speaker.tenant_id, speaker.id, now);
         const key = await mintApiKey(tx, { tenantId: speaker.tenant_id, name: `node ${speaker.name}`, role: "node", now, speakerId: speaker.id });
         await markSpeakerEnrolled(tx, speaker.id, { hostname: body.hostname, agent_version: body.agent_version, at: now });
         await deps.audit.recordSystem(tx, speaker.tenant_id, now, {
@@ -51,11 +55,12 @@ export function createNodeService(deps: { sql: Sql; bus: Bus; audit: AuditWriter
           action: "update",
           resource_type: "speaker",
           resource_id: speaker.id,
-          summary: `speaker ${speaker.name} enrolled from ${body.hostname} (agent ${body.agent_version}); node key ${key.row.key_prefix}`,
+          summary: `speaker ${speaker.name} enrolled from ${body.hostname} (agent ${body.agent_version}); node key ${key.row.key_prefix}${revoked ? `; ${revoked} earlier node key(s) revoked` : ""}`,
           changes: { enrolled_at: { from: speaker.enrolled_at?.toISOString() ?? null, to: now.toISOString() } },
         });
-        return { speaker, secret: key.secret };
+        return { speaker, secret: key.secret, revoked };
       });
+      if (result.revoked) deps.onKeysChanged?.();
       return {
         speaker_id: result.speaker.id,
         tenant_id: result.speaker.tenant_id,
