@@ -200,7 +200,7 @@ describe("the Watch stream's own life", () => {
 
   beforeAll(async () => {
     const d = t.controller.deps;
-    service = createAgentService({ sql: d.sql, bus: d.bus, clock: d.clock, node: d.services.node, logger: t.controller.app.log, pingMs: 150, chunkBytes: 200 });
+    service = createAgentService({ sql: d.sql, bus: d.bus, clock: d.clock, node: d.services.node, authenticator: d.services.authenticator, logger: t.controller.app.log, pingMs: 150, chunkBytes: 200 });
     listener = await listenGrpc({ host: "127.0.0.1", port: 0, tls: null });
     listener.serve(service);
     own = agentClient(listener.address);

@@ -90,7 +90,7 @@ export async function startController(config: Config, opts: StartOptions = {}): 
     const app = await buildApp(deps, opts.logger === undefined ? {} : { logger: opts.logger });
     closers.push(() => app.close());
     if (grpc) {
-      grpc.serve(createAgentService({ sql: db.sql, bus, clock, node: services.node, logger: app.log }));
+      grpc.serve(createAgentService({ sql: db.sql, bus, clock, node: services.node, authenticator: services.authenticator, logger: app.log }));
       app.log.info({ address: grpc.address, tls: grpc.tls }, "gRPC AgentService listening");
     }
 

@@ -9,7 +9,38 @@ export interface GrpcListenOptions {
   port: number;
   /** PEM files (GRPC_TLS_CERT, GRPC_TLS_KEY); null = plaintext. */
   tls: { certFile: string; keyFile: string } | null;
+  /** Connection limits; tests make them short. */
+  connection?: Partial<ConnectionLimits>;
 }
+
+/** What one connection may hold and for how long. */
+export interface ConnectionLimits {
+  /** Streams open at once on one HTTP/2 connection. */
+  maxStreams: number;
+  /** A connection with no call for this long is closed (an agent keeps its Watch open). */
+  idleMs: number;
+  /** A connection is asked to go away after this long (the agent reconnects), then cut after `ageGraceMs`. */
+  ageMs: number;
+  ageGraceMs: number;
+  /** HTTP/2 PING period and how long its answer may take before the connection is dropped. */
+  keepaliveMs: number;
+  keepaliveTimeoutMs: number;
+  /** A TLS handshake that has not finished by then is dropped (a socket that connects and sends nothing). */
+  handshakeMs: number;
+  /** The largest request message: the same 1 MiB as an HTTP request body. */
+  maxRequestBytes: number;
+}
+
+export const DEFAULT_CONNECTION_LIMITS: ConnectionLimits = {
+  maxStreams: 16,
+  idleMs: 5 * 60_000,
+  ageMs: 24 * 3600_000,
+  ageGraceMs: 60_000,
+  keepaliveMs: 60_000,
+  keepaliveTimeoutMs: 20_000,
+  handshakeMs: 10_000,
+  maxRequestBytes: 1024 * 1024,
+};
 
 export interface GrpcListener {
   /** The port bound: the one asked for, or the one the kernel picked for 0. */
@@ -31,13 +62,27 @@ export const hostPort = (host: string, port: number) => (host.includes(":") ? `[
  * files are given; one without the other is a configuration error.
  */
 export async function listenGrpc(options: GrpcListenOptions): Promise<GrpcListener> {
+  const limits = { ...DEFAULT_CONNECTION_LIMITS, ...options.connection };
   let credentials = grpc.ServerCredentials.createInsecure();
   if (options.tls) {
     const [cert, key] = await Promise.all([readFile(options.tls.certFile), readFile(options.tls.keyFile)]);
     credentials = grpc.ServerCredentials.createSsl(null, [{ cert_chain: cert, private_key: key }], false);
+    // grpc-js has no option for the TLS handshake timeout (Node's default is 120 s); its
+    // credentials hand this object to tls.createServer as is.
+    const constructorOptions = (credentials as unknown as { _getConstructorOptions?: () => Record<string, unknown> | null })._getConstructorOptions?.();
+    if (constructorOptions) constructorOptions.handshakeTimeout = limits.handshakeMs;
   }
-  // Bundles travel in chunks of at most 1 MiB; reports stay far below grpc-js's 4 MiB default.
-  const server = new grpc.Server({ "grpc.max_send_message_length": 4 * 1024 * 1024 });
+  const server = new grpc.Server({
+    // Bundles travel in chunks of at most 1 MiB.
+    "grpc.max_send_message_length": 4 * 1024 * 1024,
+    "grpc.max_receive_message_length": limits.maxRequestBytes,
+    "grpc.max_concurrent_streams": limits.maxStreams,
+    "grpc.max_connection_idle_ms": limits.idleMs,
+    "grpc.max_connection_age_ms": limits.ageMs,
+    "grpc.max_connection_age_grace_ms": limits.ageGraceMs,
+    "grpc.keepalive_time_ms": limits.keepaliveMs,
+    "grpc.keepalive_timeout_ms": limits.keepaliveTimeoutMs,
+  });
   const port = await new Promise<number>((resolve, reject) =>
     server.bindAsync(hostPort(options.host, options.port), credentials, (error, bound) => (error ? reject(error) : resolve(bound))),
   );

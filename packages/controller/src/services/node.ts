@@ -1,6 +1,6 @@
-import { NotFoundError, UnauthenticatedError } from "@rlc/shared/errors";
+import { NotFoundError, UnauthenticatedError, ValidationError } from "@rlc/shared/errors";
 import type { Bus } from "../bus/index.js";
-import { findBundle } from "../db/bundles.js";
+import { findBundle, findBundleMeta, readBundleSlice } from "../db/bundles.js";
 import type { Db, Sql } from "../db/connect.js";
 import { spendEnrollmentToken } from "../db/enrollment.js";
 import { revokeApiKeysBySpeaker } from "../db/api-keys.js";
@@ -22,6 +22,18 @@ export interface StatusReportBody {
   error?: { code: string; message: string; revision_id?: number | null | undefined; [k: string]: unknown } | null | undefined;
   agent_version?: string | null | undefined;
   [k: string]: unknown;
+}
+
+/** RFC 3339 date-time, as the agent writes it (`toISOString`); anything else is refused before SQL sees it. */
+const RFC3339 = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(?:\.\d{1,9})?(?:Z|[+-]\d{2}:\d{2})$/i;
+
+function assertReportTimes(body: StatusReportBody): void {
+  for (const [field, value] of [["applied_at", body.applied_at], ["error.at", body.error?.at]] as const) {
+    if (value === null || value === undefined || value === "") continue;
+    if (typeof value !== "string" || !RFC3339.test(value) || Number.isNaN(Date.parse(value))) {
+      throw new ValidationError(`invalid report: ${field} must be an RFC 3339 date-time`);
+    }
+  }
 }
 
 /** The node side of CONTRACT 7: enrollment, the desired revision, bundles, status reports. */
@@ -74,7 +86,8 @@ export function createNodeService(deps: { sql: Sql; bus: Bus; audit: AuditWriter
     async latest(db: Db, principal: Principal, speakerId: string) {
       const speaker = await speakerFor(db, principal, speakerId);
       if (speaker.desired_revision_id === null) throw new NotFoundError("desired revision of speaker", speakerId);
-      const bundle = await findBundle(db, speakerId, speaker.desired_revision_id);
+      // Metadata only: agents ask this on every poll and Watch open; the body can be tens of MiB.
+      const bundle = await findBundleMeta(db, speakerId, speaker.desired_revision_id);
       if (!bundle) throw new NotFoundError("bundle of speaker", speakerId);
       return {
         speaker_id: speakerId,
@@ -93,9 +106,25 @@ export function createNodeService(deps: { sql: Sql; bus: Bus; audit: AuditWriter
       return bundle.envelope;
     },
 
+    /** Size, SHA-256 and sequence of a bundle, to stream it in slices (gRPC GetBundle). */
+    async bundleMeta(db: Db, principal: Principal, speakerId: string, revisionId: number) {
+      await speakerFor(db, principal, speakerId);
+      const meta = await findBundleMeta(db, speakerId, revisionId, { sha256: true });
+      if (!meta) throw new NotFoundError(`bundle of revision ${revisionId} for speaker`, speakerId);
+      return meta;
+    },
+
+    /** One slice of the issue `sequence`; NotFound when it was re-issued or deleted meanwhile. */
+    async bundleSlice(db: Db, speakerId: string, revisionId: number, sequence: string, offset: number, length: number): Promise<Buffer> {
+      const data = await readBundleSlice(db, speakerId, revisionId, sequence, offset, length);
+      if (!data) throw new NotFoundError(`bundle of revision ${revisionId} (issue ${sequence}) for speaker`, speakerId);
+      return data;
+    },
+
     /** Records what the agent runs and sees, then relays it to every replica (live polls, apply jobs). */
     async report(principal: Principal, speakerId: string, body: StatusReportBody, now: Date) {
       const speaker = await speakerFor(deps.sql, principal, speakerId);
+      assertReportTimes(body);
       const applied = body.applied_revision_id ?? null;
       const failedDesired = body.reason === "apply_failed" && body.error?.revision_id != null && body.error.revision_id === speaker.desired_revision_id;
       // Caught up only once the agent runs the latest bundle issued (its sequence), not merely
