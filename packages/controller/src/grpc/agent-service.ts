@@ -68,6 +68,8 @@ export interface AgentService {
   handlers: AgentServiceHandlers;
   /** Watch streams open right now (each holds one bus subscription). */
   openWatches(): number;
+  /** GetBundle streams in flight right now. */
+  openBundles(): number;
   /** Ends every Watch stream with OK, so a shutting-down server is not held open by them. */
   endWatches(): void;
 }
@@ -343,6 +345,7 @@ export function createAgentService(deps: AgentServiceDeps): AgentService {
   return {
     handlers,
     openWatches: () => watches.size,
+    openBundles: () => bundlesAll.total(),
     endWatches() {
       for (const stream of [...watches]) stream.end();
     },

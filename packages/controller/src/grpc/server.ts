@@ -1,4 +1,5 @@
 import { readFile } from "node:fs/promises";
+import type { Server as NetServer, Socket } from "node:net";
 import { grpc, loadAgentService } from "@rlc/proto";
 import { ConfigError } from "../config.js";
 import type { AgentService } from "./agent-service.js";
@@ -86,6 +87,7 @@ export async function listenGrpc(options: GrpcListenOptions): Promise<GrpcListen
   const port = await new Promise<number>((resolve, reject) =>
     server.bindAsync(hostPort(options.host, options.port), credentials, (error, bound) => (error ? reject(error) : resolve(bound))),
   );
+  if (!options.tls) dropSilentConnections(server, limits.handshakeMs);
   let service: AgentService | null = null;
   let closing: Promise<void> | null = null;
   return {
@@ -112,6 +114,24 @@ export async function listenGrpc(options: GrpcListenOptions): Promise<GrpcListen
       return closing;
     },
   };
+}
+
+/**
+ * Plaintext: a connection that sent not one byte within `ms` is dropped. (Over TLS, the
+ * handshake timeout does this.) grpc-js neither offers the option nor closes such a socket
+ * through its idle timer, so the check sits on its HTTP/2 servers' raw connections.
+ */
+function dropSilentConnections(server: grpc.Server, ms: number): void {
+  const listeners = (server as unknown as { http2Servers?: Map<NetServer, unknown> }).http2Servers;
+  for (const listener of listeners?.keys() ?? []) {
+    listener.on("connection", (socket: Socket) => {
+      const timer = setTimeout(() => {
+        if (socket.bytesRead === 0) socket.destroy();
+      }, ms);
+      timer.unref();
+      socket.once("close", () => clearTimeout(timer));
+    });
+  }
 }
 
 /** GRPC_TLS_CERT and GRPC_TLS_KEY go together. */
