@@ -100,12 +100,12 @@ export interface AppDeps {
 }
 
 /** Speakers, peers, signing and the node side (CONTRACT 6, 7). */
-function deployServices(opts: { config: Config; sql: Sql; bus: Bus }, audit: AuditWriter, authenticator: Authenticator) {
+function deployServices(opts: { config: Config; sql: Sql; bus: Bus; caHash?: string | null | undefined }, audit: AuditWriter, authenticator: Authenticator) {
   const signing = createSigningService({ sql: opts.sql, audit, keyFile: opts.config.BUNDLE_SIGNING_KEY_FILE });
   const grpcHost = opts.config.GRPC_HOST === "0.0.0.0" || opts.config.GRPC_HOST === "::" ? null : opts.config.GRPC_HOST;
   return {
     signing,
-    speakers: createSpeakerService({ audit, bus: opts.bus, onKeysChanged: authenticator.invalidate }),
+    speakers: createSpeakerService({ audit, bus: opts.bus, onKeysChanged: authenticator.invalidate, caHash: opts.caHash ?? null }),
     peers: createPeerService({ audit, bus: opts.bus }),
     node: createNodeService({
       sql: opts.sql,
@@ -127,6 +127,8 @@ export function createServices(opts: {
   revisions: RevisionStore;
   pushEnabled: boolean;
   secretBox: SecretBox;
+  /** `sha256:<hex>` of the gRPC CA, carried by every enrollment token; null = plaintext gRPC. */
+  caHash?: string | null;
   onAuditRecorded?: () => void;
 }): AppServices {
   const audit = createAuditWriter({ pushEnabled: opts.pushEnabled, ...(opts.onAuditRecorded ? { onRecorded: opts.onAuditRecorded } : {}) });

@@ -17,6 +17,8 @@ const ConfigSchema = z.object({
   GRPC_PORT: port.default(50051),
   GRPC_TLS_CERT: optionalString,
   GRPC_TLS_KEY: optionalString,
+  /** Plaintext gRPC (a TLS-terminating proxy in front): enrollment tokens then carry no CA hash. */
+  GRPC_INSECURE: optionalString.pipe(z.enum(["true", "false"], { error: "must be true or false" }).optional()).transform((v) => v === "true"),
   APP_SERVICE: z.enum(["app-all", "api", "worker", "scheduler"]).default("app-all"),
   APP_RUNTIME_LOGS_DIR: optionalString,
   APP_CORS_ORIGINS: optionalString,

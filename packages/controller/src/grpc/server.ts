@@ -1,4 +1,3 @@
-import { readFile } from "node:fs/promises";
 import type { Server as NetServer, Socket } from "node:net";
 import { grpc, loadAgentService } from "@rlc/proto";
 import { ConfigError } from "../config.js";
@@ -8,8 +7,8 @@ export interface GrpcListenOptions {
   host: string;
   /** 0 = a free port, picked by the kernel. */
   port: number;
-  /** PEM files (GRPC_TLS_CERT, GRPC_TLS_KEY); null = plaintext. */
-  tls: { certFile: string; keyFile: string } | null;
+  /** PEM chain and key (see tls.ts); null = plaintext. */
+  tls: { cert: Buffer; key: Buffer } | null;
   /** Connection limits; tests make them short. */
   connection?: Partial<ConnectionLimits>;
 }
@@ -66,8 +65,7 @@ export async function listenGrpc(options: GrpcListenOptions): Promise<GrpcListen
   const limits = { ...DEFAULT_CONNECTION_LIMITS, ...options.connection };
   let credentials = grpc.ServerCredentials.createInsecure();
   if (options.tls) {
-    const [cert, key] = await Promise.all([readFile(options.tls.certFile), readFile(options.tls.keyFile)]);
-    credentials = grpc.ServerCredentials.createSsl(null, [{ cert_chain: cert, private_key: key }], false);
+    credentials = grpc.ServerCredentials.createSsl(null, [{ cert_chain: options.tls.cert, private_key: options.tls.key }], false);
     // grpc-js has no option for the TLS handshake timeout (Node's default is 120 s); its
     // credentials hand this object to tls.createServer as is.
     const constructorOptions = (credentials as unknown as { _getConstructorOptions?: () => Record<string, unknown> | null })._getConstructorOptions?.();
@@ -135,7 +133,7 @@ function dropSilentConnections(server: grpc.Server, ms: number): void {
 }
 
 /** GRPC_TLS_CERT and GRPC_TLS_KEY go together. */
-export function grpcTlsOf(config: { GRPC_TLS_CERT?: string | undefined; GRPC_TLS_KEY?: string | undefined }): GrpcListenOptions["tls"] {
+export function grpcTlsOf(config: { GRPC_TLS_CERT?: string | undefined; GRPC_TLS_KEY?: string | undefined }): { certFile: string; keyFile: string } | null {
   const { GRPC_TLS_CERT: certFile, GRPC_TLS_KEY: keyFile } = config;
   if (!certFile && !keyFile) return null;
   if (!certFile || !keyFile) {
