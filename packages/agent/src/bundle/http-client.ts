@@ -19,7 +19,7 @@ export interface EnrollResult {
   nats_url: string | null;
 }
 
-export type ControllerErrorCode = "controller_unreachable" | "unauthenticated" | "not_found" | "controller_error" | "bad_response" | "too_large";
+export type ControllerErrorCode = "untrusted_controller" | "controller_unreachable" | "unauthenticated" | "not_found" | "controller_error" | "bad_response" | "too_large";
 
 /** The controller could not be asked, or answered something the agent cannot use. */
 export class ControllerError extends Error {
