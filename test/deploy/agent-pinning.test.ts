@@ -5,7 +5,9 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import postgres from "postgres";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { grpcCredentialsFor } from "../../packages/agent/src/agent.js";
 import { AgentGrpcClient } from "../../packages/agent/src/bundle/grpc-client.js";
+import { loadConfig } from "../../packages/agent/src/config.js";
 import { ControllerError } from "../../packages/agent/src/bundle/http-client.js";
 import { fetchPinnedCa, pinnedGrpcCredentials } from "../../packages/agent/src/bundle/pinning.js";
 import { enroll } from "../../packages/agent/src/enroll.js";
@@ -132,5 +134,18 @@ describe("CA-pinned enrollment", () => {
     good.close();
     bad.close();
     await fake.close(100);
+  });
+});
+
+describe("plaintext only when asked", () => {
+  const identity = { speaker_id: "s", tenant_id: "t", api_key: "k", grpc_endpoint: "127.0.0.1:1", nats_url: null, enrolled_at: "2026-01-01T00:00:00Z" };
+  const secure = (c: unknown) => (c as { _isSecure(): boolean })._isSecure();
+
+  it("gRPC is TLS unless RL_INSECURE=true; with a pin, only the pinned CA is used, and no gRPC until it is known", async () => {
+    const base = loadConfig({});
+    expect(secure(await grpcCredentialsFor(base, identity))).toBe(true);
+    expect(secure(await grpcCredentialsFor({ ...base, insecure: true }, identity))).toBe(false);
+    expect(await grpcCredentialsFor({ ...base, insecure: true }, { ...identity, ca_hash: `sha256:${"a".repeat(64)}` })).toBeNull();
+    expect(secure(await grpcCredentialsFor({ ...base, insecure: true }, { ...identity, ca_hash: "x", controller_ca_pem: t.caPem }))).toBe(true);
   });
 });

@@ -56,7 +56,7 @@ export interface RunningAgent {
  */
 type GrpcCredentials = ReturnType<typeof grpcNs.credentials.createInsecure>;
 
-async function grpcCredentialsFor(config: AgentConfig, identity: NodeIdentity): Promise<GrpcCredentials | null> {
+export async function grpcCredentialsFor(config: AgentConfig, identity: NodeIdentity): Promise<GrpcCredentials | null> {
   if (identity.controller_ca_pem) return pinnedGrpcCredentials(identity.controller_ca_pem);
   if (config.grpcTlsCa) return grpcNs.credentials.createSsl(await readFile(config.grpcTlsCa));
   if (identity.ca_hash) return null;

@@ -26,7 +26,7 @@ const seconds = (min: number, max: number, fallback: number) =>
 
 const path = (fallback: string) => optionalString.transform((v) => resolve(v ?? fallback));
 
-/** Every environment variable the agent reads (CONTRACT 10, plus the agent's own knobs). */
+/** Every environment variable the agent reads (see the agent README). */
 const Schema = z.object({
   RL_CONTROLLER_URL: optionalString.pipe(z.url({ protocol: /^https?$/, error: "must be an http:// or https:// URL" }).optional()),
   RL_GRPC_URL: hostPort("controller.example.net:50051"),

@@ -71,7 +71,7 @@ export interface HttpClientOptions {
   fetch?: typeof fetch;
 }
 
-/** The HTTP node routes of CONTRACT 7, and `POST /v1/speakers/{id}/status` (agent README). */
+/** The HTTP node routes, and `POST /v1/speakers/{id}/status` (agent README). */
 export class ControllerHttpClient {
   readonly #base: string;
   readonly #key: string | null;

@@ -56,8 +56,9 @@ export async function findBundleMeta(db: Db, speakerId: string, revisionId: numb
  * `sequence` (a re-issue in between answers nothing: the reader must not splice two issues).
  */
 export async function readBundleSlice(db: Db, speakerId: string, revisionId: number, sequence: string, offset: number, length: number): Promise<Buffer | undefined> {
-  const [r] = await db<{ data: Buffer }[]>`
+  const [r] = await db<{ data: Uint8Array }[]>`
     SELECT substring(envelope FROM ${offset + 1} FOR ${length}) AS data
     FROM bundles WHERE speaker_id = ${speakerId} AND revision_id = ${revisionId} AND sequence = ${sequence}`;
-  return r?.data;
+  // The embedded database answers bytea as a plain Uint8Array.
+  return r ? Buffer.from(r.data.buffer, r.data.byteOffset, r.data.byteLength) : undefined;
 }

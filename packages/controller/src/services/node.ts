@@ -36,7 +36,7 @@ function assertReportTimes(body: StatusReportBody): void {
   }
 }
 
-/** The node side of CONTRACT 7: enrollment, the desired revision, bundles, status reports. */
+/** The node side of the API: enrollment, the desired revision, bundles, status reports. */
 export function createNodeService(deps: { sql: Sql; bus: Bus; audit: AuditWriter; signing: SigningService; grpcEndpoint: string | null; natsUrl: string | null; onKeysChanged?: () => void }) {
   /** A node key reaches only its own speaker (404 otherwise); operators reach any of the tenant's. */
   const speakerFor = async (db: Db, principal: Principal, speakerId: string): Promise<SpeakerRow> => {
