@@ -147,6 +147,8 @@ try {
         mkdirSync(join(home, "etc"), { recursive: true });
         const config = loadAgentConfig({
           RL_CONTROLLER_URL: httpUrl,
+          // The controller's HTTP is plain here; gRPC is TLS, pinned by the token's CA hash.
+          RL_INSECURE: "true",
           RL_ENROLLMENT_TOKEN: speaker.enrollment_token,
           RL_STATE_DIR: join(home, "state"),
           BIRD_CONTROL_SOCKET: birdSocket,
