@@ -114,6 +114,8 @@ try {
       APP_OUTBOUND_ALLOW_CIDRS: "127.0.0.0/8",
       GRPC_HOST: "127.0.0.1",
       GRPC_PORT: "0",
+      // Every agent here connects from 127.0.0.1.
+      GRPC_MAX_CONNECTIONS_PER_ADDRESS: "10000",
       ...(natsUp ? { NATS_URL: natsUrl } : {}),
     }),
     { logger: false, grpc: true },

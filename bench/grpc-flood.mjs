@@ -41,7 +41,7 @@ const dbUrl = new URL(adminUrl);
 dbUrl.pathname = `/${dbName}`;
 const dataDir = mkdtempSync(join(tmpdir(), "rl-bench-grpc-"));
 const [httpPort, grpcPort] = [await freePort(), await freePort()];
-const child = spawn(process.execPath, ["packages/controller/dist/server.js"], {
+const child = spawn(process.execPath, [...(process.env.BENCH_CPU_PROF ? ["--cpu-prof", `--cpu-prof-dir=${process.env.BENCH_CPU_PROF}`] : []), "packages/controller/dist/server.js"], {
   env: {
     ...process.env,
     DATABASE_URL: dbUrl.toString(),

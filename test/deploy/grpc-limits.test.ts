@@ -235,6 +235,17 @@ describe("the desired revision", () => {
 });
 
 describe("connections", () => {
+  it("one client address holds at most `perAddress` connections; more are closed at once", async () => {
+    const { listener } = await serve({ connection: { perAddress: 3, handshakeMs: 60_000 } });
+    const sockets = [0, 1, 2, 3].map(() => connect(listener.port, "127.0.0.1"));
+    const closedSoon = (s: ReturnType<typeof connect>) =>
+      Promise.race([new Promise<boolean>((r) => s.once("close", () => r(true))), new Promise<boolean>((r) => setTimeout(() => r(false), 1500))]);
+    for (const s of sockets) s.resume();
+    const closed = await Promise.all(sockets.map(closedSoon));
+    expect(closed.filter(Boolean)).toHaveLength(1);
+    for (const s of sockets) s.destroy();
+  });
+
   it("a TCP connection that sends nothing is closed", async () => {
     const { listener } = await serve({ connection: { handshakeMs: 300 } });
     const socket = connect(listener.port, "127.0.0.1");

@@ -89,7 +89,14 @@ export async function startController(config: Config, opts: StartOptions = {}): 
     const grpcFiles = grpcTlsOf(config);
     const specificHost = config.GRPC_HOST !== "0.0.0.0" && config.GRPC_HOST !== "::" ? [config.GRPC_HOST] : [];
     const grpcTls = servesApi && !config.GRPC_INSECURE ? await loadGrpcTls({ sql: db.sql, secretBox, files: grpcFiles, names: specificHost, now: clock() }) : null;
-    const grpc = servesAgents ? await listenGrpc({ host: config.GRPC_HOST, port: config.GRPC_PORT, tls: grpcTls && { cert: grpcTls.cert, key: grpcTls.key } }) : null;
+    const grpc = servesAgents
+      ? await listenGrpc({
+          host: config.GRPC_HOST,
+          port: config.GRPC_PORT,
+          tls: grpcTls && { cert: grpcTls.cert, key: grpcTls.key },
+          connection: { perAddress: config.GRPC_MAX_CONNECTIONS_PER_ADDRESS },
+        })
+      : null;
     if (grpc) closers.unshift(() => grpc.close());
     const serviceConfig = grpc ? { ...config, GRPC_PORT: grpc.port } : config;
     const services = createServices({

@@ -29,6 +29,8 @@ export interface ConnectionLimits {
   handshakeMs: number;
   /** The largest request message: the same 1 MiB as an HTTP request body. */
   maxRequestBytes: number;
+  /** Connections open at once from one client address; more are closed before any handshake. */
+  perAddress: number;
 }
 
 export const DEFAULT_CONNECTION_LIMITS: ConnectionLimits = {
@@ -40,6 +42,7 @@ export const DEFAULT_CONNECTION_LIMITS: ConnectionLimits = {
   keepaliveTimeoutMs: 20_000,
   handshakeMs: 10_000,
   maxRequestBytes: 1024 * 1024,
+  perAddress: 64,
 };
 
 export interface GrpcListener {
@@ -85,7 +88,7 @@ export async function listenGrpc(options: GrpcListenOptions): Promise<GrpcListen
   const port = await new Promise<number>((resolve, reject) =>
     server.bindAsync(hostPort(options.host, options.port), credentials, (error, bound) => (error ? reject(error) : resolve(bound))),
   );
-  if (!options.tls) dropSilentConnections(server, limits.handshakeMs);
+  guardConnections(server, { silentMs: options.tls ? null : limits.handshakeMs, perAddress: limits.perAddress });
   let service: AgentService | null = null;
   let closing: Promise<void> | null = null;
   return {
@@ -115,17 +118,34 @@ export async function listenGrpc(options: GrpcListenOptions): Promise<GrpcListen
 }
 
 /**
- * Plaintext: a connection that sent not one byte within `ms` is dropped. (Over TLS, the
- * handshake timeout does this.) grpc-js neither offers the option nor closes such a socket
- * through its idle timer, so the check sits on its HTTP/2 servers' raw connections.
+ * Checks on the raw connections, before TLS or HTTP/2 cost anything: at most `perAddress` open
+ * from one client address (one router needs one; a flood of connections would each cost a
+ * handshake on the event loop), and, in plaintext, a connection that sent not one byte within
+ * `silentMs` is dropped (over TLS, the handshake timeout does this). grpc-js offers neither
+ * option, so the checks sit on its HTTP/2 servers' connection events.
  */
-function dropSilentConnections(server: grpc.Server, ms: number): void {
+function guardConnections(server: grpc.Server, o: { silentMs: number | null; perAddress: number }): void {
+  const open = new Map<string, number>();
   const listeners = (server as unknown as { http2Servers?: Map<NetServer, unknown> }).http2Servers;
   for (const listener of listeners?.keys() ?? []) {
-    listener.on("connection", (socket: Socket) => {
+    // Before grpc-js's and Node's own listeners, so a refused socket costs nothing more.
+    listener.prependListener("connection", (socket: Socket) => {
+      const address = socket.remoteAddress ?? "";
+      const n = open.get(address) ?? 0;
+      if (n >= o.perAddress) {
+        socket.destroy();
+        return;
+      }
+      open.set(address, n + 1);
+      socket.once("close", () => {
+        const left = (open.get(address) ?? 1) - 1;
+        if (left <= 0) open.delete(address);
+        else open.set(address, left);
+      });
+      if (o.silentMs === null) return;
       const timer = setTimeout(() => {
         if (socket.bytesRead === 0) socket.destroy();
-      }, ms);
+      }, o.silentMs);
       timer.unref();
       socket.once("close", () => clearTimeout(timer));
     });
