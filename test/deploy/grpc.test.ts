@@ -283,6 +283,20 @@ describe("gRPC TLS by default (the controller's own CA)", () => {
     plain.close();
   });
 
+  it("GRPC_INSECURE=true serves plaintext, and its tokens carry no CA hash", async () => {
+    const plain = await startLiveController({ env: { GRPC_INSECURE: "true" } });
+    try {
+      expect(plain.controller.grpc?.tls).toBe(false);
+      const created = await plain.call(plain.rootKey, "POST", "/v1/speakers", { name: "edge-plain", mode: "remote", router_id: "192.0.2.1", asn: 65010 });
+      expect(created.json().enrollment_token).toMatch(/^rlt_[A-Za-z0-9_-]{43}$/);
+      const c = agentClient(plain.grpcAddress);
+      expect((await watch(c, "rlk_AAAAAAAA_" + "x".repeat(43)).ended).code).toBe(grpc.status.UNAUTHENTICATED);
+      c.close();
+    } finally {
+      await plain.close();
+    }
+  });
+
   it("every replica on the database serves the same CA", async () => {
     const config = loadConfig({ DATABASE_URL: t.db.url, LOG_LEVEL: "silent", GRPC_HOST: "127.0.0.1", GRPC_PORT: "0" });
     const replica = await startController(config, { logger: false, grpc: true });
