@@ -193,6 +193,8 @@ try {
     env: {
       ...process.env,
       RL_CONTROLLER_URL: httpUrl,
+      // The controller's HTTP is plain here; gRPC is TLS, pinned by the token's CA hash.
+      RL_INSECURE: "true",
       RL_ENROLLMENT_TOKEN: speaker.enrollment_token,
       RL_STATE_DIR: join(dir, "state"),
       BIRD_CONTROL_SOCKET: join(dir, "bird.ctl"),

@@ -114,6 +114,8 @@ try {
       APP_OUTBOUND_ALLOW_CIDRS: "127.0.0.0/8",
       GRPC_HOST: "127.0.0.1",
       GRPC_PORT: "0",
+      // Every agent here connects from 127.0.0.1.
+      GRPC_MAX_CONNECTIONS_PER_ADDRESS: "10000",
       ...(natsUp ? { NATS_URL: natsUrl } : {}),
     }),
     { logger: false, grpc: true },
@@ -150,6 +152,8 @@ try {
         mkdirSync(join(home, "etc"), { recursive: true });
         const config = loadAgentConfig({
           RL_CONTROLLER_URL: httpUrl,
+          // The controller's HTTP is plain here; gRPC is TLS, pinned by the token's CA hash.
+          RL_INSECURE: "true",
           RL_ENROLLMENT_TOKEN: speaker.enrollment_token,
           RL_STATE_DIR: join(home, "state"),
           BIRD_CONTROL_SOCKET: birdSocket,

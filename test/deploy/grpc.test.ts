@@ -1,5 +1,7 @@
 import { execFileSync } from "node:child_process";
-import { createHash } from "node:crypto";
+import { createHash, X509Certificate } from "node:crypto";
+import { connect } from "node:net";
+import { connect as tlsConnect } from "node:tls";
 import { mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -9,6 +11,7 @@ import { loadConfig } from "../../packages/controller/src/config.js";
 import { startController } from "../../packages/controller/src/controller.js";
 import { createAgentService } from "../../packages/controller/src/grpc/agent-service.js";
 import { type GrpcListener, listenGrpc } from "../../packages/controller/src/grpc/server.js";
+import { loadGrpcTls, spkiHash } from "../../packages/controller/src/grpc/tls.js";
 import { bundleReissueTask } from "../../packages/controller/src/scheduler/bundle-reissue.js";
 import { createRevisionStore } from "../../packages/controller/src/services/revision-store.js";
 import { type AgentServiceClient, grpc } from "../../packages/proto/src/index.js";
@@ -33,7 +36,7 @@ async function newSpeaker(name: string) {
 
 beforeAll(async () => {
   t = await startLiveController();
-  client = agentClient(t.grpcAddress);
+  client = agentClient(t.grpcAddress, t.grpcCredentials);
   const community = (await t.call(t.rootKey, "POST", "/v1/communities", { community: "65000:100", title: "vpn" })).json();
   const mod = (await t.call(t.rootKey, "POST", "/v1/modules", { name: "ranges", type: "IP_RANGES", community_id: community.id })).json();
   await t.call(t.rootKey, "POST", `/v1/modules/${mod.id}/ip-range-entries`, { cidr: "11.0.0.0/16" });
@@ -200,7 +203,7 @@ describe("the Watch stream's own life", () => {
 
   beforeAll(async () => {
     const d = t.controller.deps;
-    service = createAgentService({ sql: d.sql, bus: d.bus, clock: d.clock, node: d.services.node, logger: t.controller.app.log, pingMs: 150, chunkBytes: 200 });
+    service = createAgentService({ sql: d.sql, bus: d.bus, clock: d.clock, node: d.services.node, authenticator: d.services.authenticator, logger: t.controller.app.log, pingMs: 150, chunkBytes: 200 });
     listener = await listenGrpc({ host: "127.0.0.1", port: 0, tls: null });
     listener.serve(service);
     own = agentClient(listener.address);
@@ -248,6 +251,81 @@ describe("the Watch stream's own life", () => {
     await listener.close();
     expect((await w.ended).code).toBe(grpc.status.OK);
     expect(service.openWatches()).toBe(0);
+  });
+});
+
+describe("gRPC TLS by default (the controller's own CA)", () => {
+  it("serves TLS with a certificate its CA signed; enrollment tokens carry the CA's hash; plaintext is refused", async () => {
+    expect(t.controller.grpc?.tls).toBe(true);
+    expect(t.caPem).toMatch(/BEGIN CERTIFICATE/);
+    const caHash = spkiHash(t.caPem!);
+    const speaker = await newSpeaker("edge-pinned");
+    expect(speaker.enrollment_token).toMatch(/^rlt_[A-Za-z0-9_-]{43}\.[0-9a-f]{64}$/);
+    expect(`sha256:${speaker.enrollment_token.split(".")[1]}`).toBe(caHash);
+    // The chain the listener presents holds the CA the hash names.
+    const chain = await new Promise<string[]>((resolve, reject) => {
+      const socket = tlsConnect({ host: "127.0.0.1", port: t.controller.grpc!.port, rejectUnauthorized: false, ALPNProtocols: ["h2"] }, () => {
+        const hashes: string[] = [];
+        let cert = socket.getPeerCertificate(true);
+        for (let i = 0; i < 5 && cert?.raw; i++) {
+          hashes.push(spkiHash(new X509Certificate(cert.raw).toString()));
+          if (cert.issuerCertificate === cert) break;
+          cert = cert.issuerCertificate;
+        }
+        socket.end();
+        resolve(hashes);
+      });
+      socket.on("error", reject);
+    });
+    expect(chain).toContain(caHash);
+    const plain = agentClient(t.grpcAddress);
+    expect((await watch(plain, "rlk_AAAAAAAA_" + "x".repeat(43)).ended).code).toBe(grpc.status.UNAVAILABLE);
+    plain.close();
+  });
+
+  it("GRPC_INSECURE=true serves plaintext, and its tokens carry no CA hash", async () => {
+    const plain = await startLiveController({ env: { GRPC_INSECURE: "true" } });
+    try {
+      expect(plain.controller.grpc?.tls).toBe(false);
+      const created = await plain.call(plain.rootKey, "POST", "/v1/speakers", { name: "edge-plain", mode: "remote", router_id: "192.0.2.1", asn: 65010 });
+      expect(created.json().enrollment_token).toMatch(/^rlt_[A-Za-z0-9_-]{43}$/);
+      const c = agentClient(plain.grpcAddress);
+      expect((await watch(c, "rlk_AAAAAAAA_" + "x".repeat(43)).ended).code).toBe(grpc.status.UNAUTHENTICATED);
+      c.close();
+    } finally {
+      await plain.close();
+    }
+  });
+
+  it("every replica on the database serves the same CA", async () => {
+    const config = loadConfig({ DATABASE_URL: t.db.url, LOG_LEVEL: "silent", GRPC_HOST: "127.0.0.1", GRPC_PORT: "0" });
+    const replica = await startController(config, { logger: false, grpc: true });
+    try {
+      const secure = agentClient(`127.0.0.1:${replica.grpc?.port}`, t.grpcCredentials);
+      expect((await watch(secure, "rlk_AAAAAAAA_" + "x".repeat(43)).ended).code).toBe(grpc.status.UNAUTHENTICATED);
+      secure.close();
+    } finally {
+      await replica.close();
+    }
+  });
+
+  it("a TLS connection that never says hello is dropped after the handshake timeout", async () => {
+    const [row] = await t.controller.db.sql<{ cert_pem: string; ca_pem: string }[]>`SELECT cert_pem, ca_pem FROM grpc_tls`;
+    const tls = await loadGrpcTls({ sql: t.controller.db.sql, secretBox: t.controller.deps.services.secretBox, files: null, names: [], now: new Date() });
+    expect(tls.cert.toString()).toContain(row!.cert_pem.trim());
+    const listener = await listenGrpc({ host: "127.0.0.1", port: 0, tls: { cert: tls.cert, key: tls.key }, connection: { handshakeMs: 300 } });
+    try {
+      const socket = connect(listener.port, "127.0.0.1");
+      socket.resume();
+      const closed = await Promise.race([
+        new Promise<boolean>((resolve) => socket.once("close", () => resolve(true))),
+        new Promise<boolean>((resolve) => setTimeout(() => resolve(false), 5000)),
+      ]);
+      socket.destroy();
+      expect(closed).toBe(true);
+    } finally {
+      await listener.close(100);
+    }
   });
 });
 

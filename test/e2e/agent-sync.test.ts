@@ -79,6 +79,8 @@ describe.skipIf(missing.length > 0)(missing.length > 0 ? `${title} (skipped: ${m
     };
     env = {
       RL_CONTROLLER_URL: controller.url,
+      // The stand-in speaks http:// and plaintext gRPC, and its token names no CA.
+      RL_INSECURE: "true",
       RL_GRPC_URL: controller.grpcAddress,
       RL_ENROLLMENT_TOKEN: controller.enrollmentToken,
       RL_STATE_DIR: join(dir, "state"),

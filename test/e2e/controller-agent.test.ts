@@ -137,6 +137,8 @@ describe.skipIf(missing.length > 0)(missing.length > 0 ? `${title} (skipped: ${m
         ...process.env,
         TSX_TSCONFIG_PATH: join(import.meta.dirname, "tsconfig.agent-child.json"),
         RL_CONTROLLER_URL: t.url,
+        // HTTP is plain here; gRPC is TLS, checked against the CA hash the token carries.
+        RL_INSECURE: "true",
         RL_ENROLLMENT_TOKEN: speaker.enrollment_token,
         RL_STATE_DIR: join(dir, "state"),
         BIRD_CONTROL_SOCKET: join(dir, "bird.ctl"),
@@ -195,6 +197,9 @@ describe.skipIf(missing.length > 0)(missing.length > 0 ? `${title} (skipped: ${m
     expect(await waitForRibs(apiPort, expected.first, 30_000)).toEqual(expected.first);
     expect(await ok("GET", `/v1/speakers/${speakerId}`)).toMatchObject({ applied_revision_id: revisions.first, sync_status: "in_sync" });
     expect(agentLog).toMatch(/"revision_id":\d+/);
+    // Warned about RL_INSECURE; gRPC (TLS, pinned) carried the bundle without falling back to HTTP.
+    expect(agentLog).toMatch(/RL_INSECURE=true/);
+    expect(agentLog).not.toMatch(/gRPC failed; trying HTTP|gRPC not used/);
   }, 90_000);
 
   it("a second revision adds and withdraws the right routes", async () => {

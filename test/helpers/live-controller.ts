@@ -2,6 +2,7 @@ import type { AddressInfo } from "node:net";
 import type { InjectOptions, LightMyRequestResponse } from "fastify";
 import { loadConfig } from "../../packages/controller/src/config.js";
 import { type Controller, startController } from "../../packages/controller/src/controller.js";
+import { grpc } from "../../packages/proto/src/index.js";
 import { createTestDatabase, type TestDatabase } from "./db.js";
 
 // A controller as agents meet it: its own migrated database, HTTP listening on a free loopback
@@ -15,6 +16,10 @@ export interface LiveController {
   url: string;
   /** `127.0.0.1:<port>` of the gRPC listener. */
   grpcAddress: string;
+  /** The controller's own gRPC CA (PEM), null when gRPC is plaintext or configured from files. */
+  caPem: string | null;
+  /** Client credentials that trust the controller's gRPC listener (plaintext when it is). */
+  grpcCredentials: grpc.ChannelCredentials;
   /** The bootstrap superadmin key of tenant `default`. */
   rootKey: string;
   /** `app.inject` with a Bearer key (null: none). */
@@ -29,7 +34,11 @@ export async function startLiveController(opts: { env?: Record<string, string> }
     const controller = await startController(config, { logger: false, grpc: true });
     await controller.app.listen({ host: "127.0.0.1", port: 0 });
     const port = (controller.app.server.address() as AddressInfo).port;
+    const [tls] = controller.grpc?.tls ? await controller.db.sql<{ ca_pem: string }[]>`SELECT ca_pem FROM grpc_tls` : [];
+    const caPem = tls?.ca_pem ?? null;
     return {
+      caPem,
+      grpcCredentials: caPem ? grpc.credentials.createSsl(Buffer.from(caPem)) : grpc.credentials.createInsecure(),
       controller,
       db,
       url: `http://127.0.0.1:${port}`,

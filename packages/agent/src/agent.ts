@@ -1,13 +1,14 @@
 import { readFile } from "node:fs/promises";
 import { hostname as osHostname } from "node:os";
 import { join } from "node:path";
-import { type AgentNotification, loadAgentService } from "@rlc/proto";
+import { type AgentNotification, grpc as grpcNs, loadAgentService } from "@rlc/proto";
 import { BirdClient } from "./bird/birdc.js";
 import { createProcessRunner, type ProcessRunner } from "./bird/validate.js";
 import { type ControllerClient, createControllerClient } from "./bundle/controller-client.js";
 import { AgentGrpcClient } from "./bundle/grpc-client.js";
 import { ControllerHttpClient } from "./bundle/http-client.js";
 import { startNatsWakeups } from "./bundle/nats-wakeups.js";
+import { pinnedFetch, pinnedGrpcCredentials } from "./bundle/pinning.js";
 import { type AgentConfig, requireControllerUrl, splitHostPort } from "./config.js";
 import { ensureEnrolled } from "./enroll.js";
 import { AgentMetrics } from "./http/metrics.js";
@@ -50,6 +51,19 @@ export interface RunningAgent {
  * and the three ways it is woken (gRPC Watch, NATS, the periodic HTTP poll), the status reporter
  * and the local metrics listener. main.ts runs this and handles signals; tests run it in-process.
  */
+/**
+ * The pinned CA when there is one; else RL_GRPC_TLS_CA; else plaintext under RL_INSECURE, or the
+ * system's roots. Null while a pin is known but its CA is not (gRPC waits for it).
+ */
+type GrpcCredentials = ReturnType<typeof grpcNs.credentials.createInsecure>;
+
+export async function grpcCredentialsFor(config: AgentConfig, identity: NodeIdentity): Promise<GrpcCredentials | null> {
+  if (identity.controller_ca_pem) return pinnedGrpcCredentials(identity.controller_ca_pem);
+  if (config.grpcTlsCa) return grpcNs.credentials.createSsl(await readFile(config.grpcTlsCa));
+  if (identity.ca_hash) return null;
+  return config.insecure ? grpcNs.credentials.createInsecure() : grpcNs.credentials.createSsl();
+}
+
 export async function startAgent(config: AgentConfig, deps: AgentDeps): Promise<RunningAgent> {
   const clock = deps.clock ?? createSystemClock();
   const log = deps.log ?? createLogger(config.logLevel);
@@ -57,8 +71,15 @@ export async function startAgent(config: AgentConfig, deps: AgentDeps): Promise<
   const state = new StateStore(config.stateDir);
   await state.init();
   const baseUrl = requireControllerUrl(config);
+  if (config.insecure) {
+    log.warn("RL_INSECURE=true: the controller is not authenticated (http:// and plaintext gRPC allowed, enrollment without a CA hash); anyone on the path can read the node key and forge answers");
+  }
   const identity = await ensureEnrolled({
-    http: new ControllerHttpClient({ baseUrl, nodeKey: null }),
+    controllerUrl: baseUrl,
+    grpcUrl: config.grpcUrl,
+    caHash: config.caHash,
+    insecure: config.insecure,
+    log,
     state,
     token: config.enrollmentToken,
     hostname: deps.hostname ?? osHostname(),
@@ -73,12 +94,15 @@ export async function startAgent(config: AgentConfig, deps: AgentDeps): Promise<
   // First of the things that hold resources: a port already taken fails the start before any other is open.
   const metricsServer = config.metricsListen ? await startMetricsServer(metrics, splitHostPort(config.metricsListen)) : null;
   const bird = new BirdClient({ socketPath: config.birdSocket });
-  const http = new ControllerHttpClient({ baseUrl, nodeKey: identity.api_key });
+  const caPem = identity.controller_ca_pem ?? null;
+  const http = new ControllerHttpClient({ baseUrl, nodeKey: identity.api_key, ...(caPem && baseUrl.startsWith("https://") ? { fetch: pinnedFetch(caPem) } : {}) });
   const grpcUrl = config.grpcUrl ?? identity.grpc_endpoint ?? undefined;
-  const grpc = grpcUrl
+  const credentials = await grpcCredentialsFor(config, identity);
+  if (grpcUrl && !credentials) log.warn("gRPC not used: the controller's CA named by the pin is not known yet (HTTP only until a start fetches it)", { address: grpcUrl });
+  const grpc = grpcUrl && credentials
     ? new AgentGrpcClient({
         address: grpcUrl,
-        caPem: config.grpcTlsCa ? await readFile(config.grpcTlsCa) : null,
+        credentials,
         nodeKey: identity.api_key,
         speakerId,
         service: loadAgentService(),

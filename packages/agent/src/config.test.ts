@@ -2,11 +2,20 @@ import { describe, expect, it } from "vitest";
 import { ConfigError, loadConfig, requireControllerUrl, splitHostPort } from "./config.js";
 
 describe("loadConfig", () => {
+  it("refuses an http:// controller unless RL_INSECURE=true; takes RL_CA_HASH", () => {
+    expect(() => loadConfig({ RL_CONTROLLER_URL: "http://controller.example.net" })).toThrow(/RL_CONTROLLER_URL: must be https:\/\/ \(http:\/\/ only with RL_INSECURE=true\)/);
+    expect(loadConfig({ RL_CONTROLLER_URL: "http://controller.example.net", RL_INSECURE: "true" })).toMatchObject({ controllerUrl: "http://controller.example.net", insecure: true });
+    expect(loadConfig({ RL_CA_HASH: `sha256:${"AB".repeat(32)}` }).caHash).toBe(`sha256:${"ab".repeat(32)}`);
+    expect(() => loadConfig({ RL_CA_HASH: "abc" })).toThrow(/RL_CA_HASH/);
+  });
+
   it("fills the defaults of CONTRACT 10", () => {
     expect(loadConfig({})).toEqual({
       controllerUrl: undefined,
       grpcUrl: undefined,
       grpcTlsCa: undefined,
+      caHash: undefined,
+      insecure: false,
       enrollmentToken: undefined,
       stateDir: "/var/lib/rl-agent",
       birdSocket: "/run/bird/bird.ctl",

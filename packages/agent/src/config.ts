@@ -26,11 +26,13 @@ const seconds = (min: number, max: number, fallback: number) =>
 
 const path = (fallback: string) => optionalString.transform((v) => resolve(v ?? fallback));
 
-/** Every environment variable the agent reads (CONTRACT 10, plus the agent's own knobs). */
+/** Every environment variable the agent reads (see the agent README). */
 const Schema = z.object({
   RL_CONTROLLER_URL: optionalString.pipe(z.url({ protocol: /^https?$/, error: "must be an http:// or https:// URL" }).optional()),
   RL_GRPC_URL: hostPort("controller.example.net:50051"),
   RL_GRPC_TLS_CA: optionalString,
+  RL_CA_HASH: optionalString.pipe(z.string().regex(/^sha256:[0-9a-fA-F]{64}$/, "must be sha256:<64 hex digits> (the controller's CA public-key hash)").optional()),
+  RL_INSECURE: optionalString.pipe(z.enum(["true", "false"], { error: "must be true or false" }).optional()).transform((v) => v === "true"),
   RL_ENROLLMENT_TOKEN: optionalString,
   RL_STATE_DIR: path("/var/lib/rl-agent"),
   BIRD_CONTROL_SOCKET: path("/run/bird/bird.ctl"),
@@ -50,8 +52,12 @@ export interface AgentConfig {
   controllerUrl: string | undefined;
   /** `host:port` of the controller's gRPC service; otherwise the one enrollment named, or none. */
   grpcUrl: string | undefined;
-  /** CA file for gRPC over TLS; unset = plaintext gRPC. */
+  /** CA file to trust for gRPC over TLS instead of the pinned controller CA. */
   grpcTlsCa: string | undefined;
+  /** `sha256:<hex>` of the controller CA's public key; otherwise the one the token carries. */
+  caHash: string | undefined;
+  /** Allows `http://` and plaintext gRPC, and enrollment without a CA hash (warned on every start). */
+  insecure: boolean;
   enrollmentToken: string | undefined;
   stateDir: string;
   birdSocket: string;
@@ -84,11 +90,16 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
   const e = parsed.data;
   const mode = e.RL_BIRD_MODE;
   const configPath = e.BIRD_CONFIG_PATH ?? (mode === "full" ? "/etc/bird/bird.conf" : "/etc/bird/rl-routes.conf");
+  if (e.RL_CONTROLLER_URL?.startsWith("http://") && !e.RL_INSECURE) {
+    throw new ConfigError("invalid configuration:\n  RL_CONTROLLER_URL: must be https:// (http:// only with RL_INSECURE=true)");
+  }
   if (!isAbsolute(configPath)) throw new ConfigError(`invalid configuration:\n  BIRD_CONFIG_PATH: must be an absolute path, got ${configPath}`);
   return {
     controllerUrl: e.RL_CONTROLLER_URL?.replace(/\/+$/, ""),
     grpcUrl: e.RL_GRPC_URL,
     grpcTlsCa: e.RL_GRPC_TLS_CA ? resolve(e.RL_GRPC_TLS_CA) : undefined,
+    caHash: e.RL_CA_HASH?.toLowerCase(),
+    insecure: e.RL_INSECURE,
     enrollmentToken: e.RL_ENROLLMENT_TOKEN,
     stateDir: e.RL_STATE_DIR,
     birdSocket: e.BIRD_CONTROL_SOCKET,

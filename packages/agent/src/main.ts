@@ -5,7 +5,6 @@ import { hostname } from "node:os";
 import { parseArgs } from "node:util";
 import { type RunningAgent, startAgent } from "./agent.js";
 import { BirdClient } from "./bird/birdc.js";
-import { ControllerHttpClient } from "./bundle/http-client.js";
 import { protocolsCommand, statusCommand } from "./commands.js";
 import { ConfigError, loadConfig, requireControllerUrl } from "./config.js";
 import { enroll, NotEnrolledError } from "./enroll.js";
@@ -48,8 +47,14 @@ async function main(argv: string[]): Promise<number> {
         return 1;
       }
       if (!config.enrollmentToken) throw new ConfigError("invalid configuration:\n  RL_ENROLLMENT_TOKEN: required to enroll");
+      const log = createLogger(config.logLevel);
+      if (config.insecure) log.warn("RL_INSECURE=true: the controller is not authenticated (http:// and plaintext gRPC allowed, enrollment without a CA hash)");
       const node = await enroll({
-        http: new ControllerHttpClient({ baseUrl: requireControllerUrl(config), nodeKey: null }),
+        controllerUrl: requireControllerUrl(config),
+        grpcUrl: config.grpcUrl,
+        caHash: config.caHash,
+        insecure: config.insecure,
+        log,
         state,
         token: config.enrollmentToken,
         hostname: hostname(),

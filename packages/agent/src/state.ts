@@ -12,6 +12,10 @@ export interface NodeIdentity {
   grpc_endpoint: string | null;
   nats_url: string | null;
   enrolled_at: string;
+  /** `sha256:<hex>` of the controller CA the enrollment token named; null when enrolled without one. */
+  ca_hash?: string | null | undefined;
+  /** That CA's certificate, once taken from the controller's chain: the only CA the agent trusts for it. */
+  controller_ca_pem?: string | null | undefined;
 }
 
 /** The bundle BIRD runs, as confirmed. */
@@ -37,6 +41,8 @@ const NodeSchema = z.object({
   grpc_endpoint: z.string().nullable(),
   nats_url: z.string().nullable(),
   enrolled_at: z.string(),
+  ca_hash: z.string().nullish(),
+  controller_ca_pem: z.string().nullish(),
 });
 const KeysSchema = z.object({
   keys: z.array(z.object({ key_id: z.string(), alg: z.literal("ed25519"), public_key: z.string(), status: z.enum(["active", "retired"]) })),

@@ -107,14 +107,14 @@ export interface AppDeps {
 }
 
 /** Speakers, peers, signing and the node side (enrollment, bundles, status reports). */
-function deployServices(opts: { config: Config; sql: Sql; bus: Bus; secretBox: SecretBox; natsIssuer?: NatsCredentialIssuer | null }, audit: AuditWriter, authenticator: Authenticator) {
+function deployServices(opts: { config: Config; sql: Sql; bus: Bus; secretBox: SecretBox; natsIssuer?: NatsCredentialIssuer | null; caHash?: string | null | undefined }, audit: AuditWriter, authenticator: Authenticator) {
   const natsCredentials = createNatsCredentialService({ issuer: opts.natsIssuer ?? null, audit });
   const signing = createSigningService({ sql: opts.sql, audit, secrets: opts.secretBox, keyFile: opts.config.BUNDLE_SIGNING_KEY_FILE });
   const grpcHost = opts.config.GRPC_HOST === "0.0.0.0" || opts.config.GRPC_HOST === "::" ? null : opts.config.GRPC_HOST;
   return {
     signing,
     natsCredentials,
-    speakers: createSpeakerService({ audit, bus: opts.bus, onKeysChanged: authenticator.invalidate }),
+    speakers: createSpeakerService({ audit, bus: opts.bus, onKeysChanged: authenticator.invalidate, caHash: opts.caHash ?? null }),
     peers: createPeerService({ audit, bus: opts.bus, secrets: opts.secretBox }),
     node: createNodeService({
       sql: opts.sql,
@@ -125,6 +125,7 @@ function deployServices(opts: { config: Config; sql: Sql; bus: Bus; secretBox: S
       grpcEndpoint: grpcHost ? `${grpcHost}:${opts.config.GRPC_PORT}` : null,
       natsUrl: opts.config.NATS_URL ?? null,
       natsCredentials,
+      onKeysChanged: authenticator.invalidate,
     }),
   };
 }
@@ -138,6 +139,8 @@ export function createServices(opts: {
   secretBox: SecretBox;
   /** Signs NATS users (NATS_ACCOUNT_SEED_FILE); null = none minted. */
   natsIssuer?: NatsCredentialIssuer | null;
+  /** `sha256:<hex>` of the gRPC CA, carried by every enrollment token; null = plaintext gRPC. */
+  caHash?: string | null;
   onAuditRecorded?: () => void;
 }): AppServices {
   const audit = createAuditWriter({ pushEnabled: opts.pushEnabled, ...(opts.onAuditRecorded ? { onRecorded: opts.onAuditRecorded } : {}) });

@@ -26,6 +26,9 @@ const ConfigSchema = z.object({
   GRPC_PORT: port.default(50051),
   GRPC_TLS_CERT: optionalString,
   GRPC_TLS_KEY: optionalString,
+  GRPC_MAX_CONNECTIONS_PER_ADDRESS: z.coerce.number().int().min(1).max(1_000_000).default(64),
+  /** Plaintext gRPC (a TLS-terminating proxy in front): enrollment tokens then carry no CA hash. */
+  GRPC_INSECURE: optionalString.pipe(z.enum(["true", "false"], { error: "must be true or false" }).optional()).transform((v) => v === "true"),
   APP_SERVICE: z.enum(["app-all", "api", "worker", "scheduler"]).default("app-all"),
   APP_RUNTIME_LOGS_DIR: optionalString,
   APP_CORS_ORIGINS: optionalString,

@@ -7,6 +7,7 @@ import { type Database, openDatabase } from "./db/connect.js";
 import { migrate } from "./db/migrate.js";
 import { createAgentService } from "./grpc/agent-service.js";
 import { type GrpcListener, grpcTlsOf, listenGrpc } from "./grpc/server.js";
+import { loadGrpcTls } from "./grpc/tls.js";
 import type { JobHandler } from "./jobs/handler.js";
 import { createJobHandlers } from "./jobs/handlers.js";
 import { startWorker } from "./jobs/worker.js";
@@ -81,14 +82,37 @@ export async function startController(config: Config, opts: StartOptions = {}): 
     const pushEnabled = Boolean(config.AUTH_PORTAL_URL && config.AUTH_AUDIT_INGEST_SECRET);
     let pusher: AuditPusher | null = null;
     // Bound before the services exist, so enrollment names the port really bound (GRPC_PORT=0).
-    const servesAgents = opts.grpc === true && (config.APP_SERVICE === "app-all" || config.APP_SERVICE === "api");
-    const grpc = servesAgents ? await listenGrpc({ host: config.GRPC_HOST, port: config.GRPC_PORT, tls: grpcTlsOf(config) }) : null;
-    if (grpc) closers.unshift(() => grpc.close());
-    const serviceConfig = grpc ? { ...config, GRPC_PORT: grpc.port } : config;
+    const servesApi = config.APP_SERVICE === "app-all" || config.APP_SERVICE === "api";
+    const servesAgents = opts.grpc === true && servesApi;
     const dataKey = await loadDataKey({ file: config.APP_SECRET_KEY_FILE, dataDir: config.APP_DATA_DIR });
     const secretBox = createSecretBox(dataKey.key);
     const natsIssuer = config.NATS_ACCOUNT_SEED_FILE && config.NATS_CREDS_FILE ? await loadCredentialIssuer(config.NATS_ACCOUNT_SEED_FILE, config.NATS_CREDS_FILE) : null;
-    const services = createServices({ config: serviceConfig, sql: db.sql, bus, revisions, pushEnabled, secretBox, natsIssuer, onAuditRecorded: () => pusher?.wake() });
+    // TLS unless told otherwise; the API roles need the CA hash for the tokens they issue even
+    // when this process does not listen for agents itself.
+    const grpcFiles = grpcTlsOf(config);
+    const specificHost = config.GRPC_HOST !== "0.0.0.0" && config.GRPC_HOST !== "::" ? [config.GRPC_HOST] : [];
+    const grpcTls = servesApi && !config.GRPC_INSECURE ? await loadGrpcTls({ sql: db.sql, secretBox, files: grpcFiles, names: specificHost, now: clock() }) : null;
+    const grpc = servesAgents
+      ? await listenGrpc({
+          host: config.GRPC_HOST,
+          port: config.GRPC_PORT,
+          tls: grpcTls && { cert: grpcTls.cert, key: grpcTls.key },
+          connection: { perAddress: config.GRPC_MAX_CONNECTIONS_PER_ADDRESS },
+        })
+      : null;
+    if (grpc) closers.unshift(() => grpc.close());
+    const serviceConfig = grpc ? { ...config, GRPC_PORT: grpc.port } : config;
+    const services = createServices({
+      config: serviceConfig,
+      sql: db.sql,
+      bus,
+      revisions,
+      pushEnabled,
+      secretBox,
+      natsIssuer,
+      caHash: grpcTls?.caHash ?? null,
+      onAuditRecorded: () => pusher?.wake(),
+    });
     const carried = await sealSecretsAtRest(db.sql, { secretBox, signing: services.signing, now: clock() });
     const deps: AppDeps = { config, sql: db.sql, clock, bus, buildInfo: opts.buildInfo ?? loadBuildInfo(), outbound, services };
     const app = await buildApp(deps, opts.logger === undefined ? {} : { logger: opts.logger });
@@ -96,8 +120,9 @@ export async function startController(config: Config, opts: StartOptions = {}): 
     if (dataKey.created) app.log.warn({ path: dataKey.path }, "data key for secrets at rest created; keep it (and back it up): without it sealed secrets cannot be opened");
     if (Object.values(carried).some((n) => n > 0)) app.log.info(carried, "secrets stored in plain text by an earlier version sealed; tenants given their own signing keys");
     if (grpc) {
-      grpc.serve(createAgentService({ sql: db.sql, bus, clock, node: services.node, logger: app.log }));
-      app.log.info({ address: grpc.address, tls: grpc.tls }, "gRPC AgentService listening");
+      grpc.serve(createAgentService({ sql: db.sql, bus, clock, node: services.node, authenticator: services.authenticator, logger: app.log }));
+      app.log.info({ address: grpc.address, tls: grpc.tls, ca_hash: grpcTls?.caHash ?? null }, "gRPC AgentService listening");
+      if (!grpc.tls) app.log.warn("gRPC is plaintext (GRPC_INSECURE=true): agents must run with RL_INSECURE=true or reach it through a TLS proxy");
     }
 
     const runsWorkers = config.APP_SERVICE === "app-all" || config.APP_SERVICE === "worker";

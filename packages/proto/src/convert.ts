@@ -14,7 +14,7 @@ import type {
 // The JSON forms of the messages, as the HTTP node routes and NATS carry them (snake_case,
 // null for "none"), and the conversions both ends use, so gRPC and HTTP say the same thing.
 
-/** The API's `BgpSessionLive`. */
+/** One BGP session as the agent sees it (the API's `BgpSessionLive`). */
 export interface BgpSessionLiveJson {
   protocol: string;
   peer_id: string | null;

@@ -1,5 +1,5 @@
 import { createServer } from "node:net";
-import { type AgentNotification, loadAgentService, type StatusReport } from "@rlc/proto";
+import { type AgentNotification, grpc, loadAgentService, type StatusReport } from "@rlc/proto";
 import { afterEach, describe, expect, it } from "vitest";
 import { fixtureContent } from "../../../../test/helpers/agent-fakes.js";
 import { type StandInController, startStandInController } from "../../../../test/helpers/stand-in-controller.js";
@@ -24,7 +24,7 @@ async function controller(options: { grpc?: boolean } = {}): Promise<StandInCont
 function grpcClient(c: StandInController, address = c.grpcAddress): AgentGrpcClient {
   const client = new AgentGrpcClient({
     address,
-    caPem: null,
+    credentials: grpc.credentials.createInsecure(),
     nodeKey: c.nodeKey,
     speakerId: c.speakerId,
     service: loadAgentService(),

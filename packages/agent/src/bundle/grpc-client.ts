@@ -20,8 +20,8 @@ import { ControllerError } from "./http-client.js";
 export interface GrpcClientOptions {
   /** `host:port`. */
   address: string;
-  /** PEM of the CA that signed the controller's certificate; null = plaintext. */
-  caPem: Buffer | null;
+  /** How the channel trusts the controller (pinning.ts); plaintext only with RL_INSECURE. */
+  credentials: grpc.ChannelCredentials;
   nodeKey: string;
   speakerId: string;
   service: AgentServiceDefinition;
@@ -47,8 +47,7 @@ export class AgentGrpcClient {
 
   constructor(options: GrpcClientOptions) {
     this.#o = options;
-    const credentials = options.caPem ? grpc.credentials.createSsl(options.caPem) : grpc.credentials.createInsecure();
-    this.#client = new options.service.Client(options.address, credentials);
+    this.#client = new options.service.Client(options.address, options.credentials);
   }
 
   /**

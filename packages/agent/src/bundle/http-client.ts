@@ -21,7 +21,7 @@ export interface EnrollResult {
   nats_credentials: string | null;
 }
 
-export type ControllerErrorCode = "controller_unreachable" | "unauthenticated" | "not_found" | "controller_error" | "bad_response" | "too_large";
+export type ControllerErrorCode = "untrusted_controller" | "controller_unreachable" | "unauthenticated" | "not_found" | "controller_error" | "bad_response" | "too_large";
 
 /** The controller could not be asked, or answered something the agent cannot use. */
 export class ControllerError extends Error {
@@ -74,7 +74,7 @@ export interface HttpClientOptions {
   fetch?: typeof fetch;
 }
 
-/** The HTTP node routes of CONTRACT 7, and `POST /v1/speakers/{id}/status` (agent README). */
+/** The HTTP node routes, and `POST /v1/speakers/{id}/status` (agent README). */
 export class ControllerHttpClient {
   readonly #base: string;
   readonly #key: string | null;

@@ -1,9 +1,9 @@
-import { once } from "node:events";
+import { constants as http2 } from "node:http2";
 import {
   type AgentServiceHandlers,
   bearerFromMetadata,
   BUNDLE_CHUNK_MAX_BYTES,
-  bundleChunks,
+  type BundleChunk,
   grpc,
   notificationFromJson,
   notificationToProto,
@@ -17,16 +17,22 @@ import type { FastifyBaseLogger } from "fastify";
 import type { Bus } from "../bus/index.js";
 import type { Sql } from "../db/connect.js";
 import type { Clock } from "../lib/time.js";
-import { authenticate } from "../services/api-keys.js";
+import { parseKeySecret } from "../lib/key-secret.js";
+import type { Authenticator } from "../services/authenticator.js";
 import type { Principal } from "../services/context.js";
 import type { NodeService } from "../services/node.js";
 import { notifySubject } from "../services/speakers.js";
+import { createBuckets, createCounter, DEFAULT_GRPC_LIMITS, DeadlineError, type GrpcLimits, withDeadline } from "./limits.js";
 
 export interface AgentServiceDeps {
   sql: Sql;
   bus: Bus;
   clock: Clock;
   node: NodeService;
+  /** The HTTP path's cached key check, so an agent's calls cost no query per call. */
+  authenticator: Authenticator;
+  /** Overrides of {@link DEFAULT_GRPC_LIMITS} (tests make them small). */
+  limits?: Partial<GrpcLimits>;
   logger: Pick<FastifyBaseLogger, "error" | "warn" | "debug">;
   /** PING period on Watch streams. Default 25 s: the agent reconnects after 90 s of silence. */
   pingMs?: number;
@@ -34,11 +40,36 @@ export interface AgentServiceDeps {
   chunkBytes?: number;
 }
 
+const rateLimited = (detail: string) => new AppError("rate_limited", detail);
+
+/** `ipv4:1.2.3.4:5678`, `1.2.3.4:5678`, `[::1]:5678` → the address without the port. */
+const peerHost = (peer: string) => peer.replace(/^ipv[46]:/, "").replace(/:\d+$/, "").replace(/^\[|\]$/g, "");
+
+/**
+ * Resets the HTTP/2 stream under a server call. A stream whose reader stopped reading cannot be
+ * ended politely (its trailers wait behind the data it does not take); RST_STREAM frees what it
+ * holds at once. grpc-js keeps the stream inside its call objects, hence the walk.
+ */
+function resetStream(call: object): boolean {
+  let at: unknown = call;
+  for (let depth = 0; depth < 6 && at && typeof at === "object"; depth++) {
+    const o = at as { stream?: { close?: (code: number) => void; destroyed?: boolean }; call?: unknown; nextCall?: unknown };
+    if (o.stream && typeof o.stream.close === "function") {
+      if (!o.stream.destroyed) o.stream.close(http2.NGHTTP2_CANCEL);
+      return true;
+    }
+    at = o.call ?? o.nextCall;
+  }
+  return false;
+}
+
 export interface AgentService {
   /** For `server.addService(service, handlers)`. */
   handlers: AgentServiceHandlers;
   /** Watch streams open right now (each holds one bus subscription). */
   openWatches(): number;
+  /** GetBundle streams in flight right now. */
+  openBundles(): number;
   /** Ends every Watch stream with OK, so a shutting-down server is not held open by them. */
   endWatches(): void;
 }
@@ -73,8 +104,14 @@ const STATUS_OF: Partial<Record<AppError["code"], grpc.status>> = {
  */
 export function createAgentService(deps: AgentServiceDeps): AgentService {
   const pingMs = deps.pingMs ?? 25_000;
-  const chunkBytes = Math.min(deps.chunkBytes ?? BUNDLE_CHUNK_MAX_BYTES, BUNDLE_CHUNK_MAX_BYTES);
+  const limits: GrpcLimits = { ...DEFAULT_GRPC_LIMITS, ...deps.limits };
+  const chunkBytes = Math.max(1, Math.min(deps.chunkBytes ?? limits.chunkBytes, BUNDLE_CHUNK_MAX_BYTES));
   const watches = new Set<grpc.ServerWritableStream<unknown, WatchEvent>>();
+  const watchesByKey = createCounter(limits.watchesPerKey);
+  const bundlesByKey = createCounter(limits.bundlesPerKey);
+  const bundlesAll = createCounter(limits.bundlesTotal);
+  const watchOpens = createBuckets(limits.watchOpens);
+  const authFailures = createBuckets(limits.authFailures);
 
   /** AppErrors keep their meaning; anything else is a bug, logged here and answered INTERNAL. */
   const toServiceError = (error: unknown, rpc: string): Partial<grpc.StatusObject> => {
@@ -82,17 +119,41 @@ export function createAgentService(deps: AgentServiceDeps): AgentService {
       const code = STATUS_OF[error.code];
       if (code !== undefined) return { code, details: error.message };
     }
+    if (error instanceof DeadlineError) return { code: grpc.status.DEADLINE_EXCEEDED, details: error.message };
     deps.logger.error({ err: error, rpc }, "gRPC call failed");
     return { code: grpc.status.INTERNAL, details: "internal error" };
   };
 
-  /** The node key of the metadata; any other kind of key is refused (this service is the agents'). */
-  const nodePrincipal = async (metadata: grpc.Metadata): Promise<Principal & { speakerId: string }> => {
-    const key = bearerFromMetadata(metadata);
-    if (!key) throw new UnauthenticatedError("metadata authorization: Bearer <node key> is required");
-    const principal = await authenticate(deps.sql, `Bearer ${key}`, deps.clock());
-    if (principal.role !== "node" || principal.speakerId === null) throw new ForbiddenError("AgentService takes node keys only");
-    return principal as Principal & { speakerId: string };
+  /**
+   * The node key of the metadata; any other kind of key is refused (this service is the agents').
+   * Failures are counted per peer address and per key prefix: past the budget, calls from there
+   * are refused before any lookup, so guessing keys costs the database nothing.
+   */
+  const nodePrincipal = async (call: { metadata: grpc.Metadata; getPeer(): string }): Promise<Principal & { speakerId: string }> => {
+    const key = bearerFromMetadata(call.metadata);
+    const peer = `peer:${peerHost(call.getPeer())}`;
+    const prefix = key ? parseKeySecret(key)?.prefix : undefined;
+    const prefixKey = prefix ? `key:${prefix}` : null;
+    if (authFailures.empty(peer) || (prefixKey && authFailures.empty(prefixKey))) throw rateLimited("too many failed authentications; try again later");
+    try {
+      if (!key) throw new UnauthenticatedError("metadata authorization: Bearer <node key> is required");
+      const principal = await deps.authenticator.authenticate(`Bearer ${key}`, deps.clock());
+      if (principal.role !== "node" || principal.speakerId === null) throw new ForbiddenError("AgentService takes node keys only");
+      return principal as Principal & { speakerId: string };
+    } catch (error) {
+      if (error instanceof AppError && (error.code === "unauthenticated" || error.code === "forbidden")) {
+        authFailures.take(peer);
+        if (prefixKey) authFailures.take(prefixKey);
+      }
+      throw error;
+    }
+  };
+
+  /** A unary handler's answer within the deadline: the client's, capped by ours. */
+  const unary = <T>(call: { getDeadline(): grpc.Deadline }, work: () => Promise<T>): Promise<T> => {
+    const theirs = call.getDeadline();
+    const theirMs = theirs instanceof Date ? theirs.getTime() - Date.now() : Number.isFinite(theirs) ? Number(theirs) - Date.now() : Number.POSITIVE_INFINITY;
+    return withDeadline(work(), Math.max(1, Math.min(limits.unaryDeadlineMs, theirMs)));
   };
 
   /** An empty speaker_id means the key's own speaker; another speaker's is NOT_FOUND, as over HTTP. */
@@ -104,7 +165,7 @@ export function createAgentService(deps: AgentServiceDeps): AgentService {
 
   const handlers: AgentServiceHandlers = {
     Enroll(call, callback) {
-      void (async () => {
+      void unary(call, async () => {
         const body = EnrollBody.safeParse({
           hostname: call.request.hostname,
           agent_version: call.request.agent_version,
@@ -125,7 +186,7 @@ export function createAgentService(deps: AgentServiceDeps): AgentService {
           nats_url: answer.nats_url ?? "",
           nats_credentials: answer.nats_credentials ?? "",
         };
-      })().then(
+      }).then(
         (answer) => callback(null, answer),
         (error: unknown) => callback(toServiceError(error, "Enroll")),
       );
@@ -136,10 +197,12 @@ export function createAgentService(deps: AgentServiceDeps): AgentService {
       let closed = false;
       let unsubscribe: (() => void) | null = null;
       let ping: NodeJS.Timeout | null = null;
+      let release: (() => void) | null = null;
       const cleanup = () => {
         if (closed) return;
         closed = true;
         watches.delete(stream);
+        release?.();
         if (ping) clearInterval(ping);
         try {
           unsubscribe?.();
@@ -153,7 +216,10 @@ export function createAgentService(deps: AgentServiceDeps): AgentService {
       };
 
       void (async () => {
-        const principal = await nodePrincipal(call.metadata);
+        const principal = await nodePrincipal(call);
+        if (!watchOpens.take(principal.keyId)) throw rateLimited("too many Watch opens for this key; try again later");
+        release = watchesByKey.acquire(principal.keyId);
+        if (!release) throw rateLimited(`this key holds ${limits.watchesPerKey} Watch streams already`);
         const speakerId = speakerOf(principal, call.request.speaker_id);
         await deps.node.speakerFor(deps.sql, principal, speakerId);
         if (closed || call.cancelled) return cleanup();
@@ -184,7 +250,7 @@ export function createAgentService(deps: AgentServiceDeps): AgentService {
         held = null;
         ping = setInterval(() => {
           // A revoked key (speaker deleted, key rotated away) loses its stream at the next PING.
-          nodePrincipal(call.metadata).then(
+          nodePrincipal(call).then(
             () => write(notificationToProto({ type: "ping" }, deps.clock().toISOString())),
             (error: unknown) => {
               if (error instanceof AppError && (error.code === "unauthenticated" || error.code === "forbidden")) fail(error);
@@ -201,30 +267,63 @@ export function createAgentService(deps: AgentServiceDeps): AgentService {
     },
 
     GetBundle(call) {
+      let releaseKey: (() => void) | null = null;
+      let releaseAll: (() => void) | null = null;
+      const release = () => {
+        releaseKey?.();
+        releaseAll?.();
+      };
+      const ended = new Promise<void>((resolve) => {
+        for (const event of ["cancelled", "close", "finish", "error"]) call.once(event, () => resolve());
+      });
+      void ended.then(release);
       void (async () => {
-        const principal = await nodePrincipal(call.metadata);
+        const principal = await nodePrincipal(call);
         const speakerId = speakerOf(principal, call.request.speaker_id);
         const revisionId = call.request.revision_id;
         if (!Number.isSafeInteger(revisionId) || revisionId < 1 || revisionId > MAX_REVISION_ID) throw new NotFoundError("bundle of revision", String(revisionId));
-        const bytes = await deps.node.bundle(deps.sql, principal, speakerId, revisionId);
-        const ended = new Promise<void>((resolve) => {
-          call.once("cancelled", resolve);
-          call.once("close", resolve);
-        });
-        for (const chunk of bundleChunks(bytes, revisionId, chunkBytes)) {
+        releaseKey = bundlesByKey.acquire(principal.keyId);
+        if (!releaseKey) throw rateLimited(`this key has ${limits.bundlesPerKey} GetBundle streams in flight already`);
+        releaseAll = bundlesAll.acquire("*");
+        if (!releaseAll) throw rateLimited("the controller serves too many bundles right now; try again later");
+        const meta = await deps.node.bundleMeta(deps.sql, principal, speakerId, revisionId);
+        // Read from storage one chunk at a time and sent at the pace the agent takes them: a
+        // stream holds about one chunk, and one whose reader stops taking is cut after the idle
+        // deadline rather than held open.
+        let offset = 0;
+        do {
           if (call.cancelled) return;
-          // Large bundles go out at the pace the agent reads them, not all into memory at once.
-          if (!call.write(chunk)) await Promise.race([once(call, "drain"), ended]);
-        }
+          const data = await deps.node.bundleSlice(deps.sql, speakerId, revisionId, meta.sequence, offset, chunkBytes);
+          const first = offset === 0;
+          const chunk: BundleChunk = { data, offset, total_size: first ? meta.size : 0, sha256: first ? (meta.sha256 ?? "") : "", revision_id: first ? revisionId : 0 };
+          offset += data.length;
+          if (!call.write(chunk)) {
+            let idle: NodeJS.Timeout | undefined;
+            const drained = await Promise.race([
+              new Promise<boolean>((resolve) => call.once("drain", () => resolve(true))),
+              ended.then(() => false),
+              new Promise<boolean>((resolve) => {
+                idle = setTimeout(() => resolve(false), limits.bundleIdleMs);
+              }),
+            ]);
+            clearTimeout(idle);
+            if (!drained) {
+              if (!call.cancelled) resetStream(call);
+              return;
+            }
+          }
+          if (data.length === 0) break;
+        } while (offset < meta.size);
         if (!call.cancelled) call.end();
       })().catch((error: unknown) => {
+        release();
         if (!call.cancelled && call.writable) call.emit("error", toServiceError(error, "GetBundle"));
       });
     },
 
     ReportStatus(call, callback) {
-      void (async () => {
-        const principal = await nodePrincipal(call.metadata);
+      void unary(call, async () => {
+        const principal = await nodePrincipal(call);
         const report = statusReportFromProto(call.request);
         const speakerId = speakerOf(principal, report.speaker_id);
         const parsed = StatusReport.safeParse({ ...report, speaker_id: speakerId });
@@ -237,7 +336,7 @@ export function createAgentService(deps: AgentServiceDeps): AgentService {
         if (!Number.isSafeInteger(report.applied_sequence ?? 0)) throw new ValidationError("invalid report: applied_sequence is out of range");
         if (hasNul(report)) throw new ValidationError("invalid report: NUL characters are not allowed");
         await deps.node.report(principal, speakerId, parsed.data as never, deps.clock());
-      })().then(
+      }).then(
         () => callback(null, {}),
         (error: unknown) => callback(toServiceError(error, "ReportStatus")),
       );
@@ -247,6 +346,7 @@ export function createAgentService(deps: AgentServiceDeps): AgentService {
   return {
     handlers,
     openWatches: () => watches.size,
+    openBundles: () => bundlesAll.total(),
     endWatches() {
       for (const stream of [...watches]) stream.end();
     },

@@ -1,8 +1,9 @@
-import { NotFoundError, UnauthenticatedError } from "@rlc/shared/errors";
+import { NotFoundError, UnauthenticatedError, ValidationError } from "@rlc/shared/errors";
 import type { Bus } from "../bus/index.js";
-import { findBundle } from "../db/bundles.js";
+import { findBundle, findBundleMeta, readBundleSlice } from "../db/bundles.js";
 import type { Db, Sql } from "../db/connect.js";
 import { spendEnrollmentToken } from "../db/enrollment.js";
+import { revokeApiKeysBySpeaker } from "../db/api-keys.js";
 import { findSpeakerById, markSpeakerEnrolled, recordSpeakerReport, type SpeakerRow } from "../db/speakers.js";
 import { isoRequired } from "../lib/time.js";
 import { mintApiKey } from "./api-keys.js";
@@ -24,6 +25,18 @@ export interface StatusReportBody {
   [k: string]: unknown;
 }
 
+/** RFC 3339 date-time, as the agent writes it (`toISOString`); anything else is refused before SQL sees it. */
+const RFC3339 = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(?:\.\d{1,9})?(?:Z|[+-]\d{2}:\d{2})$/i;
+
+function assertReportTimes(body: StatusReportBody): void {
+  for (const [field, value] of [["applied_at", body.applied_at], ["error.at", body.error?.at]] as const) {
+    if (value === null || value === undefined || value === "") continue;
+    if (typeof value !== "string" || !RFC3339.test(value) || Number.isNaN(Date.parse(value))) {
+      throw new ValidationError(`invalid report: ${field} must be an RFC 3339 date-time`);
+    }
+  }
+}
+
 /** The node side: enrollment, the desired revision, bundles, status reports. */
 export function createNodeService(deps: {
   sql: Sql;
@@ -33,6 +46,7 @@ export function createNodeService(deps: {
   grpcEndpoint: string | null;
   natsUrl: string | null;
   natsCredentials?: NatsCredentialService;
+  onKeysChanged?: () => void;
 }) {
   /** A node key reaches only its own speaker (404 otherwise); operators reach any of the tenant's. */
   const speakerFor = async (db: Db, principal: Principal, speakerId: string): Promise<SpeakerRow> => {
@@ -53,6 +67,9 @@ export function createNodeService(deps: {
         if (!spent) throw new UnauthenticatedError("unknown, used or expired enrollment token");
         const speaker = await findSpeakerById(tx, spent.tenant_id, spent.speaker_id);
         if (!speaker) throw new UnauthenticatedError("unknown, used or expired enrollment token");
+        // A router enrolled again (reinstalled, or a token stolen and spent) has one identity:
+        // the node keys of earlier enrollments stop working with this commit.
+        const revoked = await revokeApiKeysBySpeaker(tx, speaker.tenant_id, speaker.id, now);
         const key = await mintApiKey(tx, { tenantId: speaker.tenant_id, name: `node ${speaker.name}`, role: "node", now, speakerId: speaker.id });
         // Only this speaker's subjects: another router's credentials can neither read nor forge them.
         const nats = deps.natsUrl && deps.natsCredentials ? await deps.natsCredentials.forAgent(speaker.tenant_id, speaker.id) : null;
@@ -62,11 +79,12 @@ export function createNodeService(deps: {
           action: "update",
           resource_type: "speaker",
           resource_id: speaker.id,
-          summary: `speaker ${speaker.name} enrolled from ${body.hostname} (agent ${body.agent_version}); node key ${key.row.key_prefix}${nats ? `; NATS user ${nats.user}` : ""}`,
+          summary: `speaker ${speaker.name} enrolled from ${body.hostname} (agent ${body.agent_version}); node key ${key.row.key_prefix}${revoked ? `; ${revoked} earlier node key(s) revoked` : ""}${nats ? `; NATS user ${nats.user}` : ""}`,
           changes: { enrolled_at: { from: speaker.enrolled_at?.toISOString() ?? null, to: now.toISOString() } },
         });
-        return { speaker, secret: key.secret, natsCreds: nats?.creds ?? null };
+        return { speaker, secret: key.secret, revoked, natsCreds: nats?.creds ?? null };
       });
+      if (result.revoked) deps.onKeysChanged?.();
       return {
         speaker_id: result.speaker.id,
         tenant_id: result.speaker.tenant_id,
@@ -81,7 +99,8 @@ export function createNodeService(deps: {
     async latest(db: Db, principal: Principal, speakerId: string) {
       const speaker = await speakerFor(db, principal, speakerId);
       if (speaker.desired_revision_id === null) throw new NotFoundError("desired revision of speaker", speakerId);
-      const bundle = await findBundle(db, speakerId, speaker.desired_revision_id);
+      // Metadata only: agents ask this on every poll and Watch open; the body can be tens of MiB.
+      const bundle = await findBundleMeta(db, speakerId, speaker.desired_revision_id);
       if (!bundle) throw new NotFoundError("bundle of speaker", speakerId);
       return {
         speaker_id: speakerId,
@@ -100,9 +119,25 @@ export function createNodeService(deps: {
       return bundle.envelope;
     },
 
+    /** Size, SHA-256 and sequence of a bundle, to stream it in slices (gRPC GetBundle). */
+    async bundleMeta(db: Db, principal: Principal, speakerId: string, revisionId: number) {
+      await speakerFor(db, principal, speakerId);
+      const meta = await findBundleMeta(db, speakerId, revisionId, { sha256: true });
+      if (!meta) throw new NotFoundError(`bundle of revision ${revisionId} for speaker`, speakerId);
+      return meta;
+    },
+
+    /** One slice of the issue `sequence`; NotFound when it was re-issued or deleted meanwhile. */
+    async bundleSlice(db: Db, speakerId: string, revisionId: number, sequence: string, offset: number, length: number): Promise<Buffer> {
+      const data = await readBundleSlice(db, speakerId, revisionId, sequence, offset, length);
+      if (!data) throw new NotFoundError(`bundle of revision ${revisionId} (issue ${sequence}) for speaker`, speakerId);
+      return data;
+    },
+
     /** Records what the agent runs and sees, then relays it to every replica (live polls, apply jobs). */
     async report(principal: Principal, speakerId: string, body: StatusReportBody, now: Date) {
       const speaker = await speakerFor(deps.sql, principal, speakerId);
+      assertReportTimes(body);
       const applied = body.applied_revision_id ?? null;
       const failedDesired = body.reason === "apply_failed" && body.error?.revision_id != null && body.error.revision_id === speaker.desired_revision_id;
       // Caught up only once the agent runs the latest bundle issued (its sequence), not merely

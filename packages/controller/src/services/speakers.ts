@@ -66,14 +66,20 @@ export function toSpeaker(row: SpeakerRow) {
   };
 }
 
-async function newToken(tx: Db, tenantId: string, speakerId: string, now: Date) {
-  const token = `rlt_${randomBytes(32).toString("base64url")}`;
+/**
+ * `rlt_<secret>`, followed by `.<hex>` of the gRPC CA's public-key hash when there is one: the
+ * agent takes the pin from the token itself and refuses a controller whose certificate chain
+ * does not hold that CA (kubeadm's discovery-token-ca-cert-hash, in one string).
+ */
+async function newToken(tx: Db, tenantId: string, speakerId: string, now: Date, caHash: string | null) {
+  const pin = caHash ? `.${caHash.replace(/^sha256:/, "")}` : "";
+  const token = `rlt_${randomBytes(32).toString("base64url")}${pin}`;
   const expires = new Date(now.getTime() + ENROLLMENT_TTL_MS);
   await insertEnrollmentToken(tx, { id: uuidv7(), tenant_id: tenantId, speaker_id: speakerId, token_hash: hashToken(token), expires_at: expires, created_at: now });
   return { token, expires };
 }
 
-export function createSpeakerService(deps: { audit: AuditWriter; bus: Bus; onKeysChanged?: () => void }) {
+export function createSpeakerService(deps: { audit: AuditWriter; bus: Bus; onKeysChanged?: () => void; caHash?: string | null }) {
   const mustFind = async (db: Db, tenantId: string, id: string, forUpdate = false) => {
     const row = await findSpeakerById(db, tenantId, id, forUpdate);
     if (!row) throw new NotFoundError("speaker", id);
@@ -100,7 +106,7 @@ export function createSpeakerService(deps: { audit: AuditWriter; bus: Bus; onKey
         metadata: body.metadata ?? {},
         created_at: ctx.now,
       });
-      const token = body.mode === "remote" ? await newToken(tx, ctx.principal.tenantId, row.id, ctx.now) : null;
+      const token = body.mode === "remote" ? await newToken(tx, ctx.principal.tenantId, row.id, ctx.now, deps.caHash ?? null) : null;
       await deps.audit.record(tx, ctx, {
         action: "create",
         resource_type: "speaker",
@@ -170,7 +176,7 @@ export function createSpeakerService(deps: { audit: AuditWriter; bus: Bus; onKey
     async enrollmentToken(tx: Db, ctx: RequestContext, id: string) {
       const row = await mustFind(tx, ctx.principal.tenantId, id, true);
       if (row.mode !== "remote") throw new ConflictError("a local speaker does not enroll");
-      const token = await newToken(tx, ctx.principal.tenantId, id, ctx.now);
+      const token = await newToken(tx, ctx.principal.tenantId, id, ctx.now, deps.caHash ?? null);
       await deps.audit.record(tx, ctx, { action: "update", resource_type: "speaker", resource_id: id, summary: `enrollment token issued for speaker ${row.name}` });
       return { speaker_id: id, enrollment_token: token.token, expires_at: token.expires.toISOString() };
     },

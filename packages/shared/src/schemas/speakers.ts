@@ -82,7 +82,12 @@ export const Speaker = z
   .meta({ id: "Speaker" });
 
 export const CreatedSpeaker = Speaker.extend({
-  enrollment_token: z.string().nullable().describe("One-time token for `rl-agent enroll` (remote speakers), valid 24 h; shown once."),
+  enrollment_token: z
+    .string()
+    .nullable()
+    .describe(
+      "One-time token for `rl-agent enroll` (remote speakers), valid 24 h; shown once. `rlt_<secret>.<hex>`: the part after the dot is the SHA-256 of the controller's gRPC CA public key, which the agent pins. Issuing a new token invalidates the speaker's older unused ones.",
+    ),
   enrollment_token_expires_at: Timestamp.nullable(),
 }).meta({ id: "CreatedSpeaker" });
 
@@ -113,7 +118,13 @@ export const SpeakerListQuery = z.strictObject({
 });
 export const SpeakerDeleteQuery = z.strictObject({ force: z.enum(["true", "false"]).default("false").transform((v) => v === "true") });
 
-export const EnrollmentToken = z.object({ speaker_id: Uuid, enrollment_token: z.string(), expires_at: Timestamp }).meta({ id: "EnrollmentToken" });
+export const EnrollmentToken = z
+  .object({
+    speaker_id: Uuid,
+    enrollment_token: z.string().describe("`rlt_<secret>.<hex of the gRPC CA's SPKI SHA-256>`; the speaker's older unused tokens stop working."),
+    expires_at: Timestamp,
+  })
+  .meta({ id: "EnrollmentToken" });
 
 const ForceConfirm = z
   .boolean()

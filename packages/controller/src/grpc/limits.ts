@@ -1,0 +1,117 @@
+/**
+ * In-process limits of the agents' gRPC service. They are per replica on purpose: each one
+ * protects this process's memory and event loop, which is what a flood from one key exhausts.
+ */
+
+/** The limits, with the defaults a fleet of well-behaved agents never reaches. */
+export interface GrpcLimits {
+  /** Watch streams open at once per node key. An agent holds one; reconnects overlap briefly. */
+  watchesPerKey: number;
+  /** GetBundle streams in flight at once per node key. An agent fetches one bundle at a time. */
+  bundlesPerKey: number;
+  /** GetBundle streams in flight at once on this replica, all keys together. */
+  bundlesTotal: number;
+  /** Watch opens per key: a bucket of `burst`, refilled at one every `everyMs`. */
+  watchOpens: { burst: number; everyMs: number };
+  /** Failed authentications per key prefix and per peer address before calls are refused unread. */
+  authFailures: { burst: number; everyMs: number };
+  /** A unary call that has not answered by then answers DEADLINE_EXCEEDED. */
+  unaryDeadlineMs: number;
+  /** A GetBundle stream whose reader took no data for this long is cancelled. */
+  bundleIdleMs: number;
+  /** GetBundle chunk size; memory held per stream is about one chunk. */
+  chunkBytes: number;
+}
+
+export const DEFAULT_GRPC_LIMITS: GrpcLimits = {
+  watchesPerKey: 4,
+  bundlesPerKey: 2,
+  bundlesTotal: 64,
+  watchOpens: { burst: 10, everyMs: 6_000 },
+  authFailures: { burst: 20, everyMs: 3_000 },
+  unaryDeadlineMs: 15_000,
+  bundleIdleMs: 30_000,
+  chunkBytes: 256 * 1024,
+};
+
+/** Counts what each key holds open; `acquire` answers a release function, or null when full. */
+export function createCounter(cap: number) {
+  const held = new Map<string, number>();
+  return {
+    acquire(key: string): (() => void) | null {
+      const n = held.get(key) ?? 0;
+      if (n >= cap) return null;
+      held.set(key, n + 1);
+      let released = false;
+      return () => {
+        if (released) return;
+        released = true;
+        const left = (held.get(key) ?? 1) - 1;
+        if (left <= 0) held.delete(key);
+        else held.set(key, left);
+      };
+    },
+    total(): number {
+      let sum = 0;
+      for (const n of held.values()) sum += n;
+      return sum;
+    },
+  };
+}
+
+/**
+ * Token buckets by key, bounded: when more than `maxKeys` keys are tracked, the full buckets
+ * (keys that did nothing lately) are forgotten first, so a flood of distinct keys costs memory
+ * only up to the bound.
+ */
+export function createBuckets(rate: { burst: number; everyMs: number }, maxKeys = 10_000) {
+  const buckets = new Map<string, { tokens: number; at: number }>();
+  const refill = (b: { tokens: number; at: number }, now: number) => {
+    const gained = (now - b.at) / rate.everyMs;
+    if (gained > 0) {
+      b.tokens = Math.min(rate.burst, b.tokens + gained);
+      b.at = now;
+    }
+  };
+  return {
+    /** Takes one token; false when the bucket is empty. */
+    take(key: string, now = Date.now()): boolean {
+      let b = buckets.get(key);
+      if (!b) {
+        if (buckets.size >= maxKeys) {
+          for (const [k, v] of buckets) {
+            refill(v, now);
+            if (v.tokens >= rate.burst) buckets.delete(k);
+          }
+          if (buckets.size >= maxKeys) buckets.clear();
+        }
+        b = { tokens: rate.burst, at: now };
+        buckets.set(key, b);
+      }
+      refill(b, now);
+      if (b.tokens < 1) return false;
+      b.tokens -= 1;
+      return true;
+    },
+    /** True when the bucket is empty (without taking). */
+    empty(key: string, now = Date.now()): boolean {
+      const b = buckets.get(key);
+      if (!b) return false;
+      refill(b, now);
+      return b.tokens < 1;
+    },
+  };
+}
+
+export class DeadlineError extends Error {
+  override name = "DeadlineError";
+}
+
+/** `work`, or a DeadlineError after `ms`; the work is not stopped, only no longer waited for. */
+export function withDeadline<T>(work: Promise<T>, ms: number): Promise<T> {
+  let timer: NodeJS.Timeout | undefined;
+  const late = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => reject(new DeadlineError(`no answer within ${ms} ms`)), ms);
+  });
+  return Promise.race([work, late]).finally(() => clearTimeout(timer));
+}
