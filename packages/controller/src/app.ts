@@ -208,7 +208,7 @@ export async function buildApp(deps: AppDeps, opts: { logger?: FastifyServerOpti
   await app.register(metricsPlugin);
   await app.register(openapiPlugin, { version: deps.buildInfo.version });
   await app.register(authPlugin, { sql: deps.sql, clock: deps.clock, authenticator: deps.services.authenticator });
-  await app.register(idempotencyPlugin, { sql: deps.sql, clock: deps.clock });
+  await app.register(idempotencyPlugin, { sql: deps.sql, clock: deps.clock, secretBox: deps.services.secretBox });
 
   await app.register(publicRoutes, { deps });
   await app.register(apiKeyRoutes, { deps });
