@@ -6,6 +6,11 @@ import { permissionsOf, type RoleName, roleAtLeast } from "../services/context.j
  */
 export const DEPLOYMENT_TENANT = "default";
 
+/** A superadmin of the deployment's own tenant: the only key that may act on the deployment itself. */
+export function isDeploymentAdmin(principal: { role: RoleName; tenantName: string }): boolean {
+  return principal.role === "superadmin" && principal.tenantName === DEPLOYMENT_TENANT;
+}
+
 /** Who may call a route, read from its `config` alone: the auth hook enforces it, the OpenAPI document shows it. */
 export type Access =
   | { kind: "public" }
