@@ -61,7 +61,7 @@ function fastifyCode(err: FastifyError): { code: ErrorCode; detail: string } | n
 
 const METHODS = ["GET", "POST", "PUT", "PATCH", "DELETE"] as const;
 
-/** problem+json for every error the server produces (CONTRACT 0), 404 and 405 included. */
+/** problem+json for every error the server produces, 404 and 405 included. */
 export default fp(async function errorsPlugin(app: FastifyInstance) {
   // A mirror of the route table, to tell "no such path" (404) from "path without this method" (405).
   const routes = FindMyWay({ ignoreTrailingSlash: false });
@@ -92,7 +92,10 @@ export default fp(async function errorsPlugin(app: FastifyInstance) {
   app.setErrorHandler((err: FastifyError, req, reply) => {
     if (err instanceof AppError) {
       if (err.status >= 500) req.log.error({ err }, "request failed");
-      return sendProblem(req, reply, err.code, err.message, { errors: err.errors, extra: err.extra, headers: err.headers });
+      // An internal error's text is the inside's (SQL, paths, a failed job's exception): logged
+      // above with the request id, never answered. 502/503 messages are written for the caller.
+      const detail = err.status === 500 ? "internal error" : err.message;
+      return sendProblem(req, reply, err.code, detail, { errors: err.errors, extra: err.extra, headers: err.headers });
     }
     if (hasZodFastifySchemaValidationErrors(err)) {
       const errors = validationErrors(err);
