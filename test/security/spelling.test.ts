@@ -33,12 +33,12 @@ afterAll(async () => {
   await rm(dir, { recursive: true, force: true });
 });
 
-function send(method: string, path: string): Promise<{ status: number; body: string }> {
+function send(method: string, path: string): Promise<{ status: number; body: string; type: string }> {
   return new Promise((resolve, reject) => {
     const req = request({ ...base, agent, method, path, headers: { "content-type": "application/json" } }, (res) => {
       const chunks: Buffer[] = [];
       res.on("data", (c: Buffer) => chunks.push(c));
-      res.on("end", () => resolve({ status: res.statusCode ?? 0, body: Buffer.concat(chunks).toString("utf8") }));
+      res.on("end", () => resolve({ status: res.statusCode ?? 0, body: Buffer.concat(chunks).toString("utf8"), type: String(res.headers["content-type"]) }));
     });
     req.on("error", reject);
     req.end(method === "GET" || method === "DELETE" ? undefined : "{}");
@@ -103,7 +103,7 @@ describe("the spelling corpus over every OpenAPI path, without a key", () => {
       for (let i = 0; i < variants.length; i += 16) {
         await Promise.all(
           variants.slice(i, i + 16).map(async (v) => {
-            const res = await send(op.method, v).catch((err: Error) => ({ status: -1, body: err.message }));
+            const res = await send(op.method, v).catch((err: Error) => ({ status: -1, body: err.message, type: "" }));
             if (res.status === -1) {
               failures.push(`${op.method} ${v} → ${res.body}`);
               return;
@@ -113,7 +113,7 @@ describe("the spelling corpus over every OpenAPI path, without a key", () => {
             if (res.status >= 500) failures.push(`${op.method} ${v} → ${res.status} ${res.body.slice(0, 200)}`);
             else if (res.status < 300 && !publicOp) failures.push(`${op.method} ${v} → ${res.status} without a key`);
             if (res.body.includes("a line only a key may read")) failures.push(`${op.method} ${v} → the log's text`);
-            if (res.status >= 400 && !res.body.startsWith("{")) failures.push(`${op.method} ${v} → ${res.status} not problem+json: ${res.body.slice(0, 100)}`);
+            if (res.status >= 400 && !res.type.startsWith("application/problem+json")) failures.push(`${op.method} ${v} → ${res.status} ${res.type}: ${res.body.slice(0, 100)}`);
           }),
         );
       }

@@ -9,7 +9,7 @@ import type { BuildInfo } from "./lib/build-info.js";
 import type { SecretBox } from "./lib/secret-box.js";
 import type { Clock } from "./lib/time.js";
 import authPlugin from "./plugins/auth.js";
-import errorsPlugin from "./plugins/errors.js";
+import errorsPlugin, { clientErrorHandler, frameworkErrors } from "./plugins/errors.js";
 import idempotencyPlugin from "./plugins/idempotency.js";
 import metricsPlugin from "./plugins/metrics.js";
 import openapiPlugin from "./plugins/openapi.js";
@@ -187,6 +187,8 @@ export async function buildApp(deps: AppDeps, opts: { logger?: FastifyServerOpti
     requestIdHeader: false,
     bodyLimit: 1024 * 1024,
     routerOptions: { ignoreTrailingSlash: false, maxParamLength: 200 },
+    frameworkErrors,
+    clientErrorHandler,
   });
   app.setValidatorCompiler(validatorCompiler);
   app.setSerializerCompiler(serializerCompiler);
