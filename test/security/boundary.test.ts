@@ -77,6 +77,23 @@ describe("Idempotency-Key replays only after authorization, per API key", () => 
   });
 });
 
+describe("a key whose role was lowered", () => {
+  it("no longer gets the replay of an answer made under its higher role", async () => {
+    const made = await t.call(t.rootKey, { method: "POST", url: "/v1/api-keys", payload: { name: "to lower", role: "admin" } });
+    const lowered = made.json().secret as string;
+    const h = { "idempotency-key": "k-before-demotion" };
+    const payload = { name: "made by an admin", role: "admin" };
+    const first = await t.call(lowered, { method: "POST", url: "/v1/api-keys", payload, headers: h });
+    expect(first.statusCode, first.body).toBe(201);
+    const demoted = await t.call(t.rootKey, { method: "PATCH", url: `/v1/api-keys/${made.json().id}`, payload: { role: "operator" } });
+    expect(demoted.statusCode, demoted.body).toBe(200);
+    await new Promise((r) => setTimeout(r, 1100)); // the key cache holds a row for one second
+    const again = await t.call(lowered, { method: "POST", url: "/v1/api-keys", payload, headers: h });
+    expect(again.statusCode).toBe(403);
+    expect(again.body).not.toContain(first.json().secret);
+  });
+});
+
 describe("the deployment's own resources are for superadmins of tenant default only", () => {
   const deploymentCalls: [string, string, unknown?][] = [
     ["GET", "/v1/runtime-logs/files"],
