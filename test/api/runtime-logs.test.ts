@@ -27,21 +27,21 @@ afterAll(async () => {
 
 describe("runtime logs over HTTP", () => {
   it("lists regular *.log files only, never the symlink", async () => {
-    const res = await t.call(viewer, { method: "GET", url: "/v1/runtime-logs/files" });
+    const res = await t.call(t.rootKey, { method: "GET", url: "/v1/runtime-logs/files" });
     expect(res.statusCode).toBe(200);
     expect(res.json().items.map((f: { name: string }) => f.name)).toEqual(["api.log", "small.log"]);
     expect(res.json()).toMatchObject({ next_cursor: null, has_more: false });
   });
 
   it("tails with lines, grep (literal) and as plain text", async () => {
-    const tail = await t.call(viewer, { method: "GET", url: "/v1/runtime-logs/files/api.log?lines=3" });
+    const tail = await t.call(t.rootKey, { method: "GET", url: "/v1/runtime-logs/files/api.log?lines=3" });
     expect(tail.json().lines).toEqual(["line 497 ERROR boom", "line 498 ok", "line 499 ok"]);
     expect(tail.json().truncated).toBe(true);
-    const grep = await t.call(viewer, { method: "GET", url: "/v1/runtime-logs/files/api.log?lines=2&grep=ERROR" });
+    const grep = await t.call(t.rootKey, { method: "GET", url: "/v1/runtime-logs/files/api.log?lines=2&grep=ERROR" });
     expect(grep.json().lines).toEqual(["line 490 ERROR boom", "line 497 ERROR boom"]);
-    const literal = await t.call(viewer, { method: "GET", url: `/v1/runtime-logs/files/api.log?grep=${encodeURIComponent("(a+)+$")}` });
+    const literal = await t.call(t.rootKey, { method: "GET", url: `/v1/runtime-logs/files/api.log?grep=${encodeURIComponent("(a+)+$")}` });
     expect(literal.json().lines).toEqual([]);
-    const text = await t.call(viewer, { method: "GET", url: "/v1/runtime-logs/files/small.log", headers: { accept: "text/plain" } });
+    const text = await t.call(t.rootKey, { method: "GET", url: "/v1/runtime-logs/files/small.log", headers: { accept: "text/plain" } });
     expect(text.headers["content-type"]).toContain("text/plain");
     expect(text.body).toBe("tiny\n");
   });
@@ -58,7 +58,7 @@ describe("runtime logs over HTTP", () => {
     expect(await readFile(join(outside, "secret.log"), "utf8")).toBe("do not touch\n");
   });
 
-  it("a viewer cannot clean up; an operator truncates and the cleanup is audited", async () => {
+  it("a viewer cannot clean up; the deployment's superadmin truncates and the cleanup is audited", async () => {
     expect((await t.call(viewer, { method: "DELETE", url: "/v1/runtime-logs/files/small.log" })).statusCode).toBe(403);
     const res = await t.call(t.rootKey, { method: "DELETE", url: "/v1/runtime-logs/files/small.log" });
     expect(res.statusCode).toBe(200);
@@ -77,7 +77,7 @@ describe("runtime logs over HTTP", () => {
     expect(res.statusCode).toBe(413);
     expect(res.json().code).toBe("file_too_large");
     expect((await stat(join(dir, "huge.log"))).size).toBe(600 * 1024 * 1024);
-    const audit = await t.call(viewer, { method: "GET", url: "/v1/runtime-logs/cleanup-audit" });
+    const audit = await t.call(t.rootKey, { method: "GET", url: "/v1/runtime-logs/cleanup-audit" });
     expect(audit.json().items[0]).toMatchObject({ filename: "huge.log", result: "failed", error: "file_too_large" });
   });
 
@@ -93,7 +93,7 @@ describe("runtime logs over HTTP", () => {
     const run = await t.call(t.rootKey, { method: "POST", url: "/v1/runtime-logs/auto-run" });
     expect(run.json().freed_bytes).toBeGreaterThan(600 * 1024 * 1024);
     expect((await stat(join(dir, "api.log"))).size).toBe(0);
-    const audit = (await t.call(viewer, { method: "GET", url: "/v1/runtime-logs/cleanup-audit?limit=500" })).json().items;
+    const audit = (await t.call(t.rootKey, { method: "GET", url: "/v1/runtime-logs/cleanup-audit?limit=500" })).json().items;
     expect(audit.filter((r: { actor_prefix: string; dry_run: boolean }) => r.actor_prefix === "auto:api" && r.dry_run)).toHaveLength(2);
     expect(audit.filter((r: { actor_prefix: string; dry_run: boolean }) => r.actor_prefix === "auto:api" && !r.dry_run)).toHaveLength(2);
   });

@@ -100,8 +100,9 @@ describe.skipIf(missing.length > 0)(missing.length > 0 ? `${title} (skipped: bir
     }
   });
 
-  it("status is viewer+ and answers BIRD's status; reload is operator+ and needs a local speaker", async () => {
-    const status = await call(viewer, "GET", "/v1/bird/status");
+  it("status and reload are for the deployment's superadmins; reload needs a local speaker", async () => {
+    expect((await call(viewer, "GET", "/v1/bird/status")).statusCode).toBe(403);
+    const status = await call(t.rootKey, "GET", "/v1/bird/status");
     expect(status.statusCode, status.body).toBe(200);
     expect(status.json()).toMatchObject({ speaker_id: null, bird: { reachable: true, version: "2.0.12", router_id: "127.0.0.1" }, sessions: [] });
     expect((await call(viewer, "POST", "/v1/bird/reload")).statusCode).toBe(403);
@@ -160,7 +161,7 @@ describe.skipIf(missing.length > 0)(missing.length > 0 ? `${title} (skipped: bir
   });
 
   it("status names the local speaker and parses BIRD's sessions", async () => {
-    const res = await call(viewer, "GET", "/v1/bird/status");
+    const res = await call(t.rootKey, "GET", "/v1/bird/status");
     expect(res.statusCode, res.body).toBe(200);
     expect(res.json()).toMatchObject({ speaker_id: speakerId, applied_revision_id: revisionId, bird: { reachable: true, last_reconfiguration: expect.any(String) } });
     const session = res.json().sessions.find((s: any) => s.peer_id === peerId);
@@ -197,7 +198,7 @@ describe.skipIf(missing.length > 0)(missing.length > 0 ? `${title} (skipped: bir
   it("answers 503 bird_unavailable when BIRD's socket does not answer", async () => {
     await stopProcess(bird);
     bird = null;
-    const status = await call(viewer, "GET", "/v1/bird/status");
+    const status = await call(t.rootKey, "GET", "/v1/bird/status");
     expect(status.statusCode, status.body).toBe(503);
     expect(status.json().code).toBe("bird_unavailable");
     const reload = await call(t.rootKey, "POST", "/v1/bird/reload");

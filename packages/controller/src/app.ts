@@ -10,7 +10,7 @@ import type { BuildInfo } from "./lib/build-info.js";
 import type { SecretBox } from "./lib/secret-box.js";
 import type { Clock } from "./lib/time.js";
 import authPlugin from "./plugins/auth.js";
-import errorsPlugin from "./plugins/errors.js";
+import errorsPlugin, { clientErrorHandler, frameworkErrors } from "./plugins/errors.js";
 import idempotencyPlugin from "./plugins/idempotency.js";
 import metricsPlugin from "./plugins/metrics.js";
 import openapiPlugin from "./plugins/openapi.js";
@@ -221,6 +221,8 @@ export async function buildApp(deps: AppDeps, opts: { logger?: FastifyServerOpti
     bodyLimit: 1024 * 1024,
     ...httpTimeouts(deps.config),
     routerOptions: { ignoreTrailingSlash: false, maxParamLength: 200 },
+    frameworkErrors,
+    clientErrorHandler,
   });
   app.setValidatorCompiler(validatorCompiler);
   app.setSerializerCompiler(serializerCompiler);
@@ -243,7 +245,7 @@ export async function buildApp(deps: AppDeps, opts: { logger?: FastifyServerOpti
   await app.register(securityHeadersPlugin);
   await app.register(openapiPlugin, { version: deps.buildInfo.version });
   await app.register(authPlugin, { sql: deps.sql, clock: deps.clock, authenticator: deps.services.authenticator });
-  await app.register(idempotencyPlugin, { sql: deps.sql, clock: deps.clock });
+  await app.register(idempotencyPlugin, { sql: deps.sql, clock: deps.clock, secretBox: deps.services.secretBox });
 
   await app.register(publicRoutes, { deps });
   await app.register(apiKeyRoutes, { deps });

@@ -2,6 +2,7 @@
 import closeWithGrace from "close-with-grace";
 import { ConfigError, loadConfig } from "./config.js";
 import { startController } from "./controller.js";
+import { announceBootstrapKey } from "./lib/bootstrap-notice.js";
 
 /** The process: configuration, start, listen, print where, close gracefully on signals. */
 async function main() {
@@ -12,14 +13,14 @@ async function main() {
   const shown = address.replace("0.0.0.0", "127.0.0.1");
   const db = controller.db.kind === "embedded" ? `embedded PostgreSQL under ${config.APP_DATA_DIR}` : "PostgreSQL (DATABASE_URL)";
   process.stdout.write(`route-list controller listening on ${shown} (${db}; API reference ${shown}/docs)\n`);
-  if (controller.bootstrap.created) {
-    process.stdout.write(
-      `created tenant "default" with a superadmin key${config.BOOTSTRAP_API_KEY ? " (BOOTSTRAP_API_KEY)" : ""}:\n\n` +
-        `  ${config.BOOTSTRAP_API_KEY ? `${controller.bootstrap.key_prefix} (from BOOTSTRAP_API_KEY)` : controller.bootstrap.secret}\n\n` +
-        "It is shown once; keep it safe. Try:\n" +
-        `  curl -H "Authorization: Bearer <key>" ${shown}/v1/auth/session\n`,
-    );
-  }
+  await announceBootstrapKey({
+    bootstrap: controller.bootstrap,
+    fromEnv: Boolean(config.BOOTSTRAP_API_KEY),
+    isTTY: process.stdout.isTTY === true,
+    dataDir: config.APP_DATA_DIR,
+    shown,
+    write: (text) => process.stdout.write(text),
+  });
   closeWithGrace({ delay: 10_000 }, async ({ err, signal }) => {
     if (err) app.log.error({ err }, "closing after an error");
     else app.log.info({ signal }, "closing");

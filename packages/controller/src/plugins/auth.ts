@@ -4,11 +4,14 @@ import fp from "fastify-plugin";
 import type { Sql } from "../db/connect.js";
 import type { Clock } from "../lib/time.js";
 import type { Authenticator } from "../services/authenticator.js";
-import { permissionsOf, type RequestContext, roleAtLeast } from "../services/context.js";
+import type { RequestContext } from "../services/context.js";
+import { type Access, accessOf, refusal } from "./access.js";
 
 /**
- * Resolves the Bearer key on every /v1 route that is not public, before the body is even
- * parsed, then checks the route's role, node and permission options (CONTRACT 0).
+ * Resolves the Bearer key before the body is even parsed, then checks the route's role, node,
+ * deployment and permission options. The decision rests on the route the router matched, never
+ * on how the URL was spelled (the router decodes and normalises, so a test of the raw URL can be
+ * walked around), and every matched route needs a key unless it declares itself public.
  */
 export default fp(async function authPlugin(app: FastifyInstance, opts: { sql: Sql; clock: Clock; authenticator: Authenticator }) {
   app.decorateRequest("principal", null);
@@ -17,23 +20,21 @@ export default fp(async function authPlugin(app: FastifyInstance, opts: { sql: S
     return { principal: this.principal, requestId: this.id, now: opts.clock(), afterCommit: (fn) => void fn() };
   });
 
+  // One decision per route (its config object), made on first use.
+  const decided = new WeakMap<object, Access>();
   app.addHook("onRequest", async (req) => {
-    if (req.is404 || !req.url.startsWith("/v1/")) return;
-    const cfg = req.routeOptions.config;
-    if (cfg.auth === "public") return;
+    // No route matched: the not-found handler answers 404/405 and reveals nothing else.
+    if (req.is404) return;
+    const config = req.routeOptions.config;
+    let access = decided.get(config);
+    if (!access) {
+      access = accessOf(config, req.method);
+      decided.set(config, access);
+    }
+    if (access.kind === "public") return;
     const principal = await opts.authenticator.authenticate(req.headers.authorization, opts.clock());
     req.principal = principal;
-    if (cfg.auth === "any") return;
-    if (principal.role === "node") {
-      if (!cfg.node) throw new ForbiddenError("node keys reach only the node routes");
-      return;
-    }
-    const minimum = cfg.role ?? (req.method === "GET" || req.method === "HEAD" ? "viewer" : "operator");
-    if (minimum !== "node" && !roleAtLeast(principal.role, minimum)) {
-      throw new ForbiddenError(`this operation needs the ${minimum} role or higher; the key is ${principal.role}`);
-    }
-    if (cfg.permission && !permissionsOf(principal.role).includes(cfg.permission)) {
-      throw new ForbiddenError(`this operation needs the ${cfg.permission} permission`);
-    }
+    const refused = refusal(access, principal);
+    if (refused) throw new ForbiddenError(refused);
   });
 });

@@ -61,7 +61,7 @@ function fastifyCode(err: FastifyError): { code: ErrorCode; detail: string } | n
 
 const METHODS = ["GET", "POST", "PUT", "PATCH", "DELETE"] as const;
 
-/** problem+json for every error the server produces (CONTRACT 0), 404 and 405 included. */
+/** problem+json for every error the server produces, 404 and 405 included. */
 export default fp(async function errorsPlugin(app: FastifyInstance) {
   // A mirror of the route table, to tell "no such path" (404) from "path without this method" (405).
   const routes = FindMyWay({ ignoreTrailingSlash: false });
@@ -92,7 +92,10 @@ export default fp(async function errorsPlugin(app: FastifyInstance) {
   app.setErrorHandler((err: FastifyError, req, reply) => {
     if (err instanceof AppError) {
       if (err.status >= 500) req.log.error({ err }, "request failed");
-      return sendProblem(req, reply, err.code, err.message, { errors: err.errors, extra: err.extra, headers: err.headers });
+      // An internal error's text is the inside's (SQL, paths, a failed job's exception): logged
+      // above with the request id, never answered. 502/503 messages are written for the caller.
+      const detail = err.status === 500 ? "internal error" : err.message;
+      return sendProblem(req, reply, err.code, detail, { errors: err.errors, extra: err.extra, headers: err.headers });
     }
     if (hasZodFastifySchemaValidationErrors(err)) {
       const errors = validationErrors(err);
@@ -108,3 +111,35 @@ export default fp(async function errorsPlugin(app: FastifyInstance) {
     return sendProblem(req, reply, "internal", "internal error");
   });
 });
+
+/**
+ * Fastify's `frameworkErrors`: a URL the router cannot decode (bad percent-encoding) or a path
+ * parameter over the length limit, answered as problem+json like every other 400.
+ */
+export function frameworkErrors(err: FastifyError, req: FastifyRequest, reply: FastifyReply) {
+  const detail = err.code === "FST_ERR_MAX_PARAM_LENGTH" ? "a path segment is too long" : "the URL is not valid (bad percent-encoding)";
+  return sendProblem(req, reply, "validation_failed", detail);
+}
+
+/**
+ * Fastify's `clientErrorHandler`: the HTTP parser refused the request line or headers (a
+ * request-target that is neither a path nor an absolute URL, say). There is no request to
+ * answer through Fastify, so the problem is written on the socket, which then closes.
+ */
+export function clientErrorHandler(this: FastifyInstance, err: NodeJS.ErrnoException, socket: import("node:net").Socket) {
+  if (err.code === "ECONNRESET" || socket.destroyed) return;
+  const known: Record<string, [number, string]> = {
+    ERR_HTTP_REQUEST_TIMEOUT: [408, "Request Timeout"],
+    HPE_HEADER_OVERFLOW: [431, "Request Header Fields Too Large"],
+  };
+  const [status, reason] = known[err.code ?? ""] ?? [400, "Bad Request"];
+  const body =
+    status === 400
+      ? JSON.stringify({ type: `${problemTypeBase}validation_failed`, title: errorTitles.validation_failed, status, detail: "the HTTP request could not be parsed", code: "validation_failed" })
+      : JSON.stringify({ error: reason, statusCode: status });
+  const type = status === 400 ? "application/problem+json" : "application/json";
+  if (socket.writable) {
+    socket.write(`HTTP/1.1 ${status} ${reason}\r\nContent-Length: ${Buffer.byteLength(body)}\r\nContent-Type: ${type}\r\nConnection: close\r\n\r\n${body}`);
+  }
+  socket.destroy(err);
+}

@@ -4,6 +4,19 @@ import type { FastifyInstance } from "fastify";
 import fp from "fastify-plugin";
 import { jsonSchemaTransform, jsonSchemaTransformObject } from "fastify-type-provider-zod";
 import { collectBodyLimits } from "./body-limits.js";
+import { accessExtensions, accessOf, accessSentence } from "./access.js";
+
+type TransformInput = Parameters<typeof jsonSchemaTransform>[0];
+
+/** The zod transform, then who may call the operation: `x-min-role` and a sentence in the description. */
+function transform(doc: TransformInput) {
+  const out = jsonSchemaTransform(doc) as { schema: Record<string, unknown>; url: string };
+  const route = (doc as { route?: { config?: Parameters<typeof accessOf>[0]; method: string | string[] } }).route;
+  if (!route || out.schema?.hide) return out;
+  const access = accessOf(route.config, route.method);
+  const description = typeof out.schema.description === "string" ? `${out.schema.description}\n\n` : "";
+  return { ...out, schema: { ...out.schema, ...accessExtensions(access), description: `${description}${accessSentence(access)}` } };
+}
 
 /** The OpenAPI 3.1 document, generated from the same zod schemas that validate requests. */
 export default fp(async function openapiPlugin(app: FastifyInstance, opts: { version: string }) {
@@ -25,9 +38,15 @@ export default fp(async function openapiPlugin(app: FastifyInstance, opts: { ver
       },
       security: [{ bearer: [] }],
     },
-    transform: jsonSchemaTransform,
+    transform,
     transformObject: (doc) => withBodyLimits(jsonSchemaTransformObject(doc) as never),
   });
-  await app.register(swaggerUi, { routePrefix: "/docs", uiConfig: { url: "/v1/openapi.json" } as never });
+  // The reference pages are public like the document they show.
+  await app.register(async (docs) => {
+    docs.addHook("onRoute", (route) => {
+      route.config = { ...(route.config ?? {}), auth: "public" };
+    });
+    await docs.register(swaggerUi, { routePrefix: "/docs", uiConfig: { url: "/v1/openapi.json" } as never });
+  });
   app.get("/v1/openapi.json", { schema: { hide: true }, config: { auth: "public" } }, async () => app.swagger());
 });

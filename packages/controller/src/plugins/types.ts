@@ -10,7 +10,10 @@ export interface Outcome<T> {
 
 declare module "fastify" {
   interface FastifyContextConfig {
-    /** `public`: no key; `any`: every valid key, node keys included. Default: a role check. */
+    /**
+     * `public`: no key (the only way a route goes without one); `any`: every valid key, node
+     * keys included. Default: a role check (see plugins/access.ts).
+     */
     auth?: "public" | "any";
     /** Lowest role allowed. Default: viewer for GET/HEAD, operator otherwise. */
     role?: RoleName;
@@ -18,6 +21,8 @@ declare module "fastify" {
     node?: boolean;
     /** A permission the key's role must hold (e.g. `bgp:monitoring:read`). */
     permission?: string;
+    /** Acts on the deployment itself (host files, the local routing daemon): superadmins of the deployment's tenant only. */
+    deployment?: boolean;
   }
   interface FastifyRequest {
     principal: Principal | null;

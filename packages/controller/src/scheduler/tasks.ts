@@ -5,6 +5,8 @@ import { enqueueJob } from "../services/jobs.js";
 import type { MaintenanceService } from "../services/maintenance.js";
 import { deleteExpiredIdempotencyRecords } from "../db/idempotency.js";
 import { findLastRun, listTenantIdsWithSettings, recordRun } from "../db/scheduler.js";
+import { findTenantByName } from "../db/tenants.js";
+import { DEPLOYMENT_TENANT } from "../plugins/access.js";
 import { autoPolicyOf, type RuntimeLogService } from "../services/runtime-logs.js";
 import type { PeriodicTask } from "./scheduler.js";
 
@@ -19,14 +21,19 @@ export function idempotencyExpiryTask(sql: Sql): PeriodicTask {
   };
 }
 
-/** Each tenant's `runtime_logs_auto_*` policy, recorded as `auto:scheduler`. */
+/**
+ * The `runtime_logs_auto_*` policy of the deployment's tenant, recorded as `auto:scheduler`
+ * (the log files are the deployment's; other tenants' settings of that name are ignored).
+ */
 export function runtimeLogsAutoTask(sql: Sql, logs: RuntimeLogService, everyMs = 60_000): PeriodicTask {
   return {
     name: "runtime_logs_auto",
     everyMs,
     async run(now) {
       if (!logs.available) return;
+      const home = await findTenantByName(sql, DEPLOYMENT_TENANT);
       for (const { tenant_id, settings } of await listTenantIdsWithSettings(sql)) {
+        if (tenant_id !== home?.id) continue;
         const policy = autoPolicyOf(settings);
         if (!policy.enabled) continue;
         const last = await findLastRun(sql, "runtime_logs_auto", tenant_id);

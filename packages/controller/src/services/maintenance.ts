@@ -1,4 +1,4 @@
-import { AppError, ConflictError, NotFoundError } from "@rlc/shared/errors";
+import { AppError, ConflictError, ForbiddenError, NotFoundError } from "@rlc/shared/errors";
 import {
   type CreateMaintenancePolicyBody,
   type DatabaseStatus,
@@ -33,11 +33,13 @@ import {
 } from "../db/maintenance.js";
 import { isUniqueViolation } from "../db/pg-errors.js";
 import { findLastRun, listTenantIdsWithSettings, recordRun } from "../db/scheduler.js";
+import { findTenantById } from "../db/tenants.js";
 import type { JobContext } from "../jobs/handler.js";
 import { type Page, toPage } from "../lib/cursor.js";
 import { afterIdOf } from "../lib/id-cursor.js";
 import { uuidv7 } from "../lib/ids.js";
 import { type Clock, iso, isoRequired } from "../lib/time.js";
+import { DEPLOYMENT_TENANT, isDeploymentAdmin } from "../plugins/access.js";
 import { type AuditEntry, type AuditWriter, changesOf } from "./audit.js";
 import type { RequestContext, RoleName } from "./context.js";
 import { enqueueJob } from "./jobs.js";
@@ -77,6 +79,13 @@ const taken = (name: string) => new ConflictError(`a maintenance policy named "$
 const daysBefore = (now: Date, days: number) => new Date(now.getTime() - days * DAY);
 
 /** Who writes the records of one run: the key that asked for it, or the scheduler. */
+/** Runtime logs belong to the deployment: a policy that cleans them is its superadmins' to write. */
+function mayCleanLogs(ctx: RequestContext, actions: readonly MaintenanceAction[] | undefined) {
+  if (actions?.some((a) => a.type === "runtime_logs_cleanup") && !isDeploymentAdmin(ctx.principal)) {
+    throw new ForbiddenError(`runtime_logs_cleanup acts on the whole deployment: only superadmins of tenant "${DEPLOYMENT_TENANT}" may schedule it`);
+  }
+}
+
 type RecordAs = (tx: Db, now: Date, entry: AuditEntry) => Promise<unknown>;
 
 export function createMaintenanceService(deps: { sql: Sql; audit: AuditWriter; revisions: RevisionService; runtimeLogs: RuntimeLogService }) {
@@ -89,7 +98,10 @@ export function createMaintenanceService(deps: { sql: Sql; audit: AuditWriter; r
 
   /** Runtime logs are files: the action runs outside any transaction and keeps its own cleanup audit. */
   const cleanLogs = async (tenantId: string, now: Date, actor: Actor, action: Extract<MaintenanceAction, { type: "runtime_logs_cleanup" }>, dryRun: boolean) => {
-    if (!deps.runtimeLogs.available) return { available: false, count: 0, files: [], bytes: 0 };
+    // The log files are the deployment's: a policy of any other tenant finds them unavailable.
+    if (!deps.runtimeLogs.available || (await findTenantById(deps.sql, tenantId))?.name !== DEPLOYMENT_TENANT) {
+      return { available: false, count: 0, files: [], bytes: 0 };
+    }
     const override: Partial<Pick<AutoPolicy, "thresholdBytes" | "mode">> = {};
     if (action.threshold_bytes !== undefined) override.thresholdBytes = action.threshold_bytes;
     if (action.mode !== undefined) override.mode = action.mode;
@@ -173,6 +185,7 @@ export function createMaintenanceService(deps: { sql: Sql; audit: AuditWriter; r
     /** An enabled policy first runs one interval after it is created. */
     async create(tx: Db, ctx: RequestContext, body: CreateMaintenancePolicyBody) {
       const tenantId = ctx.principal.tenantId;
+      mayCleanLogs(ctx, body.actions);
       if (await findMaintenancePolicyByName(tx, tenantId, body.name)) throw taken(body.name);
       const row: MaintenancePolicyRow = {
         id: uuidv7(),
@@ -205,6 +218,7 @@ export function createMaintenanceService(deps: { sql: Sql; audit: AuditWriter; r
     /** Enabling a policy or changing its interval starts the countdown afresh; disabling clears it. */
     async update(tx: Db, ctx: RequestContext, id: string, body: UpdateMaintenancePolicyBody) {
       const tenantId = ctx.principal.tenantId;
+      mayCleanLogs(ctx, body.actions);
       const before = await mustFind(tx, tenantId, id, true);
       const name = body.name ?? before.name;
       if (name !== before.name && (await findMaintenancePolicyByName(tx, tenantId, name))) throw taken(name);

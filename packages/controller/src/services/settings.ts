@@ -1,8 +1,9 @@
-import { type FieldError, ValidationError } from "@rlc/shared/errors";
+import { type FieldError, ForbiddenError, ValidationError } from "@rlc/shared/errors";
 import { knownSettings } from "@rlc/shared/schemas";
 import type { Db } from "../db/connect.js";
 import { ensureSettingsRow, findSettings, type SettingsRow, upsertSettings } from "../db/settings.js";
 import { iso } from "../lib/time.js";
+import { DEPLOYMENT_TENANT, isDeploymentAdmin } from "../plugins/access.js";
 import type { AuditWriter } from "./audit.js";
 import type { RequestContext } from "./context.js";
 
@@ -33,6 +34,12 @@ export function validateSettings(settings: Record<string, unknown>): Record<stri
   return out;
 }
 
+/**
+ * Settings that act on the deployment rather than the tenant: the automatic cleanup of the
+ * controller host's runtime logs. Only superadmins of the deployment's tenant may set them.
+ */
+export const isDeploymentSetting = (key: string) => key.startsWith("runtime_logs_auto_");
+
 const toSettings = (row: SettingsRow) => ({ settings: row.settings, updated_at: iso(row.updated_at) });
 
 export function createSettingsService(deps: { audit: AuditWriter }) {
@@ -41,6 +48,10 @@ export function createSettingsService(deps: { audit: AuditWriter }) {
       return toSettings(await findSettings(db, ctx.principal.tenantId));
     },
     async patch(tx: Db, ctx: RequestContext, patch: Record<string, unknown>) {
+      const deploymentKeys = Object.keys(patch).filter(isDeploymentSetting);
+      if (deploymentKeys.length && !isDeploymentAdmin(ctx.principal)) {
+        throw new ForbiddenError(`${deploymentKeys.join(", ")} act on the whole deployment: only superadmins of tenant "${DEPLOYMENT_TENANT}" may set them`);
+      }
       await ensureSettingsRow(tx, ctx.principal.tenantId);
       const before = await findSettings(tx, ctx.principal.tenantId, true);
       const merged = validateSettings(mergePatch(before.settings, patch) as Record<string, unknown>);

@@ -45,6 +45,8 @@ const ReloadBody = z.preprocess(
 );
 
 const unavailable = problems(503);
+/** The controller host runs one routing daemon for the whole deployment. */
+const deployment = { deployment: true };
 
 const birdRoutes: FastifyPluginAsyncZod<{ deps: AppDeps }> = async (app, { deps }) => {
   const local = deps.services.localBird;
@@ -58,7 +60,7 @@ const birdRoutes: FastifyPluginAsyncZod<{ deps: AppDeps }> = async (app, { deps 
         description: "503 `bird_unavailable` when BIRD_CONTROL_SOCKET is not set or the control socket does not answer.",
         response: { 200: LocalBirdStatus, ...authProblems, ...unavailable },
       },
-      config: { role: "viewer" },
+      config: deployment,
     },
     async (req) => local.status(req.ctx()),
   );
@@ -77,7 +79,7 @@ const birdRoutes: FastifyPluginAsyncZod<{ deps: AppDeps }> = async (app, { deps 
         body: ReloadBody,
         response: { 200: LocalBirdReload, ...writeProblems, ...problems(404, 502), ...unavailable },
       },
-      config: { role: "operator" },
+      config: deployment,
     },
     async (req) => local.reload(req.ctx(), req.body),
   );

@@ -24,7 +24,8 @@ const NoBody = optionalBody(z.strictObject({}));
 
 const ACTIONS =
   "Actions: `revision_prune` (by the tenant's `revision_retention_minutes`; never the current revision), " +
-  "`runtime_logs_cleanup` (`threshold_bytes` and `mode` default to the tenant's `runtime_logs_auto_*`; only where runtime logs are available), " +
+  "`runtime_logs_cleanup` (`threshold_bytes` and `mode` default to the tenant's `runtime_logs_auto_*`; only where runtime logs are available; " +
+  "the log files are the deployment's, so only superadmins of tenant `default` may write a policy with it (403 otherwise) and it reports `available: false` in any other tenant), " +
   "`audit_retention` (`days`; never a record still waiting to be pushed) and `jobs_retention` (`days`; finished jobs only).";
 
 const maintenanceRoutes: FastifyPluginAsyncZod<{ deps: AppDeps }> = async (app, { deps }) => {

@@ -17,13 +17,15 @@ import { authProblems, problems, writeProblems } from "../responses.js";
 
 const tags = ["runtime-logs"];
 const unavailable = problems(503);
+/** The log files are the controller host's, shared by every tenant. */
+const deployment = { deployment: true };
 
 const runtimeLogRoutes: FastifyPluginAsyncZod<{ deps: AppDeps }> = async (app, { deps }) => {
   const logs = deps.services.runtimeLogs;
 
   app.get(
     "/v1/runtime-logs/files",
-    { schema: { tags, summary: "List *.log files (name, size, mtime)", response: { 200: LogFileList, ...authProblems, ...unavailable } } },
+    { schema: { tags, summary: "List *.log files (name, size, mtime)", response: { 200: LogFileList, ...authProblems, ...unavailable } }, config: deployment },
     async () => logs.list(),
   );
 
@@ -38,6 +40,7 @@ const runtimeLogRoutes: FastifyPluginAsyncZod<{ deps: AppDeps }> = async (app, {
         querystring: LogTailQuery,
         response: { 200: LogTail, ...authProblems, ...problems(404), ...unavailable },
       },
+      config: deployment,
     },
     async (req, reply) => {
       const tail = await logs.tail(req.params.filename, req.query);
@@ -60,20 +63,20 @@ const runtimeLogRoutes: FastifyPluginAsyncZod<{ deps: AppDeps }> = async (app, {
         querystring: LogCleanupQuery,
         response: { 200: CleanupAuditRecord, ...writeProblems, ...problems(404), ...unavailable },
       },
-      config: { role: "operator" },
+      config: deployment,
     },
     async (req) => logs.cleanup(req.ctx(), req.params.filename, req.query.mode),
   );
 
   app.get(
     "/v1/runtime-logs/cleanup-audit",
-    { schema: { tags, summary: "Every cleanup, newest first (needs no log directory)", querystring: CleanupAuditQuery, response: { 200: page(CleanupAuditRecord), ...authProblems } } },
+    { schema: { tags, summary: "Every cleanup, newest first (needs no log directory)", querystring: CleanupAuditQuery, response: { 200: page(CleanupAuditRecord), ...authProblems } }, config: deployment },
     async (req) => logs.auditList(req.principal!.tenantId, req.query),
   );
 
   app.get(
     "/v1/runtime-logs/auto-estimate",
-    { schema: { tags, summary: "Files above the tenant's threshold (runtime_logs_auto_threshold_bytes)", response: { 200: AutoEstimate, ...authProblems, ...unavailable } }, config: { role: "operator" } },
+    { schema: { tags, summary: "Files above the tenant's threshold (runtime_logs_auto_threshold_bytes)", response: { 200: AutoEstimate, ...authProblems, ...unavailable } }, config: deployment },
     async (req) => logs.estimate(req.principal!.tenantId),
   );
 
@@ -86,7 +89,7 @@ const runtimeLogRoutes: FastifyPluginAsyncZod<{ deps: AppDeps }> = async (app, {
         querystring: AutoRunQuery,
         response: { 200: AutoRunResult, ...writeProblems, ...unavailable },
       },
-      config: { role: "operator" },
+      config: deployment,
     },
     async (req) => {
       const ctx = req.ctx();

@@ -20,7 +20,8 @@ const settingsRoutes: FastifyPluginAsyncZod<{ deps: AppDeps }> = async (app, { d
         summary: "Change settings with a JSON merge patch",
         description:
           "RFC 7396: `null` deletes a key, objects merge. `application/merge-patch+json` and `application/json` are accepted. " +
-          "Known keys (`BIRD`, `revision_retention_minutes`, `revision_guard_max_drop_percent`, `runtime_logs_auto_*`) are validated; other keys are kept as given.",
+          "Known keys (`BIRD`, `revision_retention_minutes`, `revision_guard_max_drop_percent`, `runtime_logs_auto_*`) are validated; other keys are kept as given. " +
+          "`runtime_logs_auto_*` act on the deployment's log files: only superadmins of tenant `default` may set them; any other key gets 403 `forbidden`.",
         body: SettingsPatch,
         response: { 200: Settings, ...writeProblems },
       },
