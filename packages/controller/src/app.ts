@@ -13,6 +13,7 @@ import errorsPlugin from "./plugins/errors.js";
 import idempotencyPlugin from "./plugins/idempotency.js";
 import metricsPlugin from "./plugins/metrics.js";
 import openapiPlugin from "./plugins/openapi.js";
+import strictRequestsPlugin from "./plugins/strict-requests.js";
 import "./plugins/types.js";
 import publicRoutes from "./routes/public.js";
 import apiKeyRoutes from "./routes/v1/api-keys.js";
@@ -136,7 +137,7 @@ export function createServices(opts: {
     apiKeys: createApiKeyService({ audit, onKeysChanged: authenticator.invalidate }),
     tenants: createTenantService({ audit }),
     settings: createSettingsService({ audit }),
-    jobs: createJobService({ audit }),
+    jobs: createJobService({ audit, bus: opts.bus }),
     runtimeLogs: createRuntimeLogService({ config: opts.config, sql: opts.sql }),
     modules: createModuleService({ audit }),
     entries: createEntryService({ audit }),
@@ -196,6 +197,7 @@ export async function buildApp(deps: AppDeps, opts: { logger?: FastifyServerOpti
   });
 
   await app.register(errorsPlugin);
+  await app.register(strictRequestsPlugin);
   const origins = corsOrigins(deps.config);
   if (origins.length) {
     await app.register(cors, {
@@ -205,8 +207,9 @@ export async function buildApp(deps: AppDeps, opts: { logger?: FastifyServerOpti
       methods: ["GET", "POST", "PATCH", "DELETE"],
     });
   }
-  await app.register(metricsPlugin);
+  // The document's plugin first: it sees only routes added after it (/metrics is one).
   await app.register(openapiPlugin, { version: deps.buildInfo.version });
+  await app.register(metricsPlugin);
   await app.register(authPlugin, { sql: deps.sql, clock: deps.clock, authenticator: deps.services.authenticator });
   await app.register(idempotencyPlugin, { sql: deps.sql, clock: deps.clock });
 

@@ -35,6 +35,10 @@ const ConfigSchema = z.object({
       .regex(/^rlk_[A-Za-z0-9]{8}_[A-Za-z0-9_-]{43,}$/, "must look like rlk_<8 characters>_<at least 43 base64url characters>")
       .optional(),
   ),
+  /** Running jobs of one tenant per lane (fairness between tenants). */
+  JOBS_TENANT_MAX_RUNNING: z.coerce.number().int().min(1).max(1000).default(2),
+  /** Queued jobs one tenant may have before API calls that add more answer 429 `too_many_jobs`. */
+  JOBS_TENANT_MAX_QUEUED: z.coerce.number().int().min(1).max(100_000).default(100),
   LOG_LEVEL: z.enum(["fatal", "error", "warn", "info", "debug", "trace", "silent"]).default("info"),
 });
 
