@@ -13,6 +13,7 @@ import errorsPlugin from "./plugins/errors.js";
 import idempotencyPlugin from "./plugins/idempotency.js";
 import metricsPlugin from "./plugins/metrics.js";
 import openapiPlugin from "./plugins/openapi.js";
+import lookupInvalidationPlugin from "./plugins/lookup-invalidation.js";
 import strictRequestsPlugin from "./plugins/strict-requests.js";
 import "./plugins/types.js";
 import publicRoutes from "./routes/public.js";
@@ -147,7 +148,7 @@ export function createServices(opts: {
     csv: createCsvService({ audit }),
     catalog: createCatalogService(),
     revisions: createRevisionService({ audit, revisions: opts.revisions }),
-    lookup: createLookupService({ revisions: opts.revisions }),
+    lookup: createLookupService({ revisions: opts.revisions, budgetBytes: opts.config.LOOKUP_CACHE_MAX_MB * 1024 * 1024 }),
     ...deployServices(opts, audit, authenticator),
   };
   const maintenance = createMaintenanceService({ sql: opts.sql, audit, revisions: services.revisions, runtimeLogs: services.runtimeLogs });
@@ -212,6 +213,7 @@ export async function buildApp(deps: AppDeps, opts: { logger?: FastifyServerOpti
   await app.register(metricsPlugin);
   await app.register(authPlugin, { sql: deps.sql, clock: deps.clock, authenticator: deps.services.authenticator });
   await app.register(idempotencyPlugin, { sql: deps.sql, clock: deps.clock });
+  await app.register(lookupInvalidationPlugin, { bus: deps.bus, invalidate: deps.services.lookup.invalidate });
 
   await app.register(publicRoutes, { deps });
   await app.register(apiKeyRoutes, { deps });
