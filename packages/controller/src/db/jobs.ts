@@ -70,7 +70,7 @@ export async function listJobs(
  */
 export async function claimJob(
   db: Db,
-  opts: { workerId: string; now: Date; leaseMs: number; types: string[]; tenantMaxRunning: number; attemptsCap: number },
+  opts: { workerId: string; now: Date; leaseMs: number; types: string[]; tenantMaxRunning: number; attemptsCap: number; byPriority?: string[] },
 ): Promise<JobRow | undefined> {
   const [row] = await db<JobRow[]>`
     WITH busy AS (
@@ -83,7 +83,7 @@ export async function claimJob(
         AND ((j.status = 'queued' AND j.run_after <= ${opts.now})
           OR (j.status = 'running' AND j.locked_until < ${opts.now} AND j.attempts < LEAST(j.max_attempts, ${opts.attemptsCap})))
         AND coalesce(b.n, 0) < ${opts.tenantMaxRunning}
-      ORDER BY coalesce(b.n, 0), j.run_after, j.id
+      ORDER BY coalesce(b.n, 0), coalesce(array_position(${opts.byPriority ?? []}::text[], j.type), 1000), j.run_after, j.id
       LIMIT 1
       FOR UPDATE OF j SKIP LOCKED
     )

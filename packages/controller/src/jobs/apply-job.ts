@@ -16,6 +16,7 @@ import type { JobHandler } from "./handler.js";
 export function applyJob(deps: BundleDeps & { sql: Sql; bus: Bus }): JobHandler {
   return {
     type: "apply",
+    priority: 5,
     maxAttempts: 1,
     async run(ctx) {
       const tenantId = ctx.job.tenant_id;

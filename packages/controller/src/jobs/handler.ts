@@ -50,6 +50,8 @@ export interface JobHandler {
    * rest. Quick jobs also have slots of their own, so they never wait behind long ones.
    */
   lane?: "quick" | "long";
+  /** Order among a tenant's due jobs: lower first (default 10). */
+  priority?: number;
   /** Attempts before the job fails for good (errors that are not AppErrors are retried). */
   maxAttempts?: number;
   /** Returns the job's result, unless it called `ctx.complete`. */

@@ -30,6 +30,7 @@ export interface IngestParams {
 export function moduleIngestJob(deps: CollectDeps & { sql: Sql; revisions: RevisionStore }): JobHandler {
   return {
     type: "module_ingest",
+    priority: 10,
     lane: "long",
     maxAttempts: 3,
     async run(ctx) {

@@ -53,6 +53,7 @@ export function startWorker(opts: WorkerOptions) {
   const allTypes = [...handlers.keys()];
   const quickTypes = opts.handlers.filter((h) => (h.lane ?? "quick") === "quick").map((h) => h.type);
   const tenantMaxRunning = opts.tenantMaxRunning ?? 2;
+  const byPriority = [...opts.handlers].sort((a, b) => (a.priority ?? 10) - (b.priority ?? 10)).map((h) => h.type);
   let stopped = false;
   const sleepers = new Set<() => void>();
   const wakeAll = () => {
@@ -156,7 +157,7 @@ export function startWorker(opts: WorkerOptions) {
           opts.logger.error({ job_id: dead.id, type: dead.type, attempts: dead.attempts }, "job poisoned: its worker was lost on every attempt");
           opts.bus.publish(jobFinishedSubject(dead.tenant_id, dead.id), { job_id: dead.id });
         }
-        job = await claimJob(opts.sql, { workerId, now: opts.clock(), leaseMs, types, tenantMaxRunning, attemptsCap: JOB_ATTEMPTS_CAP });
+        job = await claimJob(opts.sql, { workerId, now: opts.clock(), leaseMs, types, tenantMaxRunning, attemptsCap: JOB_ATTEMPTS_CAP, byPriority });
       } catch (err) {
         if (!stopped) opts.logger.error({ err }, "job claim failed");
       }
