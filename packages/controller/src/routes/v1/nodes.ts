@@ -110,11 +110,12 @@ const nodeRoutes: FastifyPluginAsyncZod<{ deps: AppDeps }> = async (app, { deps 
         tags: ["deploy"],
         summary: "Apply a revision (default: the current one) to speakers (default: all)",
         description:
-          "Answers 202 with an `apply` job. The job sets the speakers' desired revision, signs a bundle per speaker, wakes the agents and waits for their reports " +
-          "(`timeout_seconds`, default 120); it succeeds when every speaker reports the revision applied, and fails with `apply_failed` listing each speaker's outcome. " +
-          "An offline speaker keeps its desired revision and applies it when its agent connects.",
+          "Answers 202 with an `apply` job. The job sets the speakers' desired revision, signs a bundle per speaker, wakes the agents and then waits for their reports " +
+          "as `awaiting`, holding no worker (`timeout_seconds`, default 120); it succeeds when every speaker reports the revision applied, and fails with `apply_failed` listing each speaker's outcome. " +
+          "Re-applying what a speaker already runs (same revision, same content) completes for it at once. " +
+          "An offline speaker keeps its desired revision and applies it when its agent connects. 429 `too_many_jobs` when the tenant's job queue is full.",
         body: ApplyBody,
-        response: { 202: JobAccepted, ...writeProblems, ...problems(404) },
+        response: { 202: JobAccepted, ...writeProblems, ...problems(404, 429) },
       },
       config: { role: "operator" },
     },
