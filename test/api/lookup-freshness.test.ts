@@ -37,9 +37,20 @@ describe("lookup reads its own writes", () => {
     await call("POST", `/v1/modules/${mod.id}/ip-range-entries`, { cidr: "11.78.0.0/16" });
     const before = await lookup("11.78.1.1");
     expect(before.revision).toBeNull();
+    // Lookups keep coming while the refresh runs, so the view is always freshly checked (as
+    // under load): only a notice of the refresh's end can make the next one see the revision.
+    let busy = true;
+    const background = (async () => {
+      while (busy) {
+        await lookup("11.78.1.1");
+        await new Promise((r) => setTimeout(r, 20));
+      }
+    })();
     const refreshed = await call("POST", `/v1/modules/${mod.id}/refresh?wait=true`);
     expect(refreshed.statusCode, refreshed.body).toBe(200);
     const after = await lookup("11.78.1.1");
+    busy = false;
+    await background;
     expect(after.revision).toMatchObject({ revision_id: refreshed.json().result.revision_id, prefix: "11.78.0.0/16" });
     expect(after.matches.map((m: { layer: string }) => m.layer).sort()).toEqual(["entry", "snapshot"]);
   });
