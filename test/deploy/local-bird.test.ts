@@ -33,7 +33,7 @@ describe.skipIf(missing.length > 0)(missing.length > 0 ? `${title} (skipped: bir
     const end = Date.now() + ms;
     for (;;) {
       const job = (await call(t.rootKey, "GET", `/v1/jobs/${id}`)).json();
-      if (!["queued", "running"].includes(job.status) || Date.now() > end) return job;
+      if (!["queued", "running", "awaiting"].includes(job.status) || Date.now() > end) return job;
       await new Promise((r) => setTimeout(r, 100));
     }
   }

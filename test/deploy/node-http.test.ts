@@ -10,7 +10,7 @@ async function untilJob(id: string, ms = 10_000) {
   const end = Date.now() + ms;
   for (;;) {
     const job = (await call(t.rootKey, "GET", `/v1/jobs/${id}`)).json();
-    if (!["queued", "running"].includes(job.status) || Date.now() > end) return job;
+    if (!["queued", "running", "awaiting"].includes(job.status) || Date.now() > end) return job;
     await new Promise((r) => setTimeout(r, 100));
   }
 }

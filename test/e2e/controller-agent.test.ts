@@ -228,6 +228,19 @@ describe.skipIf(missing.length > 0)(missing.length > 0 ? `${title} (skipped: ${m
     expect(await waitForRibs(apiPort, expected.first)).toEqual(expected.first);
   }, 60_000);
 
+  it("a re-push of the revision the agent already runs completes at once, not at its timeout", async () => {
+    const reconfigured = await lastReconfiguration();
+    const started = Date.now();
+    const accepted = await ok("POST", "/v1/apply", { revision_id: revisions.rollback, timeout_seconds: 60 }, 202);
+    const job = await untilJobDone(t, accepted.job_id, 30_000);
+    expect(job, agentLog).toMatchObject({ status: "succeeded", result: { revision_id: revisions.rollback, speakers: [{ speaker_id: speakerId, status: "applied" }] } });
+    expect(Date.now() - started).toBeLessThan(10_000);
+    // Nothing to apply: BIRD was not reconfigured, and the routes are as they were.
+    expect(await lastReconfiguration()).toBe(reconfigured);
+    expect(await waitForRibs(apiPort, expected.first)).toEqual(expected.first);
+    expect(await ok("GET", `/v1/speakers/${speakerId}`)).toMatchObject({ applied_revision_id: revisions.rollback, sync_status: "in_sync" });
+  }, 60_000);
+
   it("peer create and delete show up in BIRD and in the peers' session fields, without any ingest", async () => {
     const ingestsBefore = (await ok("GET", "/v1/jobs?type=module_ingest&limit=500")).items.length;
     const currentBefore = (await ok("GET", "/v1/revisions?limit=1")).items[0].revision_id;

@@ -63,7 +63,7 @@ export async function untilJobDone(t: Pick<LiveController, "call" | "rootKey">, 
   const end = Date.now() + ms;
   for (;;) {
     const job = (await t.call(t.rootKey, "GET", `/v1/jobs/${jobId}`)).json();
-    if (!["queued", "running"].includes(job.status) || Date.now() > end) return job;
+    if (!["queued", "running", "awaiting"].includes(job.status) || Date.now() > end) return job;
     await new Promise((r) => setTimeout(r, 100));
   }
 }

@@ -4,6 +4,7 @@ import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { loadConfig } from "../../packages/controller/src/config.js";
 import { type Controller, startController } from "../../packages/controller/src/controller.js";
+import { SCHEDULER_LOCK } from "../../packages/controller/src/scheduler/scheduler.js";
 import { runtimeLogsAutoTask } from "../../packages/controller/src/scheduler/tasks.js";
 import { startTestController, type TestController } from "../helpers/controller.js";
 
@@ -41,6 +42,49 @@ describe("scheduler", () => {
       expect(await until(() => leaders().length === 1 && leaders()[0] !== first, 3000)).toBe(true);
       await new Promise((r) => setTimeout(r, 300));
       expect(leaders()).toHaveLength(1);
+    } finally {
+      await a.close();
+      await b.close();
+    }
+  });
+
+  it("a leader whose lock connection is killed (pg_terminate_backend) steps down: never two leaders", async () => {
+    // Only these two run a scheduler: the test controller's own steps aside first.
+    await t.controller.scheduler!.stop();
+    const config = loadConfig({ DATABASE_URL: t.db.url, LOG_LEVEL: "silent", APP_SERVICE: "scheduler" });
+    const a: Controller = await startController(config, { logger: false, electionMs: 100 });
+    const b: Controller = await startController(config, { logger: false, electionMs: 100 });
+    const sql = t.controller.db.sql;
+    const holders = async () =>
+      (
+        await sql<{ pid: number }[]>`
+          SELECT l.pid FROM pg_locks l JOIN pg_database d ON d.oid = l.database
+          WHERE l.locktype = 'advisory' AND l.granted AND d.datname = current_database()
+            AND l.classid = 0 AND l.objid = ${SCHEDULER_LOCK} AND l.objsubid = 1`
+      ).map((r) => r.pid);
+    try {
+      const leaders = () => [a, b].filter((c) => c.scheduler!.isLeader());
+      expect(await until(() => leaders().length === 1, 3000)).toBe(true);
+      const first = leaders()[0]!;
+      const [pid] = await holders();
+      expect(pid).toBeDefined();
+      await sql`SELECT pg_terminate_backend(${pid!})`;
+      // Sampled every 20 ms for 3 s: at no moment do both processes lead.
+      let both = 0;
+      let handedOver = false;
+      for (let i = 0; i < 150; i++) {
+        if (leaders().length > 1) both++;
+        const h = await holders();
+        if (h.length === 1 && h[0] !== pid && leaders().length === 1) handedOver = true;
+        await new Promise((r) => setTimeout(r, 20));
+      }
+      expect(both).toBe(0);
+      expect(handedOver).toBe(true);
+      expect(leaders()).toHaveLength(1);
+      // Whoever leads now holds the lock on a live backend; the old leader knows if it is not it.
+      const now = leaders()[0]!;
+      expect((await holders()).length).toBe(1);
+      if (now !== first) expect(first.scheduler!.isLeader()).toBe(false);
     } finally {
       await a.close();
       await b.close();

@@ -15,6 +15,8 @@ import idempotencyPlugin from "./plugins/idempotency.js";
 import metricsPlugin from "./plugins/metrics.js";
 import openapiPlugin from "./plugins/openapi.js";
 import securityHeadersPlugin from "./plugins/security-headers.js";
+import lookupInvalidationPlugin from "./plugins/lookup-invalidation.js";
+import strictRequestsPlugin from "./plugins/strict-requests.js";
 import "./plugins/types.js";
 import publicRoutes from "./routes/public.js";
 import apiKeyRoutes from "./routes/v1/api-keys.js";
@@ -151,7 +153,7 @@ export function createServices(opts: {
     apiKeys: createApiKeyService({ audit, onKeysChanged: authenticator.invalidate }),
     tenants: createTenantService({ audit }),
     settings: createSettingsService({ audit }),
-    jobs: createJobService({ audit }),
+    jobs: createJobService({ audit, bus: opts.bus }),
     runtimeLogs: createRuntimeLogService({ config: opts.config, sql: opts.sql }),
     modules: createModuleService({ audit }),
     entries: createEntryService({ audit }),
@@ -161,7 +163,7 @@ export function createServices(opts: {
     csv: createCsvService({ audit }),
     catalog: createCatalogService(),
     revisions: createRevisionService({ audit, revisions: opts.revisions }),
-    lookup: createLookupService({ revisions: opts.revisions }),
+    lookup: createLookupService({ revisions: opts.revisions, budgetBytes: opts.config.LOOKUP_CACHE_MAX_MB * 1024 * 1024 }),
     ...deployServices(opts, audit, authenticator),
   };
   const maintenance = createMaintenanceService({ sql: opts.sql, audit, revisions: services.revisions, runtimeLogs: services.runtimeLogs });
@@ -232,6 +234,7 @@ export async function buildApp(deps: AppDeps, opts: { logger?: FastifyServerOpti
   });
 
   await app.register(errorsPlugin);
+  await app.register(strictRequestsPlugin);
   const origins = corsOrigins(deps.config);
   if (origins.length) {
     await app.register(cors, {
@@ -241,11 +244,13 @@ export async function buildApp(deps: AppDeps, opts: { logger?: FastifyServerOpti
       methods: ["GET", "POST", "PATCH", "DELETE"],
     });
   }
-  await app.register(metricsPlugin);
   await app.register(securityHeadersPlugin);
+  // The document's plugin first: it sees only routes added after it (/metrics is one).
   await app.register(openapiPlugin, { version: deps.buildInfo.version });
+  await app.register(metricsPlugin);
   await app.register(authPlugin, { sql: deps.sql, clock: deps.clock, authenticator: deps.services.authenticator });
   await app.register(idempotencyPlugin, { sql: deps.sql, clock: deps.clock, secretBox: deps.services.secretBox });
+  await app.register(lookupInvalidationPlugin, { bus: deps.bus, invalidate: deps.services.lookup.invalidate });
 
   await app.register(publicRoutes, { deps });
   await app.register(apiKeyRoutes, { deps });

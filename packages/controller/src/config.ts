@@ -47,6 +47,12 @@ const ConfigSchema = z.object({
       .regex(/^rlk_[A-Za-z0-9]{8}_[A-Za-z0-9_-]{43,}$/, "must look like rlk_<8 characters>_<at least 43 base64url characters>")
       .optional(),
   ),
+  /** Running jobs of one tenant per lane (fairness between tenants). */
+  JOBS_TENANT_MAX_RUNNING: z.coerce.number().int().min(1).max(1000).default(2),
+  /** Queued jobs one tenant may have before API calls that add more answer 429 `too_many_jobs`. */
+  JOBS_TENANT_MAX_QUEUED: z.coerce.number().int().min(1).max(100_000).default(100),
+  /** Memory budget of the lookup's in-memory views of all tenants together (least recently used go first). */
+  LOOKUP_CACHE_MAX_MB: z.coerce.number().int().min(1).max(1_000_000).default(1024),
   LOG_LEVEL: z.enum(["fatal", "error", "warn", "info", "debug", "trace", "silent"]).default("info"),
 });
 

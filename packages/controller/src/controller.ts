@@ -10,17 +10,19 @@ import { type GrpcListener, grpcTlsOf, listenGrpc } from "./grpc/server.js";
 import { loadGrpcTls } from "./grpc/tls.js";
 import type { JobHandler } from "./jobs/handler.js";
 import { createJobHandlers } from "./jobs/handlers.js";
+import { startAwaitingEvaluator } from "./jobs/awaiting-evaluator.js";
 import { startWorker } from "./jobs/worker.js";
 import { type BuildInfo, loadBuildInfo } from "./lib/build-info.js";
 import { createSecretBox, loadDataKey } from "./lib/secret-box.js";
 import { sealSecretsAtRest } from "./services/secrets-at-rest.js";
 import { bundleReissueTask } from "./scheduler/bundle-reissue.js";
 import { type PeriodicTask, type Scheduler, startScheduler } from "./scheduler/scheduler.js";
-import { idempotencyExpiryTask, maintenancePolicyTask, moduleRefreshTask, revisionRetentionTask, runtimeLogsAutoTask } from "./scheduler/tasks.js";
+import { awaitingSweepTask, idempotencyExpiryTask, maintenancePolicyTask, moduleRefreshTask, revisionRetentionTask, runtimeLogsAutoTask } from "./scheduler/tasks.js";
 import { type Clock, systemClock } from "./lib/time.js";
 import { type AuditPusher, startAuditPusher } from "./services/audit-push.js";
 import { type BootstrapResult, bootstrapDefaultTenant } from "./services/tenants.js";
 import { createRevisionStore } from "./services/revision-store.js";
+import { setTenantMaxQueued } from "./services/jobs.js";
 import { type AsnSource, createAsnSource } from "./sources/asn-source.js";
 import { createOutboundClient } from "./sources/outbound.js";
 
@@ -143,10 +145,14 @@ export async function startController(config: Config, opts: StartOptions = {}): 
       const p = pusher;
       closers.unshift(() => p.stop());
     }
+    setTenantMaxQueued(config.JOBS_TENANT_MAX_QUEUED);
     const handlers = opts.jobHandlers ?? createJobHandlers({ sql: db.sql, bus, outbound, asnSource, revisions, services });
     if (runsWorkers && handlers.length) {
-      const worker = startWorker({ sql: db.sql, bus, clock, logger: app.log, handlers });
+      const worker = startWorker({ sql: db.sql, bus, clock, logger: app.log, handlers, tenantMaxRunning: config.JOBS_TENANT_MAX_RUNNING });
       closers.unshift(() => worker.stop());
+      // Agents' reports end awaiting applies here, as they arrive (the sweep is the safety net).
+      const evaluator = startAwaitingEvaluator({ sql: db.sql, bus, clock, logger: app.log });
+      closers.unshift(() => evaluator.stop());
     }
     if (runsScheduler) {
       const tasks: PeriodicTask[] = [
@@ -156,6 +162,7 @@ export async function startController(config: Config, opts: StartOptions = {}): 
         maintenancePolicyTask(services.maintenance, bus),
         revisionRetentionTask(services.maintenance, bus),
         bundleReissueTask({ sql: db.sql, bus, signing: services.signing, revisions, secretBox }),
+        awaitingSweepTask(db.sql, bus, clock),
       ];
       const s = startScheduler({ db, clock, logger: app.log, tasks, ...(opts.electionMs ? { electionMs: opts.electionMs } : {}) });
       scheduler = s;

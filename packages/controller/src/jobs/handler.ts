@@ -34,11 +34,24 @@ export interface JobContext {
    * together, so a worker killed before this point leaves nothing, and after it, everything.
    */
   complete<R extends Record<string, unknown>>(fn: (tx: Db) => Promise<R>): Promise<R>;
+  /**
+   * Parks the job as `awaiting` (the worker slot is freed once `run` returns): something outside
+   * (agents' reports, the deadline sweep) ends it later. Throws when a cancel was asked or the
+   * job was lost meanwhile.
+   */
+  park(p: { awaiting: unknown; deadline: Date; done: number; total: number }): Promise<void>;
 }
 
 /** One handler per job type, one file per handler (src/jobs/*-job.ts). */
 export interface JobHandler {
   type: JobType;
+  /**
+   * `long` for work that may take minutes (collecting sources); `quick` (the default) for the
+   * rest. Quick jobs also have slots of their own, so they never wait behind long ones.
+   */
+  lane?: "quick" | "long";
+  /** Order among a tenant's due jobs: lower first (default 10). */
+  priority?: number;
   /** Attempts before the job fails for good (errors that are not AppErrors are retried). */
   maxAttempts?: number;
   /** Returns the job's result, unless it called `ctx.complete`. */

@@ -8,6 +8,7 @@ import type { JobHandler } from "./handler.js";
 export function maintenancePolicyRunJob(deps: { maintenance: MaintenanceService }): JobHandler {
   return {
     type: "maintenance_policy_run",
+    priority: 0,
     maxAttempts: 3,
     run: (ctx) => deps.maintenance.runPolicy(ctx),
   };

@@ -30,6 +30,8 @@ export interface IngestParams {
 export function moduleIngestJob(deps: CollectDeps & { sql: Sql; revisions: RevisionStore }): JobHandler {
   return {
     type: "module_ingest",
+    priority: 10,
+    lane: "long",
     maxAttempts: 3,
     async run(ctx) {
       const started = Date.now();

@@ -13,6 +13,7 @@ import type { JobHandler } from "./handler.js";
 export function peerReconcileJob(deps: { sql: Sql; bus: Bus; audit: AuditWriter }): JobHandler {
   return {
     type: "peer_reconcile",
+    priority: 0,
     maxAttempts: 3,
     async run(ctx) {
       const tenantId = ctx.job.tenant_id;

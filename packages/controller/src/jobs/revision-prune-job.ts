@@ -10,6 +10,7 @@ import type { JobHandler } from "./handler.js";
 export function revisionPruneJob(deps: { revisions: RevisionService; audit: AuditWriter }): JobHandler {
   return {
     type: "revision_prune",
+    priority: 5,
     maxAttempts: 3,
     async run(ctx) {
       const tenantId = ctx.job.tenant_id;

@@ -1,14 +1,25 @@
-import { AppError, errorTitles, problemTypeBase } from "@rlc/shared/errors";
+import { AppError } from "@rlc/shared/errors";
 import type { FastifyBaseLogger } from "fastify";
 import type { Bus } from "../bus/index.js";
 import type { Db, Sql } from "../db/connect.js";
-import { claimJob, finishJob, type JobRow, renewJobLease, retryJob, updateJobProgress } from "../db/jobs.js";
+import { claimJob, failPoisonedJobs, finishJob, type JobRow, parkJob, renewJobLease, retryJob, updateJobProgress } from "../db/jobs.js";
 import { uuidv7 } from "../lib/ids.js";
 import type { Clock } from "../lib/time.js";
 import { JobCancelledError, type JobContext, type JobHandler, JobLostError } from "./handler.js";
+import { problemOf } from "./problem.js";
+import { JOBS_WAKE_SUBJECT, jobFinishedSubject } from "./subjects.js";
 
-export const JOBS_WAKE_SUBJECT = "rl.jobs.wake";
-export const jobFinishedSubject = (tenantId: string, jobId: string) => `rl.${tenantId}.jobs.${jobId}.finished`;
+export { JOBS_WAKE_SUBJECT, jobFinishedSubject } from "./subjects.js";
+export { problemOf } from "./problem.js";
+
+/** No job is tried more often than this, whatever its own max_attempts says. */
+export const JOB_ATTEMPTS_CAP = 5;
+
+/** The problem a job that used up its attempts by losing its worker ends with. */
+const poisonedProblem = (job: JobRow) => ({
+  ...problemOf(new AppError("internal", `the job's worker stopped (lease lost) on each of its ${job.attempts} attempt(s); it is not tried again`)),
+  reason: "poisoned",
+});
 
 export interface WorkerOptions {
   sql: Sql;
@@ -16,20 +27,16 @@ export interface WorkerOptions {
   clock: Clock;
   logger: FastifyBaseLogger;
   handlers: JobHandler[];
-  /** Jobs run at once by this process. Default 2. */
+  /** Slots that run any job type (long ones included). Default 2. */
   concurrency?: number;
+  /** Extra slots that run only quick job types (lane "quick"), so those never wait behind long ones. Default 1. */
+  quickSlots?: number;
+  /** Running jobs of one tenant the claim allows per lane (see claimJob). Default 2. */
+  tenantMaxRunning?: number;
   /** Lease length; renewed every third of it. Default 30 s. */
   leaseMs?: number;
   /** Poll interval when nothing wakes the worker. Default 1 s. */
   pollMs?: number;
-}
-
-export function problemOf(err: unknown): Record<string, unknown> {
-  if (err instanceof AppError) {
-    return { type: `${problemTypeBase}${err.code}`, title: errorTitles[err.code], status: err.status, detail: err.message, code: err.code, ...(err.extra ?? {}), ...(err.errors ? { errors: err.errors } : {}) };
-  }
-  const detail = err instanceof Error ? err.message : String(err);
-  return { type: `${problemTypeBase}internal`, title: errorTitles.internal, status: 500, detail, code: "internal" };
 }
 
 /** Backoff between attempts: 2 s, 4 s, 8 s … capped at 5 minutes. */
@@ -43,7 +50,10 @@ export function startWorker(opts: WorkerOptions) {
   const workerId = `w-${uuidv7()}`;
   const leaseMs = opts.leaseMs ?? 30_000;
   const handlers = new Map(opts.handlers.map((h) => [h.type, h]));
-  const types = [...handlers.keys()];
+  const allTypes = [...handlers.keys()];
+  const quickTypes = opts.handlers.filter((h) => (h.lane ?? "quick") === "quick").map((h) => h.type);
+  const tenantMaxRunning = opts.tenantMaxRunning ?? 2;
+  const byPriority = [...opts.handlers].sort((a, b) => (a.priority ?? 10) - (b.priority ?? 10)).map((h) => h.type);
   let stopped = false;
   const sleepers = new Set<() => void>();
   const wakeAll = () => {
@@ -66,6 +76,7 @@ export function startWorker(opts: WorkerOptions) {
     const handler = handlers.get(job.type as JobHandler["type"])!;
     const abort = new AbortController();
     let completed = false;
+    let parked = false;
     let cancelAsked = job.cancel_requested;
     const heartbeat = setInterval(async () => {
       try {
@@ -94,6 +105,13 @@ export function startWorker(opts: WorkerOptions) {
           throw new JobCancelledError();
         }
       },
+      async park(p) {
+        if (!(await parkJob(opts.sql, job.id, workerId, { ...p, now: opts.clock() }))) {
+          const lease = await renewJobLease(opts.sql, job.id, workerId, opts.clock(), leaseMs);
+          throw lease.owned ? new JobCancelledError() : new JobLostError();
+        }
+        parked = true;
+      },
       async complete<R extends Record<string, unknown>>(fn: (tx: Db) => Promise<R>): Promise<R> {
         return opts.sql.begin(async (tx): Promise<R> => {
           const [row] = await tx<{ locked_by: string | null; status: string; cancel_requested: boolean }[]>`
@@ -111,14 +129,15 @@ export function startWorker(opts: WorkerOptions) {
     try {
       if (job.cancel_requested) throw new JobCancelledError();
       const result = await handler.run(ctx);
-      if (!completed) await finishJob(opts.sql, job.id, workerId, { status: "succeeded", result: result ?? {}, now: opts.clock() });
+      if (!completed && !parked) await finishJob(opts.sql, job.id, workerId, { status: "succeeded", result: result ?? {}, now: opts.clock() });
     } catch (raw) {
       const err = abort.signal.aborted && !(raw instanceof AppError) ? (abort.signal.reason ?? raw) : raw;
       if (err instanceof JobLostError) {
         opts.logger.warn({ job_id: job.id }, "job lost to another worker");
       } else if (err instanceof JobCancelledError) {
         await finishJob(opts.sql, job.id, workerId, { status: "cancelled", error: problemOf(new AppError("conflict", "the job was cancelled")), now: opts.clock() });
-      } else if (err instanceof AppError || job.attempts >= (handler.maxAttempts ?? job.max_attempts)) {
+      } else if (err instanceof AppError || job.attempts >= Math.min(JOB_ATTEMPTS_CAP, handler.maxAttempts ?? job.max_attempts)) {
+        if (!(err instanceof AppError)) opts.logger.error({ err, job_id: job.id, attempts: job.attempts }, "job failed");
         await finishJob(opts.sql, job.id, workerId, { status: "failed", error: problemOf(err), now: opts.clock() });
       } else {
         opts.logger.warn({ err, job_id: job.id, attempts: job.attempts }, "job attempt failed; will retry");
@@ -126,15 +145,19 @@ export function startWorker(opts: WorkerOptions) {
       }
     } finally {
       clearInterval(heartbeat);
-      opts.bus.publish(jobFinishedSubject(job.tenant_id, job.id), { job_id: job.id });
+      if (!parked) opts.bus.publish(jobFinishedSubject(job.tenant_id, job.id), { job_id: job.id });
     }
   }
 
-  async function slot() {
+  async function slot(types: string[]) {
     while (!stopped) {
       let job: JobRow | undefined;
       try {
-        job = await claimJob(opts.sql, { workerId, now: opts.clock(), leaseMs, types });
+        for (const dead of await failPoisonedJobs(opts.sql, opts.clock(), JOB_ATTEMPTS_CAP, poisonedProblem)) {
+          opts.logger.error({ job_id: dead.id, type: dead.type, attempts: dead.attempts }, "job poisoned: its worker was lost on every attempt");
+          opts.bus.publish(jobFinishedSubject(dead.tenant_id, dead.id), { job_id: dead.id });
+        }
+        job = await claimJob(opts.sql, { workerId, now: opts.clock(), leaseMs, types, tenantMaxRunning, attemptsCap: JOB_ATTEMPTS_CAP, byPriority });
       } catch (err) {
         if (!stopped) opts.logger.error({ err }, "job claim failed");
       }
@@ -143,7 +166,12 @@ export function startWorker(opts: WorkerOptions) {
     }
   }
 
-  const slots = Array.from({ length: opts.concurrency ?? 2 }, () => slot());
+  // Lanes: the general slots take any type; the quick slots only quick types (apply, peer
+  // reconcile, maintenance, prune), so a run of long refreshes never holds those back.
+  const slots = [
+    ...Array.from({ length: opts.concurrency ?? 2 }, () => slot(allTypes)),
+    ...(quickTypes.length ? Array.from({ length: opts.quickSlots ?? 1 }, () => slot(quickTypes)) : []),
+  ];
   return {
     workerId,
     async stop() {

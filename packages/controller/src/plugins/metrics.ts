@@ -1,5 +1,6 @@
 import type { FastifyInstance } from "fastify";
 import fp from "fastify-plugin";
+import { z } from "zod";
 import { collectDefaultMetrics, Counter, Histogram, Registry } from "prom-client";
 
 /**
@@ -38,10 +39,25 @@ export default fp(async function metricsPlugin(app: FastifyInstance) {
     duration.observe(labels, reply.elapsedTime / 1000);
   });
 
-  app.get("/metrics", { schema: { hide: true }, config: { auth: "public" } }, async (_req, reply) => {
-    reply.type(registry.contentType);
-    return registry.metrics();
-  });
+  app.get(
+    "/metrics",
+    {
+      schema: {
+        tags: ["metrics"],
+        summary: "Prometheus metrics",
+        description:
+          "Prometheus text exposition format, no authentication: `rlc_http_requests_total` and `rlc_http_request_duration_seconds` " +
+          "by method, route pattern and status, and the process metrics (`rlc_process_*`, `rlc_nodejs_*`). Keep it off the public network.",
+        security: [],
+        response: { 200: { description: "The metrics", content: { "text/plain": { schema: z.string() } } } },
+      },
+      config: { auth: "public" },
+    },
+    async (_req, reply) => {
+      reply.type(registry.contentType);
+      return reply.serializer(String).send(await registry.metrics());
+    },
+  );
 });
 
 declare module "fastify" {

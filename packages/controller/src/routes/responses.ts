@@ -7,9 +7,9 @@ const descriptions: Record<number, string> = {
   404: "No such resource in the caller's tenant (`not_found`)",
   409: "Conflict (`conflict`, `idempotency_in_flight`)",
   413: "Too large (`payload_too_large`, `file_too_large`)",
-  415: "Unsupported content type",
+  415: "Unsupported content type (`unsupported_media_type`)",
   422: "Unprocessable (`idempotency_key_reused`, …)",
-  429: "Rate limited (`rate_limited`, with Retry-After)",
+  429: "Too many requests (`rate_limited`; `too_many_jobs` when the tenant's job queue is full), with Retry-After",
   503: "Unavailable",
 };
 

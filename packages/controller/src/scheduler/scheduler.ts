@@ -24,8 +24,11 @@ export interface SchedulerOptions {
 /**
  * Leader election on a session-level advisory lock held on one reserved connection: exactly
  * one replica runs the periodic tasks, and when it dies its connection (and so the lock) goes
- * with it, and a follower takes over at its next try. The embedded database has one process
- * and one connection, so there the process simply leads.
+ * with it, and a follower takes over at its next try. The leader checks at every election
+ * interval, and before each task run, that its connection still holds the lock (a PostgreSQL
+ * restart or a killed backend drops it while the process lives on), and steps down if not, so
+ * two replicas never both run the tasks. The embedded database has one process and one
+ * connection, so there the process simply leads.
  */
 export function startScheduler(opts: SchedulerOptions) {
   let stopped = false;
@@ -37,11 +40,49 @@ export function startScheduler(opts: SchedulerOptions) {
 
   const runTask = (task: PeriodicTask) => {
     if (stopped || !leader) return;
-    const p = task
-      .run(opts.clock())
+    const p = (async () => {
+      // The lock is checked right before each run: a leader whose connection (and so lock) was
+      // lost never runs a task beside the replica that took the lock over.
+      if (!(await confirm())) return;
+      await task.run(opts.clock());
+    })()
       .catch((err) => opts.logger.error({ err, task: task.name }, "periodic task failed"))
       .finally(() => running.delete(p));
     running.add(p);
+  };
+
+  /** Stops running the tasks; the next election may make this process the leader again. */
+  const stepDown = (why: string, err?: unknown) => {
+    if (!leader) return;
+    leader = false;
+    for (const t of timers.splice(0)) clearInterval(t);
+    opts.logger.warn({ err }, `this process no longer runs the periodic tasks: ${why}`);
+    const r = reserved;
+    reserved = null;
+    // A connection that still holds the lock must let it go; a dead one has already.
+    if (r) void r`SELECT pg_advisory_unlock_all()`.catch(() => {}).finally(() => r.release());
+  };
+
+  /**
+   * Whether this process still holds the lock: its reserved connection answers and its backend
+   * is the lock's holder (a connection killed by a restart or pg_terminate_backend takes the
+   * lock with it, and a reconnect is a new backend without it). Steps down otherwise.
+   */
+  const confirm = async (): Promise<boolean> => {
+    if (!leader) return false;
+    if (opts.db.kind === "embedded") return true;
+    const r = reserved;
+    if (!r) return false;
+    try {
+      const [row] = await r<{ held: boolean }[]>`
+        SELECT EXISTS (SELECT 1 FROM pg_locks WHERE locktype = 'advisory' AND granted AND pid = pg_backend_pid()
+                         AND classid = 0 AND objid = ${SCHEDULER_LOCK} AND objsubid = 1) AS held`;
+      if (row?.held) return true;
+      stepDown("the advisory lock is no longer held");
+    } catch (err) {
+      stepDown("the lock's connection was lost", err);
+    }
+    return false;
   };
 
   const lead = () => {
@@ -56,12 +97,16 @@ export function startScheduler(opts: SchedulerOptions) {
   };
 
   const tryLead = async () => {
-    if (stopped || leader) return;
+    if (stopped) return;
+    if (leader) {
+      await confirm();
+      return;
+    }
     if (opts.db.kind === "embedded") return lead();
     try {
       reserved ??= await opts.db.sql.reserve();
       const [row] = await reserved<{ ok: boolean }[]>`SELECT pg_try_advisory_lock(${SCHEDULER_LOCK}) AS ok`;
-      if (row?.ok) lead();
+      if (row?.ok && !stopped) lead();
     } catch (err) {
       opts.logger.warn({ err }, "scheduler election failed");
       reserved?.release();

@@ -1,6 +1,8 @@
 import type { Bus } from "../bus/index.js";
 import type { Sql } from "../db/connect.js";
 import { listModulesDueForRefresh } from "../db/ingest-inputs.js";
+import { evaluateAwaitingApplies } from "../jobs/apply-awaiting.js";
+import type { Clock } from "../lib/time.js";
 import { enqueueJob } from "../services/jobs.js";
 import type { MaintenanceService } from "../services/maintenance.js";
 import { deleteExpiredIdempotencyRecords } from "../db/idempotency.js";
@@ -87,6 +89,20 @@ export function revisionRetentionTask(maintenance: MaintenanceService, bus: Bus,
     everyMs,
     async run(now) {
       await maintenance.scheduleRevisionPrunes(bus, now);
+    },
+  };
+}
+
+/**
+ * Ends awaiting jobs whose deadline has passed (their pending speakers: `timeout`), and
+ * evaluates the others too, in case a report's notice was lost on the bus.
+ */
+export function awaitingSweepTask(sql: Sql, bus: Bus, clock: Clock, everyMs = 2000): PeriodicTask {
+  return {
+    name: "awaiting_sweep",
+    everyMs,
+    async run() {
+      await evaluateAwaitingApplies({ sql, bus, now: clock });
     },
   };
 }

@@ -2,8 +2,8 @@ import { AppError, ConflictError, NotFoundError } from "@rlc/shared/errors";
 import type { Job, JobType } from "@rlc/shared/schemas";
 import type { Bus } from "../bus/index.js";
 import type { Db, Sql } from "../db/connect.js";
-import { cancelQueuedJob, findJobById, insertJob, type JobRow, listJobs, requestJobCancel } from "../db/jobs.js";
-import { JOBS_WAKE_SUBJECT, jobFinishedSubject } from "../jobs/worker.js";
+import { cancelQueuedJob, countQueuedJobs, findJobById, insertJob, type JobRow, listJobs, requestJobCancel } from "../db/jobs.js";
+import { JOBS_WAKE_SUBJECT, jobFinishedSubject } from "../jobs/subjects.js";
 import { toPage } from "../lib/cursor.js";
 import { afterIdOf } from "../lib/id-cursor.js";
 import { uuidv7 } from "../lib/ids.js";
@@ -29,6 +29,21 @@ export function toJob(row: JobRow): Job {
   };
 }
 
+/** Jobs one tenant may have queued (waiting for a worker) before API calls that add more get a 429. */
+export const DEFAULT_TENANT_MAX_QUEUED = 100;
+let tenantMaxQueued = DEFAULT_TENANT_MAX_QUEUED;
+
+/** Sets the per-tenant queue cap of this process (JOBS_TENANT_MAX_QUEUED; the controller calls it at start). */
+export function setTenantMaxQueued(n: number): void {
+  tenantMaxQueued = n;
+}
+
+/** Seconds a caller refused with `too_many_jobs` is told to wait: about what a few jobs take. */
+const QUEUE_FULL_RETRY_AFTER_S = 10;
+
+/** Work asked through the API (`key:…`) is bounded; the scheduler's and jobs' own follow-ups are not (their pace is their schedule). */
+const isBounded = (createdBy: string | null) => createdBy?.startsWith("key:") ?? false;
+
 /**
  * Enqueues a job in the caller's transaction (so a change and its job commit together) and
  * wakes the workers once that transaction has committed.
@@ -38,6 +53,15 @@ export async function enqueueJob(
   bus: Bus,
   input: { tenantId: string; type: JobType; params: Record<string, unknown>; createdBy: string | null; now: Date; afterCommit: (fn: () => void) => void; maxAttempts?: number },
 ): Promise<JobRow> {
+  if (isBounded(input.createdBy)) {
+    const queued = await countQueuedJobs(tx, input.tenantId);
+    if (queued >= tenantMaxQueued) {
+      throw new AppError("too_many_jobs", `this tenant already has ${queued} jobs waiting for a worker (at most ${tenantMaxQueued}); retry once some have run`, {
+        headers: { "retry-after": String(QUEUE_FULL_RETRY_AFTER_S) },
+        extra: { queued_jobs: queued, max_queued_jobs: tenantMaxQueued },
+      });
+    }
+  }
   const row = await insertJob(tx, {
     id: uuidv7(),
     tenant_id: input.tenantId,
@@ -84,7 +108,8 @@ export function jobFailure(row: JobRow): AppError {
   return new AppError(code, error.detail ?? "the job failed", { extra: { job_id: row.id } });
 }
 
-export function createJobService(deps: { audit: AuditWriter }) {
+export function createJobService(deps: { audit: AuditWriter; bus: Bus }) {
+  const bus = deps.bus;
   return {
     async list(db: Db, ctx: RequestContext, q: { cursor?: string | undefined; limit: number; type?: string | undefined; status?: string | undefined }) {
       const afterId = afterIdOf(q.cursor);
@@ -96,19 +121,25 @@ export function createJobService(deps: { audit: AuditWriter }) {
       if (!row) throw new NotFoundError("job", id);
       return toJob(row);
     },
-    /** Queued → cancelled at once; running → cancel_requested (stops at its next step); finished → 409. */
+    /**
+     * Queued or awaiting → cancelled at once (an awaiting apply keeps the outcomes known so far
+     * in `result`); running → cancel_requested (stops at its next step); finished → 409, the
+     * job's status in `job_status` (a problem's `status` is the HTTP status).
+     */
     async cancel(tx: Db, ctx: RequestContext, id: string) {
       const row = await findJobById(tx, ctx.principal.tenantId, id, true);
       if (!row) throw new NotFoundError("job", id);
       if (row.status === "succeeded" || row.status === "failed" || row.status === "cancelled") {
-        throw new ConflictError(`the job has already ended (${row.status})`, { job_id: id, status: row.status });
+        throw new ConflictError(`the job has already ended (${row.status})`, { job_id: id, job_status: row.status });
       }
-      const after = row.status === "queued" ? await cancelQueuedJob(tx, id, ctx.now) : await requestJobCancel(tx, id, ctx.now);
+      const atOnce = row.status === "queued" || row.status === "awaiting";
+      const after = atOnce ? await cancelQueuedJob(tx, id, ctx.now) : await requestJobCancel(tx, id, ctx.now);
+      if (atOnce) ctx.afterCommit(() => bus.publish(jobFinishedSubject(row.tenant_id, id), { job_id: id }));
       await deps.audit.record(tx, ctx, {
         action: "cancel",
         resource_type: "job",
         resource_id: id,
-        summary: `${row.type} job ${row.status === "queued" ? "cancelled" : "asked to stop"}`,
+        summary: `${row.type} job ${atOnce ? "cancelled" : "asked to stop"}`,
         changes: { status: { from: row.status, to: after.status }, cancel_requested: { from: row.cancel_requested, to: true } },
       });
       return toJob(after);

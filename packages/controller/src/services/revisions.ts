@@ -290,7 +290,8 @@ export function createRevisionService(deps: { audit: AuditWriter; revisions: Rev
     ) {
       await lockTenantRevisions(tx, tenantId);
       const est = await this.pruneEstimate(tx, tenantId, now, protectedIds);
-      if (dryRun) return { deleted_count: 0, deleted_revision_ids: est.candidate_revision_ids, kept_count: est.kept_count, dry_run: true };
+      // A dry run counts what it would delete, the same figure a real prune would answer.
+      if (dryRun) return { deleted_count: est.candidate_revision_ids.length, deleted_revision_ids: est.candidate_revision_ids, kept_count: est.kept_count, dry_run: true };
       const deleted = await deleteRevisions(tx, tenantId, est.candidate_revision_ids);
       if (deleted) {
         await record({

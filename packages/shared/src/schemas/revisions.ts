@@ -83,7 +83,12 @@ export const RevisionPruneEstimate = z
 export const RevisionPruneBody = optionalBody(z.strictObject({ dry_run: z.boolean().optional() }));
 
 export const RevisionPruneResult = z
-  .object({ deleted_count: z.number().int(), deleted_revision_ids: z.array(z.number().int()), kept_count: z.number().int(), dry_run: z.boolean() })
+  .object({
+    deleted_count: z.number().int().meta({ description: "Revisions deleted; with `dry_run`, the number that would be deleted." }),
+    deleted_revision_ids: z.array(z.number().int()),
+    kept_count: z.number().int(),
+    dry_run: z.boolean(),
+  })
   .meta({ id: "RevisionPruneResult" });
 
 export const RefreshBody = optionalBody(z.strictObject({ force: z.boolean().optional() }));

@@ -13,9 +13,10 @@ const lookupRoutes: FastifyPluginAsyncZod<{ deps: AppDeps }> = async (app, { dep
         description:
           "Entry layer (IP_RANGES containment, DOMAINS equality or subdomain), snapshot layer (every module's collected prefixes; for a domain, the addresses it resolved to) " +
           "and the longest prefix of the current revision. Never resolves anything live. " +
-          "Answers come from an in-memory view of the tenant's modules, communities, IP_RANGES entries, snapshots and current revision that is " +
-          "checked against the database at most once a second, so a change (an entry, a module, a refresh, a new revision) shows up here within a second " +
-          "(a domain's entries and addresses are read from the database on each request).",
+          "Answers come from an in-memory view of the tenant's modules, communities, IP_RANGES entries, snapshots and current revision. " +
+          "It reads its writes: once a write (an entry, a module, a community, a rollback) has answered, or a job (a refresh) has ended, the next lookup sees it, " +
+          "on every replica (another replica's write arrives within a bus round-trip; the view is also re-checked at least once a second). " +
+          "A domain's entries and addresses are read from the database on each request.",
         querystring: LookupQuery,
         response: { 200: LookupResult, ...authProblems },
       },

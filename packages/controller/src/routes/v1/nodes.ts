@@ -135,14 +135,15 @@ const nodeRoutes: FastifyPluginAsyncZod<{ deps: AppDeps }> = async (app, { deps 
         tags: ["deploy"],
         summary: "Apply a revision (default: the current one) to speakers (default: all)",
         description:
-          "Answers 202 with an `apply` job. The job sets the speakers' desired revision, signs a bundle per speaker, wakes the agents and waits for their reports " +
-          "(`timeout_seconds`, default 120); it succeeds when every speaker reports the revision applied, and fails with `apply_failed` listing each speaker's outcome. " +
+          "Answers 202 with an `apply` job. The job sets the speakers' desired revision, signs a bundle per speaker, wakes the agents and then waits for their reports " +
+          "as `awaiting`, holding no worker (`timeout_seconds`, default 120); it succeeds when every speaker reports the revision applied, and fails with `apply_failed` listing each speaker's outcome. " +
+          "Re-applying what a speaker already runs (same revision, same content) completes for it at once. " +
           "An offline speaker keeps its desired revision and applies it when its agent connects. " +
           "Each agent confirms a reload only after its probation window (`BIRD.confirm_after_seconds`): a configuration that leaves a BGP session down, stops exporting to a session that carried routes, " +
           "or cuts the agent off from the controller is undone and reported with the code `reverted` (the speaker's `last_error` and the job's per-speaker outcome name the failed `check` and the `sessions`). " +
-          "`force_confirm: true` skips the session and route checks, for a change meant to take a session down.",
+          "`force_confirm: true` skips the session and route checks, for a change meant to take a session down. 429 `too_many_jobs` when the tenant's job queue is full.",
         body: ApplyBody,
-        response: { 202: JobAccepted, ...writeProblems, ...problems(404) },
+        response: { 202: JobAccepted, ...writeProblems, ...problems(404, 429) },
       },
       config: { role: "operator" },
     },

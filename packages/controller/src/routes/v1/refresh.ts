@@ -22,7 +22,7 @@ const refreshRoutes: FastifyPluginAsyncZod<{ deps: AppDeps }> = async (app, { de
     description: describe,
     body: RefreshBody,
     querystring: RefreshQuery,
-    response: { 200: Job, 202: JobAccepted, ...writeProblems, ...problems(404) },
+    response: { 200: Job, 202: JobAccepted, ...writeProblems, ...problems(404, 429) },
   };
 
   const refresh = async (req: any, reply: any, moduleIds: string[] | null) => {

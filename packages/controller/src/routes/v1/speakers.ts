@@ -111,7 +111,7 @@ const speakerRoutes: FastifyPluginAsyncZod<{ deps: AppDeps }> = async (app, { de
         summary: "Apply a revision (default: the current one) to this speaker",
         params: z.strictObject({ id: Uuid }),
         body: SpeakerApplyBody,
-        response: { 202: JobAccepted, ...writeProblems, ...problems(404) },
+        response: { 202: JobAccepted, ...writeProblems, ...problems(404, 429) },
       },
       config: operator,
     },

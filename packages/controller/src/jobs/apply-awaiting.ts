@@ -1,0 +1,116 @@
+import { AppError } from "@rlc/shared/errors";
+import type { Bus } from "../bus/index.js";
+import type { Db, Sql } from "../db/connect.js";
+import { finishAwaitingJob, type JobRow, lockAwaitingJobs, updateAwaiting } from "../db/jobs.js";
+import { listAllSpeakers, type SpeakerRow, setDispatchStatus } from "../db/speakers.js";
+import { problemOf } from "./problem.js";
+import { jobFinishedSubject } from "./subjects.js";
+
+export interface ApplyParams {
+  revision_id: number;
+  speaker_ids: string[];
+  timeout_seconds: number;
+  /** Skip the agents' session and route checks for this apply (a change meant to take a session down). */
+  force_confirm?: boolean;
+}
+
+export type ApplyOutcome = {
+  speaker_id: string;
+  status: "applied" | "failed" | "timeout" | "superseded" | "deleted";
+  error: Record<string, unknown> | null;
+};
+
+/** What an awaiting apply waits for: the bundle issued to each speaker, and the outcomes so far. */
+export interface ApplyAwaiting {
+  revision_id: number;
+  timeout_seconds: number;
+  issued: { speaker_id: string; sequence: number; digest: string }[];
+  outcomes: ApplyOutcome[];
+}
+
+/**
+ * One speaker's outcome as its row now says, or null while it is still pending.
+ * Applied: the agent reports the bundle's sequence (a re-issue for a peer change carries the
+ * same revision number, so the revision alone is not enough), or it runs this revision with
+ * the very digest issued — a re-push of what it runs: the agent has nothing to apply and so
+ * never reports a newer sequence, and it is confirmed at once.
+ */
+function outcomeOf(row: SpeakerRow | undefined, issued: ApplyAwaiting["issued"][number], revisionId: number): ApplyOutcome | null {
+  const id = issued.speaker_id;
+  if (!row) return { speaker_id: id, status: "deleted", error: null };
+  if (row.desired_revision_id !== revisionId) return { speaker_id: id, status: "superseded", error: null };
+  const appliedSequence = row.applied_sequence === null ? 0 : Number(row.applied_sequence);
+  const runningDigest = (row.last_report as { applied_digest?: unknown } | null)?.applied_digest;
+  if (row.applied_revision_id === revisionId && (appliedSequence >= issued.sequence || runningDigest === issued.digest)) {
+    return { speaker_id: id, status: "applied", error: null };
+  }
+  const error = row.last_error as { revision_id?: number; sequence?: number | null } | null;
+  if (row.dispatch_status === "failed" && error?.revision_id === revisionId && (error.sequence == null || error.sequence >= issued.sequence)) {
+    return { speaker_id: id, status: "failed", error: row.last_error };
+  }
+  return null;
+}
+
+/** The problem a finished apply with failures answers (what `?wait=true` callers see). */
+function applyFailure(revisionId: number, speakers: ApplyOutcome[]) {
+  const failed = speakers.filter((s) => s.status === "failed" || s.status === "timeout");
+  if (!failed.length) return null;
+  const detail = failed.map((f) => `${f.speaker_id}: ${(f.error as { code?: string } | null)?.code ?? f.status} ${(f.error as { message?: string } | null)?.message ?? ""}`.trim());
+  return problemOf(
+    new AppError("apply_failed", `revision ${revisionId} failed on ${failed.length} speaker(s): ${detail.join("; ")}`, { extra: { revision_id: revisionId, speakers } }),
+  );
+}
+
+async function evaluateOne(tx: Db, job: JobRow, speakers: Map<string, SpeakerRow>, now: Date): Promise<boolean> {
+  const a = job.awaiting as unknown as ApplyAwaiting;
+  const p = job.params as unknown as ApplyParams;
+  const resolved = new Map(a.outcomes.map((o) => [o.speaker_id, o]));
+  const dueOut = job.deadline_at !== null && job.deadline_at.getTime() <= now.getTime();
+  let changed = false;
+  for (const issued of a.issued) {
+    if (resolved.has(issued.speaker_id)) continue;
+    let outcome = outcomeOf(speakers.get(issued.speaker_id), issued, a.revision_id);
+    if (!outcome && dueOut) {
+      outcome = { speaker_id: issued.speaker_id, status: "timeout", error: { code: "timeout", message: `no report of revision ${a.revision_id} within ${a.timeout_seconds} s` } };
+      await setDispatchStatus(tx, issued.speaker_id, "failed");
+    }
+    if (outcome) {
+      resolved.set(issued.speaker_id, outcome);
+      changed = true;
+    }
+  }
+  const awaiting: ApplyAwaiting = { ...a, outcomes: [...resolved.values()] };
+  const done = a.issued.filter((i) => resolved.has(i.speaker_id)).length;
+  const total = a.issued.length;
+  if (resolved.size < p.speaker_ids.length && !dueOut) {
+    if (changed) await updateAwaiting(tx, job.id, { awaiting, done, total, now });
+    return false;
+  }
+  const ordered = p.speaker_ids.map((id) => resolved.get(id)).filter((o): o is ApplyOutcome => o !== undefined);
+  const failure = applyFailure(a.revision_id, ordered);
+  const result = { revision_id: a.revision_id, speakers: ordered };
+  return finishAwaitingJob(tx, job.id, failure ? { status: "failed", result, error: failure, awaiting, done, total, now } : { status: "succeeded", result, awaiting, done, total, now });
+}
+
+/**
+ * Evaluates awaiting applies (one tenant's, or every tenant's for the sweep) against the
+ * speakers' rows, in one transaction: ends those whose speakers all reported and those past
+ * their deadline (pending speakers: `timeout`), and records the others' progress. Safe on any
+ * number of replicas at once: the jobs are row-locked, and each end is an UPDATE … WHERE
+ * status = 'awaiting'.
+ */
+export async function evaluateAwaitingApplies(deps: { sql: Sql; bus: Bus; now: () => Date }, f: { tenantId?: string } = {}): Promise<number> {
+  const ended: JobRow[] = [];
+  await deps.sql.begin(async (tx) => {
+    const jobs = await lockAwaitingJobs(tx, { type: "apply", ...(f.tenantId ? { tenantId: f.tenantId } : {}) });
+    const byTenant = new Map<string, Map<string, SpeakerRow>>();
+    const now = deps.now();
+    for (const job of jobs) {
+      let speakers = byTenant.get(job.tenant_id);
+      if (!speakers) byTenant.set(job.tenant_id, (speakers = new Map((await listAllSpeakers(tx, job.tenant_id)).map((s) => [s.id, s]))));
+      if (await evaluateOne(tx, job, speakers, now)) ended.push(job);
+    }
+  });
+  for (const job of ended) deps.bus.publish(jobFinishedSubject(job.tenant_id, job.id), { job_id: job.id });
+  return ended.length;
+}

@@ -1,0 +1,52 @@
+import type { FastifyBaseLogger } from "fastify";
+import type { Bus } from "../bus/index.js";
+import type { Sql } from "../db/connect.js";
+import type { Clock } from "../lib/time.js";
+import { evaluateAwaitingApplies } from "./apply-awaiting.js";
+
+/**
+ * Listens on the bus for the speakers' status reports (every replica's, relayed by the one that
+ * recorded it) and evaluates that tenant's awaiting applies. Evaluations of one tenant run one
+ * after another in this process, and a burst of reports while one runs costs one more run, not
+ * one per report; other replicas doing the same is safe (see evaluateAwaitingApplies).
+ */
+export function startAwaitingEvaluator(deps: { sql: Sql; bus: Bus; clock: Clock; logger: FastifyBaseLogger }) {
+  const state = new Map<string, { running: Promise<void>; again: boolean }>();
+  let stopped = false;
+
+  const evaluate = (tenantId: string) => {
+    const s = state.get(tenantId);
+    if (s) {
+      s.again = true;
+      return;
+    }
+    const entry = { running: Promise.resolve(), again: false };
+    state.set(tenantId, entry);
+    entry.running = (async () => {
+      do {
+        entry.again = false;
+        try {
+          await evaluateAwaitingApplies({ sql: deps.sql, bus: deps.bus, now: deps.clock }, { tenantId });
+        } catch (err) {
+          deps.logger.warn({ err, tenant_id: tenantId }, "evaluating awaiting jobs failed; the sweep will");
+        }
+      } while (entry.again && !stopped);
+      state.delete(tenantId);
+    })();
+  };
+
+  // rl.<tenant>.speakers.<speaker>.status
+  const unsubscribe = deps.bus.subscribe("rl.*.speakers.*.status", (_message, subject) => {
+    if (stopped) return;
+    const tenantId = subject.split(".")[1];
+    if (tenantId) evaluate(tenantId);
+  });
+
+  return {
+    async stop() {
+      stopped = true;
+      unsubscribe();
+      await Promise.allSettled([...state.values()].map((s) => s.running));
+    },
+  };
+}
