@@ -189,7 +189,7 @@ describe.skipIf(!natsServer.available)("NATS with per-agent credentials (a nats-
 
   it("gRPC Enroll hands out the same kind of credentials: this speaker's subjects only", async () => {
     const created = await api(t.rootKey, { method: "POST", url: "/v1/speakers", payload: { name: "edge-g", mode: "remote", router_id: "192.0.2.9", asn: 65010 } });
-    const client = agentClient(t.grpcAddress);
+    const client = agentClient(t.grpcAddress, t.grpcCredentials);
     try {
       const answer = await grpcEnroll(client, created.json().enrollment_token, "g.example");
       expect(answer.nats_credentials).toMatch(/-----BEGIN NATS USER JWT-----/);
