@@ -23,8 +23,13 @@ commands:
 configuration comes from the environment: see packages/agent/README.md
 `;
 
+// The single-file build (scripts/package.mjs) defines the version: it has no package.json beside it.
+declare const __RL_AGENT_VERSION__: string | undefined;
 /** package.json sits one level above both src/ and dist/. */
-const VERSION = (JSON.parse(readFileSync(new URL("../package.json", import.meta.url), "utf8")) as { version: string }).version;
+const VERSION =
+  typeof __RL_AGENT_VERSION__ === "string"
+    ? __RL_AGENT_VERSION__
+    : (JSON.parse(readFileSync(new URL("../package.json", import.meta.url), "utf8")) as { version: string }).version;
 
 async function main(argv: string[]): Promise<number> {
   const { positionals, values } = parseArgs({
