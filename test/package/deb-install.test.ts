@@ -6,7 +6,6 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { BirdClient } from "../../packages/agent/src/bird/birdc.js";
 import { freePort, gobgpdConfig, type Rib, startProcess, stopProcess, waitForRibs } from "../helpers/bird-lab.js";
 import { type LiveController, startLiveController, until, untilJobDone } from "../helpers/live-controller.js";
-import { tool } from "../helpers/tools.js";
 
 // What an operator does on a router: `npm run package`'s .deb installed with dpkg, the agent run
 // as /usr/bin/rl-agent on a PATH without node, against a live controller, real BIRD and GoBGP;
@@ -80,10 +79,21 @@ describe.skipIf(reasons.length > 0)(reasons.length > 0 ? `${title} (skipped: ${r
 
     // The workspaces are built by `npm test` before any test runs; this times the package step alone.
     const started = Date.now();
-    const built = sh(process.execPath, [join(root, "scripts/package.mjs"), "--skip-build"]);
+    // Asynchronously: a synchronous minute-long child would starve vitest's worker of its event loop.
+    const built = await new Promise<{ status: number | null; out: string }>((resolve) => {
+      const child = spawn(process.execPath, [join(root, "scripts/package.mjs"), "--skip-build"], { stdio: ["ignore", "pipe", "pipe"] });
+      let out = "";
+      child.stdout.on("data", (c: Buffer) => {
+        out += c.toString();
+      });
+      child.stderr.on("data", (c: Buffer) => {
+        out += c.toString();
+      });
+      child.on("close", (status) => resolve({ status, out }));
+    });
     buildSeconds.package = (Date.now() - started) / 1000;
     if (built.status !== 0) throw new Error(`npm run package failed:\n${built.out}`);
-    process.stderr.write(`[package] npm run package --skip-build: ${buildSeconds.package.toFixed(1)} s\n`);
+    process.stderr.write(`[package] npm run package --skip-build: ${buildSeconds.package.toFixed(1)} s\n${built.out}`);
 
     [birdPort, gobgpPort, apiPort] = [await freePort("127.0.0.1"), await freePort("127.0.0.2"), await freePort()];
     writeFileSync(join(etc, "bird.conf"), ["router id 127.0.0.1;", "protocol device {", "}", ""].join("\n"));
