@@ -10,17 +10,54 @@ export async function envFileText() {
   return envFileTemplate();
 }
 
+/** rl-agent(1), from the same text as `rl-agent --help`. */
+export async function manPage(version) {
+  const { usage } = await import(pathToFileURL(join(root, "packages/agent/dist/help.js")).href);
+  const escape = (text) => text.replaceAll("\\", "\\e").replace(/^([.'])/gm, "\\&$1");
+  return `.TH RL-AGENT 1 "" "rl-agent ${version}" "User Commands"
+.SH NAME
+rl-agent \\- keeps BIRD 2 in sync with the route-list controller
+.SH SYNOPSIS
+.B rl-agent
+.I command
+[options]
+.SH DESCRIPTION
+.nf
+${escape(usage())}.fi
+.SH FILES
+/etc/rl-agent/agent.env, /var/lib/rl-agent, /usr/share/doc/rl-agent/README.md
+`;
+}
+
+export function debianChangelog(version) {
+  const date = new Date(Number(process.env.SOURCE_DATE_EPOCH ?? Math.floor(Date.now() / 1000)) * 1000).toUTCString().replace("GMT", "+0000");
+  return `rl-agent (${version}) unstable; urgency=medium
+
+  * Built from the route-list-controller repository by npm run package.
+
+ -- ${MAINTAINER}  ${date}
+`;
+}
+
+const MAINTAINER = "route-list-controller maintainers <maintainers@route-list-controller.example.org>";
+
+// The executable is Node's single executable application: Node (which links its own zlib and
+// is built without PIE) with the agent inside; the scripts call systemctl only where systemd runs.
+export const LINTIAN_OVERRIDES = `rl-agent: embedded-library zlib [usr/bin/rl-agent]
+rl-agent: hardening-no-pie [usr/bin/rl-agent]
+rl-agent: maintainer-script-calls-systemctl *
+`;
+
 export function debianControl({ version, arch, installedKb }) {
   return `Package: rl-agent
 Version: ${version}
 Architecture: ${arch}
-Maintainer: route-list-controller maintainers <rl-agent@localhost>
+Maintainer: ${MAINTAINER}
 Installed-Size: ${installedKb}
-Depends: adduser
+Depends: adduser, libc6 (>= 2.28), libgcc-s1, libstdc++6 (>= 10)
 Recommends: bird2
 Section: net
 Priority: optional
-Homepage: https://localhost/route-list-controller
 Description: route-list controller agent for BIRD 2
  Pulls the router's signed route bundle from the route-list controller,
  verifies it, renders BIRD 2 configuration, reloads BIRD with a
