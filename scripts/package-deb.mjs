@@ -13,7 +13,7 @@ export async function envFileText() {
 /** rl-agent(1), from the same text as `rl-agent --help`. */
 export async function manPage(version) {
   const { usage } = await import(pathToFileURL(join(root, "packages/agent/dist/help.js")).href);
-  const escape = (text) => text.replaceAll("\\", "\\e").replace(/^([.'])/gm, "\\&$1");
+  const roff = (text) => text.replaceAll("\\", "\\e").replace(/^([.'])/gm, "\\&$1");
   return `.TH RL-AGENT 1 "" "rl-agent ${version}" "User Commands"
 .SH NAME
 rl-agent \\- keeps BIRD 2 in sync with the route-list controller
@@ -23,7 +23,7 @@ rl-agent \\- keeps BIRD 2 in sync with the route-list controller
 [options]
 .SH DESCRIPTION
 .nf
-${escape(usage())}.fi
+${roff(usage())}.fi
 .SH FILES
 /etc/rl-agent/agent.env, /var/lib/rl-agent, /usr/share/doc/rl-agent/README.md
 `;
