@@ -69,6 +69,7 @@ Description: route-list controller agent for BIRD 2
 const postinst = `#!/bin/sh
 set -e
 if [ "$1" = configure ]; then
+  install -d -m 0700 /var/lib/rl-agent
   if ! getent passwd rl-agent >/dev/null; then
     adduser --system --group --home /var/lib/rl-agent --no-create-home --shell /usr/sbin/nologin rl-agent >/dev/null
   fi

@@ -32,6 +32,21 @@ function preconditions(): string[] {
 const reasons = preconditions();
 const title = "rl-agent .deb: built, installed with dpkg, runs without node, removed and purged";
 
+/** dpkg runs triggers (man-db) for tens of seconds: asynchronously, so vitest's worker stays responsive. */
+function dpkg(args: string[]): Promise<{ status: number | null; out: string }> {
+  return new Promise((resolve) => {
+    const child = spawn("dpkg", args, { stdio: ["ignore", "pipe", "pipe"] });
+    let out = "";
+    child.stdout.on("data", (c: Buffer) => {
+      out += c.toString();
+    });
+    child.stderr.on("data", (c: Buffer) => {
+      out += c.toString();
+    });
+    child.on("close", (status) => resolve({ status, out }));
+  });
+}
+
 function sh(cmd: string, args: string[], env?: NodeJS.ProcessEnv) {
   const r = spawnSync(cmd, args, { encoding: "utf8", env: env ?? process.env, timeout: 120_000 });
   return { status: r.status, out: `${r.stdout ?? ""}${r.stderr ?? ""}`, stdout: r.stdout ?? "" };
@@ -114,13 +129,13 @@ describe.skipIf(reasons.length > 0)(reasons.length > 0 ? `${title} (skipped: ${r
     await t?.close();
     await Promise.all([stopProcess(gobgpd), stopProcess(bird)]);
     // Never leave the package on the machine, whatever failed.
-    sh("dpkg", ["-P", "rl-agent"]);
+    await dpkg(["-P", "rl-agent"]);
     if (dir) rmSync(dir, { recursive: true, force: true });
-  }, 60_000);
+  }, 180_000);
 
-  it("dpkg -i installs the executable, the unit, a commented agent.env (conffile), the user and /var/lib/rl-agent", () => {
-    sh("dpkg", ["-P", "rl-agent"]);
-    const installed = sh("dpkg", ["-i", debFile]);
+  it("dpkg -i installs the executable, the unit, a commented agent.env (conffile), the user and /var/lib/rl-agent", async () => {
+    await dpkg(["-P", "rl-agent"]);
+    const installed = await dpkg(["-i", debFile]);
     expect(installed.status, installed.out).toBe(0);
     expect(statSync("/usr/bin/rl-agent").mode & 0o111).toBeTruthy();
     expect(existsSync("/lib/systemd/system/rl-agent.service")).toBe(true);
@@ -131,7 +146,7 @@ describe.skipIf(reasons.length > 0)(reasons.length > 0 ? `${title} (skipped: ${r
     expect(sh("getent", ["passwd", "rl-agent"]).status).toBe(0);
     const state = statSync("/var/lib/rl-agent");
     expect(state.isDirectory() && (state.mode & 0o777) === 0o700).toBe(true);
-  });
+  }, 180_000);
 
   it("/usr/bin/rl-agent runs where node is not on PATH: --help exits 0 and lists the variables", () => {
     expect(spawnSync("node", ["--version"], { env: { PATH: noNodePath } }).error).toMatchObject({ code: "ENOENT" });
@@ -191,16 +206,16 @@ describe.skipIf(reasons.length > 0)(reasons.length > 0 ? `${title} (skipped: ${r
   it("dpkg -r stops using the binary but keeps state and config; dpkg -P removes them and the user", async () => {
     await stopProcess(agent);
     writeFileSync("/var/lib/rl-agent/node.json", "{}");
-    const removed = sh("dpkg", ["-r", "rl-agent"]);
+    const removed = await dpkg(["-r", "rl-agent"]);
     expect(removed.status, removed.out).toBe(0);
     expect(existsSync("/usr/bin/rl-agent")).toBe(false);
     expect(existsSync("/var/lib/rl-agent/node.json")).toBe(true);
     expect(existsSync("/etc/rl-agent/agent.env")).toBe(true);
 
-    const purged = sh("dpkg", ["-P", "rl-agent"]);
+    const purged = await dpkg(["-P", "rl-agent"]);
     expect(purged.status, purged.out).toBe(0);
     expect(existsSync("/var/lib/rl-agent")).toBe(false);
     expect(existsSync("/etc/rl-agent")).toBe(false);
     expect(sh("getent", ["passwd", "rl-agent"]).status).not.toBe(0);
-  }, 60_000);
+  }, 180_000);
 });
