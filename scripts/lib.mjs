@@ -21,15 +21,23 @@ export function mustRun(cmd, args, opts = {}) {
   }
 }
 
-/** `npm install` when node_modules is missing or older than package-lock.json. */
+/**
+ * Installs when node_modules is missing or older than package-lock.json: `npm ci` (exactly the
+ * lockfile, which it never rewrites) when there is one, `npm install` otherwise.
+ */
 export function ensureInstalled() {
   const marker = join(root, "node_modules", ".package-lock.json");
   const lock = join(root, "package-lock.json");
   const stale = !existsSync(marker) || (existsSync(lock) && statSync(lock).mtimeMs > statSync(marker).mtimeMs);
   if (stale) {
-    process.stdout.write("installing dependencies (npm install)…\n");
-    mustRun("npm", ["install", "--no-audit", "--no-fund"]);
+    const command = installCommand();
+    process.stdout.write(`installing dependencies (npm ${command.join(" ")})…\n`);
+    mustRun("npm", [...command, "--no-audit", "--no-fund"]);
   }
+}
+
+export function installCommand() {
+  return existsSync(join(root, "package-lock.json")) ? ["ci"] : ["install"];
 }
 
 /** Builds every workspace through turbo (cached: a no-op when nothing changed). */

@@ -4,7 +4,7 @@ import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
 import { fakeBird, reply } from "../../../test/helpers/agent-fakes.js";
 import { BirdError } from "./bird/birdc.js";
-import { protocolsCommand, statusCommand } from "./commands.js";
+import { protocolsCommand, STATUS_EXIT, statusCommand, statusExitCode, statusWithExitCode } from "./commands.js";
 import { StateStore } from "./state.js";
 
 // Captured `birdc show protocols all` (status/fixtures/README.md): a1 Established with GoBGP,
@@ -99,5 +99,22 @@ describe("rl-agent status", () => {
       sessions: { total: 0, established: 0 },
     });
     expect(JSON.stringify(out)).not.toContain("rlk_");
+  });
+  it("exit code: 2 when not enrolled or BIRD does not answer, 1 when degraded, 0 in sync", async () => {
+    const down = fakeBird(null);
+    down.answer("show status", new BirdError("bird_unavailable", "control socket: connect ENOENT"));
+    expect((await statusWithExitCode({ bird: down, now, timeZone: "utc", state: await state() }, { json: true })).code).toBe(2);
+    const fresh = mkdtempSync(join(tmpdir(), "rl-status-"));
+    dirs.push(fresh);
+    expect((await statusWithExitCode({ bird: bird(), now, timeZone: "utc", state: new StateStore(fresh) }, { json: false })).code).toBe(2);
+    // The fixture has 3 BGP sessions, one established: degraded.
+    expect((await statusWithExitCode({ bird: bird(), now, timeZone: "utc", state: await state() }, { json: false })).code).toBe(1);
+
+    const base = { enrolled: true, applied: { revision_id: 4 }, bird: { reachable: true }, sessions: { total: 2, established: 2 } };
+    expect(statusExitCode(base)).toBe(STATUS_EXIT.inSync);
+    expect(statusExitCode({ ...base, applied: null })).toBe(STATUS_EXIT.degraded);
+    expect(statusExitCode({ ...base, sessions: { total: 2, established: 1 } })).toBe(STATUS_EXIT.degraded);
+    expect(statusExitCode({ ...base, bird: { reachable: false } })).toBe(STATUS_EXIT.down);
+    expect(statusExitCode({ ...base, enrolled: false })).toBe(STATUS_EXIT.down);
   });
 });

@@ -39,8 +39,35 @@ export function formatSessions(sessions: readonly BgpSessionLiveJson[]): string 
   return table([header, ...rows]);
 }
 
+/**
+ * `rl-agent status` exit codes, for Nagios-style and systemd checks:
+ * 0 in sync (enrolled, BIRD answers, a bundle applied, every BGP session established);
+ * 1 degraded or out of sync (nothing applied yet, or a BGP session not established);
+ * 2 not enrolled, or BIRD not answering (the agent cannot do its job at all).
+ */
+export const STATUS_EXIT = { inSync: 0, degraded: 1, down: 2 } as const;
+
+export function statusExitCode(status: { enrolled: boolean; applied: unknown; bird: { reachable: boolean }; sessions: { total: number; established: number } }): number {
+  if (!status.enrolled || !status.bird.reachable) return STATUS_EXIT.down;
+  if (!status.applied || status.sessions.established < status.sessions.total) return STATUS_EXIT.degraded;
+  return STATUS_EXIT.inSync;
+}
+
+/** `rl-agent status` with its exit code (see {@link statusExitCode}). */
+export async function statusWithExitCode(deps: CommandDeps & { state: StateStore }, options: { json: boolean }): Promise<{ text: string; code: number }> {
+  let code: number = STATUS_EXIT.down;
+  const text = await statusCommand(deps, options, (c) => {
+    code = c;
+  });
+  return { text, code };
+}
+
 /** `rl-agent status`: enrollment, what BIRD runs from the agent, and whether BIRD answers. */
-export async function statusCommand(deps: CommandDeps & { state: StateStore }, options: { json: boolean }): Promise<string> {
+export async function statusCommand(
+  deps: CommandDeps & { state: StateStore },
+  options: { json: boolean },
+  onExitCode: (code: number) => void = () => {},
+): Promise<string> {
   const [node, applied, keys] = await Promise.all([deps.state.readNode(), deps.state.readApplied(), deps.state.readSigningKeys()]);
   let bird: BirdInfoJson & { error?: string } = { reachable: false, version: null, router_id: null, server_time: null, last_reconfiguration: null };
   let sessions: BgpSessionLiveJson[] = [];
@@ -61,6 +88,7 @@ export async function statusCommand(deps: CommandDeps & { state: StateStore }, o
     bird,
     sessions: { total: sessions.length, established },
   };
+  onExitCode(statusExitCode(status));
   if (options.json) return `${JSON.stringify(status, null, 2)}\n`;
   const lines: [string, string][] = [
     ["speaker", node ? `${node.speaker_id} (tenant ${node.tenant_id}, enrolled ${node.enrolled_at})` : "not enrolled"],

@@ -126,3 +126,6 @@ export function splitHostPort(value: string): { host: string; port: number } {
   const i = value.lastIndexOf(":");
   return { host: value.slice(0, i).replace(/^\[|\]$/g, ""), port: Number(value.slice(i + 1)) };
 }
+
+/** Every variable name the agent reads: a config file naming another one is a typo. */
+export const CONFIG_VARIABLES: readonly string[] = Object.keys(Schema.shape);

@@ -1,4 +1,9 @@
-/** Structured log lines; the agent runs under systemd, so one JSON object per line on stderr. */
+import pino from "pino";
+
+/**
+ * Structured log lines through pino, the controller's logger too, so one pipeline reads both:
+ * one JSON object per line on stderr (journald under systemd), `"level":30`, `"time"` in epoch ms.
+ */
 export interface Logger {
   debug(msg: string, fields?: Record<string, unknown>): void;
   info(msg: string, fields?: Record<string, unknown>): void;
@@ -8,17 +13,22 @@ export interface Logger {
 
 export type LogLevel = "debug" | "info" | "warn" | "error" | "silent";
 
-const ORDER: Record<LogLevel, number> = { debug: 10, info: 20, warn: 30, error: 40, silent: 100 };
-
-export function createLogger(level: LogLevel = "info", write: (line: string) => void = (l) => process.stderr.write(l)): Logger {
-  const at = (lvl: Exclude<LogLevel, "silent">) => (msg: string, fields: Record<string, unknown> = {}) => {
-    if (ORDER[lvl] < ORDER[level]) return;
-    write(`${JSON.stringify({ time: new Date().toISOString(), level: lvl, msg, ...fields })}\n`);
-  };
+/** `write` receives each line (tests); by default lines go to stderr synchronously, so none is lost at exit. */
+export function createLogger(level: LogLevel = "info", write?: (line: string) => void): Logger {
+  const destination = write ? { write } : pino.destination({ fd: 2, sync: true });
+  const logger = pino(
+    {
+      level,
+      // Never a credential in a log line, whatever a caller passes along.
+      redact: { paths: ["node_key", "token", "enrollment_token", "*.node_key", "*.token", "authorization"], censor: "[redacted]" },
+    },
+    destination,
+  );
+  const at = (lvl: Exclude<LogLevel, "silent">) => (msg: string, fields: Record<string, unknown> = {}) => logger[lvl](fields, msg);
   return { debug: at("debug"), info: at("info"), warn: at("warn"), error: at("error") };
 }
 
-export const silentLogger: Logger = createLogger("silent");
+export const silentLogger: Logger = createLogger("silent", () => {});
 
 /** An error as log fields: its code when it has one, never a stack (journald lines stay short). */
 export function errorFields(error: unknown): Record<string, unknown> {

@@ -5,36 +5,49 @@ import { hostname } from "node:os";
 import { parseArgs } from "node:util";
 import { type RunningAgent, startAgent } from "./agent.js";
 import { BirdClient } from "./bird/birdc.js";
-import { protocolsCommand, statusCommand } from "./commands.js";
+import { ControllerHttpClient } from "./bundle/http-client.js";
+import { protocolsCommand, statusWithExitCode } from "./commands.js";
 import { ConfigError, loadConfig, requireControllerUrl } from "./config.js";
+import { environmentWithConfigFile } from "./config-file.js";
 import { enroll, NotEnrolledError } from "./enroll.js";
+import { commandHelp, usage } from "./help.js";
 import { createLogger } from "./log.js";
 import { StateStore } from "./state.js";
 
-const USAGE = `usage: rl-agent <command> [--json]
 
-commands:
-  run        enroll when needed, then keep BIRD in sync with the controller
-  enroll     spend RL_ENROLLMENT_TOKEN and store the node key (--force to enroll again)
-  status     what the agent applied and whether BIRD answers
-  protocols  BIRD's BGP sessions as the agent reports them
-
-configuration comes from the environment: see packages/agent/README.md
-`;
-
+// The single-file build (scripts/package.mjs) defines the version: it has no package.json beside it.
+declare const __RL_AGENT_VERSION__: string | undefined;
 /** package.json sits one level above both src/ and dist/. */
-const VERSION = (JSON.parse(readFileSync(new URL("../package.json", import.meta.url), "utf8")) as { version: string }).version;
+const VERSION =
+  typeof __RL_AGENT_VERSION__ === "string"
+    ? __RL_AGENT_VERSION__
+    : (JSON.parse(readFileSync(new URL("../package.json", import.meta.url), "utf8")) as { version: string }).version;
 
 async function main(argv: string[]): Promise<number> {
   const { positionals, values } = parseArgs({
     args: argv,
     allowPositionals: true,
-    options: { json: { type: "boolean", default: false }, force: { type: "boolean", default: false }, help: { type: "boolean", short: "h" }, version: { type: "boolean" } },
+    options: {
+      json: { type: "boolean", default: false },
+      force: { type: "boolean", default: false },
+      help: { type: "boolean", short: "h" },
+      version: { type: "boolean" },
+      config: { type: "string" },
+    },
   });
   if (values.version) return print(`${VERSION}\n`);
   const command = positionals[0];
-  if (values.help || !command) return print(USAGE, command ? 0 : 2);
-  const config = loadConfig();
+  // `--help` is asked for: exit 0. No command at all is a usage error: the help on stderr, exit 2.
+  if (values.help && !command) return print(usage());
+  if (!command) return fail(usage(), 2);
+  if (command === "help" || values.help) {
+    const topic = command === "help" ? positionals[1] : command;
+    if (!topic) return print(usage());
+    const text = commandHelp(topic);
+    return text ? print(text) : fail(`unknown command ${topic}\n${usage()}`, 2);
+  }
+  if (!commandHelp(command)) return fail(`unknown command ${command}\n${usage()}`, 2);
+  const config = loadConfig(environmentWithConfigFile(process.env, values.config));
   switch (command) {
     case "run":
       return run(config);
@@ -68,18 +81,15 @@ async function main(argv: string[]): Promise<number> {
       const bird = new BirdClient({ socketPath: config.birdSocket, timeoutMs: 5000 });
       try {
         const deps = { bird, now: new Date() };
-        const text =
-          command === "status"
-            ? await statusCommand({ ...deps, state: new StateStore(config.stateDir) }, { json: values.json })
-            : await protocolsCommand(deps, { json: values.json });
-        return print(text);
+        if (command === "protocols") return print(await protocolsCommand(deps, { json: values.json }));
+        const { text, code } = await statusWithExitCode({ ...deps, state: new StateStore(config.stateDir) }, { json: values.json });
+        return print(text, code);
       } finally {
         bird.close();
       }
     }
     default:
-      process.stderr.write(`unknown command ${command}\n${USAGE}`);
-      return 2;
+      return fail(`unknown command ${command}\n${usage()}`, 2);
   }
 }
 
@@ -107,6 +117,11 @@ async function run(config: ReturnType<typeof loadConfig>): Promise<number> {
 
 function print(text: string, code = 0): number {
   process.stdout.write(text);
+  return code;
+}
+
+function fail(text: string, code: number): number {
+  process.stderr.write(text);
   return code;
 }
 

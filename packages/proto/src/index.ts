@@ -32,6 +32,7 @@ export {
   bearerFromMetadata,
   bearerMetadata,
   loadAgentService,
+  packageDefinitionFromText,
   PROTO_LOADER_OPTIONS,
 } from "./loader.js";
 export type {

@@ -1,9 +1,10 @@
 import { createHash } from "node:crypto";
+import { readFileSync } from "node:fs";
 import * as grpc from "@grpc/grpc-js";
 import * as protoLoader from "@grpc/proto-loader";
 import { afterEach, describe, expect, it } from "vitest";
 import { bundleChunks, notificationFromJson, notificationFromProto, notificationToProto, type StatusReport, statusReportFromProto, statusReportToProto } from "./convert.js";
-import { AGENT_PROTO_PATH, type AgentServiceHandlers, bearerFromMetadata, bearerMetadata, loadAgentService, PROTO_LOADER_OPTIONS } from "./loader.js";
+import { AGENT_PROTO_PATH, type AgentServiceHandlers, bearerFromMetadata, bearerMetadata, loadAgentService, PROTO_LOADER_OPTIONS, packageDefinitionFromText } from "./loader.js";
 import type { BundleChunk, ReportStatusRequest, WatchEvent } from "./messages.js";
 
 const report: StatusReport = {
@@ -59,6 +60,14 @@ describe("agent.proto", () => {
   it("loader - resolves agent.proto beside the package, from src/ as from dist/", () => {
     expect(AGENT_PROTO_PATH).toMatch(/packages\/proto\/agent\.proto$/);
     expect(Object.keys(loadAgentService().service).sort()).toEqual(["Enroll", "GetBundle", "ReportStatus", "Watch"]);
+  });
+
+  it("loader - the text embedded in the single-file agent gives the same definition as the file", () => {
+    const withoutDescriptors = (d: object) => JSON.stringify(d, (k, v) => (k === "fileDescriptorProtos" ? undefined : v));
+    const fromFile = protoLoader.loadSync(AGENT_PROTO_PATH, PROTO_LOADER_OPTIONS);
+    const fromText = packageDefinitionFromText(readFileSync(AGENT_PROTO_PATH, "utf8"));
+    expect(Object.keys(fromText).sort()).toEqual(Object.keys(fromFile).sort());
+    expect(withoutDescriptors(fromText)).toEqual(withoutDescriptors(fromFile));
   });
 
   it("messages.ts - every hand-written field is a field of the .proto message, and back", () => {

@@ -1,6 +1,7 @@
 import { fileURLToPath } from "node:url";
 import * as grpc from "@grpc/grpc-js";
 import * as protoLoader from "@grpc/proto-loader";
+import protobuf from "protobufjs";
 import type {
   BundleChunk,
   EnrollRequest,
@@ -12,8 +13,13 @@ import type {
   WatchRequest,
 } from "./messages.js";
 
+// The single-file agent (scripts/package.mjs) defines this to agent.proto's text: that build has
+// no package directory to read the file from, and no `import.meta.url` to find one.
+declare const __RL_AGENT_PROTO__: string | undefined;
+const EMBEDDED_PROTO = typeof __RL_AGENT_PROTO__ === "string" ? __RL_AGENT_PROTO__ : undefined;
+
 /** agent.proto sits at the package root, one level above both src/ and dist/. */
-export const AGENT_PROTO_PATH = fileURLToPath(new URL("../agent.proto", import.meta.url));
+export const AGENT_PROTO_PATH = EMBEDDED_PROTO === undefined ? fileURLToPath(new URL("../agent.proto", import.meta.url)) : "agent.proto";
 
 /**
  * How both ends load the file, so they agree on the shapes in messages.ts: names as written
@@ -66,9 +72,16 @@ export interface AgentServiceDefinition {
   Client: AgentServiceClientConstructor;
 }
 
+/** The package definition from agent.proto's text, as `loadSync` makes it from the file. */
+export function packageDefinitionFromText(text: string): protoLoader.PackageDefinition {
+  const { root } = protobuf.parse(text, { keepCase: PROTO_LOADER_OPTIONS.keepCase ?? false });
+  return protoLoader.fromJSON(root.toJSON(), PROTO_LOADER_OPTIONS);
+}
+
 /** Reads agent.proto (a few ms); call once per process and keep the result. */
 export function loadAgentService(protoPath: string = AGENT_PROTO_PATH): AgentServiceDefinition {
-  const definition = protoLoader.loadSync(protoPath, PROTO_LOADER_OPTIONS);
+  const definition =
+    EMBEDDED_PROTO !== undefined && protoPath === AGENT_PROTO_PATH ? packageDefinitionFromText(EMBEDDED_PROTO) : protoLoader.loadSync(protoPath, PROTO_LOADER_OPTIONS);
   const service = definition[AGENT_SERVICE_NAME] as grpc.ServiceDefinition | undefined;
   if (!service) throw new Error(`${protoPath} does not define ${AGENT_SERVICE_NAME}`);
   const Client = grpc.makeClientConstructor(service, AGENT_SERVICE_NAME) as unknown as AgentServiceClientConstructor;

@@ -92,6 +92,28 @@ describe("parseBirdError / formatExcerpt", () => {
   });
 });
 
+describe("createProcessRunner (execa)", () => {
+  it("kills a child that outruns its timeout and keeps its stderr; a missing program rejects with ENOENT", async () => {
+    const runner = createProcessRunner();
+    const started = Date.now();
+    const hung = await runner("sh", ["-c", "echo starting >&2; exec sleep 30"], { timeoutMs: 300 });
+    expect(Date.now() - started).toBeLessThan(5000);
+    expect(hung).toMatchObject({ code: null, signal: "SIGTERM", timedOut: true, stderr: "starting\n" });
+    expect(await runner("sh", ["-c", "echo 'bird: x.conf:1:2 bad' >&2; exit 1"])).toMatchObject({ code: 1, stderr: "bird: x.conf:1:2 bad\n" });
+    await expect(runner("/nonexistent/bird", ["-p"])).rejects.toMatchObject({ code: "ENOENT" });
+  });
+
+  it("validateBirdConfig reports a bird -p that hangs as a timeout, not as a good config", async () => {
+    const dir = mkdtempSync(join(tmpdir(), "rl-validate-"));
+    onTestFinished(() => rmSync(dir, { recursive: true, force: true }));
+    const fakeBird = join(dir, "bird");
+    writeFileSync(fakeBird, "#!/bin/sh\necho 'parsing' >&2\nexec sleep 30\n", { mode: 0o755 });
+    const error = await validateBirdConfig(join(dir, "bird.conf"), { runner: createProcessRunner(), birdBin: fakeBird, timeoutMs: 300 }).catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(BirdConfigError);
+    expect((error as Error).message).toBe("bird -p did not finish within 300 ms: parsing");
+  });
+});
+
 if (process.env.CI === "true" && !birdInstalled) {
   it("bird is installed (CI=true)", () => {
     throw new Error("bird is not on PATH, and CI=true requires it");

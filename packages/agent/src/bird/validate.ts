@@ -1,5 +1,5 @@
-import { execFile } from "node:child_process";
 import { readFile } from "node:fs/promises";
+import { execa } from "execa";
 
 export interface ProcessResult {
   /** Exit code; null when the process was killed (see `signal`). */
@@ -7,26 +7,42 @@ export interface ProcessResult {
   signal: string | null;
   stdout: string;
   stderr: string;
+  /** Killed because it outran its timeout. */
+  timedOut?: boolean;
 }
 
 /** Runs a program and resolves with how it ended; rejects only when it could not start. */
 export type ProcessRunner = (file: string, args: readonly string[], options?: { timeoutMs?: number; cwd?: string }) => Promise<ProcessResult>;
 
-/** The real runner: child_process.execFile (no shell, so arguments are never interpreted). */
+/**
+ * The real runner, execa: no shell (arguments are never interpreted), SIGTERM at the timeout and
+ * SIGKILL 2 s later if that is ignored, the child killed when the agent exits, output capped.
+ */
 export function createProcessRunner(): ProcessRunner {
-  return (file, args, options = {}) =>
-    new Promise((resolve, reject) => {
-      execFile(
-        file,
-        [...args],
-        { timeout: options.timeoutMs ?? 30_000, cwd: options.cwd, encoding: "utf8", maxBuffer: 4 * 1024 * 1024 },
-        (error, stdout, stderr) => {
-          const e = error as (NodeJS.ErrnoException & { code?: number | string; signal?: string | null }) | null;
-          if (e && typeof e.code === "string") return reject(e); // ENOENT, EACCES: did not run
-          resolve({ code: e ? (typeof e.code === "number" ? e.code : null) : 0, signal: e?.signal ?? null, stdout, stderr });
-        },
-      );
+  return async (file, args, options = {}) => {
+    const result = await execa(file, [...args], {
+      timeout: options.timeoutMs ?? 30_000,
+      forceKillAfterDelay: 2000,
+      cleanup: true,
+      reject: false,
+      stdin: "ignore",
+      maxBuffer: 4 * 1024 * 1024,
+      stripFinalNewline: false,
+      ...(options.cwd ? { cwd: options.cwd } : {}),
     });
+    // ENOENT, EACCES: it did not run at all, which no exit code describes.
+    const startError = (result as { code?: unknown }).code;
+    if (result.failed && result.exitCode === undefined && !result.signal && !result.timedOut && typeof startError === "string") {
+      throw Object.assign(new Error(`${file}: ${result.shortMessage}`), { code: startError });
+    }
+    return {
+      code: result.exitCode ?? null,
+      signal: result.signal ?? null,
+      stdout: String(result.stdout ?? ""),
+      stderr: String(result.stderr ?? ""),
+      timedOut: result.timedOut,
+    };
+  };
 }
 
 export interface BirdConfigLocation {
@@ -73,6 +89,10 @@ const LOCATED = /^(?:bird: )?(.+?):(\d+):(\d+) (.*)$/;
 export async function validateBirdConfig(configPath: string, options: ValidateOptions): Promise<void> {
   const result = await options.runner(options.birdBin ?? "bird", ["-p", "-c", configPath], { timeoutMs: options.timeoutMs ?? 30_000 });
   if (result.code === 0) return;
+  if (result.timedOut) {
+    const stderr = result.stderr.trim().split("\n")[0];
+    throw new BirdConfigError(`bird -p did not finish within ${options.timeoutMs ?? 30_000} ms${stderr ? `: ${stderr}` : ""}`, null, "");
+  }
   const firstLine = (result.stderr.trim() || result.stdout.trim()).split("\n")[0] ?? "";
   const error = parseBirdError(firstLine || `bird -p exited with ${result.code ?? result.signal}`);
   let source: string | null = null;

@@ -5,8 +5,12 @@ import { BundleError } from "./errors.js";
 import { type BundlePayload, computeBundleDigest } from "./payload.js";
 
 // libsodium-wrappers 0.7.16's ESM build imports a file its package does not ship
-// (dist/modules-esm/libsodium.mjs), so the CommonJS build is loaded instead.
-const sodium = createRequire(import.meta.url)("libsodium-wrappers") as typeof import("libsodium-wrappers");
+// (dist/modules-esm/libsodium.mjs), so the CommonJS build is loaded instead. Where a plain
+// `require` exists (the single-file agent, which esbuild bundles as CommonJS) it is the one
+// used, written out so the bundler sees it and puts libsodium inside.
+const sodium = (
+  typeof require === "function" ? require("libsodium-wrappers") : createRequire(import.meta.url)("libsodium-wrappers")
+) as typeof import("libsodium-wrappers");
 
 export const BUNDLE_FORMAT = "rl-bundle/1";
 export const SIGNING_ALG = "ed25519";
