@@ -4,8 +4,7 @@ import { createServer } from "node:net";
 import { promisify } from "node:util";
 import type { BundleContent } from "../../packages/shared/src/bundle/index.js";
 
-// Pieces for tests that run a real BIRD speaking BGP to a real GoBGP on loopback
-// (/work/shared/peers/README.md has the recipes these follow).
+// Pieces for tests that run a real BIRD speaking BGP to a real GoBGP on loopback.
 
 const run = promisify(execFile);
 

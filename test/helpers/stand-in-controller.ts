@@ -25,7 +25,7 @@ import {
 } from "../../packages/shared/src/bundle/index.js";
 
 // A controller as the agent sees it, written for the agent's tests before the real one exists:
-// the HTTP node routes (CONTRACT 7 and packages/agent/README.md) on node:http and AgentService
+// the HTTP node routes (packages/agent/README.md) on node:http and AgentService
 // (agent.proto) on grpc-js, serving bundles signed with the real signBundle. It keeps one
 // speaker's desired revision in memory and records what the agent asks and reports.
 

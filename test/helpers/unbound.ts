@@ -1,5 +1,5 @@
-// A real unbound serving DoH over h2c for tests, run by hand in a temp dir: the recipe of
-// /work/shared/peers (unbound.conf) with an auth-zone from a file, `local-zone: "." refuse` so
+// A real unbound serving DoH over h2c for tests, run by hand in a temp dir: a minimal
+// unbound.conf with an auth-zone from a file, `local-zone: "." refuse` so
 // nothing outside the zone is ever recursed, and a control socket for `auth_zone_reload`.
 import { type ChildProcess, execFile, spawn } from "node:child_process";
 import { accessSync, constants } from "node:fs";

@@ -9,7 +9,7 @@ describe("loadConfig", () => {
     expect(() => loadConfig({ RL_CA_HASH: "abc" })).toThrow(/RL_CA_HASH/);
   });
 
-  it("fills the defaults of CONTRACT 10", () => {
+  it("fills the documented defaults", () => {
     expect(loadConfig({})).toEqual({
       controllerUrl: undefined,
       grpcUrl: undefined,

@@ -1,5 +1,5 @@
--- Route lists (CONTRACT 3, 4): communities, DoH profiles, modules with their entries and CDN
--- sources, and the preview rate limit.
+-- Route lists: communities, DoH profiles, modules with their entries and CDN sources, and the
+-- preview rate limit.
 --
 -- Tenancy is enforced by the schema as well as by the queries: every reference between tenant
 -- rows is a composite foreign key on (tenant_id, id), so a module can never point at another
@@ -47,7 +47,7 @@ CREATE TABLE modules (
   refresh_interval_minutes  integer CHECK (refresh_interval_minutes BETWEEN 5 AND 10080),
   last_refreshed_at         timestamptz,
   last_refresh_error        text,
-  -- Counts of the module's current snapshot, written by the ingest job (CONTRACT 3.3).
+  -- Counts of the module's current snapshot, written by the ingest job.
   prefix_count_v4           integer NOT NULL DEFAULT 0,
   prefix_count_v6           integer NOT NULL DEFAULT 0,
   collected_at              timestamptz,
@@ -104,7 +104,7 @@ CREATE TABLE domain_entries (
   FOREIGN KEY (tenant_id, module_id) REFERENCES modules (tenant_id, id) ON DELETE CASCADE
 );
 CREATE INDEX domain_entries_module_id ON domain_entries (module_id, id);
--- Lookup by name across a tenant's modules (SPEC lookup, entry layer).
+-- Lookup by name across a tenant's modules (lookup's entry layer).
 CREATE INDEX domain_entries_tenant_domain ON domain_entries (tenant_id, domain);
 
 CREATE TABLE ip_range_entries (

@@ -1,5 +1,5 @@
 -- One record per runtime-log cleanup: manual DELETEs, API auto-runs, the scheduler's runs and
--- dry runs alike (SPEC 4 "Runtime logs", rule 3).
+-- dry runs alike: every cleanup writes one.
 CREATE TABLE runtime_log_cleanup_audit (
   id            uuid PRIMARY KEY,
   tenant_id     uuid NOT NULL REFERENCES tenants(id) ON DELETE CASCADE,

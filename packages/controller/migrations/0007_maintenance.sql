@@ -1,5 +1,5 @@
--- Maintenance policies (CONTRACT 9): a named set of clean-up actions that the scheduler runs
--- every interval_minutes as a maintenance_policy_run job. next_run_at is NULL while disabled.
+-- Maintenance policies: a named set of clean-up actions that the scheduler runs every
+-- interval_minutes as a maintenance_policy_run job. next_run_at is NULL while disabled.
 CREATE TABLE maintenance_policies (
   id                uuid PRIMARY KEY,
   tenant_id         uuid NOT NULL REFERENCES tenants(id) ON DELETE CASCADE,

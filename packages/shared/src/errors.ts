@@ -1,6 +1,6 @@
 /**
  * The closed set of error codes the API answers with, and the one code → status map.
- * `code` is a stable machine word; the problem `type` URI ends with it (CONTRACT 0).
+ * `code` is a stable machine word; the problem `type` URI ends with it.
  */
 export const errorStatus = {
   validation_failed: 400,

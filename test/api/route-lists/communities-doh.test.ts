@@ -5,7 +5,7 @@ import { auditOf, createModule, expectStatus } from "./helpers.js";
 let t: TestController;
 
 beforeAll(async () => {
-  // 127.0.0.0/8 and one private /32 are allowed, so plain http may reach them (CONTRACT 4).
+  // 127.0.0.0/8 and one private /32 are allowed, so plain http may reach them.
   t = await startTestController({ env: { APP_OUTBOUND_ALLOW_CIDRS: "127.0.0.0/8, 10.9.9.9/32" } });
 });
 afterAll(async () => t?.close());

@@ -12,8 +12,8 @@ import { createModule, expectStatus, otherTenant } from "./helpers.js";
 /** Paths that cannot answer 404 to another tenant, and why. */
 const EXCEPTIONS: { path: RegExp; reason: string }[] = [
   { path: /^\/v1\/tenants\/\{id\}$/, reason: "tenant management is cross-tenant by design: superadmin only, so B's admin gets 403 before any lookup" },
-  { path: /^\/v1\/runtime-logs\/files\/\{filename\}$/, reason: "runtime-log files belong to the deployment, not to a tenant (SPEC 4): there is no file of A to name" },
-  { path: /^\/v1\/node\//, reason: "node routes answer node keys only (CONTRACT 7): an admin key is a 403 whatever the id" },
+  { path: /^\/v1\/runtime-logs\/files\/\{filename\}$/, reason: "runtime-log files belong to the deployment, not to a tenant: there is no file of A to name" },
+  { path: /^\/v1\/node\//, reason: "node routes answer node keys only: an admin key is a 403 whatever the id" },
 ];
 
 const METHODS = ["get", "post", "put", "patch", "delete"] as const;

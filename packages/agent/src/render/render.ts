@@ -193,7 +193,7 @@ function renderPeer(lines: string[], payload: BundlePayload, peer: BundlePeer, p
   const neighbor = ipAny(peer.neighbor_address, `${path}.neighbor_address`);
   const neighborPort = port(peer.neighbor_port ?? 179, `${path}.neighbor_port`);
   const remoteAsn = asn(peer.remote_asn, `${path}.remote_asn`);
-  // Precedence of CONTRACT 7, "What the speaker announces".
+  // Precedence: the peer, then policies_json, then the BIRD setting, then the speaker.
   const localAsn = asn(peer.local_asn ?? policies.local_asn ?? bird.local_asn ?? payload.speaker?.asn, `${path}.local_asn`);
   const localPort = port(policies.local_port ?? 179, "speaker.policies_json.local_port");
   const localV4 = optional(policies.local_ip ?? bird.bird_bgp_source_ipv4, ipv4, "local_ip / bird_bgp_source_ipv4");

@@ -98,7 +98,7 @@ export async function rotateApiKeySecret(
   return row!;
 }
 
-/** At most one write a minute per key, whatever the request rate (CONTRACT 2). */
+/** At most one write a minute per key, whatever the request rate. */
 export async function touchApiKeyLastUsed(db: Db, id: string, at: Date): Promise<void> {
   await db`
     UPDATE api_keys SET last_used_at = ${at}

@@ -1,9 +1,9 @@
 import type { Db } from "./connect.js";
 import { type EntryKind, entryTable } from "./entries.js";
 
-// CSV import (CONTRACT 3.2) as set operations: the file's rows are staged in a temporary table
-// in batches of INSERT … SELECT FROM unnest(arrays), then counted, deleted, updated and inserted
-// against the module's entries with four statements, whatever the number of rows.
+// CSV import as set operations: the file's rows are staged in a temporary table in batches of
+// INSERT … SELECT FROM unnest(arrays), then counted, deleted, updated and inserted against the
+// module's entries with four statements, whatever the number of rows.
 // Measured on 100,000 IP ranges: staging ≈ 0.3 s, apply ≈ 1–2 s (the GiST index dominates).
 // COPY FROM STDIN would stage faster but hangs on the embedded PGlite database.
 

@@ -1,7 +1,7 @@
 import type { Db } from "./connect.js";
 
-// The three entry collections of a module (CONTRACT 3). Reads and deletes are shared, keyed by
-// EntryKind; writes differ by column and are one function per kind.
+// The three entry collections of a module. Reads and deletes are shared, keyed by EntryKind;
+// writes differ by column and are one function per kind.
 
 export type EntryKind = "as" | "domain" | "ip_range";
 

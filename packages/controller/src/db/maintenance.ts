@@ -92,7 +92,7 @@ export async function hasActiveJob(db: Db, tenantId: string, type: string, polic
 }
 
 // Audit retention never deletes a record that still waits in the push outbox: a portal that
-// is down must lose nothing (CONTRACT 9, push).
+// is down must lose nothing.
 
 export async function countAuditRecordsBefore(db: Db, tenantId: string, before: Date): Promise<{ count: number; ids: string[] }> {
   const [row] = await db<{ n: number }[]>`

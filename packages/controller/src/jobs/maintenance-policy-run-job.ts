@@ -2,8 +2,8 @@ import type { MaintenanceService } from "../services/maintenance.js";
 import type { JobHandler } from "./handler.js";
 
 /**
- * maintenance_policy_run (CONTRACT 9): runs one policy's actions; the run, what it deleted and
- * its audit records commit with the job's end (see MaintenanceService.runPolicy).
+ * maintenance_policy_run: runs one policy's actions; the run, what it deleted and its audit
+ * records commit with the job's end (see MaintenanceService.runPolicy).
  */
 export function maintenancePolicyRunJob(deps: { maintenance: MaintenanceService }): JobHandler {
   return {

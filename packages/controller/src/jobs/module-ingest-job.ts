@@ -16,10 +16,10 @@ export interface IngestParams {
 }
 
 /**
- * module_ingest (CONTRACT 3.3): collect the refreshed modules (and enabled ones never
- * collected), build the revision from every enabled module's snapshot, and commit snapshots and
- * revision in the one transaction that ends the job. A guard trip, a cancel or a crash before
- * that commit leaves no trace.
+ * module_ingest: collect the refreshed modules (and enabled ones never collected), build the
+ * revision from every enabled module's snapshot, and commit snapshots and revision in the one
+ * transaction that ends the job. A guard trip, a cancel or a crash before that commit leaves no
+ * trace.
  *
  * Measured with bench/refresh-lookup.mjs (1.2M collected prefixes, 2 cores, busy machine): a
  * full refresh took 42-51 s at 1.24-1.37 GiB peak RSS with one snapshot row per prefix and the

@@ -7,7 +7,7 @@ import { startApply } from "../services/deploy.js";
 import type { JobHandler } from "./handler.js";
 
 /**
- * peer_reconcile (SPEC 6): a peer changed. No ingest and no collection: the speakers that had or
+ * peer_reconcile: a peer changed. No ingest and no collection: the speakers that had or
  * have the peer get the current revision again (their bundles now carry the new peer set).
  */
 export function peerReconcileJob(deps: { sql: Sql; bus: Bus; audit: AuditWriter }): JobHandler {

@@ -3,9 +3,9 @@ import type { RevisionService } from "../services/revisions.js";
 import type { JobHandler } from "./handler.js";
 
 /**
- * revision_prune (CONTRACT 5.4), enqueued by the scheduler from `revision_retention_minutes`:
- * deletes the revisions past the retention — never the current one — and its audit record in
- * the transaction that ends the job. The actor is whoever enqueued it (`auto:scheduler`).
+ * revision_prune, enqueued by the scheduler from `revision_retention_minutes`: deletes the
+ * revisions past the retention — never the current one — and its audit record in the transaction
+ * that ends the job. The actor is whoever enqueued it (`auto:scheduler`).
  */
 export function revisionPruneJob(deps: { revisions: RevisionService; audit: AuditWriter }): JobHandler {
   return {

@@ -3,7 +3,7 @@ import { accept, refuse, type ValueResult } from "./value-result.js";
 const MAX_ASN = 4294967295;
 const ASN_TEXT = /^(?:as)?(\d{1,10})$/i;
 
-/** An ASN as a number or as `13335` / `AS13335` / `as13335` text (CONTRACT 3); 1..4294967295. */
+/** An ASN as a number or as `13335` / `AS13335` / `as13335` text; 1..4294967295. */
 export function normaliseAsn(input: number | string): ValueResult<number> {
   let value: number;
   if (typeof input === "number") {

@@ -5,8 +5,8 @@ const MAX16 = 65535;
 const MAX32 = 4294967295;
 
 /**
- * A BGP community (CONTRACT 4): standard `ASN:VALUE`, each 0..65535, or large `ASN:V1:V2`,
- * each 0..4294967295; canonical without leading zeros (`065000:0100` → `65000:100`).
+ * A BGP community: standard `ASN:VALUE`, each 0..65535, or large `ASN:V1:V2`, each 0..4294967295;
+ * canonical without leading zeros (`065000:0100` → `65000:100`).
  */
 export function normaliseCommunity(input: string): ValueResult<string> {
   const m = COMMUNITY.exec(input.trim());

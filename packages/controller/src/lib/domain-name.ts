@@ -10,10 +10,10 @@ const LABEL = /^[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?$/;
 const ALL_DIGITS = /^[0-9]+$/;
 
 /**
- * A domain entry's name (CONTRACT 3): lower case, one trailing dot removed, IDN to punycode
- * (`bücher.example` → `xn--bcher-kva.example`); labels 1..63 letters, digits and hyphens, not
- * starting or ending with a hyphen; at most 253 characters; at least two labels; a top label that
- * is not all digits (so an IPv4 address is never taken for a name).
+ * A domain entry's name: lower case, one trailing dot removed, IDN to punycode (`bücher.example`
+ * → `xn--bcher-kva.example`); labels 1..63 letters, digits and hyphens, not starting or ending
+ * with a hyphen; at most 253 characters; at least two labels; a top label that is not all digits
+ * (so an IPv4 address is never taken for a name).
  */
 export function normaliseDomain(input: string): ValueResult<string> {
   let text = input.trim();

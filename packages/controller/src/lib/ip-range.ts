@@ -1,5 +1,5 @@
-// Canonical CIDR text for IP-range entries (CONTRACT 3). Parsing comes from the outbound
-// policy's ip-bits helpers; packages/shared/src/prefix replaces them once its suite is green.
+// Canonical CIDR text for IP-range entries. Parsing comes from the outbound policy's ip-bits
+// helpers; packages/shared/src/prefix replaces them once its suite is green.
 import { type Cidr, formatCidr, parseCidr } from "../sources/ip-bits.js";
 import { accept, refuse, type ValueResult } from "./value-result.js";
 

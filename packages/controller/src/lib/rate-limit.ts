@@ -8,7 +8,7 @@ export interface RateLimit {
   windowMs: number;
 }
 
-/** CONTRACT 3.1: preview is limited to 10 calls a minute per tenant. */
+/** CDN preview is limited to 10 calls a minute per tenant. */
 export const CDN_PREVIEW_LIMIT: RateLimit = { bucket: "cdn_preview", limit: 10, windowMs: 60_000 };
 
 /**

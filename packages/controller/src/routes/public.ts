@@ -4,7 +4,7 @@ import type { FastifyPluginAsyncZod } from "fastify-type-provider-zod";
 import type { AppDeps } from "../app.js";
 import { problems } from "./responses.js";
 
-/** Liveness, readiness, version: no key needed (SPEC 4, CONTRACT 1). */
+/** Liveness, readiness, version: no key needed. */
 const publicRoutes: FastifyPluginAsyncZod<{ deps: AppDeps }> = async (app, { deps }) => {
   const cfg = { auth: "public" as const };
   const health = async () => ({ status: "ok" as const });

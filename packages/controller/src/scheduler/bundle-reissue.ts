@@ -6,7 +6,7 @@ import { type BundleDeps, issueBundle } from "../services/bundles.js";
 import { notifySubject } from "../services/speakers.js";
 import type { PeriodicTask } from "./scheduler.js";
 
-/** Bundles live 7 days (CONTRACT 7); the desired revision's is signed again once less than this is left. */
+/** Bundles live 7 days; the desired revision's is signed again once less than this is left. */
 export const REISSUE_BEFORE_EXPIRY_MS = 2 * 24 * 3600_000;
 
 /**

@@ -12,7 +12,7 @@ import { DEPLOYMENT_TENANT } from "../plugins/access.js";
 import { autoPolicyOf, type RuntimeLogService } from "../services/runtime-logs.js";
 import type { PeriodicTask } from "./scheduler.js";
 
-/** Idempotency answers are kept 24 hours (CONTRACT 0). */
+/** Idempotency answers are kept 24 hours. */
 export function idempotencyExpiryTask(sql: Sql): PeriodicTask {
   return {
     name: "idempotency_expiry",
@@ -47,7 +47,7 @@ export function runtimeLogsAutoTask(sql: Sql, logs: RuntimeLogService, everyMs =
   };
 }
 
-/** Modules with `refresh_interval_minutes` are refreshed on their own (CONTRACT 3). */
+/** Modules with `refresh_interval_minutes` are refreshed on their own. */
 export function moduleRefreshTask(sql: Sql, bus: Bus, everyMs = 30_000): PeriodicTask {
   return {
     name: "module_refresh",
@@ -71,7 +71,7 @@ export function moduleRefreshTask(sql: Sql, bus: Bus, everyMs = 30_000): Periodi
   };
 }
 
-/** Enabled maintenance policies whose next_run_at has come get one run job each (CONTRACT 9). */
+/** Enabled maintenance policies whose next_run_at has come get one run job each. */
 export function maintenancePolicyTask(maintenance: MaintenanceService, bus: Bus, everyMs = 30_000): PeriodicTask {
   return {
     name: "maintenance_policies",
@@ -82,7 +82,7 @@ export function maintenancePolicyTask(maintenance: MaintenanceService, bus: Bus,
   };
 }
 
-/** Each tenant's `revision_retention_minutes`: a revision_prune job, looked at most every 10 minutes (CONTRACT 5.4). */
+/** Each tenant's `revision_retention_minutes`: a revision_prune job, looked at most every 10 minutes. */
 export function revisionRetentionTask(maintenance: MaintenanceService, bus: Bus, everyMs = 60_000): PeriodicTask {
   return {
     name: "revision_retention",

@@ -17,7 +17,7 @@ export interface AuditEntry {
   policy_id?: string | null;
 }
 
-/** Field names whose values never reach the journal (CONTRACT 9: no secret is recorded). */
+/** Field names whose values never reach the journal: no secret is recorded. */
 const SECRET_FIELDS = /secret|password|token|private|seed|api_key$/i;
 
 export interface AuditWriter {

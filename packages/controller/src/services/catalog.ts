@@ -24,8 +24,8 @@ function groupBy<T extends { module_id: string }>(items: T[]): Map<string, T[]> 
 }
 
 /**
- * The tenant's whole configuration in one read (CONTRACT 3.4): seven queries whatever the number
- * of modules, in one REPEATABLE READ transaction so the parts agree with each other.
+ * The tenant's whole configuration in one read: seven queries whatever the number of modules, in
+ * one REPEATABLE READ transaction so the parts agree with each other.
  */
 export function createCatalogService() {
   return {

@@ -45,7 +45,7 @@ const SAMPLE = 100;
 
 const invalid = (path: string, message: string) => new ValidationError(`${path}: ${message}`, [{ path, message }]);
 
-/** format and json_path together: json needs a valid path, text takes none (CONTRACT 3.1). */
+/** format and json_path together: json needs a valid path, text takes none. */
 function checkFormat(format: "text" | "json", jsonPath: string | null, where: "body" | "source"): string | null {
   if (format === "text") {
     if (jsonPath !== null && jsonPath !== "") throw invalid(`${where}.json_path`, "json_path applies only to format json");
@@ -64,9 +64,9 @@ function checkFormat(format: "text" | "json", jsonPath: string | null, where: "b
 const duplicate = (url: string) => new ConflictError(`the module already reads ${url} with this format and path`);
 
 /**
- * A preview's fetch failure as an answer: the policy's refusals are 422 `outbound_refused`
- * (CONTRACT 3.1); anything else the feed server did (status, timeout, size, not JSON) is a
- * 400 naming the URL, with the outbound error's code in `outbound_error`.
+ * A preview's fetch failure as an answer: the policy's refusals are 422 `outbound_refused`;
+ * anything else the feed server did (status, timeout, size, not JSON) is a 400 naming the URL,
+ * with the outbound error's code in `outbound_error`.
  */
 function previewFailure(err: unknown, path: string): unknown {
   if (err instanceof OutboundRefusedError) {
@@ -215,7 +215,7 @@ export function createCdnSourceService(deps: { audit: AuditWriter }) {
       });
     },
 
-    /** Fetches and parses a URL the way refresh would, saving nothing (CONTRACT 3.1). */
+    /** Fetches and parses a URL the way refresh would, saving nothing. */
     async preview(db: Db, ctx: RequestContext, moduleId: string, body: CdnPreviewBody, outbound: OutboundClient): Promise<CdnPreview> {
       await mustFindModule(db, ctx.principal.tenantId, moduleId);
       const format = body.format ?? "text";

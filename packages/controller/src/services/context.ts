@@ -3,7 +3,7 @@ import type { z } from "zod";
 
 export type RoleName = z.infer<typeof AnyRole>;
 
-/** Who is calling: derived from the API key alone (SPEC 5.2). */
+/** Who is calling: derived from the API key alone (X-Tenant-Id is ignored). */
 export interface Principal {
   tenantId: string;
   tenantName: string;

@@ -55,11 +55,11 @@ const withoutDirectories = (message: string) => message.replace(/(?:\/[^\s:/]+)+
 const unavailable = (detail: string, cause?: unknown) => new AppError("bird_unavailable", detail, cause === undefined ? {} : { cause });
 
 /**
- * The local speaker (CONTRACT 6): a BIRD on the controller's own host, driven through the
- * agent's code — the bundle is issued and verified as for a remote speaker, rendered in include
- * mode into BIRD_CONFIG_PATH, checked with `bird -p`, loaded with `configure timeout`, checked
- * for its BGP protocols and confirmed. The outcome is recorded as the speaker's status report,
- * so apply jobs and live fields treat it like any agent's.
+ * The local speaker: a BIRD on the controller's own host, driven through the agent's code — the
+ * bundle is issued and verified as for a remote speaker, rendered in include mode into
+ * BIRD_CONFIG_PATH, checked with `bird -p`, loaded with `configure timeout`, checked for its BGP
+ * protocols and confirmed. The outcome is recorded as the speaker's status report, so apply jobs
+ * and live fields treat it like any agent's.
  */
 export function createLocalBirdService(deps: LocalBirdDeps) {
   const runner = deps.runner ?? createProcessRunner();

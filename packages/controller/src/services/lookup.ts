@@ -110,7 +110,7 @@ async function buildSnapshotIndex(db: Db, tenantId: string): Promise<SnapshotInd
 }
 
 /**
- * Lookup (CONTRACT 5.5): entry, snapshot and revision layers; never a live DNS query.
+ * Lookup: entry, snapshot and revision layers; never a live DNS query.
  *
  * An IP lookup answers from memory: per tenant, the modules, an index of the IP_RANGES entries,
  * of every snapshot prefix and of the current revision. Read-your-writes: a write through this

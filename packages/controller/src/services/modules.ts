@@ -63,7 +63,7 @@ const invalid = (path: string, message: string) => new ValidationError(`${path}:
 /**
  * The DoH profile list a body writes, or undefined when it writes none. `doh_profile_id` is the
  * legacy single form of `doh_profile_ids`; null and [] are "not set" when the other form is set,
- * and writing both with different values is refused (CONTRACT 3).
+ * and writing both with different values is refused (a 400).
  */
 export function dohProfileIdsOf(body: { doh_profile_id?: string | null | undefined; doh_profile_ids?: string[] | null | undefined }): string[] | undefined {
   const single = body.doh_profile_id;

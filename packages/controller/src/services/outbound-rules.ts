@@ -2,7 +2,7 @@ import { ValidationError } from "@rlc/shared/errors";
 import { type Cidr, cidrContains, parseCidr, parseIp } from "../sources/ip-bits.js";
 import { type OutboundClient, OutboundRefusedError } from "../sources/outbound.js";
 
-/** What saving a URL needs to know of the outbound policy (CONTRACT 3.1, 4, 10). */
+/** What saving a URL needs to know of the outbound policy. */
 export interface OutboundRules {
   /** Form check with the configured policy: scheme, credentials, literal refused addresses. */
   checkUrlForm(url: string): URL;
@@ -32,7 +32,7 @@ export function savedUrl(rules: OutboundRules, url: string, field: string): URL 
   }
 }
 
-/** Plain http is for resolvers the operator allowed by address (CONTRACT 4): an IP literal inside `APP_OUTBOUND_ALLOW_CIDRS`. */
+/** Plain http is for resolvers the operator allowed by address: an IP literal inside `APP_OUTBOUND_ALLOW_CIDRS`. */
 export function plainHttpAllowed(rules: OutboundRules, url: URL): boolean {
   const host = url.hostname.startsWith("[") ? url.hostname.slice(1, -1) : url.hostname;
   const address = parseIp(host);

@@ -1,8 +1,8 @@
 import { compareWords, lastAddress, type PrefixTable } from "../lib/prefix-table.js";
 
 /*
- * Which modules each announced prefix stands for (`module_ids` of CONTRACT 5.4). Module m is
- * attributed to announced prefix o when
+ * Which modules each announced prefix stands for (`module_ids` of a revision's prefixes). Module
+ * m is attributed to announced prefix o when
  *   (a) some prefix q of m contains o whole (q ⊇ o), or
  *   (b) o is the longest announced prefix that contains some prefix q of m whole ("q inside o
  *       is routed by o"; when q is announced itself that is q, and (a) already holds).

@@ -67,12 +67,12 @@ function sameMask(masks: Uint32Array, a: number, b: number, MW: number): boolean
 }
 
 /**
- * Builds a revision's content from the modules' collected prefixes (CONTRACT 5.2): the bogon
- * filter first (revision-input.ts), then the community-aware aggregation of the prefix
- * algebra, then the attribution of modules to the announced prefixes (revision-attribution.ts).
- * Measured on 1.2M collected prefixes in 3 modules (the bench): ~2 s, half of it
- * aggregateTagged; it was 8.8 s with three removeBogons passes, a union pass and the
- * Map-of-Sets attribution, and ~1 GB of objects.
+ * Builds a revision's content from the modules' collected prefixes: the bogon filter first
+ * (revision-input.ts), then the community-aware aggregation of the prefix algebra, then the
+ * attribution of modules to the announced prefixes (revision-attribution.ts). Measured on 1.2M
+ * collected prefixes in 3 modules (the bench): ~2 s, half of it aggregateTagged; it was 8.8 s
+ * with three removeBogons passes, a union pass and the Map-of-Sets attribution, and ~1 GB of
+ * objects.
  */
 export function buildRevision(input: ModuleInput[], bird: BogonSettings = {}): BuiltRevision {
   // Module indexes follow the ids' order, so each prefix's module_ids come out sorted.

@@ -136,7 +136,7 @@ function uncovered(current: PrefixTable, next: PrefixTable): number {
 }
 
 /**
- * How many of `current`'s prefixes `next` does not cover whole (CONTRACT 5.3): a prefix counts
+ * How many of `current`'s prefixes `next` does not cover whole (the guard): a prefix counts
  * as kept when some prefix of `next` contains it. One merge walk over the sorted lists.
  */
 export function withdrawnCount(current: RevisionContent, next: RevisionContent): number {

@@ -71,7 +71,7 @@ export interface FilteredInput {
 }
 
 /**
- * The bogon filter of CONTRACT 5.2 over every module at once, and the module prefixes as
+ * The revision's bogon filter over every module at once, and the module prefixes as
  * typed pairs for the attribution. Each collected text is parsed once; the bogon test is a
  * comparison with the few excluded ranges, and only the prefixes it touches (rare) go through
  * `removeBogons` for the pieces around the holes. Their distinct keys across modules make

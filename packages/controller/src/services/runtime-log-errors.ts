@@ -18,7 +18,7 @@ export class RuntimeLogError extends AppError {
   }
 }
 
-/** A file name, mode or tail option outside what the contract allows. */
+/** A file name, mode or tail option outside what the API allows. */
 export class InvalidLogRequestError extends RuntimeLogError {
   override name = "InvalidLogRequestError";
   /** The offending input: `filename`, `mode`, `lines`, `bytes`, `grep` or `threshold_bytes`. */
@@ -42,7 +42,7 @@ export class LogFileNotFoundError extends RuntimeLogError {
   }
 }
 
-/** Cleanup refused because the file is bigger than the limit (SPEC 8: 512 MiB). */
+/** Cleanup refused because the file is bigger than the limit (512 MiB). */
 export class LogFileTooLargeError extends RuntimeLogError {
   override name = "LogFileTooLargeError";
   readonly size: number;

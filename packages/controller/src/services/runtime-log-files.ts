@@ -1,7 +1,7 @@
 /**
- * The filesystem half of runtime logs (SPEC 4 "Runtime logs", CONTRACT 9): list, tail, cleanup
- * and automatic cleanup of `*.log` files in one directory. The directory is passed in by the
- * caller; nothing here reads the environment or the database.
+ * The filesystem half of runtime logs: list, tail, cleanup and automatic cleanup of `*.log` files
+ * in one directory. The directory is passed in by the caller; nothing here reads the environment
+ * or the database.
  *
  * Safety invariants, which every function keeps:
  * - A path is only ever `path.join(dir, name)` with `isValidLogName(name)` true, so it names an
@@ -22,10 +22,10 @@ import { tailLines } from "./runtime-log-tail.js";
 
 export const LOG_NAME_PATTERN = /^[a-z0-9][a-z0-9_.-]*\.log$/;
 
-/** SPEC 8: the largest file the DELETE cleanup handles. */
+/** The largest file the DELETE cleanup handles: 512 MiB. */
 export const MAX_CLEANUP_BYTES = 512 * 1024 * 1024;
 
-/** CONTRACT 9: defaults and ranges of the tail query. */
+/** Defaults and ranges of the tail query. */
 export const TAIL_LIMITS = {
   lines: { default: 200, min: 1, max: 10_000 },
   bytes: { default: 65_536, min: 1, max: 8_388_608 },
@@ -73,7 +73,7 @@ export interface AutoCleanupOptions {
   mode: CleanupMode;
   dryRun?: boolean;
   /**
-   * Files bigger than this are not cleaned. No limit by default: SPEC 8 sets 512 MiB for the
+   * Files bigger than this are not cleaned. No limit by default: the 512 MiB cap is for the
    * DELETE route only, and an automatic run exists precisely for files that grew too big.
    */
   maxBytes?: number;

@@ -10,7 +10,7 @@ import type { RequestContext } from "./context.js";
 import { type CleanupMode, cleanupLogFile, estimateAutoCleanup, listLogFiles, runAutoCleanup, tailLogFile } from "./runtime-log-files.js";
 import { readTenantSettings } from "./settings.js";
 
-/** Used when the tenant settings say nothing (CONTRACT 9 `runtime_logs_auto_*`). */
+/** Used when the tenant settings say nothing (`runtime_logs_auto_*`). */
 export const RUNTIME_LOG_DEFAULTS = { thresholdBytes: 100 * 1024 * 1024, mode: "truncate" as CleanupMode, intervalMinutes: 60 };
 
 export interface AutoPolicy {
@@ -49,7 +49,7 @@ export interface Actor {
   actorPrefix: "manual" | "auto:api" | "auto:scheduler";
 }
 
-/** SPEC 4 "Runtime logs": file operations only with APP_SERVICE=app-all and APP_RUNTIME_LOGS_DIR. */
+/** File operations only with APP_SERVICE=app-all and APP_RUNTIME_LOGS_DIR; otherwise a 503. */
 export function createRuntimeLogService(deps: { config: Config; sql: Sql }) {
   const dir = deps.config.APP_SERVICE === "app-all" && deps.config.APP_RUNTIME_LOGS_DIR ? deps.config.APP_RUNTIME_LOGS_DIR : null;
   const requireDir = () => {

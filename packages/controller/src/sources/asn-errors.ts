@@ -1,4 +1,4 @@
-// Errors of the ASN sources (CONTRACT 5.1). HTTP and network failures of RIPEstat stay
+// Errors of the ASN sources (`ASN_SOURCE`). HTTP and network failures of RIPEstat stay
 // OutboundErrors; these say the source itself is misconfigured or answered nonsense.
 
 export type AsnSourceErrorCode = "asn_source_config" | "asn_source_status" | "asn_source_malformed" | "asn_file_unreadable";

@@ -1,4 +1,4 @@
-// The offline ASN table of `ASN_SOURCE=file:<path>` (CONTRACT 5.1), read once into a map from
+// The offline ASN table of `ASN_SOURCE=file:<path>`, read once into a map from
 // ASN to address ranges. The format is told apart per line, so files of either kind may be
 // concatenated:
 //   - iptoasn / ip-location-db: `start,end,asn[,...]` (or tab-separated, as iptoasn's .tsv), an

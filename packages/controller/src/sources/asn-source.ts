@@ -1,4 +1,4 @@
-// The ASN source of the AS_PREFIXES collector (CONTRACT 5.1, `ASN_SOURCE`): `ripestat` asks
+// The ASN source of the AS_PREFIXES collector (`ASN_SOURCE`): `ripestat` asks
 // RIPEstat's announced-prefixes API (or a mirror at `ASN_SOURCE_URL`); `file:<path>` reads an
 // offline table once. Several files may be given as `file:<a>,<b>` (ip-location-db ships IPv4
 // and IPv6 apart); a path therefore cannot contain a comma.
@@ -88,7 +88,7 @@ export function parseRipestat(text: string, asn: number): string[] {
     }
     const parsed = parseCidr(entry.prefix.trim());
     if (!parsed.ok) throw new AsnSourceError("asn_source_malformed", `RIPEstat answer for AS${asn} has a bad prefix "${entry.prefix.slice(0, 60)}"`);
-    // CONTRACT 3.1: host bits in fetched data are masked, not rejected.
+    // Host bits in fetched data are masked, not rejected (real feeds contain them).
     cidrs.push(parsed.cidr);
   }
   return canonicalCidrs(cidrs);

@@ -1,4 +1,4 @@
-// Turns a fetched CDN feed into distinct canonical prefixes (CONTRACT 3.1). Pure: no I/O.
+// Turns a fetched CDN feed into distinct canonical prefixes. Pure: no I/O.
 // Host bits inside fetched data are masked, not rejected, since real feeds contain them.
 // CIDR parsing comes from ./ip-bits.ts, a local stand-in to be swapped for `@rlc/shared/prefix`
 // once that package's API is settled.

@@ -1,4 +1,4 @@
-// One DNS question over DoH (CONTRACT 4): RFC 8484 wire format (GET `?dns=` or POST) or the
+// One DNS question over DoH: RFC 8484 wire format (GET `?dns=` or POST) or the
 // `application/dns-json` API, always through the outbound client so the address policy holds.
 //
 // HTTP version: https lets ALPN choose (RFC 8484 recommends HTTP/2; servers fall back to 1.1).
@@ -15,7 +15,7 @@ import { type OutboundClient, OutboundNetworkError, type OutboundResponse } from
 
 export type DohQueryType = "A" | "AAAA";
 
-/** The fields of a DohProfile (CONTRACT 4) that a query needs. */
+/** The fields of a DohProfile that a query needs. */
 export interface DohProfileSpec {
   url: string;
   method: "GET" | "POST";

@@ -1,5 +1,5 @@
-// One name, one record type, across the profiles of a module under its DohResolverPolicy
-// (CONTRACT 3): CNAME chasing, attempts, and the failover / race / union strategies.
+// One name, one record type, across the profiles of a module under its DohResolverPolicy:
+// CNAME chasing, attempts, and the failover / race / union strategies.
 import { type DohProfileSpec, type DohQueryType, queryDoh } from "./doh-client.js";
 import { DohCnameChainError, DohRcodeError } from "./doh-errors.js";
 import { type OutboundClient, OutboundHttpError, OutboundNetworkError, OutboundTimeoutError } from "./outbound.js";

@@ -1,12 +1,12 @@
-// The DOMAINS collector (CONTRACT 3 and 3.3): every domain entry of a module resolved through the
-// module's DoH profiles, merged with what earlier refreshes saw.
+// The DOMAINS collector: every domain entry of a module resolved through the module's DoH
+// profiles, merged with what earlier refreshes saw.
 //
 // - `include_subdomains` entries are resolved as their own name only: DNS offers no way to list
 //   the names under a wildcard, so only the apex's addresses can be collected.
 // - Each record type is resolved on its own. A type whose every profile failed keeps that
-//   family's previous records whole (CONTRACT 3.3: a failing source keeps its last good
-//   records); a type that resolved replaces them, except that addresses seen within
-//   `keep_previous_minutes` stay (CDN answers rotate; a route must not flap with each refresh).
+//   family's previous records whole (a failing source keeps its last good records); a type
+//   that resolved replaces them, except that addresses seen within `keep_previous_minutes`
+//   stay (CDN answers rotate; a route must not flap with each refresh).
 // - NXDOMAIN counts as a failure, not as "no addresses": filtering resolvers answer it for names
 //   they block, so failover asks the next profile, and a name that vanished for one refresh does
 //   not withdraw its routes. The warning tells the operator to remove the entry.

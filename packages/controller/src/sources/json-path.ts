@@ -1,6 +1,6 @@
-// The json_path of a CDN source (CONTRACT 3.1): dot-separated keys, `[*]` for every element of an
-// array, `[N]` for one element, and `?key=value` after `[*]` to keep the elements whose `key`
-// equals `value`. Example: `prefixes[*]?service=CLOUDFRONT.ip_prefix`.
+// The json_path of a CDN source: dot-separated keys, `[*]` for every element of an array, `[N]`
+// for one element, and `?key=value` after `[*]` to keep the elements whose `key` equals `value`.
+// Example: `prefixes[*]?service=CLOUDFRONT.ip_prefix`.
 // A path is parsed once (routes validate it when a source is saved) and evaluated per fetch.
 
 export type JsonPathStep =

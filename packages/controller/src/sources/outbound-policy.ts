@@ -1,5 +1,5 @@
-// The address policy of every server-side fetch (CONTRACT 3.1 and 10): which addresses a fetch may
-// connect to, and which URLs are refused by their form alone (checked when a URL is saved).
+// The address policy of every server-side fetch: which addresses a fetch may connect to, and
+// which URLs are refused by their form alone (checked when a URL is saved).
 import { type Cidr, type IpAddress, cidrContains, formatIp, parseCidr, parseIp } from "./ip-bits.js";
 import { OutboundRefusedError, type RefusalReason } from "./outbound-errors.js";
 

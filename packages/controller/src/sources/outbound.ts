@@ -1,6 +1,6 @@
 // The one outbound HTTP client of the controller: CDN feeds, DoH, the ASN source and the audit
-// push all fetch through it, so the address policy, the limits and the redirect rules of
-// CONTRACT 3.1 and 10 hold everywhere.
+// push all fetch through it, so the address policy, the limits and the redirect rules hold
+// everywhere.
 import { Agent } from "undici";
 import { readBody } from "./outbound-body.js";
 import { type Resolver, createCheckedConnector, systemResolver } from "./outbound-connect.js";

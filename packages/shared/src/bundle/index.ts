@@ -1,5 +1,5 @@
-// The signed bundle that carries a revision to one speaker (CONTRACT 7): canonical JSON,
-// payload types and digest, Ed25519 signing and verification, key statements for rotation.
+// The signed bundle that carries a revision to one speaker: canonical JSON, payload types and
+// digest, Ed25519 signing and verification, key statements for rotation.
 export { canonicalJson, canonicalJsonBytes } from "./canonical-json.js";
 export { BundleError, type BundleErrorCode } from "./errors.js";
 export {

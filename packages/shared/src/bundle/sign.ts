@@ -63,7 +63,7 @@ export interface VerifiedBundle {
   keyId: string;
 }
 
-/** First 16 hex digits of the SHA-256 of the raw 32-byte public key (CONTRACT 7). */
+/** First 16 hex digits of the SHA-256 of the raw 32-byte public key. */
 export function keyIdOf(publicKey: Uint8Array): string {
   if (publicKey.length !== 32) throw new TypeError("keyIdOf: an Ed25519 public key has 32 bytes");
   return createHash("sha256").update(publicKey).digest("hex").slice(0, 16);

@@ -61,10 +61,10 @@ function aggregateModel(ps: readonly P[]): P[] {
 }
 
 /**
- * CONTRACT 5.2 step by step, as slowly and plainly as it reads: (1) aggregate each module;
- * (2) announce each prefix of any result once, with the communities of every module whose
- * result covers it; (3) from the longest length to the shortest, repeated until nothing
- * changes: merge equal-community siblings into their parent, then drop prefixes whose
+ * The revision procedure step by step, as slowly and plainly as it reads: (1) aggregate
+ * each module; (2) announce each prefix of any result once, with the communities of every
+ * module whose result covers it; (3) from the longest length to the shortest, repeated until
+ * nothing changes: merge equal-community siblings into their parent, then drop prefixes whose
  * communities equal their nearest announced container's.
  */
 function reference(modules: readonly Module[]): Tagged[] {
@@ -130,7 +130,7 @@ const run = (modules: readonly Module[]): Tagged[] =>
 const tagged = (prefix: string, ...communities: string[]): TaggedPrefix => ({ prefix, communities });
 
 describe("aggregateTagged - examples", () => {
-  it("aggregateTagged - keeps the union of communities on a more-specific (the contract's example)", () => {
+  it("aggregateTagged - keeps the union of communities on a more-specific (/23 {X} and /24 {Y})", () => {
     const out = aggregateTagged([
       { prefixes: ["10.0.0.0/23"], communities: ["X"] },
       { prefixes: ["10.0.1.0/24"], communities: ["Y"] },
@@ -251,7 +251,7 @@ describe("aggregateTagged - properties against a brute-force model", () => {
     );
   });
 
-  it("aggregateTagged - equals the contract's procedure run step by step", () => {
+  it("aggregateTagged - equals the documented procedure run step by step", () => {
     fc.assert(
       fc.property(inputs, (modules) => {
         expect(run(modules)).toEqual(reference(modules)); // (d)

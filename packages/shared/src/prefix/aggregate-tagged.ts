@@ -22,7 +22,7 @@ export interface TaggedPrefix {
 }
 
 /*
- * Community-aware aggregation, CONTRACT 5.2.
+ * Community-aware aggregation of a revision's content.
  *
  * The procedure: (1) aggregate each module alone; (2) announce every prefix of any module's
  * result once, with the union of the communities of every module whose result covers it whole
@@ -37,7 +37,7 @@ export interface TaggedPrefix {
  *   union of the communities of every input that contains it;
  * - no prefix is ever split: every output prefix is the union of announced prefixes of (2);
  * - the output is the fixpoint that (3) reaches going from the longest prefixes to the
- *   shortest, as the contract orders it (the model in the test runs it literally);
+ *   shortest, as the procedure orders it (the model in the test runs it literally);
  * - after (2) every prefix's communities include its container's, and (3) keeps that true.
  *
  * Why one pass suffices. Let the "inherited set" of a node be the communities of its nearest

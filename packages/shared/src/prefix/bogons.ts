@@ -1,10 +1,10 @@
 /**
- * The default `BIRD.exclude_prefixes` (CONTRACT 5.2): ranges that are never routed on the
- * public Internet, so a route list must not steer them. The contract names RFC 1918, RFC 6598,
- * loopback, link-local, ULA, multicast and documentation; the rest are the entries that common
- * bogon filters (Team Cymru's bogons, NLNOG's BGP filter guide) also drop as never routable.
- * Deliberately not listed: 6to4 (2002::/16, 192.88.99.0/24) and NAT64 (64:ff9b::/96), which
- * do carry traffic to real hosts.
+ * The default `BIRD.exclude_prefixes`: ranges that are never routed on the public Internet, so a
+ * route list must not steer them. The required ones are RFC 1918, RFC 6598, loopback, link-local,
+ * ULA, multicast and documentation; the rest are the entries that common bogon filters (Team
+ * Cymru's bogons, NLNOG's BGP filter guide) also drop as never routable. Deliberately not listed:
+ * 6to4 (2002::/16, 192.88.99.0/24) and NAT64 (64:ff9b::/96), which do carry traffic to real
+ * hosts.
  */
 export const DEFAULT_EXCLUDE_PREFIXES: readonly string[] = Object.freeze([
   "0.0.0.0/8", // "this network" (RFC 791, RFC 1122)
@@ -32,6 +32,6 @@ export const DEFAULT_EXCLUDE_PREFIXES: readonly string[] = Object.freeze([
   "ff00::/8", // multicast (RFC 4291)
 ]);
 
-/** Default minimum prefix lengths (CONTRACT 5.2, `BIRD.min_prefix_length_v4` / `_v6`). */
+/** Default minimum prefix lengths (`BIRD.min_prefix_length_v4` / `_v6`). */
 export const DEFAULT_MIN_PREFIX_LENGTH_V4 = 8;
 export const DEFAULT_MIN_PREFIX_LENGTH_V6 = 16;

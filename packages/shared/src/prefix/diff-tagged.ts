@@ -10,7 +10,7 @@ export interface CommunityChange {
   to_communities: string[];
 }
 
-/** What changed from one tagged list to another (the revision diff of CONTRACT 5.4). */
+/** What changed from one tagged list to another (the revision diff route's answer). */
 export interface TaggedDiff {
   /** In `to` only (the items of `to` themselves). */
   added: TaggedPrefix[];

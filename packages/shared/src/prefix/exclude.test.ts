@@ -201,7 +201,7 @@ describe("filterMinLength and removeBogons", () => {
     expect(result).toEqual({ prefixes: ["1.0.0.0/24"], dropped: 1, cut: 0 });
   });
 
-  it("DEFAULT_EXCLUDE_PREFIXES - canonical, sorted, and covering what the contract names", () => {
+  it("DEFAULT_EXCLUDE_PREFIXES - canonical, sorted, and covering the required ranges", () => {
     expect(DEFAULT_EXCLUDE_PREFIXES.map((p) => canonicalCidr(p))).toEqual(DEFAULT_EXCLUDE_PREFIXES);
     expect(excludeRanges(DEFAULT_EXCLUDE_PREFIXES, []).prefixes).toEqual(DEFAULT_EXCLUDE_PREFIXES); // sorted, distinct
     const named = ["10.0.0.0/8", "172.16.0.0/12", "192.168.0.0/16", "100.64.0.0/10", "127.0.0.0/8", "::1/128", "169.254.0.0/16", "fe80::/10", "fc00::/7", "224.0.0.0/4", "ff00::/8", "192.0.2.0/24", "198.51.100.0/24", "203.0.113.0/24", "2001:db8::/32"];

@@ -168,7 +168,7 @@ export function filterMinLength(prefixes: readonly string[], min: MinPrefixLengt
 }
 
 /**
- * The bogon filter of CONTRACT 5.2, applied to collected prefixes before aggregation: drops
+ * The bogon filter of a revision, applied to collected prefixes before aggregation: drops
  * prefixes shorter than the minimum lengths, then cuts out the excluded ranges.
  * `dropped + cut` is the revision's `dropped_prefix_count` for these prefixes.
  */

@@ -28,11 +28,11 @@ export const AsnInput = z
   .describe("1..4294967295, as a number or as text (`13335`, `AS13335`, `as13335`); stored as a number.")
   .meta({ example: 13335 });
 
-/** SPEC 2: an AS entry holds an ASN only. A `prefix` member is refused with this message, not as an unknown key. */
+/** An AS entry holds an ASN only. A `prefix` member is refused with this message, not as an unknown key. */
 const RemovedPrefix = z
   .never({ error: "prefix was removed: an AS entry holds only an ASN, whose prefixes come from the ASN source" })
   .optional()
-  .describe("Removed (SPEC 2): sending it is a 400.");
+  .describe("Removed: an AS entry holds an ASN only, so sending it is a 400.");
 
 export const CreateAsEntryBody = z.strictObject({ asn: AsnInput, comment: Comment.optional(), prefix: RemovedPrefix });
 export const UpdateAsEntryBody = z.strictObject({ asn: AsnInput.optional(), comment: Comment.optional(), prefix: RemovedPrefix });

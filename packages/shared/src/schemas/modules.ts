@@ -7,7 +7,7 @@ export const ModuleType = z.enum(["AS_PREFIXES", "DOMAINS", "IP_RANGES"]).meta({
   description: "Fixed when the module is created.",
 });
 
-/** Policy defaults (CONTRACT 3); a policy written in part is completed with these. */
+/** Policy defaults; a policy written in part is completed with these. */
 export const DOH_RESOLVER_POLICY_DEFAULTS = {
   strategy: "failover",
   record_types: ["A", "AAAA"],

@@ -1,7 +1,7 @@
 import { z } from "zod";
 import { ListQueryShape, Timestamp, Uuid } from "./common.js";
 
-/** SPEC 4 rule 1: a base name only. Anything else is a 400, never a path. */
+/** A log file is named by its base name only. Anything else is a 400, never a path. */
 export const LogFileName = z.string().regex(/^[a-z0-9][a-z0-9_.-]*\.log$/, "must be a base name matching ^[a-z0-9][a-z0-9_.-]*\\.log$").max(255);
 
 export const LogFileInfo = z.object({ name: z.string(), size: z.number().int(), mtime: Timestamp }).meta({ id: "RuntimeLogFile" });

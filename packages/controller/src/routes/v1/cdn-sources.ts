@@ -29,7 +29,7 @@ const previewDescription =
 const cdnSourceRoutes: FastifyPluginAsyncZod<{ deps: AppDeps }> = async (app, { deps }) => {
   const sources = deps.services.cdnSources;
   const rules = createOutboundRules(deps.outbound, deps.config.APP_OUTBOUND_ALLOW_CIDRS);
-  // Before the body is parsed, so malformed calls count too (CONTRACT 3.1: every call but a 429).
+  // Before the body is parsed, so malformed calls count too (every call but a 429 counts).
   const rateLimited = async (req: FastifyRequest, _reply: unknown, payload: unknown) => {
     await takeRateLimit(deps.sql, req.principal!.tenantId, CDN_PREVIEW_LIMIT, deps.clock());
     return payload;

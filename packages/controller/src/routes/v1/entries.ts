@@ -21,7 +21,7 @@ import type { EntryKind } from "../../db/entries.js";
 import type { EntryInputOf } from "../../services/entries.js";
 import { authProblems, problems, writeProblems } from "../responses.js";
 
-/** The three entry collections differ only by schemas, path and words (CONTRACT 3). */
+/** The three entry collections differ only by schemas, path and words. */
 const collections = [
   {
     kind: "as",
