@@ -24,16 +24,24 @@ const LAST_USED_EVERY_MS = 60_000;
  */
 export function createAuthenticator(deps: { sql: Db; ttlMs?: number }): Authenticator {
   const ttl = deps.ttlMs ?? 1000;
-  const rows = new Map<string, { row: ApiKeyAuthRow | null; at: number }>();
+  const rows = new Map<string, { row: Promise<ApiKeyAuthRow | null>; at: number }>();
   const touched = new Map<string, number>();
 
-  async function rowFor(prefix: string): Promise<ApiKeyAuthRow | null> {
+  // The promise is cached, not the row: when a key's entry expires under load, the requests
+  // that arrive while it is being read again share that one query instead of each sending
+  // their own (measured: the herd at every expiry set the p99 of every authenticated route).
+  function rowFor(prefix: string): Promise<ApiKeyAuthRow | null> {
     const hit = rows.get(prefix);
     const t = Date.now();
     if (hit && t - hit.at < ttl) return hit.row;
-    const row = (await findApiKeyByPrefix(deps.sql, prefix)) ?? null;
     if (rows.size > 10_000) rows.clear(); // bounded: a flood of unknown prefixes cannot grow it
-    rows.set(prefix, { row, at: t });
+    const row = findApiKeyByPrefix(deps.sql, prefix).then((r) => r ?? null);
+    const entry = { row, at: t };
+    rows.set(prefix, entry);
+    // A failed read is not remembered: the next request asks again.
+    row.catch(() => {
+      if (rows.get(prefix) === entry) rows.delete(prefix);
+    });
     return row;
   }
 
