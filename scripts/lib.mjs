@@ -32,7 +32,13 @@ export function ensureInstalled() {
   if (stale) {
     const command = installCommand();
     process.stdout.write(`installing dependencies (npm ${command.join(" ")})…\n`);
-    mustRun("npm", [...command, "--no-audit", "--no-fund"]);
+    if (run("npm", [...command, "--no-audit", "--no-fund"]) === 0) return;
+    // npm 11 can refuse a lockfile it wrote itself as "not in sync" when the lockfile leaves out
+    // other platforms' optional packages (seen here with biome's and rollup's); `npm install`
+    // installs the same versions from it.
+    if (command[0] !== "ci") process.exit(1);
+    process.stdout.write("npm ci refused the lockfile; installing from it with npm install…\n");
+    mustRun("npm", ["install", "--no-audit", "--no-fund"]);
   }
 }
 
