@@ -125,5 +125,6 @@ export async function issueBundle(
     envelope_size: envelope.length,
     envelope_sha256: createHash("sha256").update(envelope).digest("hex"),
   });
-  return { sequence, digest: payload.digest, issued_at: payload.issued_at };
+  // The signed bytes as issued, for a caller that uses them at once (the local speaker).
+  return { sequence, digest: payload.digest, issued_at: payload.issued_at, envelope };
 }
