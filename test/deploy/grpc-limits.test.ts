@@ -1,8 +1,10 @@
+import { createHash } from "node:crypto";
 import { connect } from "node:net";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { Db } from "../../packages/controller/src/db/connect.js";
 import { createAgentService } from "../../packages/controller/src/grpc/agent-service.js";
 import type { GrpcLimits } from "../../packages/controller/src/grpc/limits.js";
+import { ENVELOPE_CHUNK_BYTES, sealEnvelope } from "../../packages/controller/src/lib/sealed-envelope.js";
 import { type ConnectionLimits, type GrpcListener, listenGrpc } from "../../packages/controller/src/grpc/server.js";
 import { createAuthenticator } from "../../packages/controller/src/services/authenticator.js";
 import type { NodeService } from "../../packages/controller/src/services/node.js";
@@ -63,7 +65,11 @@ beforeAll(async () => {
   await t.call(t.rootKey, "POST", "/v1/apply", { speaker_ids: [speakerId], timeout_seconds: 5 });
   await until("the bundle", async () => (await t.call(nodeKey, "GET", `/v1/speakers/${speakerId}/revisions/latest`)).statusCode === 200);
   // A body far larger than the flow-control windows, so a reader that stops reading stalls the sender.
-  await t.controller.db.sql`UPDATE bundles SET envelope = ${Buffer.alloc(8 * 1024 * 1024, 7)} WHERE speaker_id = ${speakerId}`;
+  // Stored sealed, as the controller stores every bundle.
+  const body = Buffer.alloc(8 * 1024 * 1024, 7);
+  const sealed = await sealEnvelope(t.controller.deps.services.secretBox, body, ENVELOPE_CHUNK_BYTES);
+  await t.controller.db.sql`UPDATE bundles SET envelope = ${sealed}, envelope_sealed = true, envelope_chunk = ${ENVELOPE_CHUNK_BYTES},
+    envelope_size = ${body.length}, envelope_sha256 = ${createHash("sha256").update(body).digest("hex")} WHERE speaker_id = ${speakerId}`;
 });
 
 afterAll(async () => {

@@ -179,7 +179,7 @@ describe("gRPC AgentService", () => {
     const sql = t.controller.deps.sql;
     await sql`UPDATE bundles SET expires_at = now() + interval '1 day' WHERE speaker_id = ${speakerId}`;
     const before = (await t.call(t.rootKey, "GET", `/v1/speakers/${speakerId}`)).json();
-    const task = bundleReissueTask({ sql, bus: t.controller.deps.bus, signing: t.controller.deps.services.signing, revisions: createRevisionStore() });
+    const task = bundleReissueTask({ sql, bus: t.controller.deps.bus, signing: t.controller.deps.services.signing, revisions: createRevisionStore(), secretBox: t.controller.deps.services.secretBox });
     await task.run(new Date());
     const event = await w.next((e) => e.type === "WATCH_EVENT_TYPE_NEW_REVISION", { from });
     const [row] = await sql<{ sequence: string; digest: string; expires_at: Date }[]>`SELECT sequence, digest, expires_at FROM bundles WHERE speaker_id = ${speakerId}`;

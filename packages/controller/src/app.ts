@@ -123,6 +123,7 @@ function deployServices(opts: { config: Config; sql: Sql; bus: Bus; secretBox: S
       bus: opts.bus,
       audit,
       signing,
+      secretBox: opts.secretBox,
       // Agents are told an endpoint only when the listener names a host they can reach.
       grpcEndpoint: grpcHost ? `${grpcHost}:${opts.config.GRPC_PORT}` : null,
       natsUrl: opts.config.NATS_URL ?? null,

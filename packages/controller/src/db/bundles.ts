@@ -8,15 +8,25 @@ export interface BundleRow {
   digest: string;
   issued_at: Date;
   expires_at: Date;
+  /** The signed envelope; when `envelope_sealed`, sealed in pieces of `envelope_chunk` plain bytes. */
   envelope: Buffer;
+  envelope_sealed: boolean;
+  envelope_chunk: number | null;
+  /** Bytes and hex SHA-256 of the plain envelope (sealed rows only: plain rows are their own). */
+  envelope_size: number | null;
+  envelope_sha256: string | null;
 }
 
 export async function upsertBundle(db: Db, row: Omit<BundleRow, "sequence"> & { sequence: number }): Promise<void> {
   await db`
-    INSERT INTO bundles (tenant_id, speaker_id, revision_id, sequence, digest, issued_at, expires_at, envelope)
-    VALUES (${row.tenant_id}, ${row.speaker_id}, ${row.revision_id}, ${row.sequence}, ${row.digest}, ${row.issued_at}, ${row.expires_at}, ${row.envelope})
+    INSERT INTO bundles (tenant_id, speaker_id, revision_id, sequence, digest, issued_at, expires_at, envelope,
+      envelope_sealed, envelope_chunk, envelope_size, envelope_sha256)
+    VALUES (${row.tenant_id}, ${row.speaker_id}, ${row.revision_id}, ${row.sequence}, ${row.digest}, ${row.issued_at}, ${row.expires_at}, ${row.envelope},
+      ${row.envelope_sealed}, ${row.envelope_chunk}, ${row.envelope_size}, ${row.envelope_sha256})
     ON CONFLICT (speaker_id, revision_id) DO UPDATE SET sequence = EXCLUDED.sequence, digest = EXCLUDED.digest,
-      issued_at = EXCLUDED.issued_at, expires_at = EXCLUDED.expires_at, envelope = EXCLUDED.envelope`;
+      issued_at = EXCLUDED.issued_at, expires_at = EXCLUDED.expires_at, envelope = EXCLUDED.envelope,
+      envelope_sealed = EXCLUDED.envelope_sealed, envelope_chunk = EXCLUDED.envelope_chunk,
+      envelope_size = EXCLUDED.envelope_size, envelope_sha256 = EXCLUDED.envelope_sha256`;
 }
 
 export async function findBundle(db: Db, speakerId: string, revisionId: number): Promise<BundleRow | undefined> {
@@ -37,22 +47,31 @@ export interface BundleMeta {
   sequence: string;
   digest: string;
   issued_at: Date;
-  /** Bytes of the stored envelope. */
+  /** Bytes of the plain envelope (what the agent receives). */
   size: number;
-  /** Hex SHA-256 of the stored envelope; only when asked for (it reads the body, in the database). */
+  /** Hex SHA-256 of the plain envelope; for a plain row only when asked for (it reads the body, in the database). */
   sha256: string | null;
 }
 
 export async function findBundleMeta(db: Db, speakerId: string, revisionId: number, opts: { sha256?: boolean } = {}): Promise<BundleMeta | undefined> {
   const [r] = await db<BundleMeta[]>`
-    SELECT revision_id, sequence, digest, issued_at, octet_length(envelope)::int AS size,
-      ${opts.sha256 ? db`encode(sha256(envelope), 'hex')` : db`NULL::text`} AS sha256
+    SELECT revision_id, sequence, digest, issued_at,
+      CASE WHEN envelope_sealed THEN envelope_size ELSE octet_length(envelope)::int END AS size,
+      CASE WHEN envelope_sealed THEN envelope_sha256 ELSE ${opts.sha256 ? db`encode(sha256(envelope), 'hex')` : db`NULL::text`} END AS sha256
     FROM bundles WHERE speaker_id = ${speakerId} AND revision_id = ${revisionId}`;
   return r;
 }
 
+/** How the issue `sequence` is stored: the plain size of its sealed pieces, null when stored plain. */
+export async function findBundleLayout(db: Db, speakerId: string, revisionId: number, sequence: string): Promise<{ chunk: number | null } | undefined> {
+  const [r] = await db<{ chunk: number | null }[]>`
+    SELECT CASE WHEN envelope_sealed THEN envelope_chunk END AS chunk
+    FROM bundles WHERE speaker_id = ${speakerId} AND revision_id = ${revisionId} AND sequence = ${sequence}`;
+  return r;
+}
+
 /**
- * `length` bytes of the stored envelope from `offset`, only while it is still the issue of
+ * `length` bytes of the stored envelope (sealed or not, as stored) from `offset`, only while it is still the issue of
  * `sequence` (a re-issue in between answers nothing: the reader must not splice two issues).
  */
 export async function readBundleSlice(db: Db, speakerId: string, revisionId: number, sequence: string, offset: number, length: number): Promise<Buffer | undefined> {

@@ -12,7 +12,13 @@ export interface SecretBox {
   seal(plain: string | Buffer): string;
   open(sealed: string): Buffer;
   openText(sealed: string): string;
+  /** Raw `nonce(12) | tag(16) | ciphertext`, no prefix or base64: for large binary values. */
+  sealBytes(plain: Buffer): Buffer;
+  openBytes(sealed: Buffer): Buffer;
 }
+
+/** Bytes `sealBytes` adds to a value: the nonce and the tag. */
+export const SEALED_BYTES_OVERHEAD = 28;
 
 const PREFIX = "v1.";
 
@@ -20,18 +26,23 @@ export function createSecretBox(key: Buffer): SecretBox {
   if (key.length !== 32) throw new Error("the data key must be 32 bytes");
   return {
     seal(plain) {
-      const nonce = randomBytes(12);
-      const cipher = createCipheriv("aes-256-gcm", key, nonce);
-      const body = Buffer.concat([cipher.update(typeof plain === "string" ? Buffer.from(plain, "utf8") : plain), cipher.final()]);
-      return PREFIX + Buffer.concat([nonce, cipher.getAuthTag(), body]).toString("base64url");
+      return PREFIX + this.sealBytes(typeof plain === "string" ? Buffer.from(plain, "utf8") : plain).toString("base64url");
     },
     open(sealed) {
       if (!sealed.startsWith(PREFIX)) throw new Error("not a sealed value");
-      const raw = Buffer.from(sealed.slice(PREFIX.length), "base64url");
-      if (raw.length < 28) throw new Error("not a sealed value");
+      return this.openBytes(Buffer.from(sealed.slice(PREFIX.length), "base64url"));
+    },
+    sealBytes(plain) {
+      const nonce = randomBytes(12);
+      const cipher = createCipheriv("aes-256-gcm", key, nonce);
+      const body = Buffer.concat([cipher.update(plain), cipher.final()]);
+      return Buffer.concat([nonce, cipher.getAuthTag(), body]);
+    },
+    openBytes(raw) {
+      if (raw.length < SEALED_BYTES_OVERHEAD) throw new Error("not a sealed value");
       const decipher = createDecipheriv("aes-256-gcm", key, raw.subarray(0, 12));
-      decipher.setAuthTag(raw.subarray(12, 28));
-      return Buffer.concat([decipher.update(raw.subarray(28)), decipher.final()]);
+      decipher.setAuthTag(raw.subarray(12, SEALED_BYTES_OVERHEAD));
+      return Buffer.concat([decipher.update(raw.subarray(SEALED_BYTES_OVERHEAD)), decipher.final()]);
     },
     openText(sealed) {
       return this.open(sealed).toString("utf8");

@@ -14,7 +14,6 @@ import {
 import type { BgpSessionLiveJson, BirdInfoJson } from "@rlc/proto";
 import { type BundlePayload, verifyBundle } from "@rlc/shared/bundle";
 import { AppError, ConflictError, NotFoundError } from "@rlc/shared/errors";
-import { findBundle } from "../db/bundles.js";
 import type { Db, Sql } from "../db/connect.js";
 import { findCurrentRevision, findRevision } from "../db/revisions.js";
 import { findSpeakerById, listAllSpeakers, type SpeakerRow, setDesiredRevision } from "../db/speakers.js";
@@ -109,8 +108,7 @@ export function createLocalBirdService(deps: LocalBirdDeps) {
         if (revision === undefined) throw new ConflictError("there is no revision to load yet: refresh a module first");
       }
       const sequence = await setDesiredRevision(tx, speaker.id, revision, ctx.now);
-      await issueBundle(tx, deps, speaker, revision, sequence, ctx.now);
-      const bundle = (await findBundle(tx, speaker.id, revision))!;
+      const bundle = await issueBundle(tx, deps, speaker, revision, sequence, ctx.now);
       await deps.audit.record(tx, ctx, {
         action: "apply",
         resource_type: "speaker",

@@ -1,10 +1,12 @@
 import { NotFoundError, UnauthenticatedError, ValidationError } from "@rlc/shared/errors";
 import type { Bus } from "../bus/index.js";
-import { findBundle, findBundleMeta, readBundleSlice } from "../db/bundles.js";
+import { findBundle, findBundleLayout, findBundleMeta, readBundleSlice } from "../db/bundles.js";
 import type { Db, Sql } from "../db/connect.js";
 import { spendEnrollmentToken } from "../db/enrollment.js";
 import { revokeApiKeysBySpeaker } from "../db/api-keys.js";
 import { findSpeakerById, markSpeakerEnrolled, recordSpeakerReport, type SpeakerRow } from "../db/speakers.js";
+import { openPieces, sealedRange } from "../lib/sealed-envelope.js";
+import type { SecretBox } from "../lib/secret-box.js";
 import { isoRequired } from "../lib/time.js";
 import { mintApiKey } from "./api-keys.js";
 import type { AuditWriter } from "./audit.js";
@@ -43,6 +45,8 @@ export function createNodeService(deps: {
   bus: Bus;
   audit: AuditWriter;
   signing: SigningService;
+  /** Opens stored bundles (they are sealed at rest: their peers' passwords are in them). */
+  secretBox: SecretBox;
   grpcEndpoint: string | null;
   natsUrl: string | null;
   natsCredentials?: NatsCredentialService;
@@ -116,7 +120,7 @@ export function createNodeService(deps: {
       await speakerFor(db, principal, speakerId);
       const bundle = await findBundle(db, speakerId, revisionId);
       if (!bundle) throw new NotFoundError(`bundle of revision ${revisionId} for speaker`, speakerId);
-      return bundle.envelope;
+      return bundle.envelope_sealed && bundle.envelope_chunk ? openPieces(deps.secretBox, bundle.envelope, bundle.envelope_chunk) : bundle.envelope;
     },
 
     /** Size, SHA-256 and sequence of a bundle, to stream it in slices (gRPC GetBundle). */
@@ -129,9 +133,20 @@ export function createNodeService(deps: {
 
     /** One slice of the issue `sequence`; NotFound when it was re-issued or deleted meanwhile. */
     async bundleSlice(db: Db, speakerId: string, revisionId: number, sequence: string, offset: number, length: number): Promise<Buffer> {
-      const data = await readBundleSlice(db, speakerId, revisionId, sequence, offset, length);
-      if (!data) throw new NotFoundError(`bundle of revision ${revisionId} (issue ${sequence}) for speaker`, speakerId);
-      return data;
+      const gone = () => new NotFoundError(`bundle of revision ${revisionId} (issue ${sequence}) for speaker`, speakerId);
+      const layout = await findBundleLayout(db, speakerId, revisionId, sequence);
+      if (!layout) throw gone();
+      if (layout.chunk === null) {
+        const data = await readBundleSlice(db, speakerId, revisionId, sequence, offset, length);
+        if (!data) throw gone();
+        return data;
+      }
+      // Only the sealed pieces that cover the slice are read and opened.
+      const range = sealedRange(layout.chunk, offset, length);
+      const sealed = await readBundleSlice(db, speakerId, revisionId, sequence, range.from, range.length);
+      if (!sealed) throw gone();
+      const plain = await openPieces(deps.secretBox, sealed, layout.chunk);
+      return plain.subarray(range.skip, range.skip + length);
     },
 
     /** Records what the agent runs and sees, then relays it to every replica (live polls, apply jobs). */
