@@ -80,6 +80,8 @@ describe.skipIf(reasons.length > 0)(reasons.length > 0 ? `${title} (skipped: ${r
     BIRD_CONFIG_PATH: join(etc, "bird.conf"),
     RL_BIRD_MODE: "full",
     RL_METRICS_LISTEN: "off",
+    // The test controller's HTTP is plain; gRPC stays TLS, pinned by the token's CA hash.
+    RL_INSECURE: "true",
     ...extra,
   });
 
