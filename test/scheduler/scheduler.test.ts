@@ -89,7 +89,7 @@ describe("scheduler", () => {
       await a.close();
       await b.close();
     }
-  });
+  }, 90_000); // two controller starts and closes, one over a killed connection: slow on a loaded machine
 
   it("the automatic runtime-log cleanup follows each tenant's settings and records auto:scheduler", async () => {
     await writeFile(join(dir, "big.log"), "x".repeat(5000));
