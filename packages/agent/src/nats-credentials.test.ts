@@ -1,9 +1,11 @@
 import { mkdtempSync, rmSync, statSync, writeFileSync } from "node:fs";
+import { createServer } from "node:http";
+import type { AddressInfo } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { keyIdOf } from "@rlc/shared/bundle";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
-import type { ControllerHttpClient, EnrollResult } from "./bundle/http-client.js";
+import type { EnrollResult } from "./bundle/http-client.js";
 import { enroll } from "./enroll.js";
 import { readNatsCredentials } from "./nats-credentials.js";
 import { StateStore } from "./state.js";
@@ -25,8 +27,20 @@ beforeEach(() => {
 });
 afterEach(() => rmSync(dir, { recursive: true, force: true }));
 
-const enrollWith = async (result: EnrollResult, state: StateStore) =>
-  enroll({ http: { enroll: async () => result } as unknown as ControllerHttpClient, state, token: "rlt_x", hostname: "r1", agentVersion: "1", now: () => 0 });
+/** Enrolls against a real local HTTP server that answers `result`, as a controller would. */
+async function enrollWith(result: EnrollResult, state: StateStore) {
+  const server = createServer((req, res) => {
+    req.resume();
+    req.on("end", () => res.writeHead(201, { "content-type": "application/json" }).end(JSON.stringify(result)));
+  });
+  await new Promise<void>((r) => server.listen(0, "127.0.0.1", r));
+  try {
+    const { port } = server.address() as AddressInfo;
+    return await enroll({ controllerUrl: `http://127.0.0.1:${port}`, insecure: true, state, token: "rlt_x", hostname: "r1", agentVersion: "1", now: () => 0 });
+  } finally {
+    await new Promise((r) => server.close(r));
+  }
+}
 
 describe("the agent's NATS credentials", () => {
   it("enrollment stores them in the state directory (0600) and the agent reads them back", async () => {

@@ -34,6 +34,8 @@ export function startScheduler(opts: SchedulerOptions) {
   let stopped = false;
   let leader = false;
   let reserved: Awaited<ReturnType<Database["sql"]["reserve"]>> | null = null;
+  /** The backend that holds the lock for this process, while it leads. */
+  let lockPid: number | null = null;
   const timers: NodeJS.Timeout[] = [];
   const running = new Set<Promise<void>>();
   let election: NodeJS.Timeout | null = null;
@@ -59,8 +61,12 @@ export function startScheduler(opts: SchedulerOptions) {
     opts.logger.warn({ err }, `this process no longer runs the periodic tasks: ${why}`);
     const r = reserved;
     reserved = null;
-    // A connection that still holds the lock must let it go; a dead one has already.
-    if (r) void r`SELECT pg_advisory_unlock_all()`.catch(() => {}).finally(() => r.release());
+    lockPid = null;
+    // A connection that still holds the lock must let it go; a dead one has already, and must
+    // not be written to again: postgres.js then throws from a timer, outside any promise, and
+    // that uncaught error ended the whole process (seen in the test that kills the backend).
+    if (r && err === undefined) void r`SELECT pg_advisory_unlock_all()`.catch(() => {}).finally(() => r.release());
+    else r?.release();
   };
 
   /**
@@ -71,16 +77,18 @@ export function startScheduler(opts: SchedulerOptions) {
   const confirm = async (): Promise<boolean> => {
     if (!leader) return false;
     if (opts.db.kind === "embedded") return true;
-    const r = reserved;
-    if (!r) return false;
+    if (!reserved || lockPid === null) return false;
     try {
-      const [row] = await r<{ held: boolean }[]>`
-        SELECT EXISTS (SELECT 1 FROM pg_locks WHERE locktype = 'advisory' AND granted AND pid = pg_backend_pid()
+      // Asked through the pool, about the backend that took the lock: a query on the reserved
+      // connection itself, once its backend is gone, may never settle (postgres.js then throws
+      // from a timer instead of rejecting), which held every task and the shutdown for ever.
+      const [row] = await opts.db.sql<{ held: boolean }[]>`
+        SELECT EXISTS (SELECT 1 FROM pg_locks WHERE locktype = 'advisory' AND granted AND pid = ${lockPid}
                          AND classid = 0 AND objid = ${SCHEDULER_LOCK} AND objsubid = 1) AS held`;
       if (row?.held) return true;
-      stepDown("the advisory lock is no longer held");
+      stepDown("the advisory lock is no longer held", new Error(`backend ${lockPid} no longer holds the lock`));
     } catch (err) {
-      stepDown("the lock's connection was lost", err);
+      opts.logger.warn({ err }, "could not check the scheduler lock; trying again at the next election");
     }
     return false;
   };
@@ -105,8 +113,11 @@ export function startScheduler(opts: SchedulerOptions) {
     if (opts.db.kind === "embedded") return lead();
     try {
       reserved ??= await opts.db.sql.reserve();
-      const [row] = await reserved<{ ok: boolean }[]>`SELECT pg_try_advisory_lock(${SCHEDULER_LOCK}) AS ok`;
-      if (row?.ok && !stopped) lead();
+      const [row] = await reserved<{ ok: boolean; pid: number }[]>`SELECT pg_try_advisory_lock(${SCHEDULER_LOCK}) AS ok, pg_backend_pid() AS pid`;
+      if (row?.ok && !stopped) {
+        lockPid = row.pid;
+        lead();
+      }
     } catch (err) {
       opts.logger.warn({ err }, "scheduler election failed");
       reserved?.release();
