@@ -8,7 +8,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { loadConfig } from "../../packages/controller/src/config.js";
 import { startController } from "../../packages/controller/src/controller.js";
 import { isSealed } from "../../packages/controller/src/lib/secret-box.js";
-import { startTestController, type TestController } from "../helpers/controller.js";
+import { embeddedRun, startTestController, type TestController } from "../helpers/controller.js";
 
 // Secrets kept by the controller (peer passwords, DoH header values, signing seeds) are sealed
 // with the data key in the database, never shown by a read, and only the speaker's node key
@@ -200,18 +200,38 @@ describe("rows an earlier version stored in plain text", () => {
              VALUES (${legacy.keyId}, ${Buffer.from(legacy.publicKey)}, ${Buffer.from(legacy.seed)}, 'active', now() - interval '1 day')`;
 
     const config = loadConfig({ DATABASE_URL: t.db.url, LOG_LEVEL: "silent", APP_DATA_DIR: dataDir });
-    for (let start = 0; start < 2; start++) {
+    if (embeddedRun) {
+      // One process owns an embedded database: the running controller stops first, and the
+      // second start stays up for the checks below.
+      await t.controller.close();
+      await (await startController(config, { logger: false })).close();
       const again = await startController(config, { logger: false });
-      await again.close();
+      const first = t;
+      t = {
+        ...first,
+        controller: again,
+        app: again.app,
+        call: (key, o) => again.app.inject({ ...o, headers: { ...(o.headers ?? {}), ...(key ? { authorization: `Bearer ${key}` } : {}) } }),
+        close: async () => {
+          await again.close();
+          await first.db.drop();
+        },
+      };
+    } else {
+      for (let start = 0; start < 2; start++) {
+        const again = await startController(config, { logger: false });
+        await again.close();
+      }
     }
+    const db2 = sql();
 
-    const [peer] = await db<{ password: string; password_sealed: boolean }[]>`SELECT password, password_sealed FROM peers WHERE name = 'legacy'`;
+    const [peer] = await db2<{ password: string; password_sealed: boolean }[]>`SELECT password, password_sealed FROM peers WHERE name = 'legacy'`;
     expect(peer!.password_sealed).toBe(true);
     expect(box().openText(peer!.password)).toBe("plain-pw"); // sealed once: a second seal would not open to the plain text
-    const [profile] = await db<{ headers: Record<string, string> }[]>`SELECT headers FROM doh_profiles WHERE id = '01900000-0000-7000-8000-0000000000ab'`;
+    const [profile] = await db2<{ headers: Record<string, string> }[]>`SELECT headers FROM doh_profiles WHERE id = '01900000-0000-7000-8000-0000000000ab'`;
     expect(box().openText(profile!.headers.Authorization!)).toBe("Bearer plain");
-    expect(await db`SELECT key_id FROM signing_keys WHERE seed IS NOT NULL`).toHaveLength(0);
-    const [shared] = await db<{ status: string; seed_sealed: string | null }[]>`SELECT status, seed_sealed FROM signing_keys WHERE key_id = ${legacy.keyId}`;
+    expect(await db2`SELECT key_id FROM signing_keys WHERE seed IS NOT NULL`).toHaveLength(0);
+    const [shared] = await db2<{ status: string; seed_sealed: string | null }[]>`SELECT status, seed_sealed FROM signing_keys WHERE key_id = ${legacy.keyId}`;
     expect(shared).toEqual({ status: "retired", seed_sealed: null });
 
     const keys = (await call(tenant.admin_key.secret, "GET", "/v1/nodes/signing-keys")).json().keys;
@@ -221,7 +241,7 @@ describe("rows an earlier version stored in plain text", () => {
     // An agent that pinned the shared key follows the statement to its tenant's own key.
     const verified = await verifyKeyStatement(own[0].statement, [{ key_id: legacy.keyId, public_key: Buffer.from(legacy.publicKey).toString("base64"), alg: "ed25519", status: "active" }]);
     expect(verified.key.key_id).toBe(own[0].key_id);
-    const [sealedSeed] = await db<{ seed_sealed: string }[]>`SELECT seed_sealed FROM signing_keys WHERE key_id = ${own[0].key_id}`;
+    const [sealedSeed] = await db2<{ seed_sealed: string }[]>`SELECT seed_sealed FROM signing_keys WHERE key_id = ${own[0].key_id}`;
     expect(isSealed(sealedSeed!.seed_sealed)).toBe(true);
   });
 });
