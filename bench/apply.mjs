@@ -182,7 +182,7 @@ try {
   const untilJob = async (id) => {
     for (;;) {
       const job = await call("GET", `/v1/jobs/${id}`);
-      if (!["queued", "running"].includes(job.status)) return job;
+      if (!["queued", "running", "awaiting"].includes(job.status)) return job;
       await new Promise((r) => setTimeout(r, 100));
     }
   };

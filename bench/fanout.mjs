@@ -192,7 +192,7 @@ try {
   let job;
   for (;;) {
     job = await call("GET", `/v1/jobs/${accepted.job_id}`);
-    if (!["queued", "running"].includes(job.status)) break;
+    if (!["queued", "running", "awaiting"].includes(job.status)) break;
     await new Promise((r) => setTimeout(r, 50));
   }
   const tJob = performance.now() - t0;
