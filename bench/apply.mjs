@@ -20,6 +20,7 @@ import { bearerMetadata, grpc, loadAgentService } from "@rlc/proto";
 import { buildBundlePayload, signBundle, verifyBundle } from "@rlc/shared/bundle";
 import postgres from "postgres";
 import { loadConfig } from "../packages/controller/dist/config.js";
+import { openPieces } from "../packages/controller/dist/lib/sealed-envelope.js";
 import { startController } from "../packages/controller/dist/controller.js";
 import { notifySubject, statusSubject } from "../packages/controller/dist/services/speakers.js";
 
@@ -258,17 +259,23 @@ try {
   if (!allRoutes) throw new Error(`GoBGP holds ${JSON.stringify(counts)} of ${JSON.stringify(want)}`);
   const logAt = (msg) => {
     const line = agentLog.split("\n").find((l) => l.includes(`"msg":"${msg}"`) && l.includes(`"revision_id":${revision.revision_id}`));
-    return line ? Date.parse(JSON.parse(line).time) - epoch : null;
+    if (!line) return null;
+    const { time } = JSON.parse(line); // pino: epoch milliseconds
+    return (typeof time === "number" ? time : Date.parse(time)) - epoch;
   };
   const fetching = logAt("sync: fetching bundle");
   const probation = logAt("sync: BIRD runs the new config on probation");
   const applied = logAt("sync: applied");
 
   // ---- the agent's steps again, one by one, on the same bundle ----
-  const [bundleRow] = await controller.deps.sql`SELECT envelope FROM bundles WHERE speaker_id = ${speaker.id} AND revision_id = ${revision.revision_id}`;
+  const [bundleRow] = await controller.deps.sql`SELECT envelope, envelope_sealed, envelope_chunk FROM bundles WHERE speaker_id = ${speaker.id} AND revision_id = ${revision.revision_id}`;
+  // Stored bundles are sealed at rest; the agent receives the opened bytes.
+  const storedEnvelope = bundleRow.envelope_sealed ? await openPieces(controller.deps.services.secretBox, bundleRow.envelope, bundleRow.envelope_chunk) : bundleRow.envelope;
+  const [tlsRow] = controller.grpc.tls ? await controller.deps.sql`SELECT ca_pem FROM grpc_tls` : [];
   const node = JSON.parse(readFileSync(join(dir, "state", "node.json"), "utf8"));
   const { Client } = loadAgentService();
-  const client = new Client(controller.grpc.address, grpc.credentials.createInsecure(), { "grpc.max_receive_message_length": 8 * 1024 * 1024 });
+  const credentials = tlsRow ? grpc.credentials.createSsl(Buffer.from(tlsRow.ca_pem)) : grpc.credentials.createInsecure();
+  const client = new Client(controller.grpc.address, credentials, { "grpc.max_receive_message_length": 8 * 1024 * 1024 });
   const tTransfer = performance.now();
   const bytes = await new Promise((resolve, reject) => {
     const parts = [];
@@ -279,7 +286,7 @@ try {
   });
   const transferMs = performance.now() - tTransfer;
   client.close();
-  if (!bytes.equals(bundleRow.envelope)) throw new Error("GetBundle bytes differ from the stored bundle");
+  if (!bytes.equals(storedEnvelope)) throw new Error("GetBundle bytes differ from the stored bundle");
   const keys = (await call("GET", "/v1/nodes/signing-keys")).keys;
   const tVerify = performance.now();
   const { payload } = await verifyBundle(bytes, keys, { speakerId: speaker.id, tenantId, lastSequence: null, now: new Date() });
