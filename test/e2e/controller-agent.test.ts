@@ -1,13 +1,13 @@
 import { openPieces } from "../../packages/controller/src/lib/sealed-envelope.js";
 import { type ChildProcess, spawn } from "node:child_process";
-import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { mkdirSync, mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { BirdClient } from "../../packages/agent/src/bird/birdc.js";
+import type { BirdClient } from "../../packages/agent/src/bird/birdc.js";
 import { notifySubject } from "../../packages/controller/src/services/speakers.js";
 import { parseProtocolsAll } from "../../packages/agent/src/status/parse-protocols.js";
-import { freePort, gobgpdConfig, type Rib, readRibs, startProcess, stopProcess, waitForRibs } from "../helpers/bird-lab.js";
+import { freePort, type Rib, readRibs, startBirdLab, stopProcess, waitForRibs } from "../helpers/bird-lab.js";
 import { type LiveController, startLiveController, until, untilJobDone } from "../helpers/live-controller.js";
 import { tool } from "../helpers/tools.js";
 
@@ -87,18 +87,8 @@ describe.skipIf(missing.length > 0)(missing.length > 0 ? `${title} (skipped: ${m
     dir = mkdtempSync(join(tmpdir(), "rl-e2e-controller-"));
     etc = join(dir, "etc");
     mkdirSync(etc);
-    [birdPort, gobgpPort, apiPort] = [await freePort("127.0.0.1"), await freePort("127.0.0.2"), await freePort()];
     // Full mode: the agent writes bird.conf itself; BIRD starts on a bare one.
-    writeFileSync(join(etc, "bird.conf"), ["router id 127.0.0.1;", "protocol device {", "}", ""].join("\n"));
-    bird = startProcess("bird", ["-f", "-c", join(etc, "bird.conf"), "-s", join(dir, "bird.ctl"), "-P", join(dir, "bird.pid")], join(dir, "bird.out"));
-    birdc = new BirdClient({ socketPath: join(dir, "bird.ctl"), timeoutMs: 5000 });
-    const deadline = Date.now() + 10_000;
-    while (!(await birdc.command("show status").then(() => true, () => false))) {
-      if (Date.now() > deadline || bird.exitCode !== null) throw new Error(`BIRD did not start: ${readFileSync(join(dir, "bird.out"), "utf8")}`);
-      await new Promise((r) => setTimeout(r, 50));
-    }
-    writeFileSync(join(dir, "gobgpd.toml"), gobgpdConfig(gobgpPort, birdPort));
-    gobgpd = startProcess("gobgpd", ["-f", join(dir, "gobgpd.toml"), `--api-hosts=127.0.0.1:${apiPort}`, "--pprof-disable", "-p"], join(dir, "gobgpd.log"));
+    ({ bird, gobgpd, birdc, birdPort, gobgpPort, apiPort } = await startBirdLab(dir, etc));
 
     t = await startLiveController({ env: { NATS_URL: natsUrl } });
   }, 60_000);

@@ -1,5 +1,7 @@
 import { type ChildProcess, execFile, spawn } from "node:child_process";
-import { openSync } from "node:fs";
+import { openSync, readFileSync, writeFileSync } from "node:fs";
+import { join } from "node:path";
+import { BirdClient } from "../../packages/agent/src/bird/birdc.js";
 import { createServer } from "node:net";
 import { promisify } from "node:util";
 import type { BundleContent } from "../../packages/shared/src/bundle/index.js";
@@ -107,4 +109,45 @@ export async function waitForRibs(apiPort: number, expected: [Rib, Rib], timeout
 export function expectedRibs(content: BundleContent): [Rib, Rib] {
   const of = (family: "v4" | "v6") => Object.fromEntries(content.prefixes[family].map(([p, c]) => [p, [...c].sort()]));
   return [of("v4"), of("v6")];
+}
+
+export interface BirdLab {
+  bird: ChildProcess;
+  gobgpd: ChildProcess;
+  birdc: BirdClient;
+  /** BIRD's BGP port on 127.0.0.1, GoBGP's on 127.0.0.2, GoBGP's API on 127.0.0.1. */
+  birdPort: number;
+  gobgpPort: number;
+  apiPort: number;
+  stop(): Promise<void>;
+}
+
+/**
+ * BIRD in full mode on a bare `etc/bird.conf` (the agent writes the real one) with its socket in
+ * `dir`, answering before this returns, and GoBGP peering with it: the router of the end-to-end tests.
+ */
+export async function startBirdLab(dir: string, etc: string): Promise<BirdLab> {
+  const [birdPort, gobgpPort, apiPort] = [await freePort("127.0.0.1"), await freePort("127.0.0.2"), await freePort()];
+  writeFileSync(join(etc, "bird.conf"), ["router id 127.0.0.1;", "protocol device {", "}", ""].join("\n"));
+  const bird = startProcess("bird", ["-f", "-c", join(etc, "bird.conf"), "-s", join(dir, "bird.ctl"), "-P", join(dir, "bird.pid")], join(dir, "bird.out"));
+  const birdc = new BirdClient({ socketPath: join(dir, "bird.ctl"), timeoutMs: 5000 });
+  const deadline = Date.now() + 10_000;
+  while (!(await birdc.command("show status").then(() => true, () => false))) {
+    if (Date.now() > deadline || bird.exitCode !== null) throw new Error(`BIRD did not start: ${readFileSync(join(dir, "bird.out"), "utf8")}`);
+    await new Promise((r) => setTimeout(r, 50));
+  }
+  writeFileSync(join(dir, "gobgpd.toml"), gobgpdConfig(gobgpPort, birdPort));
+  const gobgpd = startProcess("gobgpd", ["-f", join(dir, "gobgpd.toml"), `--api-hosts=127.0.0.1:${apiPort}`, "--pprof-disable", "-p"], join(dir, "gobgpd.log"));
+  return {
+    bird,
+    gobgpd,
+    birdc,
+    birdPort,
+    gobgpPort,
+    apiPort,
+    async stop() {
+      birdc.close();
+      await Promise.all([stopProcess(gobgpd), stopProcess(bird)]);
+    },
+  };
 }

@@ -68,13 +68,4 @@ export async function untilJobDone(t: Pick<LiveController, "call" | "rootKey">, 
   }
 }
 
-/** Waits until `probe` answers something truthy; throws with `what` after `ms`. */
-export async function until<T>(what: string, probe: () => Promise<T | null | undefined | false>, ms = 15_000, stepMs = 100): Promise<T> {
-  const end = Date.now() + ms;
-  for (;;) {
-    const value = await probe();
-    if (value) return value;
-    if (Date.now() > end) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, stepMs));
-  }
-}
+export { until } from "./wait.js";

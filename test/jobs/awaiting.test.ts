@@ -6,6 +6,7 @@ import { startWorker, type Worker } from "../../packages/controller/src/jobs/wor
 import { awaitingSweepTask } from "../../packages/controller/src/scheduler/tasks.js";
 import { createRevisionStore } from "../../packages/controller/src/services/revision-store.js";
 import { startTestController, type TestController } from "../helpers/controller.js";
+import { until } from "../helpers/wait.js";
 
 // The api role runs neither worker nor scheduler: the test starts one worker with ONE slot (a
 // waiting apply that held it would block everything behind it) and the report-driven
@@ -19,15 +20,6 @@ const call = (key: string, method: string, url: string, payload?: unknown) =>
 const sql = () => t.controller.db.sql;
 
 const jobOf = async (id: string) => (await call(t.rootKey, "GET", `/v1/jobs/${id}`)).json();
-async function until<T>(what: string, check: () => Promise<T | null | undefined | false>, ms = 10_000): Promise<T> {
-  const end = Date.now() + ms;
-  for (;;) {
-    const v = await check();
-    if (v) return v;
-    if (Date.now() > end) throw new Error(`timed out after ${ms} ms waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 25));
-  }
-}
 const statusIs = (id: string, ...statuses: string[]) =>
   until(`job ${id} to be ${statuses.join("/")}`, async () => {
     const j = await jobOf(id);

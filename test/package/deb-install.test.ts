@@ -3,8 +3,8 @@ import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, statSync, sym
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { BirdClient } from "../../packages/agent/src/bird/birdc.js";
-import { freePort, gobgpdConfig, type Rib, startProcess, stopProcess, waitForRibs } from "../helpers/bird-lab.js";
+import type { BirdClient } from "../../packages/agent/src/bird/birdc.js";
+import { type Rib, startBirdLab, stopProcess, waitForRibs } from "../helpers/bird-lab.js";
 import { type LiveController, startLiveController, until, untilJobDone } from "../helpers/live-controller.js";
 
 // What an operator does on a router: `npm run package`'s .deb installed with dpkg, the agent run
@@ -112,13 +112,7 @@ describe.skipIf(reasons.length > 0)(reasons.length > 0 ? `${title} (skipped: ${r
     if (built.status !== 0) throw new Error(`npm run package failed:\n${built.out}`);
     process.stderr.write(`[package] npm run package --skip-build: ${buildSeconds.package.toFixed(1)} s\n${built.out}`);
 
-    [birdPort, gobgpPort, apiPort] = [await freePort("127.0.0.1"), await freePort("127.0.0.2"), await freePort()];
-    writeFileSync(join(etc, "bird.conf"), ["router id 127.0.0.1;", "protocol device {", "}", ""].join("\n"));
-    bird = startProcess("bird", ["-f", "-c", join(etc, "bird.conf"), "-s", join(dir, "bird.ctl"), "-P", join(dir, "bird.pid")], join(dir, "bird.out"));
-    birdc = new BirdClient({ socketPath: join(dir, "bird.ctl"), timeoutMs: 5000 });
-    await until("BIRD to answer", () => birdc.command("show status").then(() => true, () => false), 10_000, 50);
-    writeFileSync(join(dir, "gobgpd.toml"), gobgpdConfig(gobgpPort, birdPort));
-    gobgpd = startProcess("gobgpd", ["-f", join(dir, "gobgpd.toml"), `--api-hosts=127.0.0.1:${apiPort}`, "--pprof-disable", "-p"], join(dir, "gobgpd.log"));
+    ({ bird, gobgpd, birdc, birdPort, gobgpPort, apiPort } = await startBirdLab(dir, etc));
     t = await startLiveController({ env: { NATS_URL: natsUrl } });
   }, 600_000);
 

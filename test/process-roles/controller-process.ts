@@ -125,3 +125,11 @@ export class ControllerProcess {
     clearTimeout(timer);
   }
 }
+
+/** A controller process on a free port, added to `running` (the file's teardown stops them) once it serves. */
+export async function startControllerProcess(running: ControllerProcess[], name: string, env: Record<string, string>): Promise<ControllerProcess> {
+  const p = new ControllerProcess(name, await freePort(), env);
+  running.push(p);
+  await p.ready();
+  return p;
+}

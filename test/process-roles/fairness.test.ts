@@ -4,7 +4,8 @@ import { join } from "node:path";
 import postgres from "postgres";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createTestDatabase, type TestDatabase } from "../helpers/db.js";
-import { assertBuilt, ControllerProcess, freePort, newBootstrapKey } from "./controller-process.js";
+import { assertBuilt, type ControllerProcess, newBootstrapKey, startControllerProcess } from "./controller-process.js";
+import { until } from "../helpers/wait.js";
 
 // Two real controller processes with workers on one PostgreSQL database and one NATS server:
 // one app-all (API, worker, scheduler), one worker. Tenant A floods the queue with applies to
@@ -19,7 +20,7 @@ const key = newBootstrapKey();
 const running: ControllerProcess[] = [];
 
 async function start(name: string, service: "app-all" | "worker" | "api", extra: Record<string, string> = {}): Promise<ControllerProcess> {
-  const p = new ControllerProcess(name, await freePort(), {
+  return startControllerProcess(running, name, {
     APP_SERVICE: service,
     DATABASE_URL: db.url,
     NATS_URL: natsUrl,
@@ -28,20 +29,8 @@ async function start(name: string, service: "app-all" | "worker" | "api", extra:
     LOG_LEVEL: "warn",
     ...extra,
   });
-  running.push(p);
-  await p.ready();
-  return p;
 }
 
-async function until<T>(what: string, check: () => Promise<T | undefined | null | false>, ms: number): Promise<T> {
-  const end = Date.now() + ms;
-  for (;;) {
-    const v = await check();
-    if (v) return v;
-    if (Date.now() > end) throw new Error(`timed out after ${ms} ms waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 50));
-  }
-}
 
 beforeAll(async () => {
   assertBuilt(["jobs/apply-awaiting.js", "jobs/awaiting-evaluator.js"]);

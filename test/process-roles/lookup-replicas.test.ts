@@ -3,7 +3,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createTestDatabase, type TestDatabase } from "../helpers/db.js";
-import { assertBuilt, ControllerProcess, freePort, newBootstrapKey } from "./controller-process.js";
+import { assertBuilt, type ControllerProcess, newBootstrapKey, startControllerProcess } from "./controller-process.js";
 
 // Two controller processes on one PostgreSQL database and one NATS server: a write through one
 // is seen by the other's lookup within a bus round-trip, well inside the 1 s re-check.
@@ -14,7 +14,7 @@ const key = newBootstrapKey();
 const running: ControllerProcess[] = [];
 
 async function start(name: string, service: "app-all" | "api"): Promise<ControllerProcess> {
-  const p = new ControllerProcess(name, await freePort(), {
+  return startControllerProcess(running, name, {
     APP_SERVICE: service,
     DATABASE_URL: db.url,
     NATS_URL: natsUrl,
@@ -22,9 +22,6 @@ async function start(name: string, service: "app-all" | "api"): Promise<Controll
     APP_DATA_DIR: dataDir,
     LOG_LEVEL: "warn",
   });
-  running.push(p);
-  await p.ready();
-  return p;
 }
 
 beforeAll(async () => {

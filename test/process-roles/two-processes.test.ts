@@ -5,7 +5,8 @@ import postgres from "postgres";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import { SCHEDULER_LOCK } from "../../packages/controller/src/scheduler/scheduler.js";
 import { createTestDatabase, type TestDatabase } from "../helpers/db.js";
-import { assertBuilt, ControllerProcess, freePort, newBootstrapKey } from "./controller-process.js";
+import { assertBuilt, type ControllerProcess, newBootstrapKey, startControllerProcess } from "./controller-process.js";
+import { until } from "../helpers/wait.js";
 
 // Real controller processes (`node packages/controller/dist/server.js`, as deployed) with their
 // roles split by APP_SERVICE, on one PostgreSQL database and one NATS server.
@@ -19,27 +20,15 @@ const key = newBootstrapKey();
 const running: ControllerProcess[] = [];
 
 async function start(name: string, service: "api" | "worker" | "scheduler"): Promise<ControllerProcess> {
-  const p = new ControllerProcess(name, await freePort(), {
+  return startControllerProcess(running, name, {
     APP_SERVICE: service,
     DATABASE_URL: db.url,
     NATS_URL: natsUrl,
     BOOTSTRAP_API_KEY: key,
     APP_DATA_DIR: dataDir,
   });
-  running.push(p);
-  await p.ready();
-  return p;
 }
 
-async function until<T>(what: string, check: () => Promise<T | undefined | null | false>, ms: number): Promise<T> {
-  const end = Date.now() + ms;
-  for (;;) {
-    const v = await check();
-    if (v) return v;
-    if (Date.now() > end) throw new Error(`timed out after ${ms} ms waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 100));
-  }
-}
 
 /** Backends of this database holding the scheduler's advisory lock (a bigint key: classid 0, objid the key, objsubid 1). */
 const lockHolders = async () =>

@@ -5,7 +5,6 @@ import { hostname } from "node:os";
 import { parseArgs } from "node:util";
 import { type RunningAgent, startAgent } from "./agent.js";
 import { BirdClient } from "./bird/birdc.js";
-import { ControllerHttpClient } from "./bundle/http-client.js";
 import { protocolsCommand, statusWithExitCode } from "./commands.js";
 import { ConfigError, loadConfig, requireControllerUrl } from "./config.js";
 import { environmentWithConfigFile } from "./config-file.js";
