@@ -99,20 +99,13 @@ export async function claimJob(
  * Ends as `failed` (reason `poisoned`) every job whose worker lost it — lease run out — after
  * its last allowed attempt: a job that kills its worker each time is not taken again forever.
  */
-export async function failPoisonedJobs(db: Db, now: Date, attemptsCap: number, error: (job: JobRow) => unknown): Promise<JobRow[]> {
-  const rows = await db<JobRow[]>`
-    SELECT * FROM jobs
+export async function failPoisonedJobs(db: Db, now: Date, attemptsCap: number, error: Record<string, unknown>): Promise<JobRow[]> {
+  // One statement decides and ends the rows together: two sweeps never end one job twice.
+  return db<JobRow[]>`
+    UPDATE jobs SET status = 'failed', error = ${db.json(error as never)}, finished_at = ${now}, updated_at = ${now},
+      locked_by = NULL, locked_until = NULL
     WHERE status = 'running' AND locked_until < ${now} AND attempts >= LEAST(max_attempts, ${attemptsCap})
-    FOR UPDATE SKIP LOCKED`;
-  const ended: JobRow[] = [];
-  for (const row of rows) {
-    const [done] = await db<JobRow[]>`
-      UPDATE jobs SET status = 'failed', error = ${db.json(error(row) as never)}, finished_at = ${now}, updated_at = ${now},
-        locked_by = NULL, locked_until = NULL
-      WHERE id = ${row.id} AND status = 'running' AND locked_until < ${now} RETURNING *`;
-    if (done) ended.push(done);
-  }
-  return ended;
+    RETURNING *`;
 }
 
 /** Jobs of a tenant waiting for a worker; the per-tenant queue cap counts these. */

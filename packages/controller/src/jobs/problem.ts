@@ -14,3 +14,9 @@ export function problemOf(err: unknown): Record<string, unknown> {
   }
   return { type: `${problemTypeBase}internal`, title: errorTitles.internal, status: 500, detail: INTERNAL_JOB_DETAIL, code: "internal" };
 }
+
+/** The error of a job ended because its worker was lost (lease run out) on every attempt allowed. */
+export const POISONED_PROBLEM: Record<string, unknown> = {
+  ...problemOf(new AppError("internal", "the job's worker stopped (lease lost) on each of its attempts; it is not tried again")),
+  reason: "poisoned",
+};

@@ -6,7 +6,7 @@ import { claimJob, failPoisonedJobs, finishJob, type JobRow, parkJob, renewJobLe
 import { uuidv7 } from "../lib/ids.js";
 import type { Clock } from "../lib/time.js";
 import { JobCancelledError, type JobContext, type JobHandler, JobLostError } from "./handler.js";
-import { problemOf } from "./problem.js";
+import { POISONED_PROBLEM, problemOf } from "./problem.js";
 import { JOBS_WAKE_SUBJECT, jobFinishedSubject } from "./subjects.js";
 
 export { JOBS_WAKE_SUBJECT, jobFinishedSubject } from "./subjects.js";
@@ -16,10 +16,6 @@ export { problemOf } from "./problem.js";
 export const JOB_ATTEMPTS_CAP = 5;
 
 /** The problem a job that used up its attempts by losing its worker ends with. */
-const poisonedProblem = (job: JobRow) => ({
-  ...problemOf(new AppError("internal", `the job's worker stopped (lease lost) on each of its ${job.attempts} attempt(s); it is not tried again`)),
-  reason: "poisoned",
-});
 
 export interface WorkerOptions {
   sql: Sql;
@@ -149,14 +145,24 @@ export function startWorker(opts: WorkerOptions) {
     }
   }
 
+  // The poisoned-job sweep is one UPDATE, run by one slot at a time and at most once a lease
+  // third: a lost job's lease has to run out before it can be swept anyway.
+  let lastSweep = 0;
+  async function sweepPoisoned() {
+    const now = opts.clock();
+    if (now.getTime() - lastSweep < leaseMs / 3) return;
+    lastSweep = now.getTime();
+    for (const dead of await failPoisonedJobs(opts.sql, now, JOB_ATTEMPTS_CAP, POISONED_PROBLEM)) {
+      opts.logger.error({ job_id: dead.id, type: dead.type, attempts: dead.attempts }, "job poisoned: its worker was lost on every attempt");
+      opts.bus.publish(jobFinishedSubject(dead.tenant_id, dead.id), { job_id: dead.id });
+    }
+  }
+
   async function slot(types: string[]) {
     while (!stopped) {
       let job: JobRow | undefined;
       try {
-        for (const dead of await failPoisonedJobs(opts.sql, opts.clock(), JOB_ATTEMPTS_CAP, poisonedProblem)) {
-          opts.logger.error({ job_id: dead.id, type: dead.type, attempts: dead.attempts }, "job poisoned: its worker was lost on every attempt");
-          opts.bus.publish(jobFinishedSubject(dead.tenant_id, dead.id), { job_id: dead.id });
-        }
+        await sweepPoisoned();
         job = await claimJob(opts.sql, { workerId, now: opts.clock(), leaseMs, types, tenantMaxRunning, attemptsCap: JOB_ATTEMPTS_CAP, byPriority });
       } catch (err) {
         if (!stopped) opts.logger.error({ err }, "job claim failed");
