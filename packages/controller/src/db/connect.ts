@@ -24,8 +24,9 @@ const inTransaction = new AsyncLocalStorage<true>();
  * holds one: on the embedded database, which has exactly one, that wait never ends and the
  * whole controller froze (the first apply made the signing key in a second transaction). On
  * PostgreSQL the same shape deadlocks once the pool is exhausted under load.
- * Callbacks run from inside a transaction but meant to outlive it (bus deliveries, timers) leave
- * the scope with `outsideTransaction`.
+ * Work started from inside a transaction but meant to run after it (a timer, a deferred
+ * publish) leaves the scope with `outsideTransaction`; the in-process bus already delivers in
+ * the subscriber's own context.
  */
 export function guardPool(sql: postgres.Sql): postgres.Sql {
   const check = (what: string) => {

@@ -108,6 +108,14 @@ export async function failPoisonedJobs(db: Db, now: Date, attemptsCap: number, e
     RETURNING *`;
 }
 
+/**
+ * Holds, until the caller's transaction ends, the lock that makes a tenant's count-then-insert
+ * under the queue cap one step: parallel requests cannot all see room for one more job.
+ */
+export async function lockTenantQueue(db: Db, tenantId: string): Promise<void> {
+  await db`SELECT pg_advisory_xact_lock(hashtext(${`jobs-queue:${tenantId}`}))`;
+}
+
 /** Jobs of a tenant waiting for a worker; the per-tenant queue cap counts these. */
 export async function countQueuedJobs(db: Db, tenantId: string): Promise<number> {
   const [row] = await db<{ n: number }[]>`SELECT count(*)::int AS n FROM jobs WHERE tenant_id = ${tenantId} AND status = 'queued'`;
@@ -127,16 +135,15 @@ export async function parkJob(db: Db, id: string, workerId: string, p: { awaitin
 }
 
 /**
- * Locks the awaiting jobs of a type (of one tenant, or all; due ones only when `dueBy` is given)
+ * Locks the awaiting jobs of a type (of one tenant, or all)
  * for evaluation in the caller's transaction. FOR UPDATE, not SKIP LOCKED: an evaluation that
  * waits for another replica's sees that one's end (or the reports committed since) and never
  * misses a report; each is one short transaction.
  */
-export async function lockAwaitingJobs(db: Db, f: { type: string; tenantId?: string; dueBy?: Date }): Promise<JobRow[]> {
+export async function lockAwaitingJobs(db: Db, f: { type: string; tenantId?: string }): Promise<JobRow[]> {
   return db<JobRow[]>`
     SELECT * FROM jobs WHERE status = 'awaiting' AND type = ${f.type}
       ${f.tenantId === undefined ? db`` : db`AND tenant_id = ${f.tenantId}`}
-      ${f.dueBy === undefined ? db`` : db`AND deadline_at <= ${f.dueBy}`}
     ORDER BY id FOR UPDATE`;
 }
 

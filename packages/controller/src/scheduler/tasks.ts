@@ -6,7 +6,8 @@ import type { Clock } from "../lib/time.js";
 import { enqueueJob } from "../services/jobs.js";
 import type { MaintenanceService } from "../services/maintenance.js";
 import { deleteExpiredIdempotencyRecords } from "../db/idempotency.js";
-import { findLastRun, listTenantIdsWithSettings, recordRun } from "../db/scheduler.js";
+import { findLastRun, recordRun } from "../db/scheduler.js";
+import { findSettings } from "../db/settings.js";
 import { findTenantByName } from "../db/tenants.js";
 import { DEPLOYMENT_TENANT } from "../plugins/access.js";
 import { autoPolicyOf, type RuntimeLogService } from "../services/runtime-logs.js";
@@ -34,15 +35,13 @@ export function runtimeLogsAutoTask(sql: Sql, logs: RuntimeLogService, everyMs =
     async run(now) {
       if (!logs.available) return;
       const home = await findTenantByName(sql, DEPLOYMENT_TENANT);
-      for (const { tenant_id, settings } of await listTenantIdsWithSettings(sql)) {
-        if (tenant_id !== home?.id) continue;
-        const policy = autoPolicyOf(settings);
-        if (!policy.enabled) continue;
-        const last = await findLastRun(sql, "runtime_logs_auto", tenant_id);
-        if (last && now.getTime() - last.getTime() < policy.intervalMinutes * 60_000) continue;
-        await logs.autoRun(tenant_id, now, { actor: "auto:scheduler", actorPrefix: "auto:scheduler" }, false);
-        await recordRun(sql, "runtime_logs_auto", tenant_id, now);
-      }
+      if (!home) return;
+      const policy = autoPolicyOf((await findSettings(sql, home.id)).settings);
+      if (!policy.enabled) return;
+      const last = await findLastRun(sql, "runtime_logs_auto", home.id);
+      if (last && now.getTime() - last.getTime() < policy.intervalMinutes * 60_000) return;
+      await logs.autoRun(home.id, now, { actor: "auto:scheduler", actorPrefix: "auto:scheduler" }, false);
+      await recordRun(sql, "runtime_logs_auto", home.id, now);
     },
   };
 }

@@ -2,7 +2,7 @@ import { AppError, ConflictError, NotFoundError } from "@rlc/shared/errors";
 import type { Job, JobType } from "@rlc/shared/schemas";
 import type { Bus } from "../bus/index.js";
 import type { Db, Sql } from "../db/connect.js";
-import { cancelQueuedJob, countQueuedJobs, findJobById, insertJob, type JobRow, listJobs, requestJobCancel } from "../db/jobs.js";
+import { cancelQueuedJob, countQueuedJobs, lockTenantQueue, findJobById, insertJob, type JobRow, listJobs, requestJobCancel } from "../db/jobs.js";
 import { JOBS_WAKE_SUBJECT, jobFinishedSubject } from "../jobs/subjects.js";
 import { toPage } from "../lib/cursor.js";
 import { afterIdOf } from "../lib/id-cursor.js";
@@ -54,6 +54,7 @@ export async function enqueueJob(
   input: { tenantId: string; type: JobType; params: Record<string, unknown>; createdBy: string | null; now: Date; afterCommit: (fn: () => void) => void; maxAttempts?: number },
 ): Promise<JobRow> {
   if (isBounded(input.createdBy)) {
+    await lockTenantQueue(tx, input.tenantId);
     const queued = await countQueuedJobs(tx, input.tenantId);
     if (queued >= tenantMaxQueued) {
       throw new AppError("too_many_jobs", `this tenant already has ${queued} jobs waiting for a worker (at most ${tenantMaxQueued}); retry once some have run`, {

@@ -26,7 +26,9 @@ const jobRoutes: FastifyPluginAsyncZod<{ deps: AppDeps }> = async (app, { deps }
       schema: {
         tags,
         summary: "Cancel a job",
-        description: "A queued job is cancelled at once; a running one gets `cancel_requested` and stops at its next step, changing nothing; a finished one is a 409.",
+        description:
+          "A queued job, or one `awaiting` its agents, is cancelled at once (an awaiting apply keeps the outcomes it has in `result`); a running one gets `cancel_requested` and stops at its next step, changing nothing; " +
+          "a finished one is a 409 whose problem carries the job's own status in `job_status` (`status` is the HTTP status).",
         params: JobParams,
         response: { 200: Job, ...writeProblems, ...problems(404) },
       },

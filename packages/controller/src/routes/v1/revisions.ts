@@ -121,7 +121,7 @@ const revisionRoutes: FastifyPluginAsyncZod<{ deps: AppDeps }> = async (app, { d
         description: "With `apply: true` the new revision is also applied to every speaker and the answer carries `apply_job_id`.",
         params: RevisionParams,
         body: RollbackBody,
-        response: { 201: Revision.extend({ apply_job_id: z.string().optional() }), ...writeProblems, ...problems(404) },
+        response: { 201: Revision.extend({ apply_job_id: z.string().optional() }), ...writeProblems, ...problems(404, 429) },
       },
       config: { role: "operator" },
     },
