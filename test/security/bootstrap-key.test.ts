@@ -33,6 +33,8 @@ describe("the first superadmin key never lands in a service log", () => {
     expect(output).not.toContain(key);
     expect(output).not.toContain(key.split("_")[2]!.slice(0, 16));
     expect(output).toContain(file);
+    // The key is announced as soon as it exists, before the listener: wait for that too.
+    await proc.ready();
     const session = await proc.call(key, "GET", "/v1/auth/session");
     expect(session.status).toBe(200);
     expect(session.json).toMatchObject({ tenant_name: "default", role: "superadmin" });

@@ -44,6 +44,8 @@ export interface StartOptions {
   /** An already open database (tests); closed by the caller. */
   database?: Database;
   bus?: Bus;
+  /** Told, once tenant `default` exists, whether this start made it and with which key (server.ts shows it). */
+  onBootstrap?: (bootstrap: BootstrapResult) => Promise<unknown>;
   /** Replaces the job handlers (tests of the queue itself). */
   jobHandlers?: JobHandler[];
   /** Scheduler election interval (tests of the hand-over). */
@@ -71,6 +73,9 @@ export async function startController(config: Config, opts: StartOptions = {}): 
   try {
     await migrate(db.sql);
     const bootstrap = await bootstrapDefaultTenant(db.sql, { bootstrapKey: config.BOOTSTRAP_API_KEY, now: clock() });
+    // Right after the commit that made it: a later step that fails (NATS, the listener) must not
+    // take the only copy of a generated key with it.
+    await opts.onBootstrap?.(bootstrap);
     const bus = opts.bus ?? (await createBus(config));
     if (!opts.bus) closers.push(() => bus.close());
     const outbound = createOutboundClient({ allowCidrs: splitCidrs(config.APP_OUTBOUND_ALLOW_CIDRS) });

@@ -30,15 +30,24 @@ export async function announceBootstrapKey(opts: {
     return { file: null };
   }
   const file = join(opts.dataDir, "bootstrap-key");
-  await mkdir(opts.dataDir, { recursive: true, mode: 0o700 });
-  // A file left by an earlier database holds a key that no longer exists; "wx" then makes the
-  // new one with mode 0600 whatever the old file's mode was.
-  await rm(file, { force: true });
-  const fh = await open(file, "wx", 0o600);
   try {
-    await fh.writeFile(`${bootstrap.secret}\n`);
-  } finally {
-    await fh.close();
+    await mkdir(opts.dataDir, { recursive: true, mode: 0o700 });
+    // A file left by an earlier database holds a key that no longer exists; "wx" then makes the
+    // new one with mode 0600 whatever the old file's mode was.
+    await rm(file, { force: true });
+    const fh = await open(file, "wx", 0o600);
+    try {
+      await fh.writeFile(`${bootstrap.secret}\n`);
+    } finally {
+      await fh.close();
+    }
+  } catch (err) {
+    // The key is in the database now and shown nowhere else: say how to get another one.
+    throw new Error(
+      `could not write the first superadmin key to ${file} (${(err as Error).message}); make another with ` +
+        "`npm run controller -- key create --tenant default --role superadmin`",
+      { cause: err },
+    );
   }
   opts.write(
     `created tenant "default" with a superadmin key (prefix ${bootstrap.key_prefix}); stdout is not a terminal, so the key is not printed: ` +
