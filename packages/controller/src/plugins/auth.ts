@@ -5,7 +5,7 @@ import type { Sql } from "../db/connect.js";
 import type { Clock } from "../lib/time.js";
 import type { Authenticator } from "../services/authenticator.js";
 import type { RequestContext } from "../services/context.js";
-import { type Access, accessOf, refusal } from "./access.js";
+import { accessOf, refusal } from "./access.js";
 
 /**
  * Resolves the Bearer key before the body is even parsed, then checks the route's role, node,
@@ -20,17 +20,11 @@ export default fp(async function authPlugin(app: FastifyInstance, opts: { sql: S
     return { principal: this.principal, requestId: this.id, now: opts.clock(), afterCommit: (fn) => void fn() };
   });
 
-  // One decision per route (its config object), made on first use.
-  const decided = new WeakMap<object, Access>();
   app.addHook("onRequest", async (req) => {
     // No route matched: the not-found handler answers 404/405 and reveals nothing else.
     if (req.is404) return;
-    const config = req.routeOptions.config;
-    let access = decided.get(config);
-    if (!access) {
-      access = accessOf(config, req.method);
-      decided.set(config, access);
-    }
+    // From the route's declared method(s), as the OpenAPI document shows it, never the request's.
+    const access = accessOf(req.routeOptions.config, req.routeOptions.method);
     if (access.kind === "public") return;
     const principal = await opts.authenticator.authenticate(req.headers.authorization, opts.clock());
     req.principal = principal;

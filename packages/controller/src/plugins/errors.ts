@@ -128,16 +128,15 @@ export function frameworkErrors(err: FastifyError, req: FastifyRequest, reply: F
  */
 export function clientErrorHandler(this: FastifyInstance, err: NodeJS.ErrnoException, socket: import("node:net").Socket) {
   if (err.code === "ECONNRESET" || socket.destroyed) return;
-  const known: Record<string, [number, string]> = {
-    ERR_HTTP_REQUEST_TIMEOUT: [408, "Request Timeout"],
-    HPE_HEADER_OVERFLOW: [431, "Request Header Fields Too Large"],
+  // Written by hand, as every answer is: problem+json with a code of the closed set.
+  const known: Record<string, [ErrorCode, string, string]> = {
+    ERR_HTTP_REQUEST_TIMEOUT: ["request_timeout", "Request Timeout", "the request did not arrive whole within the request timeout"],
+    HPE_HEADER_OVERFLOW: ["headers_too_large", "Request Header Fields Too Large", "the request's headers are over the size limit"],
   };
-  const [status, reason] = known[err.code ?? ""] ?? [400, "Bad Request"];
-  const body =
-    status === 400
-      ? JSON.stringify({ type: `${problemTypeBase}validation_failed`, title: errorTitles.validation_failed, status, detail: "the HTTP request could not be parsed", code: "validation_failed" })
-      : JSON.stringify({ error: reason, statusCode: status });
-  const type = status === 400 ? "application/problem+json" : "application/json";
+  const [code, reason, detail] = known[err.code ?? ""] ?? ["validation_failed", "Bad Request", "the HTTP request could not be parsed"];
+  const status = errorStatus[code];
+  const body = JSON.stringify({ type: `${problemTypeBase}${code}`, title: errorTitles[code], status, detail, code });
+  const type = "application/problem+json";
   if (socket.writable) {
     socket.write(`HTTP/1.1 ${status} ${reason}\r\nContent-Length: ${Buffer.byteLength(body)}\r\nContent-Type: ${type}\r\nConnection: close\r\n\r\n${body}`);
   }

@@ -15,8 +15,11 @@ const WRITES = new Set(["POST", "PUT", "PATCH", "DELETE"]);
 export default fp(async function lookupInvalidationPlugin(app: FastifyInstance, opts: { bus: Bus; invalidate: (tenantId: string) => void }) {
   app.addHook("onSend", async (req, reply) => {
     if (!WRITES.has(req.method) || reply.statusCode >= 400) return;
-    const tenantId = req.principal?.tenantId;
-    if (!tenantId) return;
+    const principal = req.principal;
+    // Agents' writes (status reports, many a minute per router) and replayed answers change no
+    // lookup input: they would only make every replica drop and re-check the tenant's view.
+    if (!principal || principal.role === "node" || reply.getHeader("idempotent-replayed") === "true") return;
+    const tenantId = principal.tenantId;
     opts.invalidate(tenantId);
     opts.bus.publish(lookupChangedSubject(tenantId), {});
   });

@@ -104,6 +104,20 @@ export function createApiKeyService(deps: { audit: AuditWriter; onKeysChanged?: 
     return row;
   };
 
+
+  /** Revokes a key and records it: DELETE, and a rotation of someone else's key. */
+  async function revokeRecorded(tx: Db, ctx: RequestContext, id: string, how: string): Promise<ApiKeyRow> {
+    const after = await revokeApiKey(tx, ctx.principal.tenantId, id, ctx.now);
+    await audit.record(tx, ctx, {
+      action: "revoke",
+      resource_type: "api_key",
+      resource_id: id,
+      summary: `API key ${after.key_prefix} ${how}`,
+      changes: { revoked_at: { from: null, to: iso(after.revoked_at) } },
+    });
+    return after;
+  }
+
   return {
     async create(tx: Db, ctx: RequestContext, body: CreateApiKeyBody) {
       assertCanGrant(ctx.principal.role, body.role);
@@ -164,14 +178,7 @@ export function createApiKeyService(deps: { audit: AuditWriter; onKeysChanged?: 
       const before = await mustFind(tx, ctx.principal.tenantId, id, true);
       assertCanManage(ctx.principal, before, "revoke");
       if (before.revoked_at) return; // already revoked: nothing changes, nothing to record
-      const after = await revokeApiKey(tx, ctx.principal.tenantId, id, ctx.now);
-      await audit.record(tx, ctx, {
-        action: "revoke",
-        resource_type: "api_key",
-        resource_id: id,
-        summary: `API key ${after.key_prefix} revoked`,
-        changes: { revoked_at: { from: null, to: iso(after.revoked_at) } },
-      });
+      await revokeRecorded(tx, ctx, id, "revoked");
     },
 
     /**
@@ -185,14 +192,7 @@ export function createApiKeyService(deps: { audit: AuditWriter; onKeysChanged?: 
       assertCanManage(ctx.principal, before, "rotate");
       if (before.revoked_at) throw new ConflictError("the key is revoked and cannot be rotated");
       if (before.id !== ctx.principal.keyId) {
-        const after = await revokeApiKey(tx, ctx.principal.tenantId, id, ctx.now);
-        await audit.record(tx, ctx, {
-          action: "revoke",
-          resource_type: "api_key",
-          resource_id: id,
-          summary: `API key ${after.key_prefix} revoked by a rotation from another key (no new secret is handed out)`,
-          changes: { revoked_at: { from: null, to: iso(after.revoked_at) } },
-        });
+        const after = await revokeRecorded(tx, ctx, id, "revoked by a rotation from another key (no new secret is handed out)");
         return { ...toApiKey(after), secret: null };
       }
       const grace = body.grace_seconds ?? 0;

@@ -13,6 +13,8 @@ const natsRoutes: FastifyPluginAsyncZod<{ deps: AppDeps }> = async (app, { deps 
         description:
           "A NATS user that may subscribe to the calling tenant's subjects (`rl.<tenant_id>.>`: every speaker's `notify` and `status`) " +
           "and publish nothing; it expires after `ttl_days`. The answer's `creds` is a `.creds` file for `nats --creds`, shown once. " +
+          "No single user can be revoked before it expires (the server trusts the account's signing key, not a list of users): keep `ttl_days` short, " +
+          "and to cut every such user off at once, make a new account signing key (see deploy/nats/README.md). " +
           "503 `nats_credentials_unavailable` when the controller has no NATS account signing key (NATS_ACCOUNT_SEED_FILE).",
         body: NatsMonitoringCredentialsBody,
         response: { 201: NatsMonitoringCredentials, ...writeProblems, ...problems(503) },
