@@ -8,11 +8,11 @@ const src = (p: string) => fileURLToPath(new URL(`./packages/${p}`, import.meta.
 export default defineConfig({
   resolve: {
     alias: [
-      { find: /^@rlc\/shared\/(prefix|schemas|bundle)$/, replacement: src("shared/src/$1/index.ts") },
-      { find: /^@rlc\/shared\/errors$/, replacement: src("shared/src/errors.ts") },
+      { find: /^@rlc\/shared\/(prefix|schemas|bundle|bird)$/, replacement: src("shared/src/$1/index.ts") },
+      { find: /^@rlc\/shared\/(errors|time)$/, replacement: src("shared/src/$1.ts") },
       { find: /^@rlc\/shared$/, replacement: src("shared/src/index.ts") },
+      { find: /^@rlc\/client$/, replacement: src("client/src/index.ts") },
       { find: /^@rlc\/proto$/, replacement: src("proto/src/index.ts") },
-      { find: /^@rlc\/agent\/render$/, replacement: src("agent/src/render/index.ts") },
       { find: /^@rlc\/agent$/, replacement: src("agent/src/index.ts") },
     ],
   },

@@ -14,7 +14,15 @@ export default defineConfig({
   ...base,
   test: {
     ...base.test,
-    include: ["test/api/**/*.test.ts", "test/jobs/**/*.test.ts", "test/ingest/**/*.test.ts", "test/deploy/**/*.test.ts", "test/maintenance/**/*.test.ts", "test/security/**/*.test.ts", "test/embedded.test.ts"],
+    include: [
+      "test/api/**/*.test.ts",
+      "test/jobs/**/*.test.ts",
+      "test/ingest/**/*.test.ts",
+      "test/deploy/**/*.test.ts",
+      "test/maintenance/**/*.test.ts",
+      "test/security/**/*.test.ts",
+      "test/embedded.test.ts",
+    ],
     exclude: ["test/api/auth-cache.test.ts", "test/deploy/grpc.test.ts", "test/ingest/worker-killed.test.ts", "**/node_modules/**"],
     env: { TEST_DB: "embedded" },
   },

@@ -13,7 +13,7 @@ import { readFileSync } from "node:fs";
 import { createRequire } from "node:module";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
-import { Worker, isMainThread, parentPort, workerData } from "node:worker_threads";
+import { isMainThread, parentPort, Worker, workerData } from "node:worker_threads";
 
 if (!isMainThread) {
   // fast-cidr-tools, in a worker so that a hang (it never returns on IPv6) can be cut off.
@@ -29,8 +29,7 @@ if (!isMainThread) {
 const here = dirname(fileURLToPath(import.meta.url));
 const prefix = await import(join(here, "../packages/shared/dist/prefix/index.js"));
 const { mergeCidr } = await import("cidr-tools");
-const { aggregatePrefixes, aggregateTagged, buildPrefixIndex, canonicalCidr, diffTagged, excludeRanges, rangeToCidrs, removeBogons } =
-  prefix;
+const { aggregatePrefixes, aggregateTagged, buildPrefixIndex, canonicalCidr, diffTagged, excludeRanges, rangeToCidrs, removeBogons } = prefix;
 const before = process.env.BENCH_BASELINE ? await import(join(process.env.BENCH_BASELINE, "index.js")) : undefined;
 
 const RUNS = Number(process.env.BENCH_RUNS ?? 7);
@@ -117,7 +116,9 @@ const rows = [...loadTable("asn-ipv4.csv"), ...loadTable("asn-ipv6.csv")];
 const table = rows.map((r) => r.cidr);
 const v4 = table.filter((p) => !p.includes(":"));
 const v6 = table.filter((p) => p.includes(":"));
-console.log(`input: ${v4.length} IPv4 + ${v6.length} IPv6 CIDRs from asn-ipv4.csv / asn-ipv6.csv (ranges → CIDRs in ${(performance.now() - t0).toFixed(0)} ms)`);
+console.log(
+  `input: ${v4.length} IPv4 + ${v6.length} IPv6 CIDRs from asn-ipv4.csv / asn-ipv6.csv (ranges → CIDRs in ${(performance.now() - t0).toFixed(0)} ms)`,
+);
 
 // Second input: shuffled, plus ~5% covering parents (1..4 bits shorter) and ~5% duplicates.
 const rand = random(42);
@@ -184,7 +185,9 @@ async function compare(name, all, allV4) {
   console.log(`  ours         IPv4 only     ${fmt(oursV4.ms)}   out ${oursV4.out.length}`);
   if (fast.error || Number.isNaN(fast.ms)) console.log(`  fast-cidr-tools IPv4 only  failed: ${fast.error ?? "timed out before one run"}`);
   else {
-    console.log(`  fast-cidr-tools IPv4 only  ${fmt(fast.ms)}   out ${fast.out.length}   ours ${(fast.ms / oursV4.ms).toFixed(1)}x faster${fast.timedOut ? " (timed out after the first runs)" : ""}`);
+    console.log(
+      `  fast-cidr-tools IPv4 only  ${fmt(fast.ms)}   out ${fast.out.length}   ours ${(fast.ms / oursV4.ms).toFixed(1)}x faster${fast.timedOut ? " (timed out after the first runs)" : ""}`,
+    );
   }
   if (!same(ct, ours.out)) {
     console.log(`  MISMATCH: cidr-tools gave ${ct.length} prefixes, ours ${ours.out.length}`);

@@ -8,21 +8,21 @@
 //   npx turbo run build && node bench/apply.mjs
 //   BENCH_APPLY_PREFIXES=100000 node bench/apply.mjs      # a smaller run
 import { execFile, spawn, spawnSync } from "node:child_process";
-import { mkdirSync, mkdtempSync, openSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { createServer as createHttpServer } from "node:http";
-import { createServer as createNetServer, connect as netConnect } from "node:net";
+import { connect as netConnect } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { performance } from "node:perf_hooks";
 import { promisify } from "node:util";
-import { renderBirdConfig } from "@rlc/agent/render";
-import { bearerMetadata, grpc, loadAgentService } from "@rlc/proto";
+import { bearerMetadata, eventSubjects, grpc, internalSubjects, loadAgentService } from "@rlc/proto";
+import { renderBirdConfig } from "@rlc/shared/bird";
 import { buildBundlePayload, signBundle, verifyBundle } from "@rlc/shared/bundle";
 import postgres from "postgres";
 import { loadConfig } from "../packages/controller/dist/config.js";
-import { openPieces } from "../packages/controller/dist/lib/sealed-envelope.js";
 import { startController } from "../packages/controller/dist/controller.js";
-import { notifySubject, statusSubject } from "../packages/controller/dist/services/speakers.js";
+import { openPieces } from "../packages/controller/dist/lib/sealed-envelope.js";
+import { freePort, startBird, startGobgp, stopProcess } from "../test/helpers/lab-daemons.mjs";
 
 const root = join(import.meta.dirname, "..");
 const run = promisify(execFile);
@@ -54,22 +54,16 @@ function prefixes(n, make) {
   return [...set];
 }
 const v4 = prefixes(Math.round(N * (1 - V6_SHARE)), () => `${11 + Math.floor(rnd() * 89)}.${Math.floor(rnd() * 256)}.${Math.floor(rnd() * 256)}.0/24`);
-const v6 = prefixes(N - v4.length, () => `2a0${Math.floor(rnd() * 10)}:${Math.floor(rnd() * 65536).toString(16)}:${Math.floor(rnd() * 65536).toString(16)}::/48`);
+const v6 = prefixes(
+  N - v4.length,
+  () => `2a0${Math.floor(rnd() * 10)}:${Math.floor(rnd() * 65536).toString(16)}:${Math.floor(rnd() * 65536).toString(16)}::/48`,
+);
 // Two feeds with their own community, so BIRD gets more than one static protocol.
 const half = Math.floor(v4.length / 2);
 const big = { "/a.txt": `${v4.slice(0, half).join("\n")}\n`, "/b.txt": `${[...v4.slice(half), ...v6].join("\n")}\n` };
 // First a small revision, so that the BGP session is up before the timed apply.
 let feeds = { "/a.txt": "11.0.0.0/24\n", "/b.txt": "11.0.1.0/24\n2a01::/48\n" };
 
-const freePort = (host) =>
-  new Promise((resolve, reject) => {
-    const server = createNetServer();
-    server.once("error", reject);
-    server.listen(0, host, () => {
-      const { port } = server.address();
-      server.close(() => resolve(port));
-    });
-  });
 const natsUp = await new Promise((resolve) => {
   const u = new URL(natsUrl.split(",")[0].replace(/^nats:/, "http:"));
   const socket = netConnect(Number(u.port || 4222), u.hostname);
@@ -84,21 +78,6 @@ const dir = mkdtempSync(join(tmpdir(), "rl-bench-apply-"));
 const etc = join(dir, "etc");
 mkdirSync(etc);
 const children = [];
-const start = (bin, args, log, env) => {
-  const fd = openSync(join(dir, log), "a");
-  const child = spawn(bin, args, { stdio: ["ignore", fd, fd], env: env ?? process.env });
-  children.push(child);
-  return child;
-};
-const stop = async (child) => {
-  if (!child?.pid || child.exitCode !== null || child.signalCode !== null) return;
-  const exited = new Promise((r) => child.once("exit", r));
-  process.kill(child.pid, "SIGTERM");
-  const timer = setTimeout(() => child.exitCode === null && process.kill(child.pid, "SIGKILL"), 5000);
-  await exited;
-  clearTimeout(timer);
-};
-
 const feedServer = createHttpServer((req, res) => res.writeHead(200).end(feeds[req.url] ?? ""));
 await new Promise((r) => feedServer.listen(0, "127.0.0.1", r));
 const admin = postgres(adminUrl, { max: 1, onnotice: () => {} });
@@ -111,32 +90,10 @@ let agentLog = "";
 try {
   const [birdPort, gobgpPort, apiPort] = [await freePort("127.0.0.1"), await freePort("127.0.0.2"), await freePort("127.0.0.1")];
   writeFileSync(join(etc, "bird.conf"), "router id 127.0.0.1;\nprotocol device {\n}\n");
-  start("bird", ["-f", "-c", join(etc, "bird.conf"), "-s", join(dir, "bird.ctl"), "-P", join(dir, "bird.pid")], "bird.out");
-  writeFileSync(
-    join(dir, "gobgpd.toml"),
-    [
-      "[global.config]",
-      "  as = 65001",
-      '  router-id = "127.0.0.2"',
-      `  port = ${gobgpPort}`,
-      '  local-address-list = ["127.0.0.2"]',
-      "[[neighbors]]",
-      "  [neighbors.config]",
-      '    neighbor-address = "127.0.0.1"',
-      "    peer-as = 65000",
-      "  [neighbors.timers.config]",
-      "    connect-retry = 1",
-      "  [neighbors.transport.config]",
-      '    local-address = "127.0.0.2"',
-      `    remote-port = ${birdPort}`,
-      "  [neighbors.ebgp-multihop.config]",
-      "    enabled = true",
-      "    multihop-ttl = 2",
-      ...["ipv4-unicast", "ipv6-unicast"].flatMap((f) => ["  [[neighbors.afi-safis]]", "    [neighbors.afi-safis.config]", `      afi-safi-name = "${f}"`]),
-      "",
-    ].join("\n"),
+  children.push(
+    await startBird({ config: join(etc, "bird.conf"), socketPath: join(dir, "bird.ctl"), pidFile: join(dir, "bird.pid"), logFile: join(dir, "bird.out") }),
   );
-  start("gobgpd", ["-f", join(dir, "gobgpd.toml"), `--api-hosts=127.0.0.1:${apiPort}`, "--pprof-disable", "-p"], "gobgpd.log");
+  children.push(await startGobgp({ dir, port: gobgpPort, birdPort, apiPort }));
   const ribCount = async (family) => {
     const { stdout } = await run("gobgp", ["-u", "127.0.0.1", "-p", String(apiPort), "global", "rib", "summary", "-a", family]);
     return Number(/Destination: (\d+)/.exec(stdout)?.[1] ?? 0);
@@ -169,8 +126,18 @@ try {
     asn: 65000,
     policies_json: { local_ip: "127.0.0.1", local_port: birdPort, next_hop_ipv4: "198.51.100.254", next_hop_ipv6: "2001:db8::254" },
   });
-  await call("POST", "/v1/peers", { name: "gobgp", neighbor_address: "127.0.0.2", neighbor_port: gobgpPort, remote_asn: 65001, multihop: true, speaker_ids: [speaker.id] });
-  for (const [name, community, path] of [["feed-a", "65000:100", "/a.txt"], ["feed-b", "65000:200", "/b.txt"]]) {
+  await call("POST", "/v1/peers", {
+    name: "gobgp",
+    neighbor_address: "127.0.0.2",
+    neighbor_port: gobgpPort,
+    remote_asn: 65001,
+    multihop: true,
+    speaker_ids: [speaker.id],
+  });
+  for (const [name, community, path] of [
+    ["feed-a", "65000:100", "/a.txt"],
+    ["feed-b", "65000:200", "/b.txt"],
+  ]) {
     const c = await call("POST", "/v1/communities", { community, title: name });
     const m = await call("POST", "/v1/modules", { name, type: "IP_RANGES", community_id: c.id });
     await call("POST", `/v1/modules/${m.id}/cdn-sources`, { url: `http://127.0.0.1:${feedServer.address().port}${path}`, format: "text" });
@@ -230,10 +197,10 @@ try {
   const tenantId = (await controller.deps.sql`SELECT tenant_id FROM speakers WHERE id = ${speaker.id}`)[0].tenant_id;
   const marks = {};
   const unsubscribe = [
-    controller.deps.bus.subscribe(notifySubject(tenantId, speaker.id), (m) => {
+    controller.deps.bus.subscribe(internalSubjects.notify(tenantId, speaker.id), (m) => {
       if (m?.type === "new_revision") marks.notified ??= performance.now();
     }),
-    controller.deps.bus.subscribe(statusSubject(tenantId, speaker.id), (m) => {
+    controller.deps.bus.subscribe(eventSubjects.status(tenantId, speaker.id), (m) => {
       if (m?.reason === "applied" && m.applied_revision_id === revision.revision_id) marks.reported ??= performance.now();
     }),
   ];
@@ -268,9 +235,12 @@ try {
   const applied = logAt("sync: applied");
 
   // ---- the agent's steps again, one by one, on the same bundle ----
-  const [bundleRow] = await controller.deps.sql`SELECT envelope, envelope_sealed, envelope_chunk FROM bundles WHERE speaker_id = ${speaker.id} AND revision_id = ${revision.revision_id}`;
+  const [bundleRow] = await controller.deps
+    .sql`SELECT envelope, envelope_sealed, envelope_chunk FROM bundles WHERE speaker_id = ${speaker.id} AND revision_id = ${revision.revision_id}`;
   // Stored bundles are sealed at rest; the agent receives the opened bytes.
-  const storedEnvelope = bundleRow.envelope_sealed ? await openPieces(controller.deps.services.secretBox, bundleRow.envelope, bundleRow.envelope_chunk) : bundleRow.envelope;
+  const storedEnvelope = bundleRow.envelope_sealed
+    ? await openPieces(controller.deps.services.secretBox, bundleRow.envelope, bundleRow.envelope_chunk)
+    : bundleRow.envelope;
   const [tlsRow] = controller.grpc.tls ? await controller.deps.sql`SELECT ca_pem FROM grpc_tls` : [];
   const node = JSON.parse(readFileSync(join(dir, "state", "node.json"), "utf8"));
   const { Client } = loadAgentService();
@@ -311,8 +281,12 @@ try {
   const total = allRoutes - t0;
   const configureMs = probation !== null && fetching !== null ? probation - fetching - transferMs - verifyMs - renderMs - parseMs : null;
   const line = (label, ms, note = "") => console.log(`  ${label.padEnd(50)}${ms === null ? "        ?" : s(ms)}${note ? `  ${note}` : ""}`);
-  console.log(`apply of ${(want.v4 + want.v6).toLocaleString()} prefixes (v4 ${want.v4.toLocaleString()}, v6 ${want.v6.toLocaleString()}; asked for N = ${N.toLocaleString()}), bundle ${(bytes.length / 2 ** 20).toFixed(1)} MiB, rendered ${(Object.values(rendered.files).reduce((n, t) => n + t.length, 0) / 2 ** 20).toFixed(1)} MiB`);
-  console.log(`  wake-ups: gRPC Watch${natsUp ? " + NATS" : " (NATS not reachable)"}; BIRD ${/BIRD version (\S+)/.exec(spawnSync("bird", ["--version"], { encoding: "utf8" }).stderr)?.[1] ?? "?"}, GoBGP as the peer (session up before the timed apply); refresh before it took ${s(refreshMs).trim()}`);
+  console.log(
+    `apply of ${(want.v4 + want.v6).toLocaleString()} prefixes (v4 ${want.v4.toLocaleString()}, v6 ${want.v6.toLocaleString()}; asked for N = ${N.toLocaleString()}), bundle ${(bytes.length / 2 ** 20).toFixed(1)} MiB, rendered ${(Object.values(rendered.files).reduce((n, t) => n + t.length, 0) / 2 ** 20).toFixed(1)} MiB`,
+  );
+  console.log(
+    `  wake-ups: gRPC Watch${natsUp ? " + NATS" : " (NATS not reachable)"}; BIRD ${/BIRD version (\S+)/.exec(spawnSync("bird", ["--version"], { encoding: "utf8" }).stderr)?.[1] ?? "?"}, GoBGP as the peer (session up before the timed apply); refresh before it took ${s(refreshMs).trim()}`,
+  );
   console.log("from POST /v1/apply");
   line("bundle issued and agent notified", (marks.notified ?? NaN) - t0, "job claim, desired revision, payload, sign, store");
   line("agent starts fetching (agent log)", fetching === null ? null : fetching - t0);
@@ -329,13 +303,17 @@ try {
   line("render (bundle → BIRD config text)", renderMs);
   line("bird -p (parse only)", parseMs);
   line("configure (fetch → probation, minus the above)", configureMs, "file swap + configure timeout + BIRD answering again");
-  line("probation window + confirm + record (log)", applied !== null && probation !== null ? applied - probation : null, "BIRD.confirm_after_seconds (default 10 s) and the checks after it");
+  line(
+    "probation window + confirm + record (log)",
+    applied !== null && probation !== null ? applied - probation : null,
+    "BIRD.confirm_after_seconds (default 10 s) and the checks after it",
+  );
   line("BGP convergence (probation → GoBGP has all)", probation === null ? null : allRoutes - probation);
 } finally {
   const [bird, gobgpd, ...agents] = children;
-  for (const child of agents) await stop(child);
+  for (const child of agents) await stopProcess(child);
   await controller?.close().catch((e) => console.error(e));
-  await Promise.all([stop(gobgpd), stop(bird)]);
+  await Promise.all([stopProcess(gobgpd), stopProcess(bird)]);
   feedServer.close();
   await admin.unsafe(`DROP DATABASE IF EXISTS ${dbName} WITH (FORCE)`).catch(() => {});
   await admin.end();

@@ -41,20 +41,24 @@ const dbUrl = new URL(adminUrl);
 dbUrl.pathname = `/${dbName}`;
 const dataDir = mkdtempSync(join(tmpdir(), "rl-bench-grpc-"));
 const [httpPort, grpcPort] = [await freePort(), await freePort()];
-const child = spawn(process.execPath, [...(process.env.BENCH_CPU_PROF ? ["--cpu-prof", `--cpu-prof-dir=${process.env.BENCH_CPU_PROF}`] : []), "packages/controller/dist/server.js"], {
-  env: {
-    ...process.env,
-    DATABASE_URL: dbUrl.toString(),
-    APP_DATA_DIR: dataDir,
-    BOOTSTRAP_API_KEY: KEY,
-    HTTP_HOST: "127.0.0.1",
-    HTTP_PORT: String(httpPort),
-    GRPC_HOST: "127.0.0.1",
-    GRPC_PORT: String(grpcPort),
-    LOG_LEVEL: "error",
+const child = spawn(
+  process.execPath,
+  [...(process.env.BENCH_CPU_PROF ? ["--cpu-prof", `--cpu-prof-dir=${process.env.BENCH_CPU_PROF}`] : []), "packages/controller/dist/server.js"],
+  {
+    env: {
+      ...process.env,
+      DATABASE_URL: dbUrl.toString(),
+      APP_DATA_DIR: dataDir,
+      BOOTSTRAP_API_KEY: KEY,
+      HTTP_HOST: "127.0.0.1",
+      HTTP_PORT: String(httpPort),
+      GRPC_HOST: "127.0.0.1",
+      GRPC_PORT: String(grpcPort),
+      LOG_LEVEL: "error",
+    },
+    stdio: ["ignore", "ignore", "inherit"],
   },
-  stdio: ["ignore", "ignore", "inherit"],
-});
+);
 const base = `http://127.0.0.1:${httpPort}`;
 const rssMiB = () => Number(/VmRSS:\s+(\d+)/.exec(readFileSync(`/proc/${child.pid}/status`, "utf8"))[1]) / 1024;
 const api = async (key, method, path, body) => {
@@ -139,7 +143,10 @@ try {
     calls.push(call);
   }
   for (let i = 0; i < WATCHES; i++) {
-    const call = clients[(i + BUNDLES) % CONNECTIONS].watch({ speaker_id: "", agent_version: "bench", applied_revision_id: 0, applied_sequence: 0 }, bearerMetadata(nodeKey));
+    const call = clients[(i + BUNDLES) % CONNECTIONS].watch(
+      { speaker_id: "", agent_version: "bench", applied_revision_id: 0, applied_sequence: 0 },
+      bearerMetadata(nodeKey),
+    );
     let first = true;
     call.on("data", () => {
       if (first) count("Watch", "open (first event received)");

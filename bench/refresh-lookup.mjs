@@ -1,8 +1,9 @@
 // Full refresh of a tenant whose modules collect ~1,000,000 prefixes (file ASN source from
 // @ip-location-db/asn + local CDN feeds), the diff of two big revisions, and lookup through
 // HTTP against a bare Fastify route measured in the same run. Prints figures; asserts no time.
-import { createServer } from "node:http";
+
 import { readFileSync } from "node:fs";
+import { createServer } from "node:http";
 import { createRequire } from "node:module";
 import { dirname, join } from "node:path";
 import { performance } from "node:perf_hooks";
@@ -46,7 +47,10 @@ for (const r of rows) {
   const asn = r.split(",")[2];
   if (asn) counts.set(asn, (counts.get(asn) ?? 0) + 1);
 }
-const topAsns = [...counts].sort((a, b) => b[1] - a[1]).slice(0, 400).map(([a]) => Number(a));
+const topAsns = [...counts]
+  .sort((a, b) => b[1] - a[1])
+  .slice(0, 400)
+  .map(([a]) => Number(a));
 
 const feed = { text: "", json: "" };
 const cdnV4 = v4Prefixes(750_000);
@@ -115,12 +119,17 @@ try {
   const rev1 = await call("GET", `/v1/revisions/${job.result.revision_id}`);
   console.log("full refresh");
   console.log(`  collected prefixes        ${collectedTotal.toLocaleString()} (${job.result.modules.map((m) => m.prefix_count).join(" + ")})`);
-  console.log(`  revision prefixes         ${(rev1.prefix_count_v4 + rev1.prefix_count_v6).toLocaleString()} (v4 ${rev1.prefix_count_v4}, v6 ${rev1.prefix_count_v6})`);
+  console.log(
+    `  revision prefixes         ${(rev1.prefix_count_v4 + rev1.prefix_count_v6).toLocaleString()} (v4 ${rev1.prefix_count_v4}, v6 ${rev1.prefix_count_v6})`,
+  );
   console.log(`  wall time                 ${(refreshMs / 1000).toFixed(2)} s  (target < 20 s)`);
   console.log(`  phases (ms)               ${JSON.stringify(job.result.timings_ms)}`);
   console.log(`  process RSS               before ${(rssBefore / 2 ** 20).toFixed(0)} MiB, peak ${(peakRss / 2 ** 20).toFixed(0)} MiB  (target < 1024 MiB)`);
-  const [snap] = await controller.db.sql`SELECT count(*)::int AS rows, sum(cardinality(prefixes))::int AS prefixes, pg_total_relation_size('snapshots') AS bytes FROM snapshots`;
-  console.log(`  snapshot rows             ${snap.rows} holding ${snap.prefixes.toLocaleString()} prefixes, ${(Number(snap.bytes) / 2 ** 20).toFixed(0)} MiB on disk`);
+  const [snap] = await controller.db
+    .sql`SELECT count(*)::int AS rows, sum(cardinality(prefixes))::int AS prefixes, pg_total_relation_size('snapshots') AS bytes FROM snapshots`;
+  console.log(
+    `  snapshot rows             ${snap.rows} holding ${snap.prefixes.toLocaleString()} prefixes, ${(Number(snap.bytes) / 2 ** 20).toFixed(0)} MiB on disk`,
+  );
 
   // Second revision: 10% of the text feed replaced.
   const replaced = v4Prefixes(75_000);
@@ -174,20 +183,34 @@ try {
     rounds.push({ b, a, l });
   }
   const med = (f) => median(rounds.map(f));
-  console.log(`lookup over ${(rev1.prefix_count_v4 + rev1.prefix_count_v6).toLocaleString()} revision and ${collectedTotal.toLocaleString()} snapshot prefixes (3 rounds of 3 s, 32 in flight)`);
-  console.log(`  bare Fastify route        ${med((r) => r.b.rps).toFixed(0)} req/s, p50 ${med((r) => r.b.p50).toFixed(2)} ms, p99 ${med((r) => r.b.p99).toFixed(2)} ms`);
-  console.log(`  GET /v1/auth/session      ${med((r) => r.a.rps).toFixed(0)} req/s, p50 ${med((r) => r.a.p50).toFixed(2)} ms, p99 ${med((r) => r.a.p99).toFixed(2)} ms  (authentication alone)`);
-  console.log(`  GET /v1/lookup            ${med((r) => r.l.rps).toFixed(0)} req/s, p50 ${med((r) => r.l.p50).toFixed(2)} ms, p99 ${med((r) => r.l.p99).toFixed(2)} ms`);
-  console.log(`  ratio lookup / bare       ${(med((r) => r.l.rps / r.b.rps) * 100).toFixed(0)}%  (target ≥ 40%); lookup / auth alone ${(med((r) => r.l.rps / r.a.rps) * 100).toFixed(0)}%`);
+  console.log(
+    `lookup over ${(rev1.prefix_count_v4 + rev1.prefix_count_v6).toLocaleString()} revision and ${collectedTotal.toLocaleString()} snapshot prefixes (3 rounds of 3 s, 32 in flight)`,
+  );
+  console.log(
+    `  bare Fastify route        ${med((r) => r.b.rps).toFixed(0)} req/s, p50 ${med((r) => r.b.p50).toFixed(2)} ms, p99 ${med((r) => r.b.p99).toFixed(2)} ms`,
+  );
+  console.log(
+    `  GET /v1/auth/session      ${med((r) => r.a.rps).toFixed(0)} req/s, p50 ${med((r) => r.a.p50).toFixed(2)} ms, p99 ${med((r) => r.a.p99).toFixed(2)} ms  (authentication alone)`,
+  );
+  console.log(
+    `  GET /v1/lookup            ${med((r) => r.l.rps).toFixed(0)} req/s, p50 ${med((r) => r.l.p50).toFixed(2)} ms, p99 ${med((r) => r.l.p99).toFixed(2)} ms`,
+  );
+  console.log(
+    `  ratio lookup / bare       ${(med((r) => r.l.rps / r.b.rps) * 100).toFixed(0)}%  (target ≥ 40%); lookup / auth alone ${(med((r) => r.l.rps / r.a.rps) * 100).toFixed(0)}%`,
+  );
   console.log(`  p99 lookup / bare         ${med((r) => r.l.p99 / r.b.p99).toFixed(2)}×  (target ≤ 1.2×)`);
   // The figures before lookups read their own writes (the same bench, an earlier build), to compare.
   const before = { lookupRps: 6811, bareRps: 14931, lookupP99: 17.1, bareP99: 11.8 };
-  console.log("  before read-your-writes   " +
-    `${before.lookupRps.toLocaleString()} vs ${before.bareRps.toLocaleString()} req/s = ${Math.round((before.lookupRps / before.bareRps) * 100)}%; ` +
-    `p99 ${before.lookupP99} vs ${before.bareP99} ms = ${(before.lookupP99 / before.bareP99).toFixed(2)}×`);
-  console.log("  now                       " +
-    `${med((r) => r.l.rps).toFixed(0)} vs ${med((r) => r.b.rps).toFixed(0)} req/s = ${(med((r) => r.l.rps / r.b.rps) * 100).toFixed(0)}%; ` +
-    `p99 ${med((r) => r.l.p99).toFixed(1)} vs ${med((r) => r.b.p99).toFixed(1)} ms = ${med((r) => r.l.p99 / r.b.p99).toFixed(2)}×`);
+  console.log(
+    "  before read-your-writes   " +
+      `${before.lookupRps.toLocaleString()} vs ${before.bareRps.toLocaleString()} req/s = ${Math.round((before.lookupRps / before.bareRps) * 100)}%; ` +
+      `p99 ${before.lookupP99} vs ${before.bareP99} ms = ${(before.lookupP99 / before.bareP99).toFixed(2)}×`,
+  );
+  console.log(
+    "  now                       " +
+      `${med((r) => r.l.rps).toFixed(0)} vs ${med((r) => r.b.rps).toFixed(0)} req/s = ${(med((r) => r.l.rps / r.b.rps) * 100).toFixed(0)}%; ` +
+      `p99 ${med((r) => r.l.p99).toFixed(1)} vs ${med((r) => r.b.p99).toFixed(1)} ms = ${med((r) => r.l.p99 / r.b.p99).toFixed(2)}×`,
+  );
   await bare.close();
 } finally {
   clearInterval(rssTimer);

@@ -7,7 +7,9 @@ import { ensureBuilt, ensureInstalled, root, run } from "./lib.mjs";
 ensureInstalled();
 ensureBuilt();
 const only = process.argv.slice(2);
-const files = readdirSync(join(root, "bench")).filter((f) => f.endsWith(".mjs") && (!only.length || only.some((o) => f.includes(o)))).sort();
+const files = readdirSync(join(root, "bench"))
+  .filter((f) => f.endsWith(".mjs") && (!only.length || only.some((o) => f.includes(o))))
+  .sort();
 let failed = 0;
 for (const f of files) {
   process.stdout.write(`\n=== bench/${f} ===\n`);

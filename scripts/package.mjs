@@ -13,8 +13,8 @@ import { chmodSync, copyFileSync, mkdirSync, readFileSync, rmSync, statSync, wri
 import { createRequire } from "node:module";
 import { join } from "node:path";
 import { gzipSync } from "node:zlib";
-import { debianChangelog, debianControl, debianScripts, envFileText, LINTIAN_OVERRIDES, manPage } from "./package-deb.mjs";
 import { ensureBuilt, ensureInstalled, mustRun, root } from "./lib.mjs";
+import { debianChangelog, debianControl, debianScripts, envFileText, LINTIAN_OVERRIDES, manPage } from "./package-deb.mjs";
 
 const args = new Set(process.argv.slice(2));
 const outDir = join(root, "dist", "packages");

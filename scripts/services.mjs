@@ -1,5 +1,5 @@
 // Test prerequisites: PostgreSQL and NATS (started or reused), and the end-to-end tools
-// (BIRD 2, GoBGP, unbound, promtool) installed with apt when missing and root is available.
+// (BIRD 2, GoBGP, unbound, promtool, Chromium for the console) installed with apt when missing and root is available.
 import { spawnSync } from "node:child_process";
 import { existsSync, mkdirSync, readdirSync } from "node:fs";
 import { connect } from "node:net";
@@ -37,6 +37,7 @@ const APT_TOOLS = [
   { bins: ["gobgpd", "gobgp"], pkg: "gobgpd" },
   { bins: ["unbound", "unbound-control"], pkg: "unbound" },
   { bins: ["promtool"], pkg: "prometheus" },
+  { bins: ["chromium"], pkg: "chromium" },
 ];
 
 /** Installs the missing end-to-end tools in one apt run; tests skip (or fail in CI) without them. */
@@ -70,7 +71,9 @@ export async function ensurePostgres() {
 }
 
 async function startPrivatePostgres() {
-  const bin = ["/usr/lib/postgresql"].flatMap((d) => (existsSync(d) ? readdirSync(d).map((v) => join(d, v, "bin")) : [])).find((d) => existsSync(join(d, "initdb")));
+  const bin = ["/usr/lib/postgresql"]
+    .flatMap((d) => (existsSync(d) ? readdirSync(d).map((v) => join(d, v, "bin")) : []))
+    .find((d) => existsSync(join(d, "initdb")));
   if (!bin) throw new Error("no PostgreSQL found: set TEST_DATABASE_URL or install postgresql");
   const dir = join(tmpdir(), `rlc-pg-${process.pid}`);
   const port = 55432;
@@ -79,9 +82,23 @@ async function startPrivatePostgres() {
   // initdb refuses root: run it as the postgres user (peers/README.md).
   const asPg = isRoot() ? ["runuser", "-u", "postgres", "--"] : [];
   spawnSync("chown", ["postgres", dir]);
-  const init = spawnSync(asPg[0] ?? join(bin, "initdb"), [...asPg.slice(1), ...(asPg.length ? [join(bin, "initdb")] : []), "-D", join(dir, "data"), "-U", "postgres", "--auth=trust"], { stdio: "inherit" });
+  const init = spawnSync(
+    asPg[0] ?? join(bin, "initdb"),
+    [...asPg.slice(1), ...(asPg.length ? [join(bin, "initdb")] : []), "-D", join(dir, "data"), "-U", "postgres", "--auth=trust"],
+    { stdio: "inherit" },
+  );
   if (init.status !== 0) throw new Error("initdb failed");
-  const ctl = [join(bin, "pg_ctl"), "-D", join(dir, "data"), "-w", "-l", join(dir, "log"), "-o", `-c listen_addresses=127.0.0.1 -p ${port} -k ${dir} -c fsync=off`, "start"];
+  const ctl = [
+    join(bin, "pg_ctl"),
+    "-D",
+    join(dir, "data"),
+    "-w",
+    "-l",
+    join(dir, "log"),
+    "-o",
+    `-c listen_addresses=127.0.0.1 -p ${port} -k ${dir} -c fsync=off`,
+    "start",
+  ];
   const started = spawnSync(asPg[0] ?? ctl[0], [...asPg.slice(1), ...(asPg.length ? ctl : ctl.slice(1))], { stdio: "inherit" });
   if (started.status !== 0) throw new Error("pg_ctl start failed");
   return `postgres://postgres@127.0.0.1:${port}/postgres`;

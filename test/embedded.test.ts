@@ -28,9 +28,19 @@ describe("embedded database", () => {
     expect((await c.app.inject({ method: "GET", url: "/v1/health" })).statusCode).toBe(200);
     const session = await c.app.inject({ method: "GET", url: "/v1/auth/session", headers: auth });
     expect(session.json()).toMatchObject({ tenant_name: "default", role: "superadmin" });
-    const created = await c.app.inject({ method: "POST", url: "/v1/api-keys", headers: { ...auth, "idempotency-key": "e1" }, payload: { name: "ops", role: "operator" } });
+    const created = await c.app.inject({
+      method: "POST",
+      url: "/v1/api-keys",
+      headers: { ...auth, "idempotency-key": "e1" },
+      payload: { name: "ops", role: "operator" },
+    });
     expect(created.statusCode).toBe(201);
-    const replay = await c.app.inject({ method: "POST", url: "/v1/api-keys", headers: { ...auth, "idempotency-key": "e1" }, payload: { name: "ops", role: "operator" } });
+    const replay = await c.app.inject({
+      method: "POST",
+      url: "/v1/api-keys",
+      headers: { ...auth, "idempotency-key": "e1" },
+      payload: { name: "ops", role: "operator" },
+    });
     expect(replay.headers["idempotent-replayed"]).toBe("true");
     const audit = await c.app.inject({ method: "GET", url: "/v1/audit", headers: auth });
     expect(audit.json().items).toHaveLength(1);

@@ -137,7 +137,11 @@ describe("API keys - who manages whom", () => {
       payload: { name, mode: "remote", router_id: `192.0.2.${octet}`, asn: 65000 + octet, policies_json: { local_ip: `192.0.2.${octet}` } },
     });
     expect(created.statusCode, created.body).toBe(201);
-    const enrolled = await t.call(created.json().enrollment_token, { method: "POST", url: "/v1/nodes/enroll", payload: { hostname: name, agent_version: "1.0.0" } });
+    const enrolled = await t.call(created.json().enrollment_token, {
+      method: "POST",
+      url: "/v1/nodes/enroll",
+      payload: { hostname: name, agent_version: "1.0.0" },
+    });
     expect(enrolled.statusCode, enrolled.body).toBe(201);
     const secret = enrolled.json().api_key as string;
     const keys = (await t.call(t.rootKey, { method: "GET", url: "/v1/api-keys?role=node&limit=500" })).json().items;

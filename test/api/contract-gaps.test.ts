@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { insertRevision } from "../../packages/controller/src/db/revisions.js";
-import { enqueueJob } from "../../packages/controller/src/services/jobs.js";
-import { encodeContent } from "../../packages/controller/src/services/revision-store.js";
+import { enqueueJob } from "../../packages/controller/src/services/operations/jobs.js";
+import { encodeContent } from "../../packages/controller/src/services/revisions/revision-store.js";
 import { startTestController, type TestController } from "../helpers/controller.js";
 
 // The api role runs no worker: a job enqueued here stays where the test puts it.
@@ -19,7 +19,12 @@ afterAll(async () => {
 describe("request contract", () => {
   it("a body with a Content-Type the route does not take is a 415 unsupported_media_type", async () => {
     for (const type of ["text/plain", "application/x-www-form-urlencoded", "application/xml"]) {
-      const res = await t.call(t.rootKey, { method: "POST", url: "/v1/modules", headers: { "content-type": type }, payload: '{"name":"m415","type":"IP_RANGES"}' });
+      const res = await t.call(t.rootKey, {
+        method: "POST",
+        url: "/v1/modules",
+        headers: { "content-type": type },
+        payload: '{"name":"m415","type":"IP_RANGES"}',
+      });
       expect(res.statusCode, type).toBe(415);
       expect(res.headers["content-type"]).toContain("application/problem+json");
       expect(res.json()).toMatchObject({ code: "unsupported_media_type", status: 415 });
@@ -45,7 +50,14 @@ describe("request contract", () => {
   it("cancelling a finished job answers 409 whose status is the HTTP status and job_status the job's", async () => {
     const after: (() => void)[] = [];
     const job = await t.controller.db.sql.begin((tx) =>
-      enqueueJob(tx, t.controller.deps.bus, { tenantId, type: "revision_prune", params: {}, createdBy: "test", now: new Date(), afterCommit: (f) => after.push(f) }),
+      enqueueJob(tx, t.controller.deps.bus, {
+        tenantId,
+        type: "revision_prune",
+        params: {},
+        createdBy: "test",
+        now: new Date(),
+        afterCommit: (f) => after.push(f),
+      }),
     );
     await t.controller.db.sql`UPDATE jobs SET status = 'succeeded', finished_at = now() WHERE id = ${job.id}`;
     const res = await t.call(t.rootKey, { method: "POST", url: `/v1/jobs/${job.id}/cancel` });

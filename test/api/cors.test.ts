@@ -8,8 +8,16 @@ beforeAll(async () => {
 afterAll(async () => t?.close());
 
 it("CORS allows the configured origins only", async () => {
-  const ok = await t.call(null, { method: "OPTIONS", url: "/v1/api-keys", headers: { origin: "https://ops.example", "access-control-request-method": "POST" } });
+  const ok = await t.call(null, {
+    method: "OPTIONS",
+    url: "/v1/api-keys",
+    headers: { origin: "https://ops.example", "access-control-request-method": "POST" },
+  });
   expect(ok.headers["access-control-allow-origin"]).toBe("https://ops.example");
-  const no = await t.call(null, { method: "OPTIONS", url: "/v1/api-keys", headers: { origin: "https://evil.example", "access-control-request-method": "POST" } });
+  const no = await t.call(null, {
+    method: "OPTIONS",
+    url: "/v1/api-keys",
+    headers: { origin: "https://evil.example", "access-control-request-method": "POST" },
+  });
   expect(no.headers["access-control-allow-origin"]).toBeUndefined();
 });

@@ -16,9 +16,7 @@ describe("Idempotency-Key", () => {
   it("100 concurrent POSTs with one key create exactly one key; every answer is the same 201 or a 409", async () => {
     const payload = { name: "concurrent", role: "viewer" };
     const answers = await Promise.all(
-      Array.from({ length: 100 }, () =>
-        t.call(t.rootKey, { method: "POST", url: "/v1/api-keys", payload, headers: { "idempotency-key": "burst-1" } }),
-      ),
+      Array.from({ length: 100 }, () => t.call(t.rootKey, { method: "POST", url: "/v1/api-keys", payload, headers: { "idempotency-key": "burst-1" } })),
     );
     const created = answers.filter((a) => a.statusCode === 201);
     const inFlight = answers.filter((a) => a.statusCode === 409);
@@ -51,7 +49,12 @@ describe("Idempotency-Key", () => {
     const h = { "idempotency-key": "fix-1" };
     const bad = await t.call(t.rootKey, { method: "POST", url: "/v1/api-keys", payload: { name: "", role: "viewer" }, headers: h });
     expect(bad.statusCode).toBe(400);
-    const forbidden = await t.call(t.rootKey, { method: "PATCH", url: "/v1/api-keys/00000000-0000-7000-8000-000000000000", payload: { name: "x" }, headers: h });
+    const forbidden = await t.call(t.rootKey, {
+      method: "PATCH",
+      url: "/v1/api-keys/00000000-0000-7000-8000-000000000000",
+      payload: { name: "x" },
+      headers: h,
+    });
     expect(forbidden.statusCode).toBe(404);
     const good = await t.call(t.rootKey, { method: "POST", url: "/v1/api-keys", payload: { name: "fixed", role: "viewer" }, headers: h });
     expect(good.statusCode).toBe(201);
@@ -82,7 +85,12 @@ describe("Idempotency-Key", () => {
   });
 
   it("refuses a malformed key", async () => {
-    const res = await t.call(t.rootKey, { method: "POST", url: "/v1/api-keys", payload: { name: "x", role: "viewer" }, headers: { "idempotency-key": "a".repeat(256) } });
+    const res = await t.call(t.rootKey, {
+      method: "POST",
+      url: "/v1/api-keys",
+      payload: { name: "x", role: "viewer" },
+      headers: { "idempotency-key": "a".repeat(256) },
+    });
     expect(res.statusCode).toBe(400);
   });
 });

@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { createLookupService } from "../../packages/controller/src/services/lookup.js";
-import { createRevisionStore } from "../../packages/controller/src/services/revision-store.js";
+import { createRevisionStore } from "../../packages/controller/src/services/revisions/revision-store.js";
+import { createLookupService } from "../../packages/controller/src/services/route-lists/lookup.js";
 import { startTestController, type TestController } from "../helpers/controller.js";
 
 // One process (app-all, in-process bus): a write is seen by the very next lookup, though the

@@ -51,7 +51,7 @@ describe("metrics", () => {
     expect(res.headers["content-type"]).toContain("text/plain");
     expect(res.body).toContain('rlc_http_requests_total{method="GET",route="/v1/api-keys/:id",status="404"} 1');
     expect(res.body).toContain("rlc_http_request_duration_seconds_bucket");
-    expect(res.body).toContain("rlc_process_cpu_seconds_total");
+    expect(res.body).toContain("\nprocess_cpu_seconds_total ");
   });
 
   const promtool = tool("promtool");
@@ -72,7 +72,18 @@ describe("OpenAPI", () => {
     const result = await new Validator().validate(doc);
     expect(result.errors ?? []).toEqual([]);
     expect(result.valid).toBe(true);
-    for (const path of ["/v1/api-keys", "/v1/api-keys/{id}", "/v1/api-keys/{id}/rotate", "/v1/auth/session", "/v1/tenants", "/v1/settings", "/v1/audit", "/v1/health", "/v1/ready", "/v1/version"]) {
+    for (const path of [
+      "/v1/api-keys",
+      "/v1/api-keys/{id}",
+      "/v1/api-keys/{id}/rotate",
+      "/v1/auth/session",
+      "/v1/tenants",
+      "/v1/settings",
+      "/v1/audit",
+      "/v1/health",
+      "/v1/ready",
+      "/v1/version",
+    ]) {
       expect(doc.paths, path).toHaveProperty([path]);
     }
     expect(doc.components.schemas).toHaveProperty("Problem");

@@ -63,7 +63,16 @@ describe("runtime logs over HTTP", () => {
     const res = await t.call(t.rootKey, { method: "DELETE", url: "/v1/runtime-logs/files/small.log" });
     expect(res.statusCode).toBe(200);
     const prefix = (await t.call(t.rootKey, { method: "GET", url: "/v1/auth/session" })).json().key_prefix;
-    expect(res.json()).toMatchObject({ filename: "small.log", mode: "truncate", bytes_before: 5, bytes_after: 0, actor: `key:${prefix}`, actor_prefix: "manual", dry_run: false, result: "ok" });
+    expect(res.json()).toMatchObject({
+      filename: "small.log",
+      mode: "truncate",
+      bytes_before: 5,
+      bytes_after: 0,
+      actor: `key:${prefix}`,
+      actor_prefix: "manual",
+      dry_run: false,
+      result: "ok",
+    });
     expect((await stat(join(dir, "small.log"))).size).toBe(0);
     const del = await t.call(t.rootKey, { method: "DELETE", url: "/v1/runtime-logs/files/small.log?mode=delete" });
     expect(del.json().mode).toBe("delete");
@@ -85,7 +94,12 @@ describe("runtime logs over HTTP", () => {
     await t.call(t.rootKey, { method: "PATCH", url: "/v1/settings", payload: { runtime_logs_auto_threshold_bytes: 1000, runtime_logs_auto_mode: "truncate" } });
     const est = await t.call(t.rootKey, { method: "GET", url: "/v1/runtime-logs/auto-estimate" });
     expect(est.json().threshold_bytes).toBe(1000);
-    expect(est.json().files.map((f: { name: string }) => f.name).sort()).toEqual(["api.log", "huge.log"]);
+    expect(
+      est
+        .json()
+        .files.map((f: { name: string }) => f.name)
+        .sort(),
+    ).toEqual(["api.log", "huge.log"]);
     const dry = await t.call(t.rootKey, { method: "POST", url: "/v1/runtime-logs/auto-run?dry_run=true" });
     expect(dry.statusCode).toBe(200);
     expect(dry.json().dry_run).toBe(true);

@@ -29,9 +29,18 @@ describe("settings", () => {
   });
 
   it("validates known keys and keeps the old value when one is wrong", async () => {
-    const bad = await t.call(t.rootKey, { method: "PATCH", url: "/v1/settings", payload: { BIRD: { bird_bgp_source_ipv4: "not-an-ip" }, revision_retention_minutes: -1 } });
+    const bad = await t.call(t.rootKey, {
+      method: "PATCH",
+      url: "/v1/settings",
+      payload: { BIRD: { bird_bgp_source_ipv4: "not-an-ip" }, revision_retention_minutes: -1 },
+    });
     expect(bad.statusCode).toBe(400);
-    expect(bad.json().errors.map((e: { path: string }) => e.path).sort()).toEqual(["body.BIRD.bird_bgp_source_ipv4", "body.revision_retention_minutes"]);
+    expect(
+      bad
+        .json()
+        .errors.map((e: { path: string }) => e.path)
+        .sort(),
+    ).toEqual(["body.BIRD.bird_bgp_source_ipv4", "body.revision_retention_minutes"]);
     const now = await t.call(t.rootKey, { method: "GET", url: "/v1/settings" });
     expect(now.json().settings.revision_retention_minutes).toBe(60);
   });
@@ -58,13 +67,20 @@ describe("settings", () => {
 
     const tooShort = await patch({ configure_timeout_seconds: 24 });
     expect(tooShort.statusCode).toBe(400);
-    expect(tooShort.json().errors).toEqual([{ path: "body.BIRD.configure_timeout_seconds", message: expect.stringContaining("must be at least confirm_after_seconds (20) + 5") }]);
+    expect(tooShort.json().errors).toEqual([
+      { path: "body.BIRD.configure_timeout_seconds", message: expect.stringContaining("must be at least confirm_after_seconds (20) + 5") },
+    ]);
     // Without a timeout of its own the agent's default (30 s) counts.
     await patch({ configure_timeout_seconds: null, confirm_after_seconds: null });
-    expect((await patch({ confirm_after_seconds: 26 })).json().errors).toEqual([{ path: "body.BIRD.confirm_after_seconds", message: expect.stringContaining("configure_timeout_seconds (30)") }]);
+    expect((await patch({ confirm_after_seconds: 26 })).json().errors).toEqual([
+      { path: "body.BIRD.confirm_after_seconds", message: expect.stringContaining("configure_timeout_seconds (30)") },
+    ]);
     expect((await patch({ confirm_after_seconds: 25 })).statusCode).toBe(200);
     expect((await patch({ confirm_after_seconds: 301, configure_timeout_seconds: 3600 })).statusCode).toBe(400);
     expect((await patch({ probation_check_controller: "no" })).statusCode).toBe(400);
-    expect((await t.call(t.rootKey, { method: "GET", url: "/v1/settings" })).json().settings.BIRD).toMatchObject({ confirm_after_seconds: 25, probation_check_controller: false });
+    expect((await t.call(t.rootKey, { method: "GET", url: "/v1/settings" })).json().settings.BIRD).toMatchObject({
+      confirm_after_seconds: 25,
+      probation_check_controller: false,
+    });
   });
 });

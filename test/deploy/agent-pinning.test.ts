@@ -3,22 +3,23 @@ import { createServer, type Server } from "node:https";
 import type { AddressInfo } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { spkiHash } from "@rlc/shared";
+import { createSystemClock } from "@rlc/shared/time";
 import postgres from "postgres";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { grpcCredentialsFor } from "../../packages/agent/src/agent.js";
 import { AgentGrpcClient } from "../../packages/agent/src/bundle/grpc-client.js";
-import { loadConfig } from "../../packages/agent/src/config.js";
 import { ControllerError } from "../../packages/agent/src/bundle/http-client.js";
 import { fetchPinnedCa, pinnedGrpcCredentials } from "../../packages/agent/src/bundle/pinning.js";
+import { loadConfig } from "../../packages/agent/src/config.js";
 import { enroll } from "../../packages/agent/src/enroll.js";
 import { silentLogger } from "../../packages/agent/src/log.js";
 import { StateStore } from "../../packages/agent/src/state.js";
-import { createSystemClock } from "../../packages/agent/src/timing.js";
-import { createTestDatabase, type TestDatabase } from "../helpers/db.js";
-import { loadGrpcTls, spkiHash } from "../../packages/controller/src/grpc/tls.js";
-import { createSecretBox } from "../../packages/controller/src/lib/secret-box.js";
 import { listenGrpc } from "../../packages/controller/src/grpc/server.js";
+import { loadGrpcTls } from "../../packages/controller/src/grpc/tls.js";
+import { createSecretBox } from "../../packages/controller/src/lib/secret-box.js";
 import { loadAgentService } from "../../packages/proto/src/index.js";
+import { createTestDatabase, type TestDatabase } from "../helpers/db.js";
 import { type LiveController, startLiveController } from "../helpers/live-controller.js";
 
 // The agent trusts the controller the token names: over HTTPS and gRPC, a listener whose chain
@@ -38,7 +39,12 @@ async function httpsFront(tls: { cert: Buffer; key: Buffer }): Promise<string> {
     seen.push(`${req.method} ${req.url}`);
     const chunks: Buffer[] = [];
     for await (const c of req) chunks.push(c as Buffer);
-    const answer = await t.controller.app.inject({ method: req.method as "POST", url: req.url!, headers: req.headers as Record<string, string>, payload: Buffer.concat(chunks) });
+    const answer = await t.controller.app.inject({
+      method: req.method as "POST",
+      url: req.url!,
+      headers: req.headers as Record<string, string>,
+      payload: Buffer.concat(chunks),
+    });
     res.writeHead(answer.statusCode, { "content-type": String(answer.headers["content-type"] ?? "application/json") });
     res.end(answer.rawPayload);
   });
@@ -47,7 +53,15 @@ async function httpsFront(tls: { cert: Buffer; key: Buffer }): Promise<string> {
   return `https://127.0.0.1:${(server.address() as AddressInfo).port}`;
 }
 
-const newToken = async () => (await t.call(t.rootKey, "POST", "/v1/speakers", { name: `edge-${Math.random().toString(36).slice(2, 8)}`, mode: "remote", router_id: "192.0.2.1", asn: 65010 })).json();
+const newToken = async () =>
+  (
+    await t.call(t.rootKey, "POST", "/v1/speakers", {
+      name: `edge-${Math.random().toString(36).slice(2, 8)}`,
+      mode: "remote",
+      router_id: "192.0.2.1",
+      asn: 65010,
+    })
+  ).json();
 const stateIn = async (name: string) => {
   const s = new StateStore(join(dir, name));
   await s.init();
@@ -90,7 +104,15 @@ describe("CA-pinned enrollment", () => {
     const url = await httpsFront(own);
     const speaker = await newToken();
     const state = await stateIn("good");
-    const node = await enroll({ controllerUrl: url, insecure: false, state, token: speaker.enrollment_token, hostname: "r1", agentVersion: "1", now: Date.now });
+    const node = await enroll({
+      controllerUrl: url,
+      insecure: false,
+      state,
+      token: speaker.enrollment_token,
+      hostname: "r1",
+      agentVersion: "1",
+      now: Date.now,
+    });
     expect(node.speaker_id).toBe(speaker.id);
     expect(spkiHash(node.controller_ca_pem!)).toBe(own.caHash);
     expect((await state.readNode())?.controller_ca_pem).toBe(node.controller_ca_pem);
@@ -101,13 +123,29 @@ describe("CA-pinned enrollment", () => {
     const url = await httpsFront(impostor);
     const speaker = await newToken();
     seen = [];
-    const error = await enroll({ controllerUrl: url, insecure: false, state: await stateIn("mitm"), token: speaker.enrollment_token, hostname: "r1", agentVersion: "1", now: Date.now }).catch((e) => e);
+    const error = await enroll({
+      controllerUrl: url,
+      insecure: false,
+      state: await stateIn("mitm"),
+      token: speaker.enrollment_token,
+      hostname: "r1",
+      agentVersion: "1",
+      now: Date.now,
+    }).catch((e) => e);
     expect(error).toBeInstanceOf(ControllerError);
     expect(error.code).toBe("untrusted_controller");
     expect(seen).toEqual([]);
     // The real controller still takes the token.
     const real = await httpsFront(own);
-    const node = await enroll({ controllerUrl: real, insecure: false, state: await stateIn("after-mitm"), token: speaker.enrollment_token, hostname: "r1", agentVersion: "1", now: Date.now });
+    const node = await enroll({
+      controllerUrl: real,
+      insecure: false,
+      state: await stateIn("after-mitm"),
+      token: speaker.enrollment_token,
+      hostname: "r1",
+      agentVersion: "1",
+      now: Date.now,
+    });
     expect(node.speaker_id).toBe(speaker.id);
   });
 
@@ -116,7 +154,9 @@ describe("CA-pinned enrollment", () => {
     const url = await httpsFront(own);
     const speaker = await newToken();
     const bare = (speaker.enrollment_token as string).split(".")[0]!;
-    await expect(enroll({ controllerUrl: url, insecure: false, state: await stateIn("bare"), token: bare, hostname: "r1", agentVersion: "1", now: Date.now })).rejects.toMatchObject({
+    await expect(
+      enroll({ controllerUrl: url, insecure: false, state: await stateIn("bare"), token: bare, hostname: "r1", agentVersion: "1", now: Date.now }),
+    ).rejects.toMatchObject({
       code: "untrusted_controller",
     });
   });
@@ -125,7 +165,15 @@ describe("CA-pinned enrollment", () => {
     const { impostor } = await material();
     const fake = await listenGrpc({ host: "127.0.0.1", port: 0, tls: { cert: impostor.cert, key: impostor.key } });
     const client = (address: string) =>
-      new AgentGrpcClient({ address, credentials: pinnedGrpcCredentials(t.caPem!), nodeKey: "rlk_AAAAAAAA_" + "x".repeat(43), speakerId: "s", service: loadAgentService(), clock: createSystemClock(), log: silentLogger });
+      new AgentGrpcClient({
+        address,
+        credentials: pinnedGrpcCredentials(t.caPem!),
+        nodeKey: "rlk_AAAAAAAA_" + "x".repeat(43),
+        speakerId: "s",
+        service: loadAgentService(),
+        clock: createSystemClock(),
+        log: silentLogger,
+      });
     const good = client(`127.0.0.1:${t.controller.grpc!.port}`);
     // The controller answers (it refuses the made-up key): the handshake went through.
     await expect(good.fetchBundle(1, 1024, 5000)).rejects.toMatchObject({ code: "unauthenticated" });

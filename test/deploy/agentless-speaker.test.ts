@@ -5,8 +5,7 @@ import { startTestController, type TestController } from "../helpers/controller.
 // On the embedded database (one connection) the first apply used to open a second transaction
 // inside its own, and every request that touched the database hung from then on.
 let t: TestController;
-const call = (method: "GET" | "POST", url: string, payload?: object) =>
-  t.call(t.rootKey, { method, url, ...(payload ? { payload } : {}) });
+const call = (method: "GET" | "POST", url: string, payload?: object) => t.call(t.rootKey, { method, url, ...(payload ? { payload } : {}) });
 
 /**
  * The answer, or a failure naming the route. A frozen controller never answers; 20 s is far
@@ -38,7 +37,12 @@ describe("a peer on a speaker without an agent", () => {
     for (const n of [1, 2]) {
       speakers.push((await answered("POST", "/v1/speakers", { name: `edge-${n}`, mode: "remote", router_id: `192.0.2.${n}`, asn: 65010 + n })).json());
     }
-    const peer = await answered("POST", "/v1/peers", { name: "upstream", neighbor_address: "192.0.2.9", remote_asn: 65002, speaker_ids: speakers.map((s) => s.id) });
+    const peer = await answered("POST", "/v1/peers", {
+      name: "upstream",
+      neighbor_address: "192.0.2.9",
+      remote_asn: 65002,
+      speaker_ids: speakers.map((s) => s.id),
+    });
     expect(peer.statusCode, peer.body).toBe(201);
 
     // The reconcile runs, queues an apply, and the apply issues bundles and starts waiting.

@@ -39,7 +39,9 @@ const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 describe("bundle download with Accept-Encoding: gzip", () => {
   it("compresses off the event loop: /v1/health keeps answering meanwhile", async () => {
     const created = (await t.call(t.rootKey, { method: "POST", url: "/v1/speakers", payload: { name: "big", router_id: "192.0.2.31", asn: 65040 } })).json();
-    const enrolled = (await t.call(created.enrollment_token, { method: "POST", url: "/v1/nodes/enroll", payload: { hostname: "big", agent_version: "1" } })).json();
+    const enrolled = (
+      await t.call(created.enrollment_token, { method: "POST", url: "/v1/nodes/enroll", payload: { hostname: "big", agent_version: "1" } })
+    ).json();
     // Poorly compressible text, like a bundle's base64 payload.
     const bytes = Buffer.from(randomBytes(12 * 1024 * 1024).toString("base64"));
     // The stored bytes come from memory here, so what the loop measures is the compression
@@ -55,7 +57,10 @@ describe("bundle download with Accept-Encoding: gzip", () => {
     // The histogram's first sample only starts its clock: a stall right after enable() is not seen.
     await sleep(50);
     let done = false;
-    const download = get(`${base}/v1/speakers/${enrolled.speaker_id}/bundle/1`, { authorization: `Bearer ${enrolled.api_key}`, "accept-encoding": "gzip" }).finally(() => {
+    const download = get(`${base}/v1/speakers/${enrolled.speaker_id}/bundle/1`, {
+      authorization: `Bearer ${enrolled.api_key}`,
+      "accept-encoding": "gzip",
+    }).finally(() => {
       done = true;
     });
     let healthAnswers = 0;

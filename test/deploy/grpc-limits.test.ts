@@ -4,10 +4,10 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { Db } from "../../packages/controller/src/db/connect.js";
 import { createAgentService } from "../../packages/controller/src/grpc/agent-service.js";
 import type { GrpcLimits } from "../../packages/controller/src/grpc/limits.js";
-import { ENVELOPE_CHUNK_BYTES, sealEnvelope } from "../../packages/controller/src/lib/sealed-envelope.js";
 import { type ConnectionLimits, type GrpcListener, listenGrpc } from "../../packages/controller/src/grpc/server.js";
-import { createAuthenticator } from "../../packages/controller/src/services/authenticator.js";
-import type { NodeService } from "../../packages/controller/src/services/node.js";
+import { ENVELOPE_CHUNK_BYTES, sealEnvelope } from "../../packages/controller/src/lib/sealed-envelope.js";
+import { createAuthenticator } from "../../packages/controller/src/services/access/authenticator.js";
+import type { NodeService } from "../../packages/controller/src/services/deploy/node.js";
 import { type AgentServiceClient, type BundleChunk, bearerMetadata, grpc } from "../../packages/proto/src/index.js";
 import { agentClient, codeOf, reportStatus, watch } from "../helpers/agent-grpc.js";
 import { type LiveController, startLiveController, until } from "../helpers/live-controller.js";
@@ -34,7 +34,16 @@ const emptyReport = {
 } as const;
 const open: { listener: GrpcListener; client: AgentServiceClient }[] = [];
 
-async function serve(o: { limits?: Partial<GrpcLimits>; connection?: Partial<ConnectionLimits>; node?: Partial<NodeService>; sql?: Db; logger?: { error: (...a: unknown[]) => void } } = {}) {
+async function serve(
+  o: {
+    limits?: Partial<GrpcLimits>;
+    connection?: Partial<ConnectionLimits>;
+    node?: Partial<NodeService>;
+    sql?: Db;
+    logger?: { error: (...a: unknown[]) => void };
+    host?: string;
+  } = {},
+) {
   const d = t.controller.deps;
   const logger = { error: o.logger?.error ?? (() => undefined), warn: () => undefined, debug: () => undefined };
   const service = createAgentService({
@@ -46,7 +55,7 @@ async function serve(o: { limits?: Partial<GrpcLimits>; connection?: Partial<Con
     logger,
     ...(o.limits ? { limits: o.limits } : {}),
   });
-  const listener = await listenGrpc({ host: "127.0.0.1", port: 0, tls: null, ...(o.connection ? { connection: o.connection } : {}) });
+  const listener = await listenGrpc({ host: o.host ?? "127.0.0.1", port: 0, tls: null, ...(o.connection ? { connection: o.connection } : {}) });
   listener.serve(service);
   const client = agentClient(listener.address);
   open.push({ listener, client });
@@ -65,11 +74,12 @@ beforeAll(async () => {
   await t.call(t.rootKey, "POST", "/v1/apply", { speaker_ids: [speakerId], timeout_seconds: 5 });
   await until("the bundle", async () => (await t.call(nodeKey, "GET", `/v1/speakers/${speakerId}/revisions/latest`)).statusCode === 200);
   // A body far larger than the flow-control windows, so a reader that stops reading stalls the sender.
-  // Stored sealed, as the controller stores every bundle.
+  // Stored sealed, as the controller stores every bundle, and whole in the row (a format-1 row).
   const body = Buffer.alloc(8 * 1024 * 1024, 7);
   const sealed = await sealEnvelope(t.controller.deps.services.secretBox, body, ENVELOPE_CHUNK_BYTES);
   await t.controller.db.sql`UPDATE bundles SET envelope = ${sealed}, envelope_sealed = true, envelope_chunk = ${ENVELOPE_CHUNK_BYTES},
-    envelope_size = ${body.length}, envelope_sha256 = ${createHash("sha256").update(body).digest("hex")} WHERE speaker_id = ${speakerId}`;
+    envelope_size = ${body.length}, envelope_sha256 = ${createHash("sha256").update(body).digest("hex")},
+    format = 1, delta_base_revision_id = NULL, delta_head = NULL WHERE speaker_id = ${speakerId}`;
 });
 
 afterAll(async () => {
@@ -118,6 +128,26 @@ describe("gRPC limits per key", () => {
     const before = lookups;
     for (let i = 0; i < 20; i++) expect(await codeOf(reportStatus(client, random(), { speaker_id: speakerId }))).toBe(grpc.status.RESOURCE_EXHAUSTED);
     expect(lookups).toBe(before);
+  });
+
+  it("failures with a node key's prefix and a wrong secret, from elsewhere, do not lock the real agent out", async () => {
+    // Listening on every address: the guesser comes over IPv4, the agent over IPv6 (another peer address).
+    const { listener } = await serve({ host: "::", limits: { authFailures: { burst: 3, everyMs: 60_000 } } });
+    const port = listener.address.split(":").pop();
+    const guesser = agentClient(`127.0.0.1:${port}`);
+    const agent = agentClient(`[::1]:${port}`);
+    // `rlk_<prefix>_`: the real key's prefix, with a secret that is not its own.
+    const guess = `${nodeKey.slice(0, 13)}${"z".repeat(43)}`;
+    try {
+      const codes = [];
+      for (let i = 0; i < 6; i++) codes.push(await codeOf(reportStatus(guesser, guess, { speaker_id: speakerId })));
+      expect(codes.slice(0, 2)).toEqual([grpc.status.UNAUTHENTICATED, grpc.status.UNAUTHENTICATED]);
+      expect(codes.at(-1)).toBe(grpc.status.RESOURCE_EXHAUSTED);
+      await expect(reportStatus(agent, nodeKey, { speaker_id: speakerId })).resolves.toBeUndefined();
+    } finally {
+      guesser.close();
+      agent.close();
+    }
   });
 
   it("node keys are checked through the cached authenticator: repeated calls cost one lookup", async () => {
@@ -183,12 +213,7 @@ describe("unary calls and reports", () => {
     const { client } = await serve({ limits: { unaryDeadlineMs: 300 }, node: { report: () => new Promise<never>(() => undefined) } });
     // The client would wait a minute: the controller's own deadline answers first.
     const error = await new Promise<grpc.ServiceError | null>((resolve) =>
-      client.reportStatus(
-        { ...emptyReport, speaker_id: speakerId },
-        bearerMetadata(nodeKey),
-        { deadline: Date.now() + 60_000 },
-        (e) => resolve(e),
-      ),
+      client.reportStatus({ ...emptyReport, speaker_id: speakerId }, bearerMetadata(nodeKey), { deadline: Date.now() + 60_000 }, (e) => resolve(e)),
     );
     expect(error?.code).toBe(grpc.status.DEADLINE_EXCEEDED);
     expect(error?.details).toMatch(/no answer within 300 ms/);
@@ -223,16 +248,25 @@ describe("the desired revision", () => {
               return typeof v === "function" ? v.bind(q) : v;
             }
             return (ok: (v: unknown) => unknown, fail: (e: unknown) => unknown) =>
-              q.then((rows) => {
-                if (Array.isArray(rows)) for (const row of rows) for (const k of Object.keys(row as object)) columns.add(k);
-                return rows;
-              }).then(ok, fail);
+              q
+                .then((rows) => {
+                  if (Array.isArray(rows)) for (const row of rows) for (const k of Object.keys(row as object)) columns.add(k);
+                  return rows;
+                })
+                .then(ok, fail);
           },
         });
       },
     }) as unknown as Db;
     const speaker = (await t.call(t.rootKey, "GET", `/v1/speakers/${speakerId}`)).json();
-    const principal = { tenantId: speaker.tenant_id ?? (await t.call(nodeKey, "GET", "/v1/auth/session")).json().tenant_id, tenantName: "default", role: "node" as const, keyId: "k", keyPrefix: "p", speakerId };
+    const principal = {
+      tenantId: speaker.tenant_id ?? (await t.call(nodeKey, "GET", "/v1/auth/session")).json().tenant_id,
+      tenantName: "default",
+      role: "node" as const,
+      keyId: "k",
+      keyPrefix: "p",
+      speakerId,
+    };
     const latest = await t.controller.deps.services.node.latest(recording, principal as never, speakerId);
     expect(latest).toMatchObject({ revision_id: revisionId, digest: expect.stringMatching(/^sha256:/) });
     expect(columns.has("digest")).toBe(true);

@@ -3,7 +3,7 @@ import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "nod
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { BirdClient } from "../../packages/agent/src/bird/birdc.js";
+import { BirdClient } from "../../packages/shared/src/bird/birdc.js";
 import { freePort, startProcess, stopProcess } from "../helpers/bird-lab.js";
 import { startTestController, type TestController } from "../helpers/controller.js";
 import { tool } from "../helpers/tools.js";
@@ -64,7 +64,12 @@ describe.skipIf(missing.length > 0)(missing.length > 0 ? `${title} (skipped: bir
     bird = startProcess("bird", ["-f", "-c", join(etc, "bird.conf"), "-s", join(dir, "bird.ctl"), "-P", join(dir, "bird.pid")], join(dir, "bird.out"));
     birdc = new BirdClient({ socketPath: join(dir, "bird.ctl"), timeoutMs: 5000 });
     const deadline = Date.now() + 10_000;
-    while (!(await birdc.command("show status").then(() => true, () => false))) {
+    while (
+      !(await birdc.command("show status").then(
+        () => true,
+        () => false,
+      ))
+    ) {
       if (Date.now() > deadline || bird.exitCode !== null) throw new Error(`BIRD did not start: ${readFileSync(join(dir, "bird.out"), "utf8")}`);
       await new Promise((r) => setTimeout(r, 50));
     }
@@ -92,7 +97,10 @@ describe.skipIf(missing.length > 0)(missing.length > 0 ? `${title} (skipped: bir
   });
 
   it("answers 503 bird_unavailable when no local BIRD is configured", async () => {
-    for (const [method, url] of [["GET", "/v1/bird/status"], ["POST", "/v1/bird/reload"]] as const) {
+    for (const [method, url] of [
+      ["GET", "/v1/bird/status"],
+      ["POST", "/v1/bird/reload"],
+    ] as const) {
       const res = await bare.call(bare.rootKey, { method, url });
       expect(res.statusCode, res.body).toBe(503);
       expect(res.json()).toMatchObject({ code: "bird_unavailable" });
@@ -143,7 +151,12 @@ describe.skipIf(missing.length > 0)(missing.length > 0 ? `${title} (skipped: bir
 
     const res = await call(t.rootKey, "POST", "/v1/bird/reload");
     expect(res.statusCode, res.body).toBe(200);
-    expect(res.json()).toMatchObject({ speaker_id: speakerId, revision_id: revisionId, files: ["rl-routes.conf"], bird: { reachable: true } });
+    expect(res.json()).toMatchObject({ speaker_id: speakerId, revision_id: revisionId, bird: { reachable: true } });
+    // The include, and beside it one file per community set's static protocol, which it includes.
+    const files: string[] = res.json().files;
+    expect(files).toContain("rl-routes.conf");
+    expect(files.filter((f) => f !== "rl-routes.conf").every((f) => /^rl-routes\.rl_static[46]_[0-9a-f]{12}\.conf$/.test(f))).toBe(true);
+    expect(files.length).toBeGreaterThan(1);
     expect(res.json().sessions).toEqual([expect.objectContaining({ peer_id: peerId, neighbor_address: "127.0.0.3", remote_asn: 65002 })]);
     expect(readFileSync(include, "utf8")).toContain(`revision ${revisionId}`);
     const routes = (await birdc.command("show route table rl_v4 all")).text;
@@ -163,7 +176,11 @@ describe.skipIf(missing.length > 0)(missing.length > 0 ? `${title} (skipped: bir
   it("status names the local speaker and parses BIRD's sessions", async () => {
     const res = await call(t.rootKey, "GET", "/v1/bird/status");
     expect(res.statusCode, res.body).toBe(200);
-    expect(res.json()).toMatchObject({ speaker_id: speakerId, applied_revision_id: revisionId, bird: { reachable: true, last_reconfiguration: expect.any(String) } });
+    expect(res.json()).toMatchObject({
+      speaker_id: speakerId,
+      applied_revision_id: revisionId,
+      bird: { reachable: true, last_reconfiguration: expect.any(String) },
+    });
     const session = res.json().sessions.find((s: any) => s.peer_id === peerId);
     expect(session).toMatchObject({ neighbor_address: "127.0.0.3", remote_asn: 65002, state: expect.stringMatching(/^(start|up)$/) });
     expect(session.protocol).toBe(`rl_peer_${peerId.replaceAll("-", "")}`);
@@ -188,7 +205,9 @@ describe.skipIf(missing.length > 0)(missing.length > 0 ? `${title} (skipped: bir
     expect(res.body).not.toContain(dir); // the staging path stays in the logs
     expect(readFileSync(include).equals(before)).toBe(true);
     expect(await lastReconfiguration()).toBe(reconfigured);
-    expect((await call(t.rootKey, "GET", `/v1/speakers/${speakerId}`)).json()).toMatchObject({ last_error: { code: "bird_config_invalid", revision_id: revisionId } });
+    expect((await call(t.rootKey, "GET", `/v1/speakers/${speakerId}`)).json()).toMatchObject({
+      last_error: { code: "bird_config_invalid", revision_id: revisionId },
+    });
     const removed = await call(t.rootKey, "DELETE", `/v1/peers/${bad.json().id}`);
     const again = await dispatchedApply(removed.json().reconcile_job_id);
     expect((await call(t.rootKey, "POST", "/v1/bird/reload")).statusCode).toBe(200);

@@ -1,14 +1,16 @@
 import { readFile } from "node:fs/promises";
 import { connect, credsAuthenticator, type NatsConnection, type Subscription } from "@nats-io/transport-node";
+import { eventSubjects, internalSubjects } from "@rlc/proto";
+import { createSystemClock } from "@rlc/shared/time";
+import type { InjectOptions } from "fastify";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { startNatsWakeups } from "../../packages/agent/src/bundle/nats-wakeups.js";
 import { silentLogger } from "../../packages/agent/src/log.js";
-import { createSystemClock } from "../../packages/agent/src/timing.js";
-import type { InjectOptions } from "fastify";
 import { agentClient, enroll as grpcEnroll } from "../helpers/agent-grpc.js";
 import { type LiveController, startLiveController } from "../helpers/live-controller.js";
 import { type SecuredNats, startSecuredNats } from "../helpers/nats-secured.js";
 import { tool } from "../helpers/tools.js";
+import { until } from "../helpers/wait.js";
 
 const natsServer = tool("nats-server");
 const codec = { encode: (v: unknown) => JSON.stringify(v), decode: (d: Uint8Array) => JSON.parse(new TextDecoder().decode(d)) };
@@ -41,7 +43,11 @@ async function connectAs(creds: string): Promise<NatsConnection & { errors: stri
 }
 
 /** The server's answer to a subscription: null once it is in place, else the refusal. */
-async function trySubscribe(nc: NatsConnection, subject: string, sink: { subject: string; data: unknown }[] = []): Promise<{ sub: Subscription; refused: string | null }> {
+async function trySubscribe(
+  nc: NatsConnection,
+  subject: string,
+  sink: { subject: string; data: unknown }[] = [],
+): Promise<{ sub: Subscription; refused: string | null }> {
   let refused: string | null = null;
   const sub = nc.subscribe(subject, {
     callback: (err, msg) => {
@@ -55,18 +61,14 @@ async function trySubscribe(nc: NatsConnection, subject: string, sink: { subject
   return { sub, refused };
 }
 
-async function until(condition: () => boolean, ms = 5000): Promise<void> {
-  const end = Date.now() + ms;
-  while (!condition()) {
-    if (Date.now() > end) throw new Error("condition not met in time");
-    await new Promise((r) => setTimeout(r, 20));
-  }
-}
-
 async function enrollSpeaker(key: string, name: string, routerId: string): Promise<Enrolled> {
   const created = await api(key, { method: "POST", url: "/v1/speakers", payload: { name, mode: "remote", router_id: routerId, asn: 65010 } });
   expect(created.statusCode, created.body).toBe(201);
-  const enrolled = await api(created.json().enrollment_token, { method: "POST", url: "/v1/nodes/enroll", payload: { hostname: `${name}.example`, agent_version: "1.0.0" } });
+  const enrolled = await api(created.json().enrollment_token, {
+    method: "POST",
+    url: "/v1/nodes/enroll",
+    payload: { hostname: `${name}.example`, agent_version: "1.0.0" },
+  });
   expect(enrolled.statusCode, enrolled.body).toBe(201);
   const body = enrolled.json();
   expect(body.nats_url).toBe(nats.url);
@@ -74,8 +76,8 @@ async function enrollSpeaker(key: string, name: string, routerId: string): Promi
   return { speakerId: body.speaker_id, tenantId: body.tenant_id, nodeKey: body.api_key, creds: body.nats_credentials };
 }
 
-const notify = (e: Enrolled) => `rl.${e.tenantId}.speakers.${e.speakerId}.notify`;
-const status = (e: Enrolled) => `rl.${e.tenantId}.speakers.${e.speakerId}.status`;
+const notify = (e: Enrolled) => internalSubjects.notify(e.tenantId, e.speakerId);
+const status = (e: Enrolled) => eventSubjects.status(e.tenantId, e.speakerId);
 
 describe.skipIf(!natsServer.available)("NATS with per-agent credentials (a nats-server trusting the controller's operator)", () => {
   beforeAll(async () => {
@@ -110,31 +112,36 @@ describe.skipIf(!natsServer.available)("NATS with per-agent credentials (a nats-
     expect((await trySubscribe(agent, "rl.>")).refused).toMatch(/Permissions Violation/);
   });
 
-  it("an agent's credentials publish only its own status subject: another speaker's status and any notify never arrive", async () => {
+  it("an agent's credentials publish nothing: not its own status event (the controller publishes what it recorded), not another's, no wake-up", async () => {
     const controller = await connectAs(await readFile(nats.init.files.controller_creds, "utf8"));
     const seen: { subject: string; data: unknown }[] = [];
-    expect((await trySubscribe(controller, "rl.*.speakers.>", seen)).refused).toBeNull();
+    expect((await trySubscribe(controller, "rl.>", seen)).refused).toBeNull();
     const agent = await connectAs(a.creds);
+    const marker = internalSubjects.lookupChanged(a.tenantId);
+    const tried = [status(b), status(c), notify(b), status(a), eventSubjects.jobFinished(a.tenantId, "j1"), marker];
     agent.publish(status(b), codec.encode({ speaker_id: b.speakerId, forged: true }));
     agent.publish(status(c), codec.encode({ speaker_id: c.speakerId, forged: true }));
     agent.publish(notify(b), codec.encode({ type: "new_revision", forged: true }));
     agent.publish(status(a), codec.encode({ speaker_id: a.speakerId, own: true }));
+    agent.publish(eventSubjects.jobFinished(a.tenantId, "j1"), codec.encode({ forged: true }));
     await agent.flush();
-    await until(() => seen.some((m) => m.subject === status(a)));
-    await controller.flush();
-    expect(seen.map((m) => m.subject)).toEqual([status(a)]);
-    expect(agent.errors).toContain("PermissionViolationError");
+    await until("the agent's permission errors", async () => agent.errors.includes("PermissionViolationError"));
+    // The controller's own publish after the agent's: once it arrives, anything the agent's got through would have too.
+    controller.publish(marker, codec.encode({}));
+    await until("the controller's marker", async () => seen.some((m) => m.subject === marker));
+    expect(seen.map((m) => m.subject).filter((s) => tried.includes(s))).toEqual([marker]);
   });
 
   it("a forged live-poll answer is never taken: not on another speaker's subject, not with another speaker's poll_id", async () => {
     // The eavesdropper here holds the controller's view of the notify subjects, so it knows
-    // every poll_id: more than any agent can see.
+    // every poll_id: more than any agent can see. Agents publish nothing at all now; the
+    // answers below are refused by the server, and were they not, by the subject check.
     const observer = await connectAs(await readFile(nats.init.files.controller_creds, "utf8"));
     const notes: { subject: string; data: unknown }[] = [];
-    await trySubscribe(observer, `rl.${a.tenantId}.speakers.*.notify`, notes);
+    await trySubscribe(observer, internalSubjects.notify(a.tenantId, "*"), notes);
     const agentB = await connectAs(b.creds);
     const live = api(t.rootKey, { method: "GET", url: "/v1/speakers?live=true&live_timeout_ms=1500" });
-    await until(() => notes.some((n) => n.subject === notify(a)));
+    await until("the condition", async () => notes.some((n) => n.subject === notify(a)));
     const pollA = (notes.find((n) => n.subject === notify(a))!.data as { poll_id: string }).poll_id;
     const forged = { speaker_id: a.speakerId, reason: "live_poll", poll_id: pollA, bird: { reachable: true, version: "forged" }, sessions: [] };
     agentB.publish(status(b), codec.encode(forged)); // on its own subject, claiming to be A
@@ -171,7 +178,7 @@ describe.skipIf(!natsServer.available)("NATS with per-agent credentials (a nats-
       expect(dashboardCreds.statusCode, dashboardCreds.body).toBe(201);
       const dashboard = await connectAs(dashboardCreds.json().creds);
       const seen: { subject: string; data: unknown }[] = [];
-      expect((await trySubscribe(dashboard, `rl.${a.tenantId}.speakers.*.status`, seen)).refused).toBeNull();
+      expect((await trySubscribe(dashboard, eventSubjects.status(a.tenantId, "*"), seen)).refused).toBeNull();
       // The agent subscribes once connected: ask again until it has.
       let answer: any;
       for (let i = 0; i < 10; i++) {
@@ -180,7 +187,7 @@ describe.skipIf(!natsServer.available)("NATS with per-agent credentials (a nats-
       }
       expect(answer.items.find((s: { id: string }) => s.id === a.speakerId).live).toMatchObject({ reachable: true, stale: false, bird: { version: "2.15" } });
       expect(woken).toContainEqual(expect.objectContaining({ type: "live_poll" }));
-      await until(() => seen.some((m) => m.subject === status(a)));
+      await until("the condition", async () => seen.some((m) => m.subject === status(a)));
       expect(seen[0]?.data).toMatchObject({ speaker_id: a.speakerId, reason: "live_poll" });
     } finally {
       await wakeups.close();
@@ -188,7 +195,11 @@ describe.skipIf(!natsServer.available)("NATS with per-agent credentials (a nats-
   });
 
   it("gRPC Enroll hands out the same kind of credentials: this speaker's subjects only", async () => {
-    const created = await api(t.rootKey, { method: "POST", url: "/v1/speakers", payload: { name: "edge-g", mode: "remote", router_id: "192.0.2.9", asn: 65010 } });
+    const created = await api(t.rootKey, {
+      method: "POST",
+      url: "/v1/speakers",
+      payload: { name: "edge-g", mode: "remote", router_id: "192.0.2.9", asn: 65010 },
+    });
     const client = agentClient(t.grpcAddress, t.grpcCredentials);
     try {
       const answer = await grpcEnroll(client, created.json().enrollment_token, "g.example");
@@ -205,21 +216,35 @@ describe.skipIf(!natsServer.available)("NATS with per-agent credentials (a nats-
   it("a monitoring user reads its own tenant's subjects only, and publishes nothing", async () => {
     const issued = await api(tenantB.adminKey, { method: "POST", url: "/v1/nats/monitoring-credentials", payload: {} });
     expect(issued.statusCode, issued.body).toBe(201);
-    expect(issued.json()).toMatchObject({ subscribe: [`rl.${c.tenantId}.>`], user: expect.stringMatching(/^U/), account: expect.stringMatching(/^A/) });
+    expect(issued.json()).toMatchObject({
+      subscribe: [`rl.v1.${c.tenantId}.>`, `_INBOX_${c.tenantId}.>`],
+      stream: `RL_EVENTS_V1_${c.tenantId}`,
+      inbox_prefix: `_INBOX_${c.tenantId}`,
+      user: expect.stringMatching(/^U/),
+      account: expect.stringMatching(/^A/),
+    });
     const dashboard = await connectAs(issued.json().creds);
     const seen: { subject: string; data: unknown }[] = [];
-    expect((await trySubscribe(dashboard, `rl.${c.tenantId}.speakers.*.status`, seen)).refused).toBeNull();
-    expect((await trySubscribe(dashboard, `rl.${a.tenantId}.speakers.*.status`)).refused).toMatch(/Permissions Violation/);
+    expect((await trySubscribe(dashboard, eventSubjects.status(c.tenantId, "*"), seen)).refused).toBeNull();
+    expect((await trySubscribe(dashboard, eventSubjects.status(a.tenantId, "*"))).refused).toMatch(/Permissions Violation/);
+    expect((await trySubscribe(dashboard, notify(c))).refused).toMatch(/Permissions Violation/);
+    expect((await trySubscribe(dashboard, "_INBOX.>")).refused).toMatch(/Permissions Violation/);
+    expect((await trySubscribe(dashboard, `_INBOX_${a.tenantId}.>`)).refused).toMatch(/Permissions Violation/);
     expect((await trySubscribe(dashboard, "rl.>")).refused).toMatch(/Permissions Violation/);
-    const report = await api(c.nodeKey, { method: "POST", url: `/v1/speakers/${c.speakerId}/status`, payload: { speaker_id: c.speakerId, reason: "sessions_changed", sessions: [] } });
+    const report = await api(c.nodeKey, {
+      method: "POST",
+      url: `/v1/speakers/${c.speakerId}/status`,
+      payload: { speaker_id: c.speakerId, reason: "sessions_changed", sessions: [] },
+    });
     expect(report.statusCode, report.body).toBeLessThan(300);
-    await until(() => seen.some((m) => m.subject === status(c)));
+    await until("the condition", async () => seen.some((m) => m.subject === status(c)));
 
     const controller = await connectAs(await readFile(nats.init.files.controller_creds, "utf8"));
     const heard: { subject: string; data: unknown }[] = [];
-    await trySubscribe(controller, "rl.*.speakers.>", heard);
+    for (const subject of [notify(c), status(c), eventSubjects.jobFinished(c.tenantId, "j1")]) await trySubscribe(controller, subject, heard);
     dashboard.publish(notify(c), codec.encode({ type: "new_revision", forged: true }));
     dashboard.publish(status(c), codec.encode({ forged: true }));
+    dashboard.publish(eventSubjects.jobFinished(c.tenantId, "j1"), codec.encode({ forged: true }));
     await dashboard.flush();
     await new Promise((r) => setTimeout(r, 200));
     expect(heard).toEqual([]);

@@ -5,6 +5,7 @@ import { createServer } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { promisify } from "node:util";
+import { internalSubjects } from "@rlc/proto";
 import { afterEach, describe, expect, it } from "vitest";
 import { createBus } from "../../packages/controller/src/bus/index.js";
 import { ConfigError, loadConfig } from "../../packages/controller/src/config.js";
@@ -49,9 +50,9 @@ describe.skipIf(!natsServer.available)("the controller's first NATS connection",
     expect(retries.length).toBeGreaterThanOrEqual(1);
     expect(retries[0]).toMatchObject({ attempt: 1, in_ms: 500 });
     const got: unknown[] = [];
-    bus.subscribe("rl.t.speakers.s.notify", (m) => got.push(m));
+    bus.subscribe(internalSubjects.notify("t", "s"), (m) => got.push(m));
     for (let i = 0; i < 50 && got.length === 0; i++) {
-      bus.publish("rl.t.speakers.s.notify", { type: "live_poll", poll_id: "p" });
+      bus.publish(internalSubjects.notify("t", "s"), { type: "live_poll", poll_id: "p" });
       await new Promise((r) => setTimeout(r, 50));
     }
     expect(got[0]).toEqual({ type: "live_poll", poll_id: "p" });

@@ -27,7 +27,13 @@ describe("speakers, enrollment, bundles and apply over HTTP (the agent's side pl
   let pinned: { key_id: string; public_key: string; status: "active" | "retired" }[];
 
   it("a remote speaker enrolls once with its token and gets a node key that reaches only its own routes", async () => {
-    const created = await call(t.rootKey, "POST", "/v1/speakers", { name: "edge-1", mode: "remote", router_id: "192.0.2.1", asn: 65010, policies_json: { local_ip: "192.0.2.1" } });
+    const created = await call(t.rootKey, "POST", "/v1/speakers", {
+      name: "edge-1",
+      mode: "remote",
+      router_id: "192.0.2.1",
+      asn: 65010,
+      policies_json: { local_ip: "192.0.2.1" },
+    });
     expect(created.statusCode, created.body).toBe(201);
     speakerId = created.json().speaker_id;
     expect(created.json()).toMatchObject({ id: speakerId, sync_status: "unknown", dispatch_status: "idle", enrolled_at: null });
@@ -72,24 +78,51 @@ describe("speakers, enrollment, bundles and apply over HTTP (the agent's side pl
       await new Promise((r) => setTimeout(r, 50));
     }
     expect(latest.json()).toMatchObject({ speaker_id: speakerId, revision_id: revisionId, sequence: 1 });
-    const bundle = await t.app.inject({ method: "GET", url: `/v1/speakers/${speakerId}/bundle/${revisionId}`, headers: { authorization: `Bearer ${nodeKey}` } });
+    const bundle = await t.app.inject({
+      method: "GET",
+      url: `/v1/speakers/${speakerId}/bundle/${revisionId}`,
+      headers: { authorization: `Bearer ${nodeKey}` },
+    });
     expect(bundle.statusCode).toBe(200);
-    const verified = await verifyBundle(bundle.rawPayload, pinned.map((k) => ({ ...k, alg: "ed25519" as const })), { speakerId, tenantId, lastSequence: null, now: new Date() });
+    const verified = await verifyBundle(
+      bundle.rawPayload,
+      pinned.map((k) => ({ ...k, alg: "ed25519" as const })),
+      { speakerId, tenantId, lastSequence: null, now: new Date() },
+    );
     expect(verified.payload.prefixes).toEqual({ v4: [["11.0.0.0/16", ["65000:100"]]], v6: [["2a00:1::/32", ["65000:100"]]] });
     expect(verified.payload.speaker).toMatchObject({ router_id: "192.0.2.1", asn: 65010, policies_json: { local_ip: "192.0.2.1" } });
     expect(verified.payload.digest).toBe(latest.json().digest);
-    const gz = await t.app.inject({ method: "GET", url: `/v1/speakers/${speakerId}/bundle/${revisionId}`, headers: { authorization: `Bearer ${nodeKey}`, "accept-encoding": "gzip" } });
+    const gz = await t.app.inject({
+      method: "GET",
+      url: `/v1/speakers/${speakerId}/bundle/${revisionId}`,
+      headers: { authorization: `Bearer ${nodeKey}`, "accept-encoding": "gzip" },
+    });
     expect(gz.headers["content-encoding"]).toBe("gzip");
 
     expect((await call(t.rootKey, "GET", `/v1/speakers/${speakerId}`)).json().sync_status).toBe("unknown");
     const report = await call(nodeKey, "POST", `/v1/speakers/${speakerId}/status`, {
-      speaker_id: speakerId, reason: "applied", applied_revision_id: revisionId, applied_sequence: 1, applied_digest: verified.payload.digest,
-      applied_at: new Date().toISOString(), error: null, bird: { reachable: true, version: "2.0.12" }, sessions: [], agent_version: "1.0.0",
+      speaker_id: speakerId,
+      reason: "applied",
+      applied_revision_id: revisionId,
+      applied_sequence: 1,
+      applied_digest: verified.payload.digest,
+      applied_at: new Date().toISOString(),
+      error: null,
+      bird: { reachable: true, version: "2.0.12" },
+      sessions: [],
+      agent_version: "1.0.0",
     });
     expect(report.statusCode, report.body).toBe(204);
     const job = await untilJob(apply.json().job_id);
-    expect(job).toMatchObject({ status: "succeeded", result: { revision_id: revisionId, speakers: [{ speaker_id: speakerId, status: "applied", error: null }] } });
-    expect((await call(t.rootKey, "GET", `/v1/speakers/${speakerId}`)).json()).toMatchObject({ sync_status: "in_sync", applied_revision_id: revisionId, desired_revision_id: revisionId });
+    expect(job).toMatchObject({
+      status: "succeeded",
+      result: { revision_id: revisionId, speakers: [{ speaker_id: speakerId, status: "applied", error: null }] },
+    });
+    expect((await call(t.rootKey, "GET", `/v1/speakers/${speakerId}`)).json()).toMatchObject({
+      sync_status: "in_sync",
+      applied_revision_id: revisionId,
+      desired_revision_id: revisionId,
+    });
     const revision = (await call(t.rootKey, "GET", `/v1/revisions/${revisionId}`)).json();
     expect(revision.is_current).toBe(true);
     expect(revision.applied_to).toEqual([{ speaker_id: speakerId, applied_at: expect.any(String) }]);
@@ -102,10 +135,15 @@ describe("speakers, enrollment, bundles and apply over HTTP (the agent's side pl
     const apply = await call(t.rootKey, "POST", `/v1/speakers/${speakerId}/apply`, { timeout_seconds: 20 });
     expect(apply.statusCode, apply.body).toBe(202);
     const revisionId = (await call(t.rootKey, "GET", "/v1/revisions?limit=1")).json().items[0].revision_id;
-    for (let i = 0; i < 100 && (await call(t.rootKey, "GET", `/v1/speakers/${speakerId}`)).json().dispatch_status !== "dispatched"; i++) await new Promise((r) => setTimeout(r, 50));
+    for (let i = 0; i < 100 && (await call(t.rootKey, "GET", `/v1/speakers/${speakerId}`)).json().dispatch_status !== "dispatched"; i++)
+      await new Promise((r) => setTimeout(r, 50));
     await call(nodeKey, "POST", `/v1/speakers/${speakerId}/status`, {
-      speaker_id: speakerId, reason: "apply_failed", applied_revision_id: revisionId, applied_sequence: 1,
-      error: { code: "bird_config_invalid", message: "rl-routes.conf:3:7 syntax error", revision_id: revisionId, sequence: 2 }, sessions: [],
+      speaker_id: speakerId,
+      reason: "apply_failed",
+      applied_revision_id: revisionId,
+      applied_sequence: 1,
+      error: { code: "bird_config_invalid", message: "rl-routes.conf:3:7 syntax error", revision_id: revisionId, sequence: 2 },
+      sessions: [],
     });
     const job = await untilJob(apply.json().job_id);
     // The agent still runs the revision it had: a re-apply of the same revision is reported applied.
@@ -113,7 +151,13 @@ describe("speakers, enrollment, bundles and apply over HTTP (the agent's side pl
   });
 
   it("peers: a write enqueues a peer_reconcile job that queues an apply; sessions come from reports", async () => {
-    const peer = await call(t.rootKey, "POST", "/v1/peers", { name: "upstream", neighbor_address: "192.0.2.254", remote_asn: 65100, password: "s3cret", speaker_ids: [speakerId] });
+    const peer = await call(t.rootKey, "POST", "/v1/peers", {
+      name: "upstream",
+      neighbor_address: "192.0.2.254",
+      remote_asn: 65100,
+      password: "s3cret",
+      speaker_ids: [speakerId],
+    });
     expect(peer.statusCode, peer.body).toBe(201);
     expect(peer.json()).toMatchObject({ password_set: true, speaker_ids: [speakerId], established_on_speakers: [], session_mismatch: true });
     expect(peer.body).not.toContain("s3cret");
@@ -122,11 +166,20 @@ describe("speakers, enrollment, bundles and apply over HTTP (the agent's side pl
     expect(reconcile.result.apply_job_id).toEqual(expect.any(String));
 
     await call(nodeKey, "POST", `/v1/speakers/${speakerId}/status`, {
-      speaker_id: speakerId, reason: "sessions_changed", applied_revision_id: 1, applied_sequence: 3,
+      speaker_id: speakerId,
+      reason: "sessions_changed",
+      applied_revision_id: 1,
+      applied_sequence: 3,
       sessions: [{ protocol: `rl_peer_${peer.json().id.replaceAll("-", "")}`, peer_id: peer.json().id, state: "up", bgp_state: "Established" }],
     });
     const seen = (await call(t.rootKey, "GET", `/v1/peers/${peer.json().id}`)).json();
-    expect(seen).toMatchObject({ established_on_speakers: [speakerId], session_on_speakers: [speakerId], connected_speaker_id: speakerId, connected_speaker_label: "edge-1", session_mismatch: false });
+    expect(seen).toMatchObject({
+      established_on_speakers: [speakerId],
+      session_on_speakers: [speakerId],
+      connected_speaker_id: speakerId,
+      connected_speaker_label: "edge-1",
+      session_mismatch: false,
+    });
     const audit = JSON.stringify((await call(t.rootKey, "GET", "/v1/audit?resource_type=peer")).json());
     expect(audit).not.toContain("s3cret");
 
@@ -162,7 +215,10 @@ describe("speakers, enrollment, bundles and apply over HTTP (the agent's side pl
     expect((await call(viewer, "POST", "/v1/nodes/signing-keys/rotate")).statusCode).toBe(403);
     const rotated = await call(t.rootKey, "POST", "/v1/nodes/signing-keys/rotate");
     expect(rotated.statusCode, rotated.body).toBe(201);
-    const verified = await verifyKeyStatement(rotated.json().statement, pinned.map((k) => ({ ...k, alg: "ed25519" as const })));
+    const verified = await verifyKeyStatement(
+      rotated.json().statement,
+      pinned.map((k) => ({ ...k, alg: "ed25519" as const })),
+    );
     expect(verified.key.key_id).toBe(rotated.json().key_id);
     const keys = (await call(nodeKey, "GET", "/v1/nodes/signing-keys")).json().keys;
     expect(keys.map((k: any) => k.status)).toEqual(["retired", "active"]);

@@ -22,7 +22,8 @@ const call = (key: string | null, method: "GET" | "POST" | "PATCH" | "DELETE", u
   t.call(key, { method, url, ...(payload ? { payload } : {}) });
 const box = () => t.controller.deps.services.secretBox;
 /** Applies wait for an agent that never answers here: stop them so the queue moves on. */
-const stopJobs = () => t.controller.db.sql`UPDATE jobs SET cancel_requested = true WHERE status IN ('queued', 'running') AND type IN ('apply', 'peer_reconcile')`;
+const stopJobs = () =>
+  t.controller.db.sql`UPDATE jobs SET cancel_requested = true WHERE status IN ('queued', 'running') AND type IN ('apply', 'peer_reconcile')`;
 const sql = () => t.controller.db.sql;
 
 let viewer: string;
@@ -38,7 +39,9 @@ beforeAll(async () => {
   t = await startTestController({ env: { APP_DATA_DIR: dataDir, APP_OUTBOUND_ALLOW_CIDRS: "127.0.0.0/8" } });
   viewer = (await call(t.rootKey, "POST", "/v1/api-keys", { name: "v", role: "viewer" })).json().secret;
   operator = (await call(t.rootKey, "POST", "/v1/api-keys", { name: "o", role: "operator" })).json().secret;
-  const created = (await call(t.rootKey, "POST", "/v1/speakers", { name: "edge-s", router_id: "192.0.2.11", asn: 65020, policies_json: { local_ip: "192.0.2.11" } })).json();
+  const created = (
+    await call(t.rootKey, "POST", "/v1/speakers", { name: "edge-s", router_id: "192.0.2.11", asn: 65020, policies_json: { local_ip: "192.0.2.11" } })
+  ).json();
   speakerId = created.id;
   const enrolled = (await call(created.enrollment_token, "POST", "/v1/nodes/enroll", { hostname: "r.example", agent_version: "1.0.0" })).json();
   nodeKey = enrolled.api_key;
@@ -58,7 +61,12 @@ describe("peer passwords", () => {
 
   it("are sealed in the database and read back only as password_set", async () => {
     const res = await call(t.rootKey, "POST", "/v1/peers", {
-      name: "up", neighbor_address: "192.0.2.254", remote_asn: 65100, password: PASSWORD, address_families: ["ipv4"], speaker_ids: [speakerId],
+      name: "up",
+      neighbor_address: "192.0.2.254",
+      remote_asn: 65100,
+      password: PASSWORD,
+      address_families: ["ipv4"],
+      speaker_ids: [speakerId],
     });
     expect(res.statusCode, res.body).toBe(201);
     peerId = res.json().id;
@@ -151,7 +159,9 @@ describe("DoH profile headers", () => {
     expect(res.statusCode, res.body).toBe(201);
     profileId = res.json().id;
     expect(res.json().headers).toEqual({ "X-Api-Key": "********" });
-    const [row] = await sql()<{ headers: Record<string, string>; headers_sealed: boolean }[]>`SELECT headers, headers_sealed FROM doh_profiles WHERE id = ${profileId}`;
+    const [row] = await sql()<
+      { headers: Record<string, string>; headers_sealed: boolean }[]
+    >`SELECT headers, headers_sealed FROM doh_profiles WHERE id = ${profileId}`;
     expect(JSON.stringify(row)).not.toContain(TOKEN);
     expect(row!.headers_sealed).toBe(true);
     expect(box().openText(row!.headers["X-Api-Key"]!)).toBe(TOKEN);
@@ -239,7 +249,9 @@ describe("rows an earlier version stored in plain text", () => {
     expect(own).toHaveLength(1);
     expect(keys.find((k: any) => k.key_id === legacy.keyId)).toMatchObject({ status: "retired" });
     // An agent that pinned the shared key follows the statement to its tenant's own key.
-    const verified = await verifyKeyStatement(own[0].statement, [{ key_id: legacy.keyId, public_key: Buffer.from(legacy.publicKey).toString("base64"), alg: "ed25519", status: "active" }]);
+    const verified = await verifyKeyStatement(own[0].statement, [
+      { key_id: legacy.keyId, public_key: Buffer.from(legacy.publicKey).toString("base64"), alg: "ed25519", status: "active" },
+    ]);
     expect(verified.key.key_id).toBe(own[0].key_id);
     const [sealedSeed] = await db2<{ seed_sealed: string }[]>`SELECT seed_sealed FROM signing_keys WHERE key_id = ${own[0].key_id}`;
     expect(isSealed(sealedSeed!.seed_sealed)).toBe(true);

@@ -79,7 +79,10 @@ describe("per-tenant signing keys", () => {
     const opts = { speakerId: enrolledB.speaker_id, tenantId: tenantB, lastSequence: null, now: new Date() };
     await expect(verifyBundle(forged, pinnedB, opts)).rejects.toMatchObject({ code: "unknown_key" });
     // Shown A's listing (statements included), the agent's key update pins none of A's keys.
-    const update = await updatePinnedKeys(pinnedB.map((k: any) => ({ key_id: k.key_id, alg: "ed25519", public_key: k.public_key, status: k.status })), listedA);
+    const update = await updatePinnedKeys(
+      pinnedB.map((k: any) => ({ key_id: k.key_id, alg: "ed25519", public_key: k.public_key, status: k.status })),
+      listedA,
+    );
     expect(update.added).toEqual([]);
     await expect(verifyBundle(forged, update.keys, opts)).rejects.toBeInstanceOf(BundleError);
     // The same bundle signed with B's key is taken.

@@ -4,11 +4,11 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { type RunningAgent, startAgent } from "../../packages/agent/src/agent.js";
-import { BirdClient } from "../../packages/agent/src/bird/birdc.js";
 import { loadConfig } from "../../packages/agent/src/config.js";
 import { createLogger } from "../../packages/agent/src/log.js";
 import { StateStore } from "../../packages/agent/src/state.js";
-import { parseProtocolsAll } from "../../packages/agent/src/status/parse-protocols.js";
+import { BirdClient } from "../../packages/shared/src/bird/birdc.js";
+import { parseProtocolsAll } from "../../packages/shared/src/bird/status/parse-protocols.js";
 import type { BundleContent } from "../../packages/shared/src/bundle/index.js";
 import { fixtureContent } from "../helpers/agent-fakes.js";
 import { expectedRibs, freePort, gobgpdConfig, readRibs, startProcess, stopProcess, waitForRibs } from "../helpers/bird-lab.js";
@@ -108,7 +108,12 @@ describe.skipIf(missing.length > 0)(missing.length > 0 ? `${title} (skipped: ${m
 
   async function waitForBird(): Promise<void> {
     const deadline = Date.now() + 10_000;
-    while (!(await birdc.command("show status").then(() => true, () => false))) {
+    while (
+      !(await birdc.command("show status").then(
+        () => true,
+        () => false,
+      ))
+    ) {
       if (Date.now() > deadline || bird?.exitCode !== null) throw new Error(`BIRD did not start: ${readFileSync(join(dir, "bird.out"), "utf8")}`);
       await new Promise((r) => setTimeout(r, 50));
     }
@@ -210,25 +215,30 @@ describe.skipIf(missing.length > 0)(missing.length > 0 ? `${title} (skipped: ${m
     ["a config BIRD refuses", "bird_config_invalid", (c) => [linkLocalPeer(c), {}]],
   ];
   let revision = 2;
-  it.each(refusals)("%s leaves BIRD's file byte for byte and GoBGP's RIB as they were, and is reported as %s", async (_what, code, make) => {
-    revision += 1;
-    const before = readFileSync(include);
-    const reconfigured = await lastReconfiguration();
-    const changed = structuredClone(v2);
-    changed.revision_id = revision;
-    changed.prefixes.v4.push(["192.0.2.128/25", ["65000:200"]]);
-    const [content, options] = make(changed);
-    const from = controller.reports.length;
-    await controller.publish(content, options);
-    const failed = await controller.waitForReport((r) => r.reason === "apply_failed" && r.error?.revision_id === revision, { from });
-    expect(failed.report.error?.code).toBe(code);
-    expect(failed.report.applied_revision_id).toBe(2);
-    if (code === "bird_config_invalid") expect(failed.report.error?.message).toMatch(/rl-routes\.conf:\d+:\d+ Link-local addresses require defined interface/);
-    expect(readFileSync(include).equals(before)).toBe(true);
-    expect(await lastReconfiguration()).toBe(reconfigured);
-    await new Promise((r) => setTimeout(r, 300));
-    expect(await readRibs(apiPort)).toEqual(expectedRibs(v2));
-  }, 20_000);
+  it.each(refusals)(
+    "%s leaves BIRD's file byte for byte and GoBGP's RIB as they were, and is reported as %s",
+    async (_what, code, make) => {
+      revision += 1;
+      const before = readFileSync(include);
+      const reconfigured = await lastReconfiguration();
+      const changed = structuredClone(v2);
+      changed.revision_id = revision;
+      changed.prefixes.v4.push(["192.0.2.128/25", ["65000:200"]]);
+      const [content, options] = make(changed);
+      const from = controller.reports.length;
+      await controller.publish(content, options);
+      const failed = await controller.waitForReport((r) => r.reason === "apply_failed" && r.error?.revision_id === revision, { from });
+      expect(failed.report.error?.code).toBe(code);
+      expect(failed.report.applied_revision_id).toBe(2);
+      if (code === "bird_config_invalid")
+        expect(failed.report.error?.message).toMatch(/rl-routes\.conf:\d+:\d+ Link-local addresses require defined interface/);
+      expect(readFileSync(include).equals(before)).toBe(true);
+      expect(await lastReconfiguration()).toBe(reconfigured);
+      await new Promise((r) => setTimeout(r, 300));
+      expect(await readRibs(apiPort)).toEqual(expectedRibs(v2));
+    },
+    20_000,
+  );
 
   it("with gRPC down, the HTTP poll finds the new revision, HTTP brings the bundle and takes the report", async () => {
     await controller.stopGrpc();
@@ -261,7 +271,8 @@ describe.skipIf(missing.length > 0)(missing.length > 0 ? `${title} (skipped: ${m
 
   it("probation: a remote AS GoBGP refuses keeps the session down → reverted, the session is Established again with the previous routes, and the same bundle is not tried again", async () => {
     const from = controller.reports.length;
-    const fetches = () => controller.grpcCalls.filter((c) => c === "GetBundle 12").length + controller.httpRequests.filter((r) => r.includes("/bundle/12")).length;
+    const fetches = () =>
+      controller.grpcCalls.filter((c) => c === "GetBundle 12").length + controller.httpRequests.filter((r) => r.includes("/bundle/12")).length;
     await controller.publish(variant(12, (c) => ((c.peers[0] as BundleContent["peers"][number]).remote_asn = 65099)));
     const failed = await controller.waitForReport((r) => r.reason === "apply_failed" && r.error?.revision_id === 12, { from, timeoutMs: 20_000 });
     expect(failed.report.error).toMatchObject({ code: "reverted", check: "sessions_established", sessions: [gobgpProtocol()], sequence: expect.any(Number) });
@@ -308,7 +319,10 @@ describe.skipIf(missing.length > 0)(missing.length > 0 ? `${title} (skipped: ${m
     try {
       expect(await waitForRibs(apiPort, expectedRibs(v14))).toEqual(expectedRibs(v14));
       const deadline = Date.now() + 15_000;
-      while (!(await new StateStore(join(dir, "state")).readApplied())?.revision_id || (await new StateStore(join(dir, "state")).readApplied())?.revision_id !== 14) {
+      while (
+        !(await new StateStore(join(dir, "state")).readApplied())?.revision_id ||
+        (await new StateStore(join(dir, "state")).readApplied())?.revision_id !== 14
+      ) {
         if (Date.now() > deadline) throw new Error("revision 14 was not confirmed");
         await new Promise((r) => setTimeout(r, 100));
       }

@@ -6,11 +6,11 @@ import { join } from "node:path";
 import { promisify } from "node:util";
 import { type BundleContent, type BundlePayload, buildBundlePayload, signBundle, signingKeyFromSeed, verifyBundle } from "@rlc/shared/bundle";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { applyBirdConfig } from "../../packages/agent/src/bird/apply.js";
-import { BirdClient } from "../../packages/agent/src/bird/birdc.js";
-import { createProcessRunner, validateBirdConfig } from "../../packages/agent/src/bird/validate.js";
-import { renderBirdConfig } from "../../packages/agent/src/render/render.js";
-import { parseProtocolsAll } from "../../packages/agent/src/status/parse-protocols.js";
+import { applyBirdConfig } from "../../packages/shared/src/bird/apply.js";
+import { BirdClient } from "../../packages/shared/src/bird/birdc.js";
+import { renderBirdConfig } from "../../packages/shared/src/bird/render/render.js";
+import { parseProtocolsAll } from "../../packages/shared/src/bird/status/parse-protocols.js";
+import { createProcessRunner, validateBirdConfig } from "../../packages/shared/src/bird/validate.js";
 
 // From a payload fixture through sign → verify → render (full) → bird -p → a real BIRD 2 speaking
 // BGP to a real GoBGP, then apply/confirm, a refused config, and a config nobody confirms.
@@ -113,10 +113,7 @@ describe.skipIf(missing.length > 0)(missing.length > 0 ? `${title} (skipped: ${m
 
   async function apply(content: BundleContent, timeoutSeconds: number) {
     const { files, entry } = renderBirdConfig(await bundle(content), { mode: "full", logFile: join(dir, "bird.log") });
-    return applyBirdConfig(
-      { birdc, runner, clock },
-      { files, entry, mode: "full", configDir: etc, stagingDir: join(dir, "staging"), timeoutSeconds },
-    );
+    return applyBirdConfig({ birdc, runner, clock }, { files, entry, mode: "full", configDir: etc, stagingDir: join(dir, "staging"), timeoutSeconds });
   }
 
   beforeAll(async () => {

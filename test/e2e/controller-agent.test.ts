@@ -1,12 +1,12 @@
-import { openPieces } from "../../packages/controller/src/lib/sealed-envelope.js";
 import { type ChildProcess, spawn } from "node:child_process";
 import { mkdirSync, mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { internalSubjects } from "@rlc/proto";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import type { BirdClient } from "../../packages/agent/src/bird/birdc.js";
-import { notifySubject } from "../../packages/controller/src/services/speakers.js";
-import { parseProtocolsAll } from "../../packages/agent/src/status/parse-protocols.js";
+import { openPieces } from "../../packages/controller/src/lib/sealed-envelope.js";
+import type { BirdClient } from "../../packages/shared/src/bird/birdc.js";
+import { parseProtocolsAll } from "../../packages/shared/src/bird/status/parse-protocols.js";
 import { freePort, type Rib, readRibs, startBirdLab, stopProcess, waitForRibs } from "../helpers/bird-lab.js";
 import { type LiveController, startLiveController, until, untilJobDone } from "../helpers/live-controller.js";
 import { tool } from "../helpers/tools.js";
@@ -143,10 +143,14 @@ describe.skipIf(missing.length > 0)(missing.length > 0 ? `${title} (skipped: ${m
     agent.stderr?.on("data", (chunk: Buffer) => {
       agentLog += chunk.toString();
     });
-    const enrolled = await until("the agent to enroll", async () => {
-      const s = await ok("GET", `/v1/speakers/${speakerId}`);
-      return s.enrolled_at ? s : null;
-    }, 30_000);
+    const enrolled = await until(
+      "the agent to enroll",
+      async () => {
+        const s = await ok("GET", `/v1/speakers/${speakerId}`);
+        return s.enrolled_at ? s : null;
+      },
+      30_000,
+    );
     expect(enrolled.agent_version).toEqual(expect.any(String));
     tenantId = (await t.controller.deps.sql<{ tenant_id: string }[]>`SELECT tenant_id FROM speakers WHERE id = ${speakerId}`)[0]!.tenant_id;
 
@@ -164,7 +168,11 @@ describe.skipIf(missing.length > 0)(missing.length > 0 ? `${title} (skipped: ${m
     const c100 = await ok("POST", "/v1/communities", { community: "65000:100", title: "via-vpn" });
     const c200 = await ok("POST", "/v1/communities", { community: "65000:200", title: "streaming" });
     const cLarge = await ok("POST", "/v1/communities", { community: "65000:1:100", title: "large tag" });
-    for (const [name, community] of [["vpn", c100], ["streaming", c200], ["tagged", cLarge]] as const) {
+    for (const [name, community] of [
+      ["vpn", c100],
+      ["streaming", c200],
+      ["tagged", cLarge],
+    ] as const) {
       modules[name] = (await ok("POST", "/v1/modules", { name, type: "IP_RANGES", community_id: community.id })).id;
     }
     const entries: [string, string][] = [
@@ -184,7 +192,10 @@ describe.skipIf(missing.length > 0)(missing.length > 0 ? `${title} (skipped: ${m
     expect(expected.first[0]["13.0.0.0/16"]).toEqual(["65000:1:100"]);
 
     const job = await apply();
-    expect(job, agentLog).toMatchObject({ status: "succeeded", result: { revision_id: revisions.first, speakers: [{ speaker_id: speakerId, status: "applied" }] } });
+    expect(job, agentLog).toMatchObject({
+      status: "succeeded",
+      result: { revision_id: revisions.first, speakers: [{ speaker_id: speakerId, status: "applied" }] },
+    });
     expect(await waitForRibs(apiPort, expected.first, 30_000)).toEqual(expected.first);
     expect(await ok("GET", `/v1/speakers/${speakerId}`)).toMatchObject({ applied_revision_id: revisions.first, sync_status: "in_sync" });
     expect(agentLog).toMatch(/"revision_id":\d+/);
@@ -224,7 +235,10 @@ describe.skipIf(missing.length > 0)(missing.length > 0 ? `${title} (skipped: ${m
     const started = Date.now();
     const accepted = await ok("POST", "/v1/apply", { revision_id: revisions.rollback, timeout_seconds: 60 }, 202);
     const job = await untilJobDone(t, accepted.job_id, 30_000);
-    expect(job, agentLog).toMatchObject({ status: "succeeded", result: { revision_id: revisions.rollback, speakers: [{ speaker_id: speakerId, status: "applied" }] } });
+    expect(job, agentLog).toMatchObject({
+      status: "succeeded",
+      result: { revision_id: revisions.rollback, speakers: [{ speaker_id: speakerId, status: "applied" }] },
+    });
     expect(Date.now() - started).toBeLessThan(10_000);
     // Nothing to apply: BIRD was not reconfigured, and the routes are as they were.
     expect(await lastReconfiguration()).toBe(reconfigured);
@@ -249,12 +263,17 @@ describe.skipIf(missing.length > 0)(missing.length > 0 ? `${title} (skipped: ${m
 
     // A live poll refreshes the speaker's last report, from which the session fields come.
     await ok("GET", `/v1/speakers?live=true&live_timeout_ms=5000`);
-    const peers = await until("the session fields", async () => {
-      await ok("GET", `/v1/speakers?live=true&live_timeout_ms=5000`);
-      const items = (await ok("GET", "/v1/peers?limit=500")).items;
-      const g = items.find((p: any) => p.id === gobgpPeerId);
-      return g?.established_on_speakers.length ? items : null;
-    }, 30_000, 500);
+    const peers = await until(
+      "the session fields",
+      async () => {
+        await ok("GET", `/v1/speakers?live=true&live_timeout_ms=5000`);
+        const items = (await ok("GET", "/v1/peers?limit=500")).items;
+        const g = items.find((p: any) => p.id === gobgpPeerId);
+        return g?.established_on_speakers.length ? items : null;
+      },
+      30_000,
+      500,
+    );
     expect(peers.find((p: any) => p.id === gobgpPeerId)).toMatchObject({
       established_on_speakers: [speakerId],
       session_on_speakers: [speakerId],
@@ -279,7 +298,13 @@ describe.skipIf(missing.length > 0)(missing.length > 0 ? `${title} (skipped: ${m
   it("GET /v1/speakers?live=true: the agent answers, BIRD reachable, the GoBGP session Established", async () => {
     const res = await ok("GET", "/v1/speakers?live=true&live_timeout_ms=5000");
     const live = res.items.find((s: any) => s.id === speakerId).live;
-    expect(live).toMatchObject({ speaker_id: speakerId, reachable: true, stale: false, revision_id: revisions.rollback, bird: { version: "2.0.12", router_id: "127.0.0.1" } });
+    expect(live).toMatchObject({
+      speaker_id: speakerId,
+      reachable: true,
+      stale: false,
+      revision_id: revisions.rollback,
+      bird: { version: "2.0.12", router_id: "127.0.0.1" },
+    });
     expect(live.sessions.find((s: any) => s.peer_id === gobgpPeerId)).toMatchObject({
       protocol: protocolOf(gobgpPeerId),
       neighbor_address: "127.0.0.2",
@@ -310,15 +335,21 @@ describe.skipIf(missing.length > 0)(missing.length > 0 ? `${title} (skipped: ${m
           WHERE b.speaker_id = ${speakerId} AND b.revision_id = ${revision} AND s.dispatch_status = 'dispatched'`;
         return rows.length ? rows : null;
       });
-      // A route slipped into the signed payload: the signature no longer covers it.
-      // Stored bundles are sealed at rest: open it, forge it, and store the forgery as a plain row
-      // (the form rows issued before sealing keep, and are served as they are).
-      const stored = row!.envelope_sealed ? await openPieces(t.controller.deps.services.secretBox, row!.envelope, row!.envelope_chunk!) : row!.envelope;
-      const envelope = JSON.parse(stored.toString("utf8"));
-      envelope.payload = Buffer.from(Buffer.from(envelope.payload, "base64").toString("utf8").replace("15.5.0.0/16", "15.6.0.0/16")).toString("base64");
-      await sql`UPDATE bundles SET envelope = ${Buffer.from(JSON.stringify(envelope))}, envelope_sealed = false, envelope_chunk = null, envelope_size = null, envelope_sha256 = null
+      // A route slipped into the prefixes: they no longer have the SHA-256 the signed header names.
+      // Stored bundles are sealed at rest, head and prefix section apart: open both, forge the
+      // whole, and store the forgery as a plain row holding the whole bundle (the form rows issued
+      // before sealing keep, served as they are, with no delta).
+      const box = t.controller.deps.services.secretBox;
+      const head = await openPieces(box, row!.envelope, row!.envelope_chunk!);
+      const [section] = await sql<{ body: Buffer; chunk: number }[]>`
+        SELECT body, chunk FROM bundle_sections WHERE tenant_id = ${tenantId} AND revision_id = ${revision} AND base_revision_id = 0`;
+      const whole = Buffer.concat([head, await openPieces(box, section!.body, section!.chunk)]);
+      const forged = Buffer.from(whole.toString("latin1").replace("15.5.0.0/16", "15.6.0.0/16"), "latin1");
+      expect(forged.equals(whole)).toBe(false);
+      await sql`UPDATE bundles SET envelope = ${forged}, envelope_sealed = false, envelope_chunk = null, envelope_size = null, envelope_sha256 = null,
+                format = 1, delta_base_revision_id = null, delta_head = null
                 WHERE speaker_id = ${speakerId} AND revision_id = ${revision}`;
-      t.controller.deps.bus.publish(notifySubject(tenantId, speakerId), {
+      t.controller.deps.bus.publish(internalSubjects.notify(tenantId, speakerId), {
         type: "new_revision",
         speaker_id: speakerId,
         revision_id: revision,
@@ -332,13 +363,19 @@ describe.skipIf(missing.length > 0)(missing.length > 0 ? `${title} (skipped: ${m
     }
     expect(job.status, agentLog).toBe("failed");
     expect(job.error.detail).toContain("bad_signature");
-    expect(job.error.speakers).toEqual([expect.objectContaining({ speaker_id: speakerId, status: "failed", error: expect.objectContaining({ code: "bad_signature", revision_id: revision }) })]);
+    expect(job.error.speakers).toEqual([
+      expect.objectContaining({ speaker_id: speakerId, status: "failed", error: expect.objectContaining({ code: "bad_signature", revision_id: revision }) }),
+    ]);
     const after = files();
     expect(after[0]!.equals(before[0]!) && after[1]!.equals(before[1]!)).toBe(true);
     expect(await lastReconfiguration()).toBe(reconfigured);
     await new Promise((r) => setTimeout(r, 300));
     expect(await readRibs(apiPort)).toEqual(expected.first);
-    expect(await ok("GET", `/v1/speakers/${speakerId}`)).toMatchObject({ applied_revision_id: revisions.rollback, sync_status: "error", last_error: { code: "bad_signature" } });
+    expect(await ok("GET", `/v1/speakers/${speakerId}`)).toMatchObject({
+      applied_revision_id: revisions.rollback,
+      sync_status: "error",
+      last_error: { code: "bad_signature" },
+    });
   }, 60_000);
   it("probation: a remote AS the receiver refuses → the apply job fails with reverted, GoBGP keeps the previous routes, the session comes back, the speaker says why, and the bundle is not tried again", async () => {
     await untilEstablished();
@@ -355,7 +392,11 @@ describe.skipIf(missing.length > 0)(missing.length > 0 ? `${title} (skipped: ${m
       }),
     ]);
     const speaker = await ok("GET", `/v1/speakers/${speakerId}`);
-    expect(speaker).toMatchObject({ applied_revision_id: revisions.rollback, sync_status: "error", last_error: { code: "reverted", check: "sessions_established" } });
+    expect(speaker).toMatchObject({
+      applied_revision_id: revisions.rollback,
+      sync_status: "error",
+      last_error: { code: "reverted", check: "sessions_established" },
+    });
     expect(speaker.last_error.message).toMatch(/AS 65099.*BIRD runs the previous configuration again/);
     // BIRD runs the previous configuration: its load time, AS 65001, the session back, GoBGP's routes.
     expect(await lastReconfiguration()).toBe(reconfigured);
@@ -368,7 +409,13 @@ describe.skipIf(missing.length > 0)(missing.length > 0 ? `${title} (skipped: ${m
       SELECT digest, sequence FROM bundles WHERE speaker_id = ${speakerId} AND revision_id = ${current}`;
     const probations = () => agentLog.split("\n").filter((l) => l.includes("on probation") && l.includes(`"sequence":${bundle!.sequence},`)).length;
     expect(probations()).toBe(1);
-    t.controller.deps.bus.publish(notifySubject(tenantId, speakerId), { type: "new_revision", speaker_id: speakerId, revision_id: current, digest: bundle!.digest, sequence: Number(bundle!.sequence) });
+    t.controller.deps.bus.publish(internalSubjects.notify(tenantId, speakerId), {
+      type: "new_revision",
+      speaker_id: speakerId,
+      revision_id: current,
+      digest: bundle!.digest,
+      sequence: Number(bundle!.sequence),
+    });
     await new Promise((r) => setTimeout(r, 3000));
     expect(probations()).toBe(1);
     expect(await lastReconfiguration()).toBe(reconfigured);

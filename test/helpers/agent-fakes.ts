@@ -1,16 +1,10 @@
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
-import type { BirdControl, BirdReply } from "../../packages/agent/src/bird/birdc.js";
-import type { ProcessRunner } from "../../packages/agent/src/bird/validate.js";
 import type { DesiredRevision } from "../../packages/agent/src/bundle/http-client.js";
 import type { StoredKey } from "../../packages/agent/src/state.js";
-import {
-  type BundleContent,
-  buildBundlePayload,
-  type SigningKeyPair,
-  signBundle,
-  signingKeyFromSeed,
-} from "../../packages/shared/src/bundle/index.js";
+import type { BirdControl, BirdReply } from "../../packages/shared/src/bird/birdc.js";
+import type { ProcessRunner } from "../../packages/shared/src/bird/validate.js";
+import { type BundleContent, buildBundlePayload, type SigningKeyPair, signBundle, signingKeyFromSeed } from "../../packages/shared/src/bundle/index.js";
 
 // Stand-ins for the agent's unit tests: a BIRD that answers on the control socket's terms and
 // "loads" the BGP and static protocols of the files on disk, and bundles signed for real.
@@ -84,7 +78,13 @@ function protocolsOf(configFile: string | null): string {
   for (const m of text.matchAll(/^protocol (bgp|static) (\S+) \{/gm)) {
     const bgp = m[1] === "bgp";
     lines.push(`${m[2]} ${bgp ? "BGP" : "Static"}        ---        up     2026-11-22 04:15:30  ${bgp ? "Established" : ""}`);
-    if (bgp) lines.push("  BGP state:          Established", "    Neighbor address: 127.0.0.2", "    Neighbor AS:      65001", "    Routes:         0 imported, 5 exported, 0 preferred");
+    if (bgp)
+      lines.push(
+        "  BGP state:          Established",
+        "    Neighbor address: 127.0.0.2",
+        "    Neighbor AS:      65001",
+        "    Routes:         0 imported, 5 exported, 0 preferred",
+      );
   }
   return lines.join("\n");
 }

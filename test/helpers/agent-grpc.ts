@@ -21,7 +21,9 @@ const metadataOf = (key: string | null) => (key === null ? new grpc.Metadata() :
 
 export function enroll(client: AgentServiceClient, key: string | null, hostname = "r1", agentVersion = "1.0.0"): Promise<EnrollResponse> {
   return new Promise((resolve, reject) =>
-    client.enroll({ hostname, agent_version: agentVersion, public_key: "" }, metadataOf(key), { deadline: Date.now() + 10_000 }, (e, r) => (e ? reject(e) : resolve(r!))),
+    client.enroll({ hostname, agent_version: agentVersion, public_key: "" }, metadataOf(key), { deadline: Date.now() + 10_000 }, (e, r) =>
+      e ? reject(e) : resolve(r!),
+    ),
   );
 }
 
@@ -40,9 +42,7 @@ export function reportStatus(client: AgentServiceClient, key: string | null, rep
     reported_at: new Date().toISOString(),
     ...report,
   };
-  return new Promise((resolve, reject) =>
-    client.reportStatus(full, metadataOf(key), { deadline: Date.now() + 10_000 }, (e) => (e ? reject(e) : resolve())),
-  );
+  return new Promise((resolve, reject) => client.reportStatus(full, metadataOf(key), { deadline: Date.now() + 10_000 }, (e) => (e ? reject(e) : resolve())));
 }
 
 export interface RecordedWatch {
@@ -70,7 +70,8 @@ export function watch(client: AgentServiceClient, key: string | null, request: P
       for (;;) {
         const found = events.slice(o.from ?? 0).find(match);
         if (found) return found;
-        if (Date.now() > deadline) throw new Error(`no matching Watch event; got ${JSON.stringify(events.map((e) => [e.type, e.revision_id, e.sequence, e.poll_id]))}`);
+        if (Date.now() > deadline)
+          throw new Error(`no matching Watch event; got ${JSON.stringify(events.map((e) => [e.type, e.revision_id, e.sequence, e.poll_id]))}`);
         await new Promise((r) => setTimeout(r, 20));
       }
     },
@@ -78,10 +79,11 @@ export function watch(client: AgentServiceClient, key: string | null, request: P
   };
 }
 
-export function getBundle(client: AgentServiceClient, key: string | null, speakerId: string, revisionId: number): Promise<BundleChunk[]> {
+export function getBundle(client: AgentServiceClient, key: string | null, speakerId: string, revisionId: number, baseRevisionId = 0): Promise<BundleChunk[]> {
   return new Promise((resolve, reject) => {
     const chunks: BundleChunk[] = [];
-    const call = client.getBundle({ speaker_id: speakerId, revision_id: revisionId }, metadataOf(key), { deadline: Date.now() + 30_000 });
+    const request = { speaker_id: speakerId, revision_id: revisionId, base_revision_id: baseRevisionId };
+    const call = client.getBundle(request, metadataOf(key), { deadline: Date.now() + 30_000 });
     call.on("data", (c: BundleChunk) => chunks.push(c));
     call.on("error", reject);
     call.on("end", () => resolve(chunks));

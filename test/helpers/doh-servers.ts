@@ -1,6 +1,6 @@
 // Local HTTP servers for the DoH tests: a dns-json server (neither unbound nor dnsdist speaks
 // that API) and a wire-format server that answers whatever bytes a test wants.
-import { type IncomingMessage, type Server, type ServerResponse, createServer } from "node:http";
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
 
 export interface JsonAnswer {

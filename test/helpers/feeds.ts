@@ -34,6 +34,10 @@ export async function startFeedServer() {
         body: JSON.stringify({ status: "ok", data: { resource: String(asn), prefixes: prefixes.map((prefix) => ({ prefix, timelines: [] })) } }),
       });
     },
-    close: () => new Promise<void>((r) => { server.closeAllConnections(); server.close(() => r()); }),
+    close: () =>
+      new Promise<void>((r) => {
+        server.closeAllConnections();
+        server.close(() => r());
+      }),
   };
 }

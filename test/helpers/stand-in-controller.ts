@@ -2,8 +2,8 @@ import { createServer, type IncomingMessage, type Server, type ServerResponse } 
 import type { AddressInfo } from "node:net";
 import { gzipSync } from "node:zlib";
 import {
-  type AgentServiceHandlers,
   type AgentNotification,
+  type AgentServiceHandlers,
   bearerFromMetadata,
   bundleChunks,
   grpc,
@@ -148,7 +148,10 @@ export async function startStandInController(options: { grpc?: boolean; seed?: n
       for (;;) {
         const found = self.reports.slice(o.from ?? 0).find((r) => match(r.report));
         if (found) return found;
-        if (Date.now() > deadline) throw new Error(`no matching report; received: ${JSON.stringify(self.reports.map((r) => [r.via, r.report.reason, r.report.applied_revision_id, r.report.error?.code]))}`);
+        if (Date.now() > deadline)
+          throw new Error(
+            `no matching report; received: ${JSON.stringify(self.reports.map((r) => [r.via, r.report.reason, r.report.applied_revision_id, r.report.error?.code]))}`,
+          );
         await new Promise((r) => setTimeout(r, 20));
       }
     },
@@ -183,7 +186,14 @@ export async function startStandInController(options: { grpc?: boolean; seed?: n
   }
 
   function enrollAnswer() {
-    return { speaker_id: speakerId, tenant_id: tenantId, api_key: self.nodeKey, signing_keys: [listedKey], grpc_endpoint: self.grpcAddress || null, nats_url: options.natsUrl ?? null };
+    return {
+      speaker_id: speakerId,
+      tenant_id: tenantId,
+      api_key: self.nodeKey,
+      signing_keys: [listedKey],
+      grpc_endpoint: self.grpcAddress || null,
+      nats_url: options.natsUrl ?? null,
+    };
   }
 
   // ---- HTTP node routes ----

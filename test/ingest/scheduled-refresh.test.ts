@@ -9,7 +9,11 @@ beforeAll(async () => {
 afterAll(async () => t?.close());
 
 const ingestJobs = async () =>
-  (await t.call(t.rootKey, { method: "GET", url: "/v1/jobs?type=module_ingest&limit=500" })).json().items as { status: string; params: any; created_by: string }[];
+  (await t.call(t.rootKey, { method: "GET", url: "/v1/jobs?type=module_ingest&limit=500" })).json().items as {
+    status: string;
+    params: any;
+    created_by: string;
+  }[];
 
 it("modules with refresh_interval_minutes are refreshed by the scheduler, once per interval", async () => {
   const mod = await t.call(t.rootKey, { method: "POST", url: "/v1/modules", payload: { name: "timed", type: "IP_RANGES", refresh_interval_minutes: 5 } });

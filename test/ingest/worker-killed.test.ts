@@ -6,6 +6,7 @@ import { loadConfig } from "../../packages/controller/src/config.js";
 import { type Controller, startController } from "../../packages/controller/src/controller.js";
 import { createTestDatabase, type TestDatabase } from "../helpers/db.js";
 import { startFeedServer } from "../helpers/feeds.js";
+import { until } from "../helpers/wait.js";
 
 const server = join(import.meta.dirname, "../../packages/controller/dist/server.js");
 const KEY = `rlk_KILLTEST_${"k".repeat(43)}`;
@@ -19,7 +20,10 @@ beforeAll(async () => {
   db = await createTestDatabase();
   feeds = await startFeedServer();
   // The API process takes requests and runs no worker.
-  api = await startController(loadConfig({ DATABASE_URL: db.url, LOG_LEVEL: "silent", APP_SERVICE: "api", BOOTSTRAP_API_KEY: KEY, APP_OUTBOUND_ALLOW_CIDRS: "127.0.0.0/8" }), { logger: false });
+  api = await startController(
+    loadConfig({ DATABASE_URL: db.url, LOG_LEVEL: "silent", APP_SERVICE: "api", BOOTSTRAP_API_KEY: KEY, APP_OUTBOUND_ALLOW_CIDRS: "127.0.0.0/8" }),
+    { logger: false },
+  );
 });
 afterAll(async () => {
   child?.kill("SIGKILL");
@@ -31,16 +35,6 @@ afterAll(async () => {
 const call = (method: "GET" | "POST", url: string, payload?: object) =>
   api.app.inject({ method, url, headers: { authorization: `Bearer ${KEY}` }, ...(payload ? { payload } : {}) });
 
-async function until<T>(what: string, fn: () => Promise<T | undefined | false>, ms = 20_000): Promise<T> {
-  const end = Date.now() + ms;
-  for (;;) {
-    const v = await fn();
-    if (v) return v;
-    if (Date.now() > end) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 100));
-  }
-}
-
 it("a refresh whose worker process is killed mid-run is taken up again and makes exactly one revision", async () => {
   const mod = (await call("POST", "/v1/modules", { name: "killed", type: "IP_RANGES" })).json();
   await call("POST", `/v1/modules/${mod.id}/ip-range-entries`, { cidr: "60.0.0.0/8" });
@@ -48,12 +42,19 @@ it("a refresh whose worker process is killed mid-run is taken up again and makes
   expect((await call("POST", `/v1/modules/${mod.id}/cdn-sources`, { url: `${feeds.base}/slow.txt`, format: "text" })).statusCode).toBe(201);
 
   child = spawn(process.execPath, [server], {
-    env: { ...process.env, DATABASE_URL: db.url, APP_SERVICE: "worker", HTTP_PORT: "0", LOG_LEVEL: process.env.DEBUG_CHILD ? "info" : "silent", APP_OUTBOUND_ALLOW_CIDRS: "127.0.0.0/8" },
+    env: {
+      ...process.env,
+      DATABASE_URL: db.url,
+      APP_SERVICE: "worker",
+      HTTP_PORT: "0",
+      LOG_LEVEL: process.env.DEBUG_CHILD ? "info" : "silent",
+      APP_OUTBOUND_ALLOW_CIDRS: "127.0.0.0/8",
+    },
     stdio: process.env.DEBUG_CHILD ? "inherit" : "ignore",
   });
   const job = (await call("POST", `/v1/modules/${mod.id}/refresh`)).json();
   // The worker process is inside the job, waiting on the stalled feed.
-  await until("the worker to fetch the feed", async () => (feeds.hits.get("/slow.txt") ?? 0) > 0);
+  await until("the worker to fetch the feed", async () => (feeds.hits.get("/slow.txt") ?? 0) > 0, 20_000);
   expect((await call("GET", `/v1/jobs/${job.job_id}`)).json().status).toBe("running");
   child.kill("SIGKILL");
   await new Promise((r) => child!.once("exit", r));
@@ -67,10 +68,14 @@ it("a refresh whose worker process is killed mid-run is taken up again and makes
     { logger: false },
   );
   try {
-    const done = await until("the job to succeed", async () => {
-      const j = (await call("GET", `/v1/jobs/${job.job_id}`)).json();
-      return j.status === "succeeded" ? j : undefined;
-    });
+    const done = await until(
+      "the job to succeed",
+      async () => {
+        const j = (await call("GET", `/v1/jobs/${job.job_id}`)).json();
+        return j.status === "succeeded" ? j : undefined;
+      },
+      20_000,
+    );
     expect(done.attempts).toBe(2);
     const revisions = (await call("GET", "/v1/revisions")).json().items;
     expect(revisions).toHaveLength(1);

@@ -1,10 +1,10 @@
+import { eventSubjects } from "@rlc/proto";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { evaluateAwaitingApplies } from "../../packages/controller/src/jobs/apply-awaiting.js";
 import { startAwaitingEvaluator } from "../../packages/controller/src/jobs/awaiting-evaluator.js";
 import { createJobHandlers } from "../../packages/controller/src/jobs/handlers.js";
 import { startWorker, type Worker } from "../../packages/controller/src/jobs/worker.js";
 import { awaitingSweepTask } from "../../packages/controller/src/scheduler/tasks.js";
-import { createRevisionStore } from "../../packages/controller/src/services/revision-store.js";
 import { startTestController, type TestController } from "../helpers/controller.js";
 import { until } from "../helpers/wait.js";
 
@@ -51,7 +51,7 @@ beforeAll(async () => {
     bus: c.deps.bus,
     clock: c.deps.clock,
     logger: silent,
-    handlers: createJobHandlers({ sql: sql(), bus: c.deps.bus, outbound: c.deps.outbound, asnSource: null, revisions: createRevisionStore(), services: c.deps.services }),
+    handlers: createJobHandlers({ sql: sql(), bus: c.deps.bus, services: c.deps.services }),
     concurrency: 1,
     quickSlots: 0,
     pollMs: 50,
@@ -101,19 +101,25 @@ describe("awaiting jobs", () => {
     await statusIs(id, "awaiting");
     const latest = await bundleOf(edge);
     const reported = Date.now();
-    expect((await report(edge, { reason: "applied", applied_revision_id: revisionId, applied_sequence: latest.sequence, applied_digest: latest.digest })).statusCode).toBe(204);
+    expect(
+      (await report(edge, { reason: "applied", applied_revision_id: revisionId, applied_sequence: latest.sequence, applied_digest: latest.digest })).statusCode,
+    ).toBe(204);
     // One of two answered: progress moves, the job waits on.
-    const half = await until("progress 1/2", async () => {
-      const j = await jobOf(id);
-      return j.progress?.done === 1 ? j : null;
-    }, 3000);
+    const half = await until(
+      "progress 1/2",
+      async () => {
+        const j = await jobOf(id);
+        return j.progress?.done === 1 ? j : null;
+      },
+      3000,
+    );
     expect(Date.now() - reported).toBeLessThan(2000);
     expect(half).toMatchObject({ status: "awaiting", progress: { done: 1, total: 2 } });
 
     // The other one's apply fails (as a report over gRPC would record it): the job ends failed with each speaker's outcome.
     const tenantId = (await call(t.rootKey, "GET", "/v1/auth/session")).json().tenant_id;
     await sql()`UPDATE speakers SET dispatch_status = 'failed', last_error = ${sql().json({ code: "bird_config_invalid", message: "syntax error", revision_id: revisionId })} WHERE id = ${quiet.id}`;
-    t.controller.deps.bus.publish(`rl.${tenantId}.speakers.${quiet.id}.status`, {});
+    t.controller.deps.bus.publish(eventSubjects.status(tenantId, quiet.id), {});
     const failed = await statusIs(id, "failed");
     expect(failed.error).toMatchObject({ code: "apply_failed", status: 502 });
     expect(failed.result.speakers).toEqual([

@@ -2,12 +2,12 @@ import { AppError } from "@rlc/shared/errors";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createMemoryBus } from "../../packages/controller/src/bus/memory-bus.js";
 import { claimJob } from "../../packages/controller/src/db/jobs.js";
-import { INTERNAL_JOB_DETAIL } from "../../packages/controller/src/jobs/problem.js";
-import { setTenantMaxQueued } from "../../packages/controller/src/services/jobs.js";
 import type { JobContext, JobHandler } from "../../packages/controller/src/jobs/handler.js";
+import { INTERNAL_JOB_DETAIL } from "../../packages/controller/src/jobs/problem.js";
 import { startWorker, type Worker } from "../../packages/controller/src/jobs/worker.js";
-import { enqueueJob } from "../../packages/controller/src/services/jobs.js";
+import { enqueueJob, setTenantMaxQueued } from "../../packages/controller/src/services/operations/jobs.js";
 import { startTestController, type TestController } from "../helpers/controller.js";
+import { until } from "../helpers/wait.js";
 
 let t: TestController;
 let tenantA: string;
@@ -54,17 +54,10 @@ async function enqueue(tenantId: string, type: JobHandler["type"] = "revision_pr
 }
 
 async function status(id: string) {
-  const [row] = await t.controller.db.sql<{ status: string; attempts: number; error: any; result: any }[]>`SELECT status, attempts, error, result FROM jobs WHERE id = ${id}`;
+  const [row] = await t.controller.db.sql<
+    { status: string; attempts: number; error: any; result: any }[]
+  >`SELECT status, attempts, error, result FROM jobs WHERE id = ${id}`;
   return row!;
-}
-
-async function until(check: () => Promise<boolean>, ms = 10_000) {
-  const end = Date.now() + ms;
-  while (Date.now() < end) {
-    if (await check()) return;
-    await new Promise((r) => setTimeout(r, 50));
-  }
-  expect(await check()).toBe(true);
 }
 
 const workers: Worker[] = [];
@@ -96,7 +89,7 @@ describe("job queue", () => {
     await s.waitStarted(id);
     expect((await status(id)).status).toBe("running");
     await s.release(id);
-    await until(async () => (await status(id)).status === "succeeded");
+    await until("the job status", async () => (await status(id)).status === "succeeded");
     const res = await t.call(t.rootKey, { method: "GET", url: `/v1/jobs/${id}` });
     expect(res.json()).toMatchObject({ job_id: id, type: "revision_prune", status: "succeeded", result: { done: id }, attempts: 1, error: null });
     const list = await t.call(t.rootKey, { method: "GET", url: "/v1/jobs?status=succeeded&type=revision_prune" });
@@ -118,7 +111,7 @@ describe("job queue", () => {
     const c2 = await t.call(t.rootKey, { method: "POST", url: `/v1/jobs/${running}/cancel` });
     expect(c2.json()).toMatchObject({ status: "running", cancel_requested: true });
     await s.release(running, "checkpoint");
-    await until(async () => (await status(running)).status === "cancelled");
+    await until("the job status", async () => (await status(running)).status === "cancelled");
     expect((await status(running)).result).toBeNull();
 
     const again = await t.call(t.rootKey, { method: "POST", url: `/v1/jobs/${running}/cancel` });
@@ -136,18 +129,18 @@ describe("job queue", () => {
     const w = startW(s.handler);
     const flaky = await enqueue(tenantA);
     await s.release(flaky, "throw");
-    await until(async () => (await status(flaky)).status === "queued");
+    await until("the job status", async () => (await status(flaky)).status === "queued");
     // The thrown message is logged, not stored: an internal error's text (SQL, paths) stays out of the job.
     expect((await status(flaky)).error).toMatchObject({ code: "internal", status: 500 });
     expect((await status(flaky)).error.detail).not.toContain("upstream hiccup");
     await t.controller.db.sql`UPDATE jobs SET run_after = now() WHERE id = ${flaky}`;
     await s.release(flaky, "ok", 2);
-    await until(async () => (await status(flaky)).status === "succeeded");
+    await until("the job status", async () => (await status(flaky)).status === "succeeded");
     expect((await status(flaky)).attempts).toBe(2);
 
     const guarded = await enqueue(tenantA);
     await s.release(guarded, "app-error");
-    await until(async () => (await status(guarded)).status === "failed");
+    await until("the job status", async () => (await status(guarded)).status === "failed");
     expect((await status(guarded)).error).toMatchObject({ code: "revision_guard_tripped", status: 422 });
     expect((await status(guarded)).attempts).toBe(1);
     await w.stop();
@@ -156,13 +149,20 @@ describe("job queue", () => {
   it("takes up again a job whose worker died (its lease ran out)", async () => {
     const id = await enqueue(tenantA);
     // A worker claims it and dies at once: it never renews its 300 ms lease.
-    const dead = await claimJob(t.controller.db.sql, { workerId: "dead-worker", now: new Date(), leaseMs: 300, types: ["revision_prune"], tenantMaxRunning: 10, attemptsCap: 5 });
+    const dead = await claimJob(t.controller.db.sql, {
+      workerId: "dead-worker",
+      now: new Date(),
+      leaseMs: 300,
+      types: ["revision_prune"],
+      tenantMaxRunning: 10,
+      attemptsCap: 5,
+    });
     expect(dead?.id).toBe(id);
     const s = steerable("revision_prune");
     const w = startW(s.handler);
     await new Promise((r) => setTimeout(r, 400));
     await s.release(id);
-    await until(async () => (await status(id)).status === "succeeded");
+    await until("the job status", async () => (await status(id)).status === "succeeded");
     expect((await status(id)).attempts).toBe(2);
     await w.stop();
   });
@@ -170,7 +170,8 @@ describe("job queue", () => {
   it("one tenant's backlog does not block another tenant's job", async () => {
     const aJobs = [await enqueue(tenantA), await enqueue(tenantA), await enqueue(tenantA)];
     const bJob = await enqueue(tenantB);
-    const claim = (workerId: string) => claimJob(t.controller.db.sql, { workerId, now: new Date(), leaseMs: 60_000, types: ["revision_prune"], tenantMaxRunning: 10, attemptsCap: 5 });
+    const claim = (workerId: string) =>
+      claimJob(t.controller.db.sql, { workerId, now: new Date(), leaseMs: 60_000, types: ["revision_prune"], tenantMaxRunning: 10, attemptsCap: 5 });
     // A's oldest goes first; while it runs, B (nothing running) comes before A's second job.
     expect((await claim("w1"))?.id).toBe(aJobs[0]);
     expect((await claim("w2"))?.id).toBe(bJob);
@@ -181,15 +182,24 @@ describe("job queue", () => {
   it("a job whose worker is lost on every attempt ends failed, reason poisoned, and is not taken again", async () => {
     const id = await enqueue(tenantA, "revision_prune", 2);
     for (const n of [1, 2]) {
-      const dead = await claimJob(t.controller.db.sql, { workerId: `dead-${n}`, now: new Date(), leaseMs: 100, types: ["revision_prune"], tenantMaxRunning: 10, attemptsCap: 5 });
+      const dead = await claimJob(t.controller.db.sql, {
+        workerId: `dead-${n}`,
+        now: new Date(),
+        leaseMs: 100,
+        types: ["revision_prune"],
+        tenantMaxRunning: 10,
+        attemptsCap: 5,
+      });
       expect(dead?.id).toBe(id);
       await new Promise((r) => setTimeout(r, 150));
     }
     // Attempts used up: no claim takes it again.
-    expect(await claimJob(t.controller.db.sql, { workerId: "w", now: new Date(), leaseMs: 100, types: ["revision_prune"], tenantMaxRunning: 10, attemptsCap: 5 })).toBeUndefined();
+    expect(
+      await claimJob(t.controller.db.sql, { workerId: "w", now: new Date(), leaseMs: 100, types: ["revision_prune"], tenantMaxRunning: 10, attemptsCap: 5 }),
+    ).toBeUndefined();
     const s = steerable("revision_prune");
     const w = startW(s.handler);
-    await until(async () => (await status(id)).status === "failed");
+    await until("the job status", async () => (await status(id)).status === "failed");
     expect((await status(id)).error).toMatchObject({ code: "internal", reason: "poisoned" });
     expect((await status(id)).attempts).toBe(2);
     expect(s.started).toHaveLength(0);
@@ -206,7 +216,7 @@ describe("job queue", () => {
     };
     const w = startW(leaky);
     const id = await enqueue(tenantA, "revision_prune", 1);
-    await until(async () => (await status(id)).status === "failed");
+    await until("the job status", async () => (await status(id)).status === "failed");
     const error = (await t.call(t.rootKey, { method: "GET", url: `/v1/jobs/${id}` })).json().error;
     expect(error).toMatchObject({ code: "internal", detail: INTERNAL_JOB_DETAIL });
     expect(JSON.stringify(error)).not.toMatch(/SELECT|\/srv|relation/);
@@ -238,11 +248,11 @@ describe("job queue", () => {
     await long.waitStarted(l2);
     const q = await enqueue(tenantA);
     await quick.release(q);
-    await until(async () => (await status(q)).status === "succeeded", 5000);
+    await until("the job status", async () => (await status(q)).status === "succeeded", 5000);
     expect((await status(l1)).status).toBe("running");
     await long.release(l1);
     await long.release(l2);
-    await until(async () => (await status(l1)).status === "succeeded" && (await status(l2)).status === "succeeded");
+    await until("the job status", async () => (await status(l1)).status === "succeeded" && (await status(l2)).status === "succeeded");
     await w.stop();
   });
 

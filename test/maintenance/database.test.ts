@@ -12,7 +12,8 @@ let operator: string;
 
 beforeAll(async () => {
   t = await startTestController({ env: { GRPC_PORT: "0" } });
-  const mint = async (role: string) => (await t.call(t.rootKey, { method: "POST", url: "/v1/api-keys", payload: { name: role, role } })).json().secret as string;
+  const mint = async (role: string) =>
+    (await t.call(t.rootKey, { method: "POST", url: "/v1/api-keys", payload: { name: role, role } })).json().secret as string;
   admin = await mint("admin");
   operator = await mint("operator");
 });
@@ -73,7 +74,10 @@ describe("database status and analyze (PostgreSQL)", () => {
       const op = doc.paths[path]?.[method];
       expect(op, `${method} ${path}`).toBeDefined();
       expect(op.summary, `${method} ${path}`).toBeTruthy();
-      expect(Object.keys(op.responses).some((s) => s.startsWith("4")), `${method} ${path}`).toBe(true);
+      expect(
+        Object.keys(op.responses).some((s) => s.startsWith("4")),
+        `${method} ${path}`,
+      ).toBe(true);
     }
     expect(doc.components.schemas).toHaveProperty("MaintenancePolicy");
     expect(doc.components.schemas).toHaveProperty("MaintenanceAction");
@@ -111,7 +115,11 @@ describe("database status and analyze (embedded database)", () => {
       method: "POST",
       url: "/v1/maintenance/policies",
       headers: auth,
-      payload: { name: "embedded", interval_minutes: 5, actions: [{ type: "revision_prune" }, { type: "audit_retention", days: 1 }, { type: "runtime_logs_cleanup" }] },
+      payload: {
+        name: "embedded",
+        interval_minutes: 5,
+        actions: [{ type: "revision_prune" }, { type: "audit_retention", days: 1 }, { type: "runtime_logs_cleanup" }],
+      },
     });
     expect(p.statusCode, p.body).toBe(201);
     const dry = await c.app.inject({ method: "POST", url: `/v1/maintenance/policies/${p.json().policy_id}/dry-run`, headers: auth });

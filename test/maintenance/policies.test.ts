@@ -291,7 +291,12 @@ describe("maintenance policies - run and dry run", () => {
 
     const audit = (await call(key, { method: "GET", url: "/v1/audit?limit=20" })).json().items;
     const run = audit.find((r: any) => r.action === "run");
-    expect(run).toMatchObject({ resource_type: "maintenance_policy", resource_id: p.policy_id, policy_id: p.policy_id, actor: { key_prefix: key.split("_")[1] } });
+    expect(run).toMatchObject({
+      resource_type: "maintenance_policy",
+      resource_id: p.policy_id,
+      policy_id: p.policy_id,
+      actor: { key_prefix: key.split("_")[1] },
+    });
     const byPolicy = audit.filter((r: any) => r.policy_id === p.policy_id && r.action === "delete").map((r: any) => r.resource_type);
     expect(byPolicy.sort()).toEqual(["job", "maintenance_policy", "revision"]);
     const cleanup = (await call(key, { method: "GET", url: "/v1/runtime-logs/cleanup-audit" })).json().items[0];

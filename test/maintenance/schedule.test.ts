@@ -3,8 +3,8 @@ import { insertRevision } from "../../packages/controller/src/db/revisions.js";
 import { maintenancePolicyRunJob } from "../../packages/controller/src/jobs/maintenance-policy-run-job.js";
 import { revisionPruneJob } from "../../packages/controller/src/jobs/revision-prune-job.js";
 import { startWorker } from "../../packages/controller/src/jobs/worker.js";
-import { enqueueJob } from "../../packages/controller/src/services/jobs.js";
-import { encodeContent } from "../../packages/controller/src/services/revision-store.js";
+import { enqueueJob } from "../../packages/controller/src/services/operations/jobs.js";
+import { encodeContent } from "../../packages/controller/src/services/revisions/revision-store.js";
 import { startTestController, type TestController } from "../helpers/controller.js";
 
 // The api role runs neither a worker nor a scheduler: the test calls the scheduler's passes
@@ -70,7 +70,13 @@ describe("scheduled maintenance policies", () => {
       payload: { name: "every-5", interval_minutes: 5, actions: [{ type: "jobs_retention", days: 7 }] },
     });
     const p = res.json();
-    const off = (await t.call(t.rootKey, { method: "POST", url: "/v1/maintenance/policies", payload: { name: "off", enabled: false, interval_minutes: 5, actions: [{ type: "revision_prune" }] } })).json();
+    const off = (
+      await t.call(t.rootKey, {
+        method: "POST",
+        url: "/v1/maintenance/policies",
+        payload: { name: "off", enabled: false, interval_minutes: 5, actions: [{ type: "revision_prune" }] },
+      })
+    ).json();
     expect(off.next_run_at).toBeNull();
     const nextRun = new Date(p.next_run_at);
 
@@ -80,7 +86,11 @@ describe("scheduled maintenance policies", () => {
     expect(await services().maintenance.scheduleDueRuns(bus(), due)).toBe(0);
     const jobs = await jobsOf("maintenance_policy_run");
     expect(jobs).toHaveLength(1);
-    expect(jobs[0]).toMatchObject({ status: "queued", created_by: "auto:scheduler", params: { policy_id: p.policy_id, trigger: "scheduler", requested_by: null } });
+    expect(jobs[0]).toMatchObject({
+      status: "queued",
+      created_by: "auto:scheduler",
+      params: { policy_id: p.policy_id, trigger: "scheduler", requested_by: null },
+    });
     const after = (await t.call(t.rootKey, { method: "GET", url: `/v1/maintenance/policies/${p.policy_id}` })).json();
     expect(new Date(after.next_run_at).getTime()).toBe(due.getTime() + 5 * MINUTE);
 
@@ -93,14 +103,30 @@ describe("scheduled maintenance policies", () => {
     const [done] = await jobsOf("maintenance_policy_run");
     expect(done).toMatchObject({ status: "succeeded", result: { policy_id: p.policy_id, trigger: "scheduler" } });
     const run = (await t.call(t.rootKey, { method: "GET", url: "/v1/audit?action=run" })).json().items[0];
-    expect(run).toMatchObject({ policy_id: p.policy_id, resource_type: "maintenance_policy", actor: { key_id: null, key_prefix: "auto:scheduler", role: null } });
+    expect(run).toMatchObject({
+      policy_id: p.policy_id,
+      resource_type: "maintenance_policy",
+      actor: { key_id: null, key_prefix: "auto:scheduler", role: null },
+    });
   });
 
   it("a scheduled run of a policy disabled since is skipped; a deleted policy's run fails with not_found, a malformed one at once", async () => {
-    const p = (await t.call(t.rootKey, { method: "POST", url: "/v1/maintenance/policies", payload: { name: "soon-off", interval_minutes: 5, actions: [{ type: "revision_prune" }] } })).json();
+    const p = (
+      await t.call(t.rootKey, {
+        method: "POST",
+        url: "/v1/maintenance/policies",
+        payload: { name: "soon-off", interval_minutes: 5, actions: [{ type: "revision_prune" }] },
+      })
+    ).json();
     await services().maintenance.scheduleDueRuns(bus(), new Date(Date.now() + 10 * MINUTE));
     await t.call(t.rootKey, { method: "PATCH", url: `/v1/maintenance/policies/${p.policy_id}`, payload: { enabled: false } });
-    const gone = (await t.call(t.rootKey, { method: "POST", url: "/v1/maintenance/policies", payload: { name: "gone", interval_minutes: 5, actions: [{ type: "revision_prune" }] } })).json();
+    const gone = (
+      await t.call(t.rootKey, {
+        method: "POST",
+        url: "/v1/maintenance/policies",
+        payload: { name: "gone", interval_minutes: 5, actions: [{ type: "revision_prune" }] },
+      })
+    ).json();
     const asked = (await t.call(t.rootKey, { method: "POST", url: `/v1/maintenance/policies/${gone.policy_id}/run` })).json();
     await t.call(t.rootKey, { method: "DELETE", url: `/v1/maintenance/policies/${gone.policy_id}` });
     const runsBefore = (await t.call(t.rootKey, { method: "GET", url: "/v1/audit?action=run" })).json().items.length;
@@ -152,7 +178,11 @@ describe("revision retention", () => {
       [2, false],
     ]);
     const rec = (await t.call(t.rootKey, { method: "GET", url: "/v1/audit?action=delete&resource_type=revision" })).json().items[0];
-    expect(rec).toMatchObject({ actor: { key_prefix: "auto:scheduler", key_id: null }, changes: { revision_ids: { from: [1, 3], to: null } }, policy_id: null });
+    expect(rec).toMatchObject({
+      actor: { key_prefix: "auto:scheduler", key_id: null },
+      changes: { revision_ids: { from: [1, 3], to: null } },
+      policy_id: null,
+    });
 
     // The current revision is older than the retention too: it stays, and no job is made for it.
     expect(await services().maintenance.scheduleRevisionPrunes(bus(), new Date(Date.now() + 60 * MINUTE))).toBe(0);

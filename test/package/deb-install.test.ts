@@ -3,7 +3,7 @@ import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, statSync, sym
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import type { BirdClient } from "../../packages/agent/src/bird/birdc.js";
+import type { BirdClient } from "../../packages/shared/src/bird/birdc.js";
 import { type Rib, startBirdLab, stopProcess, waitForRibs } from "../helpers/bird-lab.js";
 import { type LiveController, startLiveController, until, untilJobDone } from "../helpers/live-controller.js";
 
@@ -118,7 +118,8 @@ describe.skipIf(reasons.length > 0)(reasons.length > 0 ? `${title} (skipped: ${r
 
   afterAll(async () => {
     if (t) {
-      for (const job of (await t.call(t.rootKey, "GET", "/v1/jobs?status=running")).json().items ?? []) await t.call(t.rootKey, "POST", `/v1/jobs/${job.job_id}/cancel`);
+      for (const job of (await t.call(t.rootKey, "GET", "/v1/jobs?status=running")).json().items ?? [])
+        await t.call(t.rootKey, "POST", `/v1/jobs/${job.job_id}/cancel`);
     }
     await stopProcess(agent);
     birdc?.close();

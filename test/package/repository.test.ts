@@ -22,7 +22,8 @@ function lockfileDrift(lock: { packages: Record<string, Record<string, unknown>>
       if (want !== have) drift.push(`${path || "(root)"} ${field}`);
     }
     // npm records these of each workspace too, and rewrites the lockfile when they differ.
-    const bin = (b: unknown) => JSON.stringify(typeof b === "object" && b ? Object.entries(b).map(([k, v]) => [k, String(v).replace(/^\.\//, "")]) : (b ?? null));
+    const bin = (b: unknown) =>
+      JSON.stringify(typeof b === "object" && b ? Object.entries(b).map(([k, v]) => [k, String(v).replace(/^\.\//, "")]) : (b ?? null));
     if (bin(pkg.bin) !== bin(locked.bin)) drift.push(`${path || "(root)"} bin`);
     for (const field of ["license", "version"]) if (path !== "" && (pkg[field] ?? null) !== (locked[field] ?? null)) drift.push(`${path} ${field}`);
     if (path === "" && (pkg.license ?? null) !== (locked.license ?? null)) drift.push("(root) license");

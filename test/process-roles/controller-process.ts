@@ -50,7 +50,15 @@ export class ControllerProcess {
     // A clean environment: nothing of the test runner's leaks into the process.
     this.child = spawn(process.execPath, [serverJs], {
       cwd: root,
-      env: { PATH: process.env.PATH ?? "/usr/bin:/bin", HTTP_HOST: "127.0.0.1", HTTP_PORT: String(port), GRPC_HOST: "127.0.0.1", GRPC_PORT: "0", LOG_LEVEL: "info", ...env },
+      env: {
+        PATH: process.env.PATH ?? "/usr/bin:/bin",
+        HTTP_HOST: "127.0.0.1",
+        HTTP_PORT: String(port),
+        GRPC_HOST: "127.0.0.1",
+        GRPC_PORT: "0",
+        LOG_LEVEL: "info",
+        ...env,
+      },
       stdio: ["ignore", "pipe", "pipe"],
     });
     const take = (chunk: Buffer, rest: { s: string }) => {

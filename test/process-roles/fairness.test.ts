@@ -4,8 +4,8 @@ import { join } from "node:path";
 import postgres from "postgres";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createTestDatabase, type TestDatabase } from "../helpers/db.js";
-import { assertBuilt, type ControllerProcess, newBootstrapKey, startControllerProcess } from "./controller-process.js";
 import { until } from "../helpers/wait.js";
+import { assertBuilt, type ControllerProcess, newBootstrapKey, startControllerProcess } from "./controller-process.js";
 
 // Two real controller processes with workers on one PostgreSQL database and one NATS server:
 // one app-all (API, worker, scheduler), one worker. Tenant A floods the queue with applies to
@@ -30,7 +30,6 @@ async function start(name: string, service: "app-all" | "worker" | "api", extra:
     ...extra,
   });
 }
-
 
 beforeAll(async () => {
   assertBuilt(["jobs/apply-awaiting.js", "jobs/awaiting-evaluator.js"]);
@@ -63,8 +62,11 @@ describe("a fair, bounded queue (PostgreSQL, two worker processes)", () => {
     await call(key, "POST", `/v1/modules/${modA.id}/ip-range-entries`, { cidr: "12.35.0.0/16" });
     expect((await call(key, "POST", `/v1/modules/${modA.id}/refresh?wait=true`)).status).toBe(200);
     const speakers: string[] = [];
-    for (let i = 0; i < 5; i++) speakers.push((await call(key, "POST", "/v1/speakers", { name: `silent-${i}`, router_id: `192.0.2.${i + 1}`, asn: 65000 + i })).json.speaker_id);
-    const policy = (await call(key, "POST", "/v1/maintenance/policies", { name: "quick", interval_minutes: 60, actions: [{ type: "jobs_retention", days: 30 }] })).json;
+    for (let i = 0; i < 5; i++)
+      speakers.push((await call(key, "POST", "/v1/speakers", { name: `silent-${i}`, router_id: `192.0.2.${i + 1}`, asn: 65000 + i })).json.speaker_id);
+    const policy = (
+      await call(key, "POST", "/v1/maintenance/policies", { name: "quick", interval_minutes: 60, actions: [{ type: "jobs_retention", days: 30 }] })
+    ).json;
 
     // The flood: 50 applies (8 s timeout) and 20 refreshes, as fast as the API takes them.
     const applies: string[] = [];
@@ -91,17 +93,27 @@ describe("a fair, bounded queue (PostgreSQL, two worker processes)", () => {
     const askedRun = Date.now();
     const run = await call(key, "POST", `/v1/maintenance/policies/${policy.policy_id}/run`);
     expect(run.status, JSON.stringify(run.json)).toBe(202);
-    const jobB = await until("B's refresh", async () => {
-      const j = (await call(keyB, "GET", `/v1/jobs/${refreshB}`)).json;
-      return j.status === "succeeded" || j.status === "failed" ? j : null;
-    }, 15_000);
+    const jobB = await until(
+      "B's refresh",
+      async () => {
+        const j = (await call(keyB, "GET", `/v1/jobs/${refreshB}`)).json;
+        return j.status === "succeeded" || j.status === "failed" ? j : null;
+      },
+      15_000,
+    );
     const tookB = Date.now() - askedB;
-    const runJob = await until("A's maintenance run", async () => {
-      const j = (await call(key, "GET", `/v1/jobs/${run.json.job_id}`)).json;
-      return j.status === "succeeded" || j.status === "failed" ? j : null;
-    }, 15_000);
+    const runJob = await until(
+      "A's maintenance run",
+      async () => {
+        const j = (await call(key, "GET", `/v1/jobs/${run.json.job_id}`)).json;
+        return j.status === "succeeded" || j.status === "failed" ? j : null;
+      },
+      15_000,
+    );
     const tookRun = Date.now() - askedRun;
-    const [open] = await sql<{ n: number }[]>`SELECT count(*)::int AS n FROM jobs WHERE status IN ('queued', 'running', 'awaiting') AND type IN ('apply', 'module_ingest')`;
+    const [open] = await sql<
+      { n: number }[]
+    >`SELECT count(*)::int AS n FROM jobs WHERE status IN ('queued', 'running', 'awaiting') AND type IN ('apply', 'module_ingest')`;
     const queuedMs = (j: { created_at: string; started_at: string }) => Date.parse(j.started_at) - Date.parse(j.created_at);
     console.info(
       `fairness: flood enqueued in ${askedB - floodStarted} ms; B's refresh done ${tookB} ms after asked (queued ${queuedMs(jobB)} ms), ` +
@@ -114,11 +126,15 @@ describe("a fair, bounded queue (PostgreSQL, two worker processes)", () => {
     expect(open!.n).toBeGreaterThan(0); // B did not simply come after the flood
 
     // A's work all ends as it should: the refreshes succeed, each apply fails with every speaker timed out.
-    const rows = await until("A's flood to end", async () => {
-      const r = await sql<{ id: string; type: string; status: string; result: any; attempts: number }[]>`
+    const rows = await until(
+      "A's flood to end",
+      async () => {
+        const r = await sql<{ id: string; type: string; status: string; result: any; attempts: number }[]>`
         SELECT id, type, status, result, attempts FROM jobs WHERE id IN ${sql([...applies, ...refreshes])}`;
-      return r.every((j) => ["succeeded", "failed", "cancelled"].includes(j.status)) ? r : null;
-    }, 90_000);
+        return r.every((j) => ["succeeded", "failed", "cancelled"].includes(j.status)) ? r : null;
+      },
+      90_000,
+    );
     console.info(`fairness: A's 70 jobs all ended ${Date.now() - floodStarted} ms after the flood began`);
     for (const j of rows.filter((r) => r.type === "module_ingest")) expect(j.status).toBe("succeeded");
     for (const j of rows.filter((r) => r.type === "apply")) {

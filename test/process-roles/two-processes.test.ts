@@ -5,8 +5,8 @@ import postgres from "postgres";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import { SCHEDULER_LOCK } from "../../packages/controller/src/scheduler/scheduler.js";
 import { createTestDatabase, type TestDatabase } from "../helpers/db.js";
-import { assertBuilt, type ControllerProcess, newBootstrapKey, startControllerProcess } from "./controller-process.js";
 import { until } from "../helpers/wait.js";
+import { assertBuilt, type ControllerProcess, newBootstrapKey, startControllerProcess } from "./controller-process.js";
 
 // Real controller processes (`node packages/controller/dist/server.js`, as deployed) with their
 // roles split by APP_SERVICE, on one PostgreSQL database and one NATS server.
@@ -28,7 +28,6 @@ async function start(name: string, service: "api" | "worker" | "scheduler"): Pro
     APP_DATA_DIR: dataDir,
   });
 }
-
 
 /** Backends of this database holding the scheduler's advisory lock (a bigint key: classid 0, objid the key, objsubid 1). */
 const lockHolders = async () =>
@@ -111,7 +110,11 @@ describe("process roles", () => {
     expect(holder).toBeDefined();
 
     // A maintenance policy whose run is due: a periodic task's effect to watch.
-    const created = await api.call(key, "POST", "/v1/maintenance/policies", { name: "handover", interval_minutes: 5, actions: [{ type: "jobs_retention", days: 30 }] });
+    const created = await api.call(key, "POST", "/v1/maintenance/policies", {
+      name: "handover",
+      interval_minutes: 5,
+      actions: [{ type: "jobs_retention", days: 30 }],
+    });
     expect(created.status, JSON.stringify(created.json)).toBe(201);
     const policyId = created.json.policy_id as string;
     await sql`UPDATE maintenance_policies SET next_run_at = now() - interval '1 second' WHERE id = ${policyId}`;
@@ -120,20 +123,28 @@ describe("process roles", () => {
     const killedAt = Date.now();
     await leader.exited;
     await follower.waitFor(LEADER, 60_000);
-    const newHolder = await until("the lock to have one new holder", async () => {
-      const holders = await lockHolders();
-      return holders.length === 1 && holders[0] !== holder ? holders[0] : null;
-    }, 60_000);
+    const newHolder = await until(
+      "the lock to have one new holder",
+      async () => {
+        const holders = await lockHolders();
+        return holders.length === 1 && holders[0] !== holder ? holders[0] : null;
+      },
+      60_000,
+    );
     const handoverMs = Date.now() - killedAt;
     console.info(`scheduler hand-over after kill -9: ${handoverMs} ms (lock backend ${holder} → ${newHolder})`);
     expect(handoverMs).toBeLessThan(60_000);
 
     // The new leader runs the due policy: one run job (no worker here, so it stays queued).
-    const jobs = await until("the policy's run job", async () => {
-      const rows = await sql<{ id: string; created_by: string }[]>`
+    const jobs = await until(
+      "the policy's run job",
+      async () => {
+        const rows = await sql<{ id: string; created_by: string }[]>`
         SELECT id, created_by FROM jobs WHERE type = 'maintenance_policy_run' AND params->>'policy_id' = ${policyId}`;
-      return rows.length ? rows : null;
-    }, 30_000);
+        return rows.length ? rows : null;
+      },
+      30_000,
+    );
     await new Promise((r) => setTimeout(r, 1000));
     expect(await sql`SELECT id FROM jobs WHERE type = 'maintenance_policy_run'`).toHaveLength(1);
     expect(jobs[0]!.created_by).toBe("auto:scheduler");

@@ -7,6 +7,7 @@ import { type Controller, startController } from "../../packages/controller/src/
 import { SCHEDULER_LOCK } from "../../packages/controller/src/scheduler/scheduler.js";
 import { runtimeLogsAutoTask } from "../../packages/controller/src/scheduler/tasks.js";
 import { startTestController, type TestController } from "../helpers/controller.js";
+import { until } from "../helpers/wait.js";
 
 let t: TestController;
 let dir: string;
@@ -19,12 +20,6 @@ afterAll(async () => {
   await t?.close();
   await rm(dir, { recursive: true, force: true });
 });
-
-async function until(check: () => boolean, ms: number) {
-  const end = Date.now() + ms;
-  while (Date.now() < end && !check()) await new Promise((r) => setTimeout(r, 50));
-  return check();
-}
 
 describe("scheduler", () => {
   it("exactly one of two controllers on one database leads, and the other takes over when it goes", async () => {
@@ -39,7 +34,7 @@ describe("scheduler", () => {
       const first = leaders()[0]!;
       // The leader goes away (its lock with it): another takes over at its next election.
       await first.scheduler!.stop();
-      expect(await until(() => leaders().length === 1 && leaders()[0] !== first, 3000)).toBe(true);
+      await until("one leader", async () => leaders().length === 1 && leaders()[0] !== first, 3000);
       await new Promise((r) => setTimeout(r, 300));
       expect(leaders()).toHaveLength(1);
     } finally {
@@ -64,7 +59,7 @@ describe("scheduler", () => {
       ).map((r) => r.pid);
     try {
       const leaders = () => [a, b].filter((c) => c.scheduler!.isLeader());
-      expect(await until(() => leaders().length === 1, 3000)).toBe(true);
+      await until("one leader", async () => leaders().length === 1, 3000);
       const first = leaders()[0]!;
       const [pid] = await holders();
       expect(pid).toBeDefined();

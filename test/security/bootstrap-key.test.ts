@@ -2,7 +2,7 @@ import { mkdtemp, readFile, rm, stat } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { announceBootstrapKey } from "../../packages/controller/src/lib/bootstrap-notice.js";
+import { announceBootstrapKey } from "../../packages/controller/src/services/access/bootstrap-notice.js";
 import { createTestDatabase, type TestDatabase } from "../helpers/db.js";
 import { assertBuilt, ControllerProcess, freePort } from "../process-roles/controller-process.js";
 
@@ -11,7 +11,7 @@ let dataDir: string;
 let proc: ControllerProcess | undefined;
 
 beforeAll(async () => {
-  assertBuilt(["lib/bootstrap-notice.js"]);
+  assertBuilt(["services/access/bootstrap-notice.js"]);
   db = await createTestDatabase();
   dataDir = await mkdtemp(join(tmpdir(), "rlc-bootstrap-"));
 });

@@ -15,13 +15,14 @@ beforeAll(async () => {
   dir = await mkdtemp(join(tmpdir(), "rlc-boundary-"));
   await writeFile(join(dir, "app.log"), "a line of the service log\n");
   t = await startTestController({ env: { APP_RUNTIME_LOGS_DIR: dir } });
-  const mint = async (key: string, role: string) => (await t.call(key, { method: "POST", url: "/v1/api-keys", payload: { name: role, role } })).json().secret as string;
+  const mint = async (key: string, role: string) =>
+    (await t.call(key, { method: "POST", url: "/v1/api-keys", payload: { name: role, role } })).json().secret as string;
   operator = await mint(t.rootKey, "operator");
   admin = await mint(t.rootKey, "admin");
   otherAdmin = (await t.call(t.rootKey, { method: "POST", url: "/v1/tenants", payload: { name: "elsewhere" } })).json().admin_key.secret;
   // A superadmin of another tenant (made directly: keys are never minted above the caller's role).
   const [other] = await t.controller.db.sql<{ id: string }[]>`SELECT id FROM tenants WHERE name = 'elsewhere'`;
-  const { mintApiKey } = await import("../../packages/controller/src/services/api-keys.js");
+  const { mintApiKey } = await import("../../packages/controller/src/services/access/api-keys.js");
   otherSuperadmin = (await mintApiKey(t.controller.db.sql, { tenantId: other!.id, name: "other root", role: "superadmin", now: new Date() })).secret;
 });
 afterAll(async () => {
@@ -105,7 +106,11 @@ describe("the deployment's own resources are for superadmins of tenant default o
     ["GET", "/v1/bird/status"],
     ["POST", "/v1/bird/reload", {}],
     ["PATCH", "/v1/settings", { runtime_logs_auto_enabled: true, runtime_logs_auto_mode: "delete", runtime_logs_auto_threshold_bytes: 1 }],
-    ["POST", "/v1/maintenance/policies", { name: "wipe", interval_minutes: 5, actions: [{ type: "runtime_logs_cleanup", mode: "delete", threshold_bytes: 1 }] }],
+    [
+      "POST",
+      "/v1/maintenance/policies",
+      { name: "wipe", interval_minutes: 5, actions: [{ type: "runtime_logs_cleanup", mode: "delete", threshold_bytes: 1 }] },
+    ],
   ];
   for (const [method, url, payload] of deploymentCalls) {
     it(`${method} ${url}: 403 for another tenant's superadmin and admin, and for tenant default's admin`, async () => {

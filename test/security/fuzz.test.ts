@@ -77,12 +77,22 @@ function queryOf(op: Operation): fc.Arbitrary<string> {
   const names = op.params.filter((p) => p.in === "query").map((p) => p.name);
   const pairs = fc.array(fc.tuple(fc.oneof(fc.constantFrom(...(names.length ? names : ["x"])), fc.string({ maxLength: 8 })), queryValue), { maxLength: 4 });
   // `wait=true` makes a refresh wait for its job; random bodies must not make the fuzz wait.
-  return pairs.map((ps) => ps.filter(([k]) => k !== "wait").map(([k, v]) => `${encodeURIComponent(k)}=${encodeURIComponent(v)}`).join("&"));
+  return pairs.map((ps) =>
+    ps
+      .filter(([k]) => k !== "wait")
+      .map(([k, v]) => `${encodeURIComponent(k)}=${encodeURIComponent(v)}`)
+      .join("&"),
+  );
 }
 
 function pathOf(op: Operation): fc.Arbitrary<string> {
   const names = [...op.template.matchAll(/\{([^}]+)\}/g)].map((m) => m[1]!);
-  const value = fc.oneof(fc.uuid(), fc.integer().map(String), fc.string({ minLength: 1, maxLength: 30 }), fc.constantFrom("app.log", "..", "%2e%2e", "0", "-1", "99999999999999"));
+  const value = fc.oneof(
+    fc.uuid(),
+    fc.integer().map(String),
+    fc.string({ minLength: 1, maxLength: 30 }),
+    fc.constantFrom("app.log", "..", "%2e%2e", "0", "-1", "99999999999999"),
+  );
   return fc.tuple(...names.map(() => value)).map((vals) => {
     let i = 0;
     return op.template.replace(/\{[^}]+\}/g, () => encodeURIComponent(vals[i++]!));
@@ -113,7 +123,8 @@ describe("schema fuzz of every operation with the superadmin key", () => {
           });
           sent++;
           const birdAbsent = res.statusCode === 503 && op.template.startsWith("/v1/bird/") && res.json().code === "bird_unavailable";
-          if (res.statusCode >= 500 && !birdAbsent) failures.push(`${op.method} ${url} ${body.payload?.slice(0, 200) ?? ""} → ${res.statusCode} ${res.body.slice(0, 200)}`);
+          if (res.statusCode >= 500 && !birdAbsent)
+            failures.push(`${op.method} ${url} ${body.payload?.slice(0, 200) ?? ""} → ${res.statusCode} ${res.body.slice(0, 200)}`);
           return true;
         }),
         { numRuns: 8, seed: Number(process.env.FUZZ_SEED ?? 20261124) },

@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { mintApiKey } from "../../packages/controller/src/services/api-keys.js";
+import { mintApiKey } from "../../packages/controller/src/services/access/api-keys.js";
 import { startTestController, type TestController } from "../helpers/controller.js";
 import { fill, type Operation, operationsOf, ROLE_RANK } from "./operations.js";
 
@@ -22,14 +22,19 @@ let speakerId: string;
 beforeAll(async () => {
   t = await startTestController({ env: { GRPC_PORT: "0" } });
   ops = operationsOf((await t.call(null, { method: "GET", url: "/v1/openapi.json" })).json());
-  const mint = async (role: string) => (await t.call(t.rootKey, { method: "POST", url: "/v1/api-keys", payload: { name: role, role } })).json().secret as string;
+  const mint = async (role: string) =>
+    (await t.call(t.rootKey, { method: "POST", url: "/v1/api-keys", payload: { name: role, role } })).json().secret as string;
   const speaker = await t.call(t.rootKey, {
     method: "POST",
     url: "/v1/speakers",
     payload: { name: "matrix-1", mode: "remote", router_id: "192.0.2.1", asn: 65010, policies_json: { local_ip: "192.0.2.1" } },
   });
   speakerId = speaker.json().speaker_id;
-  const enrolled = await t.call(speaker.json().enrollment_token, { method: "POST", url: "/v1/nodes/enroll", payload: { hostname: "r1", agent_version: "1.0.0" } });
+  const enrolled = await t.call(speaker.json().enrollment_token, {
+    method: "POST",
+    url: "/v1/nodes/enroll",
+    payload: { hostname: "r1", agent_version: "1.0.0" },
+  });
   const other = (await t.call(t.rootKey, { method: "POST", url: "/v1/tenants", payload: { name: "matrix-other" } })).json();
   const otherRoot = await mintApiKey(t.controller.db.sql, { tenantId: other.tenant_id, name: "root", role: "superadmin", now: new Date() });
   callers = [
@@ -71,8 +76,10 @@ describe("role × operation matrix from the OpenAPI document", () => {
         const expectOk = allowed(op, who);
         if (!expectOk) refused++;
         const got = res.statusCode;
-        if (expectOk && (got === 401 || got === 403)) wrong.push(`${who.name} ${op.method} ${op.template}: ${got} ${res.body.slice(0, 160)} (declared ${op.minRole})`);
-        if (!expectOk && (got !== 403 || res.json().code !== "forbidden")) wrong.push(`${who.name} ${op.method} ${op.template}: ${got}, expected 403 (declared ${op.minRole})`);
+        if (expectOk && (got === 401 || got === 403))
+          wrong.push(`${who.name} ${op.method} ${op.template}: ${got} ${res.body.slice(0, 160)} (declared ${op.minRole})`);
+        if (!expectOk && (got !== 403 || res.json().code !== "forbidden"))
+          wrong.push(`${who.name} ${op.method} ${op.template}: ${got}, expected 403 (declared ${op.minRole})`);
       }
     }
     expect(checked).toBeGreaterThan(300);

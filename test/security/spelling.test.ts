@@ -113,7 +113,8 @@ describe("the spelling corpus over every OpenAPI path, without a key", () => {
             if (res.status >= 500) failures.push(`${op.method} ${v} → ${res.status} ${res.body.slice(0, 200)}`);
             else if (res.status < 300 && !publicOp) failures.push(`${op.method} ${v} → ${res.status} without a key`);
             if (res.body.includes("a line only a key may read")) failures.push(`${op.method} ${v} → the log's text`);
-            if (res.status >= 400 && !res.type.startsWith("application/problem+json")) failures.push(`${op.method} ${v} → ${res.status} ${res.type}: ${res.body.slice(0, 100)}`);
+            if (res.status >= 400 && !res.type.startsWith("application/problem+json"))
+              failures.push(`${op.method} ${v} → ${res.status} ${res.type}: ${res.body.slice(0, 100)}`);
           }),
         );
       }

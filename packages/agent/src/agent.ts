@@ -2,8 +2,8 @@ import { readFile } from "node:fs/promises";
 import { hostname as osHostname } from "node:os";
 import { join } from "node:path";
 import { type AgentNotification, grpc as grpcNs, loadAgentService } from "@rlc/proto";
-import { BirdClient } from "./bird/birdc.js";
-import { createProcessRunner, type ProcessRunner } from "./bird/validate.js";
+import { BirdClient, createProcessRunner, type ProcessRunner } from "@rlc/shared/bird";
+import { type Clock, createSystemClock } from "@rlc/shared/time";
 import { type ControllerClient, createControllerClient } from "./bundle/controller-client.js";
 import { AgentGrpcClient } from "./bundle/grpc-client.js";
 import { ControllerHttpClient } from "./bundle/http-client.js";
@@ -13,12 +13,12 @@ import { type AgentConfig, requireControllerUrl, splitHostPort } from "./config.
 import { ensureEnrolled } from "./enroll.js";
 import { AgentMetrics } from "./http/metrics.js";
 import { type MetricsServer, startMetricsServer } from "./http/metrics-server.js";
-import { readNatsCredentials } from "./nats-credentials.js";
 import { createLogger, errorFields, type Logger } from "./log.js";
+import { readNatsCredentials } from "./nats-credentials.js";
 import { type NodeIdentity, StateStore } from "./state.js";
 import { StatusReporter } from "./status/reporter.js";
 import { SyncLoop } from "./sync-loop.js";
-import { type Clock, createSystemClock, startPeriodic } from "./timing.js";
+import { startPeriodic } from "./timing.js";
 
 export interface AgentDeps {
   version: string;
@@ -72,7 +72,9 @@ export async function startAgent(config: AgentConfig, deps: AgentDeps): Promise<
   await state.init();
   const baseUrl = requireControllerUrl(config);
   if (config.insecure) {
-    log.warn("RL_INSECURE=true: the controller is not authenticated (http:// and plaintext gRPC allowed, enrollment without a CA hash); anyone on the path can read the node key and forge answers");
+    log.warn(
+      "RL_INSECURE=true: the controller is not authenticated (http:// and plaintext gRPC allowed, enrollment without a CA hash); anyone on the path can read the node key and forge answers",
+    );
   }
   const identity = await ensureEnrolled({
     controllerUrl: baseUrl,
@@ -95,22 +97,28 @@ export async function startAgent(config: AgentConfig, deps: AgentDeps): Promise<
   const metricsServer = config.metricsListen ? await startMetricsServer(metrics, splitHostPort(config.metricsListen)) : null;
   const bird = new BirdClient({ socketPath: config.birdSocket });
   const caPem = identity.controller_ca_pem ?? null;
-  const http = new ControllerHttpClient({ baseUrl, nodeKey: identity.api_key, ...(caPem && baseUrl.startsWith("https://") ? { fetch: pinnedFetch(caPem) } : {}) });
+  const http = new ControllerHttpClient({
+    baseUrl,
+    nodeKey: identity.api_key,
+    ...(caPem && baseUrl.startsWith("https://") ? { fetch: pinnedFetch(caPem) } : {}),
+  });
   const grpcUrl = config.grpcUrl ?? identity.grpc_endpoint ?? undefined;
   const credentials = await grpcCredentialsFor(config, identity);
-  if (grpcUrl && !credentials) log.warn("gRPC not used: the controller's CA named by the pin is not known yet (HTTP only until a start fetches it)", { address: grpcUrl });
-  const grpc = grpcUrl && credentials
-    ? new AgentGrpcClient({
-        address: grpcUrl,
-        credentials,
-        nodeKey: identity.api_key,
-        speakerId,
-        service: loadAgentService(),
-        clock,
-        log,
-        watchIdleMs: tuning.watchIdleMs,
-      })
-    : null;
+  if (grpcUrl && !credentials)
+    log.warn("gRPC not used: the controller's CA named by the pin is not known yet (HTTP only until a start fetches it)", { address: grpcUrl });
+  const grpc =
+    grpcUrl && credentials
+      ? new AgentGrpcClient({
+          address: grpcUrl,
+          credentials,
+          nodeKey: identity.api_key,
+          speakerId,
+          service: loadAgentService(),
+          clock,
+          log,
+          watchIdleMs: tuning.watchIdleMs,
+        })
+      : null;
   const client = createControllerClient({
     http,
     grpc,
@@ -159,17 +167,22 @@ export async function startAgent(config: AgentConfig, deps: AgentDeps): Promise<
       void reporter.report("live_poll", { pollId: n.poll_id });
     }
   };
-  const watch = grpc?.watch(
-    { onNotification: (n) => onNotification(n, "watch"), onConnected: () => loop.trigger({ reason: "watch" }) },
-    async () => {
-      const applied = await state.readApplied().catch(() => null);
-      return { speaker_id: speakerId, agent_version: deps.version, applied_revision_id: applied?.revision_id ?? 0, applied_sequence: applied?.sequence ?? 0 };
-    },
-  );
+  const watch = grpc?.watch({ onNotification: (n) => onNotification(n, "watch"), onConnected: () => loop.trigger({ reason: "watch" }) }, async () => {
+    const applied = await state.readApplied().catch(() => null);
+    return { speaker_id: speakerId, agent_version: deps.version, applied_revision_id: applied?.revision_id ?? 0, applied_sequence: applied?.sequence ?? 0 };
+  });
   const natsUrl = config.natsUrl ?? identity.nats_url ?? undefined;
   const natsCreds = natsUrl ? await readNatsCredentials(config.stateDir, config.natsCreds) : null;
   const nats = natsUrl
-    ? startNatsWakeups({ url: natsUrl, creds: natsCreds, tenantId, speakerId, clock, log, onWake: (n) => (n ? onNotification(n, "nats") : loop.trigger({ reason: "nats" })) })
+    ? startNatsWakeups({
+        url: natsUrl,
+        creds: natsCreds,
+        tenantId,
+        speakerId,
+        clock,
+        log,
+        onWake: (n) => (n ? onNotification(n, "nats") : loop.trigger({ reason: "nats" })),
+      })
     : null;
   const poll = startPeriodic(
     async () => {

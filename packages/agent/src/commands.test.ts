@@ -1,15 +1,15 @@
 import { mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { BirdError } from "@rlc/shared/bird";
 import { afterEach, describe, expect, it } from "vitest";
 import { fakeBird, reply } from "../../../test/helpers/agent-fakes.js";
-import { BirdError } from "./bird/birdc.js";
 import { protocolsCommand, STATUS_EXIT, statusCommand, statusExitCode, statusWithExitCode } from "./commands.js";
 import { StateStore } from "./state.js";
 
-// Captured `birdc show protocols all` (status/fixtures/README.md): a1 Established with GoBGP,
+// Captured `birdc show protocols all` (packages/shared/src/bird/status/fixtures/README.md): a1 Established with GoBGP,
 // a2 and a3 Active with "Connection refused".
-const established = readFileSync(join(import.meta.dirname, "status/fixtures/established.txt"), "utf8");
+const established = readFileSync(join(import.meta.dirname, "../../shared/src/bird/status/fixtures/established.txt"), "utf8");
 const now = new Date("2026-11-22T05:00:00Z");
 
 function bird() {

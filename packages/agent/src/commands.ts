@@ -1,8 +1,6 @@
 import type { BgpSessionLiveJson, BirdInfoJson } from "@rlc/proto";
-import type { BirdControl } from "./bird/birdc.js";
+import { type BirdControl, parseProtocolsAll, parseShowStatus } from "@rlc/shared/bird";
 import type { StateStore } from "./state.js";
-import { parseProtocolsAll } from "./status/parse-protocols.js";
-import { parseShowStatus } from "./status/parse-status.js";
 
 // The output of `rl-agent status` and `rl-agent protocols`: text for a person at the router,
 // `--json` for scripts. Never the node key.
@@ -47,7 +45,12 @@ export function formatSessions(sessions: readonly BgpSessionLiveJson[]): string 
  */
 export const STATUS_EXIT = { inSync: 0, degraded: 1, down: 2 } as const;
 
-export function statusExitCode(status: { enrolled: boolean; applied: unknown; bird: { reachable: boolean }; sessions: { total: number; established: number } }): number {
+export function statusExitCode(status: {
+  enrolled: boolean;
+  applied: unknown;
+  bird: { reachable: boolean };
+  sessions: { total: number; established: number };
+}): number {
   if (!status.enrolled || !status.bird.reachable) return STATUS_EXIT.down;
   if (!status.applied || status.sessions.established < status.sessions.total) return STATUS_EXIT.degraded;
   return STATUS_EXIT.inSync;
@@ -114,5 +117,13 @@ function table(rows: readonly (readonly string[])[], gap = "  "): string {
       widths[i] = Math.max(widths[i] ?? 0, cell.length);
     });
   }
-  return rows.map((row) => `${row.map((cell, i) => cell.padEnd(widths[i] ?? 0)).join(gap).trimEnd()}\n`).join("");
+  return rows
+    .map(
+      (row) =>
+        `${row
+          .map((cell, i) => cell.padEnd(widths[i] ?? 0))
+          .join(gap)
+          .trimEnd()}\n`,
+    )
+    .join("");
 }

@@ -3,8 +3,13 @@ import { ConfigError, loadConfig, requireControllerUrl, splitHostPort } from "./
 
 describe("loadConfig", () => {
   it("refuses an http:// controller unless RL_INSECURE=true; takes RL_CA_HASH", () => {
-    expect(() => loadConfig({ RL_CONTROLLER_URL: "http://controller.example.net" })).toThrow(/RL_CONTROLLER_URL: must be https:\/\/ \(http:\/\/ only with RL_INSECURE=true\)/);
-    expect(loadConfig({ RL_CONTROLLER_URL: "http://controller.example.net", RL_INSECURE: "true" })).toMatchObject({ controllerUrl: "http://controller.example.net", insecure: true });
+    expect(() => loadConfig({ RL_CONTROLLER_URL: "http://controller.example.net" })).toThrow(
+      /RL_CONTROLLER_URL: must be https:\/\/ \(http:\/\/ only with RL_INSECURE=true\)/,
+    );
+    expect(loadConfig({ RL_CONTROLLER_URL: "http://controller.example.net", RL_INSECURE: "true" })).toMatchObject({
+      controllerUrl: "http://controller.example.net",
+      insecure: true,
+    });
     expect(loadConfig({ RL_CA_HASH: `sha256:${"AB".repeat(32)}` }).caHash).toBe(`sha256:${"ab".repeat(32)}`);
     expect(() => loadConfig({ RL_CA_HASH: "abc" })).toThrow(/RL_CA_HASH/);
   });
@@ -59,7 +64,13 @@ describe("loadConfig", () => {
   it("lists every bad variable with what it should be", () => {
     let error: unknown;
     try {
-      loadConfig({ RL_CONTROLLER_URL: "ftp://x", RL_GRPC_URL: "controller", RL_BIRD_MODE: "partial", RL_POLL_SECONDS: "0", RL_METRICS_LISTEN: "127.0.0.1:70000" });
+      loadConfig({
+        RL_CONTROLLER_URL: "ftp://x",
+        RL_GRPC_URL: "controller",
+        RL_BIRD_MODE: "partial",
+        RL_POLL_SECONDS: "0",
+        RL_METRICS_LISTEN: "127.0.0.1:70000",
+      });
     } catch (e) {
       error = e;
     }

@@ -31,7 +31,12 @@ const Schema = z.object({
   RL_CONTROLLER_URL: optionalString.pipe(z.url({ protocol: /^https?$/, error: "must be an http:// or https:// URL" }).optional()),
   RL_GRPC_URL: hostPort("controller.example.net:50051"),
   RL_GRPC_TLS_CA: optionalString,
-  RL_CA_HASH: optionalString.pipe(z.string().regex(/^sha256:[0-9a-fA-F]{64}$/, "must be sha256:<64 hex digits> (the controller's CA public-key hash)").optional()),
+  RL_CA_HASH: optionalString.pipe(
+    z
+      .string()
+      .regex(/^sha256:[0-9a-fA-F]{64}$/, "must be sha256:<64 hex digits> (the controller's CA public-key hash)")
+      .optional(),
+  ),
   RL_INSECURE: optionalString.pipe(z.enum(["true", "false"], { error: "must be true or false" }).optional()).transform((v) => v === "true"),
   RL_ENROLLMENT_TOKEN: optionalString,
   RL_STATE_DIR: path("/var/lib/rl-agent"),
@@ -39,9 +44,18 @@ const Schema = z.object({
   BIRD_CONFIG_PATH: optionalString,
   RL_BIRD_MODE: optionalString.pipe(z.enum(["include", "full"], { error: "must be include or full" }).optional()).transform((v) => v ?? "include"),
   RL_BIRD_BIN: optionalString.transform((v) => v ?? "bird"),
-  RL_NATS_URL: optionalString.pipe(z.string().regex(/^(?:(?:nats|tls|wss?):\/\/)?[^\s,]+(?:,(?:(?:nats|tls|wss?):\/\/)?[^\s,]+)*$/, "must be a NATS URL or a comma-separated list of them").optional()),
+  RL_NATS_URL: optionalString.pipe(
+    z
+      .string()
+      .regex(/^(?:(?:nats|tls|wss?):\/\/)?[^\s,]+(?:,(?:(?:nats|tls|wss?):\/\/)?[^\s,]+)*$/, "must be a NATS URL or a comma-separated list of them")
+      .optional(),
+  ),
   RL_NATS_CREDS: optionalString.transform((v) => (v === undefined ? undefined : resolve(v))),
-  RL_METRICS_LISTEN: optionalString.transform((v) => v ?? "127.0.0.1:9469").pipe(z.union([z.literal("off"), z.string().regex(HOST_PORT, "must be host:port (e.g. 127.0.0.1:9469) or off").refine(validPort, "port must be 0..65535")])),
+  RL_METRICS_LISTEN: optionalString
+    .transform((v) => v ?? "127.0.0.1:9469")
+    .pipe(
+      z.union([z.literal("off"), z.string().regex(HOST_PORT, "must be host:port (e.g. 127.0.0.1:9469) or off").refine(validPort, "port must be 0..65535")]),
+    ),
   RL_POLL_SECONDS: seconds(1, 86_400, 30),
   RL_HEALTH_WAIT_SECONDS: seconds(0, 300, 0),
   RL_LOG_LEVEL: optionalString.pipe(z.enum(["debug", "info", "warn", "error", "silent"]).optional()).transform((v) => v ?? "info"),

@@ -1,8 +1,8 @@
 import { ControllerError, ControllerHttpClient } from "./bundle/http-client.js";
 import { endpointOf, fetchPinnedCa, pinnedFetch, pinOf } from "./bundle/pinning.js";
 import { keysFromEnrollment } from "./bundle/signing-keys.js";
-import { writeNatsCredentials } from "./nats-credentials.js";
 import type { Logger } from "./log.js";
+import { writeNatsCredentials } from "./nats-credentials.js";
 import type { NodeIdentity, StateStore } from "./state.js";
 
 export class NotEnrolledError extends Error {

@@ -24,7 +24,10 @@ export function createLogger(level: LogLevel = "info", write?: (line: string) =>
     },
     destination,
   );
-  const at = (lvl: Exclude<LogLevel, "silent">) => (msg: string, fields: Record<string, unknown> = {}) => logger[lvl](fields, msg);
+  const at =
+    (lvl: Exclude<LogLevel, "silent">) =>
+    (msg: string, fields: Record<string, unknown> = {}) =>
+      logger[lvl](fields, msg);
   return { debug: at("debug"), info: at("info"), warn: at("warn"), error: at("error") };
 }
 

@@ -3,8 +3,8 @@
 import { readFileSync } from "node:fs";
 import { hostname } from "node:os";
 import { parseArgs } from "node:util";
+import { BirdClient } from "@rlc/shared/bird";
 import { type RunningAgent, startAgent } from "./agent.js";
-import { BirdClient } from "./bird/birdc.js";
 import { protocolsCommand, statusWithExitCode } from "./commands.js";
 import { ConfigError, loadConfig, requireControllerUrl } from "./config.js";
 import { environmentWithConfigFile } from "./config-file.js";
@@ -12,7 +12,6 @@ import { enroll, NotEnrolledError } from "./enroll.js";
 import { commandHelp, usage } from "./help.js";
 import { createLogger } from "./log.js";
 import { StateStore } from "./state.js";
-
 
 // The single-file build (scripts/package.mjs) defines the version: it has no package.json beside it.
 declare const __RL_AGENT_VERSION__: string | undefined;

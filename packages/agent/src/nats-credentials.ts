@@ -1,6 +1,6 @@
 import { readFile } from "node:fs/promises";
 import { join } from "node:path";
-import { writeFileAtomic } from "./atomic-file.js";
+import { writeFileAtomic } from "@rlc/shared/bird";
 
 /** The NATS user enrollment handed out (user JWT + nkey seed); in RL_STATE_DIR beside node.json. */
 export const NATS_CREDS_FILE = "nats.creds";

@@ -1,9 +1,8 @@
-import type { BirdControl, BirdReply } from "./bird/birdc.js";
+import { type BgpSessionLive, type BirdControl, type BirdReply, parseProtocolsAll, parseShowStatus } from "@rlc/shared/bird";
+import { BIRD_DEFAULTS, type BundlePayload, PROBATION_CONFIRM_MARGIN_SECONDS } from "@rlc/shared/bundle";
+import type { Clock } from "@rlc/shared/time";
 import { errorFields, type Logger } from "./log.js";
-import { type BgpSessionLive, parseProtocolsAll } from "./status/parse-protocols.js";
-import { parseShowStatus } from "./status/parse-status.js";
 import { type ProbationPlan, type ProbationVerdict, ProbationWatch } from "./status/probation-rules.js";
-import type { Clock } from "./timing.js";
 
 // The probation between `configure timeout` and `configure confirm`: watch BIRD for the window,
 // judge (status/probation-rules.ts), and when the verdict is no, put the previous configuration
@@ -52,7 +51,10 @@ export async function runProbation(deps: ProbationDeps, run: ProbationRun): Prom
   for (;;) {
     const reply = await bird.command("show protocols all");
     const parsed = parseProtocolsAll(reply.text, { now: new Date(clock.now()), timeZone: deps.timeZone });
-    const early = watch.observe(parsed.sessions, parsed.protocols.map((p) => p.name));
+    const early = watch.observe(
+      parsed.sessions,
+      parsed.protocols.map((p) => p.name),
+    );
     if (early) return early;
     const left = end - clock.now();
     if (left <= 0) break;
@@ -124,4 +126,16 @@ export async function revertAndVerify(
     if (clock.now() >= deadline) return { how, verified: false };
     await clock.sleep(200);
   }
+}
+
+/**
+ * The probation window: the bundle's `confirm_after_seconds` (default 10), at least this
+ * router's RL_HEALTH_WAIT_SECONDS, and always ending PROBATION_CONFIRM_MARGIN_SECONDS before
+ * BIRD's timer (the settings refuse less; an older controller's bundle is cut to fit).
+ */
+export function probationWindowMs(payload: BundlePayload, localFloorMs: number, timeoutSeconds: number): number {
+  const fallback = BIRD_DEFAULTS.confirm_after_seconds;
+  const value = Number(payload.bird?.confirm_after_seconds ?? fallback);
+  const seconds = Number.isFinite(value) ? Math.min(300, Math.max(0, value)) : fallback;
+  return Math.min(Math.max(seconds * 1000, localFloorMs), Math.max(0, (timeoutSeconds - PROBATION_CONFIRM_MARGIN_SECONDS) * 1000));
 }

@@ -1,8 +1,8 @@
 import { chmodSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, symlinkSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { writeFileAtomic } from "@rlc/shared/bird";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
-import { writeFileAtomic } from "./atomic-file.js";
 import { type NodeIdentity, StateError, StateStore } from "./state.js";
 
 const node: NodeIdentity = {
@@ -27,7 +27,12 @@ describe("StateStore", () => {
     await first.init();
     await first.writeNode(node);
     await first.writeSigningKeys([key]);
-    await first.recordApplied(Buffer.from('{"format":"rl-bundle/1"}'), { revision_id: 3, sequence: 7, digest: "sha256:ab", applied_at: "2026-11-22T10:01:00.000Z" });
+    await first.recordApplied(Buffer.from('{"format":"rl-bundle/1"}'), {
+      revision_id: 3,
+      sequence: 7,
+      digest: "sha256:ab",
+      applied_at: "2026-11-22T10:01:00.000Z",
+    });
 
     const restarted = new StateStore(join(dir, "state"));
     expect(await restarted.readNode()).toEqual(node);

@@ -1,7 +1,7 @@
-import { mkdir, readFile } from "node:fs/promises";
+import { mkdir, readFile, unlink } from "node:fs/promises";
 import { join } from "node:path";
+import { assertPrivateDirectory, writeFileAtomic } from "@rlc/shared/bird";
 import { z } from "zod";
-import { assertPrivateDirectory, writeFileAtomic } from "./atomic-file.js";
 
 /** Who this agent is, from enrollment. The node key is a secret: the files are 0600. */
 export interface NodeIdentity {
@@ -24,6 +24,21 @@ export interface AppliedRecord {
   sequence: number;
   digest: string;
   applied_at: string;
+}
+
+/**
+ * The issue of a revision last refused for what it is (its signature, or a config BIRD refused
+ * or reverted): not fetched again until the controller names another, across restarts too.
+ */
+export interface RefusedIssue {
+  revision_id: number;
+  digest: string;
+  sequence: number | null;
+  issued_at: string | null;
+  /** Clock time of the refusal, in ms. */
+  at: number;
+  /** A reverted probation: never tried again (it took sessions down); others expire. */
+  for_good: boolean;
 }
 
 /** A pinned signing key; verifyBundle takes these as they are. */
@@ -54,16 +69,32 @@ const AppliedSchema = z.object({
   applied_at: z.string(),
 });
 
+const RefusedSchema = z.object({
+  revision_id: z.number().int().positive(),
+  digest: z.string(),
+  sequence: z.number().int().nonnegative().nullable(),
+  issued_at: z.string().nullable(),
+  at: z.number(),
+  for_good: z.boolean(),
+});
+
 export class StateError extends Error {
   override name = "StateError";
 }
 
-const FILES = { node: "node.json", keys: "signing-keys.json", bundle: "last-bundle.json", applied: "applied.json" } as const;
+const FILES = {
+  node: "node.json",
+  keys: "signing-keys.json",
+  bundle: "last-bundle.json",
+  prefixes: "last-prefixes.txt",
+  applied: "applied.json",
+  refused: "refused.json",
+} as const;
 const PRIVATE = 0o600;
 
 /**
  * RL_STATE_DIR: node identity, pinned signing keys, the last good bundle (its exact bytes, so
- * it can be verified again) and what was last applied. Each file is replaced atomically
+ * it can be verified again), what was last applied and the issue last refused. Each file is replaced atomically
  * (writeFileAtomic), so a crash at any point leaves the previous version whole.
  */
 export class StateStore {
@@ -113,12 +144,35 @@ export class StateStore {
   }
 
   /**
-   * Records a confirmed apply: the bundle first, then the record. A crash in between leaves
-   * the old record, so the agent believes the older sequence and simply applies again.
+   * The full prefix section of the bundle BIRD runs (rl-bundle/2): what a delta bundle applies
+   * to. Null before the first rl-bundle/2 was applied.
    */
-  async recordApplied(bundle: Uint8Array, record: AppliedRecord): Promise<void> {
+  async readLastPrefixes(): Promise<Uint8Array | null> {
+    return this.#read(FILES.prefixes);
+  }
+
+  /**
+   * Records a confirmed apply: the bundle (and its full prefix section) first, then the record.
+   * A crash in between leaves the old record, so the agent believes the older sequence and
+   * simply applies again; a delta over the section then fails its base check and the full
+   * bundle is fetched.
+   */
+  async recordApplied(bundle: Uint8Array, record: AppliedRecord, prefixSection?: Uint8Array): Promise<void> {
+    if (prefixSection) await writeFileAtomic(join(this.dir, FILES.prefixes), prefixSection, PRIVATE);
     await writeFileAtomic(join(this.dir, FILES.bundle), bundle, PRIVATE);
     await this.#writeJson(FILES.applied, AppliedSchema.parse(record));
+  }
+
+  readRefused(): Promise<RefusedIssue | null> {
+    return this.#readJson(FILES.refused, RefusedSchema);
+  }
+
+  /** Remembers a refusal; null forgets it (after an apply succeeded). */
+  async writeRefused(refused: RefusedIssue | null): Promise<void> {
+    if (refused) return this.#writeJson(FILES.refused, RefusedSchema.parse(refused));
+    await unlink(join(this.dir, FILES.refused)).catch((error: NodeJS.ErrnoException) => {
+      if (error.code !== "ENOENT") throw new StateError(`cannot remove ${join(this.dir, FILES.refused)}: ${error.message}`, { cause: error });
+    });
   }
 
   async #read(name: string): Promise<Buffer | null> {

@@ -1,127 +1,13 @@
-import { mkdirSync, mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { readFileSync, rmSync, statSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
-import type { SigningKeyJson, StatusErrorJson } from "@rlc/proto";
-import { type BundleContent, signKeyStatement, type SigningKeyPair } from "@rlc/shared/bundle";
-import { afterEach, beforeEach, describe, expect, it } from "vitest";
-import {
-  fakeBird,
-  fixtureContent,
-  issueBundle,
-  okRunner,
-  reply,
-  SPEAKER_ID,
-  storedKey,
-  TENANT_ID,
-  testKey,
-} from "../../../test/helpers/agent-fakes.js";
-import { groupId } from "./atomic-file.js";
-import { BirdError } from "./bird/birdc.js";
-import type { ProcessRunner } from "./bird/validate.js";
-import { ControllerError, type DesiredRevision } from "./bundle/http-client.js";
-import { AgentMetrics } from "./http/metrics.js";
-import { silentLogger } from "./log.js";
-import { StateStore } from "./state.js";
-import { SyncLoop, type SyncLoopOptions } from "./sync-loop.js";
-import { createSystemClock } from "./timing.js";
+import { BirdError, groupId, type ProcessRunner } from "@rlc/shared/bird";
+import { signKeyStatement } from "@rlc/shared/bundle";
+import { describe, expect, it } from "vitest";
+import { issueBundle, okRunner, reply, storedKey, testKey } from "../../../test/helpers/agent-fakes.js";
+import { configFiles, env, harness, publish, useSyncEnv } from "../../../test/helpers/sync-loop-harness.js";
+import { ControllerError } from "./bundle/http-client.js";
 
-interface Harness {
-  loop: SyncLoop;
-  bird: ReturnType<typeof fakeBird>;
-  state: StateStore;
-  configPath: string;
-  bundles: Map<number, Uint8Array>;
-  desired: { current: DesiredRevision | null };
-  calls: { latest: number; fetch: number[] };
-  reports: { reason: string; error: StatusErrorJson | null }[];
-  listedKeys: SigningKeyJson[];
-  metrics: AgentMetrics;
-  /** Holds every fetch until released. */
-  gate: { wait: Promise<void> | null };
-}
-
-let dir = "";
-let key: SigningKeyPair;
-let content: BundleContent;
-beforeEach(async () => {
-  dir = mkdtempSync(join(tmpdir(), "rl-sync-"));
-  key = await testKey();
-  content = fixtureContent();
-  // No window unless a test asks for one: the probation's own tests do.
-  content.bird.confirm_after_seconds = 0;
-});
-afterEach(() => rmSync(dir, { recursive: true, force: true }));
-
-async function harness(overrides: Partial<SyncLoopOptions> = {}): Promise<Harness> {
-  const state = new StateStore(join(dir, "state"));
-  await state.init();
-  await state.writeSigningKeys([storedKey(key)]);
-  mkdirSync(join(dir, "etc"), { recursive: true });
-  const configPath = join(dir, "etc", "rl-routes.conf");
-  writeFileSync(configPath, "# operator's empty include\n");
-  const bird = fakeBird(configPath);
-  const h = {
-    bird,
-    state,
-    configPath,
-    bundles: new Map<number, Uint8Array>(),
-    desired: { current: null as DesiredRevision | null },
-    calls: { latest: 0, fetch: [] as number[] },
-    reports: [] as Harness["reports"],
-    listedKeys: [] as SigningKeyJson[],
-    metrics: new AgentMetrics({ version: "test", speakerId: SPEAKER_ID }),
-    gate: { wait: null as Promise<void> | null },
-  };
-  let error: StatusErrorJson | null = null;
-  const loop = new SyncLoop({
-    client: {
-      latest: async () => {
-        h.calls.latest++;
-        return h.desired.current;
-      },
-      fetchBundle: async (revisionId) => {
-        h.calls.fetch.push(revisionId);
-        await h.gate.wait;
-        const bytes = h.bundles.get(revisionId);
-        if (!bytes) throw new ControllerError("not_found", `no bundle ${revisionId}`);
-        return bytes;
-      },
-      signingKeys: async () => h.listedKeys,
-    },
-    state,
-    reporter: {
-      setError: (e) => {
-        error = e;
-      },
-      report: async (reason) => {
-        h.reports.push({ reason, error });
-        return true;
-      },
-    },
-    bird,
-    runner: okRunner,
-    metrics: h.metrics,
-    clock: createSystemClock(),
-    log: silentLogger,
-    speakerId: SPEAKER_ID,
-    tenantId: TENANT_ID,
-    birdMode: "include",
-    birdConfigPath: configPath,
-    stagingDir: join(dir, "staging"),
-    healthWaitMs: 0,
-    retry: { baseMs: 20, maxMs: 50 },
-    ...overrides,
-  });
-  return Object.assign(h, { loop });
-}
-
-/** Makes `revision` (signed as given) the one the controller names. */
-async function publish(h: Harness, revision: number, sequence: number, extra: Partial<Parameters<typeof issueBundle>[1]> = {}) {
-  const issued = await issueBundle({ ...content, revision_id: revision }, { sequence, key, ...extra });
-  h.bundles.set(revision, issued.bytes);
-  h.desired.current = issued.desired;
-  return issued;
-}
+useSyncEnv();
 
 describe("SyncLoop", () => {
   it("sync - fetch, verify, render, bird -p, baseline, configure timeout, probation, confirm, record, report — in that order", async () => {
@@ -135,7 +21,7 @@ describe("SyncLoop", () => {
     expect(await h.loop.sync({ reason: "start" })).toBe("applied");
     expect(validated).toEqual([expect.stringMatching(/^bird -p -c .*staging.*rl-validate\.conf$/)]);
     expect(h.bird.commands).toEqual(["show status", "show protocols all", "configure timeout 30", "show status", "show protocols all", "configure confirm"]);
-    expect(readFileSync(h.configPath, "utf8")).toContain("route 198.51.100.0/24 blackhole;");
+    expect(Object.values(configFiles(h)).join("")).toContain("route 198.51.100.0/24 blackhole;");
     expect(await h.state.readApplied()).toMatchObject({ revision_id: 1, sequence: 1 });
     expect(Buffer.from((await h.state.readLastBundle()) ?? []).equals(Buffer.from(bytes))).toBe(true);
     expect(h.reports).toEqual([{ reason: "applied", error: null }]);
@@ -146,7 +32,7 @@ describe("SyncLoop", () => {
     await publish(h, 1, 1);
     await h.loop.sync({ reason: "start" });
     // A re-issue (new sequence, same content) is nothing to render.
-    const reissue = await issueBundle({ ...content, revision_id: 1 }, { sequence: 2, key });
+    const reissue = await issueBundle({ ...env.content, revision_id: 1 }, { sequence: 2, key: env.key });
     expect(await h.loop.sync({ reason: "watch", desired: reissue.desired })).toBe("up_to_date");
     expect(h.calls.fetch).toEqual([1]);
   });
@@ -191,11 +77,11 @@ describe("SyncLoop", () => {
     const h = await harness();
     await publish(h, 1, 1);
     await h.loop.sync({ reason: "start" });
-    const before = readFileSync(h.configPath);
+    const before = configFiles(h);
     const commands = h.bird.commands.length;
     await publish(h, 2, 2, extra);
     expect(await h.loop.sync({ reason: "poll" })).toBe("failed");
-    expect(readFileSync(h.configPath).equals(before)).toBe(true);
+    expect(configFiles(h)).toEqual(before);
     expect(h.bird.commands.length).toBe(commands);
     expect(h.reports.at(-1)).toMatchObject({ reason: "apply_failed", error: { code, revision_id: 2 } });
     expect(await h.state.readApplied()).toMatchObject({ revision_id: 1 });
@@ -223,13 +109,13 @@ describe("SyncLoop", () => {
       stderr: `bird: ${String(args[2]).replace("rl-validate.conf", "rl-routes.conf")}:5:3 syntax error, unexpected CF_SYM_UNDEFINED\n`,
     });
     const h = await harness({ runner });
-    const before = readFileSync(h.configPath);
+    const before = configFiles(h);
     await publish(h, 1, 1);
     expect(await h.loop.sync({ reason: "start" })).toBe("failed");
     const error = h.reports.at(-1)?.error;
     expect(error?.code).toBe("bird_config_invalid");
     expect(error?.message).toMatch(/rl-routes\.conf:5:3 syntax error, unexpected CF_SYM_UNDEFINED\n 5 \| .*\n {3}\| {3}\^$/);
-    expect(readFileSync(h.configPath).equals(before)).toBe(true);
+    expect(configFiles(h)).toEqual(before);
     expect(h.bird.commands).toEqual([]);
   });
 
@@ -251,7 +137,7 @@ describe("SyncLoop", () => {
 
   it("sync - a rendered protocol BIRD does not run after configure fails the probation: undo, files back, reported as reverted", async () => {
     const h = await harness();
-    const before = readFileSync(h.configPath);
+    const before = configFiles(h);
     const original = h.bird.command.bind(h.bird);
     let configured = false;
     h.bird.command = async (c, o) => {
@@ -261,13 +147,21 @@ describe("SyncLoop", () => {
     };
     await publish(h, 1, 1);
     expect(await h.loop.sync({ reason: "start" })).toBe("failed");
-    expect(h.bird.commands).toEqual(["show status", "show protocols all", "configure timeout 30", "show status", "show protocols all", "configure undo", "show status"]);
+    expect(h.bird.commands).toEqual([
+      "show status",
+      "show protocols all",
+      "configure timeout 30",
+      "show status",
+      "show protocols all",
+      "configure undo",
+      "show status",
+    ]);
     expect(h.reports.at(-1)?.error).toMatchObject({ code: "reverted", check: "protocols_listed", sessions: ["rl_peer_0192f3a40000700080000000000000e1"] });
-    expect(readFileSync(h.configPath).equals(before)).toBe(true);
+    expect(configFiles(h)).toEqual(before);
   });
 
   it("sync - probation: a controller out of reach at the end of the window is reverted, reported with the check, and the same issue is not tried again", async () => {
-    content.bird.confirm_after_seconds = 1;
+    env.content.bird.confirm_after_seconds = 1;
     let reachable = true;
     const h = await harness({
       probationSampleMs: 200,
@@ -279,14 +173,16 @@ describe("SyncLoop", () => {
     expect(await h.loop.sync({ reason: "start" })).toBe("applied");
     reachable = false;
     const v2 = await publish(h, 2, 2);
-    const before = readFileSync(h.configPath);
+    const before = configFiles(h);
     const started = Date.now();
     expect(await h.loop.sync({ reason: "watch", desired: v2.desired })).toBe("failed");
     expect(Date.now() - started).toBeGreaterThanOrEqual(1000);
     expect(h.bird.commands.filter((c) => c.startsWith("configure")).slice(-2)).toEqual(["configure timeout 30", "configure undo"]);
     expect(h.reports.at(-1)).toMatchObject({ reason: "apply_failed", error: { code: "reverted", check: "controller_reachable", revision_id: 2, sequence: 2 } });
-    expect(h.reports.at(-1)?.error?.message).toMatch(/^probation failed \(controller_reachable\): .*; BIRD runs the previous configuration again \(configure undo\)$/);
-    expect(readFileSync(h.configPath).equals(before)).toBe(true);
+    expect(h.reports.at(-1)?.error?.message).toMatch(
+      /^probation failed \(controller_reachable\): .*; BIRD runs the previous configuration again \(configure undo\)$/,
+    );
+    expect(configFiles(h)).toEqual(before);
     expect(await h.state.readApplied()).toMatchObject({ revision_id: 1 });
     const metrics = h.metrics.render();
     expect(metrics).toContain('rl_agent_probation_reverts_total{check="controller_reachable"} 1\n');
@@ -301,8 +197,8 @@ describe("SyncLoop", () => {
   });
 
   it("sync - probation: with probation_check_controller false the unreachable controller does not hold the confirm", async () => {
-    content.bird.confirm_after_seconds = 1;
-    content.bird.probation_check_controller = false;
+    env.content.bird.confirm_after_seconds = 1;
+    env.content.bird.probation_check_controller = false;
     let asked = 0;
     const h = await harness({
       controllerHealth: async () => {
@@ -317,12 +213,12 @@ describe("SyncLoop", () => {
 
   it("sync - a confirm that comes after BIRD went back puts the confirmed files back and is retried", async () => {
     const h = await harness();
-    const before = readFileSync(h.configPath);
+    const before = configFiles(h);
     h.bird.answer("configure confirm", reply(19, "Nothing to do"));
     await publish(h, 1, 1);
     expect(await h.loop.sync({ reason: "start" })).toBe("failed");
     expect(h.reports.at(-1)?.error).toMatchObject({ code: "bird_reverted" });
-    expect(readFileSync(h.configPath).equals(before)).toBe(true);
+    expect(configFiles(h)).toEqual(before);
     expect(h.bird.commands.at(-1)).toBe("configure undo");
     await new Promise((r) => setTimeout(r, 100)); // the retry (20..50 ms backoff)
     await h.loop.idle();
@@ -334,14 +230,14 @@ describe("SyncLoop", () => {
     const h = await harness();
     const next = await testKey(9);
     h.listedKeys = [
-      { ...storedKey(key), created_at: null, statement: null },
-      { ...storedKey(next), created_at: null, statement: await signKeyStatement(next, key, new Date()) },
+      { ...storedKey(env.key), created_at: null, statement: null },
+      { ...storedKey(next), created_at: null, statement: await signKeyStatement(next, env.key, new Date()) },
     ];
     await publish(h, 1, 1, { key: next });
     const result = await h.loop.sync({ reason: "start" });
     expect(h.reports.at(-1)?.error).toBeNull();
     expect(result).toBe("applied");
-    expect((await h.state.readSigningKeys()).map((k) => k.key_id)).toEqual([key.keyId, next.keyId]);
+    expect((await h.state.readSigningKeys()).map((k) => k.key_id)).toEqual([env.key.keyId, next.keyId]);
   });
 
   it("sync - a key nobody pinned vouches for stays unknown and the bundle is refused", async () => {
@@ -351,7 +247,7 @@ describe("SyncLoop", () => {
     await publish(h, 1, 1, { key: stranger });
     expect(await h.loop.sync({ reason: "start" })).toBe("failed");
     expect(h.reports.at(-1)?.error).toMatchObject({ code: "unknown_key" });
-    expect(await h.state.readSigningKeys()).toEqual([storedKey(key)]);
+    expect(await h.state.readSigningKeys()).toEqual([storedKey(env.key)]);
   });
 
   it("restoreConfirmedFiles - puts back the files of the last confirmed bundle after a crash left others on disk", async () => {
@@ -379,6 +275,33 @@ describe("SyncLoop", () => {
     }
     const gid = await groupId("bird");
     expect(statSync(h.configPath).mode & 0o777).toBe(gid === null ? 0o600 : 0o640);
+  });
+
+  it("sync - content BIRD already runs byte for byte is recorded without configure (a crash before the record)", async () => {
+    const h = await harness();
+    await publish(h, 1, 1);
+    expect(await h.loop.sync({ reason: "start" })).toBe("applied");
+    rmSync(join(h.state.dir, "applied.json"));
+    h.bird.commands.length = 0;
+    expect(await h.loop.sync({ reason: "start" })).toBe("applied");
+    expect(h.bird.commands.filter((c) => c.startsWith("configure"))).toEqual([]);
+    expect(await h.state.readApplied()).toMatchObject({ revision_id: 1, sequence: 1 });
+  });
+
+  it("sync - a bundle refused before a restart is not fetched again after it", async () => {
+    const refusing: ProcessRunner = async () => ({ code: 1, signal: null, stdout: "", stderr: "bird: /x/rl-routes.conf:3:7 syntax error\n" });
+    const first = await harness({ runner: refusing });
+    const { bytes, desired } = await publish(first, 1, 1);
+    expect(await first.loop.sync({ reason: "start" })).toBe("failed");
+    // A new process on the same state directory, the controller still naming the same issue.
+    const second = await harness();
+    second.bundles.set(1, bytes);
+    expect(await second.loop.sync({ reason: "start", desired })).toBe("already_refused");
+    expect(second.calls.fetch).toEqual([]);
+    // A different issue of it is fetched and applied.
+    const reissue = await publish(second, 1, 2);
+    expect(await second.loop.sync({ reason: "poll", desired: reissue.desired })).toBe("applied");
+    expect(await second.state.readRefused()).toBeNull();
   });
 
   it("stop - no run starts after stop, and a queued retry is dropped", async () => {

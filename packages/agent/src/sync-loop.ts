@@ -1,22 +1,31 @@
 import { readFile } from "node:fs/promises";
-import { basename, dirname, join } from "node:path";
+import { dirname, join } from "node:path";
 import type { ReportReasonJson, StatusErrorJson } from "@rlc/proto";
-import { BIRD_DEFAULTS, BundleError, type BundlePayload, PROBATION_CONFIRM_MARGIN_SECONDS, type VerifiedBundle, verifyBundle } from "@rlc/shared/bundle";
-import { birdReadable, writeFileAtomic } from "./atomic-file.js";
-import { applyBirdConfig, type PendingApply } from "./bird/apply.js";
-import type { BirdControl, BirdReply } from "./bird/birdc.js";
-import type { ProcessRunner } from "./bird/validate.js";
+import {
+  type BirdControl,
+  type BirdReply,
+  birdReadable,
+  loadBirdConfig,
+  type PendingApply,
+  type ProcessRunner,
+  type RenderedConfig,
+  renderBirdConfig,
+  renderOptionsFor,
+  writeFileAtomic,
+} from "@rlc/shared/bird";
+import { BundleError, type BundlePayload, type VerifiedBundle, type VerifyOptions, verifyBundle } from "@rlc/shared/bundle";
+import { backoffDelay, type Clock } from "@rlc/shared/time";
 import type { ControllerClient } from "./bundle/controller-client.js";
 import type { DesiredRevision } from "./bundle/http-client.js";
+import { fetchVerified, peekIssue, readKeptPayload } from "./bundle/kept-bundle.js";
 import { updatePinnedKeys } from "./bundle/signing-keys.js";
 import type { AgentMetrics } from "./http/metrics.js";
 import { errorFields, type Logger } from "./log.js";
-import { type BirdBaseline, type ProbationDeps, readBaseline, revertAndVerify, runProbation } from "./probation.js";
-import { type RenderedConfig, renderBirdConfig } from "./render/render.js";
-import type { AppliedRecord, StateStore } from "./state.js";
+import { type BirdBaseline, type ProbationDeps, probationWindowMs, readBaseline, revertAndVerify, runProbation } from "./probation.js";
+import type { AppliedRecord, RefusedIssue, StateStore } from "./state.js";
 import { type ProbationVerdict, planProbation } from "./status/probation-rules.js";
 import { classifyError, SyncError } from "./sync-errors.js";
-import { backoffDelay, type Clock } from "./timing.js";
+import { pickIssue, sameIssue } from "./sync-issue.js";
 
 export interface SyncLoopOptions {
   client: Pick<ControllerClient, "latest" | "fetchBundle" | "signingKeys">;
@@ -82,8 +91,11 @@ export class SyncLoop {
   #queued: SyncTrigger | null = null;
   #running: Promise<void> | null = null;
   #stopped = false;
-  /** The issue last refused for good: not fetched again until the controller names another. */
-  #refused: { issue: DesiredRevision; at: number; forGood: boolean } | null = null;
+  /**
+   * The issue last refused: not fetched again until the controller names another. Kept in the
+   * StateStore too, so a restart does not retry a bundle BIRD refused; undefined = not read yet.
+   */
+  #refused: RefusedIssue | null | undefined = undefined;
   #retryAttempt = 0;
   #retryAbort: AbortController | null = null;
 
@@ -137,40 +149,43 @@ export class SyncLoop {
         this.#retryAttempt = 0;
         return "up_to_date";
       }
-      const refused = this.#refused;
-      if (refused && (refused.forGood || this.#o.clock.now() - refused.at < REFUSAL_MEMORY_MS) && sameIssue(refused.issue, desired)) {
+      const refused = await this.#readRefused();
+      if (refused && (refused.for_good || this.#o.clock.now() - refused.at < REFUSAL_MEMORY_MS) && sameIssue(refused, desired)) {
         return "already_refused";
       }
       log.info("sync: fetching bundle", { reason: trigger.reason, revision_id: desired.revision_id });
 
-      bytes = await this.#o.client.fetchBundle(desired.revision_id);
-      const verified = await this.#verify(bytes, applied);
+      const deps = { fetchBundle: (r: number, b?: number | null) => this.#o.client.fetchBundle(r, b), state, log };
+      const keep = (received: Uint8Array) => void (bytes = received);
+      const fetched = await fetchVerified(deps, desired.revision_id, applied, (received, base) => this.#verify(received, applied, base), keep);
+      const verified = fetched.verified;
       const payload = verified.payload;
       if (payload.revision_id !== desired.revision_id) {
         log.warn("sync: the controller sent another revision than it named", { named: desired.revision_id, got: payload.revision_id });
       }
-      const rendered = renderBirdConfig(payload, this.#renderOptions());
-      const timeoutSeconds = configureTimeout(payload);
-      const previous = await this.#readConfirmedPayload().catch(() => null);
+      const previous = await this.#readConfirmedPayload(applied).catch(() => null);
       let baseline: BirdBaseline | null = null;
-      const pending = await applyBirdConfig(
+      const loaded = await loadBirdConfig(
         { birdc: this.#o.bird, runner: this.#o.runner, clock: this.#o.clock, birdBin: this.#o.birdBin },
         {
-          files: rendered.files,
-          entry: rendered.entry,
+          payload,
           mode: this.#o.birdMode,
-          configDir: dirname(this.#o.birdConfigPath),
+          configPath: this.#o.birdConfigPath,
           stagingDir: this.#o.stagingDir,
-          timeoutSeconds,
           // What runs now, as late as can be: the sessions the probation holds to their state.
           beforeConfigure: async () => {
             baseline = await readBaseline(this.#probationDeps());
           },
         },
+        (pending, { rendered, timeoutSeconds }) => {
+          const before = baseline as BirdBaseline | null;
+          if (!before) throw new Error("applyBirdConfig returned before reading the baseline");
+          return this.#probation(pending, { payload, rendered, before, previous, timeoutSeconds });
+        },
       );
-      const before = baseline as BirdBaseline | null;
-      if (!before) throw new Error("applyBirdConfig returned before reading the baseline");
-      const probationMs = await this.#probation(pending, { payload, rendered, before, previous, timeoutSeconds });
+      // Byte-identical to what BIRD runs (a re-issue of the same content): nothing to watch.
+      const probationMs = loaded.outcome ?? 0;
+      if (!loaded.configured) log.info("sync: BIRD already runs this configuration; configure skipped", { revision_id: payload.revision_id });
 
       const record: AppliedRecord = {
         revision_id: payload.revision_id,
@@ -178,10 +193,10 @@ export class SyncLoop {
         digest: payload.digest,
         applied_at: new Date(this.#o.clock.now()).toISOString(),
       };
-      await state.recordApplied(bytes, record);
+      await state.recordApplied(fetched.bytes, record, verified.prefixSection);
       this.#o.metrics.recordApplied(record);
       this.#o.reporter.setError(null);
-      this.#refused = null;
+      await this.#setRefused(null);
       this.#retryAttempt = 0;
       log.info("sync: applied", { revision_id: record.revision_id, sequence: record.sequence, probation_ms: probationMs });
       await this.#o.reporter.report("applied");
@@ -201,8 +216,10 @@ export class SyncLoop {
     if (desired) desired = { ...desired, sequence: desired.sequence ?? offered.sequence, issued_at: desired.issued_at ?? offered.issued_at };
     this.#o.metrics.recordFailure(c.code);
     this.#o.log.warn("sync: failed; BIRD keeps its running config", { reason: trigger.reason, code: c.code, error: c.message, permanent: c.permanent });
-    if (c.permanent && desired) this.#refused = { issue: desired, at: this.#o.clock.now(), forGood: c.code === "reverted" };
-    else this.#scheduleRetry();
+    if (c.permanent && desired) {
+      const refused = { ...pickIssue(desired), at: this.#o.clock.now(), for_good: c.code === "reverted" };
+      await this.#setRefused(refused).catch((e: unknown) => this.#o.log.warn("sync: the refusal is not kept across a restart", errorFields(e)));
+    } else this.#scheduleRetry();
     // Without a revision there is nothing the controller waits on (latest() itself failed).
     if (!desired) return;
     this.#o.reporter.setError({
@@ -214,6 +231,18 @@ export class SyncLoop {
       ...(c.check ? { check: c.check, sessions: c.sessions ?? [] } : {}),
     });
     await this.#o.reporter.report("apply_failed");
+  }
+
+  async #readRefused(): Promise<RefusedIssue | null> {
+    if (this.#refused === undefined) this.#refused = await this.#o.state.readRefused();
+    return this.#refused;
+  }
+
+  /** In memory first, so a state directory that cannot be written still stops the retries of this process. */
+  async #setRefused(refused: RefusedIssue | null): Promise<void> {
+    const had = this.#refused;
+    this.#refused = refused;
+    if (refused !== null || had !== null) await this.#o.state.writeRefused(refused);
   }
 
   #scheduleRetry(): void {
@@ -228,7 +257,7 @@ export class SyncLoop {
   }
 
   /** verifyBundle; an unknown key first refreshes the pinned keys through their statements. */
-  async #verify(bytes: Uint8Array, applied: AppliedRecord | null): Promise<VerifiedBundle> {
+  async #verify(bytes: Uint8Array, applied: AppliedRecord | null, base: VerifyOptions["base"]): Promise<VerifiedBundle> {
     const { state } = this.#o;
     const verify = async () =>
       verifyBundle(bytes, await state.readSigningKeys(), {
@@ -237,6 +266,7 @@ export class SyncLoop {
         lastSequence: applied?.sequence ?? null,
         now: this.#o.clock.now(),
         maxBytes: this.#o.maxBundleBytes,
+        base,
       });
     try {
       return await verify();
@@ -277,7 +307,13 @@ export class SyncLoop {
     let verdict: ProbationVerdict;
     try {
       verdict = await runProbation(this.#probationDeps(), {
-        plan: planProbation({ before: o.before.sessions, rendered: o.rendered.sessions, payload, previous: o.previous, checkSessions: !forceConfirm && windowMs > 0 }),
+        plan: planProbation({
+          before: o.before.sessions,
+          rendered: o.rendered.sessions,
+          payload,
+          previous: o.previous,
+          checkSessions: !forceConfirm && windowMs > 0,
+        }),
         windowMs,
         checkController,
         confirmBy: configuredAt + timeoutSeconds * 1000 - 1000,
@@ -324,22 +360,17 @@ export class SyncLoop {
     throw new SyncError("reverted", `probation failed (${verdict.check}): ${verdict.message}; ${back}`, { check: verdict.check, sessions: verdict.sessions });
   }
 
-  #renderOptions() {
-    const name = basename(this.#o.birdConfigPath);
-    return this.#o.birdMode === "full" ? { mode: "full" as const, mainName: name } : { mode: "include" as const, includeName: name };
-  }
-
   /**
    * The payload of the bundle BIRD last confirmed; null when there is none or it does not match
-   * applied.json. Our own file, written after verification; it may have expired since, so it is
-   * not verified again.
+   * applied.json. Our own files, written after verification (readKeptPayload); they may have
+   * expired since, so they are not verified again.
    */
-  async #readConfirmedPayload(): Promise<BundlePayload | null> {
-    const [applied, bytes] = await Promise.all([this.#o.state.readApplied(), this.#o.state.readLastBundle()]);
-    if (!applied || !bytes) return null;
-    const envelope = JSON.parse(Buffer.from(bytes.buffer, bytes.byteOffset, bytes.length).toString("utf8")) as { payload: string };
-    const payload = JSON.parse(Buffer.from(envelope.payload, "base64").toString("utf8")) as BundlePayload;
-    return payload.sequence === applied.sequence ? payload : null;
+  async #readConfirmedPayload(applied: AppliedRecord | null): Promise<BundlePayload | null> {
+    if (!applied) return null;
+    const [bytes, prefixes] = await Promise.all([this.#o.state.readLastBundle(), this.#o.state.readLastPrefixes()]);
+    if (!bytes) return null;
+    const payload = readKeptPayload(bytes, prefixes);
+    return payload?.sequence === applied.sequence ? payload : null;
   }
 
   /**
@@ -349,9 +380,9 @@ export class SyncLoop {
    */
   async restoreConfirmedFiles(): Promise<boolean> {
     const applied = await this.#o.state.readApplied();
-    const payload = await this.#readConfirmedPayload();
+    const payload = await this.#readConfirmedPayload(applied);
     if (!applied || !payload) return false;
-    const rendered = renderBirdConfig(payload, this.#renderOptions());
+    const rendered = renderBirdConfig(payload, renderOptionsFor(this.#o.birdMode, this.#o.birdConfigPath));
     const dir = dirname(this.#o.birdConfigPath);
     let restored = false;
     // The files hold peers' passwords: as applyBirdConfig writes them, BIRD's group reads, nobody else.
@@ -365,48 +396,4 @@ export class SyncLoop {
     if (restored) this.#o.log.warn("restored the files of the last confirmed revision", { revision_id: applied.revision_id });
     return restored;
   }
-}
-
-/**
- * The same issue of a revision: same content and, when both sides say, the same sequence or
- * issue time (a re-issue of an expired bundle keeps revision and digest). When neither can be
- * compared the refusal stands, for at most {@link REFUSAL_MEMORY_MS}.
- */
-function sameIssue(a: DesiredRevision, b: DesiredRevision): boolean {
-  if (a.revision_id !== b.revision_id || a.digest !== b.digest) return false;
-  if (a.sequence !== null && b.sequence !== null) return a.sequence === b.sequence;
-  if (a.issued_at !== null && b.issued_at !== null) return a.issued_at === b.issued_at;
-  return true;
-}
-
-/** sequence and issued_at of a bundle's payload, read without verifying; nulls when unreadable. */
-function peekIssue(bytes: Uint8Array): { sequence: number | null; issued_at: string | null } {
-  try {
-    const envelope = JSON.parse(Buffer.from(bytes.buffer, bytes.byteOffset, bytes.length).toString("utf8")) as { payload?: unknown };
-    const payload = JSON.parse(Buffer.from(String(envelope.payload), "base64").toString("utf8")) as Record<string, unknown>;
-    return {
-      sequence: Number.isSafeInteger(payload.sequence) ? (payload.sequence as number) : null,
-      issued_at: typeof payload.issued_at === "string" ? payload.issued_at : null,
-    };
-  } catch {
-    return { sequence: null, issued_at: null };
-  }
-}
-
-function configureTimeout(payload: BundlePayload): number {
-  const fallback = BIRD_DEFAULTS.configure_timeout_seconds;
-  const value = Number(payload.bird?.configure_timeout_seconds ?? fallback);
-  return Number.isFinite(value) ? Math.min(3600, Math.max(2, Math.floor(value))) : fallback;
-}
-
-/**
- * The probation window: the bundle's `confirm_after_seconds` (default 10), at least this
- * router's RL_HEALTH_WAIT_SECONDS, and always ending PROBATION_CONFIRM_MARGIN_SECONDS before
- * BIRD's timer (the settings refuse less; an older controller's bundle is cut to fit).
- */
-function probationWindowMs(payload: BundlePayload, localFloorMs: number, timeoutSeconds: number): number {
-  const fallback = BIRD_DEFAULTS.confirm_after_seconds;
-  const value = Number(payload.bird?.confirm_after_seconds ?? fallback);
-  const seconds = Number.isFinite(value) ? Math.min(300, Math.max(0, value)) : fallback;
-  return Math.min(Math.max(seconds * 1000, localFloorMs), Math.max(0, (timeoutSeconds - PROBATION_CONFIRM_MARGIN_SECONDS) * 1000));
 }

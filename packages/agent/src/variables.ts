@@ -13,7 +13,11 @@ export interface VariableDoc {
 export const VARIABLES: readonly VariableDoc[] = [
   { name: "RL_CONTROLLER_URL", default: "", meaning: "the controller's HTTP base, e.g. https://controller.example.net (required by run and enroll)" },
   { name: "RL_GRPC_URL", default: "", meaning: "host:port of the controller's gRPC service; unset = the one enrollment named, or HTTP only" },
-  { name: "RL_GRPC_TLS_CA", default: "", meaning: "CA file (PEM) for gRPC over TLS; unset = plaintext gRPC" },
+  {
+    name: "RL_GRPC_TLS_CA",
+    default: "",
+    meaning: "CA file (PEM) for gRPC over TLS; unset = the CA pinned at enrollment, else the system roots (plaintext gRPC only with RL_INSECURE)",
+  },
   { name: "RL_ENROLLMENT_TOKEN", default: "", meaning: "one-time token (rlt_<secret>.<CA hash>), needed only until the agent is enrolled" },
   { name: "RL_CA_HASH", default: "", meaning: "sha256:<hex> of the controller CA's public key; unset = the hash the enrollment token carries" },
   { name: "RL_INSECURE", default: "false", meaning: "true allows an http:// controller, plaintext gRPC and a token without a CA hash (warned at every start)" },
@@ -30,7 +34,11 @@ export const VARIABLES: readonly VariableDoc[] = [
   { name: "RL_NATS_CREDS", default: "", meaning: "NATS user credentials file; unset = the one enrollment stored in RL_STATE_DIR (nats.creds)" },
   { name: "RL_METRICS_LISTEN", default: "127.0.0.1:9469", meaning: "host:port of /metrics and /healthz; off disables" },
   { name: "RL_POLL_SECONDS", default: "30", meaning: "period of the fallback HTTP poll, in seconds" },
-  { name: "RL_HEALTH_WAIT_SECONDS", default: "0", meaning: "the shortest probation window this router accepts, whatever the tenant's BIRD.confirm_after_seconds" },
+  {
+    name: "RL_HEALTH_WAIT_SECONDS",
+    default: "0",
+    meaning: "the shortest probation window this router accepts, whatever the tenant's BIRD.confirm_after_seconds",
+  },
   { name: "RL_LOG_LEVEL", default: "info", meaning: "debug, info, warn, error or silent; JSON lines on stderr" },
 ];
 

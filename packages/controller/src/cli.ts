@@ -1,84 +1,146 @@
 #!/usr/bin/env node
 import { parseArgs } from "node:util";
 import { Role, TenantName } from "@rlc/shared/schemas";
-import { initNatsAuthority } from "./bus/nats-auth.js";
-import { ConfigError, loadConfig } from "./config.js";
-import { openDatabase } from "./db/connect.js";
-import { migrate } from "./db/migrate.js";
-import { findTenantByName } from "./db/tenants.js";
-import { mintApiKey, toApiKey } from "./services/api-keys.js";
-import { createAuditWriter } from "./services/audit.js";
-import { createTenantWithKey, toTenant } from "./services/tenants.js";
 
-const usage = `usage:
-  controller migrate
-  controller tenant create NAME
-  controller key create --tenant NAME --role viewer|operator|admin|superadmin [--name NAME]
-  controller nats init DIR [--listen HOST:PORT]
-Each command prints one JSON object. It uses DATABASE_URL, or the embedded database under
-APP_DATA_DIR (stop a controller that runs on the same embedded database first).`;
+const usage = `Usage: npm run controller -- <command>      (installed: rl-controller <command>)
 
-class UsageError extends Error {}
+Commands:
+  migrate                        apply the database migrations
+  tenant create NAME             create a tenant and its first admin key
+  key create --tenant NAME --role viewer|operator|admin|superadmin [--name NAME]
+                                 create an API key in a tenant
+  nats init DIR [--listen HOST:PORT]
+                                 write a NATS operator, account, controller credentials and
+                                 server config into DIR (needs no database)
+  help, --help, -h               print this text
 
-async function main(argv: string[]): Promise<unknown> {
-  // Needs no database: it only makes keys and files.
-  if (argv[0] === "nats") return natsCommand(argv.slice(1));
+Each command prints one JSON object on stdout. The database commands use DATABASE_URL, or the
+embedded database under APP_DATA_DIR (stop a controller that runs on the same embedded database
+first). The operator CLI for a running controller is rlctl (npx rlctl --help).
+
+Exit codes: 0 done, 1 failed (the error as JSON on stderr), 2 misused (a message on stderr).`;
+
+/** A command line that names no command, or names one wrongly: exit 2, nothing touched. */
+class UsageError extends Error {
+  override name = "UsageError";
+}
+
+/** What the command line asks for, decided before any database or file is touched. */
+type Command =
+  | { kind: "help" }
+  | { kind: "migrate" }
+  | { kind: "tenant-create"; name: string }
+  | { kind: "key-create"; tenant: string; role: ReturnType<typeof Role.parse>; name: string | undefined }
+  | { kind: "nats-init"; dir: string; listen: string | undefined };
+
+function parseCommand(argv: string[]): Command {
+  if (argv.length === 0 || argv[0] === "help" || argv.includes("--help") || argv.includes("-h")) return { kind: "help" };
+  const [cmd, sub, ...rest] = argv;
+  if (cmd === "migrate") {
+    if (argv.length !== 1) throw new UsageError(`migrate takes no arguments (got ${argv.slice(1).join(" ")})`);
+    return { kind: "migrate" };
+  }
+  if (cmd === "tenant" && sub === "create") {
+    if (rest.length !== 1) throw new UsageError("tenant create takes one NAME");
+    const name = TenantName.safeParse(rest[0]);
+    if (!name.success) throw new UsageError(`tenant name ${rest[0]}: ${name.error.issues[0]?.message}`);
+    return { kind: "tenant-create", name: name.data };
+  }
+  if (cmd === "key" && sub === "create") {
+    const { values } = strictArgs(rest, { tenant: { type: "string" }, role: { type: "string" }, name: { type: "string" } }, false);
+    const role = Role.safeParse(values.role);
+    if (typeof values.tenant !== "string" || !role.success) throw new UsageError("key create needs --tenant NAME and --role viewer|operator|admin|superadmin");
+    return { kind: "key-create", tenant: values.tenant, role: role.data, name: typeof values.name === "string" ? values.name : undefined };
+  }
+  if (cmd === "nats" && sub === "init") {
+    const { values, positionals } = strictArgs(rest, { listen: { type: "string" } }, true);
+    if (positionals.length !== 1) throw new UsageError("nats init takes one DIR");
+    return { kind: "nats-init", dir: positionals[0]!, listen: typeof values.listen === "string" ? values.listen : undefined };
+  }
+  throw new UsageError(`unknown command: ${argv.join(" ")}`);
+}
+
+/** node:util parseArgs, its "unknown option" and "missing value" errors turned into usage errors. */
+function strictArgs(args: string[], options: Record<string, { type: "string" }>, allowPositionals: boolean) {
+  try {
+    return parseArgs({ args, options, allowPositionals, strict: true });
+  } catch (err) {
+    throw new UsageError((err as Error).message);
+  }
+}
+
+// The database, NATS and service modules are loaded only once a command needs them: `--help`
+// and a misused command line answer without loading the database drivers.
+async function run(command: Exclude<Command, { kind: "help" }>): Promise<unknown> {
+  if (command.kind === "nats-init") {
+    const { initNatsAuthority } = await import("./bus/nats-auth.js");
+    const result = await initNatsAuthority(command.dir, command.listen ? { listen: command.listen } : {});
+    return {
+      ...result,
+      next: `nats-server -c ${result.files.server_config}; then run the controller with NATS_CREDS_FILE=${result.files.controller_creds} NATS_ACCOUNT_SEED_FILE=${result.files.account_signing_seed}`,
+    };
+  }
+  const { loadConfig } = await import("./config.js");
+  const { openDatabase } = await import("./db/connect.js");
+  const { migrate } = await import("./db/migrate.js");
+  const { findTenantByName } = await import("./db/tenants.js");
+  const { mintApiKey, toApiKey } = await import("./services/access/api-keys.js");
+  const { createAuditWriter } = await import("./services/access/audit.js");
+  const { createTenantWithKey, toTenant } = await import("./services/access/tenants.js");
   const config = loadConfig();
   const db = await openDatabase({ url: config.DATABASE_URL, dataDir: config.APP_DATA_DIR, max: 2, applicationName: "rl-controller-cli" });
   try {
-    const [cmd, sub, ...rest] = argv;
     const result = await migrate(db.sql);
-    if (cmd === "migrate" && sub === undefined) return { migrated: result.applied, schema_version: result.current };
+    if (command.kind === "migrate") return { migrated: result.applied, schema_version: result.current };
     const audit = createAuditWriter({ pushEnabled: Boolean(config.AUTH_PORTAL_URL && config.AUTH_AUDIT_INGEST_SECRET) });
     const now = new Date();
-    if (cmd === "tenant" && sub === "create" && rest.length === 1) {
-      const name = TenantName.safeParse(rest[0]);
-      if (!name.success) throw new UsageError(`tenant name ${rest[0]}: ${name.error.issues[0]?.message}`);
+    if (command.kind === "tenant-create") {
       return db.sql.begin(async (tx) => {
-        const { tenant, key } = await createTenantWithKey(tx, name.data, "admin", now);
+        const { tenant, key } = await createTenantWithKey(tx, command.name, "admin", now);
         await audit.recordSystem(tx, tenant.id, now, {
-          actor: "cli", action: "create", resource_type: "tenant", resource_id: tenant.id, summary: `tenant ${tenant.name} created from the CLI`,
+          actor: "cli",
+          action: "create",
+          resource_type: "tenant",
+          resource_id: tenant.id,
+          summary: `tenant ${tenant.name} created from the CLI`,
         });
         return { ...toTenant(tenant), admin_key: { ...toApiKey(key.row), secret: key.secret } };
       });
     }
-    if (cmd === "key" && sub === "create") {
-      const { values } = parseArgs({ args: rest, options: { tenant: { type: "string" }, role: { type: "string" }, name: { type: "string" } }, strict: true });
-      const role = Role.safeParse(values.role);
-      if (!values.tenant || !role.success) throw new UsageError("key create needs --tenant NAME and --role viewer|operator|admin|superadmin");
-      return db.sql.begin(async (tx) => {
-        const tenant = await findTenantByName(tx, values.tenant!);
-        if (!tenant) throw new UsageError(`no tenant named ${values.tenant}`);
-        const { row, secret } = await mintApiKey(tx, { tenantId: tenant.id, name: values.name ?? `cli ${role.data}`, role: role.data, now });
-        await audit.recordSystem(tx, tenant.id, now, {
-          actor: "cli", action: "create", resource_type: "api_key", resource_id: row.id, summary: `API key ${row.key_prefix} (${row.role}) created from the CLI`,
-        });
-        return { ...toApiKey(row), secret };
+    return db.sql.begin(async (tx) => {
+      const tenant = await findTenantByName(tx, command.tenant);
+      if (!tenant) throw new UsageError(`no tenant named ${command.tenant}`);
+      const { row, secret } = await mintApiKey(tx, { tenantId: tenant.id, name: command.name ?? `cli ${command.role}`, role: command.role, now });
+      await audit.recordSystem(tx, tenant.id, now, {
+        actor: "cli",
+        action: "create",
+        resource_type: "api_key",
+        resource_id: row.id,
+        summary: `API key ${row.key_prefix} (${row.role}) created from the CLI`,
       });
-    }
-    throw new UsageError(usage);
+      return { ...toApiKey(row), secret };
+    });
   } finally {
     await db.close();
   }
 }
 
-async function natsCommand(args: string[]): Promise<unknown> {
-  const { values, positionals } = parseArgs({ args, options: { listen: { type: "string" } }, allowPositionals: true, strict: true });
-  if (positionals[0] !== "init" || positionals.length !== 2) throw new UsageError(usage);
-  const result = await initNatsAuthority(positionals[1]!, values.listen ? { listen: values.listen } : {});
-  return {
-    ...result,
-    next: `nats-server -c ${result.files.server_config}; then run the controller with NATS_CREDS_FILE=${result.files.controller_creds} NATS_ACCOUNT_SEED_FILE=${result.files.account_signing_seed}`,
-  };
+async function main(argv: string[]): Promise<void> {
+  const command = parseCommand(argv);
+  if (command.kind === "help") {
+    process.stdout.write(`${usage}\n`);
+    return;
+  }
+  process.stdout.write(`${JSON.stringify(await run(command))}\n`);
 }
 
-main(process.argv.slice(2)).then(
-  (out) => {
-    process.stdout.write(`${JSON.stringify(out)}\n`);
-  },
-  (err) => {
-    const message = err instanceof UsageError || err instanceof ConfigError ? err.message : err instanceof Error ? err.message : String(err);
-    process.stderr.write(`${JSON.stringify({ error: message })}\n`);
-    process.exitCode = err instanceof UsageError ? 2 : 1;
-  },
-);
+main(process.argv.slice(2)).catch((err: unknown) => {
+  if (err instanceof UsageError) {
+    process.stderr.write(`controller: ${err.message}\nRun 'npm run controller -- --help' for the commands.\n`);
+    process.exitCode = 2;
+    return;
+  }
+  const message = err instanceof Error ? err.message : String(err);
+  process.stderr.write(`${JSON.stringify({ error: message })}\n`);
+  process.exitCode = 1;
+});

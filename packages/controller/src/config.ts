@@ -14,6 +14,13 @@ const ConfigSchema = z.object({
   NATS_URL: optionalString,
   NATS_CREDS_FILE: optionalString,
   NATS_ACCOUNT_SEED_FILE: optionalString,
+  /** How long each tenant's JetStream stream keeps its events (`rl.v1.<tenant>.>`), in seconds. */
+  NATS_EVENTS_MAX_AGE_SECONDS: z.coerce
+    .number()
+    .int()
+    .min(60)
+    .max(30 * 86_400)
+    .default(3600),
   HTTP_HOST: z.string().default("0.0.0.0"),
   HTTP_PORT: port.default(8080),
   // A client that announces a body and never sends it, or never finishes its headers, holds a
@@ -32,6 +39,10 @@ const ConfigSchema = z.object({
   APP_SERVICE: z.enum(["app-all", "api", "worker", "scheduler"]).default("app-all"),
   APP_RUNTIME_LOGS_DIR: optionalString,
   APP_CORS_ORIGINS: optionalString,
+  /** The web console at / and /console/ (static files built with the controller); `false` = not served. */
+  APP_CONSOLE: optionalString.pipe(z.enum(["true", "false"], { error: "must be true or false" }).optional()).transform((v) => v !== "false"),
+  /** Where the console's built files are; unset = the dist/ of the @rlc/console package. */
+  APP_CONSOLE_DIR: optionalString,
   APP_OUTBOUND_ALLOW_CIDRS: optionalString,
   AUTH_PORTAL_URL: optionalString.pipe(z.url({ protocol: /^https?$/ }).optional()),
   AUTH_AUDIT_INGEST_SECRET: optionalString,

@@ -1,28 +1,40 @@
-import type { FastifyInstance, FastifyServerOptions } from "fastify";
-import { type AppDeps, buildApp, createServices } from "./app.js";
+import type { FastifyBaseLogger, FastifyInstance, FastifyServerOptions } from "fastify";
+import { buildApp } from "./app.js";
+import type { AppDeps } from "./app-deps.js";
 import { type Bus, createBus } from "./bus/index.js";
 import { loadCredentialIssuer } from "./bus/nats-auth.js";
 import type { Config } from "./config.js";
 import { type Database, openDatabase } from "./db/connect.js";
 import { migrate } from "./db/migrate.js";
+import { listTenantIds } from "./db/tenants.js";
+import { withEventHistory } from "./events/history.js";
 import { createAgentService } from "./grpc/agent-service.js";
 import { type GrpcListener, grpcTlsOf, listenGrpc } from "./grpc/server.js";
 import { loadGrpcTls } from "./grpc/tls.js";
+import { startAwaitingEvaluator } from "./jobs/awaiting-evaluator.js";
 import type { JobHandler } from "./jobs/handler.js";
 import { createJobHandlers } from "./jobs/handlers.js";
-import { startAwaitingEvaluator } from "./jobs/awaiting-evaluator.js";
 import { startWorker } from "./jobs/worker.js";
 import { type BuildInfo, loadBuildInfo } from "./lib/build-info.js";
 import { createSecretBox, loadDataKey } from "./lib/secret-box.js";
-import { sealSecretsAtRest } from "./services/secrets-at-rest.js";
+import { type Clock, systemClock } from "./lib/time.js";
+import { createControllerMetrics } from "./metrics/controller-metrics.js";
 import { bundleReissueTask } from "./scheduler/bundle-reissue.js";
 import { type PeriodicTask, type Scheduler, startScheduler } from "./scheduler/scheduler.js";
-import { awaitingSweepTask, idempotencyExpiryTask, maintenancePolicyTask, moduleRefreshTask, revisionRetentionTask, runtimeLogsAutoTask } from "./scheduler/tasks.js";
-import { type Clock, systemClock } from "./lib/time.js";
-import { type AuditPusher, startAuditPusher } from "./services/audit-push.js";
-import { type BootstrapResult, bootstrapDefaultTenant } from "./services/tenants.js";
-import { createRevisionStore } from "./services/revision-store.js";
-import { setTenantMaxQueued } from "./services/jobs.js";
+import {
+  awaitingSweepTask,
+  idempotencyExpiryTask,
+  maintenancePolicyTask,
+  moduleRefreshTask,
+  revisionRetentionTask,
+  runtimeLogsAutoTask,
+} from "./scheduler/tasks.js";
+import { type AuditPusher, startAuditPusher } from "./services/access/audit-push.js";
+import { sealSecretsAtRest } from "./services/access/secrets-at-rest.js";
+import { type BootstrapResult, bootstrapDefaultTenant } from "./services/access/tenants.js";
+import { createServices } from "./services/create-services.js";
+import { setTenantMaxQueued } from "./services/operations/jobs.js";
+import { createRevisionStore } from "./services/revisions/revision-store.js";
 import { type AsnSource, createAsnSource } from "./sources/asn-source.js";
 import { createOutboundClient } from "./sources/outbound.js";
 
@@ -58,7 +70,10 @@ export interface StartOptions {
 }
 
 export function splitCidrs(value: string | undefined): string[] {
-  return (value ?? "").split(",").map((s) => s.trim()).filter(Boolean);
+  return (value ?? "")
+    .split(",")
+    .map((s) => s.trim())
+    .filter(Boolean);
 }
 
 /**
@@ -76,8 +91,13 @@ export async function startController(config: Config, opts: StartOptions = {}): 
     // Right after the commit that made it: a later step that fails (NATS, the listener) must not
     // take the only copy of a generated key with it.
     await opts.onBootstrap?.(bootstrap);
-    const bus = opts.bus ?? (await createBus(config));
-    if (!opts.bus) closers.push(() => bus.close());
+    const plainBus = opts.bus ?? (await createBus(config));
+    if (!opts.bus) closers.push(() => plainBus.close());
+    let eventLog: FastifyBaseLogger | null = null;
+    const bus = withEventHistory(plainBus, {
+      maxAgeSeconds: config.NATS_EVENTS_MAX_AGE_SECONDS,
+      onError: (tenantId, err) => eventLog?.warn({ err, tenant_id: tenantId }, "event stream not created or updated; events are published without history"),
+    });
     const outbound = createOutboundClient({ allowCidrs: splitCidrs(config.APP_OUTBOUND_ALLOW_CIDRS) });
     closers.push(() => outbound.close());
 
@@ -93,12 +113,14 @@ export async function startController(config: Config, opts: StartOptions = {}): 
     const servesAgents = opts.grpc === true && servesApi;
     const dataKey = await loadDataKey({ file: config.APP_SECRET_KEY_FILE, dataDir: config.APP_DATA_DIR });
     const secretBox = createSecretBox(dataKey.key);
-    const natsIssuer = config.NATS_ACCOUNT_SEED_FILE && config.NATS_CREDS_FILE ? await loadCredentialIssuer(config.NATS_ACCOUNT_SEED_FILE, config.NATS_CREDS_FILE) : null;
+    const natsIssuer =
+      config.NATS_ACCOUNT_SEED_FILE && config.NATS_CREDS_FILE ? await loadCredentialIssuer(config.NATS_ACCOUNT_SEED_FILE, config.NATS_CREDS_FILE) : null;
     // TLS unless told otherwise; the API roles need the CA hash for the tokens they issue even
     // when this process does not listen for agents itself.
     const grpcFiles = grpcTlsOf(config);
     const specificHost = config.GRPC_HOST !== "0.0.0.0" && config.GRPC_HOST !== "::" ? [config.GRPC_HOST] : [];
-    const grpcTls = servesApi && !config.GRPC_INSECURE ? await loadGrpcTls({ sql: db.sql, secretBox, files: grpcFiles, names: specificHost, now: clock() }) : null;
+    const grpcTls =
+      servesApi && !config.GRPC_INSECURE ? await loadGrpcTls({ sql: db.sql, secretBox, files: grpcFiles, names: specificHost, now: clock() }) : null;
     const grpc = servesAgents
       ? await listenGrpc({
           host: config.GRPC_HOST,
@@ -109,23 +131,35 @@ export async function startController(config: Config, opts: StartOptions = {}): 
       : null;
     if (grpc) closers.unshift(() => grpc.close());
     const serviceConfig = grpc ? { ...config, GRPC_PORT: grpc.port } : config;
+    let log: FastifyInstance["log"] | null = null;
+    const metrics = createControllerMetrics({ sql: db.sql, clock, bus, onQueryError: (query, err) => log?.warn({ err, query }, "metrics query failed") });
     const services = createServices({
+      metrics: metrics.jobs,
       config: serviceConfig,
       sql: db.sql,
       bus,
       revisions,
       pushEnabled,
       secretBox,
+      outbound,
+      asnSource,
       natsIssuer,
       caHash: grpcTls?.caHash ?? null,
       onAuditRecorded: () => pusher?.wake(),
     });
     const carried = await sealSecretsAtRest(db.sql, { secretBox, signing: services.signing, now: clock() });
-    const deps: AppDeps = { config, sql: db.sql, clock, bus, buildInfo: opts.buildInfo ?? loadBuildInfo(), outbound, services };
+    const deps: AppDeps = { config, sql: db.sql, clock, bus, buildInfo: opts.buildInfo ?? loadBuildInfo(), outbound, services, metrics };
     const app = await buildApp(deps, opts.logger === undefined ? {} : { logger: opts.logger });
+    log = app.log;
+    eventLog = app.log;
+    // Every tenant's event stream, created or brought to NATS_EVENTS_MAX_AGE_SECONDS (a tenant
+    // made later gets its stream with its first event); a failure is logged, not fatal.
+    await bus.ensureTenants(await listTenantIds(db.sql));
     closers.push(() => app.close());
-    if (dataKey.created) app.log.warn({ path: dataKey.path }, "data key for secrets at rest created; keep it (and back it up): without it sealed secrets cannot be opened");
-    if (Object.values(carried).some((n) => n > 0)) app.log.info(carried, "secrets stored in plain text by an earlier version sealed; tenants given their own signing keys");
+    if (dataKey.created)
+      app.log.warn({ path: dataKey.path }, "data key for secrets at rest created; keep it (and back it up): without it sealed secrets cannot be opened");
+    if (Object.values(carried).some((n) => n > 0))
+      app.log.info(carried, "secrets stored in plain text by an earlier version sealed; tenants given their own signing keys");
     if (grpc) {
       grpc.serve(createAgentService({ sql: db.sql, bus, clock, node: services.node, authenticator: services.authenticator, logger: app.log }));
       app.log.info({ address: grpc.address, tls: grpc.tls, ca_hash: grpcTls?.caHash ?? null }, "gRPC AgentService listening");
@@ -151,12 +185,20 @@ export async function startController(config: Config, opts: StartOptions = {}): 
       closers.unshift(() => p.stop());
     }
     setTenantMaxQueued(config.JOBS_TENANT_MAX_QUEUED);
-    const handlers = opts.jobHandlers ?? createJobHandlers({ sql: db.sql, bus, outbound, asnSource, revisions, services });
+    const handlers = opts.jobHandlers ?? createJobHandlers({ sql: db.sql, bus, services });
     if (runsWorkers && handlers.length) {
-      const worker = startWorker({ sql: db.sql, bus, clock, logger: app.log, handlers, tenantMaxRunning: config.JOBS_TENANT_MAX_RUNNING });
+      const worker = startWorker({
+        sql: db.sql,
+        bus,
+        clock,
+        logger: app.log,
+        handlers,
+        tenantMaxRunning: config.JOBS_TENANT_MAX_RUNNING,
+        metrics: metrics.jobs,
+      });
       closers.unshift(() => worker.stop());
       // Agents' reports end awaiting applies here, as they arrive (the sweep is the safety net).
-      const evaluator = startAwaitingEvaluator({ sql: db.sql, bus, clock, logger: app.log });
+      const evaluator = startAwaitingEvaluator({ sql: db.sql, bus, clock, logger: app.log, metrics: metrics.jobs });
       closers.unshift(() => evaluator.stop());
     }
     if (runsScheduler) {
@@ -166,11 +208,12 @@ export async function startController(config: Config, opts: StartOptions = {}): 
         moduleRefreshTask(db.sql, bus),
         maintenancePolicyTask(services.maintenance, bus),
         revisionRetentionTask(services.maintenance, bus),
-        bundleReissueTask({ sql: db.sql, bus, signing: services.signing, revisions, secretBox }),
-        awaitingSweepTask(db.sql, bus, clock),
+        bundleReissueTask(services.deploy),
+        awaitingSweepTask(db.sql, bus, clock, metrics.jobs),
       ];
       const s = startScheduler({ db, clock, logger: app.log, tasks, ...(opts.electionMs ? { electionMs: opts.electionMs } : {}) });
       scheduler = s;
+      metrics.watchScheduler(s);
       closers.unshift(() => s.stop());
     }
     return {

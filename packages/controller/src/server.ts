@@ -2,7 +2,7 @@
 import closeWithGrace from "close-with-grace";
 import { ConfigError, loadConfig } from "./config.js";
 import { startController } from "./controller.js";
-import { announceBootstrapKey } from "./lib/bootstrap-notice.js";
+import { announceBootstrapKey } from "./services/access/bootstrap-notice.js";
 
 /** The process: configuration, start, listen, print where, close gracefully on signals. */
 async function main() {

@@ -1,70 +1,24 @@
 import { createHash } from "node:crypto";
-import { BUNDLE_CHUNK_MAX_BYTES } from "./loader.js";
 import type {
-  BgpSessionLive,
-  BundleChunk,
-  ReportReason,
-  ReportStatusRequest,
-  SigningKey,
-  SigningKeyStatus,
-  WatchEvent,
-  WatchEventType,
-} from "./messages.js";
+  BirdInfo as BirdInfoSchema,
+  ReportedSession,
+  ReportReason as ReportReasonSchema,
+  SentStatusReport,
+  StatusError as StatusErrorSchema,
+} from "@rlc/shared/schemas";
+import { BUNDLE_CHUNK_MAX_BYTES } from "./loader.js";
+import type { BgpSessionLive, BundleChunk, ReportReason, ReportStatusRequest, SigningKey, SigningKeyStatus, WatchEvent, WatchEventType } from "./messages.js";
 
 // The JSON forms of the messages, as the HTTP node routes and NATS carry them (snake_case,
 // null for "none"), and the conversions both ends use, so gRPC and HTTP say the same thing.
 
 /** One BGP session as the agent sees it (the API's `BgpSessionLive`). */
-export interface BgpSessionLiveJson {
-  protocol: string;
-  peer_id: string | null;
-  neighbor_address: string | null;
-  remote_asn: number | null;
-  state: string;
-  bgp_state: string | null;
-  since: string | null;
-  routes_imported: number;
-  routes_exported: number;
-  last_error: string | null;
-}
-
-export type ReportReasonJson = "applied" | "apply_failed" | "live_poll" | "sessions_changed" | "started";
-
-export interface StatusErrorJson {
-  code: string;
-  message: string;
-  revision_id: number | null;
-  sequence: number | null;
-  at: string;
-  /** For `reverted`: the probation check that failed. */
-  check?: string | null;
-  /** For `reverted`: the BGP protocols the failed check concerned. */
-  sessions?: string[];
-}
-
-export interface BirdInfoJson {
-  reachable: boolean;
-  version: string | null;
-  router_id: string | null;
-  server_time: string | null;
-  last_reconfiguration: string | null;
-}
-
+export type BgpSessionLiveJson = ReportedSession;
+export type ReportReasonJson = ReportReasonSchema;
+export type StatusErrorJson = StatusErrorSchema;
+export type BirdInfoJson = BirdInfoSchema;
 /** The body of `POST /v1/speakers/{id}/status` and the JSON form of ReportStatusRequest. */
-export interface StatusReport {
-  speaker_id: string;
-  reason: ReportReasonJson;
-  poll_id: string | null;
-  applied_revision_id: number | null;
-  applied_sequence: number | null;
-  applied_digest: string | null;
-  applied_at: string | null;
-  error: StatusErrorJson | null;
-  bird: BirdInfoJson;
-  sessions: BgpSessionLiveJson[];
-  agent_version: string;
-  reported_at: string;
-}
+export type StatusReport = SentStatusReport;
 
 /** A Watch event, or a message on NATS `rl.<tenant>.speakers.<speaker>.notify`. */
 export type AgentNotification =

@@ -1,4 +1,5 @@
-// agent.proto, its loader, hand-written types of its messages and their JSON forms. grpc-js is
+// agent.proto, its loader, hand-written types of its messages and their JSON forms; the NATS
+// subjects and the event payloads (zod). grpc-js is
 // re-exported so the controller and the agent build servers, clients and metadata from the
 // same copy as the service definition.
 export * as grpc from "@grpc/grpc-js";
@@ -22,6 +23,19 @@ export {
   statusReportToProto,
 } from "./convert.js";
 export {
+  ApplyOutcome,
+  ApplyOutcomeEvent,
+  EVENTS,
+  type EventDefinition,
+  type EventPayloads,
+  eventSubject,
+  JobFinishedEvent,
+  RevisionCreatedEvent,
+  SessionChangedEvent,
+  SessionState,
+  StatusReportEvent,
+} from "./events.js";
+export {
   AGENT_PROTO_PATH,
   AGENT_SERVICE_NAME,
   type AgentServiceClient,
@@ -32,8 +46,8 @@ export {
   bearerFromMetadata,
   bearerMetadata,
   loadAgentService,
-  packageDefinitionFromText,
   PROTO_LOADER_OPTIONS,
+  packageDefinitionFromText,
 } from "./loader.js";
 export type {
   BgpSessionLive,
@@ -52,3 +66,15 @@ export type {
   WatchEventType,
   WatchRequest,
 } from "./messages.js";
+export {
+  EVENTS_VERSION,
+  type EventKind,
+  eventStreamName,
+  eventSubjects,
+  internalSubjects,
+  monitoringInboxPrefix,
+  type ParsedEventSubject,
+  parseEventSubject,
+  subjectToken,
+  tenantOfInternalSubject,
+} from "./subjects.js";

@@ -3,8 +3,24 @@ import { readFileSync } from "node:fs";
 import * as grpc from "@grpc/grpc-js";
 import * as protoLoader from "@grpc/proto-loader";
 import { afterEach, describe, expect, it } from "vitest";
-import { bundleChunks, notificationFromJson, notificationFromProto, notificationToProto, type StatusReport, statusReportFromProto, statusReportToProto } from "./convert.js";
-import { AGENT_PROTO_PATH, type AgentServiceHandlers, bearerFromMetadata, bearerMetadata, loadAgentService, PROTO_LOADER_OPTIONS, packageDefinitionFromText } from "./loader.js";
+import {
+  bundleChunks,
+  notificationFromJson,
+  notificationFromProto,
+  notificationToProto,
+  type StatusReport,
+  statusReportFromProto,
+  statusReportToProto,
+} from "./convert.js";
+import {
+  AGENT_PROTO_PATH,
+  type AgentServiceHandlers,
+  bearerFromMetadata,
+  bearerMetadata,
+  loadAgentService,
+  PROTO_LOADER_OPTIONS,
+  packageDefinitionFromText,
+} from "./loader.js";
 import type { BundleChunk, ReportStatusRequest, WatchEvent } from "./messages.js";
 
 const report: StatusReport = {

@@ -35,12 +35,7 @@ export const AGENT_SERVICE_NAME = "rl.agent.v1.AgentService";
 
 /** The client as grpc-js builds it from the service definition (methods in camelCase). */
 export interface AgentServiceClient extends grpc.Client {
-  enroll(
-    request: EnrollRequest,
-    metadata: grpc.Metadata,
-    options: grpc.CallOptions,
-    callback: grpc.requestCallback<EnrollResponse>,
-  ): grpc.ClientUnaryCall;
+  enroll(request: EnrollRequest, metadata: grpc.Metadata, options: grpc.CallOptions, callback: grpc.requestCallback<EnrollResponse>): grpc.ClientUnaryCall;
   watch(request: WatchRequest, metadata: grpc.Metadata, options?: grpc.CallOptions): grpc.ClientReadableStream<WatchEvent>;
   getBundle(request: GetBundleRequest, metadata: grpc.Metadata, options?: grpc.CallOptions): grpc.ClientReadableStream<BundleChunk>;
   reportStatus(
@@ -51,11 +46,7 @@ export interface AgentServiceClient extends grpc.Client {
   ): grpc.ClientUnaryCall;
 }
 
-export type AgentServiceClientConstructor = new (
-  address: string,
-  credentials: grpc.ChannelCredentials,
-  options?: grpc.ClientOptions,
-) => AgentServiceClient;
+export type AgentServiceClientConstructor = new (address: string, credentials: grpc.ChannelCredentials, options?: grpc.ClientOptions) => AgentServiceClient;
 
 /** What a server passes to `server.addService(service, handlers)`; keys are the RPC names. */
 export interface AgentServiceHandlers extends grpc.UntypedServiceImplementation {
@@ -81,7 +72,9 @@ export function packageDefinitionFromText(text: string): protoLoader.PackageDefi
 /** Reads agent.proto (a few ms); call once per process and keep the result. */
 export function loadAgentService(protoPath: string = AGENT_PROTO_PATH): AgentServiceDefinition {
   const definition =
-    EMBEDDED_PROTO !== undefined && protoPath === AGENT_PROTO_PATH ? packageDefinitionFromText(EMBEDDED_PROTO) : protoLoader.loadSync(protoPath, PROTO_LOADER_OPTIONS);
+    EMBEDDED_PROTO !== undefined && protoPath === AGENT_PROTO_PATH
+      ? packageDefinitionFromText(EMBEDDED_PROTO)
+      : protoLoader.loadSync(protoPath, PROTO_LOADER_OPTIONS);
   const service = definition[AGENT_SERVICE_NAME] as grpc.ServiceDefinition | undefined;
   if (!service) throw new Error(`${protoPath} does not define ${AGENT_SERVICE_NAME}`);
   const Client = grpc.makeClientConstructor(service, AGENT_SERVICE_NAME) as unknown as AgentServiceClientConstructor;

@@ -5,11 +5,7 @@
 
 export type SigningKeyStatus = "SIGNING_KEY_STATUS_UNSPECIFIED" | "SIGNING_KEY_STATUS_ACTIVE" | "SIGNING_KEY_STATUS_RETIRED";
 
-export type WatchEventType =
-  | "WATCH_EVENT_TYPE_UNSPECIFIED"
-  | "WATCH_EVENT_TYPE_NEW_REVISION"
-  | "WATCH_EVENT_TYPE_LIVE_POLL"
-  | "WATCH_EVENT_TYPE_PING";
+export type WatchEventType = "WATCH_EVENT_TYPE_UNSPECIFIED" | "WATCH_EVENT_TYPE_NEW_REVISION" | "WATCH_EVENT_TYPE_LIVE_POLL" | "WATCH_EVENT_TYPE_PING";
 
 export type ReportReason =
   | "REPORT_REASON_UNSPECIFIED"
@@ -65,6 +61,8 @@ export interface WatchEvent {
 export interface GetBundleRequest {
   speaker_id: string;
   revision_id: number;
+  /** The revision the agent runs and holds the prefixes of (0 = none): a delta from it may come. */
+  base_revision_id?: number;
 }
 
 export interface BundleChunk {

@@ -1,1 +1,2 @@
 export * from "./errors.js";
+export { spkiHash } from "./spki.js";

@@ -74,7 +74,13 @@ describe("CDN sources - CRUD", () => {
     expect(bad.json().errors[0]).toMatchObject({ path: "body.json_path", message: expect.stringContaining("position") });
     expect((await add({ url: "https://feeds.example.com/a.txt", json_path: "a.b" })).statusCode).toBe(400);
     expect((await add({ url: "https://feeds.example.com/a.json", format: "json", json_path: "a\u0000b" })).statusCode).toBe(400);
-    const ok = await add({ url: "https://feeds.example.com/a.json", format: "json", json_path: "prefixes[*]?service=CLOUDFRONT.ip_prefix", allow_empty: true, enabled: false });
+    const ok = await add({
+      url: "https://feeds.example.com/a.json",
+      format: "json",
+      json_path: "prefixes[*]?service=CLOUDFRONT.ip_prefix",
+      allow_empty: true,
+      enabled: false,
+    });
     expect(ok.statusCode).toBe(201);
     expect(ok.json()).toMatchObject({ format: "json", json_path: "prefixes[*]?service=CLOUDFRONT.ip_prefix", allow_empty: true, enabled: false });
   });
@@ -106,7 +112,12 @@ describe("CDN sources - CRUD", () => {
 
   it("cdn - update, switch to text (the path goes), delete; another module's source is a 404", async () => {
     const s = (
-      await expectStatus(t, t.rootKey, { method: "POST", url: sources(), payload: { url: `${feeds.url}/fastly.json`, format: "json", json_path: "addresses" } }, 201)
+      await expectStatus(
+        t,
+        t.rootKey,
+        { method: "POST", url: sources(), payload: { url: `${feeds.url}/fastly.json`, format: "json", json_path: "addresses" } },
+        201,
+      )
     ).json();
     const url = `${sources()}/${s.id}`;
     let res = await expectStatus(t, t.rootKey, { method: "PATCH", url, payload: { enabled: false, allow_empty: true } }, 200);
@@ -215,7 +226,12 @@ describe("CDN sources - preview", () => {
 
   it("preview - a saved source previews with its own URL, format and path", async () => {
     const s = (
-      await expectStatus(t, t.rootKey, { method: "POST", url: sources(), payload: { url: `${feeds.url}/goog.json`, format: "json", json_path: "prefixes[*].ipv6Prefix" } }, 201)
+      await expectStatus(
+        t,
+        t.rootKey,
+        { method: "POST", url: sources(), payload: { url: `${feeds.url}/goog.json`, format: "json", json_path: "prefixes[*].ipv6Prefix" } },
+        201,
+      )
     ).json();
     const res = await expectStatus(t, t.rootKey, { method: "POST", url: `${sources()}/${s.id}/preview` }, 200);
     expect(res.json()).toMatchObject({ url: `${feeds.url}/goog.json`, prefix_count_v4: 0, prefix_count_v6: 3 });

@@ -148,7 +148,9 @@ describe("DoH profiles", () => {
   });
 
   it("doh - update validates the result and records no header value", async () => {
-    const p = (await expectStatus(t, t.rootKey, profile({ name: "upd", url: "https://e.example/dns-query", headers: { Authorization: "Bearer one" } }), 201)).json();
+    const p = (
+      await expectStatus(t, t.rootKey, profile({ name: "upd", url: "https://e.example/dns-query", headers: { Authorization: "Bearer one" } }), 201)
+    ).json();
     const url = `/v1/doh-profiles/${p.id}`;
     await expectStatus(t, t.rootKey, { method: "PATCH", url, payload: { format: "json", method: "POST" } }, 400);
     await expectStatus(t, t.rootKey, { method: "PATCH", url, payload: { url: "http://dns.example.org/" } }, 400);

@@ -91,8 +91,7 @@ async function fill(path: string, params: any[]): Promise<string> {
     const m = /^\{(.+)\}$/.exec(parts[i]!);
     if (!m) continue;
     const collection = parts[i - 1]!;
-    let value: string | number | undefined =
-      collection === "modules" ? (moduleFor[parts[i + 1] ?? ""] ?? ids.modules) : ids[collection];
+    let value: string | number | undefined = collection === "modules" ? (moduleFor[parts[i + 1] ?? ""] ?? ids.modules) : ids[collection];
     if (value === undefined) {
       const list = await t.call(t.rootKey, { method: "GET", url: parts.slice(0, i).join("/") });
       const first = list.statusCode === 200 ? list.json().items?.[0] : undefined;

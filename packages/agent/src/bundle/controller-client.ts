@@ -7,8 +7,11 @@ import type { ControllerHttpClient, DesiredRevision } from "./http-client.js";
 export interface ControllerClient {
   /** The speaker's desired revision; null when it has none. */
   latest(): Promise<DesiredRevision | null>;
-  /** The signed bundle of `revisionId`, as received. */
-  fetchBundle(revisionId: number): Promise<Uint8Array>;
+  /**
+   * The signed bundle of `revisionId`, as received. With `baseRevisionId` (the revision the
+   * agent runs and holds the prefixes of) a delta from it may come instead of the full bundle.
+   */
+  fetchBundle(revisionId: number, baseRevisionId?: number | null): Promise<Uint8Array>;
   signingKeys(): Promise<SigningKeyJson[]>;
   reportStatus(report: StatusReport): Promise<void>;
 }
@@ -40,18 +43,11 @@ export function createControllerClient(o: ControllerClientOptions): ControllerCl
   const grpc = o.grpc;
   return {
     latest: () => o.http.latest(o.speakerId),
-    fetchBundle: (revisionId) =>
-      viaGrpcThenHttp(
-        "fetch_bundle",
-        grpc && (() => grpc.fetchBundle(revisionId, o.maxBundleBytes)),
-        () => o.http.fetchBundle(o.speakerId, revisionId, o.maxBundleBytes),
+    fetchBundle: (revisionId, baseRevisionId = null) =>
+      viaGrpcThenHttp("fetch_bundle", grpc && (() => grpc.fetchBundle(revisionId, o.maxBundleBytes, undefined, baseRevisionId)), () =>
+        o.http.fetchBundle(o.speakerId, revisionId, o.maxBundleBytes, baseRevisionId),
       ),
     signingKeys: () => o.http.signingKeys(),
-    reportStatus: (report) =>
-      viaGrpcThenHttp(
-        "report_status",
-        grpc && (() => grpc.reportStatus(report)),
-        () => o.http.reportStatus(report),
-      ),
+    reportStatus: (report) => viaGrpcThenHttp("report_status", grpc && (() => grpc.reportStatus(report)), () => o.http.reportStatus(report)),
   };
 }

@@ -13,8 +13,8 @@ import {
   type WatchEvent,
   type WatchRequest,
 } from "@rlc/proto";
-import { type Logger, errorFields } from "../log.js";
-import { backoffDelay, type Clock } from "../timing.js";
+import { backoffDelay, type Clock } from "@rlc/shared/time";
+import { errorFields, type Logger } from "../log.js";
 import { ControllerError } from "./http-client.js";
 
 export interface GrpcClientOptions {
@@ -113,10 +113,15 @@ export class AgentGrpcClient {
     });
   }
 
-  /** The signed bundle via GetBundle: size checked against `maxBytes` first, then offsets and sha256. */
-  fetchBundle(revisionId: number, maxBytes: number, timeoutMs = 300_000): Promise<Uint8Array> {
+  /**
+   * The signed bundle via GetBundle: size checked against `maxBytes` first, then offsets and,
+   * when the controller gives it (rl-bundle/1), the sha256 of the whole; an rl-bundle/2 names
+   * the SHA-256 of each part in its signed header. `baseRevisionId`: a delta from it may come.
+   */
+  fetchBundle(revisionId: number, maxBytes: number, timeoutMs = 300_000, baseRevisionId: number | null = null): Promise<Uint8Array> {
     return new Promise((resolve, reject) => {
-      const call = this.#client.getBundle({ speaker_id: this.#o.speakerId, revision_id: revisionId }, bearerMetadata(this.#o.nodeKey), {
+      const request = { speaker_id: this.#o.speakerId, revision_id: revisionId, base_revision_id: baseRevisionId ?? 0 };
+      const call = this.#client.getBundle(request, bearerMetadata(this.#o.nodeKey), {
         deadline: Date.now() + timeoutMs,
       });
       let settled = false;
@@ -131,7 +136,7 @@ export class AgentGrpcClient {
       };
       call.on("data", (chunk: BundleChunk) => {
         if (!whole) {
-          if (chunk.offset !== 0 || !(chunk.total_size > 0) || !/^[0-9a-f]{64}$/.test(chunk.sha256)) {
+          if (chunk.offset !== 0 || !(chunk.total_size > 0) || !/^(?:[0-9a-f]{64})?$/.test(chunk.sha256)) {
             return fail(new ControllerError("bad_response", "GetBundle: the first chunk lacks total_size or sha256"));
           }
           if (chunk.total_size > maxBytes) return fail(new ControllerError("too_large", `GetBundle: ${chunk.total_size} bytes, the cap is ${maxBytes}`));
@@ -139,7 +144,9 @@ export class AgentGrpcClient {
           sha256 = chunk.sha256;
         }
         if (chunk.offset !== received || chunk.data.length > BUNDLE_CHUNK_MAX_BYTES || received + chunk.data.length > whole.length) {
-          return fail(new ControllerError("bad_response", `GetBundle: chunk at ${chunk.offset} (+${chunk.data.length}) after ${received} of ${whole.length} bytes`));
+          return fail(
+            new ControllerError("bad_response", `GetBundle: chunk at ${chunk.offset} (+${chunk.data.length}) after ${received} of ${whole.length} bytes`),
+          );
         }
         chunk.data.copy(whole, received);
         received += chunk.data.length;
@@ -150,7 +157,8 @@ export class AgentGrpcClient {
         if (!whole || received !== whole.length) {
           return fail(new ControllerError("bad_response", `GetBundle: the stream ended after ${received} of ${whole?.length ?? "?"} bytes`));
         }
-        if (createHash("sha256").update(whole).digest("hex") !== sha256) return fail(new ControllerError("bad_response", "GetBundle: sha256 does not match"));
+        if (sha256 && createHash("sha256").update(whole).digest("hex") !== sha256)
+          return fail(new ControllerError("bad_response", "GetBundle: sha256 does not match"));
         settled = true;
         resolve(whole);
       });

@@ -21,7 +21,14 @@ export interface EnrollResult {
   nats_credentials: string | null;
 }
 
-export type ControllerErrorCode = "untrusted_controller" | "controller_unreachable" | "unauthenticated" | "not_found" | "controller_error" | "bad_response" | "too_large";
+export type ControllerErrorCode =
+  | "untrusted_controller"
+  | "controller_unreachable"
+  | "unauthenticated"
+  | "not_found"
+  | "controller_error"
+  | "bad_response"
+  | "too_large";
 
 /** The controller could not be asked, or answered something the agent cannot use. */
 export class ControllerError extends Error {
@@ -42,23 +49,46 @@ const KeySchema = z.object({
   alg: z.string(),
   public_key: z.string(),
   status: z.enum(["active", "retired"]),
-  created_at: z.string().nullish().transform((v) => v ?? null),
-  statement: z.unknown().optional().transform((v) => v ?? null),
+  created_at: z
+    .string()
+    .nullish()
+    .transform((v) => v ?? null),
+  statement: z
+    .unknown()
+    .optional()
+    .transform((v) => v ?? null),
 });
 const EnrollSchema = z.object({
   speaker_id: z.string().min(1),
   tenant_id: z.string().min(1),
   api_key: z.string().min(1),
   signing_keys: z.array(KeySchema).min(1),
-  grpc_endpoint: z.string().nullish().transform((v) => v || null),
-  nats_url: z.string().nullish().transform((v) => v || null),
-  nats_credentials: z.string().nullish().transform((v) => v || null),
+  grpc_endpoint: z
+    .string()
+    .nullish()
+    .transform((v) => v || null),
+  nats_url: z
+    .string()
+    .nullish()
+    .transform((v) => v || null),
+  nats_credentials: z
+    .string()
+    .nullish()
+    .transform((v) => v || null),
 });
 const LatestSchema = z.object({
   revision_id: z.number().int().positive(),
   digest: z.string(),
-  sequence: z.number().int().positive().nullish().transform((v) => v ?? null),
-  issued_at: z.string().nullish().transform((v) => v ?? null),
+  sequence: z
+    .number()
+    .int()
+    .positive()
+    .nullish()
+    .transform((v) => v ?? null),
+  issued_at: z
+    .string()
+    .nullish()
+    .transform((v) => v ?? null),
 });
 const KeysSchema = z.object({ keys: z.array(KeySchema) });
 
@@ -107,8 +137,9 @@ export class ControllerHttpClient {
   }
 
   /** `GET /v1/speakers/{id}/bundle/{revision_id}`, gzip welcome; the bytes as received, capped. */
-  async fetchBundle(speakerId: string, revisionId: number, maxBytes: number): Promise<Uint8Array> {
-    const path = `/v1/speakers/${encodeURIComponent(speakerId)}/bundle/${revisionId}`;
+  async fetchBundle(speakerId: string, revisionId: number, maxBytes: number, baseRevisionId: number | null = null): Promise<Uint8Array> {
+    const query = baseRevisionId ? `?base_revision=${baseRevisionId}` : "";
+    const path = `/v1/speakers/${encodeURIComponent(speakerId)}/bundle/${revisionId}${query}`;
     const res = await this.#request("GET", path, { headers: { "accept-encoding": "gzip" }, timeoutMs: this.#bundleTimeoutMs });
     return readCapped(res, maxBytes);
   }

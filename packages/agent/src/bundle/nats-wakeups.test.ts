@@ -1,12 +1,13 @@
 import { type ChildProcess, spawn } from "node:child_process";
 import { createServer } from "node:net";
-import type { AgentNotification } from "@rlc/proto";
 import { connect, type NatsConnection } from "@nats-io/transport-node";
+import { type AgentNotification, internalSubjects } from "@rlc/proto";
+import { createSystemClock } from "@rlc/shared/time";
 import { afterEach, describe, expect, it } from "vitest";
 import { tool } from "../../../../test/helpers/tools.js";
+import { until } from "../../../../test/helpers/wait.js";
 import { silentLogger } from "../log.js";
-import { createSystemClock } from "../timing.js";
-import { notifySubject, startNatsWakeups } from "./nats-wakeups.js";
+import { startNatsWakeups } from "./nats-wakeups.js";
 
 const nats = tool("nats-server");
 const cleanups: (() => Promise<void> | void)[] = [];
@@ -47,14 +48,6 @@ async function publisher(url: string): Promise<NatsConnection> {
   }
 }
 
-async function until(condition: () => boolean, timeoutMs = 5000): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  while (!condition()) {
-    if (Date.now() > deadline) throw new Error("condition not met in time");
-    await new Promise((r) => setTimeout(r, 20));
-  }
-}
-
 describe.skipIf(!nats.available)("NATS wake-ups", () => {
   it("wakes on the speaker's notify subject, also when NATS comes up after the agent", async () => {
     const port = await freePort();
@@ -65,10 +58,10 @@ describe.skipIf(!nats.available)("NATS wake-ups", () => {
     startNats(port);
     cleanups.push(() => wakeups.close());
     const nc = await publisher(url);
-    const subject = notifySubject("t1", "s1");
+    const subject = internalSubjects.notify("t1", "s1");
     expect(subject).toBe("rl.t1.speakers.s1.notify");
     // The subscription exists once the agent connected; publish until it hears.
-    await until(() => {
+    await until("the condition", async () => {
       nc.publish(subject, JSON.stringify({ type: "new_revision", speaker_id: "s1", revision_id: 3, digest: "sha256:ab", sequence: 8 }));
       return woken.length > 0;
     });
@@ -77,9 +70,9 @@ describe.skipIf(!nats.available)("NATS wake-ups", () => {
     await new Promise((r) => setTimeout(r, 200)); // the last of the publishes above arrive
     const before = woken.length;
     nc.publish(subject, "not json");
-    nc.publish(notifySubject("t1", "s2"), JSON.stringify({ type: "live_poll", poll_id: "p" }));
+    nc.publish(internalSubjects.notify("t1", "s2"), JSON.stringify({ type: "live_poll", poll_id: "p" }));
     nc.publish(subject, JSON.stringify({ type: "live_poll", poll_id: "p1" }));
-    await until(() => woken.length >= before + 2);
+    await until("the condition", async () => woken.length >= before + 2);
     expect(woken.slice(before)).toEqual([null, { type: "live_poll", poll_id: "p1" }]);
   });
 });

@@ -1,12 +1,7 @@
-import { type AgentNotification, notificationFromJson } from "@rlc/proto";
 import { type ConnectionOptions, credsAuthenticator, type NatsConnection, connect as natsConnect } from "@nats-io/transport-node";
+import { type AgentNotification, internalSubjects, notificationFromJson } from "@rlc/proto";
+import { backoffDelay, type Clock } from "@rlc/shared/time";
 import { errorFields, type Logger } from "../log.js";
-import { backoffDelay, type Clock } from "../timing.js";
-
-/** Where the controller publishes a speaker's notifications. */
-export function notifySubject(tenantId: string, speakerId: string): string {
-  return `rl.${tenantId}.speakers.${speakerId}.notify`;
-}
 
 export interface NatsWakeupsOptions {
   /** One URL or a comma-separated list. */
@@ -35,7 +30,7 @@ export interface NatsWakeupsOptions {
  */
 export function startNatsWakeups(o: NatsWakeupsOptions): { close(): Promise<void> } {
   const abort = new AbortController();
-  const subject = notifySubject(o.tenantId, o.speakerId);
+  const subject = internalSubjects.notify(o.tenantId, o.speakerId);
   const connect = o.connect ?? natsConnect;
   let nc: NatsConnection | null = null;
   // Stopped by close() itself: the status() iterator need not end when the connection closes.

@@ -1,6 +1,7 @@
-import { createHash, X509Certificate } from "node:crypto";
+import { X509Certificate } from "node:crypto";
 import { connect, type PeerCertificate } from "node:tls";
 import { grpc } from "@rlc/proto";
+import { spkiHash } from "@rlc/shared";
 import { Agent, fetch as undiciFetch } from "undici";
 import { ControllerError } from "./http-client.js";
 
@@ -13,11 +14,6 @@ import { ControllerError } from "./http-client.js";
  */
 
 const PIN = /^sha256:[0-9a-f]{64}$/;
-
-/** `sha256:<hex>` of a certificate's public key. */
-export function spkiHash(cert: X509Certificate): string {
-  return `sha256:${createHash("sha256").update(cert.publicKey.export({ type: "spki", format: "der" })).digest("hex")}`;
-}
 
 /**
  * The pin: RL_CA_HASH, or the part of the token after its last dot (`rlt_<secret>.<hex>`).
@@ -46,27 +42,30 @@ export function fetchPinnedCa(host: string, port: number, pin: string, timeoutMs
       socket.destroy();
       reject(new ControllerError(cause ? "controller_unreachable" : "untrusted_controller", `${host}:${port}: ${message}`, { cause }));
     };
-    const socket = connect({ host, port, servername: /^[0-9.]+$|:/.test(host) ? undefined : host, rejectUnauthorized: false, ALPNProtocols: ["h2", "http/1.1"] }, () => {
-      const chain: X509Certificate[] = [];
-      let at: PeerCertificate | undefined = socket.getPeerCertificate(true);
-      for (let i = 0; i < 10 && at?.raw; i++) {
-        chain.push(new X509Certificate(at.raw));
-        const next: PeerCertificate | undefined = (at as { issuerCertificate?: PeerCertificate }).issuerCertificate;
-        if (!next || next === at || next.fingerprint256 === at.fingerprint256) break;
-        at = next;
-      }
-      socket.end();
-      const index = chain.findIndex((c) => spkiHash(c) === pin);
-      if (index < 0) return fail(`no certificate in the controller's chain matches the CA hash ${pin}`);
-      const now = Date.now();
-      for (let i = 0; i < index; i++) {
-        if (!chain[i]!.verify(chain[i + 1]!.publicKey)) return fail("the controller's certificate chain is not signed by the pinned CA");
-      }
-      for (const c of chain.slice(0, index + 1)) {
-        if (Date.parse(c.validFrom) > now || Date.parse(c.validTo) < now) return fail(`certificate ${c.subject.replaceAll("\n", ", ")} is not valid now`);
-      }
-      resolve(chain[index]!.toString());
-    });
+    const socket = connect(
+      { host, port, servername: /^[0-9.]+$|:/.test(host) ? undefined : host, rejectUnauthorized: false, ALPNProtocols: ["h2", "http/1.1"] },
+      () => {
+        const chain: X509Certificate[] = [];
+        let at: PeerCertificate | undefined = socket.getPeerCertificate(true);
+        for (let i = 0; i < 10 && at?.raw; i++) {
+          chain.push(new X509Certificate(at.raw));
+          const next: PeerCertificate | undefined = (at as { issuerCertificate?: PeerCertificate }).issuerCertificate;
+          if (!next || next === at || next.fingerprint256 === at.fingerprint256) break;
+          at = next;
+        }
+        socket.end();
+        const index = chain.findIndex((c) => spkiHash(c) === pin);
+        if (index < 0) return fail(`no certificate in the controller's chain matches the CA hash ${pin}`);
+        const now = Date.now();
+        for (let i = 0; i < index; i++) {
+          if (!chain[i]!.verify(chain[i + 1]!.publicKey)) return fail("the controller's certificate chain is not signed by the pinned CA");
+        }
+        for (const c of chain.slice(0, index + 1)) {
+          if (Date.parse(c.validFrom) > now || Date.parse(c.validTo) < now) return fail(`certificate ${c.subject.replaceAll("\n", ", ")} is not valid now`);
+        }
+        resolve(chain[index]!.toString());
+      },
+    );
     socket.setTimeout(timeoutMs, () => fail("TLS handshake timed out", new Error("timeout")));
     socket.once("error", (error) => fail(error.message, error));
   });

@@ -15,7 +15,10 @@ describe("signing keys", () => {
     const [a, b, c] = await Promise.all([testKey(1), testKey(2), testKey(3)]);
     const ab = await signKeyStatement(b, a, new Date());
     const bc = await signKeyStatement(c, b, new Date());
-    const update = await updatePinnedKeys([storedKey(a)], [listed(storedKey(c), bc), listed(storedKey(b), ab, "retired"), listed(storedKey(a), null, "retired")]);
+    const update = await updatePinnedKeys(
+      [storedKey(a)],
+      [listed(storedKey(c), bc), listed(storedKey(b), ab, "retired"), listed(storedKey(a), null, "retired")],
+    );
     expect(update.added.sort()).toEqual([b.keyId, c.keyId].sort());
     expect(update.retired.sort()).toEqual([a.keyId, b.keyId].sort());
     expect(update.keys.find((k) => k.key_id === c.keyId)?.status).toBe("active");

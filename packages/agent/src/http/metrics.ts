@@ -1,5 +1,6 @@
 import type { BgpSessionLiveJson } from "@rlc/proto";
-import type { ProtocolSummary } from "../status/parse-protocols.js";
+import type { ProtocolSummary } from "@rlc/shared/bird";
+import { type ProtocolChannel, parseProtocolChannels } from "./bird-channels.js";
 
 interface Sample {
   labels?: Record<string, string | null>;
@@ -14,10 +15,13 @@ interface Applied {
 
 /**
  * What the agent counts, kept in this object (one per agent, no module state), written in the
- * Prometheus text format 0.0.4. `bird_protocol_up` is bird_exporter's name, so its dashboards
- * read it; its `bird_protocol_prefix_{import,export}_count` fail `promtool check metrics`
- * ("_count" belongs to histograms and summaries), so the route counts are
- * `rl_agent_bgp_routes_{imported,exported}`, like every other figure of the agent's own.
+ * Prometheus text format 0.0.4. BIRD's protocols are written as bird_exporter writes them
+ * (`bird_protocol_up`, `bird_protocol_uptime`, `bird_protocol_prefix_*_count`: one series per
+ * protocol channel, labelled `name`, `proto`, `ip_version`, `import_filter`, `export_filter`,
+ * and `state` on `bird_protocol_up`), so bird_exporter's Grafana dashboards work unchanged.
+ * Those `_count` names are bird_exporter's: `promtool check metrics` warns about the suffix
+ * (it belongs to histograms), and they are kept for the dashboards' sake; the agent's own
+ * figures (`rl_agent_*`) follow the naming rules.
  */
 export class AgentMetrics {
   readonly #info: { version: string; speaker_id: string | null };
@@ -29,14 +33,17 @@ export class AgentMetrics {
   #lastSyncOk: boolean | null = null;
   #birdUp: boolean | null = null;
   #protocols: ProtocolSummary[] = [];
+  #channels = new Map<string, ProtocolChannel[]>();
+  readonly #now: () => number;
   #sessions: BgpSessionLiveJson[] = [];
   readonly #probations = new Map<string, number>();
   readonly #reverts = new Map<string, number>();
   #lastProbation: { result: "confirmed" | "reverted"; check: string | null; seconds: number } | null = null;
   #onProbation: { revision_id: number; since: string } | null = null;
 
-  constructor(info: { version: string; speakerId: string | null }) {
+  constructor(info: { version: string; speakerId: string | null; now?: () => number }) {
     this.#info = { version: info.version, speaker_id: info.speakerId };
+    this.#now = info.now ?? Date.now;
   }
 
   /** A bundle confirmed in BIRD. */
@@ -78,11 +85,16 @@ export class AgentMetrics {
     this.#reports.set(key, (this.#reports.get(key) ?? 0) + 1);
   }
 
-  /** What BIRD said last; `reachable: false` keeps the last protocol figures out of /metrics. */
-  setBird(reachable: boolean, protocols: ProtocolSummary[] = [], sessions: BgpSessionLiveJson[] = []): void {
+  /**
+   * What BIRD said last; `reachable: false` keeps the last protocol figures out of /metrics.
+   * `text` is the `show protocols all` answer the protocols were parsed from: its channels give
+   * bird_exporter's per-channel labels and route counts.
+   */
+  setBird(reachable: boolean, protocols: ProtocolSummary[] = [], sessions: BgpSessionLiveJson[] = [], text = ""): void {
     this.#birdUp = reachable;
     this.#protocols = reachable ? [...protocols] : [];
     this.#sessions = reachable ? [...sessions] : [];
+    this.#channels = reachable ? parseProtocolChannels(text) : new Map();
   }
 
   health(): {
@@ -103,6 +115,48 @@ export class AgentMetrics {
     };
   }
 
+  /** bird_exporter's protocol families: one series per channel (a protocol without one: `ip_version=""`). */
+  #renderBirdProtocols(family: (name: string, type: "counter" | "gauge", help: string, samples: Sample[]) => void): void {
+    const now = this.#now();
+    const rows = this.#protocols.flatMap((p) => {
+      const channels = this.#channels.get(p.name) ?? [];
+      const list = channels.length ? channels : [{ ip_version: "", import_filter: "", export_filter: "", imported: 0, exported: 0, filtered: 0, preferred: 0 }];
+      return list.map((c) => ({
+        p,
+        c,
+        labels: { name: p.name, proto: p.proto, ip_version: c.ip_version, import_filter: c.import_filter, export_filter: c.export_filter },
+      }));
+    });
+    // bird_exporter's `state` is BIRD's info column (the BGP state for BGP, empty for most others).
+    const state = (p: ProtocolSummary) => p.info.split(/\s+/)[0] ?? "";
+    family(
+      "bird_protocol_up",
+      "gauge",
+      "Protocol is up (bird_exporter's name and labels).",
+      rows.map((r) => ({ labels: { ...r.labels, state: state(r.p) }, value: r.p.state === "up" ? 1 : 0 })),
+    );
+    const uptime = (p: ProtocolSummary) => (p.state === "up" && p.since ? Math.max(0, Math.floor((now - Date.parse(p.since)) / 1000)) : 0);
+    family(
+      "bird_protocol_uptime",
+      "gauge",
+      "Uptime of the protocol in seconds (0 unless up).",
+      rows.map((r) => ({ labels: r.labels, value: uptime(r.p) })),
+    );
+    const counts: [string, string, keyof ProtocolChannel][] = [
+      ["bird_protocol_prefix_import_count", "Number of imported routes", "imported"],
+      ["bird_protocol_prefix_export_count", "Number of exported routes", "exported"],
+      ["bird_protocol_prefix_filter_count", "Number of filtered routes", "filtered"],
+      ["bird_protocol_prefix_preferred_count", "Number of preferred routes", "preferred"],
+    ];
+    for (const [name, help, key] of counts)
+      family(
+        name,
+        "gauge",
+        `${help} (bird_exporter's name and labels).`,
+        rows.map((r) => ({ labels: r.labels, value: Number(r.c[key]) })),
+      );
+  }
+
   render(): string {
     const out: string[] = [];
     const family = (name: string, type: "counter" | "gauge", help: string, samples: Sample[]) => {
@@ -112,40 +166,63 @@ export class AgentMetrics {
     const counts = (m: Map<string, number>, label: string): Sample[] => [...m].sort().map(([k, value]) => ({ labels: { [label]: k }, value }));
     family("rl_agent_info", "gauge", "The agent's version and speaker.", [{ labels: this.#info, value: 1 }]);
     family("rl_agent_reloads_total", "counter", "Bundles applied and confirmed in BIRD (configure timeout + confirm).", [{ value: this.#reloads }]);
-    family("rl_agent_reload_failures_total", "counter", "Sync attempts that applied nothing, by reason (bundle refusals, config refused by BIRD, reload errors).", counts(this.#failures, "code"));
+    family(
+      "rl_agent_reload_failures_total",
+      "counter",
+      "Sync attempts that applied nothing, by reason (bundle refusals, config refused by BIRD, reload errors).",
+      counts(this.#failures, "code"),
+    );
     family("rl_agent_transport_fallbacks_total", "counter", "Controller calls that fell back from gRPC to HTTP.", counts(this.#fallbacks, "operation"));
     family("rl_agent_status_reports_total", "counter", "Status reports sent to the controller, by result.", counts(this.#reports, "result"));
     family("rl_agent_probations_total", "counter", "Probations ended, by result (confirmed, reverted).", counts(this.#probations, "result"));
-    family("rl_agent_probation_reverts_total", "counter", "Configurations reverted after their probation, by the check that failed.", counts(this.#reverts, "check"));
+    family(
+      "rl_agent_probation_reverts_total",
+      "counter",
+      "Configurations reverted after their probation, by the check that failed.",
+      counts(this.#reverts, "check"),
+    );
     if (this.#lastProbation) {
-      family("rl_agent_last_probation_duration_seconds", "gauge", "From `configure timeout` to the verdict of the last probation.", [{ value: this.#lastProbation.seconds }]);
+      family("rl_agent_last_probation_duration_seconds", "gauge", "From `configure timeout` to the verdict of the last probation.", [
+        { value: this.#lastProbation.seconds },
+      ]);
     }
     family("rl_agent_on_probation", "gauge", "1 while BIRD runs a configuration on probation (not yet confirmed).", [{ value: this.#onProbation ? 1 : 0 }]);
     const applied = this.#applied;
     if (applied) {
       family("rl_agent_last_applied_revision", "gauge", "Revision of the bundle BIRD runs.", [{ value: applied.revision_id }]);
       family("rl_agent_last_applied_sequence", "gauge", "Sequence of the bundle BIRD runs.", [{ value: applied.sequence }]);
-      family("rl_agent_last_applied_timestamp_seconds", "gauge", "When the bundle BIRD runs was confirmed.", [{ value: Date.parse(applied.applied_at) / 1000 }]);
+      family("rl_agent_last_applied_timestamp_seconds", "gauge", "When the bundle BIRD runs was confirmed.", [
+        { value: Date.parse(applied.applied_at) / 1000 },
+      ]);
     }
     if (this.#lastSyncOk !== null) {
       family("rl_agent_last_sync_ok", "gauge", "1 when the last sync attempt applied its bundle, 0 when it failed.", [{ value: this.#lastSyncOk ? 1 : 0 }]);
     }
-    if (this.#birdUp !== null) family("rl_agent_bird_up", "gauge", "1 when BIRD's control socket answered on the last check.", [{ value: this.#birdUp ? 1 : 0 }]);
-    family(
-      "bird_protocol_up",
-      "gauge",
-      "1 when the BIRD protocol is up.",
-      this.#protocols.map((p) => ({ labels: { name: p.name, proto: p.proto }, value: p.state === "up" ? 1 : 0 })),
-    );
+    if (this.#birdUp !== null)
+      family("rl_agent_bird_up", "gauge", "1 when BIRD's control socket answered on the last check.", [{ value: this.#birdUp ? 1 : 0 }]);
+    this.#renderBirdProtocols(family);
     const bgp = this.#sessions;
     const routes = (pick: (s: BgpSessionLiveJson) => number) => bgp.map((s) => ({ labels: { name: s.protocol, peer_id: s.peer_id }, value: pick(s) }));
-    family("rl_agent_bgp_routes_imported", "gauge", "Routes the BGP protocol imported (all channels).", routes((s) => s.routes_imported));
-    family("rl_agent_bgp_routes_exported", "gauge", "Routes the BGP protocol exported (all channels).", routes((s) => s.routes_exported));
+    family(
+      "rl_agent_bgp_routes_imported",
+      "gauge",
+      "Routes the BGP protocol imported (all channels).",
+      routes((s) => s.routes_imported),
+    );
+    family(
+      "rl_agent_bgp_routes_exported",
+      "gauge",
+      "Routes the BGP protocol exported (all channels).",
+      routes((s) => s.routes_exported),
+    );
     family(
       "rl_agent_bgp_session_established",
       "gauge",
       "1 when the BGP session is Established.",
-      bgp.map((s) => ({ labels: { name: s.protocol, peer_id: s.peer_id, neighbor_address: s.neighbor_address }, value: s.bgp_state === "Established" ? 1 : 0 })),
+      bgp.map((s) => ({
+        labels: { name: s.protocol, peer_id: s.peer_id, neighbor_address: s.neighbor_address },
+        value: s.bgp_state === "Established" ? 1 : 0,
+      })),
     );
     family(
       "rl_agent_bgp_session_state",

@@ -1,16 +1,20 @@
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
+import { parseProtocolsAll } from "@rlc/shared/bird";
 import type { BundlePayload } from "@rlc/shared/bundle";
 import { describe, expect, it } from "vitest";
 import { fixtureContent } from "../../../../test/helpers/agent-fakes.js";
-import { parseProtocolsAll } from "./parse-protocols.js";
 import { exportCounts, type PlanInput, type ProbationPlan, ProbationWatch, planProbation } from "./probation-rules.js";
 
-// The decisions of the probation on `show protocols all` captured from BIRD 2.0.12 (fixtures/README.md).
+// The decisions of the probation on `show protocols all` captured from BIRD 2.0.12 (packages/shared/src/bird/status/fixtures/README.md).
 
 const A1 = "rl_peer_0192f3a40000700080000000000000a1";
 const A1_ID = "0192f3a4-0000-7000-8000-0000000000a1";
-const parse = (name: string) => parseProtocolsAll(readFileSync(join(import.meta.dirname, "fixtures", name), "utf8"), { now: new Date("2026-11-24T12:00:00Z"), timeZone: "utc" });
+const parse = (name: string) =>
+  parseProtocolsAll(readFileSync(join(import.meta.dirname, "../../../shared/src/bird/status/fixtures", name), "utf8"), {
+    now: new Date("2026-11-24T12:00:00Z"),
+    timeZone: "utc",
+  });
 
 /** fixtureContent with its peer renamed to a1, the session of the captures (IPv4 only, 3 prefixes). */
 function payload(change: (p: BundlePayload) => void = () => undefined): BundlePayload {
@@ -37,7 +41,10 @@ function judge(p: ProbationPlan, looks: string[], controllerOk: boolean | null =
   const watch = new ProbationWatch(p);
   for (const look of looks) {
     const parsed = parse(look);
-    const early = watch.observe(parsed.sessions, parsed.protocols.map((x) => x.name));
+    const early = watch.observe(
+      parsed.sessions,
+      parsed.protocols.map((x) => x.name),
+    );
     if (early) return early;
   }
   return watch.verdict(controllerOk, 3);
@@ -91,7 +98,12 @@ describe("ProbationWatch", () => {
   });
 
   it("verdict - a second drop fails at once", () => {
-    const v = judge(plan("probation-established.txt"), ["probation-restarting.txt", "probation-flapped.txt", "probation-restarting.txt", "probation-established.txt"]);
+    const v = judge(plan("probation-established.txt"), [
+      "probation-restarting.txt",
+      "probation-flapped.txt",
+      "probation-restarting.txt",
+      "probation-established.txt",
+    ]);
     expect(v).toMatchObject({ ok: false, check: "sessions_established", sessions: [A1] });
     expect(v.ok === false && v.message).toMatch(/down 2 times/);
   });
@@ -113,7 +125,11 @@ describe("ProbationWatch", () => {
   });
 
   it("verdict - a drop larger than the revision explains plus the margin fails; within it passes", () => {
-    const big = (exported: number) => readFileSync(join(import.meta.dirname, "fixtures", "probation-established.txt"), "utf8").replace("0 imported, 3 exported", `0 imported, ${exported} exported`);
+    const big = (exported: number) =>
+      readFileSync(join(import.meta.dirname, "../../../shared/src/bird/status/fixtures", "probation-established.txt"), "utf8").replace(
+        "0 imported, 3 exported",
+        `0 imported, ${exported} exported`,
+      );
     const watchOf = (before: number, after: number) => {
       const p = planProbation({
         before: parseProtocolsAll(big(before), { now: new Date(), timeZone: "utc" }).sessions,
@@ -124,7 +140,10 @@ describe("ProbationWatch", () => {
       });
       const w = new ProbationWatch(p);
       const look = parseProtocolsAll(big(after), { now: new Date(), timeZone: "utc" });
-      w.observe(look.sessions, look.protocols.map((x) => x.name));
+      w.observe(
+        look.sessions,
+        look.protocols.map((x) => x.name),
+      );
       return w.verdict(true, 3);
     };
     // 1000 before, the revision changes nothing for this peer: 5 % (50) may go, not more.
@@ -133,8 +152,14 @@ describe("ProbationWatch", () => {
   });
 
   it("verdict - a rendered protocol BIRD does not list fails at once: protocols_listed", () => {
-    const p = plan("probation-established.txt", { payload: payload((x) => (x.peers[0] = { ...(x.peers[0] as BundlePayload["peers"][number]), id: "0192f3a4-0000-7000-8000-0000000000ff" })) });
-    expect(judge(p, ["probation-established.txt"])).toMatchObject({ ok: false, check: "protocols_listed", sessions: ["rl_peer_0192f3a40000700080000000000000ff"] });
+    const p = plan("probation-established.txt", {
+      payload: payload((x) => (x.peers[0] = { ...(x.peers[0] as BundlePayload["peers"][number]), id: "0192f3a4-0000-7000-8000-0000000000ff" })),
+    });
+    expect(judge(p, ["probation-established.txt"])).toMatchObject({
+      ok: false,
+      check: "protocols_listed",
+      sessions: ["rl_peer_0192f3a40000700080000000000000ff"],
+    });
   });
 
   it("verdict - sessions fine but the controller out of reach: controller_reachable; not asked: confirmed", () => {

@@ -1,5 +1,5 @@
+import type { BgpSessionLive } from "@rlc/shared/bird";
 import type { BundlePayload, BundlePeer } from "@rlc/shared/bundle";
-import type { BgpSessionLive } from "./parse-protocols.js";
 
 /** The checks of a probation, in the order they are judged; the first that fails is reported. */
 export type ProbationCheck = "protocols_listed" | "sessions_established" | "routes_exported" | "controller_reachable";
@@ -78,7 +78,10 @@ export function exportCounts(payload: BundlePayload, peer: BundlePeer): { family
   const wanted = new Set(peer.export_communities ?? []);
   let family = 0;
   let selected = 0;
-  for (const [key, name] of [["v4", "ipv4"], ["v6", "ipv6"]] as const) {
+  for (const [key, name] of [
+    ["v4", "ipv4"],
+    ["v6", "ipv6"],
+  ] as const) {
     if (!families.has(name)) continue;
     for (const [, communities] of payload.prefixes?.[key] ?? []) {
       family++;
@@ -137,7 +140,12 @@ export class ProbationWatch {
       if (seen.downs > 1) flapping.push(w.protocol);
     }
     if (flapping.length > 0) {
-      return { ok: false, check: "sessions_established", sessions: flapping, message: `BGP session went down more than once during the probation: ${this.#describe(flapping)}` };
+      return {
+        ok: false,
+        check: "sessions_established",
+        sessions: flapping,
+        message: `BGP session went down more than once during the probation: ${this.#describe(flapping)}`,
+      };
     }
     return null;
   }
@@ -172,7 +180,12 @@ export class ProbationWatch {
       if (short.length > 0) return { ok: false, check: "routes_exported", sessions: short, message: details.join("; ") };
     }
     if (controllerOk === false) {
-      return { ok: false, check: "controller_reachable", sessions: [], message: `the agent could not reach the controller at the end of the ${windowSeconds} s probation` };
+      return {
+        ok: false,
+        check: "controller_reachable",
+        sessions: [],
+        message: `the agent could not reach the controller at the end of the ${windowSeconds} s probation`,
+      };
     }
     return { ok: true };
   }

@@ -1,15 +1,15 @@
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import type { StatusReport } from "@rlc/proto";
+import { BirdError } from "@rlc/shared/bird";
+import { createSystemClock } from "@rlc/shared/time";
 import { describe, expect, it } from "vitest";
 import { fakeBird, reply } from "../../../../test/helpers/agent-fakes.js";
-import { BirdError } from "../bird/birdc.js";
 import { AgentMetrics } from "../http/metrics.js";
 import { silentLogger } from "../log.js";
-import { createSystemClock } from "../timing.js";
 import { StatusReporter } from "./reporter.js";
 
-const fixture = (name: string) => readFileSync(join(import.meta.dirname, "fixtures", name), "utf8");
+const fixture = (name: string) => readFileSync(join(import.meta.dirname, "../../../shared/src/bird/status/fixtures", name), "utf8");
 const applied = { revision_id: 4, sequence: 9, digest: "sha256:ab", applied_at: "2026-11-22T04:15:30.000Z" };
 
 function reporter(protocols: () => string, options: { fail?: () => boolean } = {}) {
@@ -85,7 +85,15 @@ describe("StatusReporter", () => {
   it("checkSessions - an apply_failed report the controller missed goes out again as apply_failed, not as a session change", async () => {
     let down = true;
     const { r, sent } = reporter(() => fixture("established.txt"), { fail: () => down });
-    r.setError({ code: "reverted", message: "probation failed", revision_id: 5, sequence: 6, at: "2026-11-22T05:00:00.000Z", check: "controller_reachable", sessions: [] });
+    r.setError({
+      code: "reverted",
+      message: "probation failed",
+      revision_id: 5,
+      sequence: 6,
+      at: "2026-11-22T05:00:00.000Z",
+      check: "controller_reachable",
+      sessions: [],
+    });
     expect(await r.report("apply_failed")).toBe(false);
     down = false;
     expect(await r.checkSessions()).toBe(true);

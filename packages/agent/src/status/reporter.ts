@@ -1,11 +1,9 @@
 import type { BgpSessionLiveJson, BirdInfoJson, ReportReasonJson, StatusErrorJson, StatusReport } from "@rlc/proto";
-import type { BirdControl } from "../bird/birdc.js";
+import { type BirdControl, type ProtocolSummary, parseProtocolsAll, parseShowStatus } from "@rlc/shared/bird";
+import type { Clock } from "@rlc/shared/time";
 import type { AgentMetrics } from "../http/metrics.js";
 import { errorFields, type Logger } from "../log.js";
 import type { AppliedRecord } from "../state.js";
-import type { Clock } from "../timing.js";
-import { type ProtocolSummary, parseProtocolsAll } from "./parse-protocols.js";
-import { parseShowStatus } from "./parse-status.js";
 
 /** What BIRD says right now. */
 export interface BirdSnapshot {
@@ -60,7 +58,7 @@ export class StatusReporter {
       const status = await bird.command("show status");
       const protocols = await bird.command("show protocols all");
       const parsed = parseProtocolsAll(protocols.text, { now: new Date(clock.now()), timeZone: this.#o.timeZone });
-      metrics.setBird(true, parsed.protocols, parsed.sessions);
+      metrics.setBird(true, parsed.protocols, parsed.sessions, protocols.text);
       return { bird: parseShowStatus(status.text, { timeZone: this.#o.timeZone }), protocols: parsed.protocols, sessions: parsed.sessions };
     } catch (error) {
       this.#o.log.warn("BIRD did not answer", errorFields(error));

@@ -8,5 +8,18 @@ export interface Bus {
   subscribe(subject: string, handler: (message: unknown, subject: string) => void): () => void;
   /** `ok` when the bus can deliver, `down` when NATS is unreachable, `disabled` for in-process. */
   health(): "ok" | "down" | "disabled";
+  /**
+   * Creates the JetStream stream, or brings its subjects and max age to these (idempotent).
+   * Only a NATS bus has it: the in-process bus keeps no history.
+   */
+  ensureStream?(spec: StreamSpec): Promise<"created" | "updated" | "unchanged">;
   close(): Promise<void>;
+}
+
+/** A JetStream stream the controller keeps (the events' history). */
+export interface StreamSpec {
+  name: string;
+  subjects: string[];
+  maxAgeSeconds: number;
+  description: string;
 }

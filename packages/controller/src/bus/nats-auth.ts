@@ -2,6 +2,7 @@ import { chmod, mkdir, readFile, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { Algorithms, encodeAccount, encodeOperator, encodeUser, fmtCreds, parseCreds, type User } from "@nats-io/jwt";
 import { createAccount, createOperator, createUser, fromSeed, type KeyPair } from "@nats-io/nkeys";
+import { eventStreamName, eventSubjects, internalSubjects, monitoringInboxPrefix, subjectToken } from "@rlc/proto";
 
 /**
  * NATS decentralized authentication: an operator trusts one account ("route-list"); the account
@@ -11,23 +12,50 @@ import { createAccount, createOperator, createUser, fromSeed, type KeyPair } fro
  * about a user (no server reload when an agent enrolls).
  */
 
-/** Everything the controller publishes or subscribes to lives under `rl.`. */
+/**
+ * Everything the controller publishes or subscribes to lives under `rl.`; it also keeps the
+ * tenants' event streams (`RL_EVENTS_V1_<tenant>`: stream info, create, update).
+ */
 export const controllerPermissions = {
-  pub: { allow: ["rl.>", "_INBOX.>"] },
+  pub: { allow: ["rl.>", "_INBOX.>", "$JS.API.INFO", "$JS.API.STREAM.INFO.*", "$JS.API.STREAM.CREATE.*", "$JS.API.STREAM.UPDATE.*"] },
   sub: { allow: ["rl.>", "_INBOX.>"] },
 } satisfies Partial<User>;
 
-/** An agent hears its own speaker's notifications and may speak only on its own status subject. */
+/**
+ * An agent hears its own speaker's wake-ups and publishes nothing: it reports over gRPC or
+ * HTTP, and the controller publishes what it recorded (an empty allow list would mean "anything").
+ */
 export function agentPermissions(tenantId: string, speakerId: string): Partial<User> {
-  return {
-    sub: { allow: [`rl.${tenantId}.speakers.${speakerId}.notify`] },
-    pub: { allow: [`rl.${tenantId}.speakers.${speakerId}.status`] },
-  };
+  return { sub: { allow: [internalSubjects.notify(tenantId, speakerId)] }, pub: { deny: [">"] } };
 }
 
-/** A dashboard reads one tenant's subjects and publishes nothing (an empty allow list would mean "anything"). */
+/**
+ * A dashboard reads one tenant's events, live (`rl.v1.<tenant>.>`) and from the tenant's stream:
+ * it may create, read and delete consumers of that stream and fetch from them, with replies on
+ * its tenant's own inbox prefix, and publish nothing else (no event, no wake-up). The stream
+ * holds only that tenant's subjects, so whatever filter a consumer names, it sees that tenant only.
+ */
 export function monitoringPermissions(tenantId: string): Partial<User> {
-  return { sub: { allow: [`rl.${tenantId}.>`] }, pub: { deny: [">"] } };
+  const stream = eventStreamName(tenantId);
+  return {
+    sub: { allow: [eventSubjects.tenant(tenantId), `${monitoringInboxPrefix(tenantId)}.>`] },
+    pub: {
+      allow: [
+        `$JS.API.STREAM.INFO.${stream}`,
+        `$JS.API.CONSUMER.CREATE.${stream}`,
+        `$JS.API.CONSUMER.CREATE.${stream}.>`,
+        `$JS.API.CONSUMER.DURABLE.CREATE.${stream}.*`,
+        `$JS.API.CONSUMER.INFO.${stream}.*`,
+        `$JS.API.CONSUMER.DELETE.${stream}.*`,
+        `$JS.API.CONSUMER.NAMES.${stream}`,
+        `$JS.API.CONSUMER.LIST.${stream}`,
+        `$JS.API.CONSUMER.MSG.NEXT.${stream}.*`,
+        `$JS.ACK.${stream}.>`,
+        // Flow-control answers of a push consumer (what an ordered push subscription uses).
+        `$JS.FC.${stream}.>`,
+      ],
+    },
+  };
 }
 
 const encoder = new TextEncoder();
@@ -40,15 +68,8 @@ export interface NatsCredentialIssuer {
   issue(name: string, permissions: Partial<User>, options?: { expiresAt?: Date }): Promise<{ creds: string; user: string; expiresAt: Date | null }>;
 }
 
-function tokenOk(value: string): boolean {
-  return /^[A-Za-z0-9_-]+$/.test(value);
-}
-
 /** Ids go into subjects verbatim: a dot or a wildcard in one would widen a permission. */
-export function assertSubjectToken(value: string): string {
-  if (!tokenOk(value)) throw new Error(`not usable in a NATS subject: ${JSON.stringify(value)}`);
-  return value;
-}
+export const assertSubjectToken = subjectToken;
 
 export function createCredentialIssuer(signingKey: KeyPair, accountId: string): NatsCredentialIssuer {
   if (!accountId.startsWith("A")) throw new Error("the NATS account id must be an account public key (A…)");
@@ -110,8 +131,18 @@ export async function initNatsAuthority(dir: string, options: { listen?: string;
       // A limits object leaves every limit it omits at 0 (no connections at all): name them all.
       // JetStream is allowed without limits; a stream is the account's to make.
       limits: {
-        subs: -1, data: -1, payload: -1, imports: -1, exports: -1, wildcards: true, conn: -1, leaf: -1,
-        mem_storage: -1, disk_storage: -1, streams: -1, consumer: -1,
+        subs: -1,
+        data: -1,
+        payload: -1,
+        imports: -1,
+        exports: -1,
+        wildcards: true,
+        conn: -1,
+        leaf: -1,
+        mem_storage: -1,
+        disk_storage: -1,
+        streams: -1,
+        consumer: -1,
       },
     },
     { signer: operator },

@@ -1,5 +1,6 @@
+import { jetstreamManager, RetentionPolicy, StorageType } from "@nats-io/jetstream";
 import { type ConnectionOptions, connect, credsAuthenticator, type NatsConnection } from "@nats-io/transport-node";
-import type { Bus } from "./bus.js";
+import type { Bus, StreamSpec } from "./bus.js";
 
 export interface NatsBusOptions {
   url: string;
@@ -77,8 +78,36 @@ export async function createNatsBus(o: NatsBusOptions): Promise<Bus> {
       return () => sub.unsubscribe();
     },
     health: () => (up && !nc.isClosed() ? "ok" : "down"),
+    ensureStream: (spec) => ensureStream(nc, spec),
     async close() {
       await nc.drain().catch(() => nc.close());
     },
   };
+}
+
+const NS_PER_S = 1_000_000_000;
+
+/** Creates the stream, or updates its subjects and max age when they differ; limits retention, file storage. */
+export async function ensureStream(nc: NatsConnection, spec: StreamSpec): Promise<"created" | "updated" | "unchanged"> {
+  const jsm = await jetstreamManager(nc, { checkAPI: false });
+  const maxAge = spec.maxAgeSeconds * NS_PER_S;
+  const existing = await jsm.streams.info(spec.name).catch((error: Error) => {
+    if (/stream not found/i.test(error.message)) return null;
+    throw error;
+  });
+  if (!existing) {
+    await jsm.streams.add({
+      name: spec.name,
+      subjects: spec.subjects,
+      description: spec.description,
+      max_age: maxAge,
+      retention: RetentionPolicy.Limits,
+      storage: StorageType.File,
+    });
+    return "created";
+  }
+  const c = existing.config;
+  if (c.max_age === maxAge && c.subjects.length === spec.subjects.length && spec.subjects.every((s) => c.subjects.includes(s))) return "unchanged";
+  await jsm.streams.update(spec.name, { ...c, subjects: spec.subjects, max_age: maxAge, description: spec.description });
+  return "updated";
 }

@@ -43,11 +43,7 @@ export async function findApiKeyById(db: Db, tenantId: string, id: string, forUp
   return row;
 }
 
-export async function listApiKeys(
-  db: Db,
-  tenantId: string,
-  opts: { afterId: string | null; limit: number; role?: string | undefined },
-): Promise<ApiKeyRow[]> {
+export async function listApiKeys(db: Db, tenantId: string, opts: { afterId: string | null; limit: number; role?: string | undefined }): Promise<ApiKeyRow[]> {
   return db<ApiKeyRow[]>`
     SELECT * FROM api_keys
     WHERE tenant_id = ${tenantId}

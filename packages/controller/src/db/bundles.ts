@@ -15,18 +15,24 @@ export interface BundleRow {
   /** Bytes and hex SHA-256 of the plain envelope (sealed rows only: plain rows are their own). */
   envelope_size: number | null;
   envelope_sha256: string | null;
+  /** 1: `envelope` is the whole signed JSON envelope; 2: the head of an `rl-bundle/2`, its section stored apart. */
+  format: number;
+  /** Format 2: the sealed head of the delta from this revision, when one was issued. */
+  delta_base_revision_id: number | null;
+  delta_head: Buffer | null;
 }
 
 export async function upsertBundle(db: Db, row: Omit<BundleRow, "sequence"> & { sequence: number }): Promise<void> {
   await db`
     INSERT INTO bundles (tenant_id, speaker_id, revision_id, sequence, digest, issued_at, expires_at, envelope,
-      envelope_sealed, envelope_chunk, envelope_size, envelope_sha256)
+      envelope_sealed, envelope_chunk, envelope_size, envelope_sha256, format, delta_base_revision_id, delta_head)
     VALUES (${row.tenant_id}, ${row.speaker_id}, ${row.revision_id}, ${row.sequence}, ${row.digest}, ${row.issued_at}, ${row.expires_at}, ${row.envelope},
-      ${row.envelope_sealed}, ${row.envelope_chunk}, ${row.envelope_size}, ${row.envelope_sha256})
+      ${row.envelope_sealed}, ${row.envelope_chunk}, ${row.envelope_size}, ${row.envelope_sha256}, ${row.format}, ${row.delta_base_revision_id}, ${row.delta_head})
     ON CONFLICT (speaker_id, revision_id) DO UPDATE SET sequence = EXCLUDED.sequence, digest = EXCLUDED.digest,
       issued_at = EXCLUDED.issued_at, expires_at = EXCLUDED.expires_at, envelope = EXCLUDED.envelope,
       envelope_sealed = EXCLUDED.envelope_sealed, envelope_chunk = EXCLUDED.envelope_chunk,
-      envelope_size = EXCLUDED.envelope_size, envelope_sha256 = EXCLUDED.envelope_sha256`;
+      envelope_size = EXCLUDED.envelope_size, envelope_sha256 = EXCLUDED.envelope_sha256, format = EXCLUDED.format,
+      delta_base_revision_id = EXCLUDED.delta_base_revision_id, delta_head = EXCLUDED.delta_head`;
 }
 
 export async function findBundle(db: Db, speakerId: string, revisionId: number): Promise<BundleRow | undefined> {
@@ -62,11 +68,33 @@ export async function findBundleMeta(db: Db, speakerId: string, revisionId: numb
   return r;
 }
 
-/** How the issue `sequence` is stored: the plain size of its sealed pieces, null when stored plain. */
-export async function findBundleLayout(db: Db, speakerId: string, revisionId: number, sequence: string): Promise<{ chunk: number | null } | undefined> {
-  const [r] = await db<{ chunk: number | null }[]>`
-    SELECT CASE WHEN envelope_sealed THEN envelope_chunk END AS chunk
-    FROM bundles WHERE speaker_id = ${speakerId} AND revision_id = ${revisionId} AND sequence = ${sequence}`;
+/**
+ * What streaming a bundle needs, in one read: the issue, how it is stored and, for format 2,
+ * the sealed head (full or delta, as `base` asks; a few KiB) and the section it is followed by.
+ */
+export interface BundleLayout {
+  sequence: string;
+  format: number;
+  /** Format 1: the plain size of the sealed pieces (null when stored plain); format 2: of the head's. */
+  chunk: number | null;
+  /** Format 1: plain size and SHA-256 of the envelope. */
+  size: number;
+  sha256: string | null;
+  /** Format 2: the sealed head to send, and which section follows it (0 = the full one). */
+  head: Buffer | null;
+  section_base_revision_id: number;
+}
+
+export async function findBundleLayout(db: Db, speakerId: string, revisionId: number, baseRevisionId: number | null): Promise<BundleLayout | undefined> {
+  const delta = baseRevisionId !== null && baseRevisionId > 0;
+  const [r] = await db<BundleLayout[]>`
+    SELECT sequence, format, CASE WHEN envelope_sealed THEN envelope_chunk END AS chunk,
+      CASE WHEN envelope_sealed THEN envelope_size ELSE octet_length(envelope)::int END AS size,
+      CASE WHEN envelope_sealed THEN envelope_sha256 WHEN format = 1 THEN encode(sha256(envelope), 'hex') END AS sha256,
+      CASE WHEN format <> 2 THEN NULL WHEN ${delta} AND delta_base_revision_id = ${baseRevisionId ?? 0} THEN delta_head ELSE envelope END AS head,
+      CASE WHEN format = 2 AND ${delta} AND delta_base_revision_id = ${baseRevisionId ?? 0} THEN delta_base_revision_id ELSE 0 END AS section_base_revision_id
+    FROM bundles WHERE speaker_id = ${speakerId} AND revision_id = ${revisionId}`;
+  if (r?.head) r.head = Buffer.from(r.head.buffer, r.head.byteOffset, r.head.byteLength);
   return r;
 }
 
@@ -74,7 +102,14 @@ export async function findBundleLayout(db: Db, speakerId: string, revisionId: nu
  * `length` bytes of the stored envelope (sealed or not, as stored) from `offset`, only while it is still the issue of
  * `sequence` (a re-issue in between answers nothing: the reader must not splice two issues).
  */
-export async function readBundleSlice(db: Db, speakerId: string, revisionId: number, sequence: string, offset: number, length: number): Promise<Buffer | undefined> {
+export async function readBundleSlice(
+  db: Db,
+  speakerId: string,
+  revisionId: number,
+  sequence: string,
+  offset: number,
+  length: number,
+): Promise<Buffer | undefined> {
   const [r] = await db<{ data: Uint8Array }[]>`
     SELECT substring(envelope FROM ${offset + 1} FOR ${length}) AS data
     FROM bundles WHERE speaker_id = ${speakerId} AND revision_id = ${revisionId} AND sequence = ${sequence}`;

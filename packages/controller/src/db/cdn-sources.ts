@@ -29,24 +29,13 @@ export async function insertCdnSource(db: Db, row: CdnSourceRow): Promise<boolea
   return rows.length === 1;
 }
 
-export async function findCdnSourceById(
-  db: Db,
-  tenantId: string,
-  moduleId: string,
-  id: string,
-  forUpdate = false,
-): Promise<CdnSourceRow | undefined> {
+export async function findCdnSourceById(db: Db, tenantId: string, moduleId: string, id: string, forUpdate = false): Promise<CdnSourceRow | undefined> {
   const [row] = await db<CdnSourceRow[]>`
     SELECT * FROM cdn_sources WHERE tenant_id = ${tenantId} AND module_id = ${moduleId} AND id = ${id} ${forUpdate ? db`FOR UPDATE` : db``}`;
   return row;
 }
 
-export async function listCdnSources(
-  db: Db,
-  tenantId: string,
-  moduleId: string,
-  opts: { afterId: string | null; limit: number },
-): Promise<CdnSourceRow[]> {
+export async function listCdnSources(db: Db, tenantId: string, moduleId: string, opts: { afterId: string | null; limit: number }): Promise<CdnSourceRow[]> {
   return db<CdnSourceRow[]>`
     SELECT * FROM cdn_sources
     WHERE tenant_id = ${tenantId} AND module_id = ${moduleId} ${opts.afterId === null ? db`` : db`AND id < ${opts.afterId}`}

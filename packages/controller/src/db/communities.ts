@@ -60,3 +60,8 @@ export async function updateCommunity(
 export async function deleteCommunity(db: Db, tenantId: string, id: string): Promise<void> {
   await db`DELETE FROM communities WHERE tenant_id = ${tenantId} AND id = ${id}`;
 }
+
+/** A tenant's communities as a bundle carries them: id, value and title, by value. */
+export async function listCommunityValues(db: Db, tenantId: string): Promise<{ id: string; community: string; title: string }[]> {
+  return db<{ id: string; community: string; title: string }[]>`SELECT id, community, title FROM communities WHERE tenant_id = ${tenantId} ORDER BY community`;
+}

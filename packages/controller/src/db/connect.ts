@@ -112,15 +112,17 @@ async function openEmbedded(dataDir: string, applicationName: string): Promise<D
   // PGlite is one backend: one connection at a time, so the pool has one connection and
   // statements queue in order. COPY FROM STDIN does not work over pglite-socket (it hangs),
   // which is why bulk writes use INSERT … SELECT FROM unnest(…) everywhere.
-  const sql = guardPool(postgres({
-    host: "127.0.0.1",
-    port: address.port,
-    user: "postgres",
-    database: "postgres",
-    max: 1,
-    onnotice: () => {},
-    connection: { application_name: applicationName },
-  }));
+  const sql = guardPool(
+    postgres({
+      host: "127.0.0.1",
+      port: address.port,
+      user: "postgres",
+      database: "postgres",
+      max: 1,
+      onnotice: () => {},
+      connection: { application_name: applicationName },
+    }),
+  );
   return {
     sql,
     kind: "embedded",
@@ -130,4 +132,9 @@ async function openEmbedded(dataDir: string, applicationName: string): Promise<D
       await db.close();
     },
   };
+}
+
+/** Readiness: the database answers a trivial query. */
+export async function pingDatabase(db: Db): Promise<void> {
+  await db`SELECT 1`;
 }

@@ -37,8 +37,7 @@ export async function stageImportRows(db: Db, rows: StagedRows): Promise<void> {
     FROM unnest(${rows.ids}::uuid[], ${rows.values}::text[], ${rows.comments}::text[], ${flags}::text[]) AS u(id, value, comment, flag)`;
 }
 
-const matches = (db: Db, kind: EntryKind) =>
-  kind === "as" ? db`e.asn = s.value::bigint` : kind === "domain" ? db`e.domain = s.value` : db`e.cidr = s.value`;
+const matches = (db: Db, kind: EntryKind) => (kind === "as" ? db`e.asn = s.value::bigint` : kind === "domain" ? db`e.domain = s.value` : db`e.cidr = s.value`);
 
 const differs = (db: Db, kind: EntryKind, cols: ImportColumns) => db`
   ((${cols.comment}::boolean AND e.comment <> s.comment)

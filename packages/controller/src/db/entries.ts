@@ -61,33 +61,35 @@ export async function findEntryById<K extends EntryKind>(
   return row;
 }
 
-/** Newest first, keyset by id. */
-export async function listEntries<K extends EntryKind>(
+/**
+ * A module's entries keyset by id: newest first for the API's pages (one row more than the
+ * limit, to tell whether another page follows), oldest first for an export (the order rows were
+ * added, so a file imported into an empty module exports as it was).
+ */
+async function listEntriesById<K extends EntryKind>(
   db: Db,
   kind: K,
   tenantId: string,
   moduleId: string,
-  opts: { afterId: string | null; limit: number },
+  opts: { afterId: string | null; limit: number; newestFirst: boolean },
 ): Promise<EntryRowOf[K][]> {
+  const after = opts.afterId === null ? db`` : opts.newestFirst ? db`AND id < ${opts.afterId}` : db`AND id > ${opts.afterId}`;
   return db<EntryRowOf[K][]>`
     SELECT ${columns(db, kind)} FROM ${entryTable(db, kind)}
-    WHERE tenant_id = ${tenantId} AND module_id = ${moduleId} ${opts.afterId === null ? db`` : db`AND id < ${opts.afterId}`}
-    ORDER BY id DESC LIMIT ${opts.limit + 1}`;
+    WHERE tenant_id = ${tenantId} AND module_id = ${moduleId} ${after}
+    ORDER BY id ${opts.newestFirst ? db`DESC` : db``} LIMIT ${opts.newestFirst ? opts.limit + 1 : opts.limit}`;
 }
 
-/** Oldest first (the order rows were added, so a file imported into an empty module exports as it was). */
-export async function listEntriesForExport<K extends EntryKind>(
+export const listEntries = <K extends EntryKind>(db: Db, kind: K, tenantId: string, moduleId: string, opts: { afterId: string | null; limit: number }) =>
+  listEntriesById(db, kind, tenantId, moduleId, { ...opts, newestFirst: true });
+
+export const listEntriesForExport = <K extends EntryKind>(
   db: Db,
   kind: K,
   tenantId: string,
   moduleId: string,
   opts: { afterId: string | null; limit: number },
-): Promise<EntryRowOf[K][]> {
-  return db<EntryRowOf[K][]>`
-    SELECT ${columns(db, kind)} FROM ${entryTable(db, kind)}
-    WHERE tenant_id = ${tenantId} AND module_id = ${moduleId} ${opts.afterId === null ? db`` : db`AND id > ${opts.afterId}`}
-    ORDER BY id LIMIT ${opts.limit}`;
-}
+) => listEntriesById(db, kind, tenantId, moduleId, { ...opts, newestFirst: false });
 
 /** Every entry of the tenant's modules of one kind, in value order (the catalog). */
 export async function listAllEntriesOfTenant<K extends EntryKind>(db: Db, kind: K, tenantId: string): Promise<EntryRowOf[K][]> {

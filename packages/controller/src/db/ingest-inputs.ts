@@ -1,4 +1,5 @@
 import type { Db } from "./connect.js";
+import type { DohProfileRow as StoredDohProfileRow } from "./doh-profiles.js";
 
 /** What the ingest needs of a module: its kind, community and DoH setup. */
 export interface IngestModuleRow {
@@ -48,17 +49,8 @@ export async function listEnabledCdnSources(db: Db, moduleId: string): Promise<C
     SELECT id, url, format, json_path, allow_empty FROM cdn_sources WHERE module_id = ${moduleId} AND enabled ORDER BY id`;
 }
 
-export interface DohProfileRow {
-  id: string;
-  name: string | null;
-  url: string;
-  method: "GET" | "POST";
-  format: "wire" | "json";
-  timeout_ms: number;
-  /** Values sealed with the data key when headers_sealed (services/doh-profiles.ts openHeaders). */
-  headers: Record<string, string>;
-  headers_sealed: boolean;
-}
+/** What collecting needs of a module's DoH profile (header values sealed when headers_sealed: see openHeaders). */
+export type DohProfileRow = Pick<StoredDohProfileRow, "id" | "name" | "url" | "method" | "format" | "timeout_ms" | "headers" | "headers_sealed">;
 
 export async function listModuleDohProfiles(db: Db, moduleId: string): Promise<DohProfileRow[]> {
   return db<DohProfileRow[]>`

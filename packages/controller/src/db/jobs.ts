@@ -126,7 +126,12 @@ export async function countQueuedJobs(db: Db, tenantId: string): Promise<number>
  * Parks a job its worker still owns as `awaiting`: the worker slot is free again and the job
  * ends later, by a report (evaluateAwaiting) or at `deadline`.
  */
-export async function parkJob(db: Db, id: string, workerId: string, p: { awaiting: unknown; deadline: Date; done: number; total: number; now: Date }): Promise<boolean> {
+export async function parkJob(
+  db: Db,
+  id: string,
+  workerId: string,
+  p: { awaiting: unknown; deadline: Date; done: number; total: number; now: Date },
+): Promise<boolean> {
   const rows = await db`
     UPDATE jobs SET status = 'awaiting', awaiting = ${db.json(p.awaiting as never)}, deadline_at = ${p.deadline},
       progress_done = ${p.done}, progress_total = ${p.total}, locked_by = NULL, locked_until = NULL, updated_at = ${p.now}
@@ -169,13 +174,7 @@ export async function finishAwaitingJob(
 }
 
 /** Renews the lease while the worker still owns the job; answers whether a cancel was asked. */
-export async function renewJobLease(
-  db: Db,
-  id: string,
-  workerId: string,
-  now: Date,
-  leaseMs: number,
-): Promise<{ owned: boolean; cancel_requested: boolean }> {
+export async function renewJobLease(db: Db, id: string, workerId: string, now: Date, leaseMs: number): Promise<{ owned: boolean; cancel_requested: boolean }> {
   const [row] = await db<{ cancel_requested: boolean }[]>`
     UPDATE jobs SET locked_until = ${now}::timestamptz + make_interval(secs => ${leaseMs / 1000})
     WHERE id = ${id} AND locked_by = ${workerId} AND status = 'running'
@@ -230,4 +229,11 @@ export async function deleteFinishedJobsBefore(db: Db, tenantId: string, before:
     DELETE FROM jobs WHERE tenant_id = ${tenantId} AND status IN ('succeeded', 'failed', 'cancelled') AND finished_at < ${before}
     RETURNING id`;
   return rows.length;
+}
+
+/** A job's owner and state, locked until `tx` ends (a handler's final commit checks them). */
+export async function lockJobState(tx: Db, jobId: string): Promise<{ locked_by: string | null; status: string; cancel_requested: boolean } | undefined> {
+  const [row] = await tx<{ locked_by: string | null; status: string; cancel_requested: boolean }[]>`
+    SELECT locked_by, status, cancel_requested FROM jobs WHERE id = ${jobId} FOR UPDATE`;
+  return row;
 }

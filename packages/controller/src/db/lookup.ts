@@ -52,7 +52,12 @@ export async function findLookupVersion(db: Db, tenantId: string): Promise<Looku
 }
 
 /** DOMAINS entries equal to the name, or a parent of it with include_subdomains. */
-export async function findDomainEntriesMatching(db: Db, tenantId: string, name: string, parents: string[]): Promise<{ id: string; module_id: string; domain: string }[]> {
+export async function findDomainEntriesMatching(
+  db: Db,
+  tenantId: string,
+  name: string,
+  parents: string[],
+): Promise<{ id: string; module_id: string; domain: string }[]> {
   return db<{ id: string; module_id: string; domain: string }[]>`
     SELECT id, module_id, domain FROM domain_entries
     WHERE tenant_id = ${tenantId} AND (domain = ${name} OR (include_subdomains AND domain = ANY(${parents}::text[])))

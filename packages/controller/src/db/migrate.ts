@@ -1,9 +1,10 @@
 import { readdir, readFile } from "node:fs/promises";
 import { fileURLToPath } from "node:url";
+import { ADVISORY_LOCKS, lockForTransaction } from "./advisory-locks.js";
 import type { Sql } from "./connect.js";
 
 /** Advisory lock key shared by every controller: migrations and bootstrap run under it. */
-export const MIGRATION_LOCK = 7_240_001;
+export const MIGRATION_LOCK = ADVISORY_LOCKS.migration;
 
 const migrationsDir = fileURLToPath(new URL("../../migrations/", import.meta.url));
 
@@ -20,7 +21,7 @@ export interface MigrationResult {
 export async function migrate(sql: Sql): Promise<MigrationResult> {
   const files = (await readdir(migrationsDir)).filter((f) => /^\d{4}_[a-z0-9_]+\.sql$/.test(f)).sort();
   return sql.begin(async (tx) => {
-    await tx`SELECT pg_advisory_xact_lock(${MIGRATION_LOCK})`;
+    await lockForTransaction(tx, MIGRATION_LOCK);
     await tx`CREATE TABLE IF NOT EXISTS schema_migrations (
       version integer PRIMARY KEY, name text NOT NULL, applied_at timestamptz NOT NULL DEFAULT now())`;
     const done = new Set((await tx<{ version: number }[]>`SELECT version FROM schema_migrations`).map((r) => r.version));

@@ -5,10 +5,7 @@ import type { Db } from "./connect.js";
  * ones. The upsert locks the row, so concurrent callers count one after the other. False when the
  * limit is reached (nothing is written then).
  */
-export async function takeRateLimitHit(
-  db: Db,
-  q: { tenantId: string; bucket: string; limit: number; since: Date; now: Date },
-): Promise<boolean> {
+export async function takeRateLimitHit(db: Db, q: { tenantId: string; bucket: string; limit: number; since: Date; now: Date }): Promise<boolean> {
   const rows = await db`
     INSERT INTO rate_limits AS r (tenant_id, bucket, hits) VALUES (${q.tenantId}, ${q.bucket}, ARRAY[${q.now}::timestamptz])
     ON CONFLICT (tenant_id, bucket) DO UPDATE

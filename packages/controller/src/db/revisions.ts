@@ -17,8 +17,18 @@ export interface RevisionRow {
 
 // Every column but the content, which only the readers of the prefixes load.
 const COLUMNS = [
-  "tenant_id", "revision_id", "created_at", "created_by", "reason", "rolled_back_from", "digest",
-  "prefix_count_v4", "prefix_count_v6", "input_prefix_count", "dropped_prefix_count", "modules",
+  "tenant_id",
+  "revision_id",
+  "created_at",
+  "created_by",
+  "reason",
+  "rolled_back_from",
+  "digest",
+  "prefix_count_v4",
+  "prefix_count_v6",
+  "input_prefix_count",
+  "dropped_prefix_count",
+  "modules",
 ];
 
 /** Serialises revision writers of one tenant (next id, digest comparison) for the transaction. */

@@ -26,7 +26,10 @@ export interface SpeakerRow {
   updated_at: Date;
 }
 
-export async function insertSpeaker(db: Db, row: Pick<SpeakerRow, "id" | "tenant_id" | "name" | "mode" | "router_id" | "policies_json" | "metadata" | "created_at"> & { asn: number }): Promise<SpeakerRow> {
+export async function insertSpeaker(
+  db: Db,
+  row: Pick<SpeakerRow, "id" | "tenant_id" | "name" | "mode" | "router_id" | "policies_json" | "metadata" | "created_at"> & { asn: number },
+): Promise<SpeakerRow> {
   const [r] = await db<SpeakerRow[]>`
     INSERT INTO speakers (id, tenant_id, name, mode, router_id, asn, policies_json, metadata, created_at, updated_at)
     VALUES (${row.id}, ${row.tenant_id}, ${row.name}, ${row.mode}, ${row.router_id}, ${row.asn}, ${db.json(row.policies_json as never)},

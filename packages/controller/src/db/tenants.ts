@@ -31,3 +31,9 @@ export async function listTenants(db: Db, opts: { afterId: string | null; limit:
     WHERE ${opts.afterId === null ? db`true` : db`id < ${opts.afterId}`}
     ORDER BY id DESC LIMIT ${opts.limit + 1}`;
 }
+
+/** Every tenant's id (a deployment has a handful; the controller's start ensures each one's event stream). */
+export async function listTenantIds(db: Db): Promise<string[]> {
+  const rows = await db<{ id: string }[]>`SELECT id FROM tenants ORDER BY id`;
+  return rows.map((r) => r.id);
+}

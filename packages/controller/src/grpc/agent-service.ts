@@ -1,10 +1,11 @@
 import { constants as http2 } from "node:http2";
 import {
   type AgentServiceHandlers,
-  bearerFromMetadata,
   BUNDLE_CHUNK_MAX_BYTES,
   type BundleChunk,
+  bearerFromMetadata,
   grpc,
+  internalSubjects,
   notificationFromJson,
   notificationToProto,
   signingKeyToProto,
@@ -16,12 +17,11 @@ import { EnrollBody, StatusReport } from "@rlc/shared/schemas";
 import type { FastifyBaseLogger } from "fastify";
 import type { Bus } from "../bus/index.js";
 import type { Sql } from "../db/connect.js";
-import type { Clock } from "../lib/time.js";
 import { parseKeySecret } from "../lib/key-secret.js";
-import type { Authenticator } from "../services/authenticator.js";
-import type { Principal } from "../services/context.js";
-import type { NodeService } from "../services/node.js";
-import { notifySubject } from "../services/speakers.js";
+import type { Clock } from "../lib/time.js";
+import type { Authenticator } from "../services/access/authenticator.js";
+import type { Principal } from "../services/access/context.js";
+import type { NodeService } from "../services/deploy/node.js";
 import { createBuckets, createCounter, DEFAULT_GRPC_LIMITS, DeadlineError, type GrpcLimits, withDeadline } from "./limits.js";
 
 export interface AgentServiceDeps {
@@ -43,7 +43,11 @@ export interface AgentServiceDeps {
 const rateLimited = (detail: string) => new AppError("rate_limited", detail);
 
 /** `ipv4:1.2.3.4:5678`, `1.2.3.4:5678`, `[::1]:5678` → the address without the port. */
-const peerHost = (peer: string) => peer.replace(/^ipv[46]:/, "").replace(/:\d+$/, "").replace(/^\[|\]$/g, "");
+const peerHost = (peer: string) =>
+  peer
+    .replace(/^ipv[46]:/, "")
+    .replace(/:\d+$/, "")
+    .replace(/^\[|\]$/g, "");
 
 /**
  * Resets the HTTP/2 stream under a server call. A stream whose reader stopped reading cannot be
@@ -126,15 +130,16 @@ export function createAgentService(deps: AgentServiceDeps): AgentService {
 
   /**
    * The node key of the metadata; any other kind of key is refused (this service is the agents').
-   * Failures are counted per peer address and per key prefix: past the budget, calls from there
-   * are refused before any lookup, so guessing keys costs the database nothing.
+   * Failures are counted per peer address and per key prefix. Past the address's budget, calls
+   * from there are refused before any lookup, so guessing keys costs the database nothing. The
+   * prefix's budget is looked at only once a secret failed: a prefix is no secret (audit
+   * summaries name it), so refusing on it before the check would let anyone who read it lock
+   * the real agent out.
    */
   const nodePrincipal = async (call: { metadata: grpc.Metadata; getPeer(): string }): Promise<Principal & { speakerId: string }> => {
     const key = bearerFromMetadata(call.metadata);
     const peer = `peer:${peerHost(call.getPeer())}`;
-    const prefix = key ? parseKeySecret(key)?.prefix : undefined;
-    const prefixKey = prefix ? `key:${prefix}` : null;
-    if (authFailures.empty(peer) || (prefixKey && authFailures.empty(prefixKey))) throw rateLimited("too many failed authentications; try again later");
+    if (authFailures.empty(peer)) throw rateLimited("too many failed authentications; try again later");
     try {
       if (!key) throw new UnauthenticatedError("metadata authorization: Bearer <node key> is required");
       const principal = await deps.authenticator.authenticate(`Bearer ${key}`, deps.clock());
@@ -143,7 +148,8 @@ export function createAgentService(deps: AgentServiceDeps): AgentService {
     } catch (error) {
       if (error instanceof AppError && (error.code === "unauthenticated" || error.code === "forbidden")) {
         authFailures.take(peer);
-        if (prefixKey) authFailures.take(prefixKey);
+        const prefix = key ? parseKeySecret(key)?.prefix : undefined;
+        if (prefix && !authFailures.take(`key:${prefix}`)) throw rateLimited("too many failed authentications for this key; try again later");
       }
       throw error;
     }
@@ -227,7 +233,7 @@ export function createAgentService(deps: AgentServiceDeps): AgentService {
         // Subscribed before the desired revision is read, so an apply committed in between is
         // not missed; what arrives meanwhile is held until the first event went out.
         let held: WatchEvent[] | null = [];
-        unsubscribe = deps.bus.subscribe(notifySubject(principal.tenantId, speakerId), (message) => {
+        unsubscribe = deps.bus.subscribe(internalSubjects.notify(principal.tenantId, speakerId), (message) => {
           const notification = notificationFromJson(message);
           if (!notification) return;
           const event = notificationToProto(notification, deps.clock().toISOString());
@@ -243,7 +249,10 @@ export function createAgentService(deps: AgentServiceDeps): AgentService {
         const sentAt = deps.clock().toISOString();
         write(
           latest
-            ? notificationToProto({ type: "new_revision", speaker_id: speakerId, revision_id: latest.revision_id, digest: latest.digest, sequence: latest.sequence }, sentAt)
+            ? notificationToProto(
+                { type: "new_revision", speaker_id: speakerId, revision_id: latest.revision_id, digest: latest.digest, sequence: latest.sequence },
+                sentAt,
+              )
             : notificationToProto({ type: "ping" }, sentAt),
         );
         for (const event of held) write(event);
@@ -281,21 +290,30 @@ export function createAgentService(deps: AgentServiceDeps): AgentService {
         const principal = await nodePrincipal(call);
         const speakerId = speakerOf(principal, call.request.speaker_id);
         const revisionId = call.request.revision_id;
-        if (!Number.isSafeInteger(revisionId) || revisionId < 1 || revisionId > MAX_REVISION_ID) throw new NotFoundError("bundle of revision", String(revisionId));
+        if (!Number.isSafeInteger(revisionId) || revisionId < 1 || revisionId > MAX_REVISION_ID)
+          throw new NotFoundError("bundle of revision", String(revisionId));
         releaseKey = bundlesByKey.acquire(principal.keyId);
         if (!releaseKey) throw rateLimited(`this key has ${limits.bundlesPerKey} GetBundle streams in flight already`);
         releaseAll = bundlesAll.acquire("*");
         if (!releaseAll) throw rateLimited("the controller serves too many bundles right now; try again later");
-        const meta = await deps.node.bundleMeta(deps.sql, principal, speakerId, revisionId);
+        const base = call.request.base_revision_id ?? 0;
+        const baseRevisionId = Number.isSafeInteger(base) && base > 0 && base <= MAX_REVISION_ID ? base : null;
+        const reader = await deps.node.bundleReader(deps.sql, principal, speakerId, revisionId, baseRevisionId);
         // Read from storage one chunk at a time and sent at the pace the agent takes them: a
         // stream holds about one chunk, and one whose reader stops taking is cut after the idle
         // deadline rather than held open.
         let offset = 0;
         do {
           if (call.cancelled) return;
-          const data = await deps.node.bundleSlice(deps.sql, speakerId, revisionId, meta.sequence, offset, chunkBytes);
+          const data = await reader.read(offset, chunkBytes);
           const first = offset === 0;
-          const chunk: BundleChunk = { data, offset, total_size: first ? meta.size : 0, sha256: first ? (meta.sha256 ?? "") : "", revision_id: first ? revisionId : 0 };
+          const chunk: BundleChunk = {
+            data,
+            offset,
+            total_size: first ? reader.size : 0,
+            sha256: first ? (reader.sha256 ?? "") : "",
+            revision_id: first ? revisionId : 0,
+          };
           offset += data.length;
           if (!call.write(chunk)) {
             let idle: NodeJS.Timeout | undefined;
@@ -313,7 +331,7 @@ export function createAgentService(deps: AgentServiceDeps): AgentService {
             }
           }
           if (data.length === 0) break;
-        } while (offset < meta.size);
+        } while (offset < reader.size);
         if (!call.cancelled) call.end();
       })().catch((error: unknown) => {
         release();
@@ -335,7 +353,7 @@ export function createAgentService(deps: AgentServiceDeps): AgentService {
         }
         if (!Number.isSafeInteger(report.applied_sequence ?? 0)) throw new ValidationError("invalid report: applied_sequence is out of range");
         if (hasNul(report)) throw new ValidationError("invalid report: NUL characters are not allowed");
-        await deps.node.report(principal, speakerId, parsed.data as never, deps.clock());
+        await deps.node.report(principal, speakerId, parsed.data, deps.clock());
       }).then(
         () => callback(null, {}),
         (error: unknown) => callback(toServiceError(error, "ReportStatus")),

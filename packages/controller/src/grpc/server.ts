@@ -157,7 +157,9 @@ export function grpcTlsOf(config: { GRPC_TLS_CERT?: string | undefined; GRPC_TLS
   const { GRPC_TLS_CERT: certFile, GRPC_TLS_KEY: keyFile } = config;
   if (!certFile && !keyFile) return null;
   if (!certFile || !keyFile) {
-    throw new ConfigError(`invalid configuration:\n  ${certFile ? "GRPC_TLS_KEY" : "GRPC_TLS_CERT"}: GRPC_TLS_CERT and GRPC_TLS_KEY go together (PEM certificate chain and its private key)`);
+    throw new ConfigError(
+      `invalid configuration:\n  ${certFile ? "GRPC_TLS_KEY" : "GRPC_TLS_CERT"}: GRPC_TLS_CERT and GRPC_TLS_KEY go together (PEM certificate chain and its private key)`,
+    );
   }
   return { certFile, keyFile };
 }

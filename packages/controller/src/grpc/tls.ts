@@ -1,7 +1,8 @@
-import { createHash, generateKeyPair, randomBytes, X509Certificate } from "node:crypto";
+import { generateKeyPair, randomBytes } from "node:crypto";
 import { readFile } from "node:fs/promises";
 import { hostname } from "node:os";
 import { promisify } from "node:util";
+import { spkiHash } from "@rlc/shared";
 import forge from "node-forge";
 import type { Db } from "../db/connect.js";
 import { findGrpcTls, insertGrpcTls } from "../db/grpc-tls.js";
@@ -20,12 +21,6 @@ export interface GrpcTlsMaterial {
 /** The certificates of a PEM bundle, in order. */
 export function pemCertificates(pem: string): string[] {
   return pem.match(/-----BEGIN CERTIFICATE-----[\s\S]+?-----END CERTIFICATE-----/g) ?? [];
-}
-
-/** `sha256:<hex>` of a certificate's public key (SPKI, DER): stable across re-issues with the same key. */
-export function spkiHash(certPem: string): string {
-  const spki = new X509Certificate(certPem).publicKey.export({ type: "spki", format: "der" });
-  return `sha256:${createHash("sha256").update(spki).digest("hex")}`;
 }
 
 /**
@@ -48,7 +43,9 @@ export async function loadGrpcTls(opts: {
     if (chain.length === 0) throw new Error(`GRPC_TLS_CERT ${opts.files.certFile} holds no PEM certificate`);
     return { cert, key, caHash: spkiHash(chain[chain.length - 1]!), source: "configured" };
   }
-  const row = (await findGrpcTls(opts.sql)) ?? (await insertGrpcTls(opts.sql, { ...(await makeCaAndServerCert(opts.names, opts.now, opts.secretBox)), created_at: opts.now }));
+  const row =
+    (await findGrpcTls(opts.sql)) ??
+    (await insertGrpcTls(opts.sql, { ...(await makeCaAndServerCert(opts.names, opts.now, opts.secretBox)), created_at: opts.now }));
   return {
     cert: Buffer.from(`${row.cert_pem.trim()}\n${row.ca_pem.trim()}\n`),
     key: opts.secretBox.open(row.key_sealed),

@@ -3,8 +3,9 @@ import type { Bus } from "../bus/index.js";
 import type { Db, Sql } from "../db/connect.js";
 import { finishAwaitingJob, type JobRow, lockAwaitingJobs, updateAwaiting } from "../db/jobs.js";
 import { listAllSpeakers, type SpeakerRow, setDispatchStatus } from "../db/speakers.js";
+import { publishApplyOutcome, publishJobFinished, type RecordedOutcome } from "../events/publish.js";
+import type { JobMetrics } from "../metrics/controller-metrics.js";
 import { problemOf } from "./problem.js";
-import { jobFinishedSubject } from "./subjects.js";
 
 export interface ApplyParams {
   revision_id: number;
@@ -55,13 +56,29 @@ function outcomeOf(row: SpeakerRow | undefined, issued: ApplyAwaiting["issued"][
 function applyFailure(revisionId: number, speakers: ApplyOutcome[]) {
   const failed = speakers.filter((s) => s.status === "failed" || s.status === "timeout");
   if (!failed.length) return null;
-  const detail = failed.map((f) => `${f.speaker_id}: ${(f.error as { code?: string } | null)?.code ?? f.status} ${(f.error as { message?: string } | null)?.message ?? ""}`.trim());
+  const detail = failed.map((f) =>
+    `${f.speaker_id}: ${(f.error as { code?: string } | null)?.code ?? f.status} ${(f.error as { message?: string } | null)?.message ?? ""}`.trim(),
+  );
   return problemOf(
-    new AppError("apply_failed", `revision ${revisionId} failed on ${failed.length} speaker(s): ${detail.join("; ")}`, { extra: { revision_id: revisionId, speakers } }),
+    new AppError("apply_failed", `revision ${revisionId} failed on ${failed.length} speaker(s): ${detail.join("; ")}`, {
+      extra: { revision_id: revisionId, speakers },
+    }),
   );
 }
 
-async function evaluateOne(tx: Db, job: JobRow, speakers: Map<string, SpeakerRow>, now: Date): Promise<boolean> {
+/** A speaker's outcome decided by an evaluation, published once its transaction has committed. */
+type DecidedOutcome = { job: JobRow; revisionId: number; outcome: RecordedOutcome };
+/** An apply ended by an evaluation. */
+type Ended = { job: JobRow; status: "succeeded" | "failed"; error: Record<string, unknown> | null; at: Date };
+
+/** How the job ended, or null while it still waits; the speakers' outcomes it decided go to `outcomes`. */
+async function evaluateOne(
+  tx: Db,
+  job: JobRow,
+  speakers: Map<string, SpeakerRow>,
+  now: Date,
+  outcomes: DecidedOutcome[],
+): Promise<Omit<Ended, "job" | "at"> | null> {
   const a = job.awaiting as unknown as ApplyAwaiting;
   const p = job.params as unknown as ApplyParams;
   const resolved = new Map(a.outcomes.map((o) => [o.speaker_id, o]));
@@ -71,11 +88,16 @@ async function evaluateOne(tx: Db, job: JobRow, speakers: Map<string, SpeakerRow
     if (resolved.has(issued.speaker_id)) continue;
     let outcome = outcomeOf(speakers.get(issued.speaker_id), issued, a.revision_id);
     if (!outcome && dueOut) {
-      outcome = { speaker_id: issued.speaker_id, status: "timeout", error: { code: "timeout", message: `no report of revision ${a.revision_id} within ${a.timeout_seconds} s` } };
+      outcome = {
+        speaker_id: issued.speaker_id,
+        status: "timeout",
+        error: { code: "timeout", message: `no report of revision ${a.revision_id} within ${a.timeout_seconds} s` },
+      };
       await setDispatchStatus(tx, issued.speaker_id, "failed");
     }
     if (outcome) {
       resolved.set(issued.speaker_id, outcome);
+      outcomes.push({ job, revisionId: a.revision_id, outcome });
       changed = true;
     }
   }
@@ -84,12 +106,17 @@ async function evaluateOne(tx: Db, job: JobRow, speakers: Map<string, SpeakerRow
   const total = a.issued.length;
   if (resolved.size < p.speaker_ids.length && !dueOut) {
     if (changed) await updateAwaiting(tx, job.id, { awaiting, done, total, now });
-    return false;
+    return null;
   }
   const ordered = p.speaker_ids.map((id) => resolved.get(id)).filter((o): o is ApplyOutcome => o !== undefined);
   const failure = applyFailure(a.revision_id, ordered);
   const result = { revision_id: a.revision_id, speakers: ordered };
-  return finishAwaitingJob(tx, job.id, failure ? { status: "failed", result, error: failure, awaiting, done, total, now } : { status: "succeeded", result, awaiting, done, total, now });
+  const ended = await finishAwaitingJob(
+    tx,
+    job.id,
+    failure ? { status: "failed", result, error: failure, awaiting, done, total, now } : { status: "succeeded", result, awaiting, done, total, now },
+  );
+  return ended ? { status: failure ? "failed" : "succeeded", error: failure } : null;
 }
 
 /**
@@ -99,18 +126,35 @@ async function evaluateOne(tx: Db, job: JobRow, speakers: Map<string, SpeakerRow
  * number of replicas at once: the jobs are row-locked, and each end is an UPDATE … WHERE
  * status = 'awaiting'.
  */
-export async function evaluateAwaitingApplies(deps: { sql: Sql; bus: Bus; now: () => Date }, f: { tenantId?: string } = {}): Promise<number> {
-  const ended: JobRow[] = [];
+export async function evaluateAwaitingApplies(
+  deps: { sql: Sql; bus: Bus; now: () => Date; metrics?: JobMetrics | undefined },
+  f: { tenantId?: string } = {},
+): Promise<number> {
+  const ended: Ended[] = [];
+  const outcomes: DecidedOutcome[] = [];
+  let now = deps.now();
   await deps.sql.begin(async (tx) => {
     const jobs = await lockAwaitingJobs(tx, { type: "apply", ...(f.tenantId ? { tenantId: f.tenantId } : {}) });
     const byTenant = new Map<string, Map<string, SpeakerRow>>();
-    const now = deps.now();
+    now = deps.now();
     for (const job of jobs) {
       let speakers = byTenant.get(job.tenant_id);
       if (!speakers) byTenant.set(job.tenant_id, (speakers = new Map((await listAllSpeakers(tx, job.tenant_id)).map((s) => [s.id, s]))));
-      if (await evaluateOne(tx, job, speakers, now)) ended.push(job);
+      const end = await evaluateOne(tx, job, speakers, now, outcomes);
+      if (end) ended.push({ job, ...end, at: now });
     }
   });
-  for (const job of ended) deps.bus.publish(jobFinishedSubject(job.tenant_id, job.id), { job_id: job.id });
+  for (const o of outcomes)
+    publishApplyOutcome(deps.bus, { tenantId: o.job.tenant_id, jobId: o.job.id, revisionId: o.revisionId, outcome: o.outcome, at: now });
+  for (const e of ended) publishJobFinished(deps.bus, { ...e.job, status: e.status, error: e.error, finished_at: now }, now);
+  for (const e of ended) recordApplyEnd(deps.metrics, e);
   return ended.length;
+}
+
+/** After the commit: an apply's end, counted by the replica that ended it. */
+function recordApplyEnd(metrics: JobMetrics | undefined, o: Ended) {
+  if (!metrics) return;
+  const started = o.job.started_at ?? o.job.created_at;
+  metrics.applyEnded(o.status, Math.max(0, (o.at.getTime() - started.getTime()) / 1000));
+  if (o.status === "failed") metrics.failed(o.job.type, "apply_failed");
 }

@@ -1,7 +1,9 @@
+import { eventSubjects, parseEventSubject } from "@rlc/proto";
 import type { FastifyBaseLogger } from "fastify";
 import type { Bus } from "../bus/index.js";
 import type { Sql } from "../db/connect.js";
 import type { Clock } from "../lib/time.js";
+import type { JobMetrics } from "../metrics/controller-metrics.js";
 import { evaluateAwaitingApplies } from "./apply-awaiting.js";
 
 /**
@@ -10,7 +12,7 @@ import { evaluateAwaitingApplies } from "./apply-awaiting.js";
  * after another in this process, and a burst of reports while one runs costs one more run, not
  * one per report; other replicas doing the same is safe (see evaluateAwaitingApplies).
  */
-export function startAwaitingEvaluator(deps: { sql: Sql; bus: Bus; clock: Clock; logger: FastifyBaseLogger }) {
+export function startAwaitingEvaluator(deps: { sql: Sql; bus: Bus; clock: Clock; logger: FastifyBaseLogger; metrics?: JobMetrics }) {
   const state = new Map<string, { running: Promise<void>; again: boolean }>();
   let stopped = false;
 
@@ -26,7 +28,7 @@ export function startAwaitingEvaluator(deps: { sql: Sql; bus: Bus; clock: Clock;
       do {
         entry.again = false;
         try {
-          await evaluateAwaitingApplies({ sql: deps.sql, bus: deps.bus, now: deps.clock }, { tenantId });
+          await evaluateAwaitingApplies({ sql: deps.sql, bus: deps.bus, now: deps.clock, metrics: deps.metrics }, { tenantId });
         } catch (err) {
           deps.logger.warn({ err, tenant_id: tenantId }, "evaluating awaiting jobs failed; the sweep will");
         }
@@ -35,10 +37,9 @@ export function startAwaitingEvaluator(deps: { sql: Sql; bus: Bus; clock: Clock;
     })();
   };
 
-  // rl.<tenant>.speakers.<speaker>.status
-  const unsubscribe = deps.bus.subscribe("rl.*.speakers.*.status", (_message, subject) => {
+  const unsubscribe = deps.bus.subscribe(eventSubjects.status("*", "*"), (_message, subject) => {
     if (stopped) return;
-    const tenantId = subject.split(".")[1];
+    const tenantId = parseEventSubject(subject)?.tenantId;
     if (tenantId) evaluate(tenantId);
   });
 

@@ -1,32 +1,26 @@
-import type { AppServices } from "../app.js";
-import type { Sql } from "../db/connect.js";
-import type { RevisionStore } from "../services/revision-store.js";
-import type { AsnSource } from "../sources/asn-source.js";
-import type { OutboundClient } from "../sources/outbound.js";
 import type { Bus } from "../bus/index.js";
+import type { Sql } from "../db/connect.js";
+import type { AppServices } from "../services/create-services.js";
 import { applyJob } from "./apply-job.js";
 import type { JobHandler } from "./handler.js";
-import { peerReconcileJob } from "./peer-reconcile-job.js";
 import { maintenancePolicyRunJob } from "./maintenance-policy-run-job.js";
 import { moduleIngestJob } from "./module-ingest-job.js";
+import { peerReconcileJob } from "./peer-reconcile-job.js";
 import { revisionPruneJob } from "./revision-prune-job.js";
 
 export interface JobDeps {
   sql: Sql;
-  outbound: OutboundClient;
-  asnSource: AsnSource | null;
-  revisions: RevisionStore;
   bus: Bus;
-  services: Pick<AppServices, "audit" | "revisions" | "maintenance" | "signing" | "secretBox">;
+  services: Pick<AppServices, "ingest" | "deploy" | "revisions" | "maintenance" | "audit">;
 }
 
-/** Every job type's handler, one file each. */
+/** Every job type's handler, one file each: each one call of a service. */
 export function createJobHandlers(deps: JobDeps): JobHandler[] {
   return [
-    moduleIngestJob(deps),
+    moduleIngestJob(deps.services),
     maintenancePolicyRunJob(deps.services),
     revisionPruneJob(deps.services),
-    applyJob({ sql: deps.sql, bus: deps.bus, signing: deps.services.signing, revisions: deps.revisions, secretBox: deps.services.secretBox }),
-    peerReconcileJob({ sql: deps.sql, bus: deps.bus, audit: deps.services.audit }),
+    applyJob({ sql: deps.sql, bus: deps.bus, deploy: deps.services.deploy }),
+    peerReconcileJob(deps.services),
   ];
 }

@@ -1,4 +1,4 @@
-import type { MaintenanceService } from "../services/maintenance.js";
+import type { MaintenanceService } from "../services/operations/maintenance.js";
 import type { JobHandler } from "./handler.js";
 
 /**

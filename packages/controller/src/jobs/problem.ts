@@ -1,4 +1,5 @@
-import { AppError, errorTitles, problemTypeBase } from "@rlc/shared/errors";
+import { AppError } from "@rlc/shared/errors";
+import { problemBody } from "../lib/problem.js";
 
 /** What an internal failure stores in `job.error.detail`: the real message goes to the log only. */
 export const INTERNAL_JOB_DETAIL = "the job failed on an internal error; the controller's log has the details";
@@ -10,9 +11,9 @@ export const INTERNAL_JOB_DETAIL = "the job failed on an internal error; the con
  */
 export function problemOf(err: unknown): Record<string, unknown> {
   if (err instanceof AppError) {
-    return { type: `${problemTypeBase}${err.code}`, title: errorTitles[err.code], status: err.status, detail: err.message, code: err.code, ...(err.extra ?? {}), ...(err.errors ? { errors: err.errors } : {}) };
+    return problemBody(err.code, err.message, { errors: err.errors, extra: err.extra });
   }
-  return { type: `${problemTypeBase}internal`, title: errorTitles.internal, status: 500, detail: INTERNAL_JOB_DETAIL, code: "internal" };
+  return problemBody("internal", INTERNAL_JOB_DETAIL);
 }
 
 /** The error of a job ended because its worker was lost (lease run out) on every attempt allowed. */

@@ -1,5 +1,5 @@
-import type { AuditWriter } from "../services/audit.js";
-import type { RevisionService } from "../services/revisions.js";
+import type { AuditWriter } from "../services/access/audit.js";
+import type { RevisionService } from "../services/revisions/revisions.js";
 import type { JobHandler } from "./handler.js";
 
 /**

@@ -1,15 +1,16 @@
+import { internalSubjects } from "@rlc/proto";
 import { AppError } from "@rlc/shared/errors";
 import type { FastifyBaseLogger } from "fastify";
 import type { Bus } from "../bus/index.js";
 import type { Db, Sql } from "../db/connect.js";
-import { claimJob, failPoisonedJobs, finishJob, type JobRow, parkJob, renewJobLease, retryJob, updateJobProgress } from "../db/jobs.js";
+import { claimJob, failPoisonedJobs, finishJob, type JobRow, lockJobState, parkJob, renewJobLease, retryJob, updateJobProgress } from "../db/jobs.js";
+import { publishJobFinished } from "../events/publish.js";
 import { uuidv7 } from "../lib/ids.js";
 import type { Clock } from "../lib/time.js";
+import type { JobMetrics } from "../metrics/controller-metrics.js";
 import { JobCancelledError, type JobContext, type JobHandler, JobLostError } from "./handler.js";
 import { POISONED_PROBLEM, problemOf } from "./problem.js";
-import { JOBS_WAKE_SUBJECT, jobFinishedSubject } from "./subjects.js";
 
-export { JOBS_WAKE_SUBJECT, jobFinishedSubject } from "./subjects.js";
 export { problemOf } from "./problem.js";
 
 /** No job is tried more often than this, whatever its own max_attempts says. */
@@ -33,6 +34,8 @@ export interface WorkerOptions {
   leaseMs?: number;
   /** Poll interval when nothing wakes the worker. Default 1 s. */
   pollMs?: number;
+  /** Told how each run ended and which jobs failed (the controller's /metrics). */
+  metrics?: JobMetrics;
 }
 
 /** Backoff between attempts: 2 s, 4 s, 8 s … capped at 5 minutes. */
@@ -55,7 +58,7 @@ export function startWorker(opts: WorkerOptions) {
   const wakeAll = () => {
     for (const wake of [...sleepers]) wake();
   };
-  const unsubscribe = opts.bus.subscribe(JOBS_WAKE_SUBJECT, wakeAll);
+  const unsubscribe = opts.bus.subscribe(internalSubjects.jobsWake, wakeAll);
 
   const sleep = (ms: number) =>
     new Promise<void>((resolve) => {
@@ -74,18 +77,25 @@ export function startWorker(opts: WorkerOptions) {
     let completed = false;
     let parked = false;
     let cancelAsked = job.cancel_requested;
-    const heartbeat = setInterval(async () => {
-      try {
-        const lease = await renewJobLease(opts.sql, job.id, workerId, opts.clock(), leaseMs);
-        if (!lease.owned) abort.abort(new JobLostError());
-        else if (lease.cancel_requested) {
-          cancelAsked = true;
-          abort.abort(new JobCancelledError());
+    const runStarted = performance.now();
+    let outcome = "succeeded";
+    /** How this attempt ended the job, if it did (a retry or a lost lease did not). */
+    let ended: { status: "succeeded" | "failed" | "cancelled"; error: Record<string, unknown> | null } | null = null;
+    const heartbeat = setInterval(
+      async () => {
+        try {
+          const lease = await renewJobLease(opts.sql, job.id, workerId, opts.clock(), leaseMs);
+          if (!lease.owned) abort.abort(new JobLostError());
+          else if (lease.cancel_requested) {
+            cancelAsked = true;
+            abort.abort(new JobCancelledError());
+          }
+        } catch (err) {
+          opts.logger.warn({ err, job_id: job.id }, "lease renewal failed");
         }
-      } catch (err) {
-        opts.logger.warn({ err, job_id: job.id }, "lease renewal failed");
-      }
-    }, Math.max(200, Math.min(1000, Math.floor(leaseMs / 3)))); // renews the lease and notices a cancel within a second
+      },
+      Math.max(200, Math.min(1000, Math.floor(leaseMs / 3))),
+    ); // renews the lease and notices a cancel within a second
 
     const ctx: JobContext = {
       job,
@@ -109,39 +119,51 @@ export function startWorker(opts: WorkerOptions) {
         parked = true;
       },
       async complete<R extends Record<string, unknown>>(fn: (tx: Db) => Promise<R>): Promise<R> {
-        return opts.sql.begin(async (tx): Promise<R> => {
-          const [row] = await tx<{ locked_by: string | null; status: string; cancel_requested: boolean }[]>`
-            SELECT locked_by, status, cancel_requested FROM jobs WHERE id = ${job.id} FOR UPDATE`;
+        const done = (await opts.sql.begin(async (tx): Promise<R> => {
+          const row = await lockJobState(tx, job.id);
           if (!row || row.locked_by !== workerId || row.status !== "running") throw new JobLostError();
           if (row.cancel_requested) throw new JobCancelledError();
           const result = await fn(tx);
           await finishJob(tx, job.id, workerId, { status: "succeeded", result, now: opts.clock() });
           completed = true;
           return result;
-        }) as Promise<R>;
+        })) as R;
+        ended = { status: "succeeded", error: null };
+        return done;
       },
     };
 
     try {
       if (job.cancel_requested) throw new JobCancelledError();
       const result = await handler.run(ctx);
-      if (!completed && !parked) await finishJob(opts.sql, job.id, workerId, { status: "succeeded", result: result ?? {}, now: opts.clock() });
+      if (!completed && !parked && (await finishJob(opts.sql, job.id, workerId, { status: "succeeded", result: result ?? {}, now: opts.clock() }))) {
+        ended = { status: "succeeded", error: null };
+      }
     } catch (raw) {
       const err = abort.signal.aborted && !(raw instanceof AppError) ? (abort.signal.reason ?? raw) : raw;
       if (err instanceof JobLostError) {
         opts.logger.warn({ job_id: job.id }, "job lost to another worker");
+        outcome = "lost";
       } else if (err instanceof JobCancelledError) {
-        await finishJob(opts.sql, job.id, workerId, { status: "cancelled", error: problemOf(new AppError("conflict", "the job was cancelled")), now: opts.clock() });
+        outcome = "cancelled";
+        const error = problemOf(new AppError("conflict", "the job was cancelled"));
+        if (await finishJob(opts.sql, job.id, workerId, { status: "cancelled", error, now: opts.clock() })) ended = { status: "cancelled", error };
       } else if (err instanceof AppError || job.attempts >= Math.min(JOB_ATTEMPTS_CAP, handler.maxAttempts ?? job.max_attempts)) {
         if (!(err instanceof AppError)) opts.logger.error({ err, job_id: job.id, attempts: job.attempts }, "job failed");
-        await finishJob(opts.sql, job.id, workerId, { status: "failed", error: problemOf(err), now: opts.clock() });
+        const problem = problemOf(err);
+        if (await finishJob(opts.sql, job.id, workerId, { status: "failed", error: problem, now: opts.clock() })) ended = { status: "failed", error: problem };
+        outcome = "failed";
+        opts.metrics?.failed(job.type, String(problem.code));
       } else {
         opts.logger.warn({ err, job_id: job.id, attempts: job.attempts }, "job attempt failed; will retry");
+        outcome = "retried";
         await retryJob(opts.sql, job.id, workerId, new Date(opts.clock().getTime() + retryDelayMs(job.attempts)), problemOf(err), opts.clock());
       }
     } finally {
       clearInterval(heartbeat);
-      if (!parked) opts.bus.publish(jobFinishedSubject(job.tenant_id, job.id), { job_id: job.id });
+      opts.metrics?.ran(job.type, parked ? "awaiting" : outcome, (performance.now() - runStarted) / 1000);
+      // Once the end has committed (finishJob ran outside the handler's transaction, or `complete` returned).
+      if (ended) publishJobFinished(opts.bus, { ...job, ...ended, finished_at: null }, opts.clock());
     }
   }
 
@@ -154,7 +176,8 @@ export function startWorker(opts: WorkerOptions) {
     lastSweep = now.getTime();
     for (const dead of await failPoisonedJobs(opts.sql, now, JOB_ATTEMPTS_CAP, POISONED_PROBLEM)) {
       opts.logger.error({ job_id: dead.id, type: dead.type, attempts: dead.attempts }, "job poisoned: its worker was lost on every attempt");
-      opts.bus.publish(jobFinishedSubject(dead.tenant_id, dead.id), { job_id: dead.id });
+      opts.metrics?.failed(dead.type, String(POISONED_PROBLEM.code));
+      publishJobFinished(opts.bus, dead, now);
     }
   }
 

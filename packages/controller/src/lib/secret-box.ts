@@ -50,6 +50,12 @@ export function createSecretBox(key: Buffer): SecretBox {
   };
 }
 
+/**
+ * What every read shows in place of a secret (a DoH header value, a peer's password in a
+ * preview): the same mask everywhere, and the value a client sends back to keep a stored one.
+ */
+export const MASKED_SECRET = "********";
+
 /** True for a value `seal` produced (so a migration can tell sealed from legacy plain text). */
 export const isSealed = (value: string) => value.startsWith(PREFIX);
 

@@ -1,15 +1,4 @@
-import { permissionsOf, type RoleName, roleAtLeast } from "../services/context.js";
-
-/**
- * The tenant made on the first start: it owns the deployment itself (the controller host's log
- * files and routing daemon), which no other tenant's key may touch, whatever its role.
- */
-export const DEPLOYMENT_TENANT = "default";
-
-/** A superadmin of the deployment's own tenant: the only key that may act on the deployment itself. */
-export function isDeploymentAdmin(principal: { role: RoleName; tenantName: string }): boolean {
-  return principal.role === "superadmin" && principal.tenantName === DEPLOYMENT_TENANT;
-}
+import { DEPLOYMENT_TENANT, permissionsOf, type RoleName, roleAtLeast } from "../services/access/context.js";
 
 /** Who may call a route, read from its `config` alone: the auth hook enforces it, the OpenAPI document shows it. */
 export type Access =

@@ -3,8 +3,8 @@ import type { FastifyInstance } from "fastify";
 import fp from "fastify-plugin";
 import type { Sql } from "../db/connect.js";
 import type { Clock } from "../lib/time.js";
-import type { Authenticator } from "../services/authenticator.js";
-import type { RequestContext } from "../services/context.js";
+import type { Authenticator } from "../services/access/authenticator.js";
+import type { RequestContext } from "../services/access/context.js";
 import { accessOf, refusal } from "./access.js";
 
 /**

@@ -1,8 +1,9 @@
-import { AppError, type ErrorCode, errorStatus, errorTitles, type FieldError, problemTypeBase } from "@rlc/shared/errors";
+import { AppError, type ErrorCode, errorStatus, type FieldError } from "@rlc/shared/errors";
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from "fastify";
 import fp from "fastify-plugin";
-import FindMyWay from "find-my-way";
 import { hasZodFastifySchemaValidationErrors, isResponseSerializationError } from "fastify-type-provider-zod";
+import FindMyWay from "find-my-way";
+import { problemBody } from "../lib/problem.js";
 
 export function sendProblem(
   req: FastifyRequest,
@@ -11,20 +12,9 @@ export function sendProblem(
   detail: string,
   more: { errors?: FieldError[] | undefined; extra?: Record<string, unknown> | undefined; headers?: Record<string, string> | undefined } = {},
 ) {
-  const status = errorStatus[code];
-  const body: Record<string, unknown> = {
-    type: `${problemTypeBase}${code}`,
-    title: errorTitles[code],
-    status,
-    detail,
-    code,
-    instance: req.url,
-    request_id: req.id,
-    ...(more.errors ? { errors: more.errors } : {}),
-    ...(more.extra ?? {}),
-  };
+  const body = problemBody(code, detail, { instance: req.url, requestId: req.id, errors: more.errors, extra: more.extra });
   if (more.headers) reply.headers(more.headers);
-  return reply.code(status).type("application/problem+json").serializer(JSON.stringify).send(body);
+  return reply.code(errorStatus[code]).type("application/problem+json").serializer(JSON.stringify).send(body);
 }
 
 function validationErrors(err: FastifyError): FieldError[] {
@@ -135,7 +125,7 @@ export function clientErrorHandler(this: FastifyInstance, err: NodeJS.ErrnoExcep
   };
   const [code, reason, detail] = known[err.code ?? ""] ?? ["validation_failed", "Bad Request", "the HTTP request could not be parsed"];
   const status = errorStatus[code];
-  const body = JSON.stringify({ type: `${problemTypeBase}${code}`, title: errorTitles[code], status, detail, code });
+  const body = JSON.stringify(problemBody(code, detail));
   const type = "application/problem+json";
   if (socket.writable) {
     socket.write(`HTTP/1.1 ${status} ${reason}\r\nContent-Length: ${Buffer.byteLength(body)}\r\nContent-Type: ${type}\r\nConnection: close\r\n\r\n${body}`);

@@ -7,7 +7,7 @@ import { findIdempotencyRecord, tryClaimIdempotencyKey, upsertIdempotencyRecord 
 import type { SecretBox } from "../lib/secret-box.js";
 import { stableStringify } from "../lib/stable-json.js";
 import type { Clock } from "../lib/time.js";
-import { type RequestContext, type RoleName, roleRank } from "../services/context.js";
+import { type RequestContext, type RoleName, roleRank } from "../services/access/context.js";
 import type { Outcome } from "./types.js";
 
 const KEY_RE = /^[\x21-\x7e][\x20-\x7e]{0,254}$/;
@@ -33,11 +33,9 @@ function requestHash(req: FastifyRequest): string {
  * so their bodies are kept sealed with the data key.
  */
 export default fp(async function idempotencyPlugin(app: FastifyInstance, opts: { sql: Sql; clock: Clock; secretBox: SecretBox }) {
-  app.decorateRequest("mutate", async function mutate<T>(
-    this: FastifyRequest,
-    reply: FastifyReply,
-    fn: (tx: Db, ctx: RequestContext) => Promise<Outcome<T>>,
-  ): Promise<T> {
+  app.decorateRequest("mutate", async function mutate<
+    T,
+  >(this: FastifyRequest, reply: FastifyReply, fn: (tx: Db, ctx: RequestContext) => Promise<Outcome<T>>): Promise<T> {
     const principal = this.principal;
     if (!principal) throw new Error("mutate() on a route without a principal");
     const header = this.headers["idempotency-key"];

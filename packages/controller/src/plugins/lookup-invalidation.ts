@@ -1,7 +1,7 @@
+import { eventSubjects, internalSubjects, parseEventSubject, tenantOfInternalSubject } from "@rlc/proto";
 import type { FastifyInstance } from "fastify";
 import fp from "fastify-plugin";
 import type { Bus } from "../bus/index.js";
-import { lookupChangedSubject } from "../services/lookup.js";
 
 const WRITES = new Set(["POST", "PUT", "PATCH", "DELETE"]);
 
@@ -13,26 +13,24 @@ const WRITES = new Set(["POST", "PUT", "PATCH", "DELETE"]);
  * notice, which reaches every replica.
  */
 export default fp(async function lookupInvalidationPlugin(app: FastifyInstance, opts: { bus: Bus; invalidate: (tenantId: string) => void }) {
-  app.addHook("onSend", async (req, reply) => {
-    if (!WRITES.has(req.method) || reply.statusCode >= 400) return;
+  app.addHook("onSend", (req, reply, payload, done) => {
     const principal = req.principal;
     // Agents' writes (status reports, many a minute per router) and replayed answers change no
     // lookup input: they would only make every replica drop and re-check the tenant's view.
-    if (!principal || principal.role === "node" || reply.getHeader("idempotent-replayed") === "true") return;
-    const tenantId = principal.tenantId;
-    opts.invalidate(tenantId);
-    opts.bus.publish(lookupChangedSubject(tenantId), {});
+    if (WRITES.has(req.method) && reply.statusCode < 400 && principal && principal.role !== "node" && reply.getHeader("idempotent-replayed") !== "true") {
+      opts.invalidate(principal.tenantId);
+      opts.bus.publish(internalSubjects.lookupChanged(principal.tenantId), {});
+    }
+    done(null, payload);
   });
 
-  // rl.<tenant>.lookup.changed and rl.<tenant>.jobs.<job>.finished
-  const tenantOf = (subject: string) => subject.split(".")[1];
   const subscriptions = [
-    opts.bus.subscribe("rl.*.lookup.changed", (_m, subject) => {
-      const t = tenantOf(subject);
+    opts.bus.subscribe(internalSubjects.lookupChanged("*"), (_m, subject) => {
+      const t = tenantOfInternalSubject(subject);
       if (t) opts.invalidate(t);
     }),
-    opts.bus.subscribe("rl.*.jobs.*.finished", (_m, subject) => {
-      const t = tenantOf(subject);
+    opts.bus.subscribe(eventSubjects.jobFinished("*", "*"), (_m, subject) => {
+      const t = parseEventSubject(subject)?.tenantId;
       if (t) opts.invalidate(t);
     }),
   ];

@@ -1,21 +1,14 @@
 import type { FastifyInstance } from "fastify";
 import fp from "fastify-plugin";
+import { Counter, Histogram, type Registry } from "prom-client";
 import { z } from "zod";
-import { collectDefaultMetrics, Counter, Histogram, Registry } from "prom-client";
 
 /**
- * Prometheus metrics on a registry of this app (tests build many apps in one process):
- * request counts and latency by route pattern and status, plus process metrics.
+ * `/metrics` on the controller's registry (metrics/controller-metrics.ts: process, jobs, fleet
+ * state), plus request counts and latency by route pattern and status.
  */
-export default fp(async function metricsPlugin(app: FastifyInstance) {
-  const registry = new Registry();
-  collectDefaultMetrics({ register: registry, prefix: "rlc_" });
-  // prom-client names these gauges *_total, which `promtool check metrics` rejects (a _total
-  // suffix promises a counter); the handle/request/resource counts are also in the event-loop
-  // and heap metrics that stay.
-  for (const name of ["nodejs_active_handles_total", "nodejs_active_requests_total", "nodejs_active_resources_total"]) {
-    registry.removeSingleMetric(`rlc_${name}`);
-  }
+export default fp(async function metricsPlugin(app: FastifyInstance, opts: { registry: Registry }) {
+  const registry = opts.registry;
   const requests = new Counter({
     name: "rlc_http_requests_total",
     help: "HTTP requests answered, by method, route pattern and status code.",
@@ -31,12 +24,13 @@ export default fp(async function metricsPlugin(app: FastifyInstance) {
   });
   app.decorate("metrics", registry);
 
-  app.addHook("onResponse", async (req, reply) => {
+  app.addHook("onResponse", (req, reply, done) => {
     // The route pattern, never the raw URL: ids in paths would explode the label set.
     const route = req.is404 ? "unmatched" : (req.routeOptions.url ?? "unmatched");
     const labels = { method: req.method, route, status: String(reply.statusCode) };
     requests.inc(labels);
     duration.observe(labels, reply.elapsedTime / 1000);
+    done();
   });
 
   app.get(
@@ -46,8 +40,9 @@ export default fp(async function metricsPlugin(app: FastifyInstance) {
         tags: ["metrics"],
         summary: "Prometheus metrics",
         description:
-          "Prometheus text exposition format, no authentication: `rlc_http_requests_total` and `rlc_http_request_duration_seconds` " +
-          "by method, route pattern and status, and the process metrics (`rlc_process_*`, `rlc_nodejs_*`). Keep it off the public network.",
+          "Prometheus text exposition format, no authentication: HTTP requests (`rlc_http_requests_total`, `rlc_http_request_duration_seconds`), " +
+          "jobs, ingest, revisions, speakers and agents' reports (read from the database at scrape time, cached 2 s), scheduler role, bus state, " +
+          "and the standard process metrics (`process_*`, `nodejs_*`). The README's Metrics section lists them all. Keep it off the public network.",
         security: [],
         response: { 200: { description: "The metrics", content: { "text/plain": { schema: z.string() } } } },
       },

@@ -3,19 +3,34 @@ import swaggerUi from "@fastify/swagger-ui";
 import type { FastifyInstance } from "fastify";
 import fp from "fastify-plugin";
 import { jsonSchemaTransform, jsonSchemaTransformObject } from "fastify-type-provider-zod";
-import { collectBodyLimits } from "./body-limits.js";
+import { asyncApiDocument } from "../events/asyncapi.js";
+import { operationIds, operationKey } from "../routes/operation-ids.js";
 import { accessExtensions, accessOf, accessSentence } from "./access.js";
+import { collectBodyLimits } from "./body-limits.js";
 
 type TransformInput = Parameters<typeof jsonSchemaTransform>[0];
 
-/** The zod transform, then who may call the operation: `x-min-role` and a sentence in the description. */
+/**
+ * The zod transform, then the operation's stable `operationId` (from one table, so route files
+ * need not carry it) and who may call it: `x-min-role` and a sentence in the description.
+ */
 function transform(doc: TransformInput) {
   const out = jsonSchemaTransform(doc) as { schema: Record<string, unknown>; url: string };
   const route = (doc as { route?: { config?: Parameters<typeof accessOf>[0]; method: string | string[] } }).route;
   if (!route || out.schema?.hide) return out;
   const access = accessOf(route.config, route.method);
   const description = typeof out.schema.description === "string" ? `${out.schema.description}\n\n` : "";
-  return { ...out, schema: { ...out.schema, ...accessExtensions(access), description: `${description}${accessSentence(access)}` } };
+  const method = Array.isArray(route.method) ? route.method.filter((m) => m !== "HEAD")[0] : route.method;
+  const operationId = method ? operationIds[operationKey(method, out.url)] : undefined;
+  return {
+    ...out,
+    schema: {
+      ...out.schema,
+      ...(operationId ? { operationId } : {}),
+      ...accessExtensions(access),
+      description: `${description}${accessSentence(access)}`,
+    },
+  };
 }
 
 /** The OpenAPI 3.1 document, generated from the same zod schemas that validate requests. */
@@ -49,4 +64,7 @@ export default fp(async function openapiPlugin(app: FastifyInstance, opts: { ver
     await docs.register(swaggerUi, { routePrefix: "/docs", uiConfig: { url: "/v1/openapi.json" } as never });
   });
   app.get("/v1/openapi.json", { schema: { hide: true }, config: { auth: "public" } }, async () => app.swagger());
+  // The events' document: subjects and payloads, no secret in it, public like this one.
+  const asyncapi = asyncApiDocument({ version: opts.version });
+  app.get("/v1/asyncapi.json", { schema: { hide: true }, config: { auth: "public" } }, async () => asyncapi);
 });

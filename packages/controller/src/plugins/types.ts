@@ -1,5 +1,5 @@
 import type { Db } from "../db/connect.js";
-import type { Principal, RequestContext, RoleName } from "../services/context.js";
+import type { Principal, RequestContext, RoleName } from "../services/access/context.js";
 
 /** What a mutation handler returns: the status and body to answer (and store for replays). */
 export interface Outcome<T> {

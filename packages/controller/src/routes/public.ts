@@ -1,7 +1,8 @@
 import { AppError } from "@rlc/shared/errors";
 import { Health, Ready, Version } from "@rlc/shared/schemas";
 import type { FastifyPluginAsyncZod } from "fastify-type-provider-zod";
-import type { AppDeps } from "../app.js";
+import type { AppDeps } from "../app-deps.js";
+import { readinessChecks } from "../services/operations/readiness.js";
 import { problems } from "./responses.js";
 
 /** Liveness, readiness, version: no key needed. */
@@ -21,15 +22,10 @@ const publicRoutes: FastifyPluginAsyncZod<{ deps: AppDeps }> = async (app, { dep
     "/v1/ready",
     { schema: { tags: ["health"], summary: "Readiness: database and NATS", security: [], response: { 200: Ready, ...problems(503) } }, config: cfg },
     async () => {
-      const checks: Record<string, string> = {};
-      try {
-        await deps.sql`SELECT 1`;
-        checks.database = "ok";
-      } catch {
-        checks.database = "down";
-      }
-      checks.nats = deps.bus.health();
-      const down = Object.entries(checks).filter(([, v]) => v === "down").map(([k]) => k);
+      const checks = await readinessChecks(deps);
+      const down = Object.entries(checks)
+        .filter(([, v]) => v === "down")
+        .map(([k]) => k);
       if (down.length) throw new AppError("not_ready", `dependencies down: ${down.join(", ")}`, { extra: { checks } });
       return { status: "ready" as const, checks };
     },

@@ -1,4 +1,5 @@
 import { Problem } from "@rlc/shared/schemas";
+import type { Outcome } from "../plugins/types.js";
 
 const descriptions: Record<number, string> = {
   400: "Invalid request (`validation_failed`, `invalid_cursor`, `invalid_json`)",
@@ -24,3 +25,11 @@ export function problems(...statuses: number[]) {
 export const authProblems = problems(400, 401, 403);
 /** …and those of a route that changes something. */
 export const writeProblems = problems(400, 401, 403, 409, 413, 415, 422);
+
+/** The body of a 202: the job that will do the work, to follow at `/v1/jobs/{job_id}`. */
+export const jobAcceptedBody = (job: { id: string; type: string; status: string }) => ({ job_id: job.id, type: job.type, status: job.status });
+
+/** The 202 answer of a route that enqueued a job, with its Location. */
+export function jobAccepted(job: { id: string; type: string; status: string }): Outcome<ReturnType<typeof jobAcceptedBody>> {
+  return { status: 202, body: jobAcceptedBody(job), headers: { location: `/v1/jobs/${job.id}` } };
+}

@@ -1,9 +1,10 @@
 import type { FastifyBaseLogger } from "fastify";
+import { ADVISORY_LOCKS, backendHoldsLock, tryLockForSession, unlockAllSession, unlockSession } from "../db/advisory-locks.js";
 import type { Database } from "../db/connect.js";
 import type { Clock } from "../lib/time.js";
 
 /** Advisory lock held by the one scheduler leader among all replicas. */
-export const SCHEDULER_LOCK = 7_240_002;
+export const SCHEDULER_LOCK = ADVISORY_LOCKS.scheduler;
 
 export interface PeriodicTask {
   name: string;
@@ -65,7 +66,10 @@ export function startScheduler(opts: SchedulerOptions) {
     // A connection that still holds the lock must let it go; a dead one has already, and must
     // not be written to again: postgres.js then throws from a timer, outside any promise, and
     // that uncaught error ended the whole process (seen in the test that kills the backend).
-    if (r && err === undefined) void r`SELECT pg_advisory_unlock_all()`.catch(() => {}).finally(() => r.release());
+    if (r && err === undefined)
+      void unlockAllSession(r)
+        .catch(() => {})
+        .finally(() => r.release());
     else r?.release();
   };
 
@@ -82,10 +86,7 @@ export function startScheduler(opts: SchedulerOptions) {
       // Asked through the pool, about the backend that took the lock: a query on the reserved
       // connection itself, once its backend is gone, may never settle (postgres.js then throws
       // from a timer instead of rejecting), which held every task and the shutdown for ever.
-      const [row] = await opts.db.sql<{ held: boolean }[]>`
-        SELECT EXISTS (SELECT 1 FROM pg_locks WHERE locktype = 'advisory' AND granted AND pid = ${lockPid}
-                         AND classid = 0 AND objid = ${SCHEDULER_LOCK} AND objsubid = 1) AS held`;
-      if (row?.held) return true;
+      if (await backendHoldsLock(opts.db.sql, lockPid, SCHEDULER_LOCK)) return true;
       stepDown("the advisory lock is no longer held", new Error(`backend ${lockPid} no longer holds the lock`));
     } catch (err) {
       opts.logger.warn({ err }, "could not check the scheduler lock; trying again at the next election");
@@ -113,7 +114,7 @@ export function startScheduler(opts: SchedulerOptions) {
     if (opts.db.kind === "embedded") return lead();
     try {
       reserved ??= await opts.db.sql.reserve();
-      const [row] = await reserved<{ ok: boolean; pid: number }[]>`SELECT pg_try_advisory_lock(${SCHEDULER_LOCK}) AS ok, pg_backend_pid() AS pid`;
+      const row = await tryLockForSession(reserved, SCHEDULER_LOCK);
       if (row?.ok && !stopped) {
         lockPid = row.pid;
         lead();
@@ -137,7 +138,7 @@ export function startScheduler(opts: SchedulerOptions) {
       for (const t of timers) clearInterval(t);
       await Promise.allSettled([...running]);
       if (reserved) {
-        if (leader) await reserved`SELECT pg_advisory_unlock(${SCHEDULER_LOCK})`.catch(() => {});
+        if (leader) await unlockSession(reserved, SCHEDULER_LOCK).catch(() => {});
         reserved.release();
       }
       leader = false;

@@ -1,16 +1,17 @@
 import type { Bus } from "../bus/index.js";
 import type { Sql } from "../db/connect.js";
-import { listModulesDueForRefresh } from "../db/ingest-inputs.js";
-import { evaluateAwaitingApplies } from "../jobs/apply-awaiting.js";
-import type { Clock } from "../lib/time.js";
-import { enqueueJob } from "../services/jobs.js";
-import type { MaintenanceService } from "../services/maintenance.js";
 import { deleteExpiredIdempotencyRecords } from "../db/idempotency.js";
+import { listModulesDueForRefresh } from "../db/ingest-inputs.js";
 import { findLastRun, recordRun } from "../db/scheduler.js";
 import { findSettings } from "../db/settings.js";
 import { findTenantByName } from "../db/tenants.js";
-import { DEPLOYMENT_TENANT } from "../plugins/access.js";
-import { autoPolicyOf, type RuntimeLogService } from "../services/runtime-logs.js";
+import { evaluateAwaitingApplies } from "../jobs/apply-awaiting.js";
+import type { Clock } from "../lib/time.js";
+import type { JobMetrics } from "../metrics/controller-metrics.js";
+import { DEPLOYMENT_TENANT } from "../services/access/context.js";
+import { enqueueJob } from "../services/operations/jobs.js";
+import type { MaintenanceService } from "../services/operations/maintenance.js";
+import { autoPolicyOf, type RuntimeLogService } from "../services/operations/runtime-logs.js";
 import type { PeriodicTask } from "./scheduler.js";
 
 /** Idempotency answers are kept 24 hours. */
@@ -72,36 +73,24 @@ export function moduleRefreshTask(sql: Sql, bus: Bus, everyMs = 30_000): Periodi
 
 /** Enabled maintenance policies whose next_run_at has come get one run job each. */
 export function maintenancePolicyTask(maintenance: MaintenanceService, bus: Bus, everyMs = 30_000): PeriodicTask {
-  return {
-    name: "maintenance_policies",
-    everyMs,
-    async run(now) {
-      await maintenance.scheduleDueRuns(bus, now);
-    },
-  };
+  return { name: "maintenance_policies", everyMs, run: async (now) => void (await maintenance.scheduleDueRuns(bus, now)) };
 }
 
 /** Each tenant's `revision_retention_minutes`: a revision_prune job, looked at most every 10 minutes. */
 export function revisionRetentionTask(maintenance: MaintenanceService, bus: Bus, everyMs = 60_000): PeriodicTask {
-  return {
-    name: "revision_retention",
-    everyMs,
-    async run(now) {
-      await maintenance.scheduleRevisionPrunes(bus, now);
-    },
-  };
+  return { name: "revision_retention", everyMs, run: async (now) => void (await maintenance.scheduleRevisionPrunes(bus, now)) };
 }
 
 /**
  * Ends awaiting jobs whose deadline has passed (their pending speakers: `timeout`), and
  * evaluates the others too, in case a report's notice was lost on the bus.
  */
-export function awaitingSweepTask(sql: Sql, bus: Bus, clock: Clock, everyMs = 2000): PeriodicTask {
+export function awaitingSweepTask(sql: Sql, bus: Bus, clock: Clock, metrics?: JobMetrics, everyMs = 2000): PeriodicTask {
   return {
     name: "awaiting_sweep",
     everyMs,
     async run() {
-      await evaluateAwaitingApplies({ sql, bus, now: clock });
+      await evaluateAwaitingApplies({ sql, bus, now: clock, metrics });
     },
   };
 }

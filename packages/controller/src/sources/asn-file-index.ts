@@ -18,7 +18,7 @@
 import { createReadStream } from "node:fs";
 import { createInterface } from "node:readline";
 import { AsnSourceError } from "./asn-errors.js";
-import { type Cidr, type IpVersion, bitsOf, formatCidr, parseIp } from "./ip-bits.js";
+import { bitsOf, type Cidr, formatCidr, type IpVersion, parseIp } from "./ip-bits.js";
 
 export interface AsnFileIndex {
   /** Canonical CIDRs covering the ranges listed for `asn`, IPv4 first, sorted; [] when absent. */
@@ -218,9 +218,7 @@ export function appendRangeCidrs(version: IpVersion, start: bigint, end: bigint,
 
 /** Sorted (IPv4 first, then by network and length) and deduplicated text; sorts `cidrs` in place. */
 export function canonicalCidrs(cidrs: Cidr[]): string[] {
-  cidrs.sort((x, y) =>
-    x.version !== y.version ? x.version - y.version : x.network !== y.network ? (x.network < y.network ? -1 : 1) : x.length - y.length,
-  );
+  cidrs.sort((x, y) => (x.version !== y.version ? x.version - y.version : x.network !== y.network ? (x.network < y.network ? -1 : 1) : x.length - y.length));
   const out: string[] = [];
   for (const cidr of cidrs) {
     const text = formatCidr(cidr);

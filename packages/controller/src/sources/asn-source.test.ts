@@ -3,7 +3,7 @@
 // asn-ranges-num.csv the same ranges in the `-num` decimal form; asn-pfx2as.tsv CAIDA rows with
 // `a_b` and `a,b` origins and host bits set, an iptoasn .tsv row and a bad prefix length.
 import { copyFile, mkdtemp, rm, unlink, writeFile } from "node:fs/promises";
-import { type Server, createServer } from "node:http";
+import { createServer, type Server } from "node:http";
 import { createRequire } from "node:module";
 import type { AddressInfo } from "node:net";
 import { tmpdir } from "node:os";

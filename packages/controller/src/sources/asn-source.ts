@@ -32,7 +32,10 @@ export function createAsnSource(spec: string, deps: AsnSourceDeps = {}): AsnSour
     return createRipestatSource(deps.client, deps.baseUrl ?? DEFAULT_RIPESTAT_URL, deps.timeoutMs);
   }
   if (spec.startsWith("file:")) {
-    const paths = spec.slice("file:".length).split(",").map((p) => p.trim());
+    const paths = spec
+      .slice("file:".length)
+      .split(",")
+      .map((p) => p.trim());
     if (paths.some((p) => p === "")) throw new AsnSourceError("asn_source_config", `ASN_SOURCE ${spec}: empty file path`);
     return createFileSource(paths);
   }
@@ -127,5 +130,4 @@ function untilAborted<T>(promise: Promise<T>, signal: AbortSignal): Promise<T> {
   });
 }
 
-const isObject = (value: unknown): value is Record<string, unknown> =>
-  typeof value === "object" && value !== null && !Array.isArray(value);
+const isObject = (value: unknown): value is Record<string, unknown> => typeof value === "object" && value !== null && !Array.isArray(value);

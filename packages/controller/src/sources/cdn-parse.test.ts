@@ -9,14 +9,7 @@ const fixture = (name: string) => readFileSync(new URL(`./fixtures/${name}`, imp
 describe("parseTextFeed", () => {
   it("reads the text list: comments, blanks, garbage and host bits", () => {
     const result = parseTextFeed(fixture("text-list.txt"));
-    expect(result.prefixes).toEqual([
-      "198.51.100.0/24",
-      "203.0.113.5/32",
-      "192.0.2.0/25",
-      "2001:db8::/48",
-      "2001:db8::1/128",
-      "10.0.0.0/8",
-    ]);
+    expect(result.prefixes).toEqual(["198.51.100.0/24", "203.0.113.5/32", "192.0.2.0/25", "2001:db8::/48", "2001:db8::1/128", "10.0.0.0/8"]);
     expect(result.masked).toBe(2);
     expect(result.rejected).toBe(6);
     expect(result.rejectedSample).toEqual([
@@ -61,15 +54,7 @@ describe("parseJsonFeed", () => {
 
   it("AWS: every IPv4 prefix, duplicates across services counted once", () => {
     const result = parseJsonFeed(aws, "prefixes[*].ip_prefix");
-    expect(result.prefixes).toEqual([
-      "3.2.34.0/26",
-      "13.32.0.0/15",
-      "52.84.0.0/15",
-      "54.239.128.0/18",
-      "3.5.140.0/22",
-      "15.230.39.0/31",
-      "52.95.110.0/24",
-    ]);
+    expect(result.prefixes).toEqual(["3.2.34.0/26", "13.32.0.0/15", "52.84.0.0/15", "54.239.128.0/18", "3.5.140.0/22", "15.230.39.0/31", "52.95.110.0/24"]);
     expect(result.rejected).toBe(0);
   });
 
@@ -83,15 +68,8 @@ describe("parseJsonFeed", () => {
   });
 
   it("AWS: one service with a filter", () => {
-    expect(parseJsonFeed(aws, "prefixes[*]?service=CLOUDFRONT.ip_prefix").prefixes).toEqual([
-      "13.32.0.0/15",
-      "52.84.0.0/15",
-      "54.239.128.0/18",
-    ]);
-    expect(parseJsonFeed(aws, "ipv6_prefixes[*]?service=CLOUDFRONT.ipv6_prefix").prefixes).toEqual([
-      "2600:9000:2000::/36",
-      "2600:9000:3000::/36",
-    ]);
+    expect(parseJsonFeed(aws, "prefixes[*]?service=CLOUDFRONT.ip_prefix").prefixes).toEqual(["13.32.0.0/15", "52.84.0.0/15", "54.239.128.0/18"]);
+    expect(parseJsonFeed(aws, "ipv6_prefixes[*]?service=CLOUDFRONT.ipv6_prefix").prefixes).toEqual(["2600:9000:2000::/36", "2600:9000:3000::/36"]);
   });
 
   it("Google: elements with the other family's key are skipped, not rejected", () => {
@@ -105,24 +83,13 @@ describe("parseJsonFeed", () => {
   it("Cloudflare: a plain array of strings", () => {
     const cloudflare = fixture("cloudflare-ips.json");
     expect(parseJsonFeed(cloudflare, "result.ipv4_cidrs").prefixes).toHaveLength(6);
-    expect(parseJsonFeed(cloudflare, "result.ipv6_cidrs").prefixes).toEqual([
-      "2400:cb00::/32",
-      "2606:4700::/32",
-      "2803:f800::/32",
-      "2a06:98c0::/29",
-    ]);
+    expect(parseJsonFeed(cloudflare, "result.ipv6_cidrs").prefixes).toEqual(["2400:cb00::/32", "2606:4700::/32", "2803:f800::/32", "2a06:98c0::/29"]);
     expect(parseJsonFeed(cloudflare, "result.ipv4_cidrs[0]").prefixes).toEqual(["173.245.48.0/20"]);
   });
 
   it("Fastly: both arrays", () => {
     const fastly = fixture("fastly-public-ip-list.json");
-    expect(parseJsonFeed(fastly, "addresses").prefixes).toEqual([
-      "23.235.32.0/20",
-      "43.249.72.0/22",
-      "103.244.50.0/24",
-      "151.101.0.0/16",
-      "199.232.0.0/16",
-    ]);
+    expect(parseJsonFeed(fastly, "addresses").prefixes).toEqual(["23.235.32.0/20", "43.249.72.0/22", "103.244.50.0/24", "151.101.0.0/16", "199.232.0.0/16"]);
     expect(parseJsonFeed(fastly, "ipv6_addresses[*]").prefixes).toEqual(["2a04:4e40::/32", "2a04:4e42::/32"]);
   });
 

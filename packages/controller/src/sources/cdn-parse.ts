@@ -3,7 +3,7 @@
 // CIDR parsing comes from ./ip-bits.ts, a local stand-in to be swapped for `@rlc/shared/prefix`
 // once that package's API is settled.
 import { formatCidr, parseCidr } from "./ip-bits.js";
-import { type JsonPath, evaluateJsonPath, parseJsonPath } from "./json-path.js";
+import { evaluateJsonPath, type JsonPath, parseJsonPath } from "./json-path.js";
 
 export type RejectReason = "not_an_address" | "bad_prefix_length" | "not_a_string";
 

@@ -1,7 +1,7 @@
 import * as dnsPacket from "dns-packet";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { jsonA, jsonCname, startJsonDohServer, startRawServer } from "../../../../test/helpers/doh-servers.js";
-import { type UnboundServer, startUnbound, unboundMissing } from "../../../../test/helpers/unbound.js";
+import { startUnbound, type UnboundServer, unboundMissing } from "../../../../test/helpers/unbound.js";
 import { type DohProfileSpec, queryDoh } from "./doh-client.js";
 import { DohMalformedError } from "./doh-errors.js";
 import { createOutboundClient } from "./outbound.js";
@@ -141,8 +141,7 @@ describe("queryDoh - malformed wire answers", () => {
   it("queryDoh - a body that is not a DNS message is a DohMalformedError", () =>
     garbage("application/dns-message", Buffer.from([1, 2, 3]), /not a DNS message/));
 
-  it("queryDoh - an HTML page answered with 200 is a DohMalformedError", () =>
-    garbage("text/html", "<html>hello</html>", /expected application\/dns-message/));
+  it("queryDoh - an HTML page answered with 200 is a DohMalformedError", () => garbage("text/html", "<html>hello</html>", /expected application\/dns-message/));
 
   it("queryDoh - a response to another question is a DohMalformedError", () => {
     const other = dnsPacket.encode({ type: "response", id: 0, questions: [{ type: "A", name: "b.test", class: "IN" }], answers: [] });

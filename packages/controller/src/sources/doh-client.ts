@@ -218,5 +218,4 @@ function checkedAnswer(type: DohAnswer["type"], owner: string, data: unknown, tt
 
 const rcodeName = (code: number): string => RCODES[code] ?? `RCODE${code}`;
 
-const isObject = (value: unknown): value is Record<string, unknown> =>
-  typeof value === "object" && value !== null && !Array.isArray(value);
+const isObject = (value: unknown): value is Record<string, unknown> => typeof value === "object" && value !== null && !Array.isArray(value);

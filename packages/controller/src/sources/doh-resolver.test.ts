@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { jsonA, jsonCname, startJsonDohServer } from "../../../../test/helpers/doh-servers.js";
-import { type UnboundServer, startUnbound, unboundMissing } from "../../../../test/helpers/unbound.js";
+import { startUnbound, type UnboundServer, unboundMissing } from "../../../../test/helpers/unbound.js";
 import type { DohProfileSpec } from "./doh-client.js";
 import { type DohResolverPolicy, type DomainRecord, resolveDomains } from "./doh-resolver.js";
 import { createOutboundClient } from "./outbound.js";
@@ -75,9 +75,7 @@ describe.skipIf(missing !== null)("resolveDomains - against unbound", () => {
       { domain: "example.test", address: "1.2.3.4", last_seen_at: T0 },
       { domain: "example.test", address: "2606:4700::1111", last_seen_at: T0 },
     ]);
-    expect(result.perDomain).toEqual([
-      { domain: "example.test", ok: true, addresses: ["1.2.3.4", "2606:4700::1111"], dropped: [] },
-    ]);
+    expect(result.perDomain).toEqual([{ domain: "example.test", ok: true, addresses: ["1.2.3.4", "2606:4700::1111"], dropped: [] }]);
   });
 
   it("resolveDomains - asks only the record types of the policy", async () => {
@@ -103,7 +101,13 @@ describe.skipIf(missing !== null)("resolveDomains - against unbound", () => {
   });
 
   it("resolveDomains - a CNAME loop fails the domain", async () => {
-    const result = await resolveDomains(deps, { domains: domains("loop1.example.test"), profiles: [wire(unbound.url)], policy: policy({ record_types: ["A"] }), previous: [], now: T0 });
+    const result = await resolveDomains(deps, {
+      domains: domains("loop1.example.test"),
+      profiles: [wire(unbound.url)],
+      policy: policy({ record_types: ["A"] }),
+      previous: [],
+      now: T0,
+    });
     expect(result.perDomain[0]).toMatchObject({ ok: false, addresses: [] });
     expect(result.perDomain[0]?.error).toMatch(/^A: /);
   });
@@ -124,7 +128,13 @@ describe.skipIf(missing !== null)("resolveDomains - against unbound", () => {
   });
 
   it("resolveDomains - drops private, CGNAT, documentation and link-local answers", async () => {
-    const result = await resolveDomains(deps, { domains: domains("mixed.example.test"), profiles: [wire(unbound.url)], policy: policy(), previous: [], now: T0 });
+    const result = await resolveDomains(deps, {
+      domains: domains("mixed.example.test"),
+      profiles: [wire(unbound.url)],
+      policy: policy(),
+      previous: [],
+      now: T0,
+    });
     expect(result.perDomain[0]).toEqual({
       domain: "mixed.example.test",
       ok: true,
@@ -226,7 +236,13 @@ describe("resolveDomains - against a dns-json server", () => {
       return { Status: 3 };
     });
     try {
-      const result = await resolveDomains(deps, { domains: domains("a.test"), profiles: [json(server.url)], policy: policy({ record_types: ["A"] }), previous: [], now: T0 });
+      const result = await resolveDomains(deps, {
+        domains: domains("a.test"),
+        profiles: [json(server.url)],
+        policy: policy({ record_types: ["A"] }),
+        previous: [],
+        now: T0,
+      });
       expect(result.perDomain[0]).toMatchObject({ ok: true, addresses: ["1.2.3.9"] });
       expect(server.requests).toEqual(["GET /resolve?name=a.test&type=A", "GET /resolve?name=b.test&type=A", "GET /resolve?name=c.test&type=A"]);
     } finally {
@@ -240,7 +256,13 @@ describe("resolveDomains - against a dns-json server", () => {
       return { Status: 0, Answer: [jsonCname(name, `h${n + 1}.test`)] };
     });
     try {
-      const result = await resolveDomains(deps, { domains: domains("h0.test"), profiles: [json(server.url)], policy: policy({ record_types: ["A"] }), previous: [], now: T0 });
+      const result = await resolveDomains(deps, {
+        domains: domains("h0.test"),
+        profiles: [json(server.url)],
+        policy: policy({ record_types: ["A"] }),
+        previous: [],
+        now: T0,
+      });
       expect(result.perDomain[0]?.error).toMatch(/longer than 8 \(doh_cname_chain\)/);
       expect(server.requests).toHaveLength(9);
     } finally {
@@ -252,10 +274,22 @@ describe("resolveDomains - against a dns-json server", () => {
     let calls = 0;
     const server = await startJsonDohServer((name) => (++calls === 1 ? { status: 503 } : { Status: 0, Answer: [jsonA(name, "1.2.3.10")] }));
     try {
-      const once = await resolveDomains(deps, { domains: domains("a.test"), profiles: [json(server.url)], policy: policy({ record_types: ["A"], attempts: 1 }), previous: [], now: T0 });
+      const once = await resolveDomains(deps, {
+        domains: domains("a.test"),
+        profiles: [json(server.url)],
+        policy: policy({ record_types: ["A"], attempts: 1 }),
+        previous: [],
+        now: T0,
+      });
       expect(once.perDomain[0]?.error).toMatch(/HTTP 503 \(outbound_http_status\)/);
       calls = 0;
-      const twice = await resolveDomains(deps, { domains: domains("a.test"), profiles: [json(server.url)], policy: policy({ record_types: ["A"], attempts: 2 }), previous: [], now: T0 });
+      const twice = await resolveDomains(deps, {
+        domains: domains("a.test"),
+        profiles: [json(server.url)],
+        policy: policy({ record_types: ["A"], attempts: 2 }),
+        previous: [],
+        now: T0,
+      });
       expect(twice.perDomain[0]).toMatchObject({ ok: true, addresses: ["1.2.3.10"] });
     } finally {
       await server.close();
@@ -269,7 +303,10 @@ describe("resolveDomains - against a dns-json server", () => {
     });
     try {
       const names = Array.from({ length: 40 }, (_, i) => `d${i}.test`);
-      const result = await resolveDomains({ client, concurrency: 4 }, { domains: domains(...names), profiles: [json(server.url)], policy: policy({ record_types: ["A"] }), previous: [], now: T0 });
+      const result = await resolveDomains(
+        { client, concurrency: 4 },
+        { domains: domains(...names), profiles: [json(server.url)], policy: policy({ record_types: ["A"] }), previous: [], now: T0 },
+      );
       expect(result.perDomain.filter((d) => !d.ok).map((d) => d.domain)).toEqual(["d0.test", "d7.test", "d14.test", "d21.test", "d28.test", "d35.test"]);
       expect(result.records).toHaveLength(34);
       expect(server.mostInFlight).toBe(4);

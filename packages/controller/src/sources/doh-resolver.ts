@@ -15,7 +15,7 @@
 //   address we would refuse to connect to is not one to route to a module's next hop either.
 import { normaliseName } from "./doh-client.js";
 import { type DohResolverPolicy, type LabelledProfile, lookupName } from "./doh-lookup.js";
-import { type IpVersion, formatIp, parseIp } from "./ip-bits.js";
+import { formatIp, type IpVersion, parseIp } from "./ip-bits.js";
 import type { OutboundClient } from "./outbound.js";
 import { createAddressPolicy } from "./outbound-policy.js";
 

@@ -87,9 +87,7 @@ export function hostMask(version: IpVersion, length: number): bigint {
   return (1n << BigInt(bitsOf(version) - length)) - 1n;
 }
 
-export type CidrParse =
-  | { ok: true; cidr: Cidr; hostBitsSet: boolean }
-  | { ok: false; reason: "not_an_address" | "bad_prefix_length" };
+export type CidrParse = { ok: true; cidr: Cidr; hostBitsSet: boolean } | { ok: false; reason: "not_an_address" | "bad_prefix_length" };
 
 /** `a.b.c.d/n`, `x::y/n`, or a bare address (a /32 or /128). Host bits are cleared and reported. */
 export function parseCidr(text: string): CidrParse {

@@ -1,15 +1,11 @@
 import { describe, expect, it } from "vitest";
-import { JsonPathError, evaluateJsonPath, parseJsonPath } from "./json-path.js";
+import { evaluateJsonPath, JsonPathError, parseJsonPath } from "./json-path.js";
 
 const select = (path: string, document: unknown) => evaluateJsonPath(parseJsonPath(path), document);
 
 describe("parseJsonPath", () => {
   it("parses the documented examples", () => {
-    expect(parseJsonPath("prefixes[*].ip_prefix").steps).toEqual([
-      { kind: "key", name: "prefixes" },
-      { kind: "every" },
-      { kind: "key", name: "ip_prefix" },
-    ]);
+    expect(parseJsonPath("prefixes[*].ip_prefix").steps).toEqual([{ kind: "key", name: "prefixes" }, { kind: "every" }, { kind: "key", name: "ip_prefix" }]);
     expect(parseJsonPath("prefixes[*]?service=CLOUDFRONT.ip_prefix").steps).toEqual([
       { kind: "key", name: "prefixes" },
       { kind: "every" },

@@ -31,12 +31,7 @@ function decodersFor(contentEncoding: string | undefined): Transform[] {
   });
 }
 
-export async function readBody(
-  source: Readable,
-  contentEncoding: string | undefined,
-  maxBytes: number,
-  signal: AbortSignal,
-): Promise<BodyResult> {
+export async function readBody(source: Readable, contentEncoding: string | undefined, maxBytes: number, signal: AbortSignal): Promise<BodyResult> {
   let decoders: Transform[];
   try {
     decoders = decodersFor(contentEncoding);

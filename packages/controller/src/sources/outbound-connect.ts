@@ -26,11 +26,7 @@ const unbracket = (host: string) => (host.startsWith("[") && host.endsWith("]") 
  * The addresses `hostname` may be reached at. One refused answer refuses the name: a host that
  * resolves to a public and a private address is treated as an attempt, not a choice.
  */
-export async function resolveChecked(
-  hostname: string,
-  policy: AddressPolicy | null,
-  resolve: Resolver,
-): Promise<string[]> {
+export async function resolveChecked(hostname: string, policy: AddressPolicy | null, resolve: Resolver): Promise<string[]> {
   const host = unbracket(hostname);
   let addresses: string[];
   if (isIP(host) !== 0) {
@@ -104,9 +100,6 @@ export function createCheckedConnector(options: CheckedConnectorOptions): buildC
 /** The connector as a promise, for the node:http2 path. */
 export function connectChecked(connector: buildConnector.connector, url: URL): Promise<Socket> {
   return new Promise((resolve, reject) => {
-    connector(
-      { hostname: url.hostname, host: url.host, protocol: url.protocol, port: url.port },
-      (err, socket) => (err ? reject(err) : resolve(socket!)),
-    );
+    connector({ hostname: url.hostname, host: url.host, protocol: url.protocol, port: url.port }, (err, socket) => (err ? reject(err) : resolve(socket!)));
   });
 }

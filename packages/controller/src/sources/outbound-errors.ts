@@ -2,12 +2,7 @@
 // can map it without matching messages: `outbound_refused` becomes a 422 on preview and a
 // `last_error` on refresh.
 
-export type OutboundErrorCode =
-  | "outbound_refused"
-  | "outbound_timeout"
-  | "outbound_too_large"
-  | "outbound_http_status"
-  | "outbound_network";
+export type OutboundErrorCode = "outbound_refused" | "outbound_timeout" | "outbound_too_large" | "outbound_http_status" | "outbound_network";
 
 export abstract class OutboundError extends Error {
   abstract readonly code: OutboundErrorCode;
@@ -49,11 +44,7 @@ export class OutboundRefusedError extends OutboundError {
   /** For an IPv6 form that embeds an IPv4 address (mapped, compatible, NAT64, 6to4): that IPv4. */
   readonly via: string | undefined;
 
-  constructor(
-    reason: RefusalReason,
-    message: string,
-    details: { address?: string | undefined; via?: string | undefined; url?: string | undefined } = {},
-  ) {
+  constructor(reason: RefusalReason, message: string, details: { address?: string | undefined; via?: string | undefined; url?: string | undefined } = {}) {
     super(message, { url: details.url });
     this.reason = reason;
     this.address = details.address;

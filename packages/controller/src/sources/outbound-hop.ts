@@ -3,7 +3,7 @@
 // the DoH test server (unbound, `http-notls-downstream`) requires.
 import { connect as connectH2, type IncomingHttpHeaders } from "node:http2";
 import type { Readable } from "node:stream";
-import type { Dispatcher, buildConnector } from "undici";
+import type { buildConnector, Dispatcher } from "undici";
 import { connectChecked } from "./outbound-connect.js";
 import { OutboundNetworkError } from "./outbound-errors.js";
 

@@ -1,6 +1,6 @@
 // The address policy of every server-side fetch: which addresses a fetch may connect to, and
 // which URLs are refused by their form alone (checked when a URL is saved).
-import { type Cidr, type IpAddress, cidrContains, formatIp, parseCidr, parseIp } from "./ip-bits.js";
+import { type Cidr, cidrContains, formatIp, type IpAddress, parseCidr, parseIp } from "./ip-bits.js";
 import { OutboundRefusedError, type RefusalReason } from "./outbound-errors.js";
 
 export interface AddressRefusal {
@@ -118,11 +118,10 @@ export function createAddressPolicy(allowCidrs: readonly string[] = []): Address
 
 export function refusedError(refusal: AddressRefusal, url?: string): OutboundRefusedError {
   const form = refusal.via ? ` (an IPv6 form of ${refusal.via})` : "";
-  return new OutboundRefusedError(
-    refusal.reason,
-    `address ${refusal.address}${form} is refused by the outbound policy: ${refusal.reason.replace("_", " ")}`,
-    { ...refusal, url },
-  );
+  return new OutboundRefusedError(refusal.reason, `address ${refusal.address}${form} is refused by the outbound policy: ${refusal.reason.replace("_", " ")}`, {
+    ...refusal,
+    url,
+  });
 }
 
 /**

@@ -1,19 +1,12 @@
 // Size, time and protocol limits of the outbound client, against real local servers.
 import { readFileSync } from "node:fs";
-import { type IncomingMessage, type Server, type ServerResponse, createServer } from "node:http";
-import { type Http2ServerRequest, type Http2ServerResponse, createSecureServer, createServer as createH2cServer } from "node:http2";
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
+import { createServer as createH2cServer, createSecureServer, type Http2ServerRequest, type Http2ServerResponse } from "node:http2";
 import { createServer as createHttpsServer } from "node:https";
 import type { AddressInfo } from "node:net";
 import { deflateSync, gzipSync } from "node:zlib";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import {
-  OutboundNetworkError,
-  OutboundRefusedError,
-  OutboundTimeoutError,
-  OutboundTooLargeError,
-  type Resolver,
-  createOutboundClient,
-} from "./outbound.js";
+import { createOutboundClient, OutboundNetworkError, OutboundRefusedError, OutboundTimeoutError, OutboundTooLargeError, type Resolver } from "./outbound.js";
 
 const MiB = 1024 * 1024;
 const tls = {
@@ -122,7 +115,11 @@ afterAll(async () => {
   for (const { server } of [h1, h2c, h1s, h2s]) await new Promise((done) => server.close(done));
 });
 
-const failure = (promise: Promise<unknown>) => promise.then(() => expect.unreachable("should fail"), (e: unknown) => e);
+const failure = (promise: Promise<unknown>) =>
+  promise.then(
+    () => expect.unreachable("should fail"),
+    (e: unknown) => e,
+  );
 
 describe("outbound client - limits", () => {
   it("aborts a streamed 100 MiB body at the 32 MiB default cap", async () => {

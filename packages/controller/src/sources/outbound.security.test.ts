@@ -1,13 +1,8 @@
 // The address policy against real listeners: a refused request must never open a connection.
-import { type IncomingMessage, type Server, type ServerResponse, createServer } from "node:http";
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import {
-  OutboundHttpError,
-  OutboundRefusedError,
-  type Resolver,
-  createOutboundClient,
-} from "./outbound.js";
+import { createOutboundClient, OutboundHttpError, OutboundRefusedError, type Resolver } from "./outbound.js";
 
 type Handler = (req: IncomingMessage, res: ServerResponse, body: string) => void;
 
@@ -47,8 +42,7 @@ const names: Record<string, string[]> = {
   "mixed.test": ["93.184.215.14", "127.0.0.1"],
   "allowed.test": ["127.0.0.2"],
 };
-const resolve: Resolver = async (hostname) =>
-  (names[hostname] ?? []).map((address) => ({ address, family: address.includes(":") ? 6 : 4 }));
+const resolve: Resolver = async (hostname) => (names[hostname] ?? []).map((address) => ({ address, family: address.includes(":") ? 6 : 4 }));
 
 async function refusalOf(promise: Promise<unknown>): Promise<OutboundRefusedError> {
   const err = await promise.then(

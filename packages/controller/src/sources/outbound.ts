@@ -3,7 +3,7 @@
 // everywhere.
 import { Agent } from "undici";
 import { readBody } from "./outbound-body.js";
-import { type Resolver, createCheckedConnector, systemResolver } from "./outbound-connect.js";
+import { createCheckedConnector, type Resolver, systemResolver } from "./outbound-connect.js";
 import {
   OutboundError,
   OutboundHttpError,
@@ -15,10 +15,10 @@ import {
 import { type Hop, type HopRequest, h2cHop, undiciHop } from "./outbound-hop.js";
 import { type AddressPolicy, checkUrlForm, createAddressPolicy } from "./outbound-policy.js";
 
+export type { ResolvedAddress, Resolver } from "./outbound-connect.js";
 export * from "./outbound-errors.js";
 export type { AddressPolicy, AddressRefusal } from "./outbound-policy.js";
 export { checkUrlForm, createAddressPolicy } from "./outbound-policy.js";
-export type { ResolvedAddress, Resolver } from "./outbound-connect.js";
 
 export interface OutboundClientOptions {
   /** CIDRs reachable although the policy refuses them (`APP_OUTBOUND_ALLOW_CIDRS`, split). */
@@ -109,8 +109,7 @@ export function createOutboundClient(options: OutboundClientOptions = {}): Outbo
     return undiciHop(agent, req);
   };
 
-  const formPolicy = (url: URL, first: URL, trusted: boolean): AddressPolicy =>
-    trusted && url.origin === first.origin ? OPEN_POLICY : policy;
+  const formPolicy = (url: URL, first: URL, trusted: boolean): AddressPolicy => (trusted && url.origin === first.origin ? OPEN_POLICY : policy);
 
   async function request(input: string | URL, init: OutboundRequestOptions = {}): Promise<OutboundResponse> {
     const started = performance.now();
@@ -177,12 +176,7 @@ function redirectRequest(req: HopRequest, status: number, next: URL): HopRequest
   return { url: next, method: toGet ? "GET" : req.method, headers, body: toGet ? undefined : req.body, signal: req.signal };
 }
 
-async function finish(
-  res: Hop,
-  url: URL,
-  maxBytes: number,
-  signal: AbortSignal,
-): Promise<Omit<OutboundResponse, "durationMs">> {
+async function finish(res: Hop, url: URL, maxBytes: number, signal: AbortSignal): Promise<Omit<OutboundResponse, "durationMs">> {
   const encoding = res.headers["content-encoding"];
   try {
     if (res.status < 200 || res.status > 299) {
@@ -206,10 +200,7 @@ async function finish(
   }
 }
 
-function outboundErrorOf(
-  err: unknown,
-  context: { timer: AbortSignal; caller: AbortSignal | undefined; url: URL; timeoutMs: number },
-): unknown {
+function outboundErrorOf(err: unknown, context: { timer: AbortSignal; caller: AbortSignal | undefined; url: URL; timeoutMs: number }): unknown {
   if (context.timer.aborted) return new OutboundTimeoutError(context.timeoutMs, context.url.href);
   if (context.caller?.aborted) return context.caller.reason;
   // undici may wrap what the connector threw; look down the cause chain.
@@ -217,10 +208,7 @@ function outboundErrorOf(
   for (let depth = 0; depth < 5 && found instanceof Error && !(found instanceof OutboundError); depth++) {
     found = found.cause;
   }
-  const outbound =
-    found instanceof OutboundError
-      ? found
-      : new OutboundNetworkError(err instanceof Error ? err.message : String(err), { cause: err });
+  const outbound = found instanceof OutboundError ? found : new OutboundNetworkError(err instanceof Error ? err.message : String(err), { cause: err });
   outbound.url ??= context.url.href;
   return outbound;
 }

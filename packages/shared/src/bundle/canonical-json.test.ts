@@ -3,9 +3,7 @@ import { canonicalJson, canonicalJsonBytes } from "./canonical-json.js";
 
 describe("canonicalJson", () => {
   it("sorts keys at every depth and writes no whitespace", () => {
-    expect(canonicalJson({ b: 1, a: { d: [3, { z: true, y: null }], c: "x" } })).toBe(
-      '{"a":{"c":"x","d":[3,{"y":null,"z":true}]},"b":1}',
-    );
+    expect(canonicalJson({ b: 1, a: { d: [3, { z: true, y: null }], c: "x" } })).toBe('{"a":{"c":"x","d":[3,{"y":null,"z":true}]},"b":1}');
   });
 
   it("gives the same text whatever order the keys were inserted in", () => {

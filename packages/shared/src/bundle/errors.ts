@@ -13,7 +13,9 @@ export type BundleErrorCode =
   | "wrong_tenant"
   | "stale_sequence"
   | "expired"
-  | "digest_mismatch";
+  | "digest_mismatch"
+  /** A delta bundle over a base the agent does not hold: it fetches the full bundle instead. */
+  | "delta_base_mismatch";
 
 export class BundleError extends Error {
   override name = "BundleError";

@@ -1,5 +1,21 @@
 // The signed bundle that carries a revision to one speaker: canonical JSON, payload types and
-// digest, Ed25519 signing and verification, key statements for rotation.
+// digest, Ed25519 signing and verification, key statements for rotation; `rl-bundle/2` (a
+// signed header over hashed config and prefix sections) with its delta bundles.
+export {
+  BUNDLE_FORMAT_V2,
+  type BundleConfig,
+  type BundleHeaderV2,
+  configBytes,
+  contentDigestV2,
+  isBundleV2,
+  readKeptBundleV2,
+  sha256Hex,
+  signBundleHead,
+  splitBundleV2,
+  type VerifiedBundleV2,
+  type VerifyV2Options,
+  verifyBundleV2,
+} from "./bundle-v2.js";
 export { canonicalJson, canonicalJsonBytes } from "./canonical-json.js";
 export { BundleError, type BundleErrorCode } from "./errors.js";
 export {
@@ -28,6 +44,19 @@ export {
   PROBATION_CONFIRM_MARGIN_SECONDS,
   type SpeakerPolicies,
 } from "./payload.js";
+export {
+  applyPrefixDelta,
+  columnOf,
+  decodePrefixSection,
+  diffPrefixLines,
+  encodePrefixLines,
+  encodePrefixSection,
+  PREFIX_DELTA_FORMAT,
+  PREFIX_SECTION_FORMAT,
+  type PrefixColumn,
+  prefixLines,
+  splitSection,
+} from "./prefix-section.js";
 export {
   BUNDLE_FORMAT,
   DEFAULT_MAX_BUNDLE_BYTES,

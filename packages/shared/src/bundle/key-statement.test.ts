@@ -75,8 +75,6 @@ describe("key statements", () => {
 
   it("refuses another format - unsupported_format", async () => {
     const { oldKey, statement } = await setup();
-    expect(await code(verifyKeyStatement({ ...statement, format: "x" } as unknown as KeyStatement, [pin(oldKey)]))).toBe(
-      "unsupported_format",
-    );
+    expect(await code(verifyKeyStatement({ ...statement, format: "x" } as unknown as KeyStatement, [pin(oldKey)]))).toBe("unsupported_format");
   });
 });

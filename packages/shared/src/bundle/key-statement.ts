@@ -1,16 +1,6 @@
 import { canonicalJsonBytes } from "./canonical-json.js";
 import { BundleError } from "./errors.js";
-import {
-  findKey,
-  fromBase64,
-  keyIdOf,
-  type PinnedKey,
-  SIGNING_ALG,
-  type SigningKeyPair,
-  signDetached,
-  toBase64,
-  verifyDetached,
-} from "./sign.js";
+import { findKey, fromBase64, keyIdOf, type PinnedKey, SIGNING_ALG, type SigningKeyPair, signDetached, toBase64, verifyDetached } from "./sign.js";
 
 export const KEY_STATEMENT_FORMAT = "rl-key-statement/1";
 

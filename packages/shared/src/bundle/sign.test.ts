@@ -142,9 +142,7 @@ describe("signBundle / verifyBundle", () => {
     expect(await refusal(verifyBundle("{", pinned, opts))).toBe("malformed");
     expect(await refusal(verifyBundle({ ...envelope, signature: undefined } as unknown as SignedBundle, pinned, opts))).toBe("malformed");
     expect(await refusal(verifyBundle({ ...envelope, payload: "a b" }, pinned, opts))).toBe("malformed");
-    expect(await refusal(verifyBundle({ ...envelope, format: "rl-bundle/2" } as unknown as SignedBundle, pinned, opts))).toBe(
-      "unsupported_format",
-    );
+    expect(await refusal(verifyBundle({ ...envelope, format: "rl-bundle/2" } as unknown as SignedBundle, pinned, opts))).toBe("unsupported_format");
   });
 
   it("refuses a validly signed payload that is not a bundle - malformed", async () => {

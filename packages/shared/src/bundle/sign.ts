@@ -1,5 +1,6 @@
 import { createHash, randomBytes } from "node:crypto";
 import { createRequire } from "node:module";
+import { isBundleV2, verifyBundleV2 } from "./bundle-v2.js";
 import { canonicalJsonBytes } from "./canonical-json.js";
 import { BundleError } from "./errors.js";
 import { type BundlePayload, computeBundleDigest } from "./payload.js";
@@ -54,6 +55,8 @@ export interface VerifyOptions {
   now: Date | number;
   /** Cap on the envelope as received (bytes or string), or on the decoded payload of an object. */
   maxBytes?: number;
+  /** `rl-bundle/2` deltas: the full prefix section of the last verified bundle, and its revision. */
+  base?: { revision_id: number; section: Uint8Array } | null;
 }
 
 export interface VerifiedBundle {
@@ -61,6 +64,10 @@ export interface VerifiedBundle {
   /** The exact signed bytes, for keeping the last good bundle on disk. */
   payloadBytes: Uint8Array;
   keyId: string;
+  /** `rl-bundle/2`: the revision's full prefix section (the base of the next delta). */
+  prefixSection?: Uint8Array;
+  /** `rl-bundle/2`: whether a full section or a delta came. */
+  section?: "full" | "delta";
 }
 
 /** First 16 hex digits of the SHA-256 of the raw 32-byte public key. */
@@ -89,7 +96,7 @@ export async function signBundle(payload: BundlePayload, secretKey: Uint8Array, 
 }
 
 /**
- * Checks a signed bundle in the order that spends the least on a hostile one: size, envelope,
+ * Checks a signed bundle (`rl-bundle/2` bytes go to {@link verifyBundleV2}) in the order that spends the least on a hostile one: size, envelope,
  * key, then the signature over the raw payload bytes; only signed bytes are ever parsed. Then
  * speaker, tenant, sequence, expiry and digest. Throws {@link BundleError}.
  */
@@ -99,6 +106,10 @@ export async function verifyBundle(
   options: VerifyOptions,
 ): Promise<VerifiedBundle> {
   const maxBytes = options.maxBytes ?? DEFAULT_MAX_BUNDLE_BYTES;
+  if (isBundleV2(input)) {
+    const v2 = await verifyBundleV2(input as Uint8Array, pinnedKeys, { ...options, maxBytes });
+    return { payload: v2.payload, payloadBytes: v2.payloadBytes, keyId: v2.keyId, prefixSection: v2.prefixSection, section: v2.header.section };
+  }
   const envelope = readEnvelope(input, maxBytes);
   const key = findKey(pinnedKeys, envelope.key_id);
   const payloadBytes = fromBase64(envelope.payload, "payload");

@@ -1,6 +1,6 @@
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
-import { type TaggedPrefix, aggregateTagged, compareCommunities } from "./index.js";
+import { aggregateTagged, compareCommunities, type TaggedPrefix } from "./index.js";
 
 // The small model space of aggregate.test.ts: 10.0.0.0/24 and 2001:db8::/120.
 type Fam = 4 | 6;
@@ -47,7 +47,8 @@ const sameSet = (a: readonly string[], b: readonly string[]) => a.length === b.l
 function aggregateModel(ps: readonly P[]): P[] {
   const out: P[] = [];
   for (const fam of [4, 6] as const) {
-    const inside = (off: number, len: number) => ps.some((q) => contains(q, { fam, off, len })) || (len < BASE_LEN[fam] + 8 && inside(off, len + 1) && inside(off + blockSize({ fam, len }) / 2, len + 1));
+    const inside = (off: number, len: number) =>
+      ps.some((q) => contains(q, { fam, off, len })) || (len < BASE_LEN[fam] + 8 && inside(off, len + 1) && inside(off + blockSize({ fam, len }) / 2, len + 1));
     const walk = (off: number, len: number) => {
       if (inside(off, len)) out.push({ fam, off, len });
       else if (len < BASE_LEN[fam] + 8) {
@@ -118,8 +119,7 @@ const prefixArb: fc.Arbitrary<P> = fc
     const size = blockSize({ fam, len });
     return { fam, off: x - (x % size), len };
   });
-const moduleArb = (max: number): fc.Arbitrary<Module> =>
-  fc.record({ prefixes: fc.array(prefixArb, { maxLength: max }), communities: fc.subarray(POOL) });
+const moduleArb = (max: number): fc.Arbitrary<Module> => fc.record({ prefixes: fc.array(prefixArb, { maxLength: max }), communities: fc.subarray(POOL) });
 
 const run = (modules: readonly Module[]): Tagged[] =>
   aggregateTagged(modules.map((m) => ({ prefixes: m.prefixes.map(text), communities: m.communities }))).map((t) => ({

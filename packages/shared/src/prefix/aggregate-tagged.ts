@@ -1,7 +1,7 @@
 import type { Family } from "./address.js";
 import { aggregateList } from "./aggregate.js";
 import { CommunitySets } from "./communities.js";
-import { type ParsedPrefixes, PrefixList, formatPrefixList, parsePrefixList } from "./prefix-list.js";
+import { formatPrefixList, type ParsedPrefixes, PrefixList, parsePrefixList } from "./prefix-list.js";
 import { mergedOrder } from "./sort.js";
 import { compareWords, containsWords, isLowerSibling } from "./words.js";
 
@@ -75,7 +75,10 @@ export function aggregateTagged(inputs: readonly TaggedInput[]): TaggedPrefix[] 
   const out: TaggedPrefix[] = [];
   for (const family of [4, 6] as const) {
     const results = modules.map((m) => ({ set: m.set, list: aggregateList(family === 4 ? m.lists.v4 : m.lists.v6) }));
-    const all = new PrefixList(family, results.reduce((n, r) => n + r.list.count, 0));
+    const all = new PrefixList(
+      family,
+      results.reduce((n, r) => n + r.list.count, 0),
+    );
     const src = all.trackSource(texts);
     const tags = new Int32Array(all.lens.length);
     const runs: number[] = [];

@@ -81,12 +81,7 @@ describe("aggregatePrefixes - examples", () => {
   });
 
   it("aggregate - sorts IPv4 first, then IPv6, each by address", () => {
-    expect(aggregatePrefixes(["2001:db8::/48", "192.0.2.0/24", "::1", "10.0.0.0/8"])).toEqual([
-      "10.0.0.0/8",
-      "192.0.2.0/24",
-      "::1/128",
-      "2001:db8::/48",
-    ]);
+    expect(aggregatePrefixes(["2001:db8::/48", "192.0.2.0/24", "::1", "10.0.0.0/8"])).toEqual(["10.0.0.0/8", "192.0.2.0/24", "::1/128", "2001:db8::/48"]);
   });
 
   it("aggregate - reaches /0 and the last address without overflow", () => {
@@ -149,7 +144,10 @@ describe("aggregatePrefixes - properties against a brute-force model", () => {
   // interval model on bigint: catches carries and masks that the small space cannot reach.
   const word = fc.oneof(fc.constantFrom(0, 1, 0x7fffffff, 0x80000000, 0xfffffffe, 0xffffffff), fc.nat(0xffffffff));
   const edgeLen = (max: number) =>
-    fc.oneof(fc.constantFrom(0, 1, 31, 32, 33, 63, 64, 65, 95, 96, 97, 127, 128).map((l) => Math.min(l, max)), fc.nat(max));
+    fc.oneof(
+      fc.constantFrom(0, 1, 31, 32, 33, 63, 64, 65, 95, 96, 97, 127, 128).map((l) => Math.min(l, max)),
+      fc.nat(max),
+    );
   const wide = fc.oneof(
     fc.record({ fam: fc.constant<Fam>(4), words: fc.array(word, { minLength: 1, maxLength: 1 }), len: edgeLen(32) }),
     fc.record({ fam: fc.constant<Fam>(6), words: fc.array(word, { minLength: 4, maxLength: 4 }), len: edgeLen(128) }),

@@ -1,6 +1,6 @@
-import { PrefixList, formatPrefixList, parsePrefixList } from "./prefix-list.js";
+import { formatPrefixList, PrefixList, parsePrefixList } from "./prefix-list.js";
 import { sortOrder, unsortedOrder } from "./sort.js";
-import { POW2, appendRangeCidrs, compareWords, copyWords, isSuccessor, setLastAddress } from "./words.js";
+import { appendRangeCidrs, compareWords, copyWords, isSuccessor, POW2, setLastAddress } from "./words.js";
 
 /** Sorted, disjoint, non-adjacent address intervals [starts[i], ends[i]] of one family. */
 export interface Intervals {

@@ -1,16 +1,6 @@
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
-import {
-  PrefixError,
-  canonicalCidr,
-  containsAddress,
-  containsPrefix,
-  familyOf,
-  formatAddress,
-  parseAddress,
-  parseCidr,
-  rangeToCidrs,
-} from "./index.js";
+import { canonicalCidr, containsAddress, containsPrefix, familyOf, formatAddress, PrefixError, parseAddress, parseCidr, rangeToCidrs } from "./index.js";
 
 function refusal(text: string, mode: "strict" | "mask" = "strict"): PrefixError {
   try {

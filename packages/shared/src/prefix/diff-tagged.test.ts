@@ -1,6 +1,6 @@
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
-import { PrefixError, type TaggedPrefix, aggregatePrefixes, diffTagged } from "./index.js";
+import { aggregatePrefixes, diffTagged, PrefixError, type TaggedPrefix } from "./index.js";
 
 const tagged = (prefix: string, ...communities: string[]): TaggedPrefix => ({ prefix, communities });
 

@@ -1,5 +1,5 @@
 import type { TaggedPrefix } from "./aggregate-tagged.js";
-import { HOST_BITS_CLEARED, familyOf, parseIPv4PrefixFast, parsePrefixInto } from "./cidr.js";
+import { familyOf, HOST_BITS_CLEARED, parseIPv4PrefixFast, parsePrefixInto } from "./cidr.js";
 import { sortCommunities } from "./communities.js";
 import { PrefixError } from "./errors.js";
 

@@ -1,14 +1,6 @@
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
-import {
-  DEFAULT_EXCLUDE_PREFIXES,
-  aggregatePrefixes,
-  canonicalCidr,
-  excludeRanges,
-  filterMinLength,
-  parseCidr,
-  removeBogons,
-} from "./index.js";
+import { aggregatePrefixes, canonicalCidr, DEFAULT_EXCLUDE_PREFIXES, excludeRanges, filterMinLength, parseCidr, removeBogons } from "./index.js";
 
 // The small model space of aggregate.test.ts: 10.0.0.0/24 and 2001:db8::/120.
 type Fam = 4 | 6;
@@ -90,7 +82,20 @@ describe("excludeRanges", () => {
   });
 
   it("exclude - holes at both ends of the address space", () => {
-    expect(excludeRanges(["0.0.0.0/0"], ["0.0.0.0/8", "240.0.0.0/4"]).prefixes).toEqual(aggregatePrefixes(["1.0.0.0/8", "2.0.0.0/7", "4.0.0.0/6", "8.0.0.0/5", "16.0.0.0/4", "32.0.0.0/3", "64.0.0.0/2", "128.0.0.0/2", "192.0.0.0/3", "224.0.0.0/4"]));
+    expect(excludeRanges(["0.0.0.0/0"], ["0.0.0.0/8", "240.0.0.0/4"]).prefixes).toEqual(
+      aggregatePrefixes([
+        "1.0.0.0/8",
+        "2.0.0.0/7",
+        "4.0.0.0/6",
+        "8.0.0.0/5",
+        "16.0.0.0/4",
+        "32.0.0.0/3",
+        "64.0.0.0/2",
+        "128.0.0.0/2",
+        "192.0.0.0/3",
+        "224.0.0.0/4",
+      ]),
+    );
   });
 
   it("exclude - covers exactly the set difference, each prefix cut on its own (model)", () => {
@@ -159,7 +164,10 @@ describe("excludeRanges - across the whole address space", () => {
         const want = new Set<string>();
         for (const p of inputs) {
           const [s, e] = range(p);
-          const cuts = holes.filter((h) => h.fam === p.fam).map(range).sort((a, b) => (a[0] < b[0] ? -1 : a[0] > b[0] ? 1 : 0));
+          const cuts = holes
+            .filter((h) => h.fam === p.fam)
+            .map(range)
+            .sort((a, b) => (a[0] < b[0] ? -1 : a[0] > b[0] ? 1 : 0));
           let cursor = s;
           for (const [hs, he] of cuts) {
             if (he < cursor || hs > e) continue;
@@ -204,7 +212,23 @@ describe("filterMinLength and removeBogons", () => {
   it("DEFAULT_EXCLUDE_PREFIXES - canonical, sorted, and covering the required ranges", () => {
     expect(DEFAULT_EXCLUDE_PREFIXES.map((p) => canonicalCidr(p))).toEqual(DEFAULT_EXCLUDE_PREFIXES);
     expect(excludeRanges(DEFAULT_EXCLUDE_PREFIXES, []).prefixes).toEqual(DEFAULT_EXCLUDE_PREFIXES); // sorted, distinct
-    const named = ["10.0.0.0/8", "172.16.0.0/12", "192.168.0.0/16", "100.64.0.0/10", "127.0.0.0/8", "::1/128", "169.254.0.0/16", "fe80::/10", "fc00::/7", "224.0.0.0/4", "ff00::/8", "192.0.2.0/24", "198.51.100.0/24", "203.0.113.0/24", "2001:db8::/32"];
+    const named = [
+      "10.0.0.0/8",
+      "172.16.0.0/12",
+      "192.168.0.0/16",
+      "100.64.0.0/10",
+      "127.0.0.0/8",
+      "::1/128",
+      "169.254.0.0/16",
+      "fe80::/10",
+      "fc00::/7",
+      "224.0.0.0/4",
+      "ff00::/8",
+      "192.0.2.0/24",
+      "198.51.100.0/24",
+      "203.0.113.0/24",
+      "2001:db8::/32",
+    ];
     expect(excludeRanges(named, DEFAULT_EXCLUDE_PREFIXES)).toMatchObject({ prefixes: [], dropped: named.length });
   });
 });

@@ -1,6 +1,6 @@
 import { type Intervals, mergeIntervals } from "./aggregate.js";
 import { DEFAULT_EXCLUDE_PREFIXES, DEFAULT_MIN_PREFIX_LENGTH_V4, DEFAULT_MIN_PREFIX_LENGTH_V6 } from "./bogons.js";
-import { PrefixList, formatPrefixList, parsePrefixList } from "./prefix-list.js";
+import { formatPrefixList, PrefixList, parsePrefixList } from "./prefix-list.js";
 import { unsortedOrder } from "./sort.js";
 import { appendRangeCidrs, compareWords, copyWords, decrement, increment, setLastAddress } from "./words.js";
 

@@ -1,6 +1,7 @@
 // The prefix algebra: parse and canonicalise addresses and CIDRs, aggregate (plain and
-// community-aware), cut out bogons, diff tagged lists, longest-prefix-match. Explicit and
-// sorted; the typed-array internals (PrefixList, words, sort) stay private to this folder.
+// community-aware), cut out bogons, diff tagged lists, longest-prefix-match, and the packed
+// tables (PrefixTable) the revision builder works on. Explicit and sorted; the internals of the
+// algorithms (PrefixList, words, sort) stay private to this folder.
 
 export type { Family } from "./address.js";
 export { aggregatePrefixes } from "./aggregate.js";
@@ -32,3 +33,16 @@ export type { BogonFilterOptions, FilterResult, MinPrefixLengths } from "./exclu
 export { excludeRanges, filterMinLength, removeBogons } from "./exclude.js";
 export type { PrefixIndex } from "./prefix-index.js";
 export { buildPrefixIndex } from "./prefix-index.js";
+export type { PrefixTables } from "./prefix-table.js";
+export {
+  comparePrefixes,
+  compareWords,
+  isSorted,
+  lastAddress,
+  newTables,
+  PrefixTable,
+  parseIPv4Into,
+  parsePrefixTexts,
+  pushPrefixText,
+  sortedPairs,
+} from "./prefix-table.js";

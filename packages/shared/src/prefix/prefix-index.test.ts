@@ -1,6 +1,6 @@
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
-import { PrefixError, buildPrefixIndex, parseAddress } from "./index.js";
+import { buildPrefixIndex, PrefixError, parseAddress } from "./index.js";
 
 interface Item {
   prefix: string;
@@ -114,16 +114,10 @@ describe("buildPrefixIndex - against a linear scan", () => {
   };
 
   it("prefixIndex - lookup and longest agree with filtering every item", () => {
-    fc.assert(
-      fc.property(fc.array(fc.oneof(v4, v6), { maxLength: 60 }), addresses, check),
-      { numRuns: 800 },
-    );
+    fc.assert(fc.property(fc.array(fc.oneof(v4, v6), { maxLength: 60 }), addresses, check), { numRuns: 800 });
   });
 
   it("prefixIndex - agrees on indexes large enough for the radix sort", () => {
-    fc.assert(
-      fc.property(fc.array(fc.oneof(v4, v6), { minLength: 4200, maxLength: 5000 }), addresses, check),
-      { numRuns: 10 },
-    );
+    fc.assert(fc.property(fc.array(fc.oneof(v4, v6), { minLength: 4200, maxLength: 5000 }), addresses, check), { numRuns: 10 });
   });
 });

@@ -1,9 +1,9 @@
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
 import { aggregateList } from "./aggregate.js";
-import { HOST_BITS_CLEARED, NOT_CANONICAL, formatPrefix, parsePrefixInto, scanIPv4Prefix, scanIPv6Prefix } from "./cidr.js";
+import { formatPrefix, HOST_BITS_CLEARED, NOT_CANONICAL, parsePrefixInto, scanIPv4Prefix, scanIPv6Prefix } from "./cidr.js";
 import { aggregatePrefixes, aggregateTagged, canonicalCidr, formatAddress, parseCidr, removeBogons } from "./index.js";
-import { PrefixList, formatPrefixList, parsePrefixList } from "./prefix-list.js";
+import { formatPrefixList, PrefixList, parsePrefixList } from "./prefix-list.js";
 
 // The bulk parsers (scanIPv4Prefix, scanIPv6Prefix, parsePrefixList) and the reuse of input
 // strings as output (PrefixList.source) are fast paths beside parsePrefixInto and the
@@ -13,7 +13,11 @@ import { PrefixList, formatPrefixList, parsePrefixList } from "./prefix-list.js"
 const word = fc.oneof(fc.constantFrom(0, 1, 0xffff, 0x10000, 0xffff0000, 0xffffffff), fc.nat(0xffffffff));
 /** Mostly zero groups, so that runs of zeros (and their compression) are common. */
 const zeroish = fc.oneof(fc.constant(0), fc.constant(0), word);
-const lenOf = (max: number) => fc.oneof(fc.constantFrom(0, 1, 8, 31, 32, 48, 64, 96, 127, 128).map((l) => Math.min(l, max)), fc.nat(max));
+const lenOf = (max: number) =>
+  fc.oneof(
+    fc.constantFrom(0, 1, 8, 31, 32, 48, 64, 96, 127, 128).map((l) => Math.min(l, max)),
+    fc.nat(max),
+  );
 
 const v4Value = fc.record({ w: word, len: lenOf(32), bare: fc.boolean() });
 const v6Value = fc.record({ words: fc.array(zeroish, { minLength: 4, maxLength: 4 }), len: lenOf(128), bare: fc.boolean() });
@@ -247,7 +251,9 @@ function uncanonical(text: string): string {
 describe("reuse of canonical input texts - exactly what formatting would write", () => {
   const smallSpace = fc.oneof(
     fc.record({ off: fc.nat(255), rel: fc.nat(8) }).map(({ off, rel }) => `10.0.0.${off - (off % 2 ** (8 - rel))}/${24 + rel}`),
-    fc.record({ off: fc.nat(255), rel: fc.nat(8) }).map(({ off, rel }) => canonicalCidr(`2001:db8::${(off - (off % 2 ** (8 - rel))).toString(16)}/${120 + rel}`)),
+    fc
+      .record({ off: fc.nat(255), rel: fc.nat(8) })
+      .map(({ off, rel }) => canonicalCidr(`2001:db8::${(off - (off % 2 ** (8 - rel))).toString(16)}/${120 + rel}`)),
     prefixText.filter((t) => slow(t) !== null),
   );
 

@@ -1,5 +1,5 @@
 import { type Family, wordCount, writeDecimal, writeIPv4, writeIPv6 } from "./address.js";
-import { HOST_BITS_CLEARED, NOT_CANONICAL, familyOf, parsePrefixInto, scanIPv4Prefix, scanIPv6Prefix } from "./cidr.js";
+import { familyOf, HOST_BITS_CLEARED, NOT_CANONICAL, parsePrefixInto, scanIPv4Prefix, scanIPv6Prefix } from "./cidr.js";
 import { PrefixError } from "./errors.js";
 import type { PrefixSink } from "./words.js";
 

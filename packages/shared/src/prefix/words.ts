@@ -94,7 +94,7 @@ export function containsWords(q: Uint32Array, qi: number, qlen: number, y: Uint3
   for (let w = 0; w < W; w++) {
     const m = maskWord(qlen, w);
     if (m === 0) return true;
-    if (((y[yi + w]! & m) >>> 0) !== q[qi + w]) return false;
+    if ((y[yi + w]! & m) >>> 0 !== q[qi + w]) return false;
   }
   return true;
 }

@@ -4,8 +4,22 @@ import { AnyRole, ListQueryShape, Timestamp, Uuid } from "./common.js";
 export const AuditAction = z.enum(["create", "update", "delete", "rotate", "revoke", "apply", "rollback", "run", "cancel"]);
 export const AuditSeverity = z.enum(["info", "warning", "critical"]);
 export const AuditResourceType = z.enum([
-  "tenant", "api_key", "settings", "module", "as_entry", "domain_entry", "ip_range_entry", "cdn_source",
-  "community", "doh_profile", "peer", "speaker", "revision", "job", "maintenance_policy", "signing_key",
+  "tenant",
+  "api_key",
+  "settings",
+  "module",
+  "as_entry",
+  "domain_entry",
+  "ip_range_entry",
+  "cdn_source",
+  "community",
+  "doh_profile",
+  "peer",
+  "speaker",
+  "revision",
+  "job",
+  "maintenance_policy",
+  "signing_key",
   "nats_user",
 ]);
 

@@ -1,10 +1,8 @@
 import { z } from "zod";
-import { storableText } from "./text.js";
 import { ListQueryShape, optionalBody, Timestamp, Uuid } from "./common.js";
+import { storableText } from "./text.js";
 
-export const CdnFormat = z
-  .enum(["text", "json"])
-  .describe("`text`: one prefix per line, `#`/`;` comments; `json`: values picked by `json_path`.");
+export const CdnFormat = z.enum(["text", "json"]).describe("`text`: one prefix per line, `#`/`;` comments; `json`: values picked by `json_path`.");
 
 export const CdnSource = z
   .object({

@@ -1,6 +1,6 @@
 import { z } from "zod";
-import { storableText } from "./text.js";
 import { ListQueryShape, Timestamp, Uuid } from "./common.js";
+import { storableText } from "./text.js";
 
 export const Community = z
   .object({

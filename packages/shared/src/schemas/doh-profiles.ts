@@ -1,6 +1,6 @@
 import { z } from "zod";
-import { storableText } from "./text.js";
 import { ListQueryShape, Timestamp, Uuid } from "./common.js";
+import { storableText } from "./text.js";
 
 export const DohMethod = z.enum(["GET", "POST"]);
 export const DohFormat = z
@@ -24,7 +24,10 @@ export const DohProfile = z
   .meta({ id: "DohProfile" });
 
 const HeaderName = z.string().regex(/^[!#$%&'*+.^_`|~0-9A-Za-z-]{1,64}$/, "must be an HTTP header name");
-const HeaderValue = z.string().max(1024).regex(/^[^\r\n\0]*$/, "must not contain CR, LF or NUL");
+const HeaderValue = z
+  .string()
+  .max(1024)
+  .regex(/^[^\r\n\0]*$/, "must not contain CR, LF or NUL");
 const Headers = z
   .record(HeaderName, HeaderValue)
   .refine((h) => Object.keys(h).length <= 32, "at most 32 headers")

@@ -1,6 +1,6 @@
 import { z } from "zod";
-import { storableText } from "./text.js";
 import { ListQueryShape, Timestamp, Uuid } from "./common.js";
+import { storableText } from "./text.js";
 
 // Shapes only: the normalisation rules (ASN forms, IDN, canonical CIDR) live in the controller,
 // which applies the same functions to JSON bodies and CSV rows.
@@ -17,9 +17,7 @@ const entryShape = {
 
 export const AsEntry = z.object({ ...entryShape, asn: z.number().int().min(1).max(4294967295) }).meta({ id: "AsEntry" });
 
-export const DomainEntry = z
-  .object({ ...entryShape, domain: z.string(), include_subdomains: z.boolean() })
-  .meta({ id: "DomainEntry" });
+export const DomainEntry = z.object({ ...entryShape, domain: z.string(), include_subdomains: z.boolean() }).meta({ id: "DomainEntry" });
 
 export const IpRangeEntry = z.object({ ...entryShape, cidr: z.string() }).meta({ id: "IpRangeEntry" });
 
@@ -81,7 +79,11 @@ export type UpdateIpRangeEntryBody = z.infer<typeof UpdateIpRangeEntryBody>;
 
 export const CsvImportQuery = z.strictObject({
   mode: z.enum(["merge", "replace"]).optional().describe("`merge` (default) adds and updates; `replace` makes the entries exactly the file's."),
-  dry_run: z.enum(["true", "false"]).optional().transform((v) => v === "true").describe("Count what would change, change nothing."),
+  dry_run: z
+    .enum(["true", "false"])
+    .optional()
+    .transform((v) => v === "true")
+    .describe("Count what would change, change nothing."),
 });
 
 export const CsvRowError = z.object({

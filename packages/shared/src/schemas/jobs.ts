@@ -2,13 +2,11 @@ import { z } from "zod";
 import { ListQueryShape, Timestamp, Uuid } from "./common.js";
 
 export const JobType = z.enum(["module_ingest", "peer_reconcile", "apply", "maintenance_policy_run", "revision_prune", "runtime_logs_cleanup"]);
-export const JobStatus = z
-  .enum(["queued", "running", "awaiting", "succeeded", "failed", "cancelled"])
-  .meta({
-    description:
-      "`queued`: waits for a worker; `running`: a worker runs it; `awaiting`: its work is done and it waits for the outside world " +
-      "(an apply for the agents' reports) without holding a worker, until the reports or its deadline end it; then `succeeded`, `failed` or `cancelled`.",
-  });
+export const JobStatus = z.enum(["queued", "running", "awaiting", "succeeded", "failed", "cancelled"]).meta({
+  description:
+    "`queued`: waits for a worker; `running`: a worker runs it; `awaiting`: its work is done and it waits for the outside world " +
+    "(an apply for the agents' reports) without holding a worker, until the reports or its deadline end it; then `succeeded`, `failed` or `cancelled`.",
+});
 
 export const Job = z
   .object({

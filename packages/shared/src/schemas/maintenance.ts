@@ -5,7 +5,9 @@ const Days = z.number().int().min(1).max(36500).describe("Age in days (1..36500)
 
 export const MaintenanceAction = z
   .discriminatedUnion("type", [
-    z.strictObject({ type: z.literal("revision_prune") }).describe("Prune revisions by the tenant's `revision_retention_minutes` (never the current revision)."),
+    z
+      .strictObject({ type: z.literal("revision_prune") })
+      .describe("Prune revisions by the tenant's `revision_retention_minutes` (never the current revision)."),
     z
       .strictObject({
         type: z.literal("runtime_logs_cleanup"),
@@ -13,8 +15,12 @@ export const MaintenanceAction = z
         mode: z.enum(["truncate", "delete"]).optional().describe("Default: the tenant's `runtime_logs_auto_mode`."),
       })
       .describe("Clean runtime-log files above the threshold (only where runtime logs are available: `APP_SERVICE=app-all`)."),
-    z.strictObject({ type: z.literal("audit_retention"), days: Days }).describe("Delete CRUD audit records older than `days` (never one still waiting to be pushed)."),
-    z.strictObject({ type: z.literal("jobs_retention"), days: Days }).describe("Delete finished jobs (succeeded, failed, cancelled) that ended more than `days` ago."),
+    z
+      .strictObject({ type: z.literal("audit_retention"), days: Days })
+      .describe("Delete CRUD audit records older than `days` (never one still waiting to be pushed)."),
+    z
+      .strictObject({ type: z.literal("jobs_retention"), days: Days })
+      .describe("Delete finished jobs (succeeded, failed, cancelled) that ended more than `days` ago."),
   ])
   .meta({ id: "MaintenanceAction" });
 

@@ -1,6 +1,6 @@
 import { z } from "zod";
-import { storableText } from "./text.js";
 import { ListQueryShape, QueryBoolean, Timestamp, Uuid } from "./common.js";
+import { storableText } from "./text.js";
 
 export const ModuleType = z.enum(["AS_PREFIXES", "DOMAINS", "IP_RANGES"]).meta({
   id: "ModuleType",

@@ -4,7 +4,10 @@ import { ListQueryShape, Timestamp, Uuid } from "./common.js";
 import { Asn } from "./speakers.js";
 
 const Multihop = z.union([z.boolean(), z.number().int().min(1).max(255)]);
-const Families = z.array(z.enum(["ipv4", "ipv6"])).min(1).max(2);
+const Families = z
+  .array(z.enum(["ipv4", "ipv6"]))
+  .min(1)
+  .max(2);
 
 export const Peer = z
   .object({

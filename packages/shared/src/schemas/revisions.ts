@@ -92,5 +92,10 @@ export const RevisionPruneResult = z
   .meta({ id: "RevisionPruneResult" });
 
 export const RefreshBody = optionalBody(z.strictObject({ force: z.boolean().optional() }));
-export const RefreshQuery = z.strictObject({ wait: z.enum(["true", "false"]).default("false").transform((v) => v === "true") });
+export const RefreshQuery = z.strictObject({
+  wait: z
+    .enum(["true", "false"])
+    .default("false")
+    .transform((v) => v === "true"),
+});
 export const JobAccepted = z.object({ job_id: Uuid, type: z.string(), status: z.string() }).meta({ id: "JobAccepted" });

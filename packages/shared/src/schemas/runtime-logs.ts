@@ -2,7 +2,10 @@ import { z } from "zod";
 import { ListQueryShape, Timestamp, Uuid } from "./common.js";
 
 /** A log file is named by its base name only. Anything else is a 400, never a path. */
-export const LogFileName = z.string().regex(/^[a-z0-9][a-z0-9_.-]*\.log$/, "must be a base name matching ^[a-z0-9][a-z0-9_.-]*\\.log$").max(255);
+export const LogFileName = z
+  .string()
+  .regex(/^[a-z0-9][a-z0-9_.-]*\.log$/, "must be a base name matching ^[a-z0-9][a-z0-9_.-]*\\.log$")
+  .max(255);
 
 export const LogFileInfo = z.object({ name: z.string(), size: z.number().int(), mtime: Timestamp }).meta({ id: "RuntimeLogFile" });
 
@@ -45,7 +48,12 @@ export const AutoEstimate = z
   .object({ threshold_bytes: z.number().int(), files: z.array(LogFileInfo), total_bytes: z.number().int() })
   .meta({ id: "RuntimeLogAutoEstimate" });
 
-export const AutoRunQuery = z.strictObject({ dry_run: z.enum(["true", "false"]).default("false").transform((v) => v === "true") });
+export const AutoRunQuery = z.strictObject({
+  dry_run: z
+    .enum(["true", "false"])
+    .default("false")
+    .transform((v) => v === "true"),
+});
 
 export const AutoRunResult = z
   .object({

@@ -32,7 +32,9 @@ export const BirdSettings = z
       .min(5)
       .max(3600)
       .optional()
-      .describe(`\`configure timeout\`: BIRD goes back to the previous configuration unless the agent confirms within this many seconds (default ${BIRD_DEFAULTS.configure_timeout_seconds}).`),
+      .describe(
+        `\`configure timeout\`: BIRD goes back to the previous configuration unless the agent confirms within this many seconds (default ${BIRD_DEFAULTS.configure_timeout_seconds}).`,
+      ),
     confirm_after_seconds: z
       .number()
       .int()
@@ -43,10 +45,7 @@ export const BirdSettings = z
         `The probation window (default ${BIRD_DEFAULTS.confirm_after_seconds}): how long the agent watches BGP sessions, exported routes and its way to the controller after a reload before it confirms; ` +
           `0 = confirm once BIRD runs the rendered protocols. Must stay at least ${PROBATION_CONFIRM_MARGIN_SECONDS} s below configure_timeout_seconds.`,
       ),
-    probation_check_controller: z
-      .boolean()
-      .optional()
-      .describe("Whether the probation also requires the agent to reach the controller (default true)."),
+    probation_check_controller: z.boolean().optional().describe("Whether the probation also requires the agent to reach the controller (default true)."),
   })
   .superRefine((v, ctx) => {
     const timeout = v.configure_timeout_seconds ?? BIRD_DEFAULTS.configure_timeout_seconds;

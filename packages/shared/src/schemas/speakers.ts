@@ -32,6 +32,57 @@ export const BgpSessionLive = z
     last_error: z.string().nullable(),
   })
   .meta({ id: "BgpSessionLive" });
+export type BgpSessionLive = z.infer<typeof BgpSessionLive>;
+
+// What an agent (or the controller's local speaker) reports, in its JSON form: these types are
+// the one definition the agent, the gRPC conversions and the controller share. The report the
+// controller accepts (StatusReport below) is looser, so that an older or newer agent is heard.
+
+/** BIRD as `show status` shows it; `reachable: false` with nulls when the socket did not answer. */
+export const BirdInfo = z.object({
+  reachable: z.boolean(),
+  version: z.string().nullable(),
+  router_id: z.string().nullable(),
+  server_time: z.string().nullable(),
+  last_reconfiguration: z.string().nullable(),
+});
+export type BirdInfo = z.infer<typeof BirdInfo>;
+
+/** A session as a speaker reports it: BIRD's text always gives the route counts (0 when none). */
+export const ReportedSession = BgpSessionLive.extend({ routes_imported: z.number().int(), routes_exported: z.number().int() });
+export type ReportedSession = z.infer<typeof ReportedSession>;
+
+export const ReportReason = z.enum(["applied", "apply_failed", "live_poll", "sessions_changed", "started"]);
+export type ReportReason = z.infer<typeof ReportReason>;
+
+/** Why the last apply failed; `check` and `sessions` only for a probation that reverted. */
+export const StatusError = z.object({
+  code: z.string(),
+  message: z.string(),
+  revision_id: z.number().int().nullable(),
+  sequence: z.number().int().nullable(),
+  at: z.string(),
+  check: z.string().nullable().optional(),
+  sessions: z.array(z.string()).optional(),
+});
+export type StatusError = z.infer<typeof StatusError>;
+
+/** A status report as a speaker sends it (the JSON form of agent.proto's ReportStatusRequest). */
+export const SentStatusReport = z.object({
+  speaker_id: z.string(),
+  reason: ReportReason,
+  poll_id: z.string().nullable(),
+  applied_revision_id: z.number().int().nullable(),
+  applied_sequence: z.number().int().nullable(),
+  applied_digest: z.string().nullable(),
+  applied_at: z.string().nullable(),
+  error: StatusError.nullable(),
+  bird: BirdInfo,
+  sessions: z.array(ReportedSession),
+  agent_version: z.string(),
+  reported_at: z.string(),
+});
+export type SentStatusReport = z.infer<typeof SentStatusReport>;
 
 export const SpeakerLiveStatus = z
   .object({
@@ -40,7 +91,14 @@ export const SpeakerLiveStatus = z
     stale: z.boolean(),
     polled_at: Timestamp.nullable(),
     revision_id: z.number().int().nullable(),
-    bird: z.object({ version: z.string().nullable(), router_id: z.string().nullable(), server_time: z.string().nullable(), last_reconfiguration: z.string().nullable() }).nullable(),
+    bird: z
+      .object({
+        version: z.string().nullable(),
+        router_id: z.string().nullable(),
+        server_time: z.string().nullable(),
+        last_reconfiguration: z.string().nullable(),
+      })
+      .nullable(),
     sessions: z.array(BgpSessionLive),
   })
   .meta({ id: "SpeakerLiveStatus" });
@@ -113,10 +171,18 @@ export const UpdateSpeakerBody = z.strictObject({
 export const SpeakerParams = z.strictObject({ speaker_id: Uuid });
 export const SpeakerListQuery = z.strictObject({
   ...ListQueryShape,
-  live: z.enum(["true", "false"]).default("false").transform((v) => v === "true"),
+  live: z
+    .enum(["true", "false"])
+    .default("false")
+    .transform((v) => v === "true"),
   live_timeout_ms: z.coerce.number().int().min(100).max(10000).default(2000),
 });
-export const SpeakerDeleteQuery = z.strictObject({ force: z.enum(["true", "false"]).default("false").transform((v) => v === "true") });
+export const SpeakerDeleteQuery = z.strictObject({
+  force: z
+    .enum(["true", "false"])
+    .default("false")
+    .transform((v) => v === "true"),
+});
 
 export const EnrollmentToken = z
   .object({
@@ -142,7 +208,11 @@ export const ApplyBody = optionalBody(
   }),
 );
 export const SpeakerApplyBody = optionalBody(
-  z.strictObject({ revision_id: z.number().int().min(1).optional(), timeout_seconds: z.number().int().min(1).max(3600).optional(), force_confirm: ForceConfirm }),
+  z.strictObject({
+    revision_id: z.number().int().min(1).optional(),
+    timeout_seconds: z.number().int().min(1).max(3600).optional(),
+    force_confirm: ForceConfirm,
+  }),
 );
 
 export const SigningKey = z
@@ -172,23 +242,29 @@ export const EnrollResult = z
     signing_keys: z.array(SigningKey),
     grpc_endpoint: z.string().nullable(),
     nats_url: z.string().nullable(),
-    nats_credentials: z
-      .string()
-      .nullable()
-      .meta({ description: "NATS user credentials (`.creds` text: user JWT and nkey seed) limited to this speaker's subjects; null when the controller mints none. Shown once." }),
+    nats_credentials: z.string().nullable().meta({
+      description:
+        "NATS user credentials (`.creds` text: user JWT and nkey seed) limited to this speaker's subjects; null when the controller mints none. Shown once.",
+    }),
   })
   .meta({ id: "EnrollResult" });
 
-export const NatsMonitoringCredentialsBody = z.strictObject({
-  ttl_days: z.number().int().min(1).max(365).default(30).meta({ description: "Days until the credentials expire (1..365, default 30)." }),
-}).default({ ttl_days: 30 });
+export const NatsMonitoringCredentialsBody = z
+  .strictObject({
+    ttl_days: z.number().int().min(1).max(365).default(30).meta({ description: "Days until the credentials expire (1..365, default 30)." }),
+  })
+  .default({ ttl_days: 30 });
 
 export const NatsMonitoringCredentials = z
   .object({
     creds: z.string().meta({ description: "`.creds` text (user JWT and nkey seed) for `nats --creds`; shown once." }),
     user: z.string().meta({ description: "The NATS user's public key (U…)." }),
     account: z.string().meta({ description: "The NATS account's public key (A…)." }),
-    subscribe: z.array(z.string()).meta({ description: "Subjects it may subscribe to; it may publish nothing." }),
+    subscribe: z.array(z.string()).meta({ description: "Subjects it may subscribe to: the tenant's events and its own inbox prefix." }),
+    stream: z.string().meta({ description: "The tenant's JetStream stream of events (`RL_EVENTS_V1_<tenant_id>`), which it may read." }),
+    inbox_prefix: z.string().meta({
+      description: "The inbox prefix to connect with (`--inbox-prefix` of the nats CLI, `inboxPrefix` of nats.js): replies of stream reads arrive there.",
+    }),
     expires_at: z.string(),
   })
   .meta({ id: "NatsMonitoringCredentials" });
@@ -198,6 +274,15 @@ export const LatestRevision = z
   .meta({ id: "LatestRevision" });
 
 export const BundleParams = z.strictObject({ speaker_id: Uuid, revision_id: z.coerce.number().int().min(1).max(2147483647) });
+export const BundleQuery = z.strictObject({
+  base_revision: z.coerce
+    .number()
+    .int()
+    .min(1)
+    .max(2147483647)
+    .optional()
+    .meta({ description: "The revision the agent runs and holds the prefixes of: a delta from it comes when one was issued." }),
+});
 
 export const SignedBundle = z
   .object({ format: z.literal("rl-bundle/1"), key_id: z.string(), alg: z.literal("ed25519"), payload: z.string(), signature: z.string() })
@@ -209,21 +294,31 @@ const SequenceNumber = z.number().int().min(0).max(Number.MAX_SAFE_INTEGER);
 export const StatusReport = z
   .looseObject({
     speaker_id: Uuid,
-    reason: z.enum(["applied", "apply_failed", "live_poll", "sessions_changed", "started"]),
+    reason: ReportReason,
     poll_id: z.string().max(100).nullable().optional(),
     applied_revision_id: RevisionNumber.nullable().optional(),
     applied_sequence: SequenceNumber.nullable().optional(),
     applied_digest: z.string().nullable().optional(),
     applied_at: z.string().nullable().optional(),
     error: z
-      .looseObject({ code: z.string().max(100), message: z.string().max(10000), revision_id: RevisionNumber.nullable().optional(), sequence: SequenceNumber.nullable().optional(), at: z.string().nullable().optional() })
+      .looseObject({
+        code: z.string().max(100),
+        message: z.string().max(10000),
+        revision_id: RevisionNumber.nullable().optional(),
+        sequence: SequenceNumber.nullable().optional(),
+        at: z.string().nullable().optional(),
+      })
       .nullable()
       .optional(),
     bird: z.looseObject({ reachable: z.boolean() }).nullable().optional(),
-    sessions: z.array(z.looseObject({ protocol: z.string() })).max(10000).optional(),
+    sessions: z
+      .array(z.looseObject({ protocol: z.string() }))
+      .max(10000)
+      .optional(),
     agent_version: singleLineText().max(64).nullable().optional(),
     reported_at: z.string().nullable().optional(),
   })
   // PostgreSQL's jsonb refuses NUL characters: refused here as bad input, never a 500.
   .refine((v) => !JSON.stringify(v).includes("\\u0000"), "must not contain NUL characters")
   .meta({ id: "StatusReport" });
+export type StatusReport = z.infer<typeof StatusReport>;

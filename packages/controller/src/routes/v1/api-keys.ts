@@ -12,8 +12,8 @@ import {
   UpdateApiKeyBody,
 } from "@rlc/shared/schemas";
 import type { FastifyPluginAsyncZod } from "fastify-type-provider-zod";
-import type { AppDeps } from "../../app.js";
-import { permissionsOf } from "../../services/context.js";
+import type { AppDeps } from "../../app-deps.js";
+import { permissionsOf } from "../../services/access/context.js";
 import { authProblems, problems, writeProblems } from "../responses.js";
 
 const tags = ["api-keys"];
@@ -49,10 +49,11 @@ const apiKeyRoutes: FastifyPluginAsyncZod<{ deps: AppDeps }> = async (app, { dep
       },
       config: operator,
     },
-    async (req, reply) => req.mutate(reply, async (tx, ctx) => {
-      const body = await keys.create(tx, ctx, req.body);
-      return { status: 201, body, headers: { location: `/v1/api-keys/${body.id}` } };
-    }),
+    async (req, reply) =>
+      req.mutate(reply, async (tx, ctx) => {
+        const body = await keys.create(tx, ctx, req.body);
+        return { status: 201, body, headers: { location: `/v1/api-keys/${body.id}` } };
+      }),
   );
 
   app.get(
@@ -84,8 +85,7 @@ const apiKeyRoutes: FastifyPluginAsyncZod<{ deps: AppDeps }> = async (app, { dep
       schema: {
         tags,
         summary: "Revoke an API key",
-        description:
-          "A key revokes itself and keys of a lower role (a speaker's node key from the admin role up); superadmins also revoke one another's keys.",
+        description: "A key revokes itself and keys of a lower role (a speaker's node key from the admin role up); superadmins also revoke one another's keys.",
         params: IdParams,
         response: { 204: Empty, ...writeProblems, ...problems(404) },
       },

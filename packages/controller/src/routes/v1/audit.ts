@@ -1,8 +1,8 @@
 import { AuditListQuery, AuditRecord, page } from "@rlc/shared/schemas";
 import type { FastifyPluginAsyncZod } from "fastify-type-provider-zod";
-import type { AppDeps } from "../../app.js";
-import { listAudit } from "../../services/audit.js";
-import { MONITORING_READ } from "../../services/context.js";
+import type { AppDeps } from "../../app-deps.js";
+import { listAudit } from "../../services/access/audit.js";
+import { MONITORING_READ } from "../../services/access/context.js";
 import { authProblems } from "../responses.js";
 
 const auditRoutes: FastifyPluginAsyncZod<{ deps: AppDeps }> = async (app, { deps }) => {

@@ -1,7 +1,7 @@
 import { BgpSessionLive, Uuid } from "@rlc/shared/schemas";
 import type { FastifyPluginAsyncZod } from "fastify-type-provider-zod";
 import { z } from "zod";
-import type { AppDeps } from "../../app.js";
+import type { AppDeps } from "../../app-deps.js";
 import { authProblems, problems, writeProblems } from "../responses.js";
 
 const tags = ["bird"];
@@ -41,7 +41,9 @@ const LocalBirdReload = z
 
 const ReloadBody = z.preprocess(
   (v) => (v === null || v === undefined ? {} : v),
-  z.strictObject({ revision_id: z.number().int().min(1).max(2147483647).optional().describe("Default: the local speaker's desired revision, else the current one.") }),
+  z.strictObject({
+    revision_id: z.number().int().min(1).max(2147483647).optional().describe("Default: the local speaker's desired revision, else the current one."),
+  }),
 );
 
 const unavailable = problems(503);

@@ -1,7 +1,7 @@
 import { Catalog } from "@rlc/shared/schemas";
 import type { FastifyPluginAsyncZod } from "fastify-type-provider-zod";
-import type { AppDeps } from "../../app.js";
 import { z } from "zod";
+import type { AppDeps } from "../../app-deps.js";
 import { authProblems } from "../responses.js";
 
 const catalogRoutes: FastifyPluginAsyncZod<{ deps: AppDeps }> = async (app, { deps }) => {

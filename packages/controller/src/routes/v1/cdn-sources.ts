@@ -13,9 +13,8 @@ import {
 } from "@rlc/shared/schemas";
 import type { FastifyRequest } from "fastify";
 import type { FastifyPluginAsyncZod } from "fastify-type-provider-zod";
-import type { AppDeps } from "../../app.js";
-import { CDN_PREVIEW_LIMIT, takeRateLimit } from "../../lib/rate-limit.js";
-import { createOutboundRules } from "../../services/outbound-rules.js";
+import type { AppDeps } from "../../app-deps.js";
+import { createOutboundRules } from "../../services/ingest/outbound-rules.js";
 import { authProblems, problems, writeProblems } from "../responses.js";
 
 const tags = ["cdn-sources"];
@@ -31,13 +30,21 @@ const cdnSourceRoutes: FastifyPluginAsyncZod<{ deps: AppDeps }> = async (app, { 
   const rules = createOutboundRules(deps.outbound, deps.config.APP_OUTBOUND_ALLOW_CIDRS);
   // Before the body is parsed, so malformed calls count too (every call but a 429 counts).
   const rateLimited = async (req: FastifyRequest, _reply: unknown, payload: unknown) => {
-    await takeRateLimit(deps.sql, req.principal!.tenantId, CDN_PREVIEW_LIMIT, deps.clock());
+    await sources.countPreviewCall(deps.sql, req.principal!.tenantId, deps.clock());
     return payload;
   };
 
   app.get(
     "/v1/modules/:module_id/cdn-sources",
-    { schema: { tags, summary: "List a module's CDN sources", params: ModuleParams, querystring: CdnSourceListQuery, response: { 200: page(CdnSource), ...authProblems, ...problems(404) } } },
+    {
+      schema: {
+        tags,
+        summary: "List a module's CDN sources",
+        params: ModuleParams,
+        querystring: CdnSourceListQuery,
+        response: { 200: page(CdnSource), ...authProblems, ...problems(404) },
+      },
+    },
     async (req) => sources.list(deps.sql, req.ctx(), req.params.module_id, req.query),
   );
 

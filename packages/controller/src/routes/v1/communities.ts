@@ -1,6 +1,6 @@
 import { Community, CommunityListQuery, CreateCommunityBody, Empty, IdParams, page, UpdateCommunityBody } from "@rlc/shared/schemas";
 import type { FastifyPluginAsyncZod } from "fastify-type-provider-zod";
-import type { AppDeps } from "../../app.js";
+import type { AppDeps } from "../../app-deps.js";
 import { authProblems, problems, writeProblems } from "../responses.js";
 
 const tags = ["communities"];
@@ -41,7 +41,13 @@ const communityRoutes: FastifyPluginAsyncZod<{ deps: AppDeps }> = async (app, { 
   app.patch(
     "/v1/communities/:id",
     {
-      schema: { tags, summary: "Update a community", params: IdParams, body: UpdateCommunityBody, response: { 200: Community, ...writeProblems, ...problems(404) } },
+      schema: {
+        tags,
+        summary: "Update a community",
+        params: IdParams,
+        body: UpdateCommunityBody,
+        response: { 200: Community, ...writeProblems, ...problems(404) },
+      },
     },
     async (req, reply) => req.mutate(reply, async (tx, ctx) => ({ status: 200, body: await communities.update(tx, ctx, req.params.id, req.body) })),
   );

@@ -2,7 +2,7 @@ import { Readable } from "node:stream";
 import { CsvImportQuery, CsvImportResult, ModuleParams } from "@rlc/shared/schemas";
 import type { FastifyPluginAsyncZod } from "fastify-type-provider-zod";
 import { z } from "zod";
-import type { AppDeps } from "../../app.js";
+import type { AppDeps } from "../../app-deps.js";
 import { authProblems, problems, writeProblems } from "../responses.js";
 
 const tags = ["entries"];

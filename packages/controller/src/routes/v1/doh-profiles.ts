@@ -1,7 +1,7 @@
 import { CreateDohProfileBody, DohProfile, DohProfileListQuery, Empty, IdParams, page, UpdateDohProfileBody } from "@rlc/shared/schemas";
 import type { FastifyPluginAsyncZod } from "fastify-type-provider-zod";
-import type { AppDeps } from "../../app.js";
-import { createOutboundRules } from "../../services/outbound-rules.js";
+import type { AppDeps } from "../../app-deps.js";
+import { createOutboundRules } from "../../services/ingest/outbound-rules.js";
 import { authProblems, problems, writeProblems } from "../responses.js";
 
 const tags = ["doh-profiles"];
@@ -45,7 +45,13 @@ const dohProfileRoutes: FastifyPluginAsyncZod<{ deps: AppDeps }> = async (app, {
   app.patch(
     "/v1/doh-profiles/:id",
     {
-      schema: { tags, summary: "Update a DoH profile", params: IdParams, body: UpdateDohProfileBody, response: { 200: DohProfile, ...writeProblems, ...problems(404) } },
+      schema: {
+        tags,
+        summary: "Update a DoH profile",
+        params: IdParams,
+        body: UpdateDohProfileBody,
+        response: { 200: DohProfile, ...writeProblems, ...problems(404) },
+      },
     },
     async (req, reply) => req.mutate(reply, async (tx, ctx) => ({ status: 200, body: await profiles.update(tx, ctx, req.params.id, req.body, rules) })),
   );

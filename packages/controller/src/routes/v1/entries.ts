@@ -16,9 +16,8 @@ import {
 } from "@rlc/shared/schemas";
 import type { FastifyPluginAsyncZod } from "fastify-type-provider-zod";
 import type { z } from "zod";
-import type { AppDeps } from "../../app.js";
-import type { EntryKind } from "../../db/entries.js";
-import type { EntryInputOf } from "../../services/entries.js";
+import type { AppDeps } from "../../app-deps.js";
+import type { EntryInputOf, EntryKind } from "../../services/route-lists/entries.js";
 import { authProblems, problems, writeProblems } from "../responses.js";
 
 /** The three entry collections differ only by schemas, path and words. */
@@ -53,7 +52,16 @@ const collections = [
     a: "an IP-range entry",
     rules: "Canonical CIDR; a bare address is a /32 or /128; host bits set is a 400 naming the network. Only on IP_RANGES modules.",
   },
-] as const satisfies readonly { kind: EntryKind; path: string; item: z.ZodType; create: z.ZodType; update: z.ZodType; noun: string; a: string; rules: string }[];
+] as const satisfies readonly {
+  kind: EntryKind;
+  path: string;
+  item: z.ZodType;
+  create: z.ZodType;
+  update: z.ZodType;
+  noun: string;
+  a: string;
+  rules: string;
+}[];
 
 const entryRoutes: FastifyPluginAsyncZod<{ deps: AppDeps }> = async (app, { deps }) => {
   const entries = deps.services.entries;

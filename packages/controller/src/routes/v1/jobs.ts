@@ -1,6 +1,6 @@
 import { Job, JobListQuery, JobParams, page } from "@rlc/shared/schemas";
 import type { FastifyPluginAsyncZod } from "fastify-type-provider-zod";
-import type { AppDeps } from "../../app.js";
+import type { AppDeps } from "../../app-deps.js";
 import { authProblems, problems, writeProblems } from "../responses.js";
 
 const tags = ["jobs"];

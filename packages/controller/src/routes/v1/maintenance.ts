@@ -14,8 +14,8 @@ import {
 } from "@rlc/shared/schemas";
 import type { FastifyPluginAsyncZod } from "fastify-type-provider-zod";
 import { z } from "zod";
-import type { AppDeps } from "../../app.js";
-import { authProblems, problems, writeProblems } from "../responses.js";
+import type { AppDeps } from "../../app-deps.js";
+import { authProblems, jobAccepted, problems, writeProblems } from "../responses.js";
 
 const tags = ["maintenance"];
 const operator = { role: "operator" as const };
@@ -132,8 +132,7 @@ const maintenanceRoutes: FastifyPluginAsyncZod<{ deps: AppDeps }> = async (app, 
     },
     async (req, reply) =>
       req.mutate(reply, async (tx, ctx) => {
-        const job = await maintenance.requestRun(tx, ctx, deps.bus, req.params.policy_id);
-        return { status: 202, body: { job_id: job.id, type: job.type, status: job.status }, headers: { location: `/v1/jobs/${job.id}` } };
+        return jobAccepted(await maintenance.requestRun(tx, ctx, deps.bus, req.params.policy_id));
       }),
   );
 

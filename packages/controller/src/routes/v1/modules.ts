@@ -1,6 +1,6 @@
 import { CreateModuleBody, Empty, Module, ModuleListQuery, ModuleParams, page, UpdateModuleBody } from "@rlc/shared/schemas";
 import type { FastifyPluginAsyncZod } from "fastify-type-provider-zod";
-import type { AppDeps } from "../../app.js";
+import type { AppDeps } from "../../app-deps.js";
 import { authProblems, problems, writeProblems } from "../responses.js";
 
 const tags = ["modules"];

@@ -1,6 +1,6 @@
 import { NatsMonitoringCredentials, NatsMonitoringCredentialsBody } from "@rlc/shared/schemas";
 import type { FastifyPluginAsyncZod } from "fastify-type-provider-zod";
-import type { AppDeps } from "../../app.js";
+import type { AppDeps } from "../../app-deps.js";
 import { problems, writeProblems } from "../responses.js";
 
 const natsRoutes: FastifyPluginAsyncZod<{ deps: AppDeps }> = async (app, { deps }) => {
@@ -11,8 +11,9 @@ const natsRoutes: FastifyPluginAsyncZod<{ deps: AppDeps }> = async (app, { deps 
         tags: ["nats"],
         summary: "Issue read-only NATS credentials for a dashboard (admin)",
         description:
-          "A NATS user that may subscribe to the calling tenant's subjects (`rl.<tenant_id>.>`: every speaker's `notify` and `status`) " +
-          "and publish nothing; it expires after `ttl_days`. The answer's `creds` is a `.creds` file for `nats --creds`, shown once. " +
+          "A NATS user that may read the calling tenant's events (`rl.v1.<tenant_id>.>`, described at /v1/asyncapi.json), live and " +
+          "from the tenant's JetStream stream (`stream`; connect with `inbox_prefix` to read it), and publish nothing else; it expires after `ttl_days`. " +
+          "The answer's `creds` is a `.creds` file for `nats --creds`, shown once. " +
           "No single user can be revoked before it expires (the server trusts the account's signing key, not a list of users): keep `ttl_days` short, " +
           "and to cut every such user off at once, make a new account signing key (see deploy/nats/README.md). " +
           "503 `nats_credentials_unavailable` when the controller has no NATS account signing key (NATS_ACCOUNT_SEED_FILE).",

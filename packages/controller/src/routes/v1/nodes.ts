@@ -1,11 +1,24 @@
-import { ApplyBody, BundleParams, EnrollBody, EnrollResult, JobAccepted, LatestRevision, SignedBundle, SigningKey, SigningKeyList, SpeakerParams, StatusReport } from "@rlc/shared/schemas";
-import { ForbiddenError, ValidationError } from "@rlc/shared/errors";
+import { isBundleV2 } from "@rlc/shared/bundle";
+import { ValidationError } from "@rlc/shared/errors";
+import {
+  ApplyBody,
+  BundleParams,
+  BundleQuery,
+  EnrollBody,
+  EnrollResult,
+  JobAccepted,
+  LatestRevision,
+  SignedBundle,
+  SigningKey,
+  SigningKeyList,
+  SpeakerParams,
+  StatusReport,
+} from "@rlc/shared/schemas";
 import type { FastifyPluginAsyncZod } from "fastify-type-provider-zod";
 import { z } from "zod";
-import type { AppDeps } from "../../app.js";
-import { gzipBundle } from "../../services/bundles.js";
-import { startApply } from "../../services/deploy.js";
-import { authProblems, problems, writeProblems } from "../responses.js";
+import type { AppDeps } from "../../app-deps.js";
+import { gzipBundle } from "../../services/deploy/bundles.js";
+import { authProblems, jobAccepted, problems, writeProblems } from "../responses.js";
 
 const tags = ["nodes"];
 /** Node keys of the speaker itself, or operators of the tenant. */
@@ -70,7 +83,15 @@ const nodeRoutes: FastifyPluginAsyncZod<{ deps: AppDeps }> = async (app, { deps 
 
   app.get(
     "/v1/speakers/:speaker_id/revisions/latest",
-    { schema: { tags, summary: "The speaker's desired revision and its bundle (node key of that speaker)", params: SpeakerParams, response: { 200: LatestRevision, ...authProblems, ...problems(404) } }, config: nodeOrOperator },
+    {
+      schema: {
+        tags,
+        summary: "The speaker's desired revision and its bundle (node key of that speaker)",
+        params: SpeakerParams,
+        response: { 200: LatestRevision, ...authProblems, ...problems(404) },
+      },
+      config: nodeOrOperator,
+    },
     async (req) => node.latest(deps.sql, req.principal!, req.params.speaker_id),
   );
 
@@ -83,20 +104,21 @@ const nodeRoutes: FastifyPluginAsyncZod<{ deps: AppDeps }> = async (app, { deps 
         description:
           "A bundle carries the peers' BGP passwords in plain text, so only the speaker's own node key receives it; any other key gets 403 " +
           "(a masked copy would no longer match its signature). Operators see what a bundle renders to with " +
-          "`GET /v1/revisions/{revision_id}/preview?speaker_id=`, passwords masked.",
+          "`GET /v1/revisions/{revision_id}/preview?speaker_id=`, passwords masked. " +
+          "The body is an `rl-bundle/2` (`application/octet-stream`: a signed header naming the SHA-256 of the config and of the " +
+          "prefix section that follow it; see the agent's README), or the `rl-bundle/1` JSON envelope for a bundle issued before it. " +
+          "With `base_revision` (the revision the agent runs and holds the prefixes of), a delta from it when the controller issued one: " +
+          "the same header with the edit script from that revision's prefixes instead of the whole list; otherwise the full bundle.",
         params: BundleParams,
+        querystring: BundleQuery,
         response: { 200: SignedBundle, ...authProblems, ...problems(404) },
       },
       config: nodeOrOperator,
     },
     async (req, reply) => {
-      // Another tenant's speaker is a 404 first, as on every route; the tenant's own is a 403.
-      await node.speakerFor(deps.sql, req.principal!, req.params.speaker_id);
-      if (req.principal!.role !== "node") {
-        throw new ForbiddenError("a bundle carries the peers' passwords: only the speaker's node key receives it (see the revision preview)");
-      }
-      const bytes = await node.bundle(deps.sql, req.principal!, req.params.speaker_id, req.params.revision_id);
-      reply.type("application/json");
+      // Another tenant's speaker is a 404 first, as on every route; the tenant's own is a 403 (the node service decides).
+      const bytes = await node.bundle(deps.sql, req.principal!, req.params.speaker_id, req.params.revision_id, req.query.base_revision ?? null);
+      reply.type(isBundleV2(bytes) ? "application/octet-stream" : "application/json");
       if (/\bgzip\b/.test(String(req.headers["accept-encoding"] ?? ""))) {
         reply.header("content-encoding", "gzip");
         return reply.send((await gzipBundle(bytes)) as never);
@@ -149,8 +171,7 @@ const nodeRoutes: FastifyPluginAsyncZod<{ deps: AppDeps }> = async (app, { deps 
     },
     async (req, reply) =>
       req.mutate(reply, async (tx, ctx) => {
-        const job = await startApply(tx, { tenantId: ctx.principal.tenantId, now: ctx.now, afterCommit: ctx.afterCommit }, { audit: deps.services.audit, bus: deps.bus }, req.body, `key:${ctx.principal.keyPrefix}`);
-        return { status: 202, body: { job_id: job.id, type: job.type, status: job.status }, headers: { location: `/v1/jobs/${job.id}` } };
+        return jobAccepted(await deps.services.deploy.apply(tx, ctx, req.body));
       }),
   );
 };

@@ -1,12 +1,9 @@
-import { NotFoundError } from "@rlc/shared/errors";
-import { Job, JobAccepted, RefreshBody, RefreshQuery } from "@rlc/shared/schemas";
-import { Uuid } from "@rlc/shared/schemas";
+import { Job, JobAccepted, RefreshBody, RefreshQuery, Uuid } from "@rlc/shared/schemas";
 import type { FastifyPluginAsyncZod } from "fastify-type-provider-zod";
 import { z } from "zod";
-import type { AppDeps } from "../../app.js";
-import { moduleExists } from "../../db/ingest-inputs.js";
-import { enqueueJob, jobFailure, toJob, waitForJob } from "../../services/jobs.js";
-import { problems, writeProblems } from "../responses.js";
+import type { AppDeps } from "../../app-deps.js";
+import { jobFailure, toJob, waitForJob } from "../../services/operations/jobs.js";
+import { jobAccepted, jobAcceptedBody, problems, writeProblems } from "../responses.js";
 
 const tags = ["refresh"];
 const ModuleParams = z.strictObject({ module_id: Uuid });
@@ -26,18 +23,9 @@ const refreshRoutes: FastifyPluginAsyncZod<{ deps: AppDeps }> = async (app, { de
   };
 
   const refresh = async (req: any, reply: any, moduleIds: string[] | null) => {
-    const accepted = await req.mutate(reply, async (tx: any, ctx: any) => {
-      if (moduleIds && !(await moduleExists(tx, ctx.principal.tenantId, moduleIds[0]!))) throw new NotFoundError("module", moduleIds[0]);
-      const job = await enqueueJob(tx, deps.bus, {
-        tenantId: ctx.principal.tenantId,
-        type: "module_ingest",
-        params: { module_ids: moduleIds, force: req.body.force ?? false },
-        createdBy: `key:${ctx.principal.keyPrefix}`,
-        now: ctx.now,
-        afterCommit: ctx.afterCommit,
-      });
-      return { status: 202, body: { job_id: job.id, type: job.type, status: job.status }, headers: { location: `/v1/jobs/${job.id}` } };
-    });
+    const accepted = await req.mutate(reply, async (tx: any, ctx: any) =>
+      jobAccepted(await deps.services.ingest.requestRefresh(tx, ctx, moduleIds, req.body.force ?? false)),
+    );
     if (!req.query.wait) return accepted;
     const row = await waitForJob(deps.sql, deps.bus, req.principal.tenantId, accepted.job_id, WAIT_MS);
     if (row.status === "succeeded") {
@@ -46,12 +34,15 @@ const refreshRoutes: FastifyPluginAsyncZod<{ deps: AppDeps }> = async (app, { de
     }
     if (row.status === "failed" || row.status === "cancelled") throw jobFailure(row);
     reply.code(202);
-    return { job_id: row.id, type: row.type, status: row.status };
+    return jobAcceptedBody(row);
   };
 
   app.post(
     "/v1/modules/:module_id/refresh",
-    { schema: { ...schema, summary: "Refresh a module: collect it afresh and build a revision of all enabled modules", params: ModuleParams }, config: { role: "operator" } },
+    {
+      schema: { ...schema, summary: "Refresh a module: collect it afresh and build a revision of all enabled modules", params: ModuleParams },
+      config: { role: "operator" },
+    },
     async (req, reply) => refresh(req, reply, [req.params.module_id]),
   );
 

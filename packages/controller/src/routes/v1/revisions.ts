@@ -15,11 +15,9 @@ import {
   RollbackBody,
   Uuid,
 } from "@rlc/shared/schemas";
-import { z } from "zod";
 import type { FastifyPluginAsyncZod } from "fastify-type-provider-zod";
-import type { AppDeps } from "../../app.js";
-import { listCommunityTitles } from "../../db/ingest-inputs.js";
-import { startApply } from "../../services/deploy.js";
+import { z } from "zod";
+import type { AppDeps } from "../../app-deps.js";
 import { authProblems, problems, writeProblems } from "../responses.js";
 
 const tags = ["revisions"];
@@ -36,7 +34,9 @@ const revisionRoutes: FastifyPluginAsyncZod<{ deps: AppDeps }> = async (app, { d
   // Registered before /v1/revisions/:revision_id so "prune" is never read as an id.
   app.get(
     "/v1/revisions/prune/estimate",
-    { schema: { tags, summary: "Which revisions a prune would delete (revision_retention_minutes)", response: { 200: RevisionPruneEstimate, ...authProblems } } },
+    {
+      schema: { tags, summary: "Which revisions a prune would delete (revision_retention_minutes)", response: { 200: RevisionPruneEstimate, ...authProblems } },
+    },
     async (req) => {
       const ctx = req.ctx();
       return revisions.pruneEstimate(deps.sql, ctx.principal.tenantId, ctx.now);
@@ -92,10 +92,7 @@ const revisionRoutes: FastifyPluginAsyncZod<{ deps: AppDeps }> = async (app, { d
         response: { 200: RevisionPreview, ...authProblems, ...problems(404, 409) },
       },
     },
-    async (req) => {
-      const ctx = req.ctx();
-      return revisions.preview(deps.sql, ctx, req.params.revision_id, await listCommunityTitles(deps.sql, ctx.principal.tenantId), req.query.speaker_id);
-    },
+    async (req) => revisions.preview(deps.sql, req.ctx(), req.params.revision_id, req.query.speaker_id),
   );
 
   app.get(
@@ -130,13 +127,7 @@ const revisionRoutes: FastifyPluginAsyncZod<{ deps: AppDeps }> = async (app, { d
         const revision = await revisions.rollback(tx, ctx, req.params.revision_id);
         let applyJobId: string | undefined;
         if (req.body.apply) {
-          const job = await startApply(
-            tx,
-            { tenantId: ctx.principal.tenantId, now: ctx.now, afterCommit: ctx.afterCommit },
-            { audit: deps.services.audit, bus: deps.bus },
-            { revision_id: revision.revision_id },
-            `key:${ctx.principal.keyPrefix}`,
-          );
+          const job = await deps.services.deploy.apply(tx, ctx, { revision_id: revision.revision_id });
           applyJobId = job.id;
         }
         const body = applyJobId ? { ...revision, apply_job_id: applyJobId } : revision;

@@ -12,7 +12,7 @@ import {
   page,
 } from "@rlc/shared/schemas";
 import type { FastifyPluginAsyncZod } from "fastify-type-provider-zod";
-import type { AppDeps } from "../../app.js";
+import type { AppDeps } from "../../app-deps.js";
 import { authProblems, problems, writeProblems } from "../responses.js";
 
 const tags = ["runtime-logs"];
@@ -46,7 +46,10 @@ const runtimeLogRoutes: FastifyPluginAsyncZod<{ deps: AppDeps }> = async (app, {
       const tail = await logs.tail(req.params.filename, req.query);
       if (req.headers.accept?.includes("text/plain") && !req.headers.accept.includes("application/json")) {
         const text = tail.lines.length ? `${tail.lines.join("\n")}\n` : "";
-        return reply.type("text/plain; charset=utf-8").serializer(String).send(text as never);
+        return reply
+          .type("text/plain; charset=utf-8")
+          .serializer(String)
+          .send(text as never);
       }
       return tail;
     },
@@ -70,13 +73,28 @@ const runtimeLogRoutes: FastifyPluginAsyncZod<{ deps: AppDeps }> = async (app, {
 
   app.get(
     "/v1/runtime-logs/cleanup-audit",
-    { schema: { tags, summary: "Every cleanup, newest first (needs no log directory)", querystring: CleanupAuditQuery, response: { 200: page(CleanupAuditRecord), ...authProblems } }, config: deployment },
+    {
+      schema: {
+        tags,
+        summary: "Every cleanup, newest first (needs no log directory)",
+        querystring: CleanupAuditQuery,
+        response: { 200: page(CleanupAuditRecord), ...authProblems },
+      },
+      config: deployment,
+    },
     async (req) => logs.auditList(req.principal!.tenantId, req.query),
   );
 
   app.get(
     "/v1/runtime-logs/auto-estimate",
-    { schema: { tags, summary: "Files above the tenant's threshold (runtime_logs_auto_threshold_bytes)", response: { 200: AutoEstimate, ...authProblems, ...unavailable } }, config: deployment },
+    {
+      schema: {
+        tags,
+        summary: "Files above the tenant's threshold (runtime_logs_auto_threshold_bytes)",
+        response: { 200: AutoEstimate, ...authProblems, ...unavailable },
+      },
+      config: deployment,
+    },
     async (req) => logs.estimate(req.principal!.tenantId),
   );
 

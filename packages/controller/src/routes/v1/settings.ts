@@ -1,6 +1,6 @@
 import { Settings, SettingsPatch } from "@rlc/shared/schemas";
 import type { FastifyPluginAsyncZod } from "fastify-type-provider-zod";
-import type { AppDeps } from "../../app.js";
+import type { AppDeps } from "../../app-deps.js";
 import { authProblems, writeProblems } from "../responses.js";
 
 const tags = ["settings"];

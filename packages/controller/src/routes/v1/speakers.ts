@@ -15,10 +15,9 @@ import {
 } from "@rlc/shared/schemas";
 import type { FastifyPluginAsyncZod } from "fastify-type-provider-zod";
 import { z } from "zod";
-import type { AppDeps } from "../../app.js";
-import { startApply } from "../../services/deploy.js";
-import { pollLiveStatus } from "../../services/live-status.js";
-import { authProblems, problems, writeProblems } from "../responses.js";
+import type { AppDeps } from "../../app-deps.js";
+import { pollLiveStatus } from "../../services/deploy/live-status.js";
+import { authProblems, jobAccepted, problems, writeProblems } from "../responses.js";
 
 const tags = ["speakers"];
 const operator = { role: "operator" as const };
@@ -36,7 +35,10 @@ const speakerRoutes: FastifyPluginAsyncZod<{ deps: AppDeps }> = async (app, { de
           "With `live=true` every listed speaker's agent is asked for a fresh report in parallel; the answer waits at most `live_timeout_ms` " +
           "(default 2000, max 10000), adds `live` to each speaker and `polls` beside `items`; speakers that did not answer are `stale` with their last report.",
         querystring: SpeakerListQuery,
-        response: { 200: z.object({ items: z.array(Speaker), next_cursor: z.string().nullable(), has_more: z.boolean(), polls: z.array(LiveSpeakerPoll).optional() }), ...authProblems },
+        response: {
+          200: z.object({ items: z.array(Speaker), next_cursor: z.string().nullable(), has_more: z.boolean(), polls: z.array(LiveSpeakerPoll).optional() }),
+          ...authProblems,
+        },
       },
     },
     async (req) => {
@@ -73,7 +75,16 @@ const speakerRoutes: FastifyPluginAsyncZod<{ deps: AppDeps }> = async (app, { de
 
   app.patch(
     "/v1/speakers/:speaker_id",
-    { schema: { tags, summary: "Update a speaker", params: SpeakerParams, body: UpdateSpeakerBody, response: { 200: Speaker, ...writeProblems, ...problems(404) } }, config: operator },
+    {
+      schema: {
+        tags,
+        summary: "Update a speaker",
+        params: SpeakerParams,
+        body: UpdateSpeakerBody,
+        response: { 200: Speaker, ...writeProblems, ...problems(404) },
+      },
+      config: operator,
+    },
     async (req, reply) => req.mutate(reply, async (tx, ctx) => ({ status: 200, body: await speakers.update(tx, ctx, req.params.speaker_id, req.body) })),
   );
 
@@ -99,7 +110,15 @@ const speakerRoutes: FastifyPluginAsyncZod<{ deps: AppDeps }> = async (app, { de
 
   app.post(
     "/v1/speakers/:speaker_id/enrollment-token",
-    { schema: { tags, summary: "Issue a new one-time enrollment token (24 h)", params: SpeakerParams, response: { 201: EnrollmentToken, ...writeProblems, ...problems(404) } }, config: operator },
+    {
+      schema: {
+        tags,
+        summary: "Issue a new one-time enrollment token (24 h)",
+        params: SpeakerParams,
+        response: { 201: EnrollmentToken, ...writeProblems, ...problems(404) },
+      },
+      config: operator,
+    },
     async (req, reply) => req.mutate(reply, async (tx, ctx) => ({ status: 201, body: await speakers.enrollmentToken(tx, ctx, req.params.speaker_id) })),
   );
 
@@ -117,15 +136,7 @@ const speakerRoutes: FastifyPluginAsyncZod<{ deps: AppDeps }> = async (app, { de
     },
     async (req, reply) =>
       req.mutate(reply, async (tx, ctx) => {
-        await speakers.mustFind(tx, ctx.principal.tenantId, req.params.id);
-        const job = await startApply(
-          tx,
-          { tenantId: ctx.principal.tenantId, now: ctx.now, afterCommit: ctx.afterCommit },
-          { audit: deps.services.audit, bus: deps.bus },
-          { revision_id: req.body.revision_id, speaker_ids: [req.params.id], timeout_seconds: req.body.timeout_seconds, force_confirm: req.body.force_confirm },
-          `key:${ctx.principal.keyPrefix}`,
-        );
-        return { status: 202, body: { job_id: job.id, type: job.type, status: job.status }, headers: { location: `/v1/jobs/${job.id}` } };
+        return jobAccepted(await deps.services.deploy.applyToSpeaker(tx, ctx, req.params.id, req.body));
       }),
   );
 };

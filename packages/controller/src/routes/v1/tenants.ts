@@ -1,6 +1,6 @@
 import { CreatedTenant, CreateTenantBody, ListQuery, page, Tenant, TenantParams } from "@rlc/shared/schemas";
 import type { FastifyPluginAsyncZod } from "fastify-type-provider-zod";
-import type { AppDeps } from "../../app.js";
+import type { AppDeps } from "../../app-deps.js";
 import { authProblems, problems, writeProblems } from "../responses.js";
 
 const tags = ["tenants"];
@@ -36,7 +36,10 @@ const tenantRoutes: FastifyPluginAsyncZod<{ deps: AppDeps }> = async (app, { dep
 
   app.get(
     "/v1/tenants/:id",
-    { schema: { tags, summary: "Read a tenant (superadmin)", params: TenantParams, response: { 200: Tenant, ...authProblems, ...problems(404) } }, config: superadmin },
+    {
+      schema: { tags, summary: "Read a tenant (superadmin)", params: TenantParams, response: { 200: Tenant, ...authProblems, ...problems(404) } },
+      config: superadmin,
+    },
     async (req) => tenants.get(deps.sql, req.params.id),
   );
 };

@@ -1,0 +1,168 @@
+// BIRD's `configure` of a ~500,000-prefix config, through the speaker's BIRD sequence
+// (@rlc/shared/bird loadBirdConfig: render split per community set, compare with what runs,
+// `bird -p`, swap in the changed files, `configure timeout`, health check, confirm) against the
+// floor: BIRD given the same files by hand (written, then `configure` on the socket), in the
+// same run, on the same BIRD. For a 1 % change (one community set of ~100 rewritten, as a
+// refresh of one module does) and a 100 % change (every prefix's community set changes).
+// Prints medians and ratios; asserts no time.
+//
+//   npx turbo run build && node bench/bird-configure.mjs
+//   BENCH_RUNS=3 BENCH_PREFIXES=100000 node bench/bird-configure.mjs   # a quicker pass
+import { spawnSync } from "node:child_process";
+import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, unlinkSync, writeFileSync } from "node:fs";
+import { createRequire } from "node:module";
+import { tmpdir } from "node:os";
+import { dirname, join } from "node:path";
+import { performance } from "node:perf_hooks";
+import { BirdClient, createProcessRunner, healthCheckThenConfirm, loadBirdConfig, renderBirdConfig, renderOptionsFor } from "@rlc/shared/bird";
+import { rangeToCidrs } from "@rlc/shared/prefix";
+import { createSystemClock } from "@rlc/shared/time";
+import { startBird, stopProcess } from "../test/helpers/lab-daemons.mjs";
+
+const N = Number(process.env.BENCH_PREFIXES || 500_000);
+const RUNS = Number(process.env.BENCH_RUNS || 5);
+const SETS = 100;
+const s = (ms) => `${(ms / 1000).toFixed(2)} s`.padStart(9);
+const median = (xs) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
+
+if (spawnSync("sh", ["-c", "command -v bird"]).status !== 0) {
+  console.log("skipped: bird not on PATH");
+  process.exit(0);
+}
+
+// ---- input: the @ip-location-db/asn table as CIDRs, ~90 % IPv4, one community set per ASN mod 100
+const asnDir = dirname(createRequire(import.meta.url).resolve("@ip-location-db/asn/package.json"));
+function load(file, limit) {
+  const rows = [];
+  for (const line of readFileSync(join(asnDir, file), "utf8").split("\n")) {
+    if (!line) continue;
+    const [start, end, asn] = line.split(",", 3);
+    for (const cidr of rangeToCidrs(start, end)) {
+      rows.push([cidr, Number(asn) % SETS]);
+      if (rows.length >= limit) return rows;
+    }
+  }
+  return rows;
+}
+const v4rows = load("asn-ipv4.csv", Math.round(N * 0.9));
+const v6rows = load("asn-ipv6.csv", N - v4rows.length);
+const tag = (set) => [`65000:${set + 1}`];
+const content = (shift, changedSet) => ({
+  v4: v4rows.map(([p, set]) => [p, tag(set === changedSet || changedSet === "all" ? (set + shift) % SETS : set)]),
+  v6: v6rows.map(([p, set]) => [p, tag(set === changedSet || changedSet === "all" ? (set + shift) % SETS : set)]),
+});
+let revision = 0;
+const payload = (prefixes) => ({
+  tenant_id: "00000000-0000-7000-8000-000000000001",
+  speaker_id: "00000000-0000-7000-8000-0000000000aa",
+  revision_id: ++revision,
+  sequence: revision,
+  issued_at: new Date().toISOString(),
+  expires_at: new Date(Date.now() + 3600_000).toISOString(),
+  digest: `sha256:${String(revision).padStart(64, "0")}`,
+  speaker: { router_id: "127.0.0.1", asn: 65000, policies_json: {} },
+  bird: { configure_timeout_seconds: 120 },
+  communities: [],
+  peers: [],
+  prefixes,
+});
+// The smallest set moved onto another community: about 1 % of the prefixes with SETS = 100.
+const counts = new Map();
+for (const [, set] of [...v4rows, ...v6rows]) counts.set(set, (counts.get(set) ?? 0) + 1);
+const onePercentSet = [...counts].sort((a, b) => Math.abs(a[1] - N / 100) - Math.abs(b[1] - N / 100))[0][0];
+const base = content(0, null);
+const changes = {
+  "1 %": content(1, onePercentSet),
+  "100 %": content(1, "all"),
+};
+
+// ---- BIRD on loopback, include mode, as a router with an operator's bird.conf has it
+const dir = mkdtempSync(join(tmpdir(), "rl-bench-configure-"));
+const etc = join(dir, "etc");
+mkdirSync(etc);
+const configPath = join(etc, "rl-routes.conf");
+writeFileSync(configPath, "# empty\n");
+writeFileSync(join(etc, "bird.conf"), 'router id 127.0.0.1;\nprotocol device {\n}\ninclude "rl-routes.conf";\n');
+const socketPath = join(dir, "bird.ctl");
+const bird = await startBird({ config: join(etc, "bird.conf"), socketPath, pidFile: join(dir, "bird.pid"), logFile: join(dir, "bird.out") });
+const birdc = new BirdClient({ socketPath, timeoutMs: 600_000 });
+const deps = { birdc, runner: createProcessRunner(), clock: createSystemClock() };
+const stagingDir = join(dir, "staging");
+
+/** The floor: the files written by hand, `configure`, then BIRD answering again. */
+async function byHand(files) {
+  for (const name of readdirSync(etc)) if (name.startsWith("rl-routes")) unlinkSync(join(etc, name));
+  for (const [name, text] of Object.entries(files)) writeFileSync(join(etc, name), text);
+  const t = performance.now();
+  const reply = await birdc.command("configure", { timeoutMs: 600_000 });
+  if (reply.code !== 3 && reply.code !== 4) throw new Error(`configure: ${reply.text}`);
+  await birdc.command("show status", { timeoutMs: 600_000 });
+  return performance.now() - t;
+}
+
+/** The speaker's sequence, from the bundle's payload to BIRD confirmed. */
+async function ours(p) {
+  const t = performance.now();
+  const loaded = await loadBirdConfig(deps, { payload: p, mode: "include", configPath, stagingDir }, healthCheckThenConfirm(deps));
+  if (!loaded.configured) throw new Error("nothing was configured");
+  return performance.now() - t;
+}
+
+const split = (prefixes) => renderBirdConfig(payload(prefixes), renderOptionsFor("include", configPath)).files;
+const inline = (prefixes) => renderBirdConfig(payload(prefixes), { mode: "include", includeName: "rl-routes.conf" }).files;
+
+try {
+  const version = /BIRD version (\S+)/.exec(spawnSync("bird", ["--version"], { encoding: "utf8" }).stderr)?.[1] ?? "?";
+  console.log(
+    `input: ${v4rows.length} IPv4 + ${v6rows.length} IPv6 prefixes of @ip-location-db/asn in ${SETS} community sets (ASN mod ${SETS}); BIRD ${version}; ${RUNS} runs, medians`,
+  );
+  console.log(`1 % change: set ${onePercentSet} (${counts.get(onePercentSet)} prefixes) moves to another community; 100 %: every set does`);
+  const results = {};
+  for (const [label, changed] of Object.entries(changes)) {
+    const m = { inline: [], split: [], ours: [], oursFiles: [] };
+    for (let run = 0; run < RUNS; run++) {
+      // Each method starts from BIRD running the base content, laid out as that method lays it out.
+      await byHand(inline(base));
+      m.inline.push(await byHand(inline(changed)));
+      await byHand(split(base));
+      m.split.push(await byHand(split(changed)));
+      for (const name of readdirSync(etc)) if (name.startsWith("rl-routes")) unlinkSync(join(etc, name));
+      await ours(payload(base));
+      const before = new Map(readdirSync(etc).map((f) => [f, readFileSync(join(etc, f), "utf8")]));
+      m.ours.push(await ours(payload(changed)));
+      m.oursFiles.push(
+        readdirSync(etc).filter((f) => f.startsWith("rl-routes") && !f.endsWith(".rl-prev") && before.get(f) !== readFileSync(join(etc, f), "utf8")).length,
+      );
+    }
+    results[label] = m;
+  }
+  // The same bytes again: the sequence compares and stops before `bird -p`.
+  const same = payload(base);
+  await ours(same);
+  const again = [];
+  for (let run = 0; run < RUNS; run++) {
+    const t = performance.now();
+    const loaded = await loadBirdConfig(deps, { payload: same, mode: "include", configPath, stagingDir }, healthCheckThenConfirm(deps));
+    again.push(performance.now() - t);
+    if (loaded.configured) throw new Error("the same bytes were configured again");
+  }
+
+  console.log("");
+  console.log(`${"".padEnd(46)}${"1 %".padStart(9)}${"100 %".padStart(9)}`);
+  const row = (name, pick) => console.log(`${name.padEnd(46)}${s(pick(results["1 %"]))}${s(pick(results["100 %"]))}`);
+  row("floor: one include file by hand + configure", (m) => median(m.inline));
+  row("floor: the split files by hand + configure", (m) => median(m.split));
+  row("ours: loadBirdConfig (split, bird -p, confirm)", (m) => median(m.ours));
+  const ratio = (name, pick) =>
+    console.log(`${name.padEnd(46)}${`${pick(results["1 %"]).toFixed(2)}×`.padStart(9)}${`${pick(results["100 %"]).toFixed(2)}×`.padStart(9)}`);
+  ratio("ours / floor (split files)", (m) => median(m.ours) / median(m.split));
+  ratio("ours / floor (one include file)", (m) => median(m.ours) / median(m.inline));
+  console.log(
+    `${"files ours rewrote (of the include + statics)".padEnd(46)}${String(median(results["1 %"].oursFiles)).padStart(9)}${String(median(results["100 %"].oursFiles)).padStart(9)}  of ${Object.keys(split(base)).length}`,
+  );
+  console.log(`${"same bytes again: compared, configure skipped".padEnd(46)}${s(median(again))}`);
+} finally {
+  birdc.close();
+  await stopProcess(bird);
+  rmSync(dir, { recursive: true, force: true });
+}

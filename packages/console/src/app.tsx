@@ -1,0 +1,116 @@
+import { useEffect, useState } from "preact/hooks";
+import { connect, ok } from "./api.js";
+import { AuditPage } from "./pages/audit.js";
+import { JobsPage } from "./pages/jobs.js";
+import { LookupPage } from "./pages/lookup.js";
+import { ModulePage } from "./pages/module.js";
+import { ModulesPage } from "./pages/modules.js";
+import { RefreshPage } from "./pages/refresh.js";
+import { DiffPage, RevisionsPage } from "./pages/revisions.js";
+import { RouterPage } from "./pages/router.js";
+import { RoutersPage } from "./pages/routers.js";
+import { SettingsPage } from "./pages/settings.js";
+import { SignIn } from "./pages/sign-in.js";
+import { Link, match, usePath } from "./router.js";
+import { makeSession, type Session, SessionContext, type SessionInfo, storedInfo, storedKey, storeKey } from "./session.js";
+import { ThemeToggle } from "./theme.js";
+
+const NAV = [
+  ["/modules", "Modules"],
+  ["/refresh", "Refresh"],
+  ["/revisions", "Revisions"],
+  ["/routers", "Routers"],
+  ["/lookup", "Lookup"],
+  ["/jobs", "Jobs"],
+  ["/audit", "Audit"],
+  ["/settings", "Settings"],
+] as const;
+
+function routeOf(path: string) {
+  let p: Record<string, string> | null;
+  if (path === "/" || path === "/modules") return <ModulesPage />;
+  if ((p = match("/modules/:id", path))) return <ModulePage id={p.id ?? ""} />;
+  if (path === "/refresh") return <RefreshPage />;
+  if (path === "/revisions") return <RevisionsPage />;
+  if ((p = match("/revisions/:a/diff/:b", path))) return <DiffPage from={Number(p.a)} to={Number(p.b)} />;
+  if (path === "/routers") return <RoutersPage />;
+  if ((p = match("/routers/:id", path))) return <RouterPage id={p.id ?? ""} />;
+  if (path === "/lookup") return <LookupPage />;
+  if (path === "/jobs") return <JobsPage />;
+  if (path === "/audit") return <AuditPage />;
+  if (path === "/settings") return <SettingsPage />;
+  return (
+    <p class="page">
+      No such page. <Link href="/modules">Modules</Link>
+    </p>
+  );
+}
+
+export function App() {
+  const path = usePath();
+  const [session, setSession] = useState<Session | null>(() => {
+    const key = storedKey();
+    const info = storedInfo();
+    return key && info ? begin(key, info) : null;
+  });
+  const [checking, setChecking] = useState(Boolean(storedKey()) && !session);
+  const [menuOpen, setMenuOpen] = useState(false);
+
+  function begin(key: string, info: SessionInfo): Session {
+    return makeSession(connect(key), info, () => {
+      storeKey(null);
+      setSession(null);
+    });
+  }
+
+  async function signIn(key: string) {
+    const info = (await ok(connect(key).GET("/v1/auth/session", {}))) as SessionInfo;
+    storeKey(key, info);
+    setSession(begin(key, info));
+  }
+
+  // A stored key is checked again on every load (revoked, expired, role changed).
+  useEffect(() => {
+    const key = storedKey();
+    if (!key) return;
+    signIn(key)
+      .catch(() => {
+        storeKey(null);
+        setSession(null);
+      })
+      .finally(() => setChecking(false));
+  }, []);
+  useEffect(() => setMenuOpen(false), [path]);
+
+  if (checking) return <p class="page muted">Signing in…</p>;
+  if (!session) return <SignIn onSignIn={signIn} />;
+  const section = `/${path.split("/")[1] || "modules"}`;
+  return (
+    <SessionContext.Provider value={session}>
+      <a class="skip" href="#main">
+        Skip to content
+      </a>
+      <header class="top">
+        <strong class="brand">route lists</strong>
+        <button type="button" class="menu" aria-expanded={menuOpen} aria-controls="nav" onClick={() => setMenuOpen(!menuOpen)}>
+          Menu
+        </button>
+        <nav id="nav" class={menuOpen ? "open" : ""} aria-label="Pages">
+          {NAV.map(([href, label]) => (
+            <Link key={href} href={href} aria-current={section === href ? "page" : undefined}>
+              {label}
+            </Link>
+          ))}
+        </nav>
+        <span class="who" data-testid="role">
+          {session.info.tenant_name} · {session.info.role}
+        </span>
+        <ThemeToggle />
+        <button type="button" onClick={session.signOut}>
+          Sign out
+        </button>
+      </header>
+      <main id="main">{routeOf(path)}</main>
+    </SessionContext.Provider>
+  );
+}

@@ -1,0 +1,121 @@
+import { useState } from "preact/hooks";
+import { ok } from "../api.js";
+import { Link } from "../router.js";
+import { useSession } from "../session.js";
+import { ErrorBox, Page } from "../ui.js";
+
+interface Match {
+  layer: string;
+  module_id: string;
+  module_name: string;
+  module_type: string;
+  community: string | null;
+  community_title: string | null;
+  value?: string;
+  prefix?: string;
+  source?: string;
+  origin?: string;
+  addresses?: string[];
+}
+interface Result {
+  query: string;
+  kind: string;
+  normalized: string;
+  matched: boolean;
+  matches: Match[];
+  revision: { revision_id: number; prefix: string; communities: string[] } | null;
+}
+
+function ModuleLine({ m, children }: { m: Match; children: preact.ComponentChildren }) {
+  return (
+    <li>
+      <Link href={`/modules/${m.module_id}`}>{m.module_name}</Link> {m.community ? <span class="chip">{m.community}</span> : null} {children}
+    </li>
+  );
+}
+
+/** One box for an address or a name; the answer as a tree: entries, then collected data, then the revision. */
+export function LookupPage() {
+  const { api } = useSession();
+  const [q, setQ] = useState("");
+  const [result, setResult] = useState<Result | null>(null);
+  const [error, setError] = useState<Error | null>(null);
+  const entries = result?.matches.filter((m) => m.layer === "entry") ?? [];
+  const snapshot = result?.matches.filter((m) => m.layer === "snapshot") ?? [];
+  return (
+    <Page title="Lookup">
+      <form
+        class="inline"
+        aria-label="Lookup"
+        onSubmit={async (e) => {
+          e.preventDefault();
+          setError(null);
+          try {
+            setResult((await ok(api.GET("/v1/lookup", { params: { query: { q: q.trim() } } }))) as Result);
+          } catch (err) {
+            setError(err as Error);
+            setResult(null);
+          }
+        }}
+      >
+        <input
+          type="search"
+          name="q"
+          aria-label="IP address or domain"
+          placeholder="192.0.2.1 or example.com"
+          required
+          value={q}
+          onInput={(e) => setQ(e.currentTarget.value)}
+        />
+        <button type="submit" class="primary">
+          Look up
+        </button>
+      </form>
+      <ErrorBox error={error} />
+      {result ? (
+        <ul class="tree" data-testid="lookup">
+          <li>
+            <strong>{result.normalized}</strong> ({result.kind}) — {result.matched ? "in the lists" : "in no list"}
+            <ul>
+              <li>
+                Entries ({entries.length})
+                <ul>
+                  {entries.map((m) => (
+                    <ModuleLine key={`${m.module_id}-${m.value}`} m={m}>
+                      entry <code>{m.value}</code>
+                    </ModuleLine>
+                  ))}
+                </ul>
+              </li>
+              <li>
+                Collected ({snapshot.length})
+                <ul>
+                  {snapshot.map((m) => (
+                    <ModuleLine key={`${m.module_id}-${m.prefix ?? m.origin}`} m={m}>
+                      {m.source} <code>{m.prefix ?? m.addresses?.join(", ")}</code> from {m.origin}
+                    </ModuleLine>
+                  ))}
+                </ul>
+              </li>
+              <li data-testid="lookup-revision">
+                Revision{" "}
+                {result.revision ? (
+                  <>
+                    {result.revision.revision_id}: <code>{result.revision.prefix}</code>{" "}
+                    {result.revision.communities.map((c) => (
+                      <span key={c} class="chip">
+                        {c}
+                      </span>
+                    ))}
+                  </>
+                ) : (
+                  <span class="muted">not announced</span>
+                )}
+              </li>
+            </ul>
+          </li>
+        </ul>
+      ) : null}
+    </Page>
+  );
+}

@@ -1,0 +1,65 @@
+import { ok } from "../api.js";
+import { navigate } from "../router.js";
+import { useSession } from "../session.js";
+import { ActionButton, Ago, ErrorBox, Page, useLoad } from "../ui.js";
+import { CdnSources } from "./cdn-sources.js";
+import { Entries } from "./entries.js";
+
+export function ModulePage({ id }: { id: string }) {
+  const { api, can } = useSession();
+  const mod = useLoad(() => ok(api.GET("/v1/modules/{module_id}", { params: { path: { module_id: id } } })), [id]);
+  const m = mod.data;
+  return (
+    <Page
+      title={m ? `Module ${m.name}` : "Module"}
+      actions={
+        m && can("operator") ? (
+          <>
+            <ActionButton
+              label={m.enabled ? "Disable" : "Enable"}
+              action={async () => {
+                await ok(api.PATCH("/v1/modules/{module_id}", { params: { path: { module_id: id } }, body: { enabled: !m.enabled } }));
+                mod.reload();
+              }}
+            />
+            <ActionButton
+              label="Delete module"
+              kind="danger"
+              action={async () => {
+                if (!window.confirm(`Delete module ${m.name} with its entries?`)) return;
+                await ok(api.DELETE("/v1/modules/{module_id}", { params: { path: { module_id: id } } }));
+                navigate("/modules");
+              }}
+            />
+          </>
+        ) : null
+      }
+    >
+      <ErrorBox error={mod.error} />
+      {m ? (
+        <>
+          <dl class="facts">
+            <dt>Type</dt>
+            <dd>{m.type}</dd>
+            <dt>Prefixes</dt>
+            <dd>
+              {m.snapshot.prefix_count_v4} IPv4, {m.snapshot.prefix_count_v6} IPv6
+            </dd>
+            <dt>Last refresh</dt>
+            <dd>
+              <Ago at={m.last_refreshed_at} />
+            </dd>
+            {m.last_refresh_error ? (
+              <>
+                <dt>Refresh error</dt>
+                <dd class="error">{m.last_refresh_error}</dd>
+              </>
+            ) : null}
+          </dl>
+          <Entries moduleId={m.id} type={m.type as "IP_RANGES" | "AS_PREFIXES" | "DOMAINS"} />
+          <CdnSources moduleId={m.id} />
+        </>
+      ) : null}
+    </Page>
+  );
+}

@@ -1,0 +1,127 @@
+import { type Api, ok } from "../api.js";
+import { Link, navigate } from "../router.js";
+import { useSession } from "../session.js";
+import { ActionButton, Ago, Badge, ErrorBox, Page, useLoad } from "../ui.js";
+import { type DiffData, DiffView } from "./diff.js";
+
+interface RevisionModule {
+  community: string | null;
+  prefix_count: number;
+}
+
+/** Prefix counts per community, added up over the revision's modules. */
+function perCommunity(modules: RevisionModule[]): [string, number][] {
+  const out = new Map<string, number>();
+  for (const m of modules) out.set(m.community ?? "none", (out.get(m.community ?? "none") ?? 0) + m.prefix_count);
+  return [...out].sort(([a], [b]) => (a < b ? -1 : 1));
+}
+
+export function RevisionsPage() {
+  const { api, can } = useSession();
+  const list = useLoad(async () => (await ok(api.GET("/v1/revisions", { params: { query: { limit: 100 } } }))).items, []);
+  return (
+    <Page title="Revisions">
+      <ErrorBox error={list.error} />
+      <div class="scroll">
+        <table data-testid="revisions">
+          <thead>
+            <tr>
+              <th>#</th>
+              <th>When</th>
+              <th>Who / why</th>
+              <th>Digest</th>
+              <th>Per community</th>
+              <th class="num">v4 / v6</th>
+              <th>Actions</th>
+            </tr>
+          </thead>
+          <tbody>
+            {(list.data ?? []).map((r) => (
+              <tr key={r.revision_id} data-revision={r.revision_id}>
+                <td>
+                  {r.revision_id} {r.is_current ? <Badge tone="ok">current</Badge> : null}
+                </td>
+                <td>
+                  <Ago at={r.created_at} />
+                </td>
+                <td>
+                  {r.created_by ?? "scheduler"} · {r.reason}
+                  {r.rolled_back_from ? ` of #${r.rolled_back_from}` : ""}
+                </td>
+                <td>
+                  <code title={r.digest}>{r.digest.replace(/^sha256:/, "").slice(0, 12)}</code>
+                </td>
+                <td>
+                  {perCommunity(r.modules).map(([c, n]) => (
+                    <span key={c} class="chip">
+                      {c}: {n}
+                    </span>
+                  ))}
+                </td>
+                <td class="num">
+                  {r.prefix_count_v4} / {r.prefix_count_v6}
+                </td>
+                <td>
+                  <Link href={`/revisions/${Math.max(0, r.revision_id - 1)}/diff/${r.revision_id}`}>Diff</Link>
+                  {can("operator") && !r.is_current ? <Rollback api={api} id={r.revision_id} /> : null}
+                </td>
+              </tr>
+            ))}
+          </tbody>
+        </table>
+      </div>
+    </Page>
+  );
+}
+
+function Rollback({ api, id }: { api: Api; id: number }) {
+  return (
+    <>
+      <ActionButton
+        label="Roll back"
+        action={async () => {
+          const r = await ok(api.POST("/v1/revisions/{revision_id}/rollback", { params: { path: { revision_id: id } }, body: { apply: false } }));
+          navigate(`/revisions/${r.revision_id - 1}/diff/${r.revision_id}`);
+        }}
+      />
+      <ActionButton
+        label="Roll back + apply"
+        kind="primary"
+        action={async () => {
+          const r = await ok(api.POST("/v1/revisions/{revision_id}/rollback", { params: { path: { revision_id: id } }, body: { apply: true } }));
+          navigate(r.apply_job_id ? `/routers?job=${r.apply_job_id}` : "/routers");
+        }}
+      />
+    </>
+  );
+}
+
+/** Revision 0 does not exist: the first revision's diff is all of its prefixes, added. */
+async function firstRevisionDiff(api: Api, to: number): Promise<DiffData> {
+  const added: DiffData["added"] = [];
+  let cursor: string | undefined;
+  do {
+    const page = await ok(
+      api.GET("/v1/revisions/{revision_id}/prefixes", { params: { path: { revision_id: to }, query: { limit: 500, ...(cursor ? { cursor } : {}) } } }),
+    );
+    for (const p of page.items) added.push({ prefix: p.prefix, communities: p.communities });
+    cursor = page.next_cursor ?? undefined;
+  } while (cursor && added.length < 10_000);
+  return { from: 0, to, added, removed: [], changed: [], added_count: added.length, removed_count: 0, changed_count: 0, truncated: Boolean(cursor) };
+}
+
+export async function loadDiff(api: Api, from: number, to: number): Promise<DiffData> {
+  if (from < 1) return firstRevisionDiff(api, to);
+  return ok(api.GET("/v1/revisions/{revision_a}/diff/{revision_b}", { params: { path: { revision_a: from, revision_b: to }, query: { limit: 10_000 } } }));
+}
+
+export function DiffPage({ from, to }: { from: number; to: number }) {
+  const { api } = useSession();
+  const diff = useLoad(() => loadDiff(api, from, to), [from, to]);
+  return (
+    <Page title={from < 1 ? `Revision ${to}: first revision` : `Revision ${from} → ${to}`}>
+      <ErrorBox error={diff.error} />
+      {diff.data ? <DiffView diff={diff.data} /> : <p class="muted">Loading…</p>}
+    </Page>
+  );
+}

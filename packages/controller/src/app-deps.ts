@@ -1,0 +1,21 @@
+import type { Bus } from "./bus/index.js";
+import type { Config } from "./config.js";
+import type { Sql } from "./db/connect.js";
+import type { BuildInfo } from "./lib/build-info.js";
+import type { Clock } from "./lib/time.js";
+import type { ControllerMetrics } from "./metrics/controller-metrics.js";
+import type { AppServices } from "./services/create-services.js";
+import type { OutboundClient } from "./sources/outbound.js";
+
+/** Everything the HTTP app needs; tests pass their own clock, database and bus. */
+export interface AppDeps {
+  config: Config;
+  sql: Sql;
+  clock: Clock;
+  bus: Bus;
+  buildInfo: BuildInfo;
+  outbound: OutboundClient;
+  services: AppServices;
+  /** The registry `/metrics` serves, with the fleet gauges and the counters the workers feed. */
+  metrics: ControllerMetrics;
+}

@@ -1,0 +1,116 @@
+import { Counter, collectDefaultMetrics, Gauge, Histogram, Registry } from "prom-client";
+import type { Bus } from "../bus/index.js";
+import type { Sql } from "../db/connect.js";
+import type { Clock } from "../lib/time.js";
+import { registerFleetGauges } from "./fleet-gauges.js";
+
+/** What the job worker, the poisoned-job sweep and the apply evaluation tell the metrics. */
+export interface JobMetrics {
+  /**
+   * A worker's run of one job attempt ended: `succeeded`, `failed`, `cancelled`, `retried`,
+   * `awaiting` (an apply handed over to the agents) or `lost` (another worker has it now).
+   */
+  ran(type: string, outcome: string, seconds: number): void;
+  /** A job ended `failed`, with its problem code. */
+  failed(type: string, code: string): void;
+  /** An apply ended (every speaker answered, or its deadline came), `seconds` after its worker started it. */
+  applyEnded(status: "succeeded" | "failed", seconds: number): void;
+  /** Sources of a refresh that failed (`asn:64500`, `domain:example.com`, `cdn:<id>`): counted by kind. */
+  sourcesFailed(tenantId: string, sources: string[]): void;
+}
+
+export interface ControllerMetrics {
+  registry: Registry;
+  jobs: JobMetrics;
+  /** Exposes this process's scheduler role (only processes that run a scheduler call it). */
+  watchScheduler(scheduler: { isLeader(): boolean }): void;
+}
+
+const RUN_BUCKETS = [0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300, 600, 1800];
+const APPLY_BUCKETS = [1, 2.5, 5, 10, 15, 20, 30, 45, 60, 120, 300, 600, 1800];
+
+/** A failed source's kind, the part before the colon: never the ASN, domain or feed id (unbounded). */
+const sourceKind = (source: string) => {
+  const kind = source.slice(0, source.indexOf(":"));
+  return kind === "asn" || kind === "domain" || kind === "cdn" ? kind : "other";
+};
+
+/**
+ * The controller's metrics, one registry per controller (tests run many in one process).
+ * Node's and the process's default metrics keep their standard names (`process_*`,
+ * `nodejs_*`), so stock dashboards find them; the controller's own start with `rlc_`.
+ * Shared state is read from PostgreSQL at scrape time (fleet-gauges.ts); what only this
+ * process sees (its job runs, its scheduler role, its bus connection) is counted here.
+ */
+export function createControllerMetrics(o: { sql: Sql; clock: Clock; bus: Bus; onQueryError?: (query: string, err: unknown) => void }): ControllerMetrics {
+  const registry = new Registry();
+  const registers = [registry];
+  collectDefaultMetrics({ register: registry });
+  // prom-client names these gauges *_total, which `promtool check metrics` rejects (a _total
+  // suffix promises a counter); the same counts are in nodejs_active_*_total's siblings
+  // (event loop lag, heap) that stay.
+  for (const name of ["nodejs_active_handles_total", "nodejs_active_requests_total", "nodejs_active_resources_total"]) registry.removeSingleMetric(name);
+
+  registerFleetGauges({ registry, sql: o.sql, clock: o.clock, ...(o.onQueryError ? { onError: o.onQueryError } : {}) });
+
+  const runs = new Histogram({
+    name: "rlc_job_run_duration_seconds",
+    help: "Time a worker of this process spent on one job attempt, by type and outcome (succeeded, failed, cancelled, retried, awaiting, lost).",
+    labelNames: ["type", "outcome"] as const,
+    buckets: RUN_BUCKETS,
+    registers,
+  });
+  const failures = new Counter({
+    name: "rlc_job_failures_total",
+    help: "Jobs this process ended failed, by type and problem code (revision_guard_tripped, apply_failed, internal, …).",
+    labelNames: ["type", "code"] as const,
+    registers,
+  });
+  const applies = new Histogram({
+    name: "rlc_apply_duration_seconds",
+    help: "From an apply's start to its end (every speaker applied or failed, or the deadline), for the applies this process ended, by status.",
+    labelNames: ["status"] as const,
+    buckets: APPLY_BUCKETS,
+    registers,
+  });
+  const sources = new Counter({
+    name: "rlc_ingest_source_failures_total",
+    help: "Sources a refresh run by this process could not collect (the module keeps their previous prefixes), by tenant and kind (asn, domain, cdn).",
+    labelNames: ["tenant", "kind"] as const,
+    registers,
+  });
+
+  new Gauge({
+    name: "rlc_bus_connected",
+    help: "1 while this process's bus can deliver (NATS connected, or the in-process bus), 0 while NATS is unreachable.",
+    labelNames: ["kind"] as const,
+    registers,
+    collect() {
+      this.reset();
+      this.set({ kind: o.bus.kind }, o.bus.health() === "down" ? 0 : 1);
+    },
+  });
+
+  return {
+    registry,
+    watchScheduler(scheduler) {
+      // Registered only here: a process without a scheduler shows no series rather than a 0.
+      new Gauge({
+        name: "rlc_scheduler_leader",
+        help: "1 while this process leads the periodic tasks, 0 while it follows; absent in processes that run no scheduler.",
+        registers,
+        collect() {
+          this.set(scheduler.isLeader() ? 1 : 0);
+        },
+      });
+    },
+    jobs: {
+      ran: (type, outcome, seconds) => runs.observe({ type, outcome }, seconds),
+      failed: (type, code) => failures.inc({ type, code }),
+      applyEnded: (status, seconds) => applies.observe({ status }, seconds),
+      sourcesFailed(tenantId, failed) {
+        for (const s of failed) sources.inc({ tenant: tenantId, kind: sourceKind(s) });
+      },
+    },
+  };
+}

@@ -1,0 +1,102 @@
+import { type Schema, unwrap } from "@rlc/client";
+import type { Command } from "commander";
+import { contextOf, listAll, positiveInt } from "../context.js";
+import { usageError } from "../exit-codes.js";
+import { type Column, print } from "../output.js";
+
+type ApiKey = Schema<"ApiKey">;
+type AuditRecord = Schema<"AuditRecord">;
+const ROLES = ["viewer", "operator", "admin", "superadmin"] as const;
+
+const keyColumns: Column<ApiKey>[] = [
+  { header: "ID", value: (k) => k.id },
+  { header: "NAME", value: (k) => k.name },
+  { header: "ROLE", value: (k) => k.role },
+  { header: "PREFIX", value: (k) => k.key_prefix },
+  { header: "LAST USED", value: (k) => k.last_used_at },
+  { header: "EXPIRES", value: (k) => k.expires_at },
+  { header: "REVOKED", value: (k) => k.revoked_at },
+];
+
+export function keysCommand(program: Command): void {
+  const keys = program.command("keys").alias("key").description("API keys of your tenant: ls, create, rotate, revoke");
+
+  keys
+    .command("ls")
+    .description("list API keys")
+    .option("--role <role>", "only this role")
+    .action(async (opts: { role?: ApiKey["role"] }, cmd: Command) => {
+      const ctx = await contextOf(cmd);
+      const items = await listAll(10_000, (cursor, limit) => unwrap(ctx.client.GET("/v1/api-keys", { params: { query: { cursor, limit, role: opts.role } } })));
+      print(ctx.output, items, items, keyColumns);
+    });
+
+  keys
+    .command("create <name>")
+    .description("create a key (its secret is shown once)")
+    .requiredOption("--role <role>", ROLES.join(", "))
+    .option("--expires <when>", "an ISO date-time after which it stops working")
+    .action(async (name: string, opts: { role: string; expires?: string }, cmd: Command) => {
+      const ctx = await contextOf(cmd);
+      if (!(ROLES as readonly string[]).includes(opts.role)) throw usageError(`--role ${opts.role}: choose ${ROLES.join(", ")}`);
+      const expires_at = opts.expires ? new Date(opts.expires) : undefined;
+      if (expires_at && Number.isNaN(expires_at.getTime())) throw usageError(`--expires ${opts.expires} is not a date`);
+      const created = await unwrap(
+        ctx.client.POST("/v1/api-keys", { body: { name, role: opts.role as (typeof ROLES)[number], expires_at: expires_at?.toISOString() } }),
+      );
+      print(ctx.output, created, [created], [...keyColumns.slice(0, 4), { header: "SECRET", value: (k) => k.secret }]);
+      if (ctx.output.format === "table") ctx.output.err("the secret is shown only this once\n");
+    });
+
+  keys
+    .command("rotate <key>")
+    .description("rotate your own key (prints the new secret) or revoke one of a lower role")
+    .action(async (id: string, _opts: unknown, cmd: Command) => {
+      const ctx = await contextOf(cmd);
+      const rotated = await unwrap(ctx.client.POST("/v1/api-keys/{id}/rotate", { params: { path: { id } }, body: {} }));
+      print(ctx.output, rotated, [rotated], [...keyColumns.slice(0, 4), { header: "SECRET", value: (k) => k.secret }]);
+    });
+
+  keys
+    .command("revoke <key...>")
+    .alias("rm")
+    .description("revoke keys")
+    .action(async (ids: string[], _opts: unknown, cmd: Command) => {
+      const ctx = await contextOf(cmd);
+      for (const id of ids) {
+        await unwrap(ctx.client.DELETE("/v1/api-keys/{id}", { params: { path: { id } } }));
+        ctx.output.err(`revoked ${id}\n`);
+      }
+    });
+}
+
+const auditColumns: Column<AuditRecord>[] = [
+  { header: "AT", value: (r) => r.at },
+  { header: "ACTOR", value: (r) => (r.actor.key_prefix ? `${r.actor.key_prefix} (${r.actor.role})` : "system") },
+  { header: "ACTION", value: (r) => r.action },
+  { header: "RESOURCE", value: (r) => `${r.resource_type}${r.resource_id ? ` ${r.resource_id}` : ""}` },
+  { header: "SEVERITY", value: (r) => r.severity },
+  { header: "SUMMARY", value: (r) => r.summary },
+];
+
+export function auditCommand(program: Command): void {
+  program
+    .command("audit")
+    .description("the audit journal, newest first")
+    .option("--action <action>", "create, update, delete, apply, rollback, …")
+    .option("--resource <type>", "module, api_key, speaker, …")
+    .option("--severity <severity>", "info, warning or critical")
+    .option("--since <when>", "an ISO date-time")
+    .option("--limit <n>", "at most this many", positiveInt("--limit"), 50)
+    .action(
+      async (
+        opts: { action?: AuditRecord["action"]; resource?: AuditRecord["resource_type"]; severity?: AuditRecord["severity"]; since?: string; limit: number },
+        cmd: Command,
+      ) => {
+        const ctx = await contextOf(cmd);
+        const query = { action: opts.action, resource_type: opts.resource, severity: opts.severity, since: opts.since };
+        const items = await listAll(opts.limit, (cursor, limit) => unwrap(ctx.client.GET("/v1/audit", { params: { query: { ...query, cursor, limit } } })));
+        print(ctx.output, items, items, auditColumns);
+      },
+    );
+}

@@ -1,0 +1,154 @@
+import { type Schema, unwrap } from "@rlc/client";
+import type { Command } from "commander";
+import { type Ctx, contextOf, isUuid, listAll, positiveInt, resolveModule } from "../context.js";
+import { readInput, writeOutput } from "../csv.js";
+import { CliError, ExitCode, usageError } from "../exit-codes.js";
+import { print } from "../output.js";
+
+type Module = Schema<"Module">;
+/** An entry of any of the three kinds, with its value in one column. */
+interface Entry {
+  id: string;
+  value: string;
+  comment: string;
+  created_at: string;
+}
+
+async function listEntries(ctx: Ctx, mod: Module, max: number): Promise<{ raw: unknown[]; rows: Entry[] }> {
+  const path = { module_id: mod.id };
+  if (mod.type === "AS_PREFIXES") {
+    const raw = await listAll(max, (cursor, limit) =>
+      unwrap(ctx.client.GET("/v1/modules/{module_id}/as-entries", { params: { path, query: { cursor, limit } } })),
+    );
+    return { raw, rows: raw.map((e) => ({ ...e, value: `AS${e.asn}` })) };
+  }
+  if (mod.type === "DOMAINS") {
+    const raw = await listAll(max, (cursor, limit) =>
+      unwrap(ctx.client.GET("/v1/modules/{module_id}/domain-entries", { params: { path, query: { cursor, limit } } })),
+    );
+    return { raw, rows: raw.map((e) => ({ ...e, value: e.include_subdomains ? `*.${e.domain}` : e.domain })) };
+  }
+  const raw = await listAll(max, (cursor, limit) =>
+    unwrap(ctx.client.GET("/v1/modules/{module_id}/ip-range-entries", { params: { path, query: { cursor, limit } } })),
+  );
+  return { raw, rows: raw.map((e) => ({ ...e, value: e.cidr })) };
+}
+
+async function addEntry(ctx: Ctx, mod: Module, value: string, opts: { comment?: string; subdomains?: boolean }): Promise<Entry> {
+  const path = { module_id: mod.id };
+  const comment = opts.comment;
+  if (mod.type === "AS_PREFIXES") {
+    const asn = Number(value.replace(/^AS/i, ""));
+    if (!Number.isInteger(asn) || asn < 0) throw usageError(`${value} is not an AS number (65000 or AS65000)`);
+    const e = await unwrap(ctx.client.POST("/v1/modules/{module_id}/as-entries", { params: { path }, body: { asn, comment } }));
+    return { ...e, value: `AS${e.asn}` };
+  }
+  if (mod.type === "DOMAINS") {
+    const wildcard = value.startsWith("*.");
+    const body = { domain: wildcard ? value.slice(2) : value, include_subdomains: opts.subdomains || wildcard || undefined, comment };
+    const e = await unwrap(ctx.client.POST("/v1/modules/{module_id}/domain-entries", { params: { path }, body }));
+    return { ...e, value: e.include_subdomains ? `*.${e.domain}` : e.domain };
+  }
+  const e = await unwrap(ctx.client.POST("/v1/modules/{module_id}/ip-range-entries", { params: { path }, body: { cidr: value, comment } }));
+  return { ...e, value: e.cidr };
+}
+
+async function deleteEntry(ctx: Ctx, mod: Module, entryId: string): Promise<void> {
+  const path = { module_id: mod.id, entry_id: entryId };
+  if (mod.type === "AS_PREFIXES") await unwrap(ctx.client.DELETE("/v1/modules/{module_id}/as-entries/{entry_id}", { params: { path } }));
+  else if (mod.type === "DOMAINS") await unwrap(ctx.client.DELETE("/v1/modules/{module_id}/domain-entries/{entry_id}", { params: { path } }));
+  else await unwrap(ctx.client.DELETE("/v1/modules/{module_id}/ip-range-entries/{entry_id}", { params: { path } }));
+}
+
+const columns = [
+  { header: "ID", value: (e: Entry) => e.id },
+  { header: "VALUE", value: (e: Entry) => e.value },
+  { header: "COMMENT", value: (e: Entry) => e.comment },
+];
+
+export function entriesCommand(program: Command): void {
+  const entries = program.command("entries").alias("entry").description("a module's entries (AS numbers, domains or IP ranges): ls, add, rm, import, export");
+
+  entries
+    .command("ls <module>")
+    .description("list a module's entries")
+    .option("--limit <n>", "at most this many", positiveInt("--limit"), 10_000)
+    .action(async (ref: string, opts: { limit: number }, cmd: Command) => {
+      const ctx = await contextOf(cmd);
+      const { raw, rows } = await listEntries(ctx, await resolveModule(ctx, ref), opts.limit);
+      print(ctx.output, raw, rows, columns);
+    });
+
+  entries
+    .command("add <module> <value...>")
+    .description("add entries: AS numbers (65000, AS65000), domains (*.example.com for subdomains) or CIDRs, as the module's type says")
+    .option("--comment <text>", "a note kept with each entry")
+    .option("--subdomains", "domains: include their subdomains")
+    .action(async (ref: string, values: string[], opts: { comment?: string; subdomains?: boolean }, cmd: Command) => {
+      const ctx = await contextOf(cmd);
+      const mod = await resolveModule(ctx, ref);
+      const added: Entry[] = [];
+      for (const v of values) added.push(await addEntry(ctx, mod, v, opts));
+      print(ctx.output, added, added, columns);
+    });
+
+  entries
+    .command("rm <module> <entry...>")
+    .description("delete entries, by id or by value")
+    .action(async (ref: string, targets: string[], _opts: unknown, cmd: Command) => {
+      const ctx = await contextOf(cmd);
+      const mod = await resolveModule(ctx, ref);
+      const needsList = targets.some((t) => !isUuid(t));
+      const rows = needsList ? (await listEntries(ctx, mod, 100_000)).rows : [];
+      for (const t of targets) {
+        const id = isUuid(t) ? t : rows.find((r) => r.value.toLowerCase() === t.toLowerCase() || r.value === `AS${t}`)?.id;
+        if (!id) throw new CliError(`no entry ${t} in module ${mod.name}`, ExitCode.notFound);
+        await deleteEntry(ctx, mod, id);
+        ctx.output.err(`deleted ${t}\n`);
+      }
+    });
+
+  entries
+    .command("export <module> [file]")
+    .description("the module's entries as the controller's CSV; - or none: stdout")
+    .action(async (ref: string, file: string | undefined, _opts: unknown, cmd: Command) => {
+      const ctx = await contextOf(cmd);
+      const mod = await resolveModule(ctx, ref);
+      const res = await ctx.client.GET("/v1/modules/{module_id}/entries.csv", { params: { path: { module_id: mod.id } }, parseAs: "text" });
+      await writeOutput(file, await unwrap(res));
+    });
+
+  entries
+    .command("import <module> <file>")
+    .description("import entries from CSV (- reads stdin)")
+    .option("--replace", "make the entries exactly the file's (default: add and update)")
+    .option("--dry-run", "say what would change, change nothing")
+    .action(async (ref: string, file: string, opts: { replace?: boolean; dryRun?: boolean }, cmd: Command) => {
+      const ctx = await contextOf(cmd);
+      const mod = await resolveModule(ctx, ref);
+      const csv = await readInput(file);
+      const result = await unwrap(
+        ctx.client.POST("/v1/modules/{module_id}/entries.csv", {
+          params: { path: { module_id: mod.id }, query: { mode: opts.replace ? "replace" : "merge", dry_run: opts.dryRun ? "true" : undefined } },
+          body: csv,
+          bodySerializer: (b: string) => b,
+          headers: { "content-type": "text/csv" },
+        }),
+      );
+      const summary = { ...result, errors: result.errors.length };
+      print(
+        ctx.output,
+        result,
+        [summary],
+        [
+          { header: "CREATED", value: (r) => r.created },
+          { header: "UPDATED", value: (r) => r.updated },
+          { header: "DELETED", value: (r) => r.deleted },
+          { header: "UNCHANGED", value: (r) => r.unchanged },
+          { header: "ERRORS", value: (r) => r.errors },
+        ],
+      );
+      for (const e of result.errors) ctx.output.err(`line ${e.line} ${e.path} ${e.value}: ${e.message}\n`);
+      if (result.errors.length) throw new CliError(`${result.errors.length} line(s) refused`, ExitCode.refused);
+    });
+}

@@ -1,0 +1,109 @@
+import { describe, expect, it } from "vitest";
+import type { Db } from "../../db/connect.js";
+import { hashKeySecret, newKeyPrefix, newKeySecret } from "../../lib/key-secret.js";
+import { createAuthenticator } from "./authenticator.js";
+
+/** A database that answers the key lookup after `delayMs` and counts the queries it got. */
+function keyDatabase(secret: string, prefix: string, delayMs = 20) {
+  const stats = { queries: 0 };
+  const row = {
+    id: "k1",
+    tenant_id: "t1",
+    tenant_name: "default",
+    role: "viewer",
+    key_prefix: prefix,
+    speaker_id: null,
+    secret_hash: hashKeySecret(secret),
+    previous_secret_hash: null,
+    previous_valid_until: null,
+    revoked_at: null,
+    expires_at: null,
+  };
+  const sql = ((strings: TemplateStringsArray) => {
+    if (/SELECT k\.\*/.test(strings.join("?"))) stats.queries++;
+    return new Promise((resolve) => setTimeout(() => resolve(/SELECT k\.\*/.test(strings.join("?")) ? [row] : []), delayMs));
+  }) as unknown as Db;
+  return { sql, stats, row };
+}
+
+describe("authenticator", () => {
+  it("requests that arrive while a key's entry is being read share that one query", async () => {
+    const prefix = newKeyPrefix();
+    const secret = newKeySecret(prefix);
+    const { sql, stats } = keyDatabase(secret, prefix);
+    const auth = createAuthenticator({ sql, ttlMs: 1000 });
+    const principals = await Promise.all(Array.from({ length: 50 }, () => auth.authenticate(`Bearer ${secret}`, new Date())));
+    expect(principals.every((p) => p.keyId === "k1")).toBe(true);
+    expect(stats.queries).toBe(1);
+  });
+
+  it("reads the key again once its entry is older than the TTL, and after an invalidation", async () => {
+    const prefix = newKeyPrefix();
+    const secret = newKeySecret(prefix);
+    const { sql, stats } = keyDatabase(secret, prefix, 1);
+    const auth = createAuthenticator({ sql, ttlMs: 30 });
+    await auth.authenticate(`Bearer ${secret}`, new Date());
+    await new Promise((r) => setTimeout(r, 50));
+    await auth.authenticate(`Bearer ${secret}`, new Date());
+    expect(stats.queries).toBe(2);
+    auth.invalidate();
+    await auth.authenticate(`Bearer ${secret}`, new Date());
+    expect(stats.queries).toBe(3);
+  });
+});
+
+/** A database whose key reads wait until the test answers them, one by one. */
+function heldDatabase(secret: string, prefix: string) {
+  const pending: ((rows: unknown[]) => void)[] = [];
+  const row = { ...keyDatabase(secret, prefix).row, role: "viewer" };
+  const sql = ((strings: TemplateStringsArray) => {
+    if (!/SELECT k\.\*/.test(strings.join("?"))) return Promise.resolve([]);
+    return new Promise((resolve) => pending.push(resolve));
+  }) as unknown as Db;
+  return { sql, pending, answer: (r: object = row) => pending.shift()?.([r]) };
+}
+
+const within = <T>(p: Promise<T>, ms = 500) =>
+  Promise.race([p, new Promise<never>((_, reject) => setTimeout(() => reject(new Error(`still waiting after ${ms} ms`)), ms))]);
+
+describe("authenticator renewal", () => {
+  it("past half its TTL a key is read again in the background while the cached row answers", async () => {
+    const prefix = newKeyPrefix();
+    const secret = newKeySecret(prefix);
+    const db = heldDatabase(secret, prefix);
+    const auth = createAuthenticator({ sql: db.sql, ttlMs: 200 });
+    const first = auth.authenticate(`Bearer ${secret}`, new Date());
+    db.answer();
+    expect((await first).keyId).toBe("k1");
+    await new Promise((r) => setTimeout(r, 120)); // past half the TTL, before its end
+    // The renewal's read is held open: the request is still answered from the cache.
+    expect((await within(auth.authenticate(`Bearer ${secret}`, new Date()))).keyId).toBe("k1");
+    expect(db.pending).toHaveLength(1);
+    // Concurrent requests share that one renewal.
+    await within(auth.authenticate(`Bearer ${secret}`, new Date()));
+    expect(db.pending).toHaveLength(1);
+    // The renewal says the key is revoked: from then on it is refused.
+    db.answer({ ...keyDatabase(secret, prefix).row, revoked_at: new Date(0) });
+    await new Promise((r) => setTimeout(r, 5));
+    await expect(auth.authenticate(`Bearer ${secret}`, new Date())).rejects.toMatchObject({ code: "unauthenticated" });
+  });
+
+  it("a renewal begun before an invalidation does not put its older answer back", async () => {
+    const prefix = newKeyPrefix();
+    const secret = newKeySecret(prefix);
+    const db = heldDatabase(secret, prefix);
+    const auth = createAuthenticator({ sql: db.sql, ttlMs: 200 });
+    const first = auth.authenticate(`Bearer ${secret}`, new Date());
+    db.answer();
+    await first;
+    await new Promise((r) => setTimeout(r, 120));
+    await within(auth.authenticate(`Bearer ${secret}`, new Date())); // starts the renewal
+    auth.invalidate(); // e.g. the key was revoked through this process
+    db.answer(); // the renewal read before the revocation answers "valid"
+    await new Promise((r) => setTimeout(r, 5));
+    const after = auth.authenticate(`Bearer ${secret}`, new Date());
+    expect(db.pending).toHaveLength(1); // asked the database again instead of using that answer
+    db.answer({ ...keyDatabase(secret, prefix).row, revoked_at: new Date(0) });
+    await expect(after).rejects.toMatchObject({ code: "unauthenticated" });
+  });
+});

@@ -1,0 +1,163 @@
+import type { Bus } from "../bus/index.js";
+import type { NatsCredentialIssuer } from "../bus/nats-auth.js";
+import type { Config } from "../config.js";
+import type { Sql } from "../db/connect.js";
+import type { SecretBox } from "../lib/secret-box.js";
+import type { JobMetrics } from "../metrics/controller-metrics.js";
+import type { AsnSource } from "../sources/asn-source.js";
+import type { OutboundClient } from "../sources/outbound.js";
+import { createApiKeyService } from "./access/api-keys.js";
+import { type AuditWriter, createAuditWriter } from "./access/audit.js";
+import { type Authenticator, createAuthenticator } from "./access/authenticator.js";
+import { createNatsCredentialService, type NatsCredentialService } from "./access/nats-credentials.js";
+import { createTenantService } from "./access/tenants.js";
+import { createDeployService, type DeployService } from "./deploy/deploy.js";
+import { createLocalBirdService } from "./deploy/local-bird.js";
+import { createNodeService } from "./deploy/node.js";
+import { createPeerService } from "./deploy/peers.js";
+import { createSigningService } from "./deploy/signing.js";
+import { createSpeakerService } from "./deploy/speakers.js";
+import { createCdnSourceService } from "./ingest/cdn-sources.js";
+import { createDohProfileService } from "./ingest/doh-profiles.js";
+import { createIngestService, type IngestService } from "./ingest/ingest.js";
+import { createJobService } from "./operations/jobs.js";
+import { createMaintenanceService } from "./operations/maintenance.js";
+import { createRuntimeLogService } from "./operations/runtime-logs.js";
+import { createSettingsService } from "./operations/settings.js";
+import type { RevisionStore } from "./revisions/revision-store.js";
+import { createRevisionService } from "./revisions/revisions.js";
+import { createCatalogService } from "./route-lists/catalog.js";
+import { createCommunityService } from "./route-lists/communities.js";
+import { createCsvService } from "./route-lists/csv.js";
+import { createEntryService } from "./route-lists/entries.js";
+import { createLookupService } from "./route-lists/lookup.js";
+import { createModuleService } from "./route-lists/modules.js";
+
+/**
+ * Builds every service the controller's transports share: the HTTP routes, the job handlers, the
+ * scheduler and the gRPC service receive this one object.
+ */
+export interface AppServices {
+  audit: AuditWriter;
+  authenticator: Authenticator;
+  apiKeys: ReturnType<typeof createApiKeyService>;
+  tenants: ReturnType<typeof createTenantService>;
+  settings: ReturnType<typeof createSettingsService>;
+  jobs: ReturnType<typeof createJobService>;
+  runtimeLogs: ReturnType<typeof createRuntimeLogService>;
+  modules: ReturnType<typeof createModuleService>;
+  entries: ReturnType<typeof createEntryService>;
+  communities: ReturnType<typeof createCommunityService>;
+  dohProfiles: ReturnType<typeof createDohProfileService>;
+  cdnSources: ReturnType<typeof createCdnSourceService>;
+  csv: ReturnType<typeof createCsvService>;
+  catalog: ReturnType<typeof createCatalogService>;
+  revisions: ReturnType<typeof createRevisionService>;
+  lookup: ReturnType<typeof createLookupService>;
+  signing: ReturnType<typeof createSigningService>;
+  speakers: ReturnType<typeof createSpeakerService>;
+  peers: ReturnType<typeof createPeerService>;
+  node: ReturnType<typeof createNodeService>;
+  maintenance: ReturnType<typeof createMaintenanceService>;
+  localBird: ReturnType<typeof createLocalBirdService>;
+  /** Refreshing modules: the module_ingest job's work. */
+  ingest: IngestService;
+  /** Applying revisions to speakers, issuing and re-issuing their bundles. */
+  deploy: DeployService;
+  /** NATS users for agents and dashboards (none without NATS_ACCOUNT_SEED_FILE). */
+  natsCredentials: NatsCredentialService;
+  /** Seals and opens the secrets kept at rest (data key from APP_SECRET_KEY_FILE or APP_DATA_DIR). */
+  secretBox: SecretBox;
+}
+
+/** Speakers, peers, signing and the node side (enrollment, bundles, status reports). */
+function deployServices(
+  opts: { config: Config; sql: Sql; bus: Bus; secretBox: SecretBox; natsIssuer?: NatsCredentialIssuer | null; caHash?: string | null | undefined },
+  audit: AuditWriter,
+  authenticator: Authenticator,
+) {
+  const natsCredentials = createNatsCredentialService({ issuer: opts.natsIssuer ?? null, audit });
+  const signing = createSigningService({ sql: opts.sql, audit, secrets: opts.secretBox, keyFile: opts.config.BUNDLE_SIGNING_KEY_FILE });
+  const grpcHost = opts.config.GRPC_HOST === "0.0.0.0" || opts.config.GRPC_HOST === "::" ? null : opts.config.GRPC_HOST;
+  return {
+    signing,
+    natsCredentials,
+    speakers: createSpeakerService({ audit, bus: opts.bus, onKeysChanged: authenticator.invalidate, caHash: opts.caHash ?? null }),
+    peers: createPeerService({ audit, bus: opts.bus, secrets: opts.secretBox }),
+    node: createNodeService({
+      sql: opts.sql,
+      bus: opts.bus,
+      audit,
+      signing,
+      secretBox: opts.secretBox,
+      // Agents are told an endpoint only when the listener names a host they can reach.
+      grpcEndpoint: grpcHost ? `${grpcHost}:${opts.config.GRPC_PORT}` : null,
+      natsUrl: opts.config.NATS_URL ?? null,
+      natsCredentials,
+      onKeysChanged: authenticator.invalidate,
+    }),
+  };
+}
+
+export function createServices(opts: {
+  /** Counts what the ingest service sees (failed sources). */
+  metrics?: JobMetrics;
+  config: Config;
+  sql: Sql;
+  bus: Bus;
+  revisions: RevisionStore;
+  pushEnabled: boolean;
+  secretBox: SecretBox;
+  /** The client every fetch of a source goes through, and the ASN prefix source (null = none configured). */
+  outbound: OutboundClient;
+  asnSource: AsnSource | null;
+  /** Signs NATS users (NATS_ACCOUNT_SEED_FILE); null = none minted. */
+  natsIssuer?: NatsCredentialIssuer | null;
+  /** `sha256:<hex>` of the gRPC CA, carried by every enrollment token; null = plaintext gRPC. */
+  caHash?: string | null;
+  onAuditRecorded?: () => void;
+}): AppServices {
+  const audit = createAuditWriter({ pushEnabled: opts.pushEnabled, ...(opts.onAuditRecorded ? { onRecorded: opts.onAuditRecorded } : {}) });
+  const authenticator = createAuthenticator({ sql: opts.sql });
+  const services: Omit<AppServices, "maintenance" | "localBird" | "secretBox" | "ingest" | "deploy"> = {
+    audit,
+    authenticator,
+    apiKeys: createApiKeyService({ audit, onKeysChanged: authenticator.invalidate }),
+    tenants: createTenantService({ audit }),
+    settings: createSettingsService({ audit }),
+    jobs: createJobService({ audit, bus: opts.bus }),
+    runtimeLogs: createRuntimeLogService({ config: opts.config, sql: opts.sql }),
+    modules: createModuleService({ audit }),
+    entries: createEntryService({ audit }),
+    communities: createCommunityService({ audit }),
+    dohProfiles: createDohProfileService({ audit, secrets: opts.secretBox }),
+    cdnSources: createCdnSourceService({ audit }),
+    csv: createCsvService({ audit }),
+    catalog: createCatalogService(),
+    revisions: createRevisionService({ audit, revisions: opts.revisions, bus: opts.bus }),
+    lookup: createLookupService({ revisions: opts.revisions, budgetBytes: opts.config.LOOKUP_CACHE_MAX_MB * 1024 * 1024 }),
+    ...deployServices(opts, audit, authenticator),
+  };
+  const maintenance = createMaintenanceService({ sql: opts.sql, audit, revisions: services.revisions, runtimeLogs: services.runtimeLogs });
+  const localBird = createLocalBirdService({
+    sql: opts.sql,
+    audit,
+    node: services.node,
+    signing: services.signing,
+    revisions: opts.revisions,
+    secretBox: opts.secretBox,
+    socketPath: opts.config.BIRD_CONTROL_SOCKET,
+    configPath: opts.config.BIRD_CONFIG_PATH,
+  });
+  const ingest = createIngestService({
+    metrics: opts.metrics,
+    sql: opts.sql,
+    bus: opts.bus,
+    revisions: opts.revisions,
+    outbound: opts.outbound,
+    asnSource: opts.asnSource,
+    secretBox: opts.secretBox,
+  });
+  const deploy = createDeployService({ sql: opts.sql, bus: opts.bus, audit, signing: services.signing, revisions: opts.revisions, secretBox: opts.secretBox });
+  return { ...services, maintenance, localBird, ingest, deploy, secretBox: opts.secretBox };
+}

@@ -1,0 +1,247 @@
+import type { StatusReportEvent } from "@rlc/proto";
+import { ForbiddenError, NotFoundError, UnauthenticatedError, ValidationError } from "@rlc/shared/errors";
+import type { Bus } from "../../bus/index.js";
+import { revokeApiKeysBySpeaker } from "../../db/api-keys.js";
+import { findBundleSection, readBundleSectionSlice } from "../../db/bundle-sections.js";
+import { type BundleLayout, findBundleLayout, findBundleMeta, readBundleSlice } from "../../db/bundles.js";
+import type { Db, Sql } from "../../db/connect.js";
+import { spendEnrollmentToken } from "../../db/enrollment.js";
+import { findSpeakerById, markSpeakerEnrolled, recordSpeakerReport, type SpeakerRow } from "../../db/speakers.js";
+import { publishEvent } from "../../events/publish.js";
+import { sessionChanges } from "../../events/session-changes.js";
+import { openPieces, sealedRange } from "../../lib/sealed-envelope.js";
+import type { SecretBox } from "../../lib/secret-box.js";
+import { isoRequired } from "../../lib/time.js";
+import { mintApiKey } from "../access/api-keys.js";
+import type { AuditWriter } from "../access/audit.js";
+import type { Principal } from "../access/context.js";
+import type { NatsCredentialService } from "../access/nats-credentials.js";
+import type { SigningService } from "./signing.js";
+import { hashToken } from "./speakers.js";
+
+export interface StatusReportBody {
+  speaker_id: string;
+  reason: "applied" | "apply_failed" | "live_poll" | "sessions_changed" | "started";
+  poll_id?: string | null | undefined;
+  applied_revision_id?: number | null | undefined;
+  applied_sequence?: number | null | undefined;
+  applied_at?: string | null | undefined;
+  error?: { code: string; message: string; revision_id?: number | null | undefined; [k: string]: unknown } | null | undefined;
+  agent_version?: string | null | undefined;
+  [k: string]: unknown;
+}
+
+/** RFC 3339 date-time, as the agent writes it (`toISOString`); anything else is refused before SQL sees it. */
+const RFC3339 = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(?:\.\d{1,9})?(?:Z|[+-]\d{2}:\d{2})$/i;
+
+function assertReportTimes(body: StatusReportBody): void {
+  for (const [field, value] of [
+    ["applied_at", body.applied_at],
+    ["error.at", body.error?.at],
+  ] as const) {
+    if (value === null || value === undefined || value === "") continue;
+    if (typeof value !== "string" || !RFC3339.test(value) || Number.isNaN(Date.parse(value))) {
+      throw new ValidationError(`invalid report: ${field} must be an RFC 3339 date-time`);
+    }
+  }
+}
+
+type Gone = () => NotFoundError;
+
+/**
+ * Format 2: the head (opened once, a few KiB) and then the revision's section, shared by every
+ * speaker; a slice never spans the two, so each section slice opens whole sealed pieces.
+ */
+async function readerV2Of(box: SecretBox, db: Db, tenantId: string, revisionId: number, layout: BundleLayout, gone: Gone) {
+  const head = await openPieces(box, layout.head!, layout.chunk!);
+  const section = await findBundleSection(db, tenantId, revisionId, layout.section_base_revision_id);
+  if (!section) throw gone();
+  return {
+    revision_id: revisionId,
+    sequence: layout.sequence,
+    size: head.length + section.size,
+    /** Not given for format 2: the signed header names the SHA-256 of each part. */
+    sha256: null as string | null,
+    delta: layout.section_base_revision_id !== 0,
+    async read(offset: number, length: number): Promise<Buffer> {
+      if (offset < head.length) return head.subarray(offset, Math.min(head.length, offset + length));
+      const at = offset - head.length;
+      const range = sealedRange(section.chunk, at, Math.min(length, section.size - at));
+      if (range.length === 0) return Buffer.alloc(0);
+      const sealed = await readBundleSectionSlice(db, tenantId, revisionId, section.base_revision_id, range.from, range.length);
+      if (!sealed) throw gone();
+      const plain = await openPieces(box, sealed, section.chunk);
+      return plain.subarray(range.skip, range.skip + Math.min(length, section.size - at));
+    },
+  };
+}
+
+/** Format 1: the whole signed envelope, read only while it is still the issue the layout named. */
+function readerV1Of(box: SecretBox, db: Db, speakerId: string, revisionId: number, layout: BundleLayout, gone: Gone) {
+  return {
+    revision_id: revisionId,
+    sequence: layout.sequence,
+    size: layout.size,
+    sha256: layout.sha256,
+    delta: false,
+    async read(offset: number, length: number): Promise<Buffer> {
+      if (layout.chunk === null) {
+        const data = await readBundleSlice(db, speakerId, revisionId, layout.sequence, offset, length);
+        if (!data) throw gone();
+        return data;
+      }
+      // Only the sealed pieces that cover the slice are read and opened.
+      const range = sealedRange(layout.chunk, offset, length);
+      const sealed = await readBundleSlice(db, speakerId, revisionId, layout.sequence, range.from, range.length);
+      if (!sealed) throw gone();
+      const plain = await openPieces(box, sealed, layout.chunk);
+      return plain.subarray(range.skip, range.skip + length);
+    },
+  };
+}
+
+export type BundleReader = ReturnType<typeof readerV1Of>;
+
+/** The node side: enrollment, the desired revision, bundles, status reports. */
+export function createNodeService(deps: {
+  sql: Sql;
+  bus: Bus;
+  audit: AuditWriter;
+  signing: SigningService;
+  /** Opens stored bundles (they are sealed at rest: their peers' passwords are in them). */
+  secretBox: SecretBox;
+  grpcEndpoint: string | null;
+  natsUrl: string | null;
+  natsCredentials?: NatsCredentialService;
+  onKeysChanged?: () => void;
+}) {
+  /** A node key reaches only its own speaker (404 otherwise); operators reach any of the tenant's. */
+  const speakerFor = async (db: Db, principal: Principal, speakerId: string): Promise<SpeakerRow> => {
+    if (principal.role === "node" && principal.speakerId !== speakerId) throw new NotFoundError("speaker", speakerId);
+    const row = await findSpeakerById(db, principal.tenantId, speakerId);
+    if (!row) throw new NotFoundError("speaker", speakerId);
+    return row;
+  };
+
+  const readerV2 = (db: Db, tenantId: string, revisionId: number, layout: BundleLayout, gone: Gone) =>
+    readerV2Of(deps.secretBox, db, tenantId, revisionId, layout, gone);
+  const readerV1 = async (db: Db, speakerId: string, revisionId: number, layout: BundleLayout, gone: Gone) =>
+    readerV1Of(deps.secretBox, db, speakerId, revisionId, layout, gone);
+
+  return {
+    speakerFor,
+
+    async enroll(authorization: string | undefined, body: { hostname: string; agent_version: string }, now: Date) {
+      const token = authorization ? /^Bearer\s+(\S+)\s*$/i.exec(authorization)?.[1] : undefined;
+      if (!token) throw new UnauthenticatedError("the enrollment token goes in Authorization: Bearer");
+      const result = await deps.sql.begin(async (tx) => {
+        const spent = await spendEnrollmentToken(tx, hashToken(token), now);
+        if (!spent) throw new UnauthenticatedError("unknown, used or expired enrollment token");
+        const speaker = await findSpeakerById(tx, spent.tenant_id, spent.speaker_id);
+        if (!speaker) throw new UnauthenticatedError("unknown, used or expired enrollment token");
+        // A router enrolled again (reinstalled, or a token stolen and spent) has one identity:
+        // the node keys of earlier enrollments stop working with this commit.
+        const revoked = await revokeApiKeysBySpeaker(tx, speaker.tenant_id, speaker.id, now);
+        const key = await mintApiKey(tx, { tenantId: speaker.tenant_id, name: `node ${speaker.name}`, role: "node", now, speakerId: speaker.id });
+        // Only this speaker's subjects: another router's credentials can neither read nor forge them.
+        const nats = deps.natsUrl && deps.natsCredentials ? await deps.natsCredentials.forAgent(speaker.tenant_id, speaker.id) : null;
+        await markSpeakerEnrolled(tx, speaker.id, { hostname: body.hostname, agent_version: body.agent_version, at: now });
+        await deps.audit.recordSystem(tx, speaker.tenant_id, now, {
+          actor: "enrollment",
+          action: "update",
+          resource_type: "speaker",
+          resource_id: speaker.id,
+          summary: `speaker ${speaker.name} enrolled from ${body.hostname} (agent ${body.agent_version}); node key ${key.row.key_prefix}${revoked ? `; ${revoked} earlier node key(s) revoked` : ""}${nats ? `; NATS user ${nats.user}` : ""}`,
+          changes: { enrolled_at: { from: speaker.enrolled_at?.toISOString() ?? null, to: now.toISOString() } },
+        });
+        return { speaker, secret: key.secret, revoked, natsCreds: nats?.creds ?? null };
+      });
+      if (result.revoked) deps.onKeysChanged?.();
+      return {
+        speaker_id: result.speaker.id,
+        tenant_id: result.speaker.tenant_id,
+        api_key: result.secret,
+        signing_keys: (await deps.signing.list(deps.sql, result.speaker.tenant_id)).keys,
+        grpc_endpoint: deps.grpcEndpoint,
+        nats_url: deps.natsUrl,
+        nats_credentials: result.natsCreds,
+      };
+    },
+
+    async latest(db: Db, principal: Principal, speakerId: string) {
+      const speaker = await speakerFor(db, principal, speakerId);
+      if (speaker.desired_revision_id === null) throw new NotFoundError("desired revision of speaker", speakerId);
+      // Metadata only: agents ask this on every poll and Watch open; the body can be tens of MiB.
+      const bundle = await findBundleMeta(db, speakerId, speaker.desired_revision_id);
+      if (!bundle) throw new NotFoundError("bundle of speaker", speakerId);
+      return {
+        speaker_id: speakerId,
+        revision_id: bundle.revision_id,
+        digest: bundle.digest,
+        sequence: Number(bundle.sequence),
+        issued_at: isoRequired(bundle.issued_at),
+        bundle_url: `/v1/speakers/${speakerId}/bundle/${bundle.revision_id}`,
+      };
+    },
+
+    /**
+     * The signed bundle of `revisionId` for the speaker, whole (the HTTP route). Only the
+     * speaker's own node key receives it: it carries the peers' passwords. `baseRevisionId` is
+     * the revision the agent runs: a delta from it when one was issued, else the full bundle.
+     */
+    async bundle(db: Db, principal: Principal, speakerId: string, revisionId: number, baseRevisionId: number | null = null): Promise<Buffer> {
+      const reader = await this.bundleReader(db, principal, speakerId, revisionId, baseRevisionId);
+      const parts: Buffer[] = [];
+      for (let offset = 0; offset < reader.size; ) {
+        const data = await reader.read(offset, 4 * 1024 * 1024);
+        if (data.length === 0) break;
+        parts.push(data);
+        offset += data.length;
+      }
+      return Buffer.concat(parts);
+    },
+
+    /**
+     * Reads a bundle in slices (gRPC GetBundle): how it is stored is looked up once here, then
+     * each slice is one read of the pieces that cover it. Another tenant's speaker is a 404
+     * first, as on every route; an operator of the speaker's own tenant gets 403.
+     */
+    async bundleReader(db: Db, principal: Principal, speakerId: string, revisionId: number, baseRevisionId: number | null = null) {
+      const speaker = await speakerFor(db, principal, speakerId);
+      if (principal.role !== "node") {
+        throw new ForbiddenError("a bundle carries the peers' passwords: only the speaker's node key receives it (see the revision preview)");
+      }
+      const gone = () => new NotFoundError(`bundle of revision ${revisionId} for speaker`, speakerId);
+      const layout = await findBundleLayout(db, speakerId, revisionId, baseRevisionId);
+      if (!layout) throw gone();
+      return layout.format === 2 ? readerV2(db, speaker.tenant_id, revisionId, layout, gone) : readerV1(db, speakerId, revisionId, layout, gone);
+    },
+    /** Records what the agent runs and sees, then relays it to every replica (live polls, apply jobs). */
+    async report(principal: Principal, speakerId: string, body: StatusReportBody, now: Date) {
+      const speaker = await speakerFor(deps.sql, principal, speakerId);
+      assertReportTimes(body);
+      const applied = body.applied_revision_id ?? null;
+      const failedDesired = body.reason === "apply_failed" && body.error?.revision_id != null && body.error.revision_id === speaker.desired_revision_id;
+      // Caught up only once the agent runs the latest bundle issued (its sequence), not merely
+      // the same revision number: a re-issue for a peer change carries the same revision.
+      const caughtUp = applied !== null && applied === speaker.desired_revision_id && (body.applied_sequence ?? 0) >= Number(speaker.bundle_sequence);
+      const dispatch = failedDesired ? "failed" : caughtUp ? "idle" : null;
+      await recordSpeakerReport(deps.sql, speakerId, {
+        at: now,
+        agent_version: body.agent_version ?? null,
+        applied_revision_id: applied,
+        applied_sequence: body.applied_sequence ?? null,
+        applied_at: body.applied_at ?? null,
+        error: body.error ?? null,
+        report: body as Record<string, unknown>,
+        dispatch_status: dispatch,
+      });
+      // Recorded (committed) first; the sessions compared with the report this one replaces.
+      const event = { ...body, tenant_id: speaker.tenant_id, speaker_id: speakerId, received_at: now.toISOString() } as StatusReportEvent;
+      publishEvent(deps.bus, "status", event);
+      for (const change of sessionChanges(speaker.tenant_id, speakerId, speaker.last_report, body, now)) publishEvent(deps.bus, "session", change);
+    },
+  };
+}
+
+export type NodeService = ReturnType<typeof createNodeService>;

@@ -1,0 +1,169 @@
+import type { Db } from "../../db/connect.js";
+import {
+  type IngestModuleRow,
+  listEnabledCdnSources,
+  listModuleAsns,
+  listModuleDohProfiles,
+  listModuleDomains,
+  listModuleIpRanges,
+} from "../../db/ingest-inputs.js";
+import { findSnapshotGroup, listSnapshotGroups, type SnapshotGroup, type SnapshotSource } from "../../db/snapshots.js";
+import type { SecretBox } from "../../lib/secret-box.js";
+import type { AsnSource } from "../../sources/asn-source.js";
+import { parseJsonFeed, parseTextFeed } from "../../sources/cdn-parse.js";
+import type { DohResolverPolicy } from "../../sources/doh-lookup.js";
+import { resolveDomains } from "../../sources/doh-resolver.js";
+import type { OutboundClient } from "../../sources/outbound.js";
+import { openHeaders } from "./doh-profiles.js";
+
+export interface CollectDeps {
+  outbound: OutboundClient;
+  asnSource: AsnSource | null;
+  /** Opens the DoH profiles' sealed header values, sent with each query. */
+  services: { secretBox: SecretBox };
+  /** Sources fetched at once within a module. Default 8. */
+  concurrency?: number;
+}
+
+export interface CollectWarning {
+  module_id: string;
+  source: string;
+  message: string;
+}
+
+export interface CollectedModule {
+  module_id: string;
+  /** One per source that gave (or kept) prefixes: the rows of the module's next snapshot. */
+  groups: SnapshotGroup[];
+  sources_ok: number;
+  sources_failed: number;
+  warnings: CollectWarning[];
+  cdn: { id: string; ok: boolean; error: string | null; prefix_count: number | null }[];
+}
+
+const DEFAULT_POLICY: DohResolverPolicy = { strategy: "failover", record_types: ["A", "AAAA"], timeout_ms: 3000, attempts: 2, keep_previous_minutes: 1440 };
+
+async function mapLimit<T, R>(items: readonly T[], limit: number, fn: (item: T) => Promise<R>): Promise<R[]> {
+  const out = new Array<R>(items.length);
+  let next = 0;
+  const worker = async () => {
+    while (next < items.length) {
+      const i = next++;
+      out[i] = await fn(items[i]!);
+    }
+  };
+  await Promise.all(Array.from({ length: Math.min(limit, items.length) }, worker));
+  return out;
+}
+
+const messageOf = (err: unknown) => (err instanceof Error ? err.message : String(err));
+const hostPrefix = (address: string) => (address.includes(":") ? `${address}/128` : `${address}/32`);
+
+/** Every prefix of the collected groups, in group order (duplicates across sources included). */
+export function collectedPrefixes(c: CollectedModule): string[] {
+  const out: string[] = [];
+  for (const g of c.groups) for (const p of g.prefixes) out.push(p);
+  return out;
+}
+
+/**
+ * Collects one module afresh: IP ranges as they are, each ASN's announced
+ * prefixes, each domain's addresses through the module's DoH profiles, each enabled CDN
+ * source. A source that fails keeps its group of the previous snapshot (read from the
+ * database only then) and is reported as a warning; one failing source never fails the others.
+ */
+export async function collectModule(db: Db, deps: CollectDeps, module: IngestModuleRow, now: Date, signal: AbortSignal): Promise<CollectedModule> {
+  const groups: SnapshotGroup[] = [];
+  const warnings: CollectWarning[] = [];
+  const cdn: CollectedModule["cdn"] = [];
+  let ok = 0;
+  let failed = 0;
+  const limit = deps.concurrency ?? 8;
+  const keepPrevious = async (source: SnapshotSource, origin: string) => {
+    const previous = await findSnapshotGroup(db, module.id, source, origin);
+    if (previous) groups.push(previous);
+  };
+  const fail = (source: string, message: string) => {
+    failed++;
+    warnings.push({ module_id: module.id, source, message });
+  };
+
+  for (const entry of await listModuleIpRanges(db, module.id)) {
+    groups.push({ source: "ip_range", origin: entry.id, prefixes: [entry.cidr], seen_at: null });
+  }
+
+  const asns = module.type === "AS_PREFIXES" ? await listModuleAsns(db, module.id) : [];
+  await mapLimit(asns, limit, async (asn) => {
+    const origin = String(asn);
+    try {
+      if (!deps.asnSource) throw new Error("no ASN source is configured (ASN_SOURCE)");
+      groups.push({ source: "asn", origin, prefixes: await deps.asnSource.announcedPrefixes(asn, { signal }), seen_at: null });
+      ok++;
+    } catch (err) {
+      if (signal.aborted) throw signal.reason ?? err;
+      fail(`asn:${asn}`, messageOf(err));
+      await keepPrevious("asn", origin);
+    }
+  });
+
+  if (module.type === "DOMAINS") {
+    const domains = await listModuleDomains(db, module.id);
+    if (domains.length) {
+      const profiles = await listModuleDohProfiles(db, module.id);
+      const policy = { ...DEFAULT_POLICY, ...(module.doh_resolver_policy as Partial<DohResolverPolicy>) };
+      if (!profiles.length) {
+        for (const d of domains) {
+          fail(`domain:${d.name}`, "the module has no DoH profile");
+          await keepPrevious("domain", d.name);
+        }
+      } else {
+        const previous = (await listSnapshotGroups(db, module.id, "domain")).flatMap((g) =>
+          g.prefixes.map((p, i) => ({ domain: g.origin, address: p.slice(0, p.indexOf("/")), last_seen_at: new Date(g.seen_at?.[i] ?? now.getTime()) })),
+        );
+        const resolved = await resolveDomains(
+          { client: deps.outbound, concurrency: 16 },
+          {
+            domains,
+            profiles: profiles.map((p) => ({ ...p, name: p.name ?? p.id, headers: openHeaders(deps.services.secretBox, p) })),
+            policy,
+            previous,
+            now,
+            signal,
+          },
+        );
+        const byDomain = new Map<string, SnapshotGroup>();
+        for (const r of resolved.records) {
+          let g = byDomain.get(r.domain);
+          if (!g) byDomain.set(r.domain, (g = { source: "domain", origin: r.domain, prefixes: [], seen_at: [] }));
+          g.prefixes.push(hostPrefix(r.address));
+          g.seen_at!.push(r.last_seen_at.getTime());
+        }
+        groups.push(...byDomain.values());
+        for (const d of resolved.perDomain) {
+          if (d.ok) ok++;
+          else fail(`domain:${d.domain}`, d.error ?? "resolution failed");
+        }
+      }
+    }
+  }
+
+  const sources = await listEnabledCdnSources(db, module.id);
+  await mapLimit(sources, limit, async (source) => {
+    try {
+      const res = await deps.outbound.request(source.url, { signal });
+      const parsed = source.format === "json" ? parseJsonFeed(res.body.toString("utf8"), source.json_path ?? "") : parseTextFeed(res.body.toString("utf8"));
+      if (parsed.prefixes.length === 0 && !source.allow_empty) throw new Error("empty");
+      groups.push({ source: "cdn", origin: source.id, prefixes: parsed.prefixes, seen_at: null });
+      cdn.push({ id: source.id, ok: true, error: null, prefix_count: parsed.prefixes.length });
+      ok++;
+    } catch (err) {
+      if (signal.aborted) throw signal.reason ?? err;
+      const message = messageOf(err);
+      cdn.push({ id: source.id, ok: false, error: message, prefix_count: null });
+      fail(`cdn:${source.id}`, message);
+      await keepPrevious("cdn", source.id);
+    }
+  });
+
+  return { module_id: module.id, groups, sources_ok: ok, sources_failed: failed, warnings, cdn };
+}

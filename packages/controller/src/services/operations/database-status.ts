@@ -1,0 +1,36 @@
+import type { DatabaseStatus } from "@rlc/shared/schemas";
+import type { Db } from "../../db/connect.js";
+import { analyzeDatabase, countConnections, findDatabaseSize, listTableStatus } from "../../db/maintenance.js";
+import { type Clock, iso } from "../../lib/time.js";
+
+/** GET /v1/maintenance/db and its ANALYZE: the database the controller uses, as an operator sees it. */
+export function databaseMaintenance() {
+  return {
+    /** Sizes, row estimates, dead tuples and connections of the database the controller uses. */
+    async databaseStatus(db: Db, now: Date): Promise<DatabaseStatus> {
+      const size = await findDatabaseSize(db);
+      const tables = await listTableStatus(db);
+      const connections = await countConnections(db);
+      return {
+        collected_at: now.toISOString(),
+        database: { name: size.name, size_bytes: size.size_bytes, server_version: size.server_version },
+        tables: tables.map((t) => ({
+          schema: t.schema,
+          name: t.name,
+          size_bytes: t.size_bytes,
+          row_estimate: t.row_estimate,
+          dead_tuples: t.dead_tuples,
+          last_vacuum_at: iso(t.last_vacuum_at),
+          last_analyze_at: iso(t.last_analyze_at),
+        })),
+        connections: { ...connections, max: size.max_connections },
+      };
+    },
+
+    async analyze(db: Db, clock: Clock) {
+      const started = performance.now();
+      await analyzeDatabase(db);
+      return { analyzed_at: clock().toISOString(), duration_ms: Math.round(performance.now() - started) };
+    },
+  };
+}

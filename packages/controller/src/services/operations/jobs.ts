@@ -1,0 +1,162 @@
+import { eventSubjects, internalSubjects } from "@rlc/proto";
+import { AppError, ConflictError, NotFoundError } from "@rlc/shared/errors";
+import type { Job, JobType } from "@rlc/shared/schemas";
+import type { Bus } from "../../bus/index.js";
+import type { Db, Sql } from "../../db/connect.js";
+import { cancelQueuedJob, countQueuedJobs, findJobById, insertJob, type JobRow, listJobs, lockTenantQueue, requestJobCancel } from "../../db/jobs.js";
+import { publishJobFinished } from "../../events/publish.js";
+import { toPage } from "../../lib/cursor.js";
+import { afterIdOf } from "../../lib/id-cursor.js";
+import { uuidv7 } from "../../lib/ids.js";
+import { iso, isoRequired } from "../../lib/time.js";
+import type { AuditWriter } from "../access/audit.js";
+import type { RequestContext } from "../access/context.js";
+
+export function toJob(row: JobRow): Job {
+  return {
+    job_id: row.id,
+    type: row.type as JobType,
+    status: row.status,
+    cancel_requested: row.cancel_requested,
+    progress: row.progress_done === null ? null : { done: row.progress_done, total: row.progress_total },
+    params: row.params,
+    result: row.result,
+    error: row.error as Job["error"],
+    attempts: row.attempts,
+    created_at: isoRequired(row.created_at),
+    started_at: iso(row.started_at),
+    finished_at: iso(row.finished_at),
+    created_by: row.created_by,
+  };
+}
+
+/** Jobs one tenant may have queued (waiting for a worker) before API calls that add more get a 429. */
+export const DEFAULT_TENANT_MAX_QUEUED = 100;
+let tenantMaxQueued = DEFAULT_TENANT_MAX_QUEUED;
+
+/** Sets the per-tenant queue cap of this process (JOBS_TENANT_MAX_QUEUED; the controller calls it at start). */
+export function setTenantMaxQueued(n: number): void {
+  tenantMaxQueued = n;
+}
+
+/** Seconds a caller refused with `too_many_jobs` is told to wait: about what a few jobs take. */
+const QUEUE_FULL_RETRY_AFTER_S = 10;
+
+/** Work asked through the API (`key:…`) is bounded; the scheduler's and jobs' own follow-ups are not (their pace is their schedule). */
+const isBounded = (createdBy: string | null) => createdBy?.startsWith("key:") ?? false;
+
+/**
+ * Enqueues a job in the caller's transaction (so a change and its job commit together) and
+ * wakes the workers once that transaction has committed.
+ */
+export async function enqueueJob(
+  tx: Db,
+  bus: Bus,
+  input: {
+    tenantId: string;
+    type: JobType;
+    params: Record<string, unknown>;
+    createdBy: string | null;
+    now: Date;
+    afterCommit: (fn: () => void) => void;
+    maxAttempts?: number;
+  },
+): Promise<JobRow> {
+  if (isBounded(input.createdBy)) {
+    await lockTenantQueue(tx, input.tenantId);
+    const queued = await countQueuedJobs(tx, input.tenantId);
+    if (queued >= tenantMaxQueued) {
+      throw new AppError(
+        "too_many_jobs",
+        `this tenant already has ${queued} jobs waiting for a worker (at most ${tenantMaxQueued}); retry once some have run`,
+        {
+          headers: { "retry-after": String(QUEUE_FULL_RETRY_AFTER_S) },
+          extra: { queued_jobs: queued, max_queued_jobs: tenantMaxQueued },
+        },
+      );
+    }
+  }
+  const row = await insertJob(tx, {
+    id: uuidv7(),
+    tenant_id: input.tenantId,
+    type: input.type,
+    params: input.params,
+    created_by: input.createdBy,
+    created_at: input.now,
+    max_attempts: input.maxAttempts ?? 3,
+  });
+  input.afterCommit(() => bus.publish(internalSubjects.jobsWake, { job_id: row.id }));
+  return row;
+}
+
+/** Waits until the job ends or `timeoutMs` passes; answers the job as it then is. */
+export async function waitForJob(sql: Sql, bus: Bus, tenantId: string, jobId: string, timeoutMs: number): Promise<JobRow> {
+  const end = Date.now() + timeoutMs;
+  let poke: (() => void) | null = null;
+  const unsubscribe = bus.subscribe(eventSubjects.jobFinished(tenantId, jobId), () => poke?.());
+  try {
+    for (;;) {
+      const row = await findJobById(sql, tenantId, jobId);
+      if (!row) throw new NotFoundError("job", jobId);
+      const finished = row.status === "succeeded" || row.status === "failed" || row.status === "cancelled";
+      const left = end - Date.now();
+      if (finished || left <= 0) return row;
+      await new Promise<void>((resolve) => {
+        const timer = setTimeout(resolve, Math.min(250, left));
+        poke = () => {
+          clearTimeout(timer);
+          resolve();
+        };
+      });
+    }
+  } finally {
+    unsubscribe();
+  }
+}
+
+/** The answer of a `?wait=true` request whose job ended badly: its problem, with `job_id`. */
+export function jobFailure(row: JobRow): AppError {
+  const error = (row.error ?? {}) as { code?: string; detail?: string };
+  if (row.status === "cancelled") return new AppError("conflict", "the job was cancelled", { extra: { job_id: row.id } });
+  const code = (error.code ?? "internal") as ConstructorParameters<typeof AppError>[0];
+  return new AppError(code, error.detail ?? "the job failed", { extra: { job_id: row.id } });
+}
+
+export function createJobService(deps: { audit: AuditWriter; bus: Bus }) {
+  const bus = deps.bus;
+  return {
+    async list(db: Db, ctx: RequestContext, q: { cursor?: string | undefined; limit: number; type?: string | undefined; status?: string | undefined }) {
+      const afterId = afterIdOf(q.cursor);
+      const rows = await listJobs(db, ctx.principal.tenantId, { afterId, limit: q.limit, type: q.type, status: q.status });
+      return toPage(rows, q.limit, (r) => [r.id], toJob);
+    },
+    async get(db: Db, ctx: RequestContext, id: string) {
+      const row = await findJobById(db, ctx.principal.tenantId, id);
+      if (!row) throw new NotFoundError("job", id);
+      return toJob(row);
+    },
+    /**
+     * Queued or awaiting → cancelled at once (an awaiting apply keeps the outcomes known so far
+     * in `result`); running → cancel_requested (stops at its next step); finished → 409, the
+     * job's status in `job_status` (a problem's `status` is the HTTP status).
+     */
+    async cancel(tx: Db, ctx: RequestContext, id: string) {
+      const row = await findJobById(tx, ctx.principal.tenantId, id, true);
+      if (!row) throw new NotFoundError("job", id);
+      if (row.status === "succeeded" || row.status === "failed" || row.status === "cancelled") {
+        throw new ConflictError(`the job has already ended (${row.status})`, { job_id: id, job_status: row.status });
+      }
+      const atOnce = row.status === "queued" || row.status === "awaiting";
+      const after = atOnce ? await cancelQueuedJob(tx, id, ctx.now) : await requestJobCancel(tx, id, ctx.now);
+      if (atOnce) ctx.afterCommit(() => publishJobFinished(bus, after, ctx.now));
+      await deps.audit.record(tx, ctx, {
+        action: "cancel",
+        resource_type: "job",
+        resource_id: id,
+        summary: `${row.type} job ${atOnce ? "cancelled" : "asked to stop"}`,
+        changes: { status: { from: row.status, to: after.status }, cancel_requested: { from: row.cancel_requested, to: true } },
+      });
+      return toJob(after);
+    },
+  };
+}

@@ -1,0 +1,86 @@
+import type { Bus } from "../../bus/index.js";
+import type { Sql } from "../../db/connect.js";
+import { claimDueMaintenancePolicies, hasActiveJob, setMaintenancePolicyNextRun } from "../../db/maintenance.js";
+import { findLastRun, listTenantIdsWithSettings, recordRun } from "../../db/scheduler.js";
+import type { RoleName } from "../access/context.js";
+import type { RevisionService } from "../revisions/revisions.js";
+import { enqueueJob } from "./jobs.js";
+
+const MINUTE = 60_000;
+/** The scheduler looks at a tenant's revision retention at most this often. */
+export const REVISION_RETENTION_EVERY_MS = 10 * MINUTE;
+
+/** What a `maintenance_policy_run` job carries: who asked (for its audit records) and why. */
+export interface PolicyRunParams {
+  policy_id: string;
+  trigger: "api" | "scheduler";
+  requested_by: { key_id: string; key_prefix: string; role: RoleName } | null;
+  request_id: string | null;
+}
+
+/** The scheduler's side of maintenance: enqueueing policy runs and revision prunes when due. */
+export function maintenanceScheduling(deps: { sql: Sql; revisions: RevisionService }) {
+  return {
+    /**
+     * The scheduler's pass: each enabled policy whose time has come gets one run job (none when
+     * one is still queued or running) and its next_run_at moves one interval past `now`, so a
+     * scheduler that was down catches up with one run, not many.
+     */
+    async scheduleDueRuns(bus: Bus, now: Date): Promise<number> {
+      const after: (() => void)[] = [];
+      const enqueued = await deps.sql.begin(async (tx) => {
+        let n = 0;
+        for (const p of await claimDueMaintenancePolicies(tx, now, 100)) {
+          if (!(await hasActiveJob(tx, p.tenant_id, "maintenance_policy_run", p.id))) {
+            const params: PolicyRunParams = { policy_id: p.id, trigger: "scheduler", requested_by: null, request_id: null };
+            await enqueueJob(tx, bus, {
+              tenantId: p.tenant_id,
+              type: "maintenance_policy_run",
+              params: params as unknown as Record<string, unknown>,
+              createdBy: "auto:scheduler",
+              now,
+              afterCommit: (f) => after.push(f),
+            });
+            n++;
+          }
+          await setMaintenancePolicyNextRun(tx, p.id, new Date(now.getTime() + p.interval_minutes * MINUTE));
+        }
+        return n;
+      });
+      for (const f of after) f();
+      return enqueued;
+    },
+
+    /**
+     * Each tenant's `revision_retention_minutes` (> 0): a `revision_prune` job when some revision
+     * is past the retention and none is queued or running, looked at most every 10 minutes.
+     */
+    async scheduleRevisionPrunes(bus: Bus, now: Date): Promise<number> {
+      let enqueued = 0;
+      for (const { tenant_id, settings } of await listTenantIdsWithSettings(deps.sql)) {
+        const minutes = settings.revision_retention_minutes;
+        if (typeof minutes !== "number" || minutes <= 0) continue;
+        const last = await findLastRun(deps.sql, "revision_retention", tenant_id);
+        if (last && now.getTime() - last.getTime() < REVISION_RETENTION_EVERY_MS) continue;
+        const est = await deps.revisions.pruneEstimate(deps.sql, tenant_id, now);
+        const after: (() => void)[] = [];
+        await deps.sql.begin(async (tx) => {
+          if (est.candidate_count > 0 && !(await hasActiveJob(tx, tenant_id, "revision_prune"))) {
+            await enqueueJob(tx, bus, {
+              tenantId: tenant_id,
+              type: "revision_prune",
+              params: {},
+              createdBy: "auto:scheduler",
+              now,
+              afterCommit: (f) => after.push(f),
+            });
+            enqueued++;
+          }
+          await recordRun(tx, "revision_retention", tenant_id, now);
+        });
+        for (const f of after) f();
+      }
+      return enqueued;
+    },
+  };
+}

@@ -1,0 +1,111 @@
+import { aggregateTagged, isSorted, parsePrefixTexts, type TaggedPrefix } from "@rlc/shared/prefix";
+import { attributeModules, maskModules } from "./revision-attribution.js";
+import { digestOf, type RevisionContent, RevisionFamily, type RevisionTag } from "./revision-content.js";
+import { type BogonSettings, filterModules, type ModulePairs } from "./revision-input.js";
+
+export type { RevisionContent, RevisionEntry } from "./revision-content.js";
+export { digestOf, withdrawnCount } from "./revision-content.js";
+export { type BogonSettings, countDistinct } from "./revision-input.js";
+
+export interface ModuleInput {
+  module_id: string;
+  name: string;
+  community: string | null;
+  /** Collected prefix texts; duplicates and host bits are fine. */
+  prefixes: readonly string[];
+}
+
+export interface BuiltRevision {
+  content: RevisionContent;
+  digest: string;
+  input_prefix_count: number;
+  dropped_prefix_count: number;
+  modules: { module_id: string; name: string; community: string | null; prefix_count: number }[];
+  /** Distinct collected prefixes of each module per family, by module id (its snapshot counts). */
+  collected: Map<string, { v4: number; v6: number }>;
+}
+
+/** Tags by (communities, modules), shared by both families of one revision. */
+function tagger(moduleCount: number) {
+  const MW = Math.max(1, Math.ceil(moduleCount / 32));
+  const communitySets = new Map<readonly string[], number>();
+  const index = new Map<string, number>();
+  const tags: RevisionTag[] = [];
+  return {
+    tags,
+    /** The tag of each announced prefix, given its module masks (attributeModules). */
+    tagAll(announced: TaggedPrefix[], masks: Uint32Array): Uint32Array {
+      const out = new Uint32Array(announced.length);
+      let prev = -1; // neighbours share a tag in long runs: compare with the one before first
+      for (let k = 0; k < announced.length; k++) {
+        const communities = announced[k]!.communities;
+        if (prev >= 0 && communities === announced[prev]!.communities && sameMask(masks, k, prev, MW)) {
+          out[k] = out[prev]!;
+          prev = k;
+          continue;
+        }
+        let cs = communitySets.get(communities);
+        if (cs === undefined) communitySets.set(communities, (cs = communitySets.size));
+        const key = `${cs}:${masks.subarray(k * MW, k * MW + MW).join(",")}`;
+        let tag = index.get(key);
+        if (tag === undefined) {
+          index.set(key, (tag = tags.length));
+          tags.push({ communities, modules: maskModules(masks, k, moduleCount) });
+        }
+        out[k] = tag;
+        prev = k;
+      }
+      return out;
+    },
+  };
+}
+
+function sameMask(masks: Uint32Array, a: number, b: number, MW: number): boolean {
+  for (let w = 0; w < MW; w++) if (masks[a * MW + w] !== masks[b * MW + w]) return false;
+  return true;
+}
+
+/**
+ * Builds a revision's content from the modules' collected prefixes: the bogon filter first
+ * (revision-input.ts), then the community-aware aggregation of the prefix algebra, then the
+ * attribution of modules to the announced prefixes (revision-attribution.ts). Measured on 1.2M
+ * collected prefixes in 3 modules (the bench): ~2 s, half of it aggregateTagged; it was 8.8 s
+ * with three removeBogons passes, a union pass and the Map-of-Sets attribution, and ~1 GB of
+ * objects.
+ */
+export function buildRevision(input: ModuleInput[], bird: BogonSettings = {}): BuiltRevision {
+  // Module indexes follow the ids' order, so each prefix's module_ids come out sorted.
+  const modules = [...input].sort((a, b) => (a.module_id < b.module_id ? -1 : a.module_id > b.module_id ? 1 : 0));
+  const filtered = filterModules(modules, bird);
+  const announced = aggregateTagged(filtered.aggregateInputs);
+  filtered.aggregateInputs.length = 0;
+
+  const t = tagger(modules.length);
+  const owner = { modules: modules.map((m) => m.module_id), tags: t.tags };
+  const split = announced.findIndex((a) => a.prefix.indexOf(":") >= 0); // IPv4 comes first
+  const familyOf = (list: TaggedPrefix[], pairs: ModulePairs, fam: "v4" | "v6") => {
+    const prefixes = list.map((a) => a.prefix);
+    const table = parsePrefixTexts(prefixes)[fam];
+    if (table.count !== list.length || !isSorted(table)) throw new Error("aggregateTagged returned prefixes out of address order");
+    return new RevisionFamily(prefixes, t.tagAll(list, attributeModules(pairs.table, pairs.tags, table, modules.length)), owner);
+  };
+  const v4 = split < 0 ? announced : announced.slice(0, split);
+  const v6 = split < 0 ? [] : announced.slice(split);
+  const content: RevisionContent = { ...owner, v4: familyOf(v4, filtered.v4, "v4"), v6: familyOf(v6, filtered.v6, "v6") };
+
+  const perTag = new Int32Array(t.tags.length);
+  for (const f of [content.v4, content.v6]) for (const tag of f.tags) perTag[tag]!++;
+  const announcedBy = new Int32Array(modules.length);
+  t.tags.forEach((tag, k) => {
+    for (const m of tag.modules) announcedBy[m]! += perTag[k]!;
+  });
+  const indexOf = new Map(modules.map((m, mi) => [m.module_id, mi]));
+  return {
+    content,
+    digest: digestOf(content),
+    input_prefix_count: filtered.distinct,
+    dropped_prefix_count: filtered.bogons,
+    modules: input.map((m) => ({ module_id: m.module_id, name: m.name, community: m.community, prefix_count: announcedBy[indexOf.get(m.module_id)!]! })),
+    collected: new Map(modules.map((m, mi) => [m.module_id, filtered.counts[mi]!])),
+  };
+}

@@ -1,0 +1,246 @@
+import { ConflictError, NotFoundError, ValidationError } from "@rlc/shared/errors";
+import type { AsEntry, AuditResourceType, DomainEntry, IpRangeEntry, ModuleType } from "@rlc/shared/schemas";
+import type { Db } from "../../db/connect.js";
+import {
+  type AsEntryRow,
+  type DomainEntryRow,
+  deleteEntry,
+  type EntryKind,
+  type EntryRowOf,
+  findEntryById,
+  type IpRangeEntryRow,
+  insertAsEntry,
+  insertDomainEntry,
+  insertIpRangeEntry,
+  listEntries,
+  updateAsEntry,
+  updateDomainEntry,
+  updateIpRangeEntry,
+} from "../../db/entries.js";
+import type { ModuleRow } from "../../db/modules.js";
+import { isForeignKeyViolation, isUniqueViolation } from "../../db/pg-errors.js";
+import { normaliseAsn } from "../../lib/asn.js";
+import { type Page, toPage } from "../../lib/cursor.js";
+import { normaliseDomain } from "../../lib/domain-name.js";
+import { afterIdOf } from "../../lib/id-cursor.js";
+import { uuidv7 } from "../../lib/ids.js";
+import { normaliseCidr } from "../../lib/ip-range.js";
+import { isoRequired } from "../../lib/time.js";
+import type { ValueResult } from "../../lib/value-result.js";
+import { type AuditWriter, changesOf } from "../access/audit.js";
+import type { RequestContext } from "../access/context.js";
+import { mustFindModule } from "./modules.js";
+
+export type { EntryKind } from "../../db/entries.js";
+
+export interface EntryOf {
+  as: AsEntry;
+  domain: DomainEntry;
+  ip_range: IpRangeEntry;
+}
+
+/** Bodies after schema validation; values are normalised here, the same way as CSV rows. */
+export interface EntryInputOf {
+  as: { asn?: number | string | undefined; comment?: string | undefined };
+  domain: { domain?: string | undefined; include_subdomains?: boolean | undefined; comment?: string | undefined };
+  ip_range: { cidr?: string | undefined; comment?: string | undefined };
+}
+
+/** Per kind: the module type it belongs to, its value field and how to read, write and show it. */
+export const ENTRY_KINDS = {
+  as: { moduleType: "AS_PREFIXES", field: "asn", resource: "as_entry", label: "AS entry" },
+  domain: { moduleType: "DOMAINS", field: "domain", resource: "domain_entry", label: "domain entry" },
+  ip_range: { moduleType: "IP_RANGES", field: "cidr", resource: "ip_range_entry", label: "IP-range entry" },
+} as const satisfies Record<EntryKind, { moduleType: ModuleType; field: string; resource: AuditResourceType; label: string }>;
+
+export function kindOfModule(type: ModuleType): EntryKind {
+  return type === "AS_PREFIXES" ? "as" : type === "DOMAINS" ? "domain" : "ip_range";
+}
+
+/** The canonical value of one written value of `kind` (a JSON field or a CSV cell). */
+export function normaliseEntryValue(kind: EntryKind, value: number | string): ValueResult<string | number> {
+  if (kind === "as") return normaliseAsn(value);
+  if (typeof value !== "string") return { ok: false, message: "must be a string" };
+  if (kind === "domain") return normaliseDomain(value);
+  const cidr = normaliseCidr(value);
+  return cidr.ok ? { ok: true, value: cidr.value.text } : cidr;
+}
+
+const base = (row: EntryRowOf[EntryKind]) => ({
+  id: row.id,
+  module_id: row.module_id,
+  comment: row.comment,
+  created_at: isoRequired(row.created_at),
+  updated_at: isoRequired(row.updated_at),
+});
+
+export const toAsEntry = (row: AsEntryRow): AsEntry => ({ ...base(row), asn: Number(row.asn) });
+export const toDomainEntry = (row: DomainEntryRow): DomainEntry => ({ ...base(row), domain: row.domain, include_subdomains: row.include_subdomains });
+export const toIpRangeEntry = (row: IpRangeEntryRow): IpRangeEntry => ({ ...base(row), cidr: row.cidr });
+
+export function toEntry<K extends EntryKind>(kind: K, row: EntryRowOf[K]): EntryOf[K] {
+  if (kind === "as") return toAsEntry(row as AsEntryRow) as EntryOf[K];
+  if (kind === "domain") return toDomainEntry(row as DomainEntryRow) as EntryOf[K];
+  return toIpRangeEntry(row as IpRangeEntryRow) as EntryOf[K];
+}
+
+function entryValue(kind: EntryKind, row: EntryRowOf[EntryKind]): string | number {
+  return kind === "as" ? Number((row as AsEntryRow).asn) : kind === "domain" ? (row as DomainEntryRow).domain : (row as IpRangeEntryRow).cidr;
+}
+
+function display(kind: EntryKind, value: string | number): string {
+  return kind === "as" ? `AS${value}` : String(value);
+}
+
+function checkModuleType(kind: EntryKind, module: ModuleRow) {
+  const want = ENTRY_KINDS[kind].moduleType;
+  if (module.type !== want) {
+    throw new ValidationError(`module ${module.name} is ${module.type}: ${ENTRY_KINDS[kind].label}s belong to ${want} modules`, [
+      { path: "params.module_id", message: `the module is ${module.type}, not ${want}` },
+    ]);
+  }
+}
+
+function normalised(kind: EntryKind, value: number | string): string | number {
+  const field = ENTRY_KINDS[kind].field;
+  const result = normaliseEntryValue(kind, value);
+  if (!result.ok) throw new ValidationError(`${field}: ${result.message}`, [{ path: `body.${field}`, message: result.message }]);
+  return result.value;
+}
+
+const duplicate = (kind: EntryKind, module: ModuleRow, value: string | number) =>
+  new ConflictError(`${display(kind, value)} is already in module ${module.name}`);
+
+async function insertRow(tx: Db, kind: EntryKind, row: EntryRowOf[EntryKind]): Promise<boolean> {
+  if (kind === "as") return insertAsEntry(tx, row as AsEntryRow);
+  if (kind === "domain") return insertDomainEntry(tx, row as DomainEntryRow);
+  return insertIpRangeEntry(tx, row as IpRangeEntryRow);
+}
+
+async function updateRow(tx: Db, kind: EntryKind, row: EntryRowOf[EntryKind]): Promise<void> {
+  if (kind === "as") return updateAsEntry(tx, row as AsEntryRow);
+  if (kind === "domain") return updateDomainEntry(tx, row as DomainEntryRow);
+  return updateIpRangeEntry(tx, row as IpRangeEntryRow);
+}
+
+const AUDITED = ["asn", "domain", "include_subdomains", "cidr", "comment"] as const;
+const auditView = (row: EntryRowOf[EntryKind]) => {
+  const r = row as unknown as Record<string, unknown>;
+  return Object.fromEntries(AUDITED.filter((k) => k in r).map((k) => [k, k === "asn" ? Number(r[k]) : r[k]])) as Record<(typeof AUDITED)[number], unknown>;
+};
+
+export function createEntryService(deps: { audit: AuditWriter }) {
+  const { audit } = deps;
+
+  const mustFind = async <K extends EntryKind>(db: Db, kind: K, module: ModuleRow, id: string, forUpdate = false) => {
+    const row = await findEntryById(db, kind, module.tenant_id, module.id, id, forUpdate);
+    if (!row) throw new NotFoundError(ENTRY_KINDS[kind].label, id);
+    return row;
+  };
+
+  return {
+    async create<K extends EntryKind>(tx: Db, ctx: RequestContext, kind: K, moduleId: string, body: EntryInputOf[K]): Promise<EntryOf[K]> {
+      const module = await mustFindModule(tx, ctx.principal.tenantId, moduleId);
+      checkModuleType(kind, module);
+      const input = body as EntryInputOf["domain"] & EntryInputOf["as"] & EntryInputOf["ip_range"];
+      const raw = kind === "as" ? input.asn : kind === "domain" ? input.domain : input.cidr;
+      const value = normalised(kind, raw!);
+      const common = {
+        id: uuidv7(),
+        tenant_id: module.tenant_id,
+        module_id: module.id,
+        comment: input.comment ?? "",
+        created_at: ctx.now,
+        updated_at: ctx.now,
+      };
+      const row = (
+        kind === "as"
+          ? { ...common, asn: value }
+          : kind === "domain"
+            ? { ...common, domain: value, include_subdomains: input.include_subdomains ?? false }
+            : { ...common, cidr: value }
+      ) as EntryRowOf[K];
+      let inserted: boolean;
+      try {
+        inserted = await insertRow(tx, kind, row);
+      } catch (err) {
+        // The module was deleted between the lookup and the insert.
+        throw isForeignKeyViolation(err) ? new NotFoundError("module", moduleId) : err;
+      }
+      if (!inserted) throw duplicate(kind, module, value);
+      await audit.record(tx, ctx, {
+        action: "create",
+        resource_type: ENTRY_KINDS[kind].resource,
+        resource_id: row.id,
+        summary: `${display(kind, value)} added to module ${module.name}`,
+        changes: changesOf(null, auditView(row), AUDITED),
+      });
+      return toEntry(kind, row);
+    },
+
+    async list<K extends EntryKind>(
+      db: Db,
+      ctx: RequestContext,
+      kind: K,
+      moduleId: string,
+      q: { cursor?: string | undefined; limit: number },
+    ): Promise<Page<EntryOf[K]>> {
+      const module = await mustFindModule(db, ctx.principal.tenantId, moduleId);
+      const afterId = afterIdOf(q.cursor);
+      const rows = await listEntries(db, kind, module.tenant_id, module.id, { afterId, limit: q.limit });
+      return toPage(
+        rows,
+        q.limit,
+        (r) => [r.id],
+        (r) => toEntry(kind, r),
+      );
+    },
+
+    async get<K extends EntryKind>(db: Db, ctx: RequestContext, kind: K, moduleId: string, id: string): Promise<EntryOf[K]> {
+      const module = await mustFindModule(db, ctx.principal.tenantId, moduleId);
+      return toEntry(kind, await mustFind(db, kind, module, id));
+    },
+
+    async update<K extends EntryKind>(tx: Db, ctx: RequestContext, kind: K, moduleId: string, id: string, body: EntryInputOf[K]): Promise<EntryOf[K]> {
+      const module = await mustFindModule(tx, ctx.principal.tenantId, moduleId);
+      const before = await mustFind(tx, kind, module, id, true);
+      const input = body as EntryInputOf["domain"] & EntryInputOf["as"] & EntryInputOf["ip_range"];
+      const raw = kind === "as" ? input.asn : kind === "domain" ? input.domain : input.cidr;
+      const value = raw === undefined ? entryValue(kind, before) : normalised(kind, raw);
+      const after = { ...before, comment: input.comment ?? before.comment, updated_at: ctx.now } as Record<string, unknown>;
+      after[ENTRY_KINDS[kind].field] = value;
+      if (kind === "domain" && input.include_subdomains !== undefined) after.include_subdomains = input.include_subdomains;
+      const row = after as unknown as EntryRowOf[K];
+      const changes = changesOf(auditView(before), auditView(row), AUDITED);
+      if (Object.keys(changes).length === 0) return toEntry(kind, before);
+      try {
+        await updateRow(tx, kind, row);
+      } catch (err) {
+        throw isUniqueViolation(err) ? duplicate(kind, module, value) : err;
+      }
+      await audit.record(tx, ctx, {
+        action: "update",
+        resource_type: ENTRY_KINDS[kind].resource,
+        resource_id: id,
+        summary: `${display(kind, value)} in module ${module.name} updated`,
+        changes,
+      });
+      return toEntry(kind, row);
+    },
+
+    async remove(tx: Db, ctx: RequestContext, kind: EntryKind, moduleId: string, id: string): Promise<void> {
+      const module = await mustFindModule(tx, ctx.principal.tenantId, moduleId);
+      const before = await mustFind(tx, kind, module, id, true);
+      await deleteEntry(tx, kind, module.tenant_id, module.id, id);
+      await audit.record(tx, ctx, {
+        action: "delete",
+        resource_type: ENTRY_KINDS[kind].resource,
+        resource_id: id,
+        summary: `${display(kind, entryValue(kind, before))} removed from module ${module.name}`,
+        changes: changesOf(auditView(before), null, AUDITED),
+      });
+    },
+  };
+}
+
+export type EntryService = ReturnType<typeof createEntryService>;

@@ -1,0 +1,13 @@
+// Bundle → BIRD 2 configuration text: pure, tested against golden files.
+export {
+  DEFAULT_INCLUDE_NAME,
+  DEFAULT_MAIN_NAME,
+  isStaticFileName,
+  type RenderedConfig,
+  type RenderOptions,
+  renderBirdConfig,
+  staticFileName,
+  TABLE_V4,
+  TABLE_V6,
+} from "./render.js";
+export { peerIdFromProtocol, peerProtocolName, RenderError } from "./values.js";

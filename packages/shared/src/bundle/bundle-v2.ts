@@ -1,0 +1,229 @@
+import { createHash } from "node:crypto";
+import { canonicalJson, canonicalJsonBytes } from "./canonical-json.js";
+import { BundleError } from "./errors.js";
+import type { BundleContent, BundlePayload } from "./payload.js";
+import { applyPrefixDelta, decodePrefixSection, encodePrefixLines, splitSection } from "./prefix-section.js";
+import { findKey, type PinnedKey, SIGNING_ALG, signDetached, verifyDetached } from "./sign.js";
+
+/**
+ * `rl-bundle/2`: what a speaker is sent, as bytes, in this order:
+ *
+ *   `rl-bundle/2\n`, the signing key's id (16 hex digits) and `\n`;
+ *   the header's length (4 bytes, big-endian) and the header: canonical JSON, a few hundred bytes;
+ *   the Ed25519 signature of the header (64 bytes);
+ *   the config's length (4 bytes) and the config: JSON of every content field but the prefixes;
+ *   the prefix section (full) or the edit script from a base revision's section (delta).
+ *
+ * The signature covers the header only; the header holds the SHA-256 of the config and of the
+ * section, so signing and verifying cost the same for 10 prefixes as for a million, and the
+ * hashes are native SHA-256 over compact bytes instead of canonical JSON of every prefix.
+ */
+export const BUNDLE_FORMAT_V2 = "rl-bundle/2";
+const MAGIC = Buffer.from(`${BUNDLE_FORMAT_V2}\n`, "latin1");
+const KEY_ID_BYTES = 16;
+const MAX_HEADER_BYTES = 64 * 1024;
+const SIGNATURE_BYTES = 64;
+
+export interface BundleHeaderV2 {
+  format: typeof BUNDLE_FORMAT_V2;
+  alg: typeof SIGNING_ALG;
+  key_id: string;
+  tenant_id: string;
+  speaker_id: string;
+  revision_id: number;
+  sequence: number;
+  issued_at: string;
+  expires_at: string;
+  /** `sha256:<hex>` of the content, see {@link contentDigestV2}. */
+  digest: string;
+  config_sha256: string;
+  /** Hex SHA-256 of the revision's full prefix section, whether this bundle carries it or a delta. */
+  prefixes_sha256: string;
+  section: "full" | "delta";
+  section_sha256: string;
+  section_size: number;
+  /** Delta only: the revision whose section the edit script applies to, and that section's SHA-256. */
+  base_revision_id?: number;
+  base_prefixes_sha256?: string;
+}
+
+/** Every content field but the prefixes. */
+export type BundleConfig = Omit<BundleContent, "prefixes">;
+
+export const sha256Hex = (bytes: Uint8Array | string) => createHash("sha256").update(bytes).digest("hex");
+
+/**
+ * `sha256:` + SHA-256 of the canonical JSON of the config, a newline and the hex SHA-256 of the
+ * full prefix section: the same for a full bundle and a delta of the same content, and for a
+ * re-issue (sequence and times are not content).
+ */
+export function contentDigestV2(config: BundleConfig, prefixesSha256: string): string {
+  return `sha256:${sha256Hex(`${canonicalJson(config)}\n${prefixesSha256}`)}`;
+}
+
+/** The part of a bundle before its section: key id, header, signature, config. */
+export async function signBundleHead(
+  header: Omit<BundleHeaderV2, "format" | "alg" | "key_id" | "config_sha256">,
+  config: Uint8Array,
+  key: { keyId: string; secretKey: Uint8Array },
+): Promise<Buffer> {
+  if (!/^[0-9a-f]{16}$/.test(key.keyId)) throw new TypeError("signBundleHead: a key id has 16 hex digits");
+  const full: BundleHeaderV2 = { ...header, format: BUNDLE_FORMAT_V2, alg: SIGNING_ALG, key_id: key.keyId, config_sha256: sha256Hex(config) };
+  const headerBytes = canonicalJsonBytes(full);
+  const signature = await signDetached(headerBytes, key.secretKey);
+  return Buffer.concat([MAGIC, Buffer.from(`${key.keyId}\n`, "latin1"), u32(headerBytes.length), headerBytes, signature, u32(config.length), config]);
+}
+
+export const configBytes = (config: BundleConfig) => Buffer.from(JSON.stringify(config), "utf8");
+
+/** Whether `bytes` start as an `rl-bundle/2` does (anything else is the rl-bundle/1 JSON envelope, or nothing). */
+export function isBundleV2(bytes: Uint8Array | string | object): boolean {
+  return bytes instanceof Uint8Array && bytes.length >= MAGIC.length && Buffer.from(bytes.buffer, bytes.byteOffset, MAGIC.length).equals(MAGIC);
+}
+
+export interface VerifyV2Options {
+  speakerId: string;
+  tenantId: string;
+  lastSequence: number | null;
+  now: Date | number;
+  maxBytes?: number;
+  /** For a delta: the full prefix section of the last verified bundle, and its revision. */
+  base?: { revision_id: number; section: Uint8Array } | null;
+}
+
+export interface VerifiedBundleV2 {
+  payload: BundlePayload;
+  header: BundleHeaderV2;
+  /** The exact signed bytes (the header). */
+  payloadBytes: Uint8Array;
+  keyId: string;
+  /** The revision's full prefix section: received, or rebuilt from the base and the delta. */
+  prefixSection: Uint8Array;
+}
+
+/** The parts of an `rl-bundle/2`, bounds checked; nothing in them is trusted yet. */
+export function splitBundleV2(bytes: Uint8Array): { keyId: string; header: Uint8Array; signature: Uint8Array; config: Uint8Array; section: Uint8Array } {
+  const b = Buffer.from(bytes.buffer, bytes.byteOffset, bytes.length);
+  let at = MAGIC.length;
+  const need = (n: number) => {
+    if (at + n > b.length) throw new BundleError("malformed", "bundle ends before its parts do");
+  };
+  need(KEY_ID_BYTES + 1 + 4);
+  const keyId = b.toString("latin1", at, at + KEY_ID_BYTES);
+  if (b[at + KEY_ID_BYTES] !== 0x0a) throw new BundleError("malformed", "bundle key id is not 16 characters");
+  at += KEY_ID_BYTES + 1;
+  const headerLength = b.readUInt32BE(at);
+  at += 4;
+  if (headerLength > MAX_HEADER_BYTES) throw new BundleError("malformed", `bundle header of ${headerLength} bytes`);
+  need(headerLength + SIGNATURE_BYTES + 4);
+  const header = b.subarray(at, (at += headerLength));
+  const signature = b.subarray(at, (at += SIGNATURE_BYTES));
+  const configLength = b.readUInt32BE(at);
+  at += 4;
+  need(configLength);
+  const config = b.subarray(at, (at += configLength));
+  return { keyId, header, signature, config, section: b.subarray(at) };
+}
+
+/**
+ * Checks an `rl-bundle/2` in the order that spends the least on a hostile one: size, key,
+ * signature over the header (small: microseconds), speaker, tenant, sequence, expiry, then the
+ * hashes of config and section (native SHA-256), a delta's base, the rebuilt section and the
+ * content digest. A section whose hash is not the signed one is `bad_signature`, as a tampered
+ * full bundle is. A delta over a missing or different base is `delta_base_mismatch`: the caller
+ * fetches the full bundle instead.
+ */
+export async function verifyBundleV2(bytes: Uint8Array, pinnedKeys: readonly PinnedKey[], options: VerifyV2Options): Promise<VerifiedBundleV2> {
+  if (options.maxBytes !== undefined && bytes.length > options.maxBytes) {
+    throw new BundleError("too_large", `bundle has ${bytes.length} bytes, the cap is ${options.maxBytes}`);
+  }
+  const parts = splitBundleV2(bytes);
+  const key = findKey(pinnedKeys, parts.keyId);
+  if (!verifyDetached(parts.signature, parts.header, key)) throw new BundleError("bad_signature", `signature does not verify with key ${parts.keyId}`);
+  const header = parseJson<BundleHeaderV2>(parts.header, "header");
+  if (header.format !== BUNDLE_FORMAT_V2 || header.alg !== SIGNING_ALG || header.key_id !== parts.keyId) {
+    throw new BundleError("unsupported_format", `bundle header says ${String(header.format)}/${String(header.alg)}`);
+  }
+  if (header.speaker_id !== options.speakerId) throw new BundleError("wrong_speaker", `bundle is for speaker ${header.speaker_id}, not ${options.speakerId}`);
+  if (header.tenant_id !== options.tenantId) throw new BundleError("wrong_tenant", `bundle is for tenant ${header.tenant_id}, not ${options.tenantId}`);
+  if (!Number.isSafeInteger(header.sequence)) throw new BundleError("malformed", "bundle header lacks its sequence");
+  if (options.lastSequence !== null && header.sequence <= options.lastSequence) {
+    throw new BundleError("stale_sequence", `sequence ${header.sequence} is not above the last applied ${options.lastSequence}`);
+  }
+  const now = typeof options.now === "number" ? options.now : options.now.getTime();
+  if (!(Date.parse(header.expires_at) > now)) throw new BundleError("expired", `bundle expired at ${header.expires_at}`);
+  if (sha256Hex(parts.config) !== header.config_sha256 || parts.section.length !== header.section_size || sha256Hex(parts.section) !== header.section_sha256) {
+    throw new BundleError("bad_signature", "config or prefix section is not what the signed header names");
+  }
+  let section: Uint8Array = parts.section;
+  if (header.section === "delta") {
+    const base = options.base;
+    if (!base || base.revision_id !== header.base_revision_id || sha256Hex(base.section) !== header.base_prefixes_sha256) {
+      throw new BundleError(
+        "delta_base_mismatch",
+        `delta from revision ${header.base_revision_id}, and the agent holds ${base ? `revision ${base.revision_id}` : "no base"} of another content`,
+      );
+    }
+    try {
+      section = encodePrefixLines(applyPrefixDelta(splitSection(base.section), parts.section));
+    } catch (cause) {
+      // Signed, so the controller's own mistake: the rebuilt prefixes cannot be the revision's.
+      throw new BundleError("digest_mismatch", `the delta does not fit the base it names: ${(cause as Error).message}`, { cause });
+    }
+  } else if (header.section !== "full") {
+    throw new BundleError("unsupported_format", `bundle section ${String(header.section)}`);
+  }
+  if (sha256Hex(section) !== header.prefixes_sha256) {
+    throw new BundleError("digest_mismatch", `the prefixes ${header.section === "delta" ? "rebuilt from the delta" : "received"} are not the revision's`);
+  }
+  const config = parseJson<BundleConfig>(parts.config, "config");
+  if (config.speaker_id !== header.speaker_id || config.tenant_id !== header.tenant_id || config.revision_id !== header.revision_id) {
+    throw new BundleError("malformed", "bundle config names another speaker, tenant or revision than its header");
+  }
+  const digest = contentDigestV2(config, header.prefixes_sha256);
+  if (digest !== header.digest) throw new BundleError("digest_mismatch", `header digest ${header.digest} does not match its content (${digest})`);
+  const payload: BundlePayload = {
+    ...config,
+    prefixes: decodePrefixSection(section),
+    sequence: header.sequence,
+    issued_at: header.issued_at,
+    expires_at: header.expires_at,
+    digest,
+  };
+  return { payload, header, payloadBytes: parts.header, keyId: parts.keyId, prefixSection: section };
+}
+
+/**
+ * The payload of an `rl-bundle/2` the agent verified before and kept (its own file), with the
+ * full prefix section kept beside it; no check but the parse.
+ */
+export function readKeptBundleV2(bytes: Uint8Array, prefixSection: Uint8Array): BundlePayload {
+  const parts = splitBundleV2(bytes);
+  const header = parseJson<BundleHeaderV2>(parts.header, "header");
+  const config = parseJson<BundleConfig>(parts.config, "config");
+  return {
+    ...config,
+    prefixes: decodePrefixSection(prefixSection),
+    sequence: header.sequence,
+    issued_at: header.issued_at,
+    expires_at: header.expires_at,
+    digest: header.digest,
+  };
+}
+
+function parseJson<T>(bytes: Uint8Array, what: string): T {
+  let value: unknown;
+  try {
+    value = JSON.parse(new TextDecoder("utf-8", { fatal: true }).decode(bytes));
+  } catch (cause) {
+    throw new BundleError("malformed", `bundle ${what} is not UTF-8 JSON`, { cause });
+  }
+  if (value === null || typeof value !== "object" || Array.isArray(value)) throw new BundleError("malformed", `bundle ${what} is not an object`);
+  return value as T;
+}
+
+function u32(n: number): Buffer {
+  const b = Buffer.allocUnsafe(4);
+  b.writeUInt32BE(n);
+  return b;
+}

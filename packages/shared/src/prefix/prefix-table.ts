@@ -1,0 +1,201 @@
+// The packed-table API: prefixes as typed arrays, for the revision builder and the guard — a
+// million prefixes are a few arrays, not a million objects (parse, sort, compare, last
+// address). Parsing rules are `parseCidr`'s in mask mode, which the fast IPv4 path defers to on
+// anything unusual.
+import type { Family } from "./address.js";
+import { parseCidr } from "./cidr.js";
+
+/**
+ * Prefixes of one family: prefix i has its network address at `words[i*W .. i*W+W)` (most
+ * significant word first, host bits clear) and its length at `lens[i]`.
+ */
+export class PrefixTable {
+  readonly W: 1 | 4;
+  words: Uint32Array;
+  lens: Uint8Array;
+  count = 0;
+
+  constructor(
+    readonly family: Family,
+    capacity = 16,
+  ) {
+    this.W = family === 4 ? 1 : 4;
+    this.words = new Uint32Array(Math.max(capacity, 1) * this.W);
+    this.lens = new Uint8Array(Math.max(capacity, 1));
+  }
+
+  /** Makes room for one more prefix; returns its index. */
+  next(): number {
+    if (this.count === this.lens.length) {
+      const words = new Uint32Array(this.words.length * 2);
+      words.set(this.words);
+      const lens = new Uint8Array(this.lens.length * 2);
+      lens.set(this.lens);
+      this.words = words;
+      this.lens = lens;
+    }
+    return this.count;
+  }
+
+  push(words: ArrayLike<number>, off: number, len: number): void {
+    const i = this.next();
+    for (let w = 0; w < this.W; w++) this.words[i * this.W + w] = words[off + w]!;
+    this.lens[i] = len;
+    this.count = i + 1;
+  }
+}
+
+/** Both families of some prefix texts. */
+export interface PrefixTables {
+  v4: PrefixTable;
+  v6: PrefixTable;
+}
+
+export const newTables = (capacity4 = 16, capacity6 = 16): PrefixTables => ({ v4: new PrefixTable(4, capacity4), v6: new PrefixTable(6, capacity6) });
+
+/**
+ * Parses `a.b.c.d/len` (or a bare address, a /32) into row i of an IPv4 table, host bits
+ * cleared, and returns true; false for anything else (leading zeros, spaces, IPv6...), which
+ * the caller hands to parseCidr. Writes straight into the typed arrays: no object, and no
+ * boxed number, a prefix: measured 73-89 ns a prefix with the push, against 120-350 ns for
+ * parseCidr and an array each, which the collector then sweeps.
+ */
+export function parseIPv4Into(text: string, t: PrefixTable, i: number): boolean {
+  const n = text.length;
+  let value = 0;
+  let part = 0;
+  let digits = 0;
+  let dots = 0;
+  let k = 0;
+  for (; k < n; k++) {
+    const c = text.charCodeAt(k);
+    if (c >= 48 && c <= 57) {
+      if (digits > 0 && part === 0) return false;
+      part = part * 10 + (c - 48);
+      if (++digits > 3 || part > 255) return false;
+    } else if (c === 46) {
+      if (digits === 0 || dots === 3) return false;
+      value = ((value << 8) | part) >>> 0;
+      part = 0;
+      digits = 0;
+      dots++;
+    } else if (c === 47) {
+      break;
+    } else {
+      return false;
+    }
+  }
+  if (digits === 0 || dots !== 3) return false;
+  value = ((value << 8) | part) >>> 0;
+  let len = 32;
+  if (k < n) {
+    if (k + 1 === n || k + 3 < n) return false;
+    len = 0;
+    for (let j = k + 1; j < n; j++) {
+      const c = text.charCodeAt(j);
+      if (c < 48 || c > 57 || (j === k + 2 && len === 0)) return false;
+      len = len * 10 + (c - 48);
+    }
+    if (len > 32) return false;
+  }
+  t.words[i] = len === 0 ? 0 : (value & (0xffffffff << (32 - len))) >>> 0;
+  t.lens[i] = len;
+  return true;
+}
+
+/**
+ * Parses a prefix text into the table of its family (host bits cleared) and returns that
+ * table. Text that is not a prefix throws the shared parser's PrefixError.
+ */
+export function pushPrefixText(text: string, tables: PrefixTables): PrefixTable {
+  const t = tables.v4;
+  const i = t.next();
+  if (parseIPv4Into(text, t, i)) {
+    t.count = i + 1;
+    return t;
+  }
+  const p = parseCidr(text, { mode: "mask" });
+  const into = p.family === 4 ? tables.v4 : tables.v6;
+  into.push(p.words, 0, p.length);
+  return into;
+}
+
+/** Parses every text; see pushPrefixText. */
+export function parsePrefixTexts(texts: readonly string[]): PrefixTables {
+  const tables = newTables(texts.length, 16);
+  for (const text of texts) pushPrefixText(text, tables);
+  return tables;
+}
+
+/** Compares two addresses of W words. */
+export function compareWords(a: Uint32Array, ai: number, b: Uint32Array, bi: number, W: number): number {
+  for (let w = 0; w < W; w++) {
+    const x = a[ai + w]!;
+    const y = b[bi + w]!;
+    if (x !== y) return x < y ? -1 : 1;
+  }
+  return 0;
+}
+
+/** Compares prefixes by address, then length (a container sorts before its contents). */
+export function comparePrefixes(a: PrefixTable, i: number, b: PrefixTable, j: number): number {
+  const W = a.W;
+  return compareWords(a.words, i * W, b.words, j * W, W) || a.lens[i]! - b.lens[j]!;
+}
+
+/** Writes the last address of prefix (words[at..], len) into out[0..W). */
+export function lastAddress(words: Uint32Array, at: number, len: number, W: number, out: Uint32Array): void {
+  for (let w = 0; w < W; w++) {
+    const bits = len - w * 32; // prefix bits that fall in this word
+    const host = bits >= 32 ? 0 : bits <= 0 ? 0xffffffff : 0xffffffff >>> bits;
+    out[w] = (words[at + w]! | host) >>> 0;
+  }
+}
+
+/**
+ * The distinct pairs (prefix i of `table`, tags[i]), sorted by address, then length, then tag.
+ * IPv4 sorts packed float keys natively (1.1M pairs: 140-160 ms, against 560-590 ms for the
+ * comparator sort); IPv6, or more tags than a key can hold, uses the comparator.
+ */
+export function sortedPairs(table: PrefixTable, tags: Uint32Array, tagCount: number): { table: PrefixTable; tags: Uint32Array } {
+  const n = table.count;
+  const out = new PrefixTable(table.family, n);
+  const outTags = new Uint32Array(n);
+  const W = table.W;
+  // (network * 33 + len) * tagCount + tag stays below 2^53 while tagCount < 63,550.
+  if (W === 1 && tagCount < 63_000) {
+    const keys = new Float64Array(n);
+    for (let i = 0; i < n; i++) keys[i] = (table.words[i]! * 33 + table.lens[i]!) * tagCount + tags[i]!;
+    keys.sort();
+    let m = 0;
+    for (let k = 0; k < n; k++) {
+      const key = keys[k]!;
+      if (k > 0 && key === keys[k - 1]) continue;
+      const tag = key % tagCount;
+      const rest = (key - tag) / tagCount;
+      const len = rest % 33;
+      out.words[m] = (rest - len) / 33;
+      out.lens[m] = len;
+      outTags[m++] = tag;
+    }
+    out.count = m;
+    return { table: out, tags: outTags.subarray(0, m) };
+  }
+  const order = Array.from({ length: n }, (_, i) => i);
+  order.sort((i, j) => comparePrefixes(table, i, table, j) || tags[i]! - tags[j]!);
+  let m = 0;
+  for (let k = 0; k < n; k++) {
+    const i = order[k]!;
+    const prev = k > 0 ? order[k - 1]! : -1;
+    if (prev >= 0 && tags[prev] === tags[i] && comparePrefixes(table, prev, table, i) === 0) continue;
+    out.push(table.words, i * W, table.lens[i]!);
+    outTags[m++] = tags[i]!;
+  }
+  return { table: out, tags: outTags.subarray(0, m) };
+}
+
+/** Whether the table is sorted by address then length (each prefix after the one before). */
+export function isSorted(table: PrefixTable): boolean {
+  for (let i = 1; i < table.count; i++) if (comparePrefixes(table, i - 1, table, i) > 0) return false;
+  return true;
+}

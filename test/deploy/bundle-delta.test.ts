@@ -1,0 +1,96 @@
+import { verifyBundle } from "@rlc/shared/bundle";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import type { AgentServiceClient } from "../../packages/proto/src/index.js";
+import { agentClient, getBundle, reportStatus } from "../helpers/agent-grpc.js";
+import { type LiveController, startLiveController, until } from "../helpers/live-controller.js";
+
+// rl-bundle/2 on the controller: the prefix section is stored once per revision for every
+// speaker, and an apply to a speaker that reported running an earlier revision also issues the
+// delta from it, which GetBundle and the HTTP route serve when the agent names that base.
+
+let t: LiveController;
+let client: AgentServiceClient;
+let moduleId: string;
+const speakers: { id: string; key: string; tenant: string; keys: { key_id: string; public_key: string; status: "active" | "retired" }[] }[] = [];
+
+const sql = () => t.controller.deps.sql;
+const refresh = async () => (await t.call(t.rootKey, "POST", `/v1/modules/${moduleId}/refresh?wait=true`)).json().result.revision_id as number;
+async function applyAndWait(revisionId: number) {
+  const apply = await t.call(t.rootKey, "POST", "/v1/apply", { revision_id: revisionId, timeout_seconds: 20 });
+  expect(apply.statusCode, apply.body).toBe(202);
+  for (const s of speakers) {
+    await until("the bundle", async () => (await t.call(s.key, "GET", `/v1/speakers/${s.id}/revisions/latest`)).json().revision_id === revisionId);
+  }
+  await t.call(t.rootKey, "POST", `/v1/jobs/${apply.json().job_id}/cancel`);
+}
+const bytesOf = async (s: (typeof speakers)[number], revisionId: number, base = 0) =>
+  Buffer.concat((await getBundle(client, s.key, s.id, revisionId, base)).map((c) => c.data));
+
+let first: number;
+let second: number;
+
+beforeAll(async () => {
+  t = await startLiveController();
+  client = agentClient(t.grpcAddress, t.grpcCredentials);
+  const community = (await t.call(t.rootKey, "POST", "/v1/communities", { community: "65000:100", title: "vpn" })).json();
+  moduleId = (await t.call(t.rootKey, "POST", "/v1/modules", { name: "ranges", type: "IP_RANGES", community_id: community.id })).json().id;
+  // Not adjacent, so the revision keeps forty prefixes rather than aggregating them.
+  for (let i = 0; i < 40; i++) await t.call(t.rootKey, "POST", `/v1/modules/${moduleId}/ip-range-entries`, { cidr: `11.${i * 2}.0.0/16` });
+  first = await refresh();
+  for (const name of ["edge-a", "edge-b"]) {
+    const speaker = (await t.call(t.rootKey, "POST", "/v1/speakers", { name, mode: "remote", router_id: "192.0.2.31", asn: 65031 })).json();
+    const enrolled = (await t.call(speaker.enrollment_token, "POST", "/v1/nodes/enroll", { hostname: name, agent_version: "1.0.0" })).json();
+    speakers.push({ id: speaker.id, key: enrolled.api_key, tenant: enrolled.tenant_id, keys: enrolled.signing_keys });
+  }
+  await applyAndWait(first);
+  // Both agents run the first revision; then one prefix of forty changes.
+  for (const s of speakers)
+    await reportStatus(client, s.key, { speaker_id: s.id, reason: "REPORT_REASON_APPLIED", applied_revision_id: first, applied_sequence: 1 });
+  await t.call(t.rootKey, "POST", `/v1/modules/${moduleId}/ip-range-entries`, { cidr: "12.0.0.0/16" });
+  second = await refresh();
+  await applyAndWait(second);
+}, 120_000);
+
+afterAll(async () => {
+  client?.close();
+  await t?.close();
+});
+
+describe("rl-bundle/2 sections and deltas", () => {
+  it("each revision's prefix section is stored once, whatever the number of speakers", async () => {
+    const rows = await sql()<
+      { revision_id: number; base_revision_id: number }[]
+    >`SELECT revision_id, base_revision_id FROM bundle_sections ORDER BY revision_id, base_revision_id`;
+    expect(rows).toEqual([
+      { revision_id: first, base_revision_id: 0 },
+      { revision_id: second, base_revision_id: 0 },
+      { revision_id: second, base_revision_id: first },
+    ]);
+  });
+
+  it("an agent naming the revision it runs gets the delta, over gRPC and HTTP alike, and it verifies against that revision's prefixes", async () => {
+    const s = speakers[0]!;
+    const full = await bytesOf(s, second);
+    const delta = await bytesOf(s, second, first);
+    expect(delta.length).toBeLessThan(full.length);
+    const http = await t.call(s.key, "GET", `/v1/speakers/${s.id}/bundle/${second}?base_revision=${first}`);
+    expect(http.statusCode).toBe(200);
+    expect(http.rawPayload.equals(delta)).toBe(true);
+    const opts = { speakerId: s.id, tenantId: s.tenant, lastSequence: 1, now: new Date() };
+    const base = await verifyBundle(await bytesOf(s, first), s.keys, { ...opts, lastSequence: null });
+    const fromDelta = await verifyBundle(delta, s.keys, { ...opts, base: { revision_id: first, section: base.prefixSection! } });
+    const fromFull = await verifyBundle(full, s.keys, opts);
+    expect(fromDelta.section).toBe("delta");
+    expect(fromDelta.payload).toEqual(fromFull.payload);
+    expect(fromFull.payload.prefixes.v4).toContainEqual(["12.0.0.0/16", ["65000:100"]]);
+    expect(fromFull.payload.prefixes.v4).toHaveLength(41);
+  });
+
+  it("a base the controller issued no delta from gets the full bundle", async () => {
+    const s = speakers[1]!;
+    const full = await bytesOf(s, second);
+    expect((await bytesOf(s, second, second + 100)).equals(full)).toBe(true);
+    const opts = { speakerId: s.id, tenantId: s.tenant, lastSequence: null, now: new Date() };
+    expect((await verifyBundle(full, s.keys, opts)).section).toBe("full");
+  });
+});
