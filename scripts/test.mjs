@@ -26,7 +26,7 @@ const runs = [
 ].filter((r) => !process.env.TEST_DB || process.env.TEST_DB === r.name);
 
 let status = 0;
-const totals = { passed: 0, failed: 0, skipped: 0 };
+const totals = { passed: 0, failed: 0, skipped: 0, broken: 0 };
 for (const run of runs) {
   const results = join(outDir, `results-${run.name}.json`);
   rmSync(results, { force: true });
@@ -39,12 +39,17 @@ for (const run of runs) {
   if (existsSync(results)) {
     const report = JSON.parse(readFileSync(results, "utf8"));
     const skipped = (report.numPendingTests ?? 0) + (report.numTodoTests ?? 0);
-    process.stdout.write(`${run.name}: ${report.numPassedTests} passed, ${report.numFailedTests} failed, ${skipped} skipped\n`);
+    // A file that fails to load (a broken import) fails no test: it is counted, and said, on its own.
+    const broken = (report.testResults ?? []).filter((f) => f.status === "failed" && !(f.assertionResults ?? []).length).length;
+    const files = broken ? `, ${broken} test file(s) failed to load` : "";
+    process.stdout.write(`${run.name}: ${report.numPassedTests} passed, ${report.numFailedTests} failed, ${skipped} skipped${files}\n`);
+    totals.broken += broken;
     totals.passed += report.numPassedTests;
     totals.failed += report.numFailedTests;
     totals.skipped += skipped;
   }
   if ((r.status ?? 1) !== 0) status = r.status ?? 1;
 }
-process.stdout.write(`\n${totals.passed} passed, ${totals.failed} failed, ${totals.skipped} skipped\n`);
+const brokenFiles = totals.broken ? ` (${totals.broken} test file(s) failed to load)` : "";
+process.stdout.write(`\n${totals.passed} passed, ${totals.failed} failed, ${totals.skipped} skipped${brokenFiles}\n`);
 process.exit(status);
