@@ -1,0 +1,223 @@
+import { Empty, page } from "@rlc/shared/schemas";
+import type { FastifyContextConfig, FastifyReply, FastifyRequest, RouteGenericInterface } from "fastify";
+import type { FastifyPluginAsyncZod } from "fastify-type-provider-zod";
+import type { z } from "zod";
+import type { Db, Sql } from "../db/connect.js";
+import type { RequestContext } from "../services/access/context.js";
+import { authProblems, problems, writeProblems } from "./responses.js";
+
+/**
+ * The standard routes of a resource kept in a collection, declared once:
+ *
+ *   GET    {path}          list    → service.list(db, ctx, ...parents, query)        200 a page of items
+ *   POST   {path}          create  → service.create(tx, ctx, ...parents, body)       201 the item, Location: {path}/{id}
+ *   GET    {path}/:{id}    read    → service.get(db, ctx, ...parents, id)            200 the item
+ *   PATCH  {path}/:{id}    update  → service.update(tx, ctx, ...parents, id, body)   200 the item
+ *   DELETE {path}/:{id}    remove  → service.remove(tx, ctx, ...parents, id)         204 (200 with `response`)
+ *
+ * `parents` are the path parameters of the collection (`/v1/modules/:module_id/cdn-sources`
+ * has one), in path order. Reads call the service with the pool and `req.ctx()`; writes run in
+ * `req.mutate` (one transaction with the idempotency record). Each route stays a thin adapter:
+ * the schemas parse the request, one service call does the work, the answer is its result.
+ *
+ * Only the operations a resource declares are registered, collection routes before item
+ * routes, so a file registers its own routes between `collectionRoutes` and `itemRoutes` where
+ * the path order of the OpenAPI document wants them. Summaries default to "List {many}",
+ * "Create {one}", "Read {one}", "Update {one}" and "Delete {one}".
+ */
+export interface Resource {
+  tags: string[];
+  /** The collection's path in Fastify form, e.g. `/v1/communities` or `/v1/modules/:module_id/cdn-sources`. */
+  path: string;
+  /** The item's path parameter (`id`, `module_id`, …): the item routes are `{path}/:{id}`. */
+  id: string;
+  /** The schema of the item routes' path parameters. */
+  params: z.ZodType;
+  /** The schema of the collection routes' path parameters, for a collection inside another resource (they also answer 404 then). */
+  parentParams?: z.ZodType;
+  /** "a community" and "communities": the words of the default summaries. */
+  one: string;
+  many: string;
+  /** The item as answered by list (in a page), create, read and update. */
+  item: z.ZodType;
+  service: ResourceService;
+  /** Values passed before the path parameters on every call (e.g. the kind of entry). */
+  leadingArgs?: readonly unknown[];
+  /** Values passed after the body on create and update (e.g. the outbound rules a URL is checked against). */
+  writeArgs?: readonly unknown[];
+  /** The member of a created item that names it in its Location (default `id`). */
+  createdId?: string;
+  /** Who may call every route (see plugins/access.ts); none: the default of the method. */
+  config?: FastifyContextConfig;
+  /** Who may call create, update and remove, where it differs from `config`. */
+  writeConfig?: FastifyContextConfig;
+  list?: Operation & { querystring: z.ZodType };
+  create?: Operation & { body: z.ZodType };
+  read?: Operation;
+  update?: Operation & { body: z.ZodType };
+  /** A delete with a `querystring` hands the parsed query to `service.remove` after the id. */
+  remove?: Operation & { querystring?: z.ZodType };
+}
+
+/** Where one operation differs from the standard one. */
+export interface Operation {
+  summary?: string;
+  description?: string;
+  /** The answer's schema where it is not the item (or, for remove, a 200 body instead of the 204). */
+  response?: z.ZodType;
+  /** Problems beside the standard ones (e.g. 429 for a write that enqueues a job). */
+  problems?: number[];
+}
+
+type Call = (db: Db, ctx: RequestContext, ...args: any[]) => Promise<any>;
+
+/** The service calls of the standard routes; a resource needs only those of the operations it declares. */
+export interface ResourceService {
+  list?: Call;
+  create?: Call;
+  get?: Call;
+  update?: Call;
+  remove?: Call;
+}
+
+type App = Parameters<FastifyPluginAsyncZod>[0];
+type Deps = { sql: Sql };
+type Params = Record<string, unknown>;
+
+/** `:name` path parameters of a Fastify path, in order. */
+const parameterNames = (path: string) => [...path.matchAll(/:([A-Za-z0-9_]+)/g)].map((m) => m[1]!);
+
+/** The service call of a declared operation: a resource that declares one its service lacks fails at start-up. */
+function method(service: ResourceService, name: keyof ResourceService): Call {
+  const call = service[name];
+  if (!call) throw new Error(`the resource's service has no ${name}()`);
+  return call;
+}
+
+/** The collection routes (list, create) of a resource, as far as it declares them. */
+export function collectionRoutes(app: App, deps: Deps, r: Resource) {
+  const parents = (req: FastifyRequest) => [...(r.leadingArgs ?? []), ...parameterNames(r.path).map((n) => (req.params as Params)[n])];
+  const nested = r.parentParams ? problems(404) : {};
+  const params = r.parentParams ? { params: r.parentParams } : {};
+  const writeConfig = r.writeConfig ?? r.config;
+
+  if (r.list) {
+    const { querystring, ...op } = r.list;
+    const list = method(r.service, "list");
+    app.route<RouteGenericInterface, FastifyContextConfig>({
+      method: "GET",
+      url: r.path,
+      schema: {
+        ...words(r, op, `List ${r.many}`),
+        ...params,
+        querystring,
+        response: { 200: op.response ?? page(r.item), ...authProblems, ...nested, ...problems(...(op.problems ?? [])) },
+      },
+      ...access(r.config),
+      handler: async (req) => list(deps.sql, req.ctx(), ...parents(req), req.query),
+    });
+  }
+
+  if (r.create) {
+    const { body, ...op } = r.create;
+    const create = method(r.service, "create");
+    const createdId = r.createdId ?? "id";
+    app.route<RouteGenericInterface, FastifyContextConfig>({
+      method: "POST",
+      url: r.path,
+      schema: {
+        ...words(r, op, `Create ${r.one}`),
+        ...params,
+        body,
+        response: { 201: op.response ?? r.item, ...writeProblems, ...nested, ...problems(...(op.problems ?? [])) },
+      },
+      ...access(writeConfig),
+      handler: async (req, reply) =>
+        req.mutate(reply, async (tx, ctx) => {
+          const created = await create(tx, ctx, ...parents(req), req.body, ...(r.writeArgs ?? []));
+          return { status: 201, body: created, headers: { location: `${fill(r.path, req.params as Params)}/${created[createdId]}` } };
+        }),
+    });
+  }
+}
+
+/** The item routes (read, update, remove) of a resource, as far as it declares them. */
+export function itemRoutes(app: App, deps: Deps, r: Resource) {
+  const url = `${r.path}/:${r.id}`;
+  const ids = (req: FastifyRequest) => [...(r.leadingArgs ?? []), ...parameterNames(url).map((n) => (req.params as Params)[n])];
+  const writeConfig = r.writeConfig ?? r.config;
+
+  if (r.read) {
+    const get = method(r.service, "get");
+    const op = r.read;
+    app.route<RouteGenericInterface, FastifyContextConfig>({
+      method: "GET",
+      url,
+      schema: {
+        ...words(r, op, `Read ${r.one}`),
+        params: r.params,
+        response: { 200: op.response ?? r.item, ...authProblems, ...problems(404, ...(op.problems ?? [])) },
+      },
+      ...access(r.config),
+      handler: async (req) => get(deps.sql, req.ctx(), ...ids(req)),
+    });
+  }
+
+  if (r.update) {
+    const { body, ...op } = r.update;
+    const update = method(r.service, "update");
+    app.route<RouteGenericInterface, FastifyContextConfig>({
+      method: "PATCH",
+      url,
+      schema: {
+        ...words(r, op, `Update ${r.one}`),
+        params: r.params,
+        body,
+        response: { 200: op.response ?? r.item, ...writeProblems, ...problems(404, ...(op.problems ?? [])) },
+      },
+      ...access(writeConfig),
+      handler: async (req, reply) =>
+        req.mutate(reply, async (tx, ctx) => ({ status: 200, body: await update(tx, ctx, ...ids(req), req.body, ...(r.writeArgs ?? [])) })),
+    });
+  }
+
+  if (r.remove) {
+    const { querystring, ...op } = r.remove;
+    const remove = method(r.service, "remove");
+    // A delete answers 204 with no body, unless the resource says what it answers instead.
+    const answer = op.response ? { 200: op.response } : { 204: Empty };
+    app.route<RouteGenericInterface, FastifyContextConfig>({
+      method: "DELETE",
+      url,
+      schema: {
+        ...words(r, op, `Delete ${r.one}`),
+        params: r.params,
+        ...(querystring ? { querystring } : {}),
+        response: { ...answer, ...writeProblems, ...problems(404, ...(op.problems ?? [])) },
+      },
+      ...access(writeConfig),
+      handler: async (req, reply: FastifyReply) =>
+        req.mutate(reply, async (tx, ctx) => {
+          const removed = await remove(tx, ctx, ...ids(req), ...(querystring ? [req.query] : []));
+          return op.response ? { status: 200, body: removed } : { status: 204, body: undefined };
+        }),
+    });
+  }
+}
+
+/** Both: the collection routes, then the item routes. */
+export function resourceRoutes(app: App, deps: Deps, r: Resource) {
+  collectionRoutes(app, deps, r);
+  itemRoutes(app, deps, r);
+}
+
+/** tags, summary and (where there is one) description, in the order the route files always wrote them. */
+function words(r: Resource, op: Operation, summary: string) {
+  return { tags: r.tags, summary: op.summary ?? summary, ...(op.description === undefined ? {} : { description: op.description }) };
+}
+
+/** A route declares its access only where the resource does. */
+const access = (config: FastifyContextConfig | undefined) => (config ? { config } : {});
+
+/** The collection path with its parameters filled in from the request, for a Location. */
+const fill = (path: string, params: Params) => path.replace(/:([A-Za-z0-9_]+)/g, (_, name: string) => String(params[name]));
