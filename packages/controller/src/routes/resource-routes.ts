@@ -87,57 +87,40 @@ type Params = Record<string, unknown>;
 /** `:name` path parameters of a Fastify path, in order. */
 const parameterNames = (path: string) => [...path.matchAll(/:([A-Za-z0-9_]+)/g)].map((m) => m[1]!);
 
-/** The service call of a declared operation: a resource that declares one its service lacks fails at start-up. */
+/** The service call of a declared operation, bound to its service; a resource that declares one its service lacks fails at start-up. */
 function method(service: ResourceService, name: keyof ResourceService): Call {
   const call = service[name];
   if (!call) throw new Error(`the resource's service has no ${name}()`);
-  return call;
+  return call.bind(service);
 }
 
 /** The collection routes (list, create) of a resource, as far as it declares them. */
 export function collectionRoutes(app: App, deps: Deps, r: Resource) {
   const parents = (req: FastifyRequest) => [...(r.leadingArgs ?? []), ...parameterNames(r.path).map((n) => (req.params as Params)[n])];
-  const nested = r.parentParams ? problems(404) : {};
-  const params = r.parentParams ? { params: r.parentParams } : {};
-  const writeConfig = r.writeConfig ?? r.config;
+  // A collection inside another resource answers 404 when that one does not exist.
+  const nested = r.parentParams ? { params: r.parentParams } : {};
+  const missing = r.parentParams ? [404] : [];
 
   if (r.list) {
     const { querystring, ...op } = r.list;
     const list = method(r.service, "list");
-    app.route<RouteGenericInterface, FastifyContextConfig>({
-      method: "GET",
-      url: r.path,
-      schema: {
-        ...words(r, op, `List ${r.many}`),
-        ...params,
-        querystring,
-        response: { 200: op.response ?? page(r.item), ...authProblems, ...nested, ...problems(...(op.problems ?? [])) },
-      },
-      ...access(r.config),
-      handler: async (req) => list(deps.sql, req.ctx(), ...parents(req), req.query),
-    });
+    const request = { ...nested, querystring };
+    addRoute(app, r, op, { method: "GET", url: r.path, summary: `List ${r.many}`, request, status: 200, answer: page(r.item), missing }, (req) =>
+      list(deps.sql, req.ctx(), ...parents(req), req.query),
+    );
   }
 
   if (r.create) {
     const { body, ...op } = r.create;
     const create = method(r.service, "create");
     const createdId = r.createdId ?? "id";
-    app.route<RouteGenericInterface, FastifyContextConfig>({
-      method: "POST",
-      url: r.path,
-      schema: {
-        ...words(r, op, `Create ${r.one}`),
-        ...params,
-        body,
-        response: { 201: op.response ?? r.item, ...writeProblems, ...nested, ...problems(...(op.problems ?? [])) },
-      },
-      ...access(writeConfig),
-      handler: async (req, reply) =>
-        req.mutate(reply, async (tx, ctx) => {
-          const created = await create(tx, ctx, ...parents(req), req.body, ...(r.writeArgs ?? []));
-          return { status: 201, body: created, headers: { location: `${fill(r.path, req.params as Params)}/${created[createdId]}` } };
-        }),
-    });
+    const standard: Standard = { method: "POST", url: r.path, summary: `Create ${r.one}`, request: { ...nested, body }, status: 201, answer: r.item, missing };
+    addRoute(app, r, op, standard, (req, reply) =>
+      req.mutate(reply, async (tx, ctx) => {
+        const created = await create(tx, ctx, ...parents(req), req.body, ...(r.writeArgs ?? []));
+        return { status: 201, body: created, headers: { location: `${fill(r.path, req.params as Params)}/${created[createdId]}` } };
+      }),
+    );
   }
 }
 
@@ -145,63 +128,34 @@ export function collectionRoutes(app: App, deps: Deps, r: Resource) {
 export function itemRoutes(app: App, deps: Deps, r: Resource) {
   const url = `${r.path}/:${r.id}`;
   const ids = (req: FastifyRequest) => [...(r.leadingArgs ?? []), ...parameterNames(url).map((n) => (req.params as Params)[n])];
-  const writeConfig = r.writeConfig ?? r.config;
+  const item = { url, request: { params: r.params }, missing: [404] };
 
   if (r.read) {
     const get = method(r.service, "get");
-    const op = r.read;
-    app.route<RouteGenericInterface, FastifyContextConfig>({
-      method: "GET",
-      url,
-      schema: {
-        ...words(r, op, `Read ${r.one}`),
-        params: r.params,
-        response: { 200: op.response ?? r.item, ...authProblems, ...problems(404, ...(op.problems ?? [])) },
-      },
-      ...access(r.config),
-      handler: async (req) => get(deps.sql, req.ctx(), ...ids(req)),
-    });
+    addRoute(app, r, r.read, { ...item, method: "GET", summary: `Read ${r.one}`, status: 200, answer: r.item }, (req) => get(deps.sql, req.ctx(), ...ids(req)));
   }
 
   if (r.update) {
     const { body, ...op } = r.update;
     const update = method(r.service, "update");
-    app.route<RouteGenericInterface, FastifyContextConfig>({
-      method: "PATCH",
-      url,
-      schema: {
-        ...words(r, op, `Update ${r.one}`),
-        params: r.params,
-        body,
-        response: { 200: op.response ?? r.item, ...writeProblems, ...problems(404, ...(op.problems ?? [])) },
-      },
-      ...access(writeConfig),
-      handler: async (req, reply) =>
-        req.mutate(reply, async (tx, ctx) => ({ status: 200, body: await update(tx, ctx, ...ids(req), req.body, ...(r.writeArgs ?? [])) })),
-    });
+    const standard: Standard = { ...item, method: "PATCH", summary: `Update ${r.one}`, request: { params: r.params, body }, status: 200, answer: r.item };
+    addRoute(app, r, op, standard, (req, reply) =>
+      req.mutate(reply, async (tx, ctx) => ({ status: 200, body: await update(tx, ctx, ...ids(req), req.body, ...(r.writeArgs ?? [])) })),
+    );
   }
 
   if (r.remove) {
     const { querystring, ...op } = r.remove;
     const remove = method(r.service, "remove");
     // A delete answers 204 with no body, unless the resource says what it answers instead.
-    const answer = op.response ? { 200: op.response } : { 204: Empty };
-    app.route<RouteGenericInterface, FastifyContextConfig>({
-      method: "DELETE",
-      url,
-      schema: {
-        ...words(r, op, `Delete ${r.one}`),
-        params: r.params,
-        ...(querystring ? { querystring } : {}),
-        response: { ...answer, ...writeProblems, ...problems(404, ...(op.problems ?? [])) },
-      },
-      ...access(writeConfig),
-      handler: async (req, reply: FastifyReply) =>
-        req.mutate(reply, async (tx, ctx) => {
-          const removed = await remove(tx, ctx, ...ids(req), ...(querystring ? [req.query] : []));
-          return op.response ? { status: 200, body: removed } : { status: 204, body: undefined };
-        }),
-    });
+    const status = op.response ? 200 : 204;
+    const request = { params: r.params, ...(querystring ? { querystring } : {}) };
+    addRoute(app, r, op, { ...item, method: "DELETE", summary: `Delete ${r.one}`, request, status, answer: Empty }, (req, reply) =>
+      req.mutate(reply, async (tx, ctx) => {
+        const removed = await remove(tx, ctx, ...ids(req), ...(querystring ? [req.query] : []));
+        return status === 200 ? { status, body: removed } : { status, body: undefined };
+      }),
+    );
   }
 }
 
@@ -211,13 +165,48 @@ export function resourceRoutes(app: App, deps: Deps, r: Resource) {
   itemRoutes(app, deps, r);
 }
 
-/** tags, summary and (where there is one) description, in the order the route files always wrote them. */
-function words(r: Resource, op: Operation, summary: string) {
-  return { tags: r.tags, summary: op.summary ?? summary, ...(op.description === undefined ? {} : { description: op.description }) };
+/** A standard operation before the resource's own words, answer and problems are laid over it. */
+interface Standard {
+  method: "GET" | "POST" | "PATCH" | "DELETE";
+  url: string;
+  summary: string;
+  /** `params`, `querystring` and `body`, as far as the route has them. */
+  request: Record<string, z.ZodType | undefined>;
+  /** The status of a success and its default schema (`Operation.response` replaces it). */
+  status: number;
+  answer: z.ZodType;
+  /** The route answers 404 when what its path names does not exist. */
+  missing: number[];
 }
 
-/** A route declares its access only where the resource does. */
-const access = (config: FastifyContextConfig | undefined) => (config ? { config } : {});
+/**
+ * Registers one route. Its schema lists tags, summary, description, params, querystring, body
+ * and response in the order the route files always wrote them, so the OpenAPI document is the
+ * same; reads answer the standard problems of a read, the others those of a write, and reads
+ * and writes take the resource's `config` and `writeConfig` for access.
+ */
+function addRoute(app: App, r: Resource, op: Operation, standard: Standard, handler: (req: FastifyRequest, reply: FastifyReply) => Promise<unknown>) {
+  const reads = standard.method === "GET";
+  const config = reads ? r.config : (r.writeConfig ?? r.config);
+  app.route<RouteGenericInterface, FastifyContextConfig>({
+    method: standard.method,
+    url: standard.url,
+    schema: {
+      tags: r.tags,
+      summary: op.summary ?? standard.summary,
+      ...(op.description === undefined ? {} : { description: op.description }),
+      ...standard.request,
+      response: {
+        [standard.status]: op.response ?? standard.answer,
+        ...(reads ? authProblems : writeProblems),
+        ...problems(...standard.missing, ...(op.problems ?? [])),
+      },
+    },
+    // A route declares its access only where the resource does.
+    ...(config ? { config } : {}),
+    handler,
+  });
+}
 
 /** The collection path with its parameters filled in from the request, for a Location. */
 const fill = (path: string, params: Params) => path.replace(/:([A-Za-z0-9_]+)/g, (_, name: string) => String(params[name]));
