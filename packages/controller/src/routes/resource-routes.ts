@@ -22,8 +22,10 @@ import { authProblems, problems, writeProblems } from "./responses.js";
  *
  * Only the operations a resource declares are registered, collection routes before item
  * routes, so a file registers its own routes between `collectionRoutes` and `itemRoutes` where
- * the path order of the OpenAPI document wants them. Summaries default to "List {many}",
- * "Create {one}", "Read {one}", "Update {one}" and "Delete {one}".
+ * the path order of the OpenAPI document wants them. An operation declared as `{}` takes every
+ * default; summaries default to "List {many}", "Create {one}", "Read {one}", "Update {one}" and
+ * "Delete {one}". A service whose calls differ from these (another name, no context, an extra
+ * argument) is adapted where the resource is declared.
  */
 export interface Resource {
   tags: string[];
