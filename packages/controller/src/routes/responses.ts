@@ -25,6 +25,8 @@ export function problems(...statuses: number[]) {
 export const authProblems = problems(400, 401, 403);
 /** …and those of a route that changes something. */
 export const writeProblems = problems(400, 401, 403, 409, 413, 415, 422);
+/** The 503 of a route that needs what a deployment may lack (a log directory, a local routing daemon). */
+export const unavailable = problems(503);
 
 /** The body of a 202: the job that will do the work, to follow at `/v1/jobs/{job_id}`. */
 export const jobAcceptedBody = (job: { id: string; type: string; status: string }) => ({ job_id: job.id, type: job.type, status: job.status });

@@ -3,9 +3,7 @@ import {
   ApiKeyListQuery,
   ApiKeyWithSecret,
   CreateApiKeyBody,
-  Empty,
   IdParams,
-  page,
   RotateApiKeyBody,
   RotatedApiKey,
   Session,
@@ -14,10 +12,11 @@ import {
 import type { FastifyPluginAsyncZod } from "fastify-type-provider-zod";
 import type { AppDeps } from "../../app-deps.js";
 import { permissionsOf } from "../../services/access/context.js";
-import { authProblems, problems, writeProblems } from "../responses.js";
+import { operator } from "../access.js";
+import { resourceRoutes } from "../resource-routes.js";
+import { problems, writeProblems } from "../responses.js";
 
 const tags = ["api-keys"];
-const operator = { role: "operator" as const };
 
 const apiKeyRoutes: FastifyPluginAsyncZod<{ deps: AppDeps }> = async (app, { deps }) => {
   const keys = deps.services.apiKeys;
@@ -31,72 +30,36 @@ const apiKeyRoutes: FastifyPluginAsyncZod<{ deps: AppDeps }> = async (app, { dep
     },
   );
 
-  app.get(
-    "/v1/api-keys",
-    { schema: { tags, summary: "List API keys", querystring: ApiKeyListQuery, response: { 200: page(ApiKey), ...authProblems } }, config: operator },
-    async (req) => keys.list(deps.sql, req.ctx(), req.query),
-  );
-
-  app.post(
-    "/v1/api-keys",
-    {
-      schema: {
-        tags,
-        summary: "Create an API key (the secret is shown once)",
-        description: "No key can create a key above its own role.",
-        body: CreateApiKeyBody,
-        response: { 201: ApiKeyWithSecret, ...writeProblems },
-      },
-      config: operator,
+  resourceRoutes(app, deps, {
+    tags,
+    path: "/v1/api-keys",
+    id: "id",
+    params: IdParams,
+    one: "an API key",
+    many: "API keys",
+    item: ApiKey,
+    // DELETE revokes a key (sets its `revoked_at`); the row stays.
+    service: { ...keys, remove: keys.revoke },
+    config: operator,
+    list: { querystring: ApiKeyListQuery },
+    create: {
+      summary: "Create an API key (the secret is shown once)",
+      description: "No key can create a key above its own role.",
+      body: CreateApiKeyBody,
+      response: ApiKeyWithSecret,
     },
-    async (req, reply) =>
-      req.mutate(reply, async (tx, ctx) => {
-        const body = await keys.create(tx, ctx, req.body);
-        return { status: 201, body, headers: { location: `/v1/api-keys/${body.id}` } };
-      }),
-  );
-
-  app.get(
-    "/v1/api-keys/:id",
-    { schema: { tags, summary: "Read an API key", params: IdParams, response: { 200: ApiKey, ...authProblems, ...problems(404) } }, config: operator },
-    async (req) => keys.get(deps.sql, req.ctx(), req.params.id),
-  );
-
-  app.patch(
-    "/v1/api-keys/:id",
-    {
-      schema: {
-        tags,
-        summary: "Update an API key's name, role or expiry",
-        description:
-          "A key changes only itself and keys of a lower role (a speaker's node key from the admin role up), and never raises a key above its own role.",
-        params: IdParams,
-        body: UpdateApiKeyBody,
-        response: { 200: ApiKey, ...writeProblems, ...problems(404) },
-      },
-      config: operator,
+    read: {},
+    update: {
+      summary: "Update an API key's name, role or expiry",
+      description:
+        "A key changes only itself and keys of a lower role (a speaker's node key from the admin role up), and never raises a key above its own role.",
+      body: UpdateApiKeyBody,
     },
-    async (req, reply) => req.mutate(reply, async (tx, ctx) => ({ status: 200, body: await keys.update(tx, ctx, req.params.id, req.body) })),
-  );
-
-  app.delete(
-    "/v1/api-keys/:id",
-    {
-      schema: {
-        tags,
-        summary: "Revoke an API key",
-        description: "A key revokes itself and keys of a lower role (a speaker's node key from the admin role up); superadmins also revoke one another's keys.",
-        params: IdParams,
-        response: { 204: Empty, ...writeProblems, ...problems(404) },
-      },
-      config: operator,
+    remove: {
+      summary: "Revoke an API key",
+      description: "A key revokes itself and keys of a lower role (a speaker's node key from the admin role up); superadmins also revoke one another's keys.",
     },
-    async (req, reply) =>
-      req.mutate(reply, async (tx, ctx) => {
-        await keys.revoke(tx, ctx, req.params.id);
-        return { status: 204, body: undefined };
-      }),
-  );
+  });
 
   app.post(
     "/v1/api-keys/:id/rotate",

@@ -2,7 +2,8 @@ import { BgpSessionLive, Uuid } from "@rlc/shared/schemas";
 import type { FastifyPluginAsyncZod } from "fastify-type-provider-zod";
 import { z } from "zod";
 import type { AppDeps } from "../../app-deps.js";
-import { authProblems, problems, writeProblems } from "../responses.js";
+import { deployment } from "../access.js";
+import { authProblems, problems, unavailable, writeProblems } from "../responses.js";
 
 const tags = ["bird"];
 
@@ -45,10 +46,6 @@ const ReloadBody = z.preprocess(
     revision_id: z.number().int().min(1).max(2147483647).optional().describe("Default: the local speaker's desired revision, else the current one."),
   }),
 );
-
-const unavailable = problems(503);
-/** The controller host runs one routing daemon for the whole deployment. */
-const deployment = { deployment: true };
 
 const birdRoutes: FastifyPluginAsyncZod<{ deps: AppDeps }> = async (app, { deps }) => {
   const local = deps.services.localBird;

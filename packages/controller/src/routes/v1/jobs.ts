@@ -1,24 +1,27 @@
-import { Job, JobListQuery, JobParams, page } from "@rlc/shared/schemas";
+import { Job, JobListQuery, JobParams } from "@rlc/shared/schemas";
 import type { FastifyPluginAsyncZod } from "fastify-type-provider-zod";
 import type { AppDeps } from "../../app-deps.js";
-import { authProblems, problems, writeProblems } from "../responses.js";
+import { operator } from "../access.js";
+import { resourceRoutes } from "../resource-routes.js";
+import { problems, writeProblems } from "../responses.js";
 
 const tags = ["jobs"];
 
 const jobRoutes: FastifyPluginAsyncZod<{ deps: AppDeps }> = async (app, { deps }) => {
   const jobs = deps.services.jobs;
 
-  app.get(
-    "/v1/jobs",
-    { schema: { tags, summary: "List jobs (newest first)", querystring: JobListQuery, response: { 200: page(Job), ...authProblems } } },
-    async (req) => jobs.list(deps.sql, req.ctx(), req.query),
-  );
-
-  app.get(
-    "/v1/jobs/:job_id",
-    { schema: { tags, summary: "Read a job", params: JobParams, response: { 200: Job, ...authProblems, ...problems(404) } } },
-    async (req) => jobs.get(deps.sql, req.ctx(), req.params.job_id),
-  );
+  resourceRoutes(app, deps, {
+    tags,
+    path: "/v1/jobs",
+    id: "job_id",
+    params: JobParams,
+    one: "a job",
+    many: "jobs",
+    item: Job,
+    service: jobs,
+    list: { summary: "List jobs (newest first)", querystring: JobListQuery },
+    read: {},
+  });
 
   app.post(
     "/v1/jobs/:job_id/cancel",
@@ -32,7 +35,7 @@ const jobRoutes: FastifyPluginAsyncZod<{ deps: AppDeps }> = async (app, { deps }
         params: JobParams,
         response: { 200: Job, ...writeProblems, ...problems(404) },
       },
-      config: { role: "operator" },
+      config: operator,
     },
     async (req, reply) => req.mutate(reply, async (tx, ctx) => ({ status: 200, body: await jobs.cancel(tx, ctx, req.params.job_id) })),
   );

@@ -2,24 +2,22 @@ import {
   AnalyzeResult,
   CreateMaintenancePolicyBody,
   DatabaseStatus,
-  Empty,
   JobAccepted,
   MaintenanceDryRun,
   MaintenancePolicy,
   MaintenancePolicyListQuery,
   MaintenancePolicyParams,
   optionalBody,
-  page,
   UpdateMaintenancePolicyBody,
 } from "@rlc/shared/schemas";
 import type { FastifyPluginAsyncZod } from "fastify-type-provider-zod";
 import { z } from "zod";
 import type { AppDeps } from "../../app-deps.js";
+import { admin, operator } from "../access.js";
+import { resourceRoutes } from "../resource-routes.js";
 import { authProblems, jobAccepted, problems, writeProblems } from "../responses.js";
 
 const tags = ["maintenance"];
-const operator = { role: "operator" as const };
-const admin = { role: "admin" as const };
 const NoBody = optionalBody(z.strictObject({}));
 
 const ACTIONS =
@@ -31,89 +29,33 @@ const ACTIONS =
 const maintenanceRoutes: FastifyPluginAsyncZod<{ deps: AppDeps }> = async (app, { deps }) => {
   const maintenance = deps.services.maintenance;
 
-  app.get(
-    "/v1/maintenance/policies",
-    {
-      schema: {
-        tags,
-        summary: "List maintenance policies (newest first)",
-        description: "The tenant's policies, keyset-paginated; `enabled=true|false` filters.",
-        querystring: MaintenancePolicyListQuery,
-        response: { 200: page(MaintenancePolicy), ...authProblems },
-      },
-      config: operator,
+  resourceRoutes(app, deps, {
+    tags,
+    path: "/v1/maintenance/policies",
+    id: "policy_id",
+    params: MaintenancePolicyParams,
+    one: "a maintenance policy",
+    many: "maintenance policies",
+    item: MaintenancePolicy,
+    service: maintenance,
+    createdId: "policy_id",
+    config: operator,
+    list: {
+      summary: "List maintenance policies (newest first)",
+      description: "The tenant's policies, keyset-paginated; `enabled=true|false` filters.",
+      querystring: MaintenancePolicyListQuery,
     },
-    async (req) => maintenance.list(deps.sql, req.ctx(), req.query),
-  );
-
-  app.post(
-    "/v1/maintenance/policies",
-    {
-      schema: {
-        tags,
-        summary: "Create a maintenance policy",
-        description: `The scheduler runs an enabled policy every \`interval_minutes\` (5..43200), first one interval after it is created. ${ACTIONS} The name is unique in the tenant (409).`,
-        body: CreateMaintenancePolicyBody,
-        response: { 201: MaintenancePolicy, ...writeProblems },
-      },
-      config: operator,
+    create: {
+      description: `The scheduler runs an enabled policy every \`interval_minutes\` (5..43200), first one interval after it is created. ${ACTIONS} The name is unique in the tenant (409).`,
+      body: CreateMaintenancePolicyBody,
     },
-    async (req, reply) =>
-      req.mutate(reply, async (tx, ctx) => {
-        const body = await maintenance.create(tx, ctx, req.body);
-        return { status: 201, body, headers: { location: `/v1/maintenance/policies/${body.policy_id}` } };
-      }),
-  );
-
-  app.get(
-    "/v1/maintenance/policies/:policy_id",
-    {
-      schema: {
-        tags,
-        summary: "Read a maintenance policy",
-        description: "With `last_run_at` (when a run last finished) and `next_run_at` (when the scheduler runs it next; null while disabled).",
-        params: MaintenancePolicyParams,
-        response: { 200: MaintenancePolicy, ...authProblems, ...problems(404) },
-      },
-      config: operator,
+    read: { description: "With `last_run_at` (when a run last finished) and `next_run_at` (when the scheduler runs it next; null while disabled)." },
+    update: {
+      description: `Enabling a policy or changing its interval schedules its next run one interval from now; disabling clears \`next_run_at\`. \`actions\` replaces the list. ${ACTIONS}`,
+      body: UpdateMaintenancePolicyBody,
     },
-    async (req) => maintenance.get(deps.sql, req.ctx(), req.params.policy_id),
-  );
-
-  app.patch(
-    "/v1/maintenance/policies/:policy_id",
-    {
-      schema: {
-        tags,
-        summary: "Update a maintenance policy",
-        description: `Enabling a policy or changing its interval schedules its next run one interval from now; disabling clears \`next_run_at\`. \`actions\` replaces the list. ${ACTIONS}`,
-        params: MaintenancePolicyParams,
-        body: UpdateMaintenancePolicyBody,
-        response: { 200: MaintenancePolicy, ...writeProblems, ...problems(404) },
-      },
-      config: operator,
-    },
-    async (req, reply) => req.mutate(reply, async (tx, ctx) => ({ status: 200, body: await maintenance.update(tx, ctx, req.params.policy_id, req.body) })),
-  );
-
-  app.delete(
-    "/v1/maintenance/policies/:policy_id",
-    {
-      schema: {
-        tags,
-        summary: "Delete a maintenance policy",
-        description: "A run already queued then fails with `not_found`.",
-        params: MaintenancePolicyParams,
-        response: { 204: Empty, ...writeProblems, ...problems(404) },
-      },
-      config: operator,
-    },
-    async (req, reply) =>
-      req.mutate(reply, async (tx, ctx) => {
-        await maintenance.remove(tx, ctx, req.params.policy_id);
-        return { status: 204, body: undefined };
-      }),
-  );
+    remove: { description: "A run already queued then fails with `not_found`." },
+  });
 
   app.post(
     "/v1/maintenance/policies/:policy_id/run",

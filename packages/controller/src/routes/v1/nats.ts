@@ -1,6 +1,7 @@
 import { NatsMonitoringCredentials, NatsMonitoringCredentialsBody } from "@rlc/shared/schemas";
 import type { FastifyPluginAsyncZod } from "fastify-type-provider-zod";
 import type { AppDeps } from "../../app-deps.js";
+import { admin } from "../access.js";
 import { problems, writeProblems } from "../responses.js";
 
 const natsRoutes: FastifyPluginAsyncZod<{ deps: AppDeps }> = async (app, { deps }) => {
@@ -20,7 +21,7 @@ const natsRoutes: FastifyPluginAsyncZod<{ deps: AppDeps }> = async (app, { deps 
         body: NatsMonitoringCredentialsBody,
         response: { 201: NatsMonitoringCredentials, ...writeProblems, ...problems(503) },
       },
-      config: { role: "admin" as const },
+      config: admin,
     },
     async (req, reply) =>
       req.mutate(reply, async (tx, ctx) => ({ status: 201, body: await deps.services.natsCredentials.monitoring(tx, ctx, req.body.ttl_days) })),

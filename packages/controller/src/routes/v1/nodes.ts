@@ -18,6 +18,7 @@ import type { FastifyPluginAsyncZod } from "fastify-type-provider-zod";
 import { z } from "zod";
 import type { AppDeps } from "../../app-deps.js";
 import { gzipBundle } from "../../services/deploy/bundles.js";
+import { admin, operator } from "../access.js";
 import { authProblems, jobAccepted, problems, writeProblems } from "../responses.js";
 
 const tags = ["nodes"];
@@ -76,7 +77,7 @@ const nodeRoutes: FastifyPluginAsyncZod<{ deps: AppDeps }> = async (app, { deps 
           "that key is replaced by changing the file.",
         response: { 201: SigningKey, ...writeProblems },
       },
-      config: { role: "admin" },
+      config: admin,
     },
     async (req, reply) => req.mutate(reply, async (tx, ctx) => ({ status: 201, body: await deps.services.signing.rotate(tx, ctx) })),
   );
@@ -167,7 +168,7 @@ const nodeRoutes: FastifyPluginAsyncZod<{ deps: AppDeps }> = async (app, { deps 
         body: ApplyBody,
         response: { 202: JobAccepted, ...writeProblems, ...problems(404, 429) },
       },
-      config: { role: "operator" },
+      config: operator,
     },
     async (req, reply) =>
       req.mutate(reply, async (tx, ctx) => {

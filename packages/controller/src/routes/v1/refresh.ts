@@ -3,6 +3,7 @@ import type { FastifyPluginAsyncZod } from "fastify-type-provider-zod";
 import { z } from "zod";
 import type { AppDeps } from "../../app-deps.js";
 import { jobFailure, toJob, waitForJob } from "../../services/operations/jobs.js";
+import { operator } from "../access.js";
 import { jobAccepted, jobAcceptedBody, problems, writeProblems } from "../responses.js";
 
 const tags = ["refresh"];
@@ -41,15 +42,13 @@ const refreshRoutes: FastifyPluginAsyncZod<{ deps: AppDeps }> = async (app, { de
     "/v1/modules/:module_id/refresh",
     {
       schema: { ...schema, summary: "Refresh a module: collect it afresh and build a revision of all enabled modules", params: ModuleParams },
-      config: { role: "operator" },
+      config: operator,
     },
     async (req, reply) => refresh(req, reply, [req.params.module_id]),
   );
 
-  app.post(
-    "/v1/modules/refresh",
-    { schema: { ...schema, summary: "Refresh every enabled module in one job" }, config: { role: "operator" } },
-    async (req, reply) => refresh(req, reply, null),
+  app.post("/v1/modules/refresh", { schema: { ...schema, summary: "Refresh every enabled module in one job" }, config: operator }, async (req, reply) =>
+    refresh(req, reply, null),
   );
 };
 

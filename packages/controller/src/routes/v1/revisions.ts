@@ -18,6 +18,8 @@ import {
 import type { FastifyPluginAsyncZod } from "fastify-type-provider-zod";
 import { z } from "zod";
 import type { AppDeps } from "../../app-deps.js";
+import { operator } from "../access.js";
+import { collectionRoutes, itemRoutes, type Resource } from "../resource-routes.js";
 import { authProblems, problems, writeProblems } from "../responses.js";
 
 const tags = ["revisions"];
@@ -25,11 +27,19 @@ const tags = ["revisions"];
 const revisionRoutes: FastifyPluginAsyncZod<{ deps: AppDeps }> = async (app, { deps }) => {
   const revisions = deps.services.revisions;
 
-  app.get(
-    "/v1/revisions",
-    { schema: { tags, summary: "List revisions (newest first)", querystring: RevisionListQuery, response: { 200: page(Revision), ...authProblems } } },
-    async (req) => revisions.list(deps.sql, req.ctx(), req.query),
-  );
+  const resource: Resource = {
+    tags,
+    path: "/v1/revisions",
+    id: "revision_id",
+    params: RevisionParams,
+    one: "a revision",
+    many: "revisions",
+    item: Revision,
+    service: revisions,
+    list: { summary: "List revisions (newest first)", querystring: RevisionListQuery },
+    read: {},
+  };
+  collectionRoutes(app, deps, resource);
 
   // Registered before /v1/revisions/:revision_id so "prune" is never read as an id.
   app.get(
@@ -53,16 +63,12 @@ const revisionRoutes: FastifyPluginAsyncZod<{ deps: AppDeps }> = async (app, { d
         body: RevisionPruneBody,
         response: { 200: RevisionPruneResult, ...writeProblems },
       },
-      config: { role: "operator" },
+      config: operator,
     },
     async (req, reply) => req.mutate(reply, async (tx, ctx) => ({ status: 200, body: await revisions.prune(tx, ctx, req.body.dry_run ?? false) })),
   );
 
-  app.get(
-    "/v1/revisions/:revision_id",
-    { schema: { tags, summary: "Read a revision", params: RevisionParams, response: { 200: Revision, ...authProblems, ...problems(404) } } },
-    async (req) => revisions.get(deps.sql, req.ctx(), req.params.revision_id),
-  );
+  itemRoutes(app, deps, resource);
 
   app.get(
     "/v1/revisions/:revision_id/prefixes",
@@ -120,7 +126,7 @@ const revisionRoutes: FastifyPluginAsyncZod<{ deps: AppDeps }> = async (app, { d
         body: RollbackBody,
         response: { 201: Revision.extend({ apply_job_id: z.string().optional() }), ...writeProblems, ...problems(404, 429) },
       },
-      config: { role: "operator" },
+      config: operator,
     },
     async (req, reply) =>
       req.mutate(reply, async (tx, ctx) => {

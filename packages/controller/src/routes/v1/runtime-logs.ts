@@ -13,12 +13,10 @@ import {
 } from "@rlc/shared/schemas";
 import type { FastifyPluginAsyncZod } from "fastify-type-provider-zod";
 import type { AppDeps } from "../../app-deps.js";
-import { authProblems, problems, writeProblems } from "../responses.js";
+import { deployment } from "../access.js";
+import { authProblems, problems, unavailable, writeProblems } from "../responses.js";
 
 const tags = ["runtime-logs"];
-const unavailable = problems(503);
-/** The log files are the controller host's, shared by every tenant. */
-const deployment = { deployment: true };
 
 const runtimeLogRoutes: FastifyPluginAsyncZod<{ deps: AppDeps }> = async (app, { deps }) => {
   const logs = deps.services.runtimeLogs;

@@ -1,6 +1,7 @@
 import { Settings, SettingsPatch } from "@rlc/shared/schemas";
 import type { FastifyPluginAsyncZod } from "fastify-type-provider-zod";
 import type { AppDeps } from "../../app-deps.js";
+import { operator } from "../access.js";
 import { authProblems, writeProblems } from "../responses.js";
 
 const tags = ["settings"];
@@ -25,7 +26,7 @@ const settingsRoutes: FastifyPluginAsyncZod<{ deps: AppDeps }> = async (app, { d
         body: SettingsPatch,
         response: { 200: Settings, ...writeProblems },
       },
-      config: { role: "operator" },
+      config: operator,
     },
     async (req, reply) => req.mutate(reply, async (tx, ctx) => ({ status: 200, body: await settings.patch(tx, ctx, req.body) })),
   );

@@ -1,7 +1,6 @@
 import {
   CreatedSpeaker,
   CreateSpeakerBody,
-  Empty,
   EnrollmentToken,
   JobAccepted,
   LiveSpeakerPoll,
@@ -17,10 +16,11 @@ import type { FastifyPluginAsyncZod } from "fastify-type-provider-zod";
 import { z } from "zod";
 import type { AppDeps } from "../../app-deps.js";
 import { pollLiveStatus } from "../../services/deploy/live-status.js";
+import { operator } from "../access.js";
+import { resourceRoutes } from "../resource-routes.js";
 import { authProblems, jobAccepted, problems, writeProblems } from "../responses.js";
 
 const tags = ["speakers"];
-const operator = { role: "operator" as const };
 
 const speakerRoutes: FastifyPluginAsyncZod<{ deps: AppDeps }> = async (app, { deps }) => {
   const speakers = deps.services.speakers;
@@ -49,64 +49,26 @@ const speakerRoutes: FastifyPluginAsyncZod<{ deps: AppDeps }> = async (app, { de
     },
   );
 
-  app.post(
-    "/v1/speakers",
-    {
-      schema: {
-        tags,
-        summary: "Create a speaker (remote ones get a one-time enrollment token)",
-        body: CreateSpeakerBody,
-        response: { 201: CreatedSpeaker, ...writeProblems },
-      },
-      config: operator,
+  // The list (above) polls the agents; the other standard routes are the helper's.
+  resourceRoutes(app, deps, {
+    tags,
+    path: "/v1/speakers",
+    id: "speaker_id",
+    params: SpeakerParams,
+    one: "a speaker",
+    many: "speakers",
+    item: Speaker,
+    // `force=true` deletes a speaker that peers still name.
+    service: { ...speakers, remove: (tx, ctx, id, query: { force: boolean }) => speakers.remove(tx, ctx, id, query.force) },
+    writeConfig: operator,
+    create: { summary: "Create a speaker (remote ones get a one-time enrollment token)", body: CreateSpeakerBody, response: CreatedSpeaker },
+    read: {},
+    update: { body: UpdateSpeakerBody },
+    remove: {
+      description: "Refused with 409 while peers name the speaker, unless `force=true`; revokes the speaker's node keys.",
+      querystring: SpeakerDeleteQuery,
     },
-    async (req, reply) =>
-      req.mutate(reply, async (tx, ctx) => {
-        const body = await speakers.create(tx, ctx, req.body);
-        return { status: 201, body, headers: { location: `/v1/speakers/${body.id}` } };
-      }),
-  );
-
-  app.get(
-    "/v1/speakers/:speaker_id",
-    { schema: { tags, summary: "Read a speaker", params: SpeakerParams, response: { 200: Speaker, ...authProblems, ...problems(404) } } },
-    async (req) => speakers.get(deps.sql, req.ctx(), req.params.speaker_id),
-  );
-
-  app.patch(
-    "/v1/speakers/:speaker_id",
-    {
-      schema: {
-        tags,
-        summary: "Update a speaker",
-        params: SpeakerParams,
-        body: UpdateSpeakerBody,
-        response: { 200: Speaker, ...writeProblems, ...problems(404) },
-      },
-      config: operator,
-    },
-    async (req, reply) => req.mutate(reply, async (tx, ctx) => ({ status: 200, body: await speakers.update(tx, ctx, req.params.speaker_id, req.body) })),
-  );
-
-  app.delete(
-    "/v1/speakers/:speaker_id",
-    {
-      schema: {
-        tags,
-        summary: "Delete a speaker",
-        description: "Refused with 409 while peers name the speaker, unless `force=true`; revokes the speaker's node keys.",
-        params: SpeakerParams,
-        querystring: SpeakerDeleteQuery,
-        response: { 204: Empty, ...writeProblems, ...problems(404) },
-      },
-      config: operator,
-    },
-    async (req, reply) =>
-      req.mutate(reply, async (tx, ctx) => {
-        await speakers.remove(tx, ctx, req.params.speaker_id, req.query.force);
-        return { status: 204, body: undefined };
-      }),
-  );
+  });
 
   app.post(
     "/v1/speakers/:speaker_id/enrollment-token",
