@@ -7,6 +7,14 @@ import { configPath, readConfig, writeConfig } from "../profiles.js";
 /** A key shown by its prefix only: `rlk_ab12cd…`. */
 const masked = (key: string | undefined) => (key ? `${key.split("_").slice(0, 2).join("_")}_…` : null);
 
+/** The config file and where it is, when it has a profile `name` (a usage error when not). */
+async function configWith(name: string) {
+  const path = configPath();
+  const file = await readConfig(path);
+  if (!file.profiles[name]) throw usageError(`no profile named ${name} in ${path}`);
+  return { path, file };
+}
+
 export function configCommand(program: Command): void {
   const config = program
     .command("config")
@@ -49,9 +57,7 @@ export function configCommand(program: Command): void {
     .command("use <profile>")
     .description("make a profile the current one")
     .action(async (name: string) => {
-      const path = configPath();
-      const file = await readConfig(path);
-      if (!file.profiles[name]) throw usageError(`no profile named ${name} in ${path}`);
+      const { path, file } = await configWith(name);
       await writeConfig(path, { ...file, current: name });
       process.stderr.write(`now using ${name}\n`);
     });
@@ -60,9 +66,7 @@ export function configCommand(program: Command): void {
     .command("rm <profile>")
     .description("delete a profile")
     .action(async (name: string) => {
-      const path = configPath();
-      const file = await readConfig(path);
-      if (!file.profiles[name]) throw usageError(`no profile named ${name} in ${path}`);
+      const { path, file } = await configWith(name);
       delete file.profiles[name];
       if (file.current === name) delete file.current;
       await writeConfig(path, file);
