@@ -58,7 +58,7 @@ export interface ListSpec<T, O> {
   description: string;
   /** Filters, declared before --limit: `[flags, description]`. */
   filters?: [string, string][];
-  /** The default of --limit; without it the command has no --limit and lists up to `max`. */
+  /** The default of --limit; without it the command has no --limit and lists up to `max` (5000 unless given). */
   limit?: number;
   max?: number;
   /** One call of the paged route, with the command's options for its filters. */

@@ -2,21 +2,21 @@ import { type Schema, unwrap } from "@rlc/client";
 import type { Command } from "commander";
 import { listCommand, printOne, withContext } from "../command-kit.js";
 import { usageError } from "../exit-codes.js";
-import type { Column } from "../output.js";
+import { type Column, fieldColumns } from "../output.js";
 
 type ApiKey = Schema<"ApiKey">;
 type AuditRecord = Schema<"AuditRecord">;
 const ROLES = ["viewer", "operator", "admin", "superadmin"] as const;
 
-const keyColumns: Column<ApiKey>[] = [
-  { header: "ID", value: (k) => k.id },
-  { header: "NAME", value: (k) => k.name },
-  { header: "ROLE", value: (k) => k.role },
-  { header: "PREFIX", value: (k) => k.key_prefix },
-  { header: "LAST USED", value: (k) => k.last_used_at },
-  { header: "EXPIRES", value: (k) => k.expires_at },
-  { header: "REVOKED", value: (k) => k.revoked_at },
-];
+const keyColumns = fieldColumns<ApiKey>({
+  ID: "id",
+  NAME: "name",
+  ROLE: "role",
+  PREFIX: "key_prefix",
+  "LAST USED": "last_used_at",
+  EXPIRES: "expires_at",
+  REVOKED: "revoked_at",
+});
 
 /** A created or rotated key: who it is, and the secret shown this once. */
 const withSecret: Column<ApiKey & { secret: string | null }>[] = [...keyColumns.slice(0, 4), { header: "SECRET", value: (k) => k.secret }];

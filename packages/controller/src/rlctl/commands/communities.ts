@@ -1,20 +1,16 @@
 import { type Schema, unwrap } from "@rlc/client";
 import type { Command } from "commander";
-import { exportCsv, fetchAll, importMissing, listCommand, printOne, withContext } from "../command-kit.js";
+import { exportCsv, fetchAll, importMissing, listCommand, type PageQuery, printOne, withContext } from "../command-kit.js";
 import { type Ctx, resolveCommunity } from "../context.js";
 import { parseCsv, readInput } from "../csv.js";
-import type { Column } from "../output.js";
+import { fieldColumns } from "../output.js";
 
 type Community = Schema<"Community">;
 
-const columns: Column<Community>[] = [
-  { header: "ID", value: (c) => c.id },
-  { header: "COMMUNITY", value: (c) => c.community },
-  { header: "TITLE", value: (c) => c.title },
-  { header: "DESCRIPTION", value: (c) => c.description },
-];
+const columns = fieldColumns<Community>({ ID: "id", COMMUNITY: "community", TITLE: "title", DESCRIPTION: "description" });
 
-const allCommunities = (ctx: Ctx) => fetchAll(100_000, (query) => ctx.client.GET("/v1/communities", { params: { query } }));
+const communityPage = (ctx: Ctx, query: PageQuery) => ctx.client.GET("/v1/communities", { params: { query } });
+const allCommunities = (ctx: Ctx) => fetchAll(100_000, (query) => communityPage(ctx, query));
 
 export function communitiesCommand(program: Command): void {
   const communities = program.command("communities").alias("community").description("BGP communities the modules' prefixes carry: ls, add, rm, import, export");
@@ -22,7 +18,7 @@ export function communitiesCommand(program: Command): void {
   listCommand(communities, "ls", {
     description: "list communities",
     limit: 5000,
-    page: (ctx, query) => ctx.client.GET("/v1/communities", { params: { query } }),
+    page: communityPage,
     columns,
   });
 

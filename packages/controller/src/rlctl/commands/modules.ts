@@ -4,7 +4,7 @@ import { exportCsv, fetchAll, importMissing, listCommand, printOne, withContext 
 import { type Ctx, resolveCommunity, resolveModule } from "../context.js";
 import { parseCsv, readInput } from "../csv.js";
 import { usageError } from "../exit-codes.js";
-import { type Column, printObject } from "../output.js";
+import { fieldColumns, printObject } from "../output.js";
 
 type Module = Schema<"Module">;
 const TYPES = ["AS_PREFIXES", "DOMAINS", "IP_RANGES"] as const;
@@ -18,14 +18,7 @@ function moduleType(value: string): ModuleType {
   return found;
 }
 
-const columns: Column<Module>[] = [
-  { header: "ID", value: (m) => m.id },
-  { header: "NAME", value: (m) => m.name },
-  { header: "TYPE", value: (m) => m.type },
-  { header: "ENABLED", value: (m) => m.enabled },
-  { header: "REFRESHED", value: (m) => m.last_refreshed_at },
-  { header: "ERROR", value: (m) => m.last_refresh_error },
-];
+const columns = fieldColumns<Module>({ ID: "id", NAME: "name", TYPE: "type", ENABLED: "enabled", REFRESHED: "last_refreshed_at", ERROR: "last_refresh_error" });
 
 const allModules = (ctx: Ctx) => fetchAll(100_000, (query) => ctx.client.GET("/v1/modules", { params: { query } }));
 

@@ -53,7 +53,6 @@ export function speakersCommand(program: Command): void {
 
   listCommand(speakers, "ls", {
     description: "list speakers with their sync state",
-    max: 5000,
     page: (ctx, query) => ctx.client.GET("/v1/speakers", { params: { query } }),
     columns: speakerColumns,
   });
