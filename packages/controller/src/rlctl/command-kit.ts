@@ -1,7 +1,7 @@
 import { type FetchResult, type Schema, unwrap } from "@rlc/client";
 import type { Command } from "commander";
 import { type Ctx, contextOf, isUuid, listAll, positiveInt, resolveModule } from "./context.js";
-import { toCsv, writeOutput } from "./csv.js";
+import { parseCsv, readInput, toCsv, writeOutput } from "./csv.js";
 import { CliError, ExitCode, usageError } from "./exit-codes.js";
 import { type Column, print } from "./output.js";
 
@@ -109,24 +109,65 @@ export async function importMissing<T>(ctx: Ctx, rows: Record<string, string>[],
   printRows(ctx, created, spec.columns);
 }
 
+export interface TopImportSpec<T> {
+  required: string[];
+  /** The names already there, read after the file. */
+  existing: (ctx: Ctx) => Promise<string[]>;
+  create: (ctx: Ctx, row: Record<string, string>) => Promise<T>;
+  columns: Column<T>[];
+}
+
+/** `import <file>`: reads a CSV (`-`: stdin) and creates its rows whose names are not there yet. */
+export function importCommand<T>(parent: Command, description: string, spec: TopImportSpec<T>): Command {
+  return parent
+    .command("import <file>")
+    .description(description)
+    .action(
+      withContext(async (ctx, file: string) => {
+        const rows = parseCsv(await readInput(file));
+        const existing = new Set(await spec.existing(ctx));
+        await importMissing(ctx, rows, { file, required: spec.required, existing, create: (row) => spec.create(ctx, row), columns: spec.columns });
+      }),
+    );
+}
+
+/** `rm <x...>`: deletes what each argument names, one by one; `remove` answers the line said on stderr. */
+export function deleteEachCommand(parent: Command, usage: string, description: string, remove: (ctx: Ctx, ref: string) => Promise<string>): Command {
+  return parent
+    .command(usage)
+    .description(description)
+    .action(
+      withContext(async (ctx, refs: string[]) => {
+        for (const ref of refs) ctx.output.err(`${await remove(ctx, ref)}\n`);
+      }),
+    );
+}
+
 export interface RemoveSpec<R> {
   /** What a target names, for the message when there is none: `entry`, `CDN source`. */
   noun: string;
   /** The module's rows, read only when a target is not an id. */
-  list: (mod: Schema<"Module">) => Promise<R[]>;
+  list: (ctx: Ctx, mod: Schema<"Module">) => Promise<R[]>;
   /** The id of the row a target that is not an id names, if any. */
   idOf: (rows: R[], target: string) => string | undefined;
-  remove: (mod: Schema<"Module">, id: string) => Promise<void>;
+  remove: (ctx: Ctx, mod: Schema<"Module">, id: string) => Promise<void>;
 }
 
-/** Deletes rows of a module named by id or by value, one by one, saying each on stderr. */
-export async function removeFromModule<R>(ctx: Ctx, ref: string, targets: string[], spec: RemoveSpec<R>): Promise<void> {
-  const mod = await resolveModule(ctx, ref);
-  const rows = targets.every(isUuid) ? [] : await spec.list(mod);
-  for (const t of targets) {
-    const id = isUuid(t) ? t : spec.idOf(rows, t);
-    if (!id) throw new CliError(`no ${spec.noun} ${t} in module ${mod.name}`, ExitCode.notFound);
-    await spec.remove(mod, id);
-    ctx.output.err(`deleted ${t}\n`);
-  }
+/** `rm <module> <x...>`: deletes rows of a module named by id or by value, one by one, saying each on stderr. */
+export function removeCommand<R>(parent: Command, usage: string, description: string, spec: RemoveSpec<R>): Command {
+  return parent
+    .command(usage)
+    .description(description)
+    .action(
+      withContext(async (ctx, ref: string, targets: string[]) => {
+        const mod = await resolveModule(ctx, ref);
+        const rows = targets.every(isUuid) ? [] : await spec.list(ctx, mod);
+        for (const t of targets) {
+          const id = isUuid(t) ? t : spec.idOf(rows, t);
+          if (!id) throw new CliError(`no ${spec.noun} ${t} in module ${mod.name}`, ExitCode.notFound);
+          await spec.remove(ctx, mod, id);
+          ctx.output.err(`deleted ${t}\n`);
+        }
+      }),
+    );
 }

@@ -1,6 +1,6 @@
 import { type Schema, unwrap } from "@rlc/client";
 import type { Command } from "commander";
-import { listCommand, printOne, withContext } from "../command-kit.js";
+import { deleteEachCommand, listCommand, printOne, withContext } from "../command-kit.js";
 import { usageError } from "../exit-codes.js";
 import { type Column, fieldColumns } from "../output.js";
 
@@ -59,18 +59,10 @@ export function keysCommand(program: Command): void {
       }),
     );
 
-  keys
-    .command("revoke <key...>")
-    .alias("rm")
-    .description("revoke keys")
-    .action(
-      withContext(async (ctx, ids: string[]) => {
-        for (const id of ids) {
-          await unwrap(ctx.client.DELETE("/v1/api-keys/{id}", { params: { path: { id } } }));
-          ctx.output.err(`revoked ${id}\n`);
-        }
-      }),
-    );
+  deleteEachCommand(keys, "revoke <key...>", "revoke keys", async (ctx, id) => {
+    await unwrap(ctx.client.DELETE("/v1/api-keys/{id}", { params: { path: { id } } }));
+    return `revoked ${id}`;
+  }).alias("rm");
 }
 
 const auditColumns: Column<AuditRecord>[] = [

@@ -1,6 +1,6 @@
 import { type Schema, unwrap } from "@rlc/client";
 import type { Command } from "commander";
-import { exportCsv, fetchAll, importMissing, printOne, printRows, removeFromModule, withContext } from "../command-kit.js";
+import { exportCsv, fetchAll, importMissing, printOne, printRows, removeCommand, withContext } from "../command-kit.js";
 import { type Ctx, resolveModule } from "../context.js";
 import { parseCsv, readInput } from "../csv.js";
 import { usageError } from "../exit-codes.js";
@@ -53,21 +53,14 @@ export function cdnSourcesCommand(program: Command): void {
       }),
     );
 
-  sources
-    .command("rm <module> <source...>")
-    .description("delete CDN sources, by id or URL")
-    .action(
-      withContext((ctx, ref: string, targets: string[]) =>
-        removeFromModule(ctx, ref, targets, {
-          noun: "CDN source",
-          list: (mod) => list(ctx, mod.id),
-          idOf: (all, url) => all.find((s) => s.url === url)?.id,
-          remove: async (mod, id) => {
-            await unwrap(ctx.client.DELETE("/v1/modules/{module_id}/cdn-sources/{source_id}", { params: { path: { module_id: mod.id, source_id: id } } }));
-          },
-        }),
-      ),
-    );
+  removeCommand(sources, "rm <module> <source...>", "delete CDN sources, by id or URL", {
+    noun: "CDN source",
+    list: (ctx, mod) => list(ctx, mod.id),
+    idOf: (all, url) => all.find((s) => s.url === url)?.id,
+    remove: async (ctx, mod, id) => {
+      await unwrap(ctx.client.DELETE("/v1/modules/{module_id}/cdn-sources/{source_id}", { params: { path: { module_id: mod.id, source_id: id } } }));
+    },
+  });
 
   sources
     .command("export <module> [file]")

@@ -1,8 +1,7 @@
 import { type Schema, unwrap } from "@rlc/client";
 import type { Command } from "commander";
-import { exportCsv, fetchAll, importMissing, listCommand, type PageQuery, printOne, withContext } from "../command-kit.js";
+import { deleteEachCommand, exportCsv, fetchAll, importCommand, listCommand, type PageQuery, printOne, withContext } from "../command-kit.js";
 import { type Ctx, resolveCommunity } from "../context.js";
-import { parseCsv, readInput } from "../csv.js";
 import { fieldColumns } from "../output.js";
 
 type Community = Schema<"Community">;
@@ -34,18 +33,11 @@ export function communitiesCommand(program: Command): void {
       }),
     );
 
-  communities
-    .command("rm <community...>")
-    .description("delete communities, by id, value or title")
-    .action(
-      withContext(async (ctx, refs: string[]) => {
-        for (const ref of refs) {
-          const c = await resolveCommunity(ctx, ref);
-          await unwrap(ctx.client.DELETE("/v1/communities/{id}", { params: { path: { id: c.id } } }));
-          ctx.output.err(`deleted community ${c.community}\n`);
-        }
-      }),
-    );
+  deleteEachCommand(communities, "rm <community...>", "delete communities, by id, value or title", async (ctx, ref) => {
+    const c = await resolveCommunity(ctx, ref);
+    await unwrap(ctx.client.DELETE("/v1/communities/{id}", { params: { path: { id: c.id } } }));
+    return `deleted community ${c.community}`;
+  });
 
   communities
     .command("export [file]")
@@ -56,25 +48,13 @@ export function communitiesCommand(program: Command): void {
       }),
     );
 
-  communities
-    .command("import <file>")
-    .description("create the communities of a CSV (- reads stdin); existing values are left alone")
-    .action(
-      withContext(async (ctx, file: string) => {
-        const rows = parseCsv(await readInput(file));
-        const existing = new Set((await allCommunities(ctx)).map((c) => c.community));
-        await importMissing(ctx, rows, {
-          file,
-          required: ["community"],
-          existing,
-          create: (row) =>
-            unwrap(
-              ctx.client.POST("/v1/communities", {
-                body: { community: row.community!, title: row.title || undefined, description: row.description || undefined },
-              }),
-            ),
-          columns,
-        });
-      }),
-    );
+  importCommand(communities, "create the communities of a CSV (- reads stdin); existing values are left alone", {
+    required: ["community"],
+    existing: async (ctx) => (await allCommunities(ctx)).map((c) => c.community),
+    create: (ctx, row) =>
+      unwrap(
+        ctx.client.POST("/v1/communities", { body: { community: row.community!, title: row.title || undefined, description: row.description || undefined } }),
+      ),
+    columns,
+  });
 }

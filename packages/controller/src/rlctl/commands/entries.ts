@@ -1,6 +1,6 @@
 import { type Schema, unwrap } from "@rlc/client";
 import type { Command } from "commander";
-import { fetchAll, limitOption, printRows, removeFromModule, withContext } from "../command-kit.js";
+import { fetchAll, limitOption, printRows, removeCommand, withContext } from "../command-kit.js";
 import { type Ctx, resolveModule } from "../context.js";
 import { readInput, writeOutput } from "../csv.js";
 import { CliError, ExitCode, usageError } from "../exit-codes.js";
@@ -94,19 +94,12 @@ export function entriesCommand(program: Command): void {
       }),
     );
 
-  entries
-    .command("rm <module> <entry...>")
-    .description("delete entries, by id or by value")
-    .action(
-      withContext((ctx, ref: string, targets: string[]) =>
-        removeFromModule(ctx, ref, targets, {
-          noun: "entry",
-          list: async (mod) => (await listEntries(ctx, mod, 100_000)).rows,
-          idOf: (rows, t) => rows.find((r) => r.value.toLowerCase() === t.toLowerCase() || r.value === `AS${t}`)?.id,
-          remove: (mod, id) => deleteEntry(ctx, mod, id),
-        }),
-      ),
-    );
+  removeCommand(entries, "rm <module> <entry...>", "delete entries, by id or by value", {
+    noun: "entry",
+    list: async (ctx, mod) => (await listEntries(ctx, mod, 100_000)).rows,
+    idOf: (rows, t) => rows.find((r) => r.value.toLowerCase() === t.toLowerCase() || r.value === `AS${t}`)?.id,
+    remove: deleteEntry,
+  });
 
   entries
     .command("export <module> [file]")

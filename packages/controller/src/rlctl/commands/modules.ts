@@ -1,8 +1,7 @@
 import { type Schema, unwrap } from "@rlc/client";
 import type { Command } from "commander";
-import { exportCsv, fetchAll, importMissing, listCommand, printOne, withContext } from "../command-kit.js";
+import { deleteEachCommand, exportCsv, fetchAll, importCommand, listCommand, printOne, withContext } from "../command-kit.js";
 import { type Ctx, resolveCommunity, resolveModule } from "../context.js";
-import { parseCsv, readInput } from "../csv.js";
 import { usageError } from "../exit-codes.js";
 import { fieldColumns, printObject } from "../output.js";
 
@@ -58,18 +57,11 @@ export function modulesCommand(program: Command): void {
       }),
     );
 
-  modules
-    .command("rm <module...>")
-    .description("delete modules (by id or name) with their entries and sources")
-    .action(
-      withContext(async (ctx, refs: string[]) => {
-        for (const ref of refs) {
-          const mod = await resolveModule(ctx, ref);
-          await unwrap(ctx.client.DELETE("/v1/modules/{module_id}", { params: { path: { module_id: mod.id } } }));
-          ctx.output.err(`deleted module ${mod.name} (${mod.id})\n`);
-        }
-      }),
-    );
+  deleteEachCommand(modules, "rm <module...>", "delete modules (by id or name) with their entries and sources", async (ctx, ref) => {
+    const mod = await resolveModule(ctx, ref);
+    await unwrap(ctx.client.DELETE("/v1/modules/{module_id}", { params: { path: { module_id: mod.id } } }));
+    return `deleted module ${mod.name} (${mod.id})`;
+  });
 
   modules
     .command("export [file]")
@@ -84,30 +76,14 @@ export function modulesCommand(program: Command): void {
       }),
     );
 
-  modules
-    .command("import <file>")
-    .description("create the modules of a CSV (as export writes it; - reads stdin); existing names are left alone")
-    .action(
-      withContext(async (ctx, file: string) => {
-        const rows = parseCsv(await readInput(file));
-        const existing = new Set((await allModules(ctx)).map((m) => m.name));
-        await importMissing(ctx, rows, {
-          file,
-          required: ["name", "type"],
-          existing,
-          create: async (row) => {
-            const community_id = row.community ? (await resolveCommunity(ctx, row.community)).id : undefined;
-            const body = {
-              name: row.name!,
-              type: moduleType(row.type!),
-              enabled: row.enabled !== "false",
-              description: row.description || undefined,
-              community_id,
-            };
-            return unwrap(ctx.client.POST("/v1/modules", { body }));
-          },
-          columns,
-        });
-      }),
-    );
+  importCommand(modules, "create the modules of a CSV (as export writes it; - reads stdin); existing names are left alone", {
+    required: ["name", "type"],
+    existing: async (ctx) => (await allModules(ctx)).map((m) => m.name),
+    create: async (ctx, row) => {
+      const community_id = row.community ? (await resolveCommunity(ctx, row.community)).id : undefined;
+      const body = { name: row.name!, type: moduleType(row.type!), enabled: row.enabled !== "false", description: row.description || undefined, community_id };
+      return unwrap(ctx.client.POST("/v1/modules", { body }));
+    },
+    columns,
+  });
 }
