@@ -1,5 +1,5 @@
 import { type FetchResult, type Schema, unwrap } from "@rlc/client";
-import type { Command } from "commander";
+import { type Command, Option } from "commander";
 import { type Ctx, contextOf, isUuid, listAll, positiveInt, resolveModule } from "./context.js";
 import { parseCsv, readInput, toCsv, writeOutput } from "./csv.js";
 import { CliError, ExitCode, usageError } from "./exit-codes.js";
@@ -50,8 +50,8 @@ export function fetchAll<T>(max: number, page: (query: PageQuery) => Promise<Fet
 }
 
 /** `--limit <n>`, the option of every list that stops after n items. */
-export function limitOption(cmd: Command, defaultValue?: number, description = "at most this many"): Command {
-  return cmd.option("--limit <n>", description, positiveInt("--limit"), defaultValue);
+export function limitOption(defaultValue?: number, description = "at most this many"): Option {
+  return new Option("--limit <n>", description).default(defaultValue).argParser(positiveInt("--limit"));
 }
 
 export interface ListSpec<T, O> {
@@ -70,7 +70,7 @@ export interface ListSpec<T, O> {
 export function listCommand<T, O = object>(parent: Command, name: string, spec: ListSpec<T, O>): Command {
   const cmd = parent.command(name).description(spec.description);
   for (const [flags, description] of spec.filters ?? []) cmd.option(flags, description);
-  if (spec.limit !== undefined) limitOption(cmd, spec.limit);
+  if (spec.limit !== undefined) cmd.addOption(limitOption(spec.limit));
   return cmd.action(
     withContext(async (ctx, opts: O & { limit?: number }) => {
       const items = await fetchAll(opts.limit ?? spec.max ?? 5000, (query) => spec.page(ctx, query, opts));

@@ -1,7 +1,7 @@
 import type { Command } from "commander";
 import { outputOf } from "../context.js";
 import { usageError } from "../exit-codes.js";
-import { print } from "../output.js";
+import { fieldColumns, print } from "../output.js";
 import { configPath, readConfig, writeConfig } from "../profiles.js";
 
 /** A key shown by its prefix only: `rlk_ab12cd…`. */
@@ -28,9 +28,7 @@ export function configCommand(program: Command): void {
       const rows = Object.entries(file.profiles).map(([name, p]) => ({ name, current: name === file.current, url: p.url, api_key: masked(p.api_key) }));
       print(outputOf(cmd), rows, rows, [
         { header: "", value: (r) => (r.current ? "*" : " ") },
-        { header: "PROFILE", value: (r) => r.name },
-        { header: "URL", value: (r) => r.url },
-        { header: "KEY", value: (r) => r.api_key },
+        ...fieldColumns<(typeof rows)[number]>({ PROFILE: "name", URL: "url", KEY: "api_key" }),
       ]);
     });
 

@@ -73,12 +73,16 @@ const importColumns: Column<{ created: number; updated: number; deleted: number;
 export function entriesCommand(program: Command): void {
   const entries = program.command("entries").alias("entry").description("a module's entries (AS numbers, domains or IP ranges): ls, add, rm, import, export");
 
-  limitOption(entries.command("ls <module>").description("list a module's entries"), 10_000).action(
-    withContext(async (ctx, ref: string, opts: { limit: number }) => {
-      const { raw, rows } = await listEntries(ctx, await resolveModule(ctx, ref), opts.limit);
-      print(ctx.output, raw, rows, columns);
-    }),
-  );
+  entries
+    .command("ls <module>")
+    .description("list a module's entries")
+    .addOption(limitOption(10_000))
+    .action(
+      withContext(async (ctx, ref: string, opts: { limit: number }) => {
+        const { raw, rows } = await listEntries(ctx, await resolveModule(ctx, ref), opts.limit);
+        print(ctx.output, raw, rows, columns);
+      }),
+    );
 
   entries
     .command("add <module> <value...>")

@@ -1,9 +1,9 @@
 import { type Schema, unwrap } from "@rlc/client";
 import type { Command } from "commander";
-import { limitOption, listCommand, withContext } from "../command-kit.js";
+import { limitOption, listCommand, printRows, withContext } from "../command-kit.js";
 import type { Ctx } from "../context.js";
 import { CliError, ExitCode, usageError } from "../exit-codes.js";
-import { type Column, paint, print, printObject } from "../output.js";
+import { type Column, fieldColumns, paint, print, printObject } from "../output.js";
 
 type Revision = Schema<"Revision">;
 type Diff = Schema<"RevisionDiff">;
@@ -65,26 +65,22 @@ export function revisionsCommand(program: Command): void {
         const { modules, applied_to, ...rest } = rev;
         printObject(ctx.output, { ...rest, applied_to: applied_to.map((a) => a.speaker_id) });
         ctx.output.out("\n");
-        print(ctx.output, modules, modules, [
-          { header: "MODULE", value: (m) => m.name },
-          { header: "COMMUNITY", value: (m) => m.community },
-          { header: "PREFIXES", value: (m) => m.prefix_count },
-        ]);
+        printRows(ctx, modules, fieldColumns({ MODULE: "name", COMMUNITY: "community", PREFIXES: "prefix_count" }));
       }),
     );
 
-  limitOption(
-    revisions.command("diff <a> <b>").description("what changes from revision a to b: + added, - removed, ~ communities changed, per prefix"),
-    undefined,
-    "at most this many prefixes per list",
-  ).action(
-    withContext(async (ctx, a: string, b: string, opts: { limit?: number }) => {
-      const path = { revision_a: await revisionNumber(ctx, a), revision_b: await revisionNumber(ctx, b) };
-      const diff = await unwrap(ctx.client.GET("/v1/revisions/{revision_a}/diff/{revision_b}", { params: { path, query: { limit: opts.limit } } }));
-      if (ctx.output.format !== "table") print(ctx.output, diff, [], []);
-      else ctx.output.out(renderDiff(ctx, diff));
-    }),
-  );
+  revisions
+    .command("diff <a> <b>")
+    .description("what changes from revision a to b: + added, - removed, ~ communities changed, per prefix")
+    .addOption(limitOption(undefined, "at most this many prefixes per list"))
+    .action(
+      withContext(async (ctx, a: string, b: string, opts: { limit?: number }) => {
+        const path = { revision_a: await revisionNumber(ctx, a), revision_b: await revisionNumber(ctx, b) };
+        const diff = await unwrap(ctx.client.GET("/v1/revisions/{revision_a}/diff/{revision_b}", { params: { path, query: { limit: opts.limit } } }));
+        if (ctx.output.format !== "table") print(ctx.output, diff, [], []);
+        else ctx.output.out(renderDiff(ctx, diff));
+      }),
+    );
 }
 
 export function lookupCommand(program: Command): void {
