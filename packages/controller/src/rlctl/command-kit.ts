@@ -6,8 +6,8 @@ import { CliError, ExitCode, usageError } from "./exit-codes.js";
 import { type Column, print } from "./output.js";
 
 // The shapes most rlctl commands share: an action that needs the controller, a paged list
-// printed as a table, a CSV export, an import that creates only what is not there yet, a delete
-// of a module's rows by id or value.
+// printed as a table, a CSV export, an import that creates only what is not there yet, and the
+// deletes (each argument resolved and deleted, or a module's rows by id or value).
 
 /**
  * The action of a command that talks to the controller. Commander calls an action with the
