@@ -9,4 +9,4 @@ export function connect(apiKey: string): Api {
 
 /** The data of a 2xx answer; anything else throws the client's ApiError (problem code and detail). */
 export const ok = unwrap;
-export { ApiError } from "@rlc/client";
+export { ApiError, type FetchResult, type Schema } from "@rlc/client";

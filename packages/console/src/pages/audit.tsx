@@ -1,6 +1,8 @@
 import { useState } from "preact/hooks";
-import { ok } from "../api.js";
+import { ok, type Schema } from "../api.js";
+import { Choice } from "../form.js";
 import { useSession } from "../session.js";
+import { type Column, DataTable } from "../table.js";
 import { Ago, Badge, ErrorBox, Page, useLoad } from "../ui.js";
 
 const ACTIONS = ["create", "update", "delete", "rotate", "revoke", "apply", "rollback", "run", "cancel"] as const;
@@ -28,6 +30,21 @@ type Query = {
   since?: string;
 };
 
+const columns: Column<Schema<"AuditRecord">>[] = [
+  { header: "When", cell: (r) => <Ago at={r.at} /> },
+  {
+    header: "Who",
+    cell: (r) => (
+      <>
+        {r.actor.key_prefix ?? "system"} <span class="muted">{r.actor.role ?? ""}</span>
+      </>
+    ),
+  },
+  { header: "Action", cell: (r) => <Badge tone={r.severity === "critical" ? "bad" : r.severity === "warning" ? "warn" : "info"}>{r.action}</Badge> },
+  { header: "Resource", cell: (r) => r.resource_type },
+  { header: "Summary", wrap: true, cell: (r) => r.summary },
+];
+
 export function AuditPage() {
   const { api, info } = useSession();
   const [action, setAction] = useState("");
@@ -44,59 +61,19 @@ export function AuditPage() {
     if (since) query.since = new Date(since).toISOString();
     return (await ok(api.GET("/v1/audit", { params: { query } }))).items;
   }, [action, severity, resource, since]);
-  const select = (label: string, value: string, set: (v: string) => void, options: readonly string[]) => (
-    <label>
-      {label}
-      <select value={value} onChange={(e) => set(e.currentTarget.value)}>
-        <option value="">any</option>
-        {options.map((o) => (
-          <option key={o}>{o}</option>
-        ))}
-      </select>
-    </label>
-  );
   return (
     <Page title="Audit">
       {allowed ? null : <p class="muted">This key has no permission to read the audit journal (bgp:monitoring:read).</p>}
       <div class="filters">
-        {select("Action", action, setAction, ACTIONS)}
-        {select("Severity", severity, setSeverity, SEVERITIES)}
-        {select("Resource", resource, setResource, RESOURCES)}
+        <Choice label="Action" value={action} onChange={setAction} options={ACTIONS} any="any" />
+        <Choice label="Severity" value={severity} onChange={setSeverity} options={SEVERITIES} any="any" />
+        <Choice label="Resource" value={resource} onChange={setResource} options={RESOURCES} any="any" />
         <label>
           Since <input type="datetime-local" value={since} onInput={(e) => setSince(e.currentTarget.value)} />
         </label>
       </div>
       <ErrorBox error={records.error} />
-      <div class="scroll">
-        <table data-testid="audit">
-          <thead>
-            <tr>
-              <th>When</th>
-              <th>Who</th>
-              <th>Action</th>
-              <th>Resource</th>
-              <th>Summary</th>
-            </tr>
-          </thead>
-          <tbody>
-            {(records.data ?? []).map((r) => (
-              <tr key={r.id}>
-                <td>
-                  <Ago at={r.at} />
-                </td>
-                <td>
-                  {r.actor.key_prefix ?? "system"} <span class="muted">{r.actor.role ?? ""}</span>
-                </td>
-                <td>
-                  <Badge tone={r.severity === "critical" ? "bad" : r.severity === "warning" ? "warn" : "info"}>{r.action}</Badge>
-                </td>
-                <td>{r.resource_type}</td>
-                <td class="wrap">{r.summary}</td>
-              </tr>
-            ))}
-          </tbody>
-        </table>
-      </div>
+      <DataTable testId="audit" columns={columns} rows={records.data} rowKey={(r) => r.id} />
     </Page>
   );
 }

@@ -1,7 +1,10 @@
 import { useState } from "preact/hooks";
-import { ok } from "../api.js";
+import { ok, type Schema } from "../api.js";
 import { useSession } from "../session.js";
-import { ActionButton, Ago, ErrorBox, useLoad } from "../ui.js";
+import { type Column, DataTable, useItems } from "../table.js";
+import { ActionButton, Ago, ErrorBox } from "../ui.js";
+
+type CdnSource = Schema<"CdnSource">;
 
 interface Preview {
   url: string;
@@ -24,76 +27,66 @@ function PreviewBox({ preview }: { preview: Preview | null }) {
   );
 }
 
+const columns: Column<CdnSource>[] = [
+  { header: "URL", wrap: true, cell: (s) => s.url },
+  { header: "Format", cell: (s) => s.format },
+  { header: "Prefixes", num: true, cell: (s) => s.last_prefix_count ?? "—" },
+  {
+    header: "Last fetch",
+    cell: (s) => (
+      <>
+        <Ago at={s.last_refreshed_at} />
+        {s.last_error ? <p class="error small">{s.last_error}</p> : null}
+      </>
+    ),
+  },
+];
+
 export function CdnSources({ moduleId }: { moduleId: string }) {
   const { api, can } = useSession();
   // Previews fetch the feed from the controller: operators only, like every write.
   const writer = can("operator");
   const path = { module_id: moduleId };
-  const sources = useLoad(
-    async () => (await ok(api.GET("/v1/modules/{module_id}/cdn-sources", { params: { path, query: { limit: 500 } } }))).items,
-    [moduleId],
-  );
+  const sources = useItems(() => api.GET("/v1/modules/{module_id}/cdn-sources", { params: { path, query: { limit: 500 } } }), [moduleId]);
   const [url, setUrl] = useState("");
   const [format, setFormat] = useState<"text" | "json">("text");
   const [jsonPath, setJsonPath] = useState("");
   const [preview, setPreview] = useState<Preview | null>(null);
   const [error, setError] = useState<Error | null>(null);
   const body = () => ({ url, format, json_path: format === "json" ? jsonPath : null });
+  const actions: Column<CdnSource> = {
+    header: "Actions",
+    cell: (s) => (
+      <>
+        <ActionButton
+          label="Preview"
+          action={async () =>
+            setPreview(
+              await ok(
+                api.POST("/v1/modules/{module_id}/cdn-sources/{source_id}/preview", {
+                  params: { path: { module_id: moduleId, source_id: s.id } },
+                  body: {},
+                }),
+              ),
+            )
+          }
+        />
+        <ActionButton
+          label="Delete"
+          kind="danger"
+          action={async () => {
+            await ok(api.DELETE("/v1/modules/{module_id}/cdn-sources/{source_id}", { params: { path: { module_id: moduleId, source_id: s.id } } }));
+            sources.reload();
+          }}
+        />
+      </>
+    ),
+  };
   return (
     <section aria-label="CDN sources">
       <h2>CDN sources</h2>
       <ErrorBox error={sources.error} />
-      <div class="scroll">
-        <table>
-          <thead>
-            <tr>
-              <th>URL</th>
-              <th>Format</th>
-              <th class="num">Prefixes</th>
-              <th>Last fetch</th>
-              {writer ? <th>Actions</th> : null}
-            </tr>
-          </thead>
-          <tbody>
-            {(sources.data ?? []).map((s) => (
-              <tr key={s.id}>
-                <td class="wrap">{s.url}</td>
-                <td>{s.format}</td>
-                <td class="num">{s.last_prefix_count ?? "—"}</td>
-                <td>
-                  <Ago at={s.last_refreshed_at} />
-                  {s.last_error ? <p class="error small">{s.last_error}</p> : null}
-                </td>
-                {writer ? (
-                  <td>
-                    <ActionButton
-                      label="Preview"
-                      action={async () =>
-                        setPreview(
-                          await ok(
-                            api.POST("/v1/modules/{module_id}/cdn-sources/{source_id}/preview", {
-                              params: { path: { module_id: moduleId, source_id: s.id } },
-                              body: {},
-                            }),
-                          ),
-                        )
-                      }
-                    />
-                    <ActionButton
-                      label="Delete"
-                      kind="danger"
-                      action={async () => {
-                        await ok(api.DELETE("/v1/modules/{module_id}/cdn-sources/{source_id}", { params: { path: { module_id: moduleId, source_id: s.id } } }));
-                        sources.reload();
-                      }}
-                    />
-                  </td>
-                ) : null}
-              </tr>
-            ))}
-          </tbody>
-        </table>
-      </div>
+      <DataTable columns={[...columns, writer && actions]} rows={sources.data} rowKey={(s) => s.id} />
       {writer ? (
         <form class="inline" aria-label="Add CDN source" onSubmit={(e) => e.preventDefault()}>
           <input aria-label="Feed URL" placeholder="https://…" value={url} onInput={(e) => setUrl(e.currentTarget.value)} />

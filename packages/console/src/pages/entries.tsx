@@ -1,7 +1,9 @@
 import { useState } from "preact/hooks";
-import { type Api, ok } from "../api.js";
+import { type Api, type FetchResult, ok } from "../api.js";
+import { Choice, useSubmit } from "../form.js";
 import { useSession } from "../session.js";
-import { ActionButton, ErrorBox, useLoad } from "../ui.js";
+import { Table, useItems } from "../table.js";
+import { ActionButton, ErrorBox } from "../ui.js";
 
 export type ModuleType = "IP_RANGES" | "AS_PREFIXES" | "DOMAINS";
 
@@ -44,10 +46,10 @@ export function Entries({ moduleId, type }: { moduleId: string; type: ModuleType
   const { api, can } = useSession();
   const kind = KINDS[type];
   const base = `/v1/modules/${moduleId}/${kind.path}`;
-  const entries = useLoad(async () => ((await ok(untyped(api).GET(base, { params: { query: { limit: 500 } } }))) as { items: Entry[] }).items, [base]);
+  const entries = useItems(() => untyped(api).GET(base, { params: { query: { limit: 500 } } }) as Promise<FetchResult<{ items: Entry[] }>>, [base]);
   const [value, setValue] = useState("");
   const [comment, setComment] = useState("");
-  const [error, setError] = useState<Error | null>(null);
+  const { error, submit } = useSubmit();
   const writer = can("operator");
   return (
     <section aria-label="Entries">
@@ -57,18 +59,12 @@ export function Entries({ moduleId, type }: { moduleId: string; type: ModuleType
         <form
           class="inline"
           aria-label="Add entry"
-          onSubmit={async (e) => {
-            e.preventDefault();
-            setError(null);
-            try {
-              await ok(untyped(api).POST(base, { body: bodyOf(type, value.trim(), comment) }));
-              setValue("");
-              setComment("");
-              entries.reload();
-            } catch (err) {
-              setError(err as Error);
-            }
-          }}
+          onSubmit={submit(async () => {
+            await ok(untyped(api).POST(base, { body: bodyOf(type, value.trim(), comment) }));
+            setValue("");
+            setComment("");
+            entries.reload();
+          })}
         >
           <input name="entry-value" aria-label={kind.label} placeholder={kind.label} required value={value} onInput={(e) => setValue(e.currentTarget.value)} />
           <input name="entry-comment" aria-label="Comment" placeholder="comment" value={comment} onInput={(e) => setComment(e.currentTarget.value)} />
@@ -78,22 +74,11 @@ export function Entries({ moduleId, type }: { moduleId: string; type: ModuleType
           <ErrorBox error={error} />
         </form>
       ) : null}
-      <div class="scroll">
-        <table data-testid="entries">
-          <thead>
-            <tr>
-              <th>{kind.label}</th>
-              <th>Comment</th>
-              {writer ? <th>Actions</th> : null}
-            </tr>
-          </thead>
-          <tbody>
-            {(entries.data ?? []).map((e) => (
-              <EntryRow key={e.id} entry={e} base={base} type={type} writer={writer} onChange={entries.reload} />
-            ))}
-          </tbody>
-        </table>
-      </div>
+      <Table testId="entries" columns={[{ header: kind.label }, { header: "Comment" }, writer && { header: "Actions" }]}>
+        {(entries.data ?? []).map((e) => (
+          <EntryRow key={e.id} entry={e} base={base} type={type} writer={writer} onChange={entries.reload} />
+        ))}
+      </Table>
       {writer ? <CsvImport moduleId={moduleId} header={kind.header} onImported={entries.reload} /> : null}
     </section>
   );
@@ -162,6 +147,11 @@ interface CsvResult {
   errors: { line: number; value: string; message: string }[];
 }
 
+const MODES = [
+  ["merge", "merge: add and update"],
+  ["replace", "replace: exactly the file"],
+] as const;
+
 /** Paste CSV, see what it would change (a dry run), then commit the same text. */
 function CsvImport(props: { moduleId: string; header: string; onImported: () => void }) {
   const { api } = useSession();
@@ -191,13 +181,7 @@ function CsvImport(props: { moduleId: string; header: string; onImported: () => 
         CSV ({props.header})
         <textarea name="csv" rows={5} value={text} placeholder={`${props.header}\n`} onInput={(e) => setText(e.currentTarget.value)} />
       </label>
-      <label>
-        Mode
-        <select value={mode} onChange={(e) => setMode(e.currentTarget.value as "merge" | "replace")}>
-          <option value="merge">merge: add and update</option>
-          <option value="replace">replace: exactly the file</option>
-        </select>
-      </label>
+      <Choice label="Mode" value={mode} onChange={(m) => setMode(m as "merge" | "replace")} options={MODES} />
       <div class="row">
         <ActionButton
           label="Dry run"

@@ -1,11 +1,39 @@
 import { useState } from "preact/hooks";
-import { ok } from "../api.js";
+import { type Api, ok, type Schema } from "../api.js";
+import { Choice } from "../form.js";
 import { useSession } from "../session.js";
+import { DataTable, type MaybeColumn } from "../table.js";
 import { ActionButton, Ago, Badge, ErrorBox, Page, useLoad } from "../ui.js";
 
+type Job = Schema<"Job">;
 const TYPES = ["module_ingest", "peer_reconcile", "apply", "maintenance_policy_run", "revision_prune", "runtime_logs_cleanup"] as const;
 const STATUSES = ["queued", "running", "awaiting", "succeeded", "failed", "cancelled"] as const;
 const TONE: Record<string, "ok" | "warn" | "bad" | "info"> = { succeeded: "ok", failed: "bad", cancelled: "warn" };
+
+function jobColumns(api: Api, operator: boolean, reload: () => void): MaybeColumn<Job>[] {
+  return [
+    { header: "Type", cell: (j) => j.type },
+    { header: "Status", cell: (j) => <Badge tone={TONE[j.status] ?? "info"}>{j.status}</Badge> },
+    { header: "Progress", cell: (j) => (j.progress ? `${j.progress.done}${j.progress.total !== null ? ` / ${j.progress.total}` : ""}` : "—") },
+    { header: "Created", cell: (j) => <Ago at={j.created_at} /> },
+    { header: "By", cell: (j) => j.created_by ?? "scheduler" },
+    { header: "Error", wrap: true, cell: (j) => (j.error ? `${j.error.code}: ${j.error.detail}` : "") },
+    operator && {
+      header: "Actions",
+      cell: (j) =>
+        ["queued", "running", "awaiting"].includes(j.status) ? (
+          <ActionButton
+            label="Cancel"
+            kind="danger"
+            action={async () => {
+              await ok(api.POST("/v1/jobs/{job_id}/cancel", { params: { path: { job_id: j.job_id } } }));
+              reload();
+            }}
+          />
+        ) : null,
+    },
+  ];
+}
 
 export function JobsPage() {
   const { api, can } = useSession();
@@ -31,74 +59,14 @@ export function JobsPage() {
   return (
     <Page title="Jobs">
       <div class="filters">
-        <label>
-          Type
-          <select value={type} onChange={(e) => setType(e.currentTarget.value)}>
-            <option value="">any</option>
-            {TYPES.map((t) => (
-              <option key={t}>{t}</option>
-            ))}
-          </select>
-        </label>
-        <label>
-          Status
-          <select value={status} onChange={(e) => setStatus(e.currentTarget.value)}>
-            <option value="">any</option>
-            {STATUSES.map((t) => (
-              <option key={t}>{t}</option>
-            ))}
-          </select>
-        </label>
+        <Choice label="Type" value={type} onChange={setType} options={TYPES} any="any" />
+        <Choice label="Status" value={status} onChange={setStatus} options={STATUSES} any="any" />
         <button type="button" onClick={jobs.reload}>
           Reload
         </button>
       </div>
       <ErrorBox error={jobs.error} />
-      <div class="scroll">
-        <table data-testid="jobs">
-          <thead>
-            <tr>
-              <th>Type</th>
-              <th>Status</th>
-              <th>Progress</th>
-              <th>Created</th>
-              <th>By</th>
-              <th>Error</th>
-              {can("operator") ? <th>Actions</th> : null}
-            </tr>
-          </thead>
-          <tbody>
-            {(jobs.data ?? []).map((j) => (
-              <tr key={j.job_id}>
-                <td>{j.type}</td>
-                <td>
-                  <Badge tone={TONE[j.status] ?? "info"}>{j.status}</Badge>
-                </td>
-                <td>{j.progress ? `${j.progress.done}${j.progress.total !== null ? ` / ${j.progress.total}` : ""}` : "—"}</td>
-                <td>
-                  <Ago at={j.created_at} />
-                </td>
-                <td>{j.created_by ?? "scheduler"}</td>
-                <td class="wrap">{j.error ? `${j.error.code}: ${j.error.detail}` : ""}</td>
-                {can("operator") ? (
-                  <td>
-                    {["queued", "running", "awaiting"].includes(j.status) ? (
-                      <ActionButton
-                        label="Cancel"
-                        kind="danger"
-                        action={async () => {
-                          await ok(api.POST("/v1/jobs/{job_id}/cancel", { params: { path: { job_id: j.job_id } } }));
-                          jobs.reload();
-                        }}
-                      />
-                    ) : null}
-                  </td>
-                ) : null}
-              </tr>
-            ))}
-          </tbody>
-        </table>
-      </div>
+      <DataTable testId="jobs" columns={jobColumns(api, can("operator"), jobs.reload)} rows={jobs.data} rowKey={(j) => j.job_id} />
     </Page>
   );
 }

@@ -1,5 +1,6 @@
 import { useState } from "preact/hooks";
 import { ok } from "../api.js";
+import { useSubmit } from "../form.js";
 import { Link } from "../router.js";
 import { useSession } from "../session.js";
 import { ErrorBox, Page } from "../ui.js";
@@ -39,7 +40,7 @@ export function LookupPage() {
   const { api } = useSession();
   const [q, setQ] = useState("");
   const [result, setResult] = useState<Result | null>(null);
-  const [error, setError] = useState<Error | null>(null);
+  const { error, submit } = useSubmit();
   const entries = result?.matches.filter((m) => m.layer === "entry") ?? [];
   const snapshot = result?.matches.filter((m) => m.layer === "snapshot") ?? [];
   return (
@@ -47,16 +48,10 @@ export function LookupPage() {
       <form
         class="inline"
         aria-label="Lookup"
-        onSubmit={async (e) => {
-          e.preventDefault();
-          setError(null);
-          try {
-            setResult((await ok(api.GET("/v1/lookup", { params: { query: { q: q.trim() } } }))) as Result);
-          } catch (err) {
-            setError(err as Error);
-            setResult(null);
-          }
-        }}
+        onSubmit={submit(
+          async () => setResult((await ok(api.GET("/v1/lookup", { params: { query: { q: q.trim() } } }))) as Result),
+          () => setResult(null),
+        )}
       >
         <input
           type="search"

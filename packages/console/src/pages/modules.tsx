@@ -1,59 +1,62 @@
 import { useState } from "preact/hooks";
-import { ok } from "../api.js";
+import { ok, type Schema } from "../api.js";
+import { Choice, useSubmit } from "../form.js";
 import { Link, navigate } from "../router.js";
 import { useSession } from "../session.js";
-import { Ago, Badge, ErrorBox, Page, useLoad } from "../ui.js";
+import { type Column, DataTable, useItems } from "../table.js";
+import { Ago, Badge, ErrorBox, Page } from "../ui.js";
 
 const TYPES = ["IP_RANGES", "AS_PREFIXES", "DOMAINS"] as const;
 
 export function useCommunities() {
   const { api } = useSession();
-  return useLoad(async () => (await ok(api.GET("/v1/communities", { params: { query: { limit: 500 } } }))).items, []);
+  return useItems(() => api.GET("/v1/communities", { params: { query: { limit: 500 } } }), []);
+}
+
+type Community = Schema<"Community">;
+
+function moduleColumns(communities: Map<string, Community>): Column<Schema<"Module">>[] {
+  return [
+    {
+      header: "Name",
+      cell: (m) => (
+        <>
+          <Link href={`/modules/${m.id}`}>{m.name}</Link>
+          {m.enabled ? null : <Badge tone="warn">disabled</Badge>}
+        </>
+      ),
+    },
+    { header: "Type", cell: (m) => m.type },
+    {
+      header: "Community",
+      cell: (m) => {
+        const c = m.community_id ? communities.get(m.community_id) : null;
+        return c ? `${c.community} ${c.title}` : <span class="muted">none</span>;
+      },
+    },
+    { header: "IPv4", num: true, cell: (m) => m.snapshot.prefix_count_v4 },
+    { header: "IPv6", num: true, cell: (m) => m.snapshot.prefix_count_v6 },
+    {
+      header: "Last refresh",
+      cell: (m) => (
+        <>
+          <Ago at={m.last_refreshed_at} />
+          {m.last_refresh_error ? <p class="error small">{m.last_refresh_error}</p> : null}
+        </>
+      ),
+    },
+  ];
 }
 
 export function ModulesPage() {
   const { api, can } = useSession();
-  const modules = useLoad(async () => (await ok(api.GET("/v1/modules", { params: { query: { limit: 500 } } }))).items, []);
+  const modules = useItems(() => api.GET("/v1/modules", { params: { query: { limit: 500 } } }), []);
   const communities = useCommunities();
   const byId = new Map((communities.data ?? []).map((c) => [c.id, c]));
   return (
     <Page title="Modules">
       <ErrorBox error={modules.error ?? communities.error} />
-      <div class="scroll">
-        <table data-testid="modules" data-loaded={modules.data ? "" : undefined}>
-          <thead>
-            <tr>
-              <th>Name</th>
-              <th>Type</th>
-              <th>Community</th>
-              <th class="num">IPv4</th>
-              <th class="num">IPv6</th>
-              <th>Last refresh</th>
-            </tr>
-          </thead>
-          <tbody>
-            {(modules.data ?? []).map((m) => {
-              const c = m.community_id ? byId.get(m.community_id) : null;
-              return (
-                <tr key={m.id}>
-                  <td>
-                    <Link href={`/modules/${m.id}`}>{m.name}</Link>
-                    {m.enabled ? null : <Badge tone="warn">disabled</Badge>}
-                  </td>
-                  <td>{m.type}</td>
-                  <td>{c ? `${c.community} ${c.title}` : <span class="muted">none</span>}</td>
-                  <td class="num">{m.snapshot.prefix_count_v4}</td>
-                  <td class="num">{m.snapshot.prefix_count_v6}</td>
-                  <td>
-                    <Ago at={m.last_refreshed_at} />
-                    {m.last_refresh_error ? <p class="error small">{m.last_refresh_error}</p> : null}
-                  </td>
-                </tr>
-              );
-            })}
-          </tbody>
-        </table>
-      </div>
+      <DataTable testId="modules" loaded={Boolean(modules.data)} columns={moduleColumns(byId)} rows={modules.data} rowKey={(m) => m.id} />
       {modules.data && modules.data.length === 0 ? <p class="muted">No modules yet.</p> : null}
       {can("operator") ? <NewModule communities={communities.data ?? []} onCommunity={communities.reload} /> : null}
     </Page>
@@ -67,46 +70,30 @@ function NewModule(props: { communities: { id: string; community: string; title:
   const [communityId, setCommunityId] = useState("");
   const [newCommunity, setNewCommunity] = useState("");
   const [newTitle, setNewTitle] = useState("");
-  const [error, setError] = useState<Error | null>(null);
+  const { error, submit } = useSubmit();
   return (
     <div class="forms">
       <form
         class="card"
         aria-label="New module"
-        onSubmit={async (e) => {
-          e.preventDefault();
-          setError(null);
-          try {
-            const m = await ok(api.POST("/v1/modules", { body: { name, type, community_id: communityId || null } }));
-            navigate(`/modules/${m.id}`);
-          } catch (err) {
-            setError(err as Error);
-          }
-        }}
+        onSubmit={submit(async () => {
+          const m = await ok(api.POST("/v1/modules", { body: { name, type, community_id: communityId || null } }));
+          navigate(`/modules/${m.id}`);
+        })}
       >
         <h2>New module</h2>
         <label>
           Name <input name="module-name" required value={name} onInput={(e) => setName(e.currentTarget.value)} />
         </label>
-        <label>
-          Type
-          <select name="module-type" value={type} onChange={(e) => setType(e.currentTarget.value as (typeof TYPES)[number])}>
-            {TYPES.map((t) => (
-              <option key={t}>{t}</option>
-            ))}
-          </select>
-        </label>
-        <label>
-          Community
-          <select name="module-community" value={communityId} onChange={(e) => setCommunityId(e.currentTarget.value)}>
-            <option value="">none</option>
-            {props.communities.map((c) => (
-              <option key={c.id} value={c.id}>
-                {c.community} {c.title}
-              </option>
-            ))}
-          </select>
-        </label>
+        <Choice label="Type" name="module-type" value={type} onChange={(t) => setType(t as (typeof TYPES)[number])} options={TYPES} />
+        <Choice
+          label="Community"
+          name="module-community"
+          value={communityId}
+          onChange={setCommunityId}
+          options={props.communities.map((c) => [c.id, `${c.community} ${c.title}`] as const)}
+          any="none"
+        />
         <button type="submit" class="primary">
           Create module
         </button>
@@ -115,19 +102,13 @@ function NewModule(props: { communities: { id: string; community: string; title:
       <form
         class="card"
         aria-label="New community"
-        onSubmit={async (e) => {
-          e.preventDefault();
-          setError(null);
-          try {
-            const c = await ok(api.POST("/v1/communities", { body: { community: newCommunity, title: newTitle } }));
-            setCommunityId(c.id);
-            setNewCommunity("");
-            setNewTitle("");
-            props.onCommunity();
-          } catch (err) {
-            setError(err as Error);
-          }
-        }}
+        onSubmit={submit(async () => {
+          const c = await ok(api.POST("/v1/communities", { body: { community: newCommunity, title: newTitle } }));
+          setCommunityId(c.id);
+          setNewCommunity("");
+          setNewTitle("");
+          props.onCommunity();
+        })}
       >
         <h2>New community</h2>
         <label>

@@ -1,6 +1,7 @@
-import { type Api, ok } from "../api.js";
+import { type Api, ok, type Schema } from "../api.js";
 import { Link, navigate } from "../router.js";
 import { useSession } from "../session.js";
+import { type Column, DataTable, useItems } from "../table.js";
 import { ActionButton, Ago, Badge, ErrorBox, Page, useLoad } from "../ui.js";
 import { type DiffData, DiffView } from "./diff.js";
 
@@ -16,60 +17,70 @@ function perCommunity(modules: RevisionModule[]): [string, number][] {
   return [...out].sort(([a], [b]) => (a < b ? -1 : 1));
 }
 
+function revisionColumns(api: Api, operator: boolean): Column<Schema<"Revision">>[] {
+  return [
+    {
+      header: "#",
+      cell: (r) => (
+        <>
+          {r.revision_id} {r.is_current ? <Badge tone="ok">current</Badge> : null}
+        </>
+      ),
+    },
+    { header: "When", cell: (r) => <Ago at={r.created_at} /> },
+    {
+      header: "Who / why",
+      cell: (r) => (
+        <>
+          {r.created_by ?? "scheduler"} · {r.reason}
+          {r.rolled_back_from ? ` of #${r.rolled_back_from}` : ""}
+        </>
+      ),
+    },
+    { header: "Digest", cell: (r) => <code title={r.digest}>{r.digest.replace(/^sha256:/, "").slice(0, 12)}</code> },
+    {
+      header: "Per community",
+      cell: (r) =>
+        perCommunity(r.modules).map(([c, n]) => (
+          <span key={c} class="chip">
+            {c}: {n}
+          </span>
+        )),
+    },
+    {
+      header: "v4 / v6",
+      num: true,
+      cell: (r) => (
+        <>
+          {r.prefix_count_v4} / {r.prefix_count_v6}
+        </>
+      ),
+    },
+    {
+      header: "Actions",
+      cell: (r) => (
+        <>
+          <Link href={`/revisions/${Math.max(0, r.revision_id - 1)}/diff/${r.revision_id}`}>Diff</Link>
+          {operator && !r.is_current ? <Rollback api={api} id={r.revision_id} /> : null}
+        </>
+      ),
+    },
+  ];
+}
+
 export function RevisionsPage() {
   const { api, can } = useSession();
-  const list = useLoad(async () => (await ok(api.GET("/v1/revisions", { params: { query: { limit: 100 } } }))).items, []);
+  const list = useItems(() => api.GET("/v1/revisions", { params: { query: { limit: 100 } } }), []);
   return (
     <Page title="Revisions">
       <ErrorBox error={list.error} />
-      <div class="scroll">
-        <table data-testid="revisions">
-          <thead>
-            <tr>
-              <th>#</th>
-              <th>When</th>
-              <th>Who / why</th>
-              <th>Digest</th>
-              <th>Per community</th>
-              <th class="num">v4 / v6</th>
-              <th>Actions</th>
-            </tr>
-          </thead>
-          <tbody>
-            {(list.data ?? []).map((r) => (
-              <tr key={r.revision_id} data-revision={r.revision_id}>
-                <td>
-                  {r.revision_id} {r.is_current ? <Badge tone="ok">current</Badge> : null}
-                </td>
-                <td>
-                  <Ago at={r.created_at} />
-                </td>
-                <td>
-                  {r.created_by ?? "scheduler"} · {r.reason}
-                  {r.rolled_back_from ? ` of #${r.rolled_back_from}` : ""}
-                </td>
-                <td>
-                  <code title={r.digest}>{r.digest.replace(/^sha256:/, "").slice(0, 12)}</code>
-                </td>
-                <td>
-                  {perCommunity(r.modules).map(([c, n]) => (
-                    <span key={c} class="chip">
-                      {c}: {n}
-                    </span>
-                  ))}
-                </td>
-                <td class="num">
-                  {r.prefix_count_v4} / {r.prefix_count_v6}
-                </td>
-                <td>
-                  <Link href={`/revisions/${Math.max(0, r.revision_id - 1)}/diff/${r.revision_id}`}>Diff</Link>
-                  {can("operator") && !r.is_current ? <Rollback api={api} id={r.revision_id} /> : null}
-                </td>
-              </tr>
-            ))}
-          </tbody>
-        </table>
-      </div>
+      <DataTable
+        testId="revisions"
+        columns={revisionColumns(api, can("operator"))}
+        rows={list.data}
+        rowKey={(r) => r.revision_id}
+        rowAttrs={(r) => ({ "data-revision": r.revision_id })}
+      />
     </Page>
   );
 }

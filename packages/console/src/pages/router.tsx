@@ -1,27 +1,36 @@
 import { useEffect, useState } from "preact/hooks";
-import { ok } from "../api.js";
+import { ok, type Schema } from "../api.js";
 import { useSession } from "../session.js";
+import { type Column, DataTable } from "../table.js";
 import { Ago, Badge, ErrorBox, Page, useLoad } from "../ui.js";
 
-interface Session {
-  protocol: string;
-  neighbor_address: string | null;
-  remote_asn: number | null;
-  state: string;
-  bgp_state: string | null;
-  since: string | null;
-  routes_imported: number | null;
-  routes_exported: number | null;
-  last_error: string | null;
-}
-interface Live {
-  reachable: boolean;
-  stale: boolean;
-  polled_at: string | null;
-  revision_id: number | null;
-  bird: { version: string | null } | null;
-  sessions: Session[];
-}
+type Session = Schema<"BgpSessionLive">;
+type Live = Schema<"SpeakerLiveStatus">;
+
+const sessionColumns: Column<Session>[] = [
+  { header: "Protocol", cell: (x) => x.protocol },
+  {
+    header: "Neighbor",
+    cell: (x) => (
+      <>
+        {x.neighbor_address ?? "—"} {x.remote_asn ? `AS${x.remote_asn}` : ""}
+      </>
+    ),
+  },
+  {
+    header: "State",
+    testId: "bgp-state",
+    cell: (x) => (
+      <>
+        <Badge tone={x.bgp_state === "Established" ? "ok" : "warn"}>{x.bgp_state ?? x.state}</Badge>
+        {x.last_error ? <span class="error small"> {x.last_error}</span> : null}
+      </>
+    ),
+  },
+  { header: "Since", cell: (x) => <Ago at={x.since} /> },
+  { header: "Imported", num: true, cell: (x) => x.routes_imported ?? "—" },
+  { header: "Exported", num: true, cell: (x) => x.routes_exported ?? "—" },
+];
 
 /**
  * The speaker's BGP sessions as its agent reports them now. There is no server push in the API;
@@ -42,7 +51,7 @@ function useLiveSessions(id: string) {
         const page = await ok(api.GET("/v1/speakers", { params: { query: { limit: 500, live: "true", live_timeout_ms: 3000 } } }));
         const mine = page.items.find((s) => s.id === id);
         if (!stopped) {
-          setLive((mine?.live as Live | undefined) ?? null);
+          setLive(mine?.live ?? null);
           setError(null);
         }
       } catch (e) {
@@ -86,39 +95,7 @@ export function RouterPage({ id }: { id: string }) {
         </dl>
       ) : null}
       <h2>BGP sessions</h2>
-      <div class="scroll">
-        <table data-testid="sessions">
-          <thead>
-            <tr>
-              <th>Protocol</th>
-              <th>Neighbor</th>
-              <th>State</th>
-              <th>Since</th>
-              <th class="num">Imported</th>
-              <th class="num">Exported</th>
-            </tr>
-          </thead>
-          <tbody>
-            {(live?.sessions ?? []).map((x) => (
-              <tr key={x.protocol}>
-                <td>{x.protocol}</td>
-                <td>
-                  {x.neighbor_address ?? "—"} {x.remote_asn ? `AS${x.remote_asn}` : ""}
-                </td>
-                <td data-testid="bgp-state">
-                  <Badge tone={x.bgp_state === "Established" ? "ok" : "warn"}>{x.bgp_state ?? x.state}</Badge>
-                  {x.last_error ? <span class="error small"> {x.last_error}</span> : null}
-                </td>
-                <td>
-                  <Ago at={x.since} />
-                </td>
-                <td class="num">{x.routes_imported ?? "—"}</td>
-                <td class="num">{x.routes_exported ?? "—"}</td>
-              </tr>
-            ))}
-          </tbody>
-        </table>
-      </div>
+      <DataTable testId="sessions" columns={sessionColumns} rows={live?.sessions} rowKey={(x) => x.protocol} />
       {live && live.sessions.length === 0 ? <p class="muted">No BGP sessions reported.</p> : null}
     </Page>
   );

@@ -14,6 +14,11 @@ export interface Column<T> {
   value: (row: T) => unknown;
 }
 
+/** Columns that each show one field as it is, headers first: `{ ID: "id", "LAST USED": "last_used_at" }`. */
+export function fieldColumns<T>(fields: Record<string, keyof T & string>): Column<T>[] {
+  return Object.entries(fields).map(([header, key]) => ({ header, value: (row: T) => row[key] }));
+}
+
 /** Where a command writes, and how: the format, and whether colour is wanted. */
 export interface Output {
   format: Format;

@@ -1,73 +1,68 @@
 import { type Schema, unwrap } from "@rlc/client";
 import type { Command } from "commander";
-import { contextOf, listAll, positiveInt } from "../context.js";
+import { deleteEachCommand, listCommand, printOne, withContext } from "../command-kit.js";
 import { usageError } from "../exit-codes.js";
-import { type Column, print } from "../output.js";
+import { type Column, fieldColumns } from "../output.js";
 
 type ApiKey = Schema<"ApiKey">;
 type AuditRecord = Schema<"AuditRecord">;
 const ROLES = ["viewer", "operator", "admin", "superadmin"] as const;
 
-const keyColumns: Column<ApiKey>[] = [
-  { header: "ID", value: (k) => k.id },
-  { header: "NAME", value: (k) => k.name },
-  { header: "ROLE", value: (k) => k.role },
-  { header: "PREFIX", value: (k) => k.key_prefix },
-  { header: "LAST USED", value: (k) => k.last_used_at },
-  { header: "EXPIRES", value: (k) => k.expires_at },
-  { header: "REVOKED", value: (k) => k.revoked_at },
-];
+const keyColumns = fieldColumns<ApiKey>({
+  ID: "id",
+  NAME: "name",
+  ROLE: "role",
+  PREFIX: "key_prefix",
+  "LAST USED": "last_used_at",
+  EXPIRES: "expires_at",
+  REVOKED: "revoked_at",
+});
+
+/** A created or rotated key: who it is, and the secret shown this once. */
+const withSecret: Column<ApiKey & { secret: string | null }>[] = [...keyColumns.slice(0, 4), { header: "SECRET", value: (k) => k.secret }];
 
 export function keysCommand(program: Command): void {
   const keys = program.command("keys").alias("key").description("API keys of your tenant: ls, create, rotate, revoke");
 
-  keys
-    .command("ls")
-    .description("list API keys")
-    .option("--role <role>", "only this role")
-    .action(async (opts: { role?: ApiKey["role"] }, cmd: Command) => {
-      const ctx = await contextOf(cmd);
-      const items = await listAll(10_000, (cursor, limit) => unwrap(ctx.client.GET("/v1/api-keys", { params: { query: { cursor, limit, role: opts.role } } })));
-      print(ctx.output, items, items, keyColumns);
-    });
+  listCommand(keys, "ls", {
+    description: "list API keys",
+    filters: [["--role <role>", "only this role"]],
+    max: 10_000,
+    page: (ctx, query, opts: { role?: ApiKey["role"] }) => ctx.client.GET("/v1/api-keys", { params: { query: { ...query, role: opts.role } } }),
+    columns: keyColumns,
+  });
 
   keys
     .command("create <name>")
     .description("create a key (its secret is shown once)")
     .requiredOption("--role <role>", ROLES.join(", "))
     .option("--expires <when>", "an ISO date-time after which it stops working")
-    .action(async (name: string, opts: { role: string; expires?: string }, cmd: Command) => {
-      const ctx = await contextOf(cmd);
-      if (!(ROLES as readonly string[]).includes(opts.role)) throw usageError(`--role ${opts.role}: choose ${ROLES.join(", ")}`);
-      const expires_at = opts.expires ? new Date(opts.expires) : undefined;
-      if (expires_at && Number.isNaN(expires_at.getTime())) throw usageError(`--expires ${opts.expires} is not a date`);
-      const created = await unwrap(
-        ctx.client.POST("/v1/api-keys", { body: { name, role: opts.role as (typeof ROLES)[number], expires_at: expires_at?.toISOString() } }),
-      );
-      print(ctx.output, created, [created], [...keyColumns.slice(0, 4), { header: "SECRET", value: (k) => k.secret }]);
-      if (ctx.output.format === "table") ctx.output.err("the secret is shown only this once\n");
-    });
+    .action(
+      withContext(async (ctx, name: string, opts: { role: string; expires?: string }) => {
+        if (!(ROLES as readonly string[]).includes(opts.role)) throw usageError(`--role ${opts.role}: choose ${ROLES.join(", ")}`);
+        const expires_at = opts.expires ? new Date(opts.expires) : undefined;
+        if (expires_at && Number.isNaN(expires_at.getTime())) throw usageError(`--expires ${opts.expires} is not a date`);
+        const created = await unwrap(
+          ctx.client.POST("/v1/api-keys", { body: { name, role: opts.role as (typeof ROLES)[number], expires_at: expires_at?.toISOString() } }),
+        );
+        printOne(ctx, created, withSecret);
+        if (ctx.output.format === "table") ctx.output.err("the secret is shown only this once\n");
+      }),
+    );
 
   keys
     .command("rotate <key>")
     .description("rotate your own key (prints the new secret) or revoke one of a lower role")
-    .action(async (id: string, _opts: unknown, cmd: Command) => {
-      const ctx = await contextOf(cmd);
-      const rotated = await unwrap(ctx.client.POST("/v1/api-keys/{id}/rotate", { params: { path: { id } }, body: {} }));
-      print(ctx.output, rotated, [rotated], [...keyColumns.slice(0, 4), { header: "SECRET", value: (k) => k.secret }]);
-    });
+    .action(
+      withContext(async (ctx, id: string) => {
+        printOne(ctx, await unwrap(ctx.client.POST("/v1/api-keys/{id}/rotate", { params: { path: { id } }, body: {} })), withSecret);
+      }),
+    );
 
-  keys
-    .command("revoke <key...>")
-    .alias("rm")
-    .description("revoke keys")
-    .action(async (ids: string[], _opts: unknown, cmd: Command) => {
-      const ctx = await contextOf(cmd);
-      for (const id of ids) {
-        await unwrap(ctx.client.DELETE("/v1/api-keys/{id}", { params: { path: { id } } }));
-        ctx.output.err(`revoked ${id}\n`);
-      }
-    });
+  deleteEachCommand(keys, "revoke <key...>", "revoke keys", async (ctx, id) => {
+    await unwrap(ctx.client.DELETE("/v1/api-keys/{id}", { params: { path: { id } } }));
+    return `revoked ${id}`;
+  }).alias("rm");
 }
 
 const auditColumns: Column<AuditRecord>[] = [
@@ -80,23 +75,23 @@ const auditColumns: Column<AuditRecord>[] = [
 ];
 
 export function auditCommand(program: Command): void {
-  program
-    .command("audit")
-    .description("the audit journal, newest first")
-    .option("--action <action>", "create, update, delete, apply, rollback, …")
-    .option("--resource <type>", "module, api_key, speaker, …")
-    .option("--severity <severity>", "info, warning or critical")
-    .option("--since <when>", "an ISO date-time")
-    .option("--limit <n>", "at most this many", positiveInt("--limit"), 50)
-    .action(
-      async (
-        opts: { action?: AuditRecord["action"]; resource?: AuditRecord["resource_type"]; severity?: AuditRecord["severity"]; since?: string; limit: number },
-        cmd: Command,
-      ) => {
-        const ctx = await contextOf(cmd);
-        const query = { action: opts.action, resource_type: opts.resource, severity: opts.severity, since: opts.since };
-        const items = await listAll(opts.limit, (cursor, limit) => unwrap(ctx.client.GET("/v1/audit", { params: { query: { ...query, cursor, limit } } })));
-        print(ctx.output, items, items, auditColumns);
-      },
-    );
+  listCommand(program, "audit", {
+    description: "the audit journal, newest first",
+    filters: [
+      ["--action <action>", "create, update, delete, apply, rollback, …"],
+      ["--resource <type>", "module, api_key, speaker, …"],
+      ["--severity <severity>", "info, warning or critical"],
+      ["--since <when>", "an ISO date-time"],
+    ],
+    limit: 50,
+    page: (
+      ctx,
+      page,
+      opts: { action?: AuditRecord["action"]; resource?: AuditRecord["resource_type"]; severity?: AuditRecord["severity"]; since?: string },
+    ) => {
+      const query = { action: opts.action, resource_type: opts.resource, severity: opts.severity, since: opts.since };
+      return ctx.client.GET("/v1/audit", { params: { query: { ...query, ...page } } });
+    },
+    columns: auditColumns,
+  });
 }

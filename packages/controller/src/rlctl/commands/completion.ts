@@ -10,26 +10,34 @@ function tree(cmd: Command, path: string[] = [], out = new Map<string, string[]>
   return out;
 }
 
+/**
+ * The part both scripts share: walk the words typed so far (options skipped) down to the deepest
+ * known command path in `pathVar`, then offer that path's words through `offer`.
+ */
+function dispatch(program: Command, pathVar: string, offer: (words: string) => string): string {
+  const paths = [...tree(program)];
+  return `    [[ "$w" == -* ]] && continue
+    case "\${${pathVar}:+$${pathVar} }$w" in
+${paths
+  .filter(([p]) => p)
+  .map(([p]) => `      "${p}") ${pathVar}="${p}" ;;`)
+  .join("\n")}
+    esac
+  done
+  case "$${pathVar}" in
+${paths.map(([p, words]) => `    "${p}") ${offer(words.join(" "))} ;;`).join("\n")}
+    *) ${offer("")} ;;
+  esac`;
+}
+
 function bash(program: Command): string {
-  const cases = [...tree(program)].map(([path, words]) => `    "${path}") words="${words.join(" ")}" ;;`).join("\n");
   return `# rlctl bash completion: eval "$(rlctl completion bash)" (or save it in /etc/bash_completion.d/rlctl)
 _rlctl() {
   local cur path="" i w words
   cur="\${COMP_WORDS[COMP_CWORD]}"
   for ((i = 1; i < COMP_CWORD; i++)); do
     w="\${COMP_WORDS[i]}"
-    [[ "$w" == -* ]] && continue
-    case "\${path:+$path }$w" in
-${[...tree(program).keys()]
-  .filter((p) => p)
-  .map((p) => `      "${p}") path="${p}" ;;`)
-  .join("\n")}
-    esac
-  done
-  case "$path" in
-${cases}
-    *) words="" ;;
-  esac
+${dispatch(program, "path", (words) => `words="${words}"`)}
   COMPREPLY=( $(compgen -W "$words" -- "$cur") )
 }
 complete -o default -F _rlctl rlctl
@@ -37,7 +45,6 @@ complete -o default -F _rlctl rlctl
 }
 
 function zsh(program: Command): string {
-  const cases = [...tree(program)].map(([path, words]) => `    "${path}") cands=(${words.join(" ")}) ;;`).join("\n");
   return `#compdef rlctl
 # rlctl zsh completion: eval "$(rlctl completion zsh)" after compinit, or save it as _rlctl in your $fpath
 _rlctl() {
@@ -45,18 +52,7 @@ _rlctl() {
   local cmdpath="" w
   local -a cands
   for w in \${words[2,CURRENT-1]}; do
-    [[ "$w" == -* ]] && continue
-    case "\${cmdpath:+$cmdpath }$w" in
-${[...tree(program).keys()]
-  .filter((p) => p)
-  .map((p) => `      "${p}") cmdpath="${p}" ;;`)
-  .join("\n")}
-    esac
-  done
-  case "$cmdpath" in
-${cases}
-    *) cands=() ;;
-  esac
+${dispatch(program, "cmdpath", (words) => `cands=(${words})`)}
   compadd -- $cands || _files
 }
 compdef _rlctl rlctl

@@ -1,11 +1,19 @@
 import type { Command } from "commander";
 import { outputOf } from "../context.js";
 import { usageError } from "../exit-codes.js";
-import { print } from "../output.js";
+import { fieldColumns, print } from "../output.js";
 import { configPath, readConfig, writeConfig } from "../profiles.js";
 
 /** A key shown by its prefix only: `rlk_ab12cd…`. */
 const masked = (key: string | undefined) => (key ? `${key.split("_").slice(0, 2).join("_")}_…` : null);
+
+/** The config file and where it is, when it has a profile `name` (a usage error when not). */
+async function configWith(name: string) {
+  const path = configPath();
+  const file = await readConfig(path);
+  if (!file.profiles[name]) throw usageError(`no profile named ${name} in ${path}`);
+  return { path, file };
+}
 
 export function configCommand(program: Command): void {
   const config = program
@@ -20,9 +28,7 @@ export function configCommand(program: Command): void {
       const rows = Object.entries(file.profiles).map(([name, p]) => ({ name, current: name === file.current, url: p.url, api_key: masked(p.api_key) }));
       print(outputOf(cmd), rows, rows, [
         { header: "", value: (r) => (r.current ? "*" : " ") },
-        { header: "PROFILE", value: (r) => r.name },
-        { header: "URL", value: (r) => r.url },
-        { header: "KEY", value: (r) => r.api_key },
+        ...fieldColumns<(typeof rows)[number]>({ PROFILE: "name", URL: "url", KEY: "api_key" }),
       ]);
     });
 
@@ -49,9 +55,7 @@ export function configCommand(program: Command): void {
     .command("use <profile>")
     .description("make a profile the current one")
     .action(async (name: string) => {
-      const path = configPath();
-      const file = await readConfig(path);
-      if (!file.profiles[name]) throw usageError(`no profile named ${name} in ${path}`);
+      const { path, file } = await configWith(name);
       await writeConfig(path, { ...file, current: name });
       process.stderr.write(`now using ${name}\n`);
     });
@@ -60,9 +64,7 @@ export function configCommand(program: Command): void {
     .command("rm <profile>")
     .description("delete a profile")
     .action(async (name: string) => {
-      const path = configPath();
-      const file = await readConfig(path);
-      if (!file.profiles[name]) throw usageError(`no profile named ${name} in ${path}`);
+      const { path, file } = await configWith(name);
       delete file.profiles[name];
       if (file.current === name) delete file.current;
       await writeConfig(path, file);

@@ -1,9 +1,10 @@
 import { type Schema, unwrap } from "@rlc/client";
 import type { Command } from "commander";
-import { type Ctx, contextOf, isUuid, listAll, positiveInt, resolveModule } from "../context.js";
+import { fetchAll, limitOption, printRows, removeCommand, withContext } from "../command-kit.js";
+import { type Ctx, resolveModule } from "../context.js";
 import { readInput, writeOutput } from "../csv.js";
 import { CliError, ExitCode, usageError } from "../exit-codes.js";
-import { print } from "../output.js";
+import { type Column, print } from "../output.js";
 
 type Module = Schema<"Module">;
 /** An entry of any of the three kinds, with its value in one column. */
@@ -17,20 +18,14 @@ interface Entry {
 async function listEntries(ctx: Ctx, mod: Module, max: number): Promise<{ raw: unknown[]; rows: Entry[] }> {
   const path = { module_id: mod.id };
   if (mod.type === "AS_PREFIXES") {
-    const raw = await listAll(max, (cursor, limit) =>
-      unwrap(ctx.client.GET("/v1/modules/{module_id}/as-entries", { params: { path, query: { cursor, limit } } })),
-    );
+    const raw = await fetchAll(max, (query) => ctx.client.GET("/v1/modules/{module_id}/as-entries", { params: { path, query } }));
     return { raw, rows: raw.map((e) => ({ ...e, value: `AS${e.asn}` })) };
   }
   if (mod.type === "DOMAINS") {
-    const raw = await listAll(max, (cursor, limit) =>
-      unwrap(ctx.client.GET("/v1/modules/{module_id}/domain-entries", { params: { path, query: { cursor, limit } } })),
-    );
+    const raw = await fetchAll(max, (query) => ctx.client.GET("/v1/modules/{module_id}/domain-entries", { params: { path, query } }));
     return { raw, rows: raw.map((e) => ({ ...e, value: e.include_subdomains ? `*.${e.domain}` : e.domain })) };
   }
-  const raw = await listAll(max, (cursor, limit) =>
-    unwrap(ctx.client.GET("/v1/modules/{module_id}/ip-range-entries", { params: { path, query: { cursor, limit } } })),
-  );
+  const raw = await fetchAll(max, (query) => ctx.client.GET("/v1/modules/{module_id}/ip-range-entries", { params: { path, query } }));
   return { raw, rows: raw.map((e) => ({ ...e, value: e.cidr })) };
 }
 
@@ -66,89 +61,81 @@ const columns = [
   { header: "COMMENT", value: (e: Entry) => e.comment },
 ];
 
+/** What an import did: counts, and the number of lines refused (listed on stderr). */
+const importColumns: Column<{ created: number; updated: number; deleted: number; unchanged: number; errors: number }>[] = [
+  { header: "CREATED", value: (r) => r.created },
+  { header: "UPDATED", value: (r) => r.updated },
+  { header: "DELETED", value: (r) => r.deleted },
+  { header: "UNCHANGED", value: (r) => r.unchanged },
+  { header: "ERRORS", value: (r) => r.errors },
+];
+
 export function entriesCommand(program: Command): void {
   const entries = program.command("entries").alias("entry").description("a module's entries (AS numbers, domains or IP ranges): ls, add, rm, import, export");
 
   entries
     .command("ls <module>")
     .description("list a module's entries")
-    .option("--limit <n>", "at most this many", positiveInt("--limit"), 10_000)
-    .action(async (ref: string, opts: { limit: number }, cmd: Command) => {
-      const ctx = await contextOf(cmd);
-      const { raw, rows } = await listEntries(ctx, await resolveModule(ctx, ref), opts.limit);
-      print(ctx.output, raw, rows, columns);
-    });
+    .addOption(limitOption(10_000))
+    .action(
+      withContext(async (ctx, ref: string, opts: { limit: number }) => {
+        const { raw, rows } = await listEntries(ctx, await resolveModule(ctx, ref), opts.limit);
+        print(ctx.output, raw, rows, columns);
+      }),
+    );
 
   entries
     .command("add <module> <value...>")
     .description("add entries: AS numbers (65000, AS65000), domains (*.example.com for subdomains) or CIDRs, as the module's type says")
     .option("--comment <text>", "a note kept with each entry")
     .option("--subdomains", "domains: include their subdomains")
-    .action(async (ref: string, values: string[], opts: { comment?: string; subdomains?: boolean }, cmd: Command) => {
-      const ctx = await contextOf(cmd);
-      const mod = await resolveModule(ctx, ref);
-      const added: Entry[] = [];
-      for (const v of values) added.push(await addEntry(ctx, mod, v, opts));
-      print(ctx.output, added, added, columns);
-    });
+    .action(
+      withContext(async (ctx, ref: string, values: string[], opts: { comment?: string; subdomains?: boolean }) => {
+        const mod = await resolveModule(ctx, ref);
+        const added: Entry[] = [];
+        for (const v of values) added.push(await addEntry(ctx, mod, v, opts));
+        printRows(ctx, added, columns);
+      }),
+    );
 
-  entries
-    .command("rm <module> <entry...>")
-    .description("delete entries, by id or by value")
-    .action(async (ref: string, targets: string[], _opts: unknown, cmd: Command) => {
-      const ctx = await contextOf(cmd);
-      const mod = await resolveModule(ctx, ref);
-      const needsList = targets.some((t) => !isUuid(t));
-      const rows = needsList ? (await listEntries(ctx, mod, 100_000)).rows : [];
-      for (const t of targets) {
-        const id = isUuid(t) ? t : rows.find((r) => r.value.toLowerCase() === t.toLowerCase() || r.value === `AS${t}`)?.id;
-        if (!id) throw new CliError(`no entry ${t} in module ${mod.name}`, ExitCode.notFound);
-        await deleteEntry(ctx, mod, id);
-        ctx.output.err(`deleted ${t}\n`);
-      }
-    });
+  removeCommand(entries, "rm <module> <entry...>", "delete entries, by id or by value", {
+    noun: "entry",
+    list: async (ctx, mod) => (await listEntries(ctx, mod, 100_000)).rows,
+    idOf: (rows, t) => rows.find((r) => r.value.toLowerCase() === t.toLowerCase() || r.value === `AS${t}`)?.id,
+    remove: deleteEntry,
+  });
 
   entries
     .command("export <module> [file]")
     .description("the module's entries as the controller's CSV; - or none: stdout")
-    .action(async (ref: string, file: string | undefined, _opts: unknown, cmd: Command) => {
-      const ctx = await contextOf(cmd);
-      const mod = await resolveModule(ctx, ref);
-      const res = await ctx.client.GET("/v1/modules/{module_id}/entries.csv", { params: { path: { module_id: mod.id } }, parseAs: "text" });
-      await writeOutput(file, await unwrap(res));
-    });
+    .action(
+      withContext(async (ctx, ref: string, file: string | undefined) => {
+        const mod = await resolveModule(ctx, ref);
+        const res = await ctx.client.GET("/v1/modules/{module_id}/entries.csv", { params: { path: { module_id: mod.id } }, parseAs: "text" });
+        await writeOutput(file, await unwrap(res));
+      }),
+    );
 
   entries
     .command("import <module> <file>")
     .description("import entries from CSV (- reads stdin)")
     .option("--replace", "make the entries exactly the file's (default: add and update)")
     .option("--dry-run", "say what would change, change nothing")
-    .action(async (ref: string, file: string, opts: { replace?: boolean; dryRun?: boolean }, cmd: Command) => {
-      const ctx = await contextOf(cmd);
-      const mod = await resolveModule(ctx, ref);
-      const csv = await readInput(file);
-      const result = await unwrap(
-        ctx.client.POST("/v1/modules/{module_id}/entries.csv", {
-          params: { path: { module_id: mod.id }, query: { mode: opts.replace ? "replace" : "merge", dry_run: opts.dryRun ? "true" : undefined } },
-          body: csv,
-          bodySerializer: (b: string) => b,
-          headers: { "content-type": "text/csv" },
-        }),
-      );
-      const summary = { ...result, errors: result.errors.length };
-      print(
-        ctx.output,
-        result,
-        [summary],
-        [
-          { header: "CREATED", value: (r) => r.created },
-          { header: "UPDATED", value: (r) => r.updated },
-          { header: "DELETED", value: (r) => r.deleted },
-          { header: "UNCHANGED", value: (r) => r.unchanged },
-          { header: "ERRORS", value: (r) => r.errors },
-        ],
-      );
-      for (const e of result.errors) ctx.output.err(`line ${e.line} ${e.path} ${e.value}: ${e.message}\n`);
-      if (result.errors.length) throw new CliError(`${result.errors.length} line(s) refused`, ExitCode.refused);
-    });
+    .action(
+      withContext(async (ctx, ref: string, file: string, opts: { replace?: boolean; dryRun?: boolean }) => {
+        const mod = await resolveModule(ctx, ref);
+        const csv = await readInput(file);
+        const result = await unwrap(
+          ctx.client.POST("/v1/modules/{module_id}/entries.csv", {
+            params: { path: { module_id: mod.id }, query: { mode: opts.replace ? "replace" : "merge", dry_run: opts.dryRun ? "true" : undefined } },
+            body: csv,
+            bodySerializer: (b: string) => b,
+            headers: { "content-type": "text/csv" },
+          }),
+        );
+        print(ctx.output, result, [{ ...result, errors: result.errors.length }], importColumns);
+        for (const e of result.errors) ctx.output.err(`line ${e.line} ${e.path} ${e.value}: ${e.message}\n`);
+        if (result.errors.length) throw new CliError(`${result.errors.length} line(s) refused`, ExitCode.refused);
+      }),
+    );
 }

@@ -1,6 +1,7 @@
 import { type Schema, unwrap } from "@rlc/client";
 import type { Command } from "commander";
-import { type Ctx, contextOf, listAll, positiveInt, resolveModule } from "../context.js";
+import { listCommand, printOne, withContext } from "../command-kit.js";
+import { type Ctx, resolveModule } from "../context.js";
 import { coloured, followJob, progressBar } from "../follow-job.js";
 import { type Column, print } from "../output.js";
 
@@ -19,8 +20,7 @@ function jobColumns(ctx: Ctx): Column<Job>[] {
 
 /** Follows a job to its end and prints it (exit 6 when it fails, 130 on Ctrl-C). */
 export async function followAndPrint(ctx: Ctx, jobId: string): Promise<void> {
-  const job = await followJob(ctx, jobId);
-  print(ctx.output, job, [job], jobColumns(ctx));
+  printOne(ctx, await followJob(ctx, jobId), jobColumns(ctx));
 }
 
 export function refreshCommand(program: Command): void {
@@ -29,70 +29,63 @@ export function refreshCommand(program: Command): void {
     .description("collect a module (by id or name) afresh, or every enabled one, and build a revision; shows the job's progress")
     .option("--force", "build a revision even when nothing changed")
     .option("--no-wait", "print the job and return at once")
-    .action(async (ref: string | undefined, opts: { force?: boolean; wait: boolean }, cmd: Command) => {
-      const ctx = await contextOf(cmd);
-      const body = { force: opts.force };
-      const accepted = ref
-        ? await unwrap(ctx.client.POST("/v1/modules/{module_id}/refresh", { params: { path: { module_id: (await resolveModule(ctx, ref)).id } }, body }))
-        : await unwrap(ctx.client.POST("/v1/modules/refresh", { body }));
-      if (!opts.wait) {
-        print(
-          ctx.output,
-          accepted,
-          [accepted],
-          [
+    .action(
+      withContext(async (ctx, ref: string | undefined, opts: { force?: boolean; wait: boolean }) => {
+        const body = { force: opts.force };
+        const accepted = ref
+          ? await unwrap(ctx.client.POST("/v1/modules/{module_id}/refresh", { params: { path: { module_id: (await resolveModule(ctx, ref)).id } }, body }))
+          : await unwrap(ctx.client.POST("/v1/modules/refresh", { body }));
+        if (!opts.wait) {
+          printOne(ctx, accepted, [
             { header: "JOB", value: (j) => j.job_id },
             { header: "STATUS", value: (j) => j.status },
-          ],
-        );
-        ctx.output.err(`follow it with: rlctl jobs watch ${accepted.job_id}\n`);
-        return;
-      }
-      await followAndPrint(ctx, accepted.job_id);
-    });
+          ]);
+          ctx.output.err(`follow it with: rlctl jobs watch ${accepted.job_id}\n`);
+          return;
+        }
+        await followAndPrint(ctx, accepted.job_id);
+      }),
+    );
 }
 
 export function jobsCommand(program: Command): void {
   const jobs = program.command("jobs").alias("job").description("background jobs: ls, show, watch, cancel");
 
-  jobs
-    .command("ls")
-    .description("list jobs, newest first")
-    .option("--status <status>", "queued, running, awaiting, succeeded, failed or cancelled")
-    .option("--type <type>", "module_ingest, apply, peer_reconcile, …")
-    .option("--limit <n>", "at most this many", positiveInt("--limit"), 50)
-    .action(async (opts: { status?: Job["status"]; type?: Job["type"]; limit: number }, cmd: Command) => {
-      const ctx = await contextOf(cmd);
-      const items = await listAll(opts.limit, (cursor, limit) =>
-        unwrap(ctx.client.GET("/v1/jobs", { params: { query: { cursor, limit, status: opts.status, type: opts.type } } })),
-      );
-      print(ctx.output, items, items, jobColumns(ctx));
-    });
+  listCommand(jobs, "ls", {
+    description: "list jobs, newest first",
+    filters: [
+      ["--status <status>", "queued, running, awaiting, succeeded, failed or cancelled"],
+      ["--type <type>", "module_ingest, apply, peer_reconcile, …"],
+    ],
+    limit: 50,
+    page: (ctx, query, opts: { status?: Job["status"]; type?: Job["type"] }) =>
+      ctx.client.GET("/v1/jobs", { params: { query: { ...query, status: opts.status, type: opts.type } } }),
+    columns: jobColumns,
+  });
 
   jobs
     .command("show <job>")
     .description("one job, with its result")
-    .action(async (id: string, _opts: unknown, cmd: Command) => {
-      const ctx = await contextOf(cmd);
-      const job = await unwrap(ctx.client.GET("/v1/jobs/{job_id}", { params: { path: { job_id: id } } }));
-      if (ctx.output.format !== "table") return print(ctx.output, job, [], []);
-      print(ctx.output, job, [job], jobColumns(ctx));
-      if (job.result) ctx.output.out(`result: ${JSON.stringify(job.result, null, 2)}\n`);
-    });
+    .action(
+      withContext(async (ctx, id: string) => {
+        const job = await unwrap(ctx.client.GET("/v1/jobs/{job_id}", { params: { path: { job_id: id } } }));
+        if (ctx.output.format !== "table") return print(ctx.output, job, [], []);
+        printOne(ctx, job, jobColumns(ctx));
+        if (job.result) ctx.output.out(`result: ${JSON.stringify(job.result, null, 2)}\n`);
+      }),
+    );
 
   jobs
     .command("watch <job>")
     .description("follow a job to its end with a progress bar (Ctrl-C stops following, not the job)")
-    .action(async (id: string, _opts: unknown, cmd: Command) => {
-      await followAndPrint(await contextOf(cmd), id);
-    });
+    .action(withContext(followAndPrint));
 
   jobs
     .command("cancel <job>")
     .description("ask a job to stop")
-    .action(async (id: string, _opts: unknown, cmd: Command) => {
-      const ctx = await contextOf(cmd);
-      const job = await unwrap(ctx.client.POST("/v1/jobs/{job_id}/cancel", { params: { path: { job_id: id } } }));
-      print(ctx.output, job, [job], jobColumns(ctx));
-    });
+    .action(
+      withContext(async (ctx, id: string) => {
+        printOne(ctx, await unwrap(ctx.client.POST("/v1/jobs/{job_id}/cancel", { params: { path: { job_id: id } } })), jobColumns(ctx));
+      }),
+    );
 }

@@ -1,8 +1,9 @@
 import { type Schema, unwrap } from "@rlc/client";
 import type { Command } from "commander";
-import { type Ctx, contextOf, listAll, positiveInt } from "../context.js";
+import { limitOption, listCommand, printRows, withContext } from "../command-kit.js";
+import type { Ctx } from "../context.js";
 import { CliError, ExitCode, usageError } from "../exit-codes.js";
-import { type Column, paint, print, printObject } from "../output.js";
+import { type Column, fieldColumns, paint, print, printObject } from "../output.js";
 
 type Revision = Schema<"Revision">;
 type Diff = Schema<"RevisionDiff">;
@@ -47,66 +48,62 @@ export function renderDiff(ctx: Ctx, diff: Diff): string {
 export function revisionsCommand(program: Command): void {
   const revisions = program.command("revisions").alias("revision").description("built revisions of the route lists: ls, show, diff");
 
-  revisions
-    .command("ls")
-    .description("list revisions, newest first (* marks the current one)")
-    .option("--limit <n>", "at most this many", positiveInt("--limit"), 20)
-    .action(async (opts: { limit: number }, cmd: Command) => {
-      const ctx = await contextOf(cmd);
-      const items = await listAll(opts.limit, (cursor, limit) => unwrap(ctx.client.GET("/v1/revisions", { params: { query: { cursor, limit } } })));
-      print(ctx.output, items, items, columns);
-    });
+  listCommand(revisions, "ls", {
+    description: "list revisions, newest first (* marks the current one)",
+    limit: 20,
+    page: (ctx, query) => ctx.client.GET("/v1/revisions", { params: { query } }),
+    columns,
+  });
 
   revisions
     .command("show <revision>")
     .description("one revision (a number, current or previous) and its modules")
-    .action(async (ref: string, _opts: unknown, cmd: Command) => {
-      const ctx = await contextOf(cmd);
-      const rev = await unwrap(ctx.client.GET("/v1/revisions/{revision_id}", { params: { path: { revision_id: await revisionNumber(ctx, ref) } } }));
-      if (ctx.output.format !== "table") return print(ctx.output, rev, [], []);
-      const { modules, applied_to, ...rest } = rev;
-      printObject(ctx.output, { ...rest, applied_to: applied_to.map((a) => a.speaker_id) });
-      ctx.output.out("\n");
-      print(ctx.output, modules, modules, [
-        { header: "MODULE", value: (m) => m.name },
-        { header: "COMMUNITY", value: (m) => m.community },
-        { header: "PREFIXES", value: (m) => m.prefix_count },
-      ]);
-    });
+    .action(
+      withContext(async (ctx, ref: string) => {
+        const rev = await unwrap(ctx.client.GET("/v1/revisions/{revision_id}", { params: { path: { revision_id: await revisionNumber(ctx, ref) } } }));
+        if (ctx.output.format !== "table") return print(ctx.output, rev, [], []);
+        const { modules, applied_to, ...rest } = rev;
+        printObject(ctx.output, { ...rest, applied_to: applied_to.map((a) => a.speaker_id) });
+        ctx.output.out("\n");
+        printRows(ctx, modules, fieldColumns({ MODULE: "name", COMMUNITY: "community", PREFIXES: "prefix_count" }));
+      }),
+    );
 
   revisions
     .command("diff <a> <b>")
     .description("what changes from revision a to b: + added, - removed, ~ communities changed, per prefix")
-    .option("--limit <n>", "at most this many prefixes per list", positiveInt("--limit"))
-    .action(async (a: string, b: string, opts: { limit?: number }, cmd: Command) => {
-      const ctx = await contextOf(cmd);
-      const path = { revision_a: await revisionNumber(ctx, a), revision_b: await revisionNumber(ctx, b) };
-      const diff = await unwrap(ctx.client.GET("/v1/revisions/{revision_a}/diff/{revision_b}", { params: { path, query: { limit: opts.limit } } }));
-      if (ctx.output.format !== "table") print(ctx.output, diff, [], []);
-      else ctx.output.out(renderDiff(ctx, diff));
-    });
+    .addOption(limitOption(undefined, "at most this many prefixes per list"))
+    .action(
+      withContext(async (ctx, a: string, b: string, opts: { limit?: number }) => {
+        const path = { revision_a: await revisionNumber(ctx, a), revision_b: await revisionNumber(ctx, b) };
+        const diff = await unwrap(ctx.client.GET("/v1/revisions/{revision_a}/diff/{revision_b}", { params: { path, query: { limit: opts.limit } } }));
+        if (ctx.output.format !== "table") print(ctx.output, diff, [], []);
+        else ctx.output.out(renderDiff(ctx, diff));
+      }),
+    );
 }
 
 export function lookupCommand(program: Command): void {
   program
     .command("lookup <query>")
     .description("is an IP address or a domain in the lists? Which module, entry and community")
-    .action(async (q: string, _opts: unknown, cmd: Command) => {
-      const ctx = await contextOf(cmd);
-      const result = await unwrap(ctx.client.GET("/v1/lookup", { params: { query: { q } } }));
-      if (ctx.output.format !== "table") return print(ctx.output, result, [], []);
-      const head = result.matched ? paint(ctx.output, "green", "matched") : paint(ctx.output, "dim", "not in the lists");
-      ctx.output.out(`${result.normalized} (${result.kind}): ${head}\n`);
-      if (result.revision) ctx.output.out(`revision ${result.revision.revision_id}: ${result.revision.prefix} ${result.revision.communities.join(" ")}\n`);
-      if (result.matches.length) {
-        ctx.output.out("\n");
-        print(ctx.output, result.matches, result.matches, [
-          { header: "MODULE", value: (m) => m.module_name },
-          { header: "TYPE", value: (m) => m.module_type },
-          { header: "LAYER", value: (m) => m.layer },
-          { header: "MATCH", value: (m) => ("value" in m ? m.value : (m.prefix ?? m.origin)) },
-          { header: "COMMUNITY", value: (m) => m.community },
-        ]);
-      }
-    });
+    .action(
+      withContext(async (ctx, q: string) => {
+        const result = await unwrap(ctx.client.GET("/v1/lookup", { params: { query: { q } } }));
+        if (ctx.output.format !== "table") return print(ctx.output, result, [], []);
+        const head = result.matched ? paint(ctx.output, "green", "matched") : paint(ctx.output, "dim", "not in the lists");
+        ctx.output.out(`${result.normalized} (${result.kind}): ${head}\n`);
+        if (result.revision) ctx.output.out(`revision ${result.revision.revision_id}: ${result.revision.prefix} ${result.revision.communities.join(" ")}\n`);
+        if (result.matches.length) {
+          ctx.output.out("\n");
+          print(ctx.output, result.matches, result.matches, [
+            { header: "MODULE", value: (m) => m.module_name },
+            { header: "TYPE", value: (m) => m.module_type },
+            { header: "LAYER", value: (m) => m.layer },
+            { header: "MATCH", value: (m) => ("value" in m ? m.value : (m.prefix ?? m.origin)) },
+            { header: "COMMUNITY", value: (m) => m.community },
+          ]);
+        }
+      }),
+    );
 }

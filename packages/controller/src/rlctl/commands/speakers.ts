@@ -1,7 +1,8 @@
 import { type Schema, unwrap } from "@rlc/client";
 import type { Command } from "commander";
 import { stringify as toYaml } from "yaml";
-import { type Ctx, contextOf, listAll, positiveInt } from "../context.js";
+import { listCommand, withContext } from "../command-kit.js";
+import { type Ctx, positiveInt } from "../context.js";
 import { coloured } from "../follow-job.js";
 import { type Column, print, table } from "../output.js";
 
@@ -50,14 +51,11 @@ const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms));
 export function speakersCommand(program: Command): void {
   const speakers = program.command("speakers").alias("speaker").description("BGP speakers (routers with an agent): ls, status");
 
-  speakers
-    .command("ls")
-    .description("list speakers with their sync state")
-    .action(async (_opts: unknown, cmd: Command) => {
-      const ctx = await contextOf(cmd);
-      const items = await listAll(5000, (cursor, limit) => unwrap(ctx.client.GET("/v1/speakers", { params: { query: { cursor, limit } } })));
-      print(ctx.output, items, items, speakerColumns(ctx));
-    });
+  listCommand(speakers, "ls", {
+    description: "list speakers with their sync state",
+    page: (ctx, query) => ctx.client.GET("/v1/speakers", { params: { query } }),
+    columns: speakerColumns,
+  });
 
   speakers
     .command("status")
@@ -66,36 +64,37 @@ export function speakersCommand(program: Command): void {
     .option("--interval <seconds>", "seconds between redraws", positiveInt("--interval"), 2)
     .option("--count <n>", "with --watch: stop after n tables", positiveInt("--count"))
     .option("--poll-timeout <ms>", "how long to wait for the agents' answers", positiveInt("--poll-timeout"), 1000)
-    .action(async (opts: { watch?: boolean; interval: number; count?: number; pollTimeout: number }, cmd: Command) => {
-      const ctx = await contextOf(cmd);
-      const o = ctx.output;
-      const pollMs = Math.min(10_000, Math.max(100, opts.pollTimeout));
-      if (!opts.watch) {
-        const { speakers: items, rows } = await sessionRows(ctx, pollMs);
-        return print(o, items, rows, sessionColumns(ctx));
-      }
-      let stop = false;
-      const onSigint = () => {
-        stop = true;
-      };
-      process.once("SIGINT", onSigint);
-      try {
-        for (let n = 1; !stop; n++) {
+    .action(
+      withContext(async (ctx, opts: { watch?: boolean; interval: number; count?: number; pollTimeout: number }) => {
+        const o = ctx.output;
+        const pollMs = Math.min(10_000, Math.max(100, opts.pollTimeout));
+        if (!opts.watch) {
           const { speakers: items, rows } = await sessionRows(ctx, pollMs);
-          // json: one line a refresh (NDJSON); yaml: one document a refresh.
-          if (o.format === "json") o.out(`${JSON.stringify(items)}\n`);
-          else if (o.format === "yaml") o.out(`---\n${toYaml(items)}`);
-          else {
-            const body = `${new Date().toISOString()}  ${items.length} speaker(s), ${rows.filter((r) => r.session).length} session(s)\n${table(rows, sessionColumns(ctx))}\n`;
-            // A terminal is redrawn in place; a pipe or a file gets one table after another.
-            o.out(process.stdout.isTTY ? `\x1b[H\x1b[2J${body}` : `${body}\n`);
-          }
-          if (opts.count && n >= opts.count) break;
-          const until = Date.now() + opts.interval * 1000;
-          while (!stop && Date.now() < until) await sleep(50);
+          return print(o, items, rows, sessionColumns(ctx));
         }
-      } finally {
-        process.off("SIGINT", onSigint);
-      }
-    });
+        let stop = false;
+        const onSigint = () => {
+          stop = true;
+        };
+        process.once("SIGINT", onSigint);
+        try {
+          for (let n = 1; !stop; n++) {
+            const { speakers: items, rows } = await sessionRows(ctx, pollMs);
+            // json: one line a refresh (NDJSON); yaml: one document a refresh.
+            if (o.format === "json") o.out(`${JSON.stringify(items)}\n`);
+            else if (o.format === "yaml") o.out(`---\n${toYaml(items)}`);
+            else {
+              const body = `${new Date().toISOString()}  ${items.length} speaker(s), ${rows.filter((r) => r.session).length} session(s)\n${table(rows, sessionColumns(ctx))}\n`;
+              // A terminal is redrawn in place; a pipe or a file gets one table after another.
+              o.out(process.stdout.isTTY ? `\x1b[H\x1b[2J${body}` : `${body}\n`);
+            }
+            if (opts.count && n >= opts.count) break;
+            const until = Date.now() + opts.interval * 1000;
+            while (!stop && Date.now() < until) await sleep(50);
+          }
+        } finally {
+          process.off("SIGINT", onSigint);
+        }
+      }),
+    );
 }
