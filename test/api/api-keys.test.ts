@@ -185,7 +185,7 @@ describe("API keys - who manages whom", () => {
     expect(res.json()).toMatchObject({ id: op.id, secret: null, revoked_at: expect.any(String) });
     expect(await session(op.secret)).toBe(401);
     const audit = (await t.call(t.rootKey, { method: "GET", url: "/v1/audit?resource_type=api_key&limit=500" })).json().items;
-    const record = audit.find((r: { resource_id: string }) => r.resource_id === op.id && r.action !== "create");
+    const record = audit.find((r: { resource_id: string; action: string }) => r.resource_id === op.id && r.action !== "create");
     expect(record).toMatchObject({ action: "revoke", actor: { key_id: admin.id } });
 
     const own = await rotate(admin.secret, admin.id);

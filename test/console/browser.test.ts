@@ -247,7 +247,7 @@ describe.skipIf(missing.length > 0)(missing.length > 0 ? `${title} (skipped: ${m
     await expect.poll(() => page.locator("[data-testid=job]").getAttribute("data-status"), { timeout: 10_000 }).toBe("succeeded");
     await expect.poll(() => text("[data-testid=speakers]"), { timeout: 10_000 }).toMatch(/in_sync/);
     await page.click("[data-testid=speakers] a:has-text('edge-lab')");
-    await expect.poll(() => page.locator("[data-testid=bgp-state]").allInnerTexts(), { timeout: 45_000, intervals: [500] }).toContain("Established");
+    await expect.poll(() => page.locator("[data-testid=bgp-state]").allInnerTexts(), { timeout: 45_000, interval: 500 }).toContain("Established");
     expect(await text("[data-testid=sessions]")).toContain("127.0.0.2");
   }, 120_000);
 
