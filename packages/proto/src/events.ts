@@ -3,24 +3,27 @@
 // them, the AsyncAPI document (`/v1/asyncapi.json`) is generated from them, and tests check
 // what they receive against them. Every payload is JSON and names its tenant and the time it
 // happened (`at`, RFC 3339). Within v1 fields are only added: readers ignore what they do not know.
-import { BgpSessionLive, ReportReason } from "@rlc/shared/schemas";
 import { z } from "zod";
 import { type EventKind, eventSubjects } from "./subjects.js";
 
 const Time = z.string().meta({ format: "date-time", description: "RFC 3339 date-time." });
 const TenantId = z.string().meta({ description: "The tenant (also the third token of the subject)." });
 const SpeakerId = z.string().meta({ description: "The speaker (BIRD router) the event is about." });
+
 /** The first members of every event about one speaker. */
 const aboutSpeaker = { tenant_id: TenantId, speaker_id: SpeakerId };
 
-/** A session as one report saw it: the state members of the API's live session, described for readers of the events. */
-const session = BgpSessionLive.shape;
+/**
+ * A session as one report saw it. Declared here rather than picked from the API's session schema:
+ * importing @rlc/shared/schemas at run time would register SessionState after the API's schemas,
+ * and the served OpenAPI document lists the registered schemas in that order.
+ */
 export const SessionState = z
   .object({
-    state: session.state.meta({ description: "BIRD's protocol state (`up`, `down`, `start`, …)." }),
-    bgp_state: session.bgp_state.meta({ description: "The BGP state (`Established`, `Active`, …), when BIRD tells it." }),
-    since: session.since,
-    last_error: session.last_error,
+    state: z.string().meta({ description: "BIRD's protocol state (`up`, `down`, `start`, …)." }),
+    bgp_state: z.string().nullable().meta({ description: "The BGP state (`Established`, `Active`, …), when BIRD tells it." }),
+    since: z.string().nullable(),
+    last_error: z.string().nullable(),
   })
   .meta({ id: "SessionState" });
 
@@ -28,7 +31,7 @@ export const StatusReportEvent = z
   .looseObject({
     ...aboutSpeaker,
     received_at: Time.meta({ description: "When the controller received the report." }),
-    reason: ReportReason,
+    reason: z.enum(["applied", "apply_failed", "live_poll", "sessions_changed", "started"]),
     poll_id: z.string().nullable().optional(),
     applied_revision_id: z.number().int().nullable().optional(),
     applied_sequence: z.number().int().nullable().optional(),
