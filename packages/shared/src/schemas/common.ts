@@ -41,7 +41,8 @@ export const queryFlag = () =>
 
 /**
  * The members of an update body: each writable field, optional, since an update changes only what
- * it names. A create body spreads the same and then names what it requires or defaults.
+ * it names. A create body spreads the same and then names what it requires or defaults; a member
+ * named again keeps its place, so the API document lists the members in the fields' order.
  */
 export function optionalFields<S extends Record<string, z.ZodType>>(fields: S): { [K in keyof S]: z.ZodOptional<S[K]> } {
   return Object.fromEntries(Object.entries(fields).map(([name, field]) => [name, field.optional()])) as { [K in keyof S]: z.ZodOptional<S[K]> };
