@@ -10,7 +10,14 @@ const Time = z.string().meta({ format: "date-time", description: "RFC 3339 date-
 const TenantId = z.string().meta({ description: "The tenant (also the third token of the subject)." });
 const SpeakerId = z.string().meta({ description: "The speaker (BIRD router) the event is about." });
 
-/** A session as one report saw it. */
+/** The first members of every event about one speaker. */
+const aboutSpeaker = { tenant_id: TenantId, speaker_id: SpeakerId };
+
+/**
+ * A session as one report saw it. Declared here rather than picked from the API's session schema:
+ * importing @rlc/shared/schemas at run time would register SessionState after the API's schemas,
+ * and the served OpenAPI document lists the registered schemas in that order.
+ */
 export const SessionState = z
   .object({
     state: z.string().meta({ description: "BIRD's protocol state (`up`, `down`, `start`, …)." }),
@@ -22,8 +29,7 @@ export const SessionState = z
 
 export const StatusReportEvent = z
   .looseObject({
-    tenant_id: TenantId,
-    speaker_id: SpeakerId,
+    ...aboutSpeaker,
     received_at: Time.meta({ description: "When the controller received the report." }),
     reason: z.enum(["applied", "apply_failed", "live_poll", "sessions_changed", "started"]),
     poll_id: z.string().nullable().optional(),
@@ -44,8 +50,7 @@ export const StatusReportEvent = z
 
 export const SessionChangedEvent = z
   .object({
-    tenant_id: TenantId,
-    speaker_id: SpeakerId,
+    ...aboutSpeaker,
     protocol: z.string().meta({ description: "The BIRD protocol name of the session." }),
     peer_id: z.string().nullable(),
     neighbor_address: z.string().nullable(),
@@ -67,8 +72,7 @@ export const ApplyOutcome = z.enum(["applied", "refused", "reverted", "timeout",
 
 export const ApplyOutcomeEvent = z
   .object({
-    tenant_id: TenantId,
-    speaker_id: SpeakerId,
+    ...aboutSpeaker,
     job_id: z.string().meta({ description: "The apply job." }),
     revision_id: z.number().int(),
     outcome: ApplyOutcome,
@@ -132,51 +136,42 @@ export interface EventDefinition<K extends EventKind = EventKind> {
   subjectOf(payload: EventPayloads[K]): string;
 }
 
-const TENANT_PARAM = { tenant_id: "The tenant." };
-const SPEAKER_PARAMS = { ...TENANT_PARAM, speaker_id: "The speaker." };
+/** Every event subject is `rl.v1.{tenant_id}.<area>.{<id>}.<what>`: its AsyncAPI address and the description of its parameters. */
+function channel(area: string, id: string, idDescription: string, what: string): Pick<EventDefinition, "address" | "parameters"> {
+  return { address: `rl.v1.{tenant_id}.${area}.{${id}}.${what}`, parameters: { tenant_id: "The tenant.", [id]: idDescription } };
+}
+
+/** An event about one speaker: its subject ends in the kind (`rl.v1.<tenant>.speakers.<speaker>.<kind>`). */
+function speakerEvent<K extends "status" | "session" | "apply">(kind: K, schema: z.ZodType, summary: string): EventDefinition<K> {
+  return {
+    kind,
+    ...channel("speakers", "speaker_id", "The speaker.", kind),
+    summary,
+    schema,
+    subjectOf: (p) => eventSubjects[kind](p.tenant_id, p.speaker_id),
+  };
+}
+
+/** An event whose key in EVENTS is its kind. */
+const event = <K extends EventKind>(kind: K, definition: Omit<EventDefinition<K>, "kind">): EventDefinition<K> => ({ kind, ...definition });
 
 /** Every event: its subject, its payload schema. The AsyncAPI document lists them in this order. */
 export const EVENTS: { [K in EventKind]: EventDefinition<K> } = {
-  status: {
-    kind: "status",
-    address: "rl.v1.{tenant_id}.speakers.{speaker_id}.status",
-    parameters: SPEAKER_PARAMS,
-    summary: "Every status report an agent sends (after an apply, on a session change, on a live poll, at start).",
-    schema: StatusReportEvent,
-    subjectOf: (p) => eventSubjects.status(p.tenant_id, p.speaker_id),
-  },
-  session: {
-    kind: "session",
-    address: "rl.v1.{tenant_id}.speakers.{speaker_id}.session",
-    parameters: SPEAKER_PARAMS,
-    summary: "A BGP session changed state between two reports of its speaker.",
-    schema: SessionChangedEvent,
-    subjectOf: (p) => eventSubjects.session(p.tenant_id, p.speaker_id),
-  },
-  apply: {
-    kind: "apply",
-    address: "rl.v1.{tenant_id}.speakers.{speaker_id}.apply",
-    parameters: SPEAKER_PARAMS,
-    summary: "One speaker's outcome of an apply job.",
-    schema: ApplyOutcomeEvent,
-    subjectOf: (p) => eventSubjects.apply(p.tenant_id, p.speaker_id),
-  },
-  revision_created: {
-    kind: "revision_created",
-    address: "rl.v1.{tenant_id}.revisions.{revision_id}.created",
-    parameters: { ...TENANT_PARAM, revision_id: "The new revision's number." },
+  status: speakerEvent("status", StatusReportEvent, "Every status report an agent sends (after an apply, on a session change, on a live poll, at start)."),
+  session: speakerEvent("session", SessionChangedEvent, "A BGP session changed state between two reports of its speaker."),
+  apply: speakerEvent("apply", ApplyOutcomeEvent, "One speaker's outcome of an apply job."),
+  revision_created: event("revision_created", {
+    ...channel("revisions", "revision_id", "The new revision's number.", "created"),
     summary: "A refresh or a rollback stored a new revision.",
     schema: RevisionCreatedEvent,
     subjectOf: (p) => eventSubjects.revisionCreated(p.tenant_id, p.revision_id),
-  },
-  job_finished: {
-    kind: "job_finished",
-    address: "rl.v1.{tenant_id}.jobs.{job_id}.finished",
-    parameters: { ...TENANT_PARAM, job_id: "The job." },
+  }),
+  job_finished: event("job_finished", {
+    ...channel("jobs", "job_id", "The job.", "finished"),
     summary: "A job succeeded, failed or was cancelled.",
     schema: JobFinishedEvent,
     subjectOf: (p) => eventSubjects.jobFinished(p.tenant_id, p.job_id),
-  },
+  }),
 };
 
 /** The subject an event goes to, from its own payload (which names the tenant and the ids). */

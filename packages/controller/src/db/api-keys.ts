@@ -1,4 +1,5 @@
 import type { Db } from "./connect.js";
+import { type KeysetPage, tenantTable, whereEquals } from "./tenant-table.js";
 
 export interface ApiKeyRow {
   id: string;
@@ -36,39 +37,21 @@ export async function findApiKeyByPrefix(db: Db, prefix: string): Promise<ApiKey
   return row;
 }
 
-export async function findApiKeyById(db: Db, tenantId: string, id: string, forUpdate = false): Promise<ApiKeyRow | undefined> {
-  const [row] = forUpdate
-    ? await db<ApiKeyRow[]>`SELECT * FROM api_keys WHERE tenant_id = ${tenantId} AND id = ${id} FOR UPDATE`
-    : await db<ApiKeyRow[]>`SELECT * FROM api_keys WHERE tenant_id = ${tenantId} AND id = ${id}`;
-  return row;
+const keys = tenantTable<ApiKeyRow>("api_keys");
+
+export const findApiKeyById = keys.findById;
+
+export function listApiKeys(db: Db, tenantId: string, opts: KeysetPage & { role?: string | undefined }): Promise<ApiKeyRow[]> {
+  return keys.list(db, tenantId, opts, whereEquals(db, "role", opts.role));
 }
 
-export async function listApiKeys(db: Db, tenantId: string, opts: { afterId: string | null; limit: number; role?: string | undefined }): Promise<ApiKeyRow[]> {
-  return db<ApiKeyRow[]>`
-    SELECT * FROM api_keys
-    WHERE tenant_id = ${tenantId}
-      ${opts.afterId === null ? db`` : db`AND id < ${opts.afterId}`}
-      ${opts.role === undefined ? db`` : db`AND role = ${opts.role}`}
-    ORDER BY id DESC LIMIT ${opts.limit + 1}`;
+export function updateApiKey(db: Db, tenantId: string, id: string, patch: Pick<ApiKeyRow, "name" | "role" | "expires_at" | "updated_at">): Promise<ApiKeyRow> {
+  const set = db`name = ${patch.name}, role = ${patch.role}, expires_at = ${patch.expires_at}, updated_at = ${patch.updated_at}`;
+  return keys.update(db, tenantId, id, set);
 }
 
-export async function updateApiKey(
-  db: Db,
-  tenantId: string,
-  id: string,
-  patch: { name: string; role: string; expires_at: Date | null; updated_at: Date },
-): Promise<ApiKeyRow> {
-  const [row] = await db<ApiKeyRow[]>`
-    UPDATE api_keys SET name = ${patch.name}, role = ${patch.role}, expires_at = ${patch.expires_at}, updated_at = ${patch.updated_at}
-    WHERE tenant_id = ${tenantId} AND id = ${id} RETURNING *`;
-  return row!;
-}
-
-export async function revokeApiKey(db: Db, tenantId: string, id: string, at: Date): Promise<ApiKeyRow> {
-  const [row] = await db<ApiKeyRow[]>`
-    UPDATE api_keys SET revoked_at = ${at}, updated_at = ${at}, previous_secret_hash = NULL, previous_valid_until = NULL
-    WHERE tenant_id = ${tenantId} AND id = ${id} RETURNING *`;
-  return row!;
+export function revokeApiKey(db: Db, tenantId: string, id: string, at: Date): Promise<ApiKeyRow> {
+  return keys.update(db, tenantId, id, db`revoked_at = ${at}, updated_at = ${at}, previous_secret_hash = NULL, previous_valid_until = NULL`);
 }
 
 export async function revokeApiKeysBySpeaker(db: Db, tenantId: string, speakerId: string, at: Date): Promise<number> {
@@ -78,20 +61,19 @@ export async function revokeApiKeysBySpeaker(db: Db, tenantId: string, speakerId
   return rows.length;
 }
 
-export async function rotateApiKeySecret(
+/** The old secret keeps working until `previous_valid_until`; without one it stops at once. */
+export function rotateApiKeySecret(
   db: Db,
   tenantId: string,
   id: string,
   next: { secret_hash: Buffer; previous_valid_until: Date | null; updated_at: Date },
 ): Promise<ApiKeyRow> {
-  const [row] = await db<ApiKeyRow[]>`
-    UPDATE api_keys
-    SET previous_secret_hash = CASE WHEN ${next.previous_valid_until}::timestamptz IS NULL THEN NULL ELSE secret_hash END,
-        previous_valid_until = ${next.previous_valid_until},
-        secret_hash = ${next.secret_hash},
-        updated_at = ${next.updated_at}
-    WHERE tenant_id = ${tenantId} AND id = ${id} RETURNING *`;
-  return row!;
+  const set = db`
+    previous_secret_hash = CASE WHEN ${next.previous_valid_until}::timestamptz IS NULL THEN NULL ELSE secret_hash END,
+    previous_valid_until = ${next.previous_valid_until},
+    secret_hash = ${next.secret_hash},
+    updated_at = ${next.updated_at}`;
+  return keys.update(db, tenantId, id, set);
 }
 
 /** At most one write a minute per key, whatever the request rate. */

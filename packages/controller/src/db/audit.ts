@@ -1,4 +1,5 @@
 import type { Db } from "./connect.js";
+import { type KeysetPage, keysetPage, whereEquals } from "./tenant-table.js";
 
 export interface AuditRow {
   id: string;
@@ -29,9 +30,7 @@ export async function insertAuditRecord(db: Db, row: AuditRow, enqueuePush: bool
   }
 }
 
-export interface AuditFilter {
-  afterId: string | null;
-  limit: number;
+export interface AuditFilter extends KeysetPage {
   action?: string | undefined;
   severity?: string | undefined;
   resource_type?: string | undefined;
@@ -43,13 +42,10 @@ export async function listAuditRecords(db: Db, tenantId: string, f: AuditFilter)
   return db<AuditRow[]>`
     SELECT * FROM audit_records
     WHERE tenant_id = ${tenantId}
-      ${f.afterId === null ? db`` : db`AND id < ${f.afterId}`}
-      ${f.action === undefined ? db`` : db`AND action = ${f.action}`}
-      ${f.severity === undefined ? db`` : db`AND severity = ${f.severity}`}
-      ${f.resource_type === undefined ? db`` : db`AND resource_type = ${f.resource_type}`}
+      ${whereEquals(db, "action", f.action)} ${whereEquals(db, "severity", f.severity)} ${whereEquals(db, "resource_type", f.resource_type)}
       ${f.since === undefined ? db`` : db`AND at >= ${f.since}`}
       ${f.until === undefined ? db`` : db`AND at < ${f.until}`}
-    ORDER BY id DESC LIMIT ${f.limit + 1}`;
+      ${keysetPage(db, f)}`;
 }
 
 /**

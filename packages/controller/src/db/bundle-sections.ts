@@ -1,3 +1,4 @@
+import { readByteSlice } from "./byte-slice.js";
 import type { Db } from "./connect.js";
 
 /** A stored prefix section (`rl-bundle/2`): full when `base_revision_id` is 0, else the edit script from that revision. */
@@ -29,17 +30,7 @@ export async function insertBundleSection(db: Db, tenantId: string, row: BundleS
 }
 
 /** `length` stored (sealed) bytes of a section from `offset`; the database clips a run past the end. */
-export async function readBundleSectionSlice(
-  db: Db,
-  tenantId: string,
-  revisionId: number,
-  baseRevisionId: number,
-  offset: number,
-  length: number,
-): Promise<Buffer | undefined> {
-  const [r] = await db<{ data: Uint8Array }[]>`
-    SELECT substring(body FROM ${offset + 1} FOR ${length}) AS data
-    FROM bundle_sections WHERE tenant_id = ${tenantId} AND revision_id = ${revisionId} AND base_revision_id = ${baseRevisionId}`;
-  // The embedded database answers bytea as a plain Uint8Array.
-  return r ? Buffer.from(r.data.buffer, r.data.byteOffset, r.data.byteLength) : undefined;
+export function readBundleSectionSlice(db: Db, tenantId: string, revisionId: number, baseRevisionId: number, offset: number, length: number) {
+  const section = db`bundle_sections WHERE tenant_id = ${tenantId} AND revision_id = ${revisionId} AND base_revision_id = ${baseRevisionId}`;
+  return readByteSlice(db, "body", section, offset, length);
 }

@@ -1,3 +1,4 @@
+import { readByteSlice } from "./byte-slice.js";
 import type { Db } from "./connect.js";
 
 export interface BundleRow {
@@ -102,17 +103,7 @@ export async function findBundleLayout(db: Db, speakerId: string, revisionId: nu
  * `length` bytes of the stored envelope (sealed or not, as stored) from `offset`, only while it is still the issue of
  * `sequence` (a re-issue in between answers nothing: the reader must not splice two issues).
  */
-export async function readBundleSlice(
-  db: Db,
-  speakerId: string,
-  revisionId: number,
-  sequence: string,
-  offset: number,
-  length: number,
-): Promise<Buffer | undefined> {
-  const [r] = await db<{ data: Uint8Array }[]>`
-    SELECT substring(envelope FROM ${offset + 1} FOR ${length}) AS data
-    FROM bundles WHERE speaker_id = ${speakerId} AND revision_id = ${revisionId} AND sequence = ${sequence}`;
-  // The embedded database answers bytea as a plain Uint8Array.
-  return r ? Buffer.from(r.data.buffer, r.data.byteOffset, r.data.byteLength) : undefined;
+export function readBundleSlice(db: Db, speakerId: string, revisionId: number, sequence: string, offset: number, length: number) {
+  const issue = db`bundles WHERE speaker_id = ${speakerId} AND revision_id = ${revisionId} AND sequence = ${sequence}`;
+  return readByteSlice(db, "envelope", issue, offset, length);
 }

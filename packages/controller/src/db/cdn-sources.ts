@@ -1,4 +1,5 @@
 import type { Db } from "./connect.js";
+import { type KeysetPage, keysetPage } from "./tenant-table.js";
 
 export interface CdnSourceRow {
   id: string;
@@ -35,11 +36,8 @@ export async function findCdnSourceById(db: Db, tenantId: string, moduleId: stri
   return row;
 }
 
-export async function listCdnSources(db: Db, tenantId: string, moduleId: string, opts: { afterId: string | null; limit: number }): Promise<CdnSourceRow[]> {
-  return db<CdnSourceRow[]>`
-    SELECT * FROM cdn_sources
-    WHERE tenant_id = ${tenantId} AND module_id = ${moduleId} ${opts.afterId === null ? db`` : db`AND id < ${opts.afterId}`}
-    ORDER BY id DESC LIMIT ${opts.limit + 1}`;
+export async function listCdnSources(db: Db, tenantId: string, moduleId: string, page: KeysetPage): Promise<CdnSourceRow[]> {
+  return db<CdnSourceRow[]>`SELECT * FROM cdn_sources WHERE tenant_id = ${tenantId} AND module_id = ${moduleId} ${keysetPage(db, page)}`;
 }
 
 /** Every source of the tenant, by module then age (the catalog). */

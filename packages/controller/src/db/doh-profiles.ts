@@ -1,4 +1,5 @@
 import type { Db } from "./connect.js";
+import { type KeysetPage, tenantTable } from "./tenant-table.js";
 
 export interface DohProfileRow {
   id: string;
@@ -22,16 +23,16 @@ export async function insertDohProfile(db: Db, row: DohProfileRow): Promise<void
             ${db.json(row.headers)}, ${row.headers_sealed}, ${row.created_at}, ${row.updated_at})`;
 }
 
-export async function findDohProfileById(db: Db, tenantId: string, id: string, forUpdate = false): Promise<DohProfileRow | undefined> {
-  const [row] = forUpdate
-    ? await db<DohProfileRow[]>`SELECT * FROM doh_profiles WHERE tenant_id = ${tenantId} AND id = ${id} FOR UPDATE`
-    : await db<DohProfileRow[]>`SELECT * FROM doh_profiles WHERE tenant_id = ${tenantId} AND id = ${id}`;
-  return row;
-}
+export type DohProfileWrite = Pick<DohProfileRow, "name" | "url" | "method" | "format" | "timeout_ms" | "headers" | "headers_sealed" | "updated_at">;
 
-export async function findDohProfileByName(db: Db, tenantId: string, name: string): Promise<DohProfileRow | undefined> {
-  const [row] = await db<DohProfileRow[]>`SELECT * FROM doh_profiles WHERE tenant_id = ${tenantId} AND name = ${name}`;
-  return row;
+const profiles = tenantTable<DohProfileRow>("doh_profiles");
+export const { findById: findDohProfileById, findByName: findDohProfileByName, listAll: listAllDohProfiles, deleteById: deleteDohProfile } = profiles;
+
+export function updateDohProfile(db: Db, tenantId: string, id: string, patch: DohProfileWrite): Promise<DohProfileRow> {
+  const set = db`
+    name = ${patch.name}, url = ${patch.url}, method = ${patch.method}, format = ${patch.format},
+    timeout_ms = ${patch.timeout_ms}, headers = ${db.json(patch.headers)}, headers_sealed = ${patch.headers_sealed}, updated_at = ${patch.updated_at}`;
+  return profiles.update(db, tenantId, id, set);
 }
 
 /** The ids among `ids` that are profiles of the tenant. */
@@ -41,33 +42,8 @@ export async function findExistingDohProfileIds(db: Db, tenantId: string, ids: r
   return new Set(rows.map((r) => r.id));
 }
 
-export async function listDohProfiles(db: Db, tenantId: string, opts: { afterId: string | null; limit: number }): Promise<DohProfileRow[]> {
-  return db<DohProfileRow[]>`
-    SELECT * FROM doh_profiles
-    WHERE tenant_id = ${tenantId} ${opts.afterId === null ? db`` : db`AND id < ${opts.afterId}`}
-    ORDER BY id DESC LIMIT ${opts.limit + 1}`;
-}
-
-export async function listAllDohProfiles(db: Db, tenantId: string): Promise<DohProfileRow[]> {
-  return db<DohProfileRow[]>`SELECT * FROM doh_profiles WHERE tenant_id = ${tenantId} ORDER BY id`;
-}
-
-export async function updateDohProfile(
-  db: Db,
-  tenantId: string,
-  id: string,
-  patch: Pick<DohProfileRow, "name" | "url" | "method" | "format" | "timeout_ms" | "headers" | "headers_sealed" | "updated_at">,
-): Promise<DohProfileRow> {
-  const [row] = await db<DohProfileRow[]>`
-    UPDATE doh_profiles
-    SET name = ${patch.name}, url = ${patch.url}, method = ${patch.method}, format = ${patch.format},
-        timeout_ms = ${patch.timeout_ms}, headers = ${db.json(patch.headers)}, headers_sealed = ${patch.headers_sealed}, updated_at = ${patch.updated_at}
-    WHERE tenant_id = ${tenantId} AND id = ${id} RETURNING *`;
-  return row!;
-}
-
-export async function deleteDohProfile(db: Db, tenantId: string, id: string): Promise<void> {
-  await db`DELETE FROM doh_profiles WHERE tenant_id = ${tenantId} AND id = ${id}`;
+export function listDohProfiles(db: Db, tenantId: string, page: KeysetPage): Promise<DohProfileRow[]> {
+  return profiles.list(db, tenantId, page);
 }
 
 /** Profiles written before header values were sealed (and with any header at all). */

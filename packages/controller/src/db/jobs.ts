@@ -1,4 +1,5 @@
 import type { Db } from "./connect.js";
+import { type KeysetPage, tenantTable, whereEquals } from "./tenant-table.js";
 
 export interface JobRow {
   id: string;
@@ -39,24 +40,12 @@ export async function insertJob(
   return job!;
 }
 
-export async function findJobById(db: Db, tenantId: string, id: string, forUpdate = false): Promise<JobRow | undefined> {
-  const [row] = forUpdate
-    ? await db<JobRow[]>`SELECT * FROM jobs WHERE tenant_id = ${tenantId} AND id = ${id} FOR UPDATE`
-    : await db<JobRow[]>`SELECT * FROM jobs WHERE tenant_id = ${tenantId} AND id = ${id}`;
-  return row;
-}
+const jobs = tenantTable<JobRow>("jobs");
 
-export async function listJobs(
-  db: Db,
-  tenantId: string,
-  f: { afterId: string | null; limit: number; type?: string | undefined; status?: string | undefined },
-): Promise<JobRow[]> {
-  return db<JobRow[]>`
-    SELECT * FROM jobs WHERE tenant_id = ${tenantId}
-      ${f.afterId === null ? db`` : db`AND id < ${f.afterId}`}
-      ${f.type === undefined ? db`` : db`AND type = ${f.type}`}
-      ${f.status === undefined ? db`` : db`AND status = ${f.status}`}
-    ORDER BY id DESC LIMIT ${f.limit + 1}`;
+export const findJobById = jobs.findById;
+
+export function listJobs(db: Db, tenantId: string, f: KeysetPage & { type?: string | undefined; status?: string | undefined }): Promise<JobRow[]> {
+  return jobs.list(db, tenantId, f, db`${whereEquals(db, "type", f.type)} ${whereEquals(db, "status", f.status)}`);
 }
 
 /**

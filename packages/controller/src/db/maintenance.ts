@@ -1,5 +1,6 @@
 import type { MaintenanceAction } from "@rlc/shared/schemas";
 import type { Db } from "./connect.js";
+import { type KeysetPage, tenantTable, whereEquals } from "./tenant-table.js";
 
 export interface MaintenancePolicyRow {
   id: string;
@@ -21,45 +22,20 @@ export async function insertMaintenancePolicy(db: Db, row: MaintenancePolicyRow)
             ${row.last_run_at}, ${row.next_run_at}, ${row.created_at}, ${row.updated_at})`;
 }
 
-export async function findMaintenancePolicyById(db: Db, tenantId: string, id: string, forUpdate = false): Promise<MaintenancePolicyRow | undefined> {
-  const [row] = forUpdate
-    ? await db<MaintenancePolicyRow[]>`SELECT * FROM maintenance_policies WHERE tenant_id = ${tenantId} AND id = ${id} FOR UPDATE`
-    : await db<MaintenancePolicyRow[]>`SELECT * FROM maintenance_policies WHERE tenant_id = ${tenantId} AND id = ${id}`;
-  return row;
+export type MaintenancePolicyWrite = Pick<MaintenancePolicyRow, "name" | "enabled" | "interval_minutes" | "actions" | "next_run_at" | "updated_at">;
+
+const policies = tenantTable<MaintenancePolicyRow>("maintenance_policies");
+export const { findById: findMaintenancePolicyById, findByName: findMaintenancePolicyByName, deleteById: deleteMaintenancePolicy } = policies;
+
+export function updateMaintenancePolicy(db: Db, tenantId: string, id: string, patch: MaintenancePolicyWrite): Promise<MaintenancePolicyRow> {
+  const set = db`
+    name = ${patch.name}, enabled = ${patch.enabled}, interval_minutes = ${patch.interval_minutes},
+    actions = ${db.json(patch.actions as never)}, next_run_at = ${patch.next_run_at}, updated_at = ${patch.updated_at}`;
+  return policies.update(db, tenantId, id, set);
 }
 
-export async function findMaintenancePolicyByName(db: Db, tenantId: string, name: string): Promise<MaintenancePolicyRow | undefined> {
-  const [row] = await db<MaintenancePolicyRow[]>`SELECT * FROM maintenance_policies WHERE tenant_id = ${tenantId} AND name = ${name}`;
-  return row;
-}
-
-export async function listMaintenancePolicies(
-  db: Db,
-  tenantId: string,
-  f: { afterId: string | null; limit: number; enabled?: boolean | undefined },
-): Promise<MaintenancePolicyRow[]> {
-  return db<MaintenancePolicyRow[]>`
-    SELECT * FROM maintenance_policies WHERE tenant_id = ${tenantId}
-      ${f.afterId === null ? db`` : db`AND id < ${f.afterId}`}
-      ${f.enabled === undefined ? db`` : db`AND enabled = ${f.enabled}`}
-    ORDER BY id DESC LIMIT ${f.limit + 1}`;
-}
-
-export async function updateMaintenancePolicy(
-  db: Db,
-  tenantId: string,
-  id: string,
-  patch: Pick<MaintenancePolicyRow, "name" | "enabled" | "interval_minutes" | "actions" | "next_run_at" | "updated_at">,
-): Promise<MaintenancePolicyRow> {
-  const [row] = await db<MaintenancePolicyRow[]>`
-    UPDATE maintenance_policies SET name = ${patch.name}, enabled = ${patch.enabled}, interval_minutes = ${patch.interval_minutes},
-      actions = ${db.json(patch.actions as never)}, next_run_at = ${patch.next_run_at}, updated_at = ${patch.updated_at}
-    WHERE tenant_id = ${tenantId} AND id = ${id} RETURNING *`;
-  return row!;
-}
-
-export async function deleteMaintenancePolicy(db: Db, tenantId: string, id: string): Promise<void> {
-  await db`DELETE FROM maintenance_policies WHERE tenant_id = ${tenantId} AND id = ${id}`;
+export function listMaintenancePolicies(db: Db, tenantId: string, f: KeysetPage & { enabled?: boolean | undefined }): Promise<MaintenancePolicyRow[]> {
+  return policies.list(db, tenantId, f, whereEquals(db, "enabled", f.enabled));
 }
 
 /** A run finished: `last_run_at` moves; false when the policy is gone. */

@@ -1,5 +1,6 @@
 import type { DohResolverPolicy, ModuleType } from "@rlc/shared/schemas";
 import type { Db } from "./connect.js";
+import { type KeysetPage, keysetPage, whereEquals } from "./tenant-table.js";
 
 export interface ModuleRow {
   id: string;
@@ -63,16 +64,13 @@ export async function findModuleByName(db: Db, tenantId: string, name: string): 
 export async function listModules(
   db: Db,
   tenantId: string,
-  opts: { afterId: string | null; limit: number; type?: string | undefined; enabled?: boolean | undefined; q?: string | undefined },
+  opts: KeysetPage & { type?: string | undefined; enabled?: boolean | undefined; q?: string | undefined },
 ): Promise<ModuleRow[]> {
   return db<ModuleRow[]>`
     SELECT ${moduleColumns(db)} FROM modules m
-    WHERE m.tenant_id = ${tenantId}
-      ${opts.afterId === null ? db`` : db`AND m.id < ${opts.afterId}`}
-      ${opts.type === undefined ? db`` : db`AND m.type = ${opts.type}`}
-      ${opts.enabled === undefined ? db`` : db`AND m.enabled = ${opts.enabled}`}
+    WHERE m.tenant_id = ${tenantId} ${whereEquals(db, "m.type", opts.type)} ${whereEquals(db, "m.enabled", opts.enabled)}
       ${opts.q === undefined ? db`` : db`AND strpos(lower(m.name), lower(${opts.q})) > 0`}
-    ORDER BY m.id DESC LIMIT ${opts.limit + 1}`;
+      ${keysetPage(db, opts, db`m.id`)}`;
 }
 
 /** Every module of the tenant, by name (the catalog). */

@@ -1,4 +1,5 @@
 import type { Db } from "./connect.js";
+import { type KeysetPage, keysetPage } from "./tenant-table.js";
 
 export interface PeerRow {
   id: string;
@@ -67,10 +68,8 @@ export async function findPeerByName(db: Db, tenantId: string, name: string): Pr
   return r;
 }
 
-export async function listPeers(db: Db, tenantId: string, f: { afterId: string | null; limit: number }): Promise<PeerRow[]> {
-  return db<PeerRow[]>`
-    ${SELECT_PEER(db)} WHERE p.tenant_id = ${tenantId} ${f.afterId === null ? db`` : db`AND p.id < ${f.afterId}`}
-    ORDER BY p.id DESC LIMIT ${f.limit + 1}`;
+export async function listPeers(db: Db, tenantId: string, page: KeysetPage): Promise<PeerRow[]> {
+  return db<PeerRow[]>`${SELECT_PEER(db)} WHERE p.tenant_id = ${tenantId} ${keysetPage(db, page, db`p.id`)}`;
 }
 
 export async function listPeersOfSpeaker(db: Db, speakerId: string): Promise<PeerRow[]> {

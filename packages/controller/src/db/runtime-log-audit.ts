@@ -1,4 +1,5 @@
 import type { Db } from "./connect.js";
+import { type KeysetPage, keysetPage } from "./tenant-table.js";
 
 export interface CleanupAuditRow {
   id: string;
@@ -22,11 +23,9 @@ export async function insertCleanupAudit(db: Db, row: CleanupAuditRow): Promise<
             ${row.bytes_before}, ${row.bytes_after}, ${row.dry_run}, ${row.result}, ${row.error})`;
 }
 
-export async function listCleanupAudit(db: Db, tenantId: string, f: { afterId: string | null; limit: number }): Promise<CleanupAuditRow[]> {
+export async function listCleanupAudit(db: Db, tenantId: string, page: KeysetPage): Promise<CleanupAuditRow[]> {
   return db<CleanupAuditRow[]>`
     SELECT id, tenant_id, at, actor, actor_prefix, filename, mode, bytes_before::float8 AS bytes_before,
            bytes_after::float8 AS bytes_after, dry_run, result, error
-    FROM runtime_log_cleanup_audit WHERE tenant_id = ${tenantId}
-      ${f.afterId === null ? db`` : db`AND id < ${f.afterId}`}
-    ORDER BY id DESC LIMIT ${f.limit + 1}`;
+    FROM runtime_log_cleanup_audit WHERE tenant_id = ${tenantId} ${keysetPage(db, page)}`;
 }

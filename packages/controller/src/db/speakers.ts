@@ -1,4 +1,5 @@
 import type { Db } from "./connect.js";
+import { type KeysetPage, tenantTable } from "./tenant-table.js";
 
 export interface SpeakerRow {
   id: string;
@@ -38,43 +39,28 @@ export async function insertSpeaker(
   return r!;
 }
 
-export async function findSpeakerById(db: Db, tenantId: string, id: string, forUpdate = false): Promise<SpeakerRow | undefined> {
-  const [r] = forUpdate
-    ? await db<SpeakerRow[]>`SELECT * FROM speakers WHERE tenant_id = ${tenantId} AND id = ${id} FOR UPDATE`
-    : await db<SpeakerRow[]>`SELECT * FROM speakers WHERE tenant_id = ${tenantId} AND id = ${id}`;
-  return r;
+/** What an update of a speaker sets (its mode is fixed when it is made). */
+export interface SpeakerWrite {
+  name: string;
+  router_id: string;
+  asn: number;
+  policies_json: Record<string, unknown>;
+  metadata: Record<string, unknown>;
+  updated_at: Date;
 }
 
-export async function findSpeakerByName(db: Db, tenantId: string, name: string): Promise<SpeakerRow | undefined> {
-  const [r] = await db<SpeakerRow[]>`SELECT * FROM speakers WHERE tenant_id = ${tenantId} AND name = ${name}`;
-  return r;
+const speakers = tenantTable<SpeakerRow>("speakers");
+export const { findById: findSpeakerById, findByName: findSpeakerByName, listAll: listAllSpeakers, deleteById: deleteSpeaker } = speakers;
+
+export function updateSpeaker(db: Db, tenantId: string, id: string, p: SpeakerWrite): Promise<SpeakerRow> {
+  const set = db`
+    name = ${p.name}, router_id = ${p.router_id}, asn = ${p.asn}, policies_json = ${db.json(p.policies_json as never)},
+    metadata = ${db.json(p.metadata as never)}, updated_at = ${p.updated_at}`;
+  return speakers.update(db, tenantId, id, set);
 }
 
-export async function listSpeakers(db: Db, tenantId: string, f: { afterId: string | null; limit: number }): Promise<SpeakerRow[]> {
-  return db<SpeakerRow[]>`
-    SELECT * FROM speakers WHERE tenant_id = ${tenantId} ${f.afterId === null ? db`` : db`AND id < ${f.afterId}`}
-    ORDER BY id DESC LIMIT ${f.limit + 1}`;
-}
-
-export async function listAllSpeakers(db: Db, tenantId: string): Promise<SpeakerRow[]> {
-  return db<SpeakerRow[]>`SELECT * FROM speakers WHERE tenant_id = ${tenantId} ORDER BY id`;
-}
-
-export async function updateSpeaker(
-  db: Db,
-  tenantId: string,
-  id: string,
-  p: { name: string; router_id: string; asn: number; policies_json: Record<string, unknown>; metadata: Record<string, unknown>; updated_at: Date },
-): Promise<SpeakerRow> {
-  const [r] = await db<SpeakerRow[]>`
-    UPDATE speakers SET name = ${p.name}, router_id = ${p.router_id}, asn = ${p.asn}, policies_json = ${db.json(p.policies_json as never)},
-      metadata = ${db.json(p.metadata as never)}, updated_at = ${p.updated_at}
-    WHERE tenant_id = ${tenantId} AND id = ${id} RETURNING *`;
-  return r!;
-}
-
-export async function deleteSpeaker(db: Db, tenantId: string, id: string): Promise<void> {
-  await db`DELETE FROM speakers WHERE tenant_id = ${tenantId} AND id = ${id}`;
+export function listSpeakers(db: Db, tenantId: string, page: KeysetPage): Promise<SpeakerRow[]> {
+  return speakers.list(db, tenantId, page);
 }
 
 export async function markSpeakerEnrolled(db: Db, id: string, p: { hostname: string; agent_version: string; at: Date }): Promise<void> {

@@ -1,4 +1,5 @@
 import type { Db } from "./connect.js";
+import { type KeysetPage, keysetPage } from "./tenant-table.js";
 
 export interface TenantRow {
   id: string;
@@ -25,11 +26,8 @@ export async function countTenants(db: Db): Promise<number> {
   return row?.n ?? 0;
 }
 
-export async function listTenants(db: Db, opts: { afterId: string | null; limit: number }): Promise<TenantRow[]> {
-  return db<TenantRow[]>`
-    SELECT id, name, created_at FROM tenants
-    WHERE ${opts.afterId === null ? db`true` : db`id < ${opts.afterId}`}
-    ORDER BY id DESC LIMIT ${opts.limit + 1}`;
+export async function listTenants(db: Db, page: KeysetPage): Promise<TenantRow[]> {
+  return db<TenantRow[]>`SELECT id, name, created_at FROM tenants WHERE true ${keysetPage(db, page)}`;
 }
 
 /** Every tenant's id (a deployment has a handful; the controller's start ensures each one's event stream). */

@@ -1,5 +1,5 @@
 import { z } from "zod";
-import { AnyRole, ListQueryShape, optionalBody, Role, Timestamp, Uuid } from "./common.js";
+import { AnyRole, listQuery, optionalBody, Role, Timestamp, Uuid } from "./common.js";
 
 export const ApiKey = z
   .object({
@@ -46,8 +46,7 @@ export const RotateApiKeyBody = optionalBody(
   }),
 );
 
-export const ApiKeyListQuery = z.strictObject({
-  ...ListQueryShape,
+export const ApiKeyListQuery = listQuery({
   role: AnyRole.optional(),
 });
 

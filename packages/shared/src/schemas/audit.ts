@@ -1,5 +1,5 @@
 import { z } from "zod";
-import { AnyRole, ListQueryShape, Timestamp, Uuid } from "./common.js";
+import { AnyRole, listQuery, Timestamp, Uuid } from "./common.js";
 
 export const AuditAction = z.enum(["create", "update", "delete", "rotate", "revoke", "apply", "rollback", "run", "cancel"]);
 export const AuditSeverity = z.enum(["info", "warning", "critical"]);
@@ -40,8 +40,7 @@ export const AuditRecord = z
   })
   .meta({ id: "AuditRecord" });
 
-export const AuditListQuery = z.strictObject({
-  ...ListQueryShape,
+export const AuditListQuery = listQuery({
   action: AuditAction.optional(),
   severity: AuditSeverity.optional(),
   resource_type: AuditResourceType.optional(),

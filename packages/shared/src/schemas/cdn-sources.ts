@@ -1,6 +1,6 @@
 import { z } from "zod";
-import { ListQueryShape, optionalBody, Timestamp, Uuid } from "./common.js";
-import { storableText } from "./text.js";
+import { listQuery, optionalBody, optionalFields, Timestamp, timestamps, Uuid } from "./common.js";
+import { nonEmptyText, storableText } from "./text.js";
 
 export const CdnFormat = z.enum(["text", "json"]).describe("`text`: one prefix per line, `#`/`;` comments; `json`: values picked by `json_path`.");
 
@@ -16,15 +16,12 @@ export const CdnSource = z
     last_refreshed_at: Timestamp.nullable(),
     last_error: z.string().nullable(),
     last_prefix_count: z.number().int().nullable().describe("Distinct prefixes of the last good fetch, counted as preview counts."),
-    created_at: Timestamp,
-    updated_at: Timestamp,
+    ...timestamps,
   })
   .meta({ id: "CdnSource" });
+export type CdnSource = z.infer<typeof CdnSource>;
 
-const SourceUrl = z
-  .string()
-  .min(1)
-  .max(2048)
+const SourceUrl = nonEmptyText(2048)
   .describe("http or https, no credentials; literal private, loopback, link-local and metadata addresses are refused unless allowed.")
   .meta({ example: "https://ip-ranges.amazonaws.com/ip-ranges.json" });
 const JsonPath = storableText()
@@ -33,27 +30,23 @@ const JsonPath = storableText()
   .describe("Required for `json`, absent for `text`. Dot-separated keys, `[*]`, `[N]`, `?key=value` after `[*]`.")
   .meta({ example: "prefixes[*]?service=CLOUDFRONT.ip_prefix" });
 
+const sourceFields = { url: SourceUrl, format: CdnFormat, json_path: JsonPath, enabled: z.boolean(), allow_empty: z.boolean() };
+
 export const CreateCdnSourceBody = z.strictObject({
+  ...optionalFields(sourceFields),
   url: SourceUrl,
   format: CdnFormat.optional().describe("Default text."),
-  json_path: JsonPath.optional(),
   enabled: z.boolean().optional().describe("Default true."),
   allow_empty: z.boolean().optional().describe("Default false: a fetch that parses to no prefix counts as failed."),
 });
+export type CreateCdnSourceBody = z.infer<typeof CreateCdnSourceBody>;
 
-export const UpdateCdnSourceBody = z.strictObject({
-  url: SourceUrl.optional(),
-  format: CdnFormat.optional(),
-  json_path: JsonPath.optional(),
-  enabled: z.boolean().optional(),
-  allow_empty: z.boolean().optional(),
-});
+export const UpdateCdnSourceBody = z.strictObject(optionalFields(sourceFields));
+export type UpdateCdnSourceBody = z.infer<typeof UpdateCdnSourceBody>;
 
-export const CdnPreviewBody = z.strictObject({
-  url: SourceUrl,
-  format: CdnFormat.optional().describe("Default text."),
-  json_path: JsonPath.optional(),
-});
+/** What a preview of a source not saved yet needs: how to fetch and read it. */
+export const CdnPreviewBody = CreateCdnSourceBody.pick({ url: true, format: true, json_path: true });
+export type CdnPreviewBody = z.infer<typeof CdnPreviewBody>;
 
 export const CdnPreview = z
   .object({
@@ -68,16 +61,11 @@ export const CdnPreview = z
     rejected_sample: z.array(z.object({ value: z.string(), reason: z.string() })).describe("The first 20 rejected values."),
   })
   .meta({ id: "CdnPreview", description: "Counts of distinct prefixes after masking, before aggregation and bogon filtering." });
+export type CdnPreview = z.infer<typeof CdnPreview>;
 
-export const CdnSourceListQuery = z.strictObject(ListQueryShape);
+export const CdnSourceListQuery = listQuery();
 
 export const ModuleSourceParams = z.strictObject({ module_id: Uuid, source_id: Uuid });
-
-export type CdnSource = z.infer<typeof CdnSource>;
-export type CreateCdnSourceBody = z.infer<typeof CreateCdnSourceBody>;
-export type UpdateCdnSourceBody = z.infer<typeof UpdateCdnSourceBody>;
-export type CdnPreviewBody = z.infer<typeof CdnPreviewBody>;
-export type CdnPreview = z.infer<typeof CdnPreview>;
 
 /** The preview of a saved source takes no body (an empty object is accepted). */
 export const CdnSavedPreviewBody = optionalBody(z.strictObject({}));

@@ -5,6 +5,9 @@ export const Timestamp = z.string().meta({ format: "date-time", example: "2026-1
 
 export const Uuid = z.uuid();
 
+/** When a stored resource was made and last changed; resources list them last. */
+export const timestamps = { created_at: Timestamp, updated_at: Timestamp };
+
 /** Path parameter `{id}` of a UUID resource: anything else is a 400, never a database error. */
 export const IdParams = z.strictObject({ id: Uuid });
 
@@ -21,8 +24,29 @@ export const Limit = z.coerce.number().int().min(1).max(500).default(50).describ
 export const ListQueryShape = { cursor: Cursor.optional(), limit: Limit };
 export const ListQuery = z.strictObject(ListQueryShape);
 
+/** A collection's query: the paging members, then the collection's own filters. */
+export function listQuery<F extends Record<string, z.ZodType> = Record<never, never>>(filters: F = {} as F) {
+  return z.strictObject({ ...ListQueryShape, ...filters });
+}
+
 /** `true`/`false` in a query string. */
 export const QueryBoolean = z.enum(["true", "false"]).transform((v) => v === "true");
+
+/** A `true`/`false` switch in a query string that is off when left out. */
+export const queryFlag = () =>
+  z
+    .enum(["true", "false"])
+    .default("false")
+    .transform((v) => v === "true");
+
+/**
+ * The members of an update body: each writable field, optional, since an update changes only what
+ * it names. A create body spreads the same and then names what it requires or defaults; a member
+ * named again keeps its place, so the API document lists the members in the fields' order.
+ */
+export function optionalFields<S extends Record<string, z.ZodType>>(fields: S): { [K in keyof S]: z.ZodOptional<S[K]> } {
+  return Object.fromEntries(Object.entries(fields).map(([name, field]) => [name, field.optional()])) as { [K in keyof S]: z.ZodOptional<S[K]> };
+}
 
 export function page<T extends z.ZodType>(item: T) {
   return z.object({

@@ -1,6 +1,6 @@
 import { z } from "zod";
-import { ListQueryShape, Timestamp, Uuid } from "./common.js";
-import { storableText } from "./text.js";
+import { listQuery, optionalFields, timestamps, Uuid } from "./common.js";
+import { nonEmptyText, storableText } from "./text.js";
 
 export const Community = z
   .object({
@@ -8,37 +8,29 @@ export const Community = z
     community: z.string().describe("Canonical: `ASN:VALUE` (each 0..65535) or large `ASN:V1:V2` (each 0..4294967295), no leading zeros."),
     title: z.string(),
     description: z.string(),
-    created_at: Timestamp,
-    updated_at: Timestamp,
+    ...timestamps,
   })
   .meta({ id: "Community" });
+export type Community = z.infer<typeof Community>;
 
-const CommunityValue = z
-  .string()
-  .min(1)
-  .max(64)
-  .describe("Standard `ASN:VALUE` (each 0..65535) or large `ASN:V1:V2` (each 0..4294967295); stored without leading zeros.")
-  .meta({ example: "65000:100" });
-const Title = storableText().trim().max(128);
-const Description = storableText().max(1024);
+const communityFields = {
+  community: nonEmptyText(64)
+    .describe("Standard `ASN:VALUE` (each 0..65535) or large `ASN:V1:V2` (each 0..4294967295); stored without leading zeros.")
+    .meta({ example: "65000:100" }),
+  title: storableText().trim().max(128),
+  description: storableText().max(1024),
+};
 
 export const CreateCommunityBody = z.strictObject({
-  community: CommunityValue,
-  title: Title.optional().describe("Default empty."),
-  description: Description.optional(),
+  ...optionalFields(communityFields),
+  community: communityFields.community,
+  title: communityFields.title.optional().describe("Default empty."),
 });
+export type CreateCommunityBody = z.infer<typeof CreateCommunityBody>;
 
-export const UpdateCommunityBody = z.strictObject({
-  community: CommunityValue.optional(),
-  title: Title.optional(),
-  description: Description.optional(),
-});
+export const UpdateCommunityBody = z.strictObject(optionalFields(communityFields));
+export type UpdateCommunityBody = z.infer<typeof UpdateCommunityBody>;
 
-export const CommunityListQuery = z.strictObject({
-  ...ListQueryShape,
+export const CommunityListQuery = listQuery({
   q: storableText().min(1).max(128).optional().describe("Community value or title contains (case-insensitive)."),
 });
-
-export type Community = z.infer<typeof Community>;
-export type CreateCommunityBody = z.infer<typeof CreateCommunityBody>;
-export type UpdateCommunityBody = z.infer<typeof UpdateCommunityBody>;

@@ -1,6 +1,6 @@
 import { z } from "zod";
-import { ListQueryShape, Timestamp, Uuid } from "./common.js";
-import { storableText } from "./text.js";
+import { listQuery, optionalFields, timestamps, Uuid } from "./common.js";
+import { nonEmptyText, storableText } from "./text.js";
 
 export const DohMethod = z.enum(["GET", "POST"]);
 export const DohFormat = z
@@ -18,10 +18,10 @@ export const DohProfile = z
     headers: z
       .record(z.string(), z.string())
       .describe("The extra request headers by name; every value reads `********` (values are kept sealed and sent only with the queries)."),
-    created_at: Timestamp,
-    updated_at: Timestamp,
+    ...timestamps,
   })
   .meta({ id: "DohProfile" });
+export type DohProfile = z.infer<typeof DohProfile>;
 
 const HeaderName = z.string().regex(/^[!#$%&'*+.^_`|~0-9A-Za-z-]{1,64}$/, "must be an HTTP header name");
 const HeaderValue = z
@@ -35,35 +35,27 @@ const Headers = z
     "Extra request headers (e.g. an API token), sent with every query; values are stored sealed and read back as `********`. " +
       "In an update, `********` as a value keeps that header's stored value.",
   );
-const ProfileName = storableText().trim().min(1).max(64).nullable().describe("Optional display name, unique in the tenant.");
-const ProfileUrl = z
-  .string()
-  .min(1)
-  .max(2048)
-  .describe("`https`, or plain `http` only to an address allowed by `APP_OUTBOUND_ALLOW_CIDRS`.")
-  .meta({ example: "https://cloudflare-dns.com/dns-query" });
-const TimeoutMs = z.number().int().min(100).max(30000);
+const profileFields = {
+  name: storableText().trim().min(1).max(64).nullable().describe("Optional display name, unique in the tenant."),
+  url: nonEmptyText(2048)
+    .describe("`https`, or plain `http` only to an address allowed by `APP_OUTBOUND_ALLOW_CIDRS`.")
+    .meta({ example: "https://cloudflare-dns.com/dns-query" }),
+  method: DohMethod,
+  format: DohFormat,
+  timeout_ms: z.number().int().min(100).max(30000),
+  headers: Headers,
+};
 
 export const CreateDohProfileBody = z.strictObject({
-  name: ProfileName.optional(),
-  url: ProfileUrl,
+  ...optionalFields(profileFields),
+  url: profileFields.url,
   method: DohMethod.optional().describe("Default GET."),
   format: DohFormat.optional().describe("Default wire."),
-  timeout_ms: TimeoutMs.optional().describe("Default 3000."),
-  headers: Headers.optional(),
+  timeout_ms: profileFields.timeout_ms.optional().describe("Default 3000."),
 });
-
-export const UpdateDohProfileBody = z.strictObject({
-  name: ProfileName.optional(),
-  url: ProfileUrl.optional(),
-  method: DohMethod.optional(),
-  format: DohFormat.optional(),
-  timeout_ms: TimeoutMs.optional(),
-  headers: Headers.optional(),
-});
-
-export const DohProfileListQuery = z.strictObject(ListQueryShape);
-
-export type DohProfile = z.infer<typeof DohProfile>;
 export type CreateDohProfileBody = z.infer<typeof CreateDohProfileBody>;
+
+export const UpdateDohProfileBody = z.strictObject(optionalFields(profileFields));
 export type UpdateDohProfileBody = z.infer<typeof UpdateDohProfileBody>;
+
+export const DohProfileListQuery = listQuery();

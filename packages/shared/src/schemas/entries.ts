@@ -1,6 +1,6 @@
 import { z } from "zod";
-import { ListQueryShape, Timestamp, Uuid } from "./common.js";
-import { storableText } from "./text.js";
+import { listQuery, optionalFields, timestamps, Uuid } from "./common.js";
+import { nonEmptyText, storableText } from "./text.js";
 
 // Shapes only: the normalisation rules (ASN forms, IDN, canonical CIDR) live in the controller,
 // which applies the same functions to JSON bodies and CSV rows.
@@ -11,15 +11,17 @@ const entryShape = {
   id: Uuid,
   module_id: Uuid,
   comment: z.string(),
-  created_at: Timestamp,
-  updated_at: Timestamp,
+  ...timestamps,
 };
 
 export const AsEntry = z.object({ ...entryShape, asn: z.number().int().min(1).max(4294967295) }).meta({ id: "AsEntry" });
+export type AsEntry = z.infer<typeof AsEntry>;
 
 export const DomainEntry = z.object({ ...entryShape, domain: z.string(), include_subdomains: z.boolean() }).meta({ id: "DomainEntry" });
+export type DomainEntry = z.infer<typeof DomainEntry>;
 
 export const IpRangeEntry = z.object({ ...entryShape, cidr: z.string() }).meta({ id: "IpRangeEntry" });
+export type IpRangeEntry = z.infer<typeof IpRangeEntry>;
 
 export const AsnInput = z
   .union([z.number().int(), z.string().max(16)])
@@ -33,49 +35,39 @@ const RemovedPrefix = z
   .describe("Removed: an AS entry holds an ASN only, so sending it is a 400.");
 
 export const CreateAsEntryBody = z.strictObject({ asn: AsnInput, comment: Comment.optional(), prefix: RemovedPrefix });
+export type CreateAsEntryBody = z.infer<typeof CreateAsEntryBody>;
 export const UpdateAsEntryBody = z.strictObject({ asn: AsnInput.optional(), comment: Comment.optional(), prefix: RemovedPrefix });
+export type UpdateAsEntryBody = z.infer<typeof UpdateAsEntryBody>;
 
-const DomainInput = z
-  .string()
-  .min(1)
-  .max(1024)
-  .describe("Lower-cased, trailing dot removed, IDN to punycode; labels 1..63 (letters, digits, hyphens), name ≤ 253, at least two labels.")
-  .meta({ example: "bücher.example" });
+const domainFields = {
+  domain: nonEmptyText(1024)
+    .describe("Lower-cased, trailing dot removed, IDN to punycode; labels 1..63 (letters, digits, hyphens), name ≤ 253, at least two labels.")
+    .meta({ example: "bücher.example" }),
+  include_subdomains: z.boolean(),
+  comment: Comment,
+};
 
 export const CreateDomainEntryBody = z.strictObject({
-  domain: DomainInput,
+  ...optionalFields(domainFields),
+  domain: domainFields.domain,
   include_subdomains: z.boolean().optional().describe("Default false."),
-  comment: Comment.optional(),
 });
-export const UpdateDomainEntryBody = z.strictObject({
-  domain: DomainInput.optional(),
-  include_subdomains: z.boolean().optional(),
-  comment: Comment.optional(),
-});
+export type CreateDomainEntryBody = z.infer<typeof CreateDomainEntryBody>;
+export const UpdateDomainEntryBody = z.strictObject(optionalFields(domainFields));
+export type UpdateDomainEntryBody = z.infer<typeof UpdateDomainEntryBody>;
 
-const CidrInput = z
-  .string()
-  .min(1)
-  .max(128)
+const CidrInput = nonEmptyText(128)
   .describe("IPv4 or IPv6 CIDR; a bare address is a /32 or /128; host bits set is a 400 naming the network. Stored canonical.")
   .meta({ example: "2001:db8::/32" });
 
 export const CreateIpRangeEntryBody = z.strictObject({ cidr: CidrInput, comment: Comment.optional() });
+export type CreateIpRangeEntryBody = z.infer<typeof CreateIpRangeEntryBody>;
 export const UpdateIpRangeEntryBody = z.strictObject({ cidr: CidrInput.optional(), comment: Comment.optional() });
+export type UpdateIpRangeEntryBody = z.infer<typeof UpdateIpRangeEntryBody>;
 
-export const EntryListQuery = z.strictObject(ListQueryShape);
+export const EntryListQuery = listQuery();
 
 export const ModuleEntryParams = z.strictObject({ module_id: Uuid, entry_id: Uuid });
-
-export type AsEntry = z.infer<typeof AsEntry>;
-export type DomainEntry = z.infer<typeof DomainEntry>;
-export type IpRangeEntry = z.infer<typeof IpRangeEntry>;
-export type CreateAsEntryBody = z.infer<typeof CreateAsEntryBody>;
-export type UpdateAsEntryBody = z.infer<typeof UpdateAsEntryBody>;
-export type CreateDomainEntryBody = z.infer<typeof CreateDomainEntryBody>;
-export type UpdateDomainEntryBody = z.infer<typeof UpdateDomainEntryBody>;
-export type CreateIpRangeEntryBody = z.infer<typeof CreateIpRangeEntryBody>;
-export type UpdateIpRangeEntryBody = z.infer<typeof UpdateIpRangeEntryBody>;
 
 export const CsvImportQuery = z.strictObject({
   mode: z.enum(["merge", "replace"]).optional().describe("`merge` (default) adds and updates; `replace` makes the entries exactly the file's."),
@@ -92,6 +84,7 @@ export const CsvRowError = z.object({
   value: z.string(),
   message: z.string(),
 });
+export type CsvRowError = z.infer<typeof CsvRowError>;
 
 export const CsvImportResult = z
   .object({
@@ -102,6 +95,4 @@ export const CsvImportResult = z
     errors: z.array(CsvRowError),
   })
   .meta({ id: "CsvImportResult" });
-
 export type CsvImportResult = z.infer<typeof CsvImportResult>;
-export type CsvRowError = z.infer<typeof CsvRowError>;

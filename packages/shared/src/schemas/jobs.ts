@@ -1,5 +1,5 @@
 import { z } from "zod";
-import { ListQueryShape, Timestamp, Uuid } from "./common.js";
+import { listQuery, Timestamp, Uuid } from "./common.js";
 
 export const JobType = z.enum(["module_ingest", "peer_reconcile", "apply", "maintenance_policy_run", "revision_prune", "runtime_logs_cleanup"]);
 export const JobStatus = z.enum(["queued", "running", "awaiting", "succeeded", "failed", "cancelled"]).meta({
@@ -26,8 +26,7 @@ export const Job = z
   })
   .meta({ id: "Job" });
 
-export const JobListQuery = z.strictObject({
-  ...ListQueryShape,
+export const JobListQuery = listQuery({
   type: JobType.optional(),
   status: JobStatus.optional(),
 });

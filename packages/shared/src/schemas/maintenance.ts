@@ -1,5 +1,6 @@
 import { z } from "zod";
-import { ListQueryShape, QueryBoolean, Timestamp, Uuid } from "./common.js";
+import { listQuery, optionalFields, QueryBoolean, Timestamp, timestamps, Uuid } from "./common.js";
+import { nameText } from "./text.js";
 
 const Days = z.number().int().min(1).max(36500).describe("Age in days (1..36500): older records are deleted.");
 
@@ -23,6 +24,7 @@ export const MaintenanceAction = z
       .describe("Delete finished jobs (succeeded, failed, cancelled) that ended more than `days` ago."),
   ])
   .meta({ id: "MaintenanceAction" });
+export type MaintenanceAction = z.infer<typeof MaintenanceAction>;
 
 const Actions = z
   .array(MaintenanceAction)
@@ -31,15 +33,12 @@ const Actions = z
   .refine((list) => new Set(list.map((a) => a.type)).size === list.length, "each action type may appear once")
   .describe("Run in this order; each type at most once.");
 
-const PolicyName = z
-  .string()
-  .trim()
-  .min(1)
-  .max(128)
-  .regex(/^[^\p{Cc}]*$/u, "must not contain control characters")
-  .describe("Unique in the tenant, 1..128 characters.")
-  .meta({ example: "nightly" });
-const IntervalMinutes = z.number().int().min(5).max(43200).describe("How often the scheduler runs the policy, 5..43200 minutes.");
+const policyFields = {
+  name: nameText(128).describe("Unique in the tenant, 1..128 characters.").meta({ example: "nightly" }),
+  enabled: z.boolean(),
+  interval_minutes: z.number().int().min(5).max(43200).describe("How often the scheduler runs the policy, 5..43200 minutes."),
+  actions: Actions,
+};
 
 export const MaintenancePolicy = z
   .object({
@@ -50,26 +49,18 @@ export const MaintenancePolicy = z
     actions: z.array(MaintenanceAction),
     last_run_at: Timestamp.nullable().describe("When a run last finished."),
     next_run_at: Timestamp.nullable().describe("When the scheduler runs it next; null while disabled."),
-    created_at: Timestamp,
-    updated_at: Timestamp,
+    ...timestamps,
   })
   .meta({ id: "MaintenancePolicy" });
+export type MaintenancePolicy = z.infer<typeof MaintenancePolicy>;
 
-export const CreateMaintenancePolicyBody = z.strictObject({
-  name: PolicyName,
-  enabled: z.boolean().default(true),
-  interval_minutes: IntervalMinutes,
-  actions: Actions,
-});
+export const CreateMaintenancePolicyBody = z.strictObject({ ...policyFields, enabled: policyFields.enabled.default(true) });
+export type CreateMaintenancePolicyBody = z.infer<typeof CreateMaintenancePolicyBody>;
 
-export const UpdateMaintenancePolicyBody = z.strictObject({
-  name: PolicyName.optional(),
-  enabled: z.boolean().optional(),
-  interval_minutes: IntervalMinutes.optional(),
-  actions: Actions.optional(),
-});
+export const UpdateMaintenancePolicyBody = z.strictObject(optionalFields(policyFields));
+export type UpdateMaintenancePolicyBody = z.infer<typeof UpdateMaintenancePolicyBody>;
 
-export const MaintenancePolicyListQuery = z.strictObject({ ...ListQueryShape, enabled: QueryBoolean.optional() });
+export const MaintenancePolicyListQuery = listQuery({ enabled: QueryBoolean.optional() });
 export const MaintenancePolicyParams = z.strictObject({ policy_id: Uuid });
 
 export const MaintenanceDryRun = z
@@ -88,6 +79,7 @@ export const MaintenanceDryRun = z
     ),
   })
   .meta({ id: "MaintenanceDryRun" });
+export type MaintenanceDryRun = z.infer<typeof MaintenanceDryRun>;
 
 export const DatabaseStatus = z
   .object({
@@ -113,12 +105,6 @@ export const DatabaseStatus = z
     }),
   })
   .meta({ id: "DatabaseStatus" });
+export type DatabaseStatus = z.infer<typeof DatabaseStatus>;
 
 export const AnalyzeResult = z.object({ analyzed_at: Timestamp, duration_ms: z.number().int() }).meta({ id: "AnalyzeResult" });
-
-export type MaintenanceAction = z.infer<typeof MaintenanceAction>;
-export type MaintenancePolicy = z.infer<typeof MaintenancePolicy>;
-export type CreateMaintenancePolicyBody = z.infer<typeof CreateMaintenancePolicyBody>;
-export type UpdateMaintenancePolicyBody = z.infer<typeof UpdateMaintenancePolicyBody>;
-export type MaintenanceDryRun = z.infer<typeof MaintenanceDryRun>;
-export type DatabaseStatus = z.infer<typeof DatabaseStatus>;

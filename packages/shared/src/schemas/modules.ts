@@ -1,11 +1,12 @@
 import { z } from "zod";
-import { ListQueryShape, QueryBoolean, Timestamp, Uuid } from "./common.js";
-import { storableText } from "./text.js";
+import { listQuery, optionalFields, QueryBoolean, Timestamp, timestamps, Uuid } from "./common.js";
+import { nameText, storableText } from "./text.js";
 
 export const ModuleType = z.enum(["AS_PREFIXES", "DOMAINS", "IP_RANGES"]).meta({
   id: "ModuleType",
   description: "Fixed when the module is created.",
 });
+export type ModuleType = z.infer<typeof ModuleType>;
 
 /** Policy defaults; a policy written in part is completed with these. */
 export const DOH_RESOLVER_POLICY_DEFAULTS = {
@@ -38,20 +39,14 @@ const policyShape = {
 };
 
 export const DohResolverPolicy = z.object(policyShape).meta({ id: "DohResolverPolicy" });
+export type DohResolverPolicy = z.infer<typeof DohResolverPolicy>;
 
 /** What a client writes: any subset; missing members keep their value (PATCH) or the default (create). */
-export const DohResolverPolicyInput = z
-  .strictObject({
-    strategy: policyShape.strategy.optional(),
-    record_types: policyShape.record_types.optional(),
-    timeout_ms: policyShape.timeout_ms.optional(),
-    attempts: policyShape.attempts.optional(),
-    keep_previous_minutes: policyShape.keep_previous_minutes.optional(),
-  })
-  .meta({
-    id: "DohResolverPolicyWrite",
-    description: "Defaults: failover, [A, AAAA], 3000 ms, 2 attempts, 1440 minutes. Only on DOMAINS modules.",
-  });
+export const DohResolverPolicyInput = z.strictObject(optionalFields(policyShape)).meta({
+  id: "DohResolverPolicyWrite",
+  description: "Defaults: failover, [A, AAAA], 3000 ms, 2 attempts, 1440 minutes. Only on DOMAINS modules.",
+});
+export type DohResolverPolicyInput = z.infer<typeof DohResolverPolicyInput>;
 
 export const ModuleSnapshot = z
   .object({
@@ -76,18 +71,12 @@ export const Module = z
     last_refreshed_at: Timestamp.nullable(),
     last_refresh_error: z.string().nullable(),
     snapshot: ModuleSnapshot,
-    created_at: Timestamp,
-    updated_at: Timestamp,
+    ...timestamps,
   })
   .meta({ id: "Module" });
+export type Module = z.infer<typeof Module>;
 
-const ModuleName = z
-  .string()
-  .trim()
-  .min(1)
-  .max(64)
-  .regex(/^[^\p{Cc}]*$/u, "must not contain control characters")
-  .meta({ example: "streaming" });
+const ModuleName = nameText(64).meta({ example: "streaming" });
 const Description = storableText().max(1024);
 const RefreshInterval = z.number().int().min(5).max(10080).nullable().describe("Minutes between scheduled refreshes; null: none.");
 const DohProfileIds = z
@@ -108,26 +97,20 @@ const writableShape = {
 };
 
 export const CreateModuleBody = z.strictObject({ name: ModuleName, type: ModuleType, ...writableShape });
+export type CreateModuleBody = z.infer<typeof CreateModuleBody>;
 
 export const UpdateModuleBody = z.strictObject({
   name: ModuleName.optional(),
   type: ModuleType.optional().describe("Accepted only when equal to the module's type: the type cannot change."),
   ...writableShape,
 });
+export type UpdateModuleBody = z.infer<typeof UpdateModuleBody>;
 
-export const ModuleListQuery = z.strictObject({
-  ...ListQueryShape,
+export const ModuleListQuery = listQuery({
   type: ModuleType.optional(),
   enabled: QueryBoolean.optional(),
   q: storableText().min(1).max(64).optional().describe("Name contains (case-insensitive)."),
 });
+export type ModuleListQuery = z.infer<typeof ModuleListQuery>;
 
 export const ModuleParams = z.strictObject({ module_id: Uuid });
-
-export type ModuleType = z.infer<typeof ModuleType>;
-export type Module = z.infer<typeof Module>;
-export type DohResolverPolicy = z.infer<typeof DohResolverPolicy>;
-export type DohResolverPolicyInput = z.infer<typeof DohResolverPolicyInput>;
-export type CreateModuleBody = z.infer<typeof CreateModuleBody>;
-export type UpdateModuleBody = z.infer<typeof UpdateModuleBody>;
-export type ModuleListQuery = z.infer<typeof ModuleListQuery>;

@@ -1,6 +1,6 @@
 import { isIP } from "node:net";
 import { z } from "zod";
-import { ListQueryShape, Timestamp, Uuid } from "./common.js";
+import { listQuery, optionalFields, timestamps, Uuid } from "./common.js";
 import { Asn } from "./speakers.js";
 
 const Multihop = z.union([z.boolean(), z.number().int().min(1).max(255)]);
@@ -29,8 +29,7 @@ export const Peer = z
     session_on_speakers: z.array(Uuid),
     established_on_speakers: z.array(Uuid),
     session_mismatch: z.boolean(),
-    created_at: Timestamp,
-    updated_at: Timestamp,
+    ...timestamps,
   })
   .meta({ id: "Peer" });
 
@@ -74,19 +73,6 @@ export const CreatePeerBody = z.strictObject({
   speaker_ids: fields.speaker_ids.default([]),
 });
 
-export const UpdatePeerBody = z.strictObject({
-  name: fields.name.optional(),
-  neighbor_address: fields.neighbor_address.optional(),
-  neighbor_port: fields.neighbor_port.optional(),
-  remote_asn: fields.remote_asn.optional(),
-  local_asn: fields.local_asn.optional(),
-  description: fields.description.optional(),
-  enabled: fields.enabled.optional(),
-  password: fields.password.optional(),
-  multihop: fields.multihop.optional(),
-  address_families: fields.address_families.optional(),
-  export_community_ids: fields.export_community_ids.optional(),
-  speaker_ids: fields.speaker_ids.optional(),
-});
+export const UpdatePeerBody = z.strictObject(optionalFields(fields));
 
-export const PeerListQuery = z.strictObject({ ...ListQueryShape });
+export const PeerListQuery = listQuery();

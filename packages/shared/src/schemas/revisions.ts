@@ -1,5 +1,5 @@
 import { z } from "zod";
-import { Cursor, Limit, optionalBody, Timestamp, Uuid } from "./common.js";
+import { listQuery, optionalBody, queryFlag, Timestamp, Uuid } from "./common.js";
 
 export const RevisionId = z.coerce.number().int().min(1).max(2147483647);
 
@@ -24,11 +24,9 @@ export const Revision = z
 export const RevisionParams = z.strictObject({ revision_id: RevisionId });
 export const RevisionDiffParams = z.strictObject({ revision_a: RevisionId, revision_b: RevisionId });
 
-export const RevisionListQuery = z.strictObject({ cursor: Cursor.optional(), limit: Limit });
+export const RevisionListQuery = listQuery();
 
-export const RevisionPrefixQuery = z.strictObject({
-  cursor: Cursor.optional(),
-  limit: Limit,
+export const RevisionPrefixQuery = listQuery({
   family: z.enum(["4", "6"]).transform(Number).optional(),
   community: z.string().min(1).max(64).optional(),
   module_id: Uuid.optional(),
@@ -92,10 +90,5 @@ export const RevisionPruneResult = z
   .meta({ id: "RevisionPruneResult" });
 
 export const RefreshBody = optionalBody(z.strictObject({ force: z.boolean().optional() }));
-export const RefreshQuery = z.strictObject({
-  wait: z
-    .enum(["true", "false"])
-    .default("false")
-    .transform((v) => v === "true"),
-});
+export const RefreshQuery = z.strictObject({ wait: queryFlag() });
 export const JobAccepted = z.object({ job_id: Uuid, type: z.string(), status: z.string() }).meta({ id: "JobAccepted" });

@@ -1,5 +1,5 @@
 import { z } from "zod";
-import { ListQueryShape, Timestamp, Uuid } from "./common.js";
+import { listQuery, queryFlag, Timestamp, Uuid } from "./common.js";
 
 /** A log file is named by its base name only. Anything else is a 400, never a path. */
 export const LogFileName = z
@@ -42,18 +42,13 @@ export const CleanupAuditRecord = z
   })
   .meta({ id: "RuntimeLogCleanupAuditRecord" });
 
-export const CleanupAuditQuery = z.strictObject({ ...ListQueryShape });
+export const CleanupAuditQuery = listQuery();
 
 export const AutoEstimate = z
   .object({ threshold_bytes: z.number().int(), files: z.array(LogFileInfo), total_bytes: z.number().int() })
   .meta({ id: "RuntimeLogAutoEstimate" });
 
-export const AutoRunQuery = z.strictObject({
-  dry_run: z
-    .enum(["true", "false"])
-    .default("false")
-    .transform((v) => v === "true"),
-});
+export const AutoRunQuery = z.strictObject({ dry_run: queryFlag() });
 
 export const AutoRunResult = z
   .object({

@@ -1,6 +1,6 @@
 import { isIP } from "node:net";
 import { z } from "zod";
-import { ListQueryShape, optionalBody, Timestamp, Uuid } from "./common.js";
+import { listQuery, optionalBody, optionalFields, queryFlag, Timestamp, timestamps, Uuid } from "./common.js";
 import { singleLineText } from "./text.js";
 
 const ipv4 = z.string().refine((v) => isIP(v) === 4, "must be an IPv4 address");
@@ -91,14 +91,7 @@ export const SpeakerLiveStatus = z
     stale: z.boolean(),
     polled_at: Timestamp.nullable(),
     revision_id: z.number().int().nullable(),
-    bird: z
-      .object({
-        version: z.string().nullable(),
-        router_id: z.string().nullable(),
-        server_time: z.string().nullable(),
-        last_reconfiguration: z.string().nullable(),
-      })
-      .nullable(),
+    bird: BirdInfo.omit({ reachable: true }).nullable(),
     sessions: z.array(BgpSessionLive),
   })
   .meta({ id: "SpeakerLiveStatus" });
@@ -134,8 +127,7 @@ export const Speaker = z
     sync_status: z.enum(["in_sync", "out_of_sync", "unknown", "error"]),
     last_error: z.looseObject({}).nullable(),
     live: SpeakerLiveStatus.optional(),
-    created_at: Timestamp,
-    updated_at: Timestamp,
+    ...timestamps,
   })
   .meta({ id: "Speaker" });
 
@@ -149,40 +141,29 @@ export const CreatedSpeaker = Speaker.extend({
   enrollment_token_expires_at: Timestamp.nullable(),
 }).meta({ id: "CreatedSpeaker" });
 
-const SpeakerName = z.string().trim().min(1).max(64);
+/** What a client may change of a speaker; its mode is fixed when it is created. */
+const speakerFields = {
+  name: z.string().trim().min(1).max(64),
+  router_id: ipv4,
+  asn: Asn,
+  policies_json: SpeakerPolicies,
+  metadata: z.record(z.string(), z.unknown()),
+};
 
 export const CreateSpeakerBody = z.strictObject({
-  name: SpeakerName,
+  name: speakerFields.name,
   mode: z.enum(["remote", "local"]).default("remote"),
   router_id: ipv4,
   asn: Asn,
   policies_json: SpeakerPolicies.optional(),
-  metadata: z.record(z.string(), z.unknown()).optional(),
+  metadata: speakerFields.metadata.optional(),
 });
 
-export const UpdateSpeakerBody = z.strictObject({
-  name: SpeakerName.optional(),
-  router_id: ipv4.optional(),
-  asn: Asn.optional(),
-  policies_json: SpeakerPolicies.optional(),
-  metadata: z.record(z.string(), z.unknown()).optional(),
-});
+export const UpdateSpeakerBody = z.strictObject(optionalFields(speakerFields));
 
 export const SpeakerParams = z.strictObject({ speaker_id: Uuid });
-export const SpeakerListQuery = z.strictObject({
-  ...ListQueryShape,
-  live: z
-    .enum(["true", "false"])
-    .default("false")
-    .transform((v) => v === "true"),
-  live_timeout_ms: z.coerce.number().int().min(100).max(10000).default(2000),
-});
-export const SpeakerDeleteQuery = z.strictObject({
-  force: z
-    .enum(["true", "false"])
-    .default("false")
-    .transform((v) => v === "true"),
-});
+export const SpeakerListQuery = listQuery({ live: queryFlag(), live_timeout_ms: z.coerce.number().int().min(100).max(10000).default(2000) });
+export const SpeakerDeleteQuery = z.strictObject({ force: queryFlag() });
 
 export const EnrollmentToken = z
   .object({

@@ -12,3 +12,15 @@ export const storableText = () => z.string().regex(/^[^\0]*$/, "must not contain
  * logs, where a newline would forge a line of its own.
  */
 export const singleLineText = () => z.string().regex(/^[^\u0000-\u001f\u007f-\u009f\u2028\u2029]*$/, "must be one line without control characters");
+
+/** A name a client gives (a module, a maintenance policy): trimmed, 1..max characters, no control characters. */
+export const nameText = (max: number) =>
+  z
+    .string()
+    .trim()
+    .min(1)
+    .max(max)
+    .regex(/^[^\p{Cc}]*$/u, "must not contain control characters");
+
+/** Text a client must give (a URL, a domain, a value to parse): 1..max characters. */
+export const nonEmptyText = (max: number) => z.string().min(1).max(max);
