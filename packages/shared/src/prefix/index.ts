@@ -49,7 +49,6 @@ export { buildPrefixIndex } from "./prefix-index.js";
 export type { PrefixTables } from "./prefix-table.js";
 export {
   comparePrefixes,
-  compareWords,
   isSorted,
   lastAddress,
   newTables,
@@ -59,3 +58,4 @@ export {
   pushPrefixText,
   sortedPairs,
 } from "./prefix-table.js";
+export { compareWords } from "./words.js";
