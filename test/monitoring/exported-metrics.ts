@@ -1,7 +1,7 @@
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import { AgentMetrics } from "../../packages/agent/src/http/metrics.js";
-import { parseProtocolsAll } from "../../packages/agent/src/status/parse-protocols.js";
+import { parseProtocolsAll } from "../../packages/shared/src/bird/status/parse-protocols.js";
 import { startTestController } from "../helpers/controller.js";
 
 /** Every series name a text exposition declares (`# TYPE`), histograms with their _bucket, _sum and _count. */
@@ -17,7 +17,7 @@ export function declaredNames(text: string): Set<string> {
 
 /** A busy agent's /metrics: a captured `show protocols all`, an apply, a probation, failures and reports. */
 export function busyAgentMetricsText(): string {
-  const text = readFileSync(join(import.meta.dirname, "../../packages/agent/src/status/fixtures/established.txt"), "utf8");
+  const text = readFileSync(join(import.meta.dirname, "../../packages/shared/src/bird/status/fixtures/established.txt"), "utf8");
   const now = new Date("2026-11-22T05:00:00Z");
   const m = new AgentMetrics({ version: "0.0.0", speakerId: "0192f3a4-0000-7000-8000-0000000000aa", now: () => now.getTime() });
   const parsed = parseProtocolsAll(text, { now, timeZone: "utc" });
