@@ -60,6 +60,25 @@ const view = (r: MaintenancePolicyRow) => ({ name: r.name, enabled: r.enabled, i
 const taken = (name: string) => new ConflictError(`a maintenance policy named "${name}" already exists`);
 const daysBefore = (now: Date, days: number) => new Date(now.getTime() - days * DAY);
 
+/** The two retention actions: what each counts and deletes, and how a deletion is recorded. */
+const RETENTION = {
+  // There is no resource type for audit records: their deletion is recorded on the policy.
+  audit_retention: {
+    count: countAuditRecordsBefore,
+    remove: deleteAuditRecordsBefore,
+    resourceType: "maintenance_policy",
+    field: "audit_records",
+    deleted: (count: number, cutoff: string) => `audit retention: deleted ${count} audit record(s) from before ${cutoff}`,
+  },
+  jobs_retention: {
+    count: countFinishedJobsBefore,
+    remove: deleteFinishedJobsBefore,
+    resourceType: "job",
+    field: "jobs",
+    deleted: (count: number, cutoff: string) => `jobs retention: deleted ${count} finished job(s) that ended before ${cutoff}`,
+  },
+} as const;
+
 /** Who writes the records of one run: the key that asked for it, or the scheduler. */
 /** Runtime logs belong to the deployment: a policy that cleans them is its superadmins' to write. */
 function mayCleanLogs(ctx: RequestContext, actions: readonly MaintenanceAction[] | undefined) {
@@ -120,10 +139,7 @@ export function createMaintenanceService(deps: { sql: Sql; audit: AuditWriter; r
       case "audit_retention":
       case "jobs_retention": {
         const cutoff = daysBefore(now, action.days);
-        const found =
-          action.type === "audit_retention"
-            ? await countAuditRecordsBefore(deps.sql, tenantId, cutoff)
-            : await countFinishedJobsBefore(deps.sql, tenantId, cutoff);
+        const found = await RETENTION[action.type].count(deps.sql, tenantId, cutoff);
         return { count: found.count, cutoff: cutoff.toISOString(), ids: found.ids, truncated: found.count > found.ids.length };
       }
     }
@@ -144,31 +160,18 @@ export function createMaintenanceService(deps: { sql: Sql; audit: AuditWriter; r
         const r = await deps.revisions.pruneWith(tx, tenantId, now, false, record);
         return { count: r.deleted_count, revision_ids: r.deleted_revision_ids, kept_count: r.kept_count };
       }
-      case "audit_retention": {
-        const cutoff = daysBefore(now, action.days);
-        const count = await deleteAuditRecordsBefore(tx, tenantId, cutoff);
-        // There is no resource type for audit records: the deletion is recorded on the policy.
-        if (count) {
-          await record({
-            action: "delete",
-            resource_type: "maintenance_policy",
-            resource_id: policyId,
-            summary: `audit retention: deleted ${count} audit record(s) from before ${cutoff.toISOString()}`,
-            changes: { audit_records: { from: count, to: 0 } },
-          });
-        }
-        return { count, cutoff: cutoff.toISOString() };
-      }
+      case "audit_retention":
       case "jobs_retention": {
+        const retention = RETENTION[action.type];
         const cutoff = daysBefore(now, action.days);
-        const count = await deleteFinishedJobsBefore(tx, tenantId, cutoff);
+        const count = await retention.remove(tx, tenantId, cutoff);
         if (count) {
           await record({
             action: "delete",
-            resource_type: "job",
-            resource_id: null,
-            summary: `jobs retention: deleted ${count} finished job(s) that ended before ${cutoff.toISOString()}`,
-            changes: { jobs: { from: count, to: 0 } },
+            resource_type: retention.resourceType,
+            resource_id: retention.resourceType === "maintenance_policy" ? policyId : null,
+            summary: retention.deleted(count, cutoff.toISOString()),
+            changes: { [retention.field]: { from: count, to: 0 } },
           });
         }
         return { count, cutoff: cutoff.toISOString() };
