@@ -60,6 +60,9 @@ const view = (r: MaintenancePolicyRow) => ({ name: r.name, enabled: r.enabled, i
 const taken = (name: string) => new ConflictError(`a maintenance policy named "${name}" already exists`);
 const daysBefore = (now: Date, days: number) => new Date(now.getTime() - days * DAY);
 
+/** How the audit summary of each change to a policy says what happened. */
+const DONE = { create: "created", update: "updated", delete: "deleted" } as const;
+
 /** The two retention actions: what each counts and deletes, and how a deletion is recorded. */
 const RETENTION = {
   // There is no resource type for audit records: their deletion is recorded on the policy.
@@ -96,6 +99,16 @@ export function createMaintenanceService(deps: { sql: Sql; audit: AuditWriter; r
     if (!row) throw new NotFoundError("maintenance policy", id);
     return row;
   };
+  /** Audits a change to a policy itself, recorded on the policy and naming it. */
+  const recordChange = (tx: Db, ctx: RequestContext, action: keyof typeof DONE, policy: MaintenancePolicyRow, changes: AuditEntry["changes"]) =>
+    audit.record(tx, ctx, {
+      action,
+      resource_type: "maintenance_policy",
+      resource_id: policy.id,
+      policy_id: policy.id,
+      summary: `maintenance policy "${policy.name}" ${DONE[action]}`,
+      changes,
+    });
 
   /** Runtime logs are files: the action runs outside any transaction and keeps its own cleanup audit. */
   const cleanLogs = async (
@@ -215,14 +228,7 @@ export function createMaintenanceService(deps: { sql: Sql; audit: AuditWriter; r
       } catch (err) {
         throw isUniqueViolation(err) ? taken(body.name) : err;
       }
-      await audit.record(tx, ctx, {
-        action: "create",
-        resource_type: "maintenance_policy",
-        resource_id: row.id,
-        policy_id: row.id,
-        summary: `maintenance policy "${row.name}" created`,
-        changes: changesOf(null, view(row), FIELDS),
-      });
+      await recordChange(tx, ctx, "create", row, changesOf(null, view(row), FIELDS));
       return toMaintenancePolicy(row);
     },
 
@@ -251,16 +257,7 @@ export function createMaintenanceService(deps: { sql: Sql; audit: AuditWriter; r
         throw isUniqueViolation(err) ? taken(name) : err;
       }
       const changes = changesOf(view(before), view(after), FIELDS);
-      if (Object.keys(changes).length) {
-        await audit.record(tx, ctx, {
-          action: "update",
-          resource_type: "maintenance_policy",
-          resource_id: id,
-          policy_id: id,
-          summary: `maintenance policy "${after.name}" updated`,
-          changes,
-        });
-      }
+      if (Object.keys(changes).length) await recordChange(tx, ctx, "update", after, changes);
       return toMaintenancePolicy(after);
     },
 
@@ -268,14 +265,7 @@ export function createMaintenanceService(deps: { sql: Sql; audit: AuditWriter; r
     async remove(tx: Db, ctx: RequestContext, id: string) {
       const before = await mustFind(tx, ctx.principal.tenantId, id, true);
       await deleteMaintenancePolicy(tx, ctx.principal.tenantId, id);
-      await audit.record(tx, ctx, {
-        action: "delete",
-        resource_type: "maintenance_policy",
-        resource_id: id,
-        policy_id: id,
-        summary: `maintenance policy "${before.name}" deleted`,
-        changes: changesOf(view(before), null, FIELDS),
-      });
+      await recordChange(tx, ctx, "delete", before, changesOf(view(before), null, FIELDS));
     },
 
     /** `POST …/run`: a `maintenance_policy_run` job in the caller's transaction. */
