@@ -19,6 +19,19 @@ export interface UnboundServer {
   stop(): Promise<void>;
 }
 
+/**
+ * The head of the example.test zone that the DoH tests serve: SOA, NS and the apex's
+ * public-looking A and AAAA (1.2.3.4, 2606:4700::1111). Tests append their own names.
+ */
+export const EXAMPLE_ZONE_HEAD = `$ORIGIN example.test.
+$TTL 300
+@       IN SOA  ns.example.test. hostmaster.example.test. 1 3600 600 86400 60
+@       IN NS   ns.example.test.
+ns      IN A    1.2.3.53
+@       IN A    1.2.3.4
+@       IN AAAA 2606:4700::1111
+`;
+
 export interface StartUnboundOptions {
   zoneText: string;
   /** Default `example.test`. */

@@ -1,16 +1,9 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { manualClock, startTestController, type TestController } from "../helpers/controller.js";
-import { startUnbound, type UnboundServer, unboundMissing } from "../helpers/unbound.js";
+import { EXAMPLE_ZONE_HEAD, startUnbound, type UnboundServer, unboundMissing } from "../helpers/unbound.js";
 
 // Public-looking addresses: the default bogon filter drops documentation ranges.
-const zone = (cdn: string[]) => `$ORIGIN example.test.
-$TTL 300
-@       IN SOA  ns.example.test. hostmaster.example.test. 1 3600 600 86400 60
-@       IN NS   ns.example.test.
-ns      IN A    1.2.3.53
-@       IN A    1.2.3.4
-@       IN AAAA 2606:4700::1111
-www     IN CNAME alias.example.test.
+const zone = (cdn: string[]) => `${EXAMPLE_ZONE_HEAD}www     IN CNAME alias.example.test.
 alias   IN CNAME cdn.example.test.
 ${cdn.map((a) => `cdn 60 IN ${a.includes(":") ? "AAAA" : "A"} ${a}`).join("\n")}
 `;

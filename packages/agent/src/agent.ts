@@ -10,7 +10,7 @@ import { ControllerHttpClient } from "./bundle/http-client.js";
 import { startNatsWakeups } from "./bundle/nats-wakeups.js";
 import { pinnedFetch, pinnedGrpcCredentials } from "./bundle/pinning.js";
 import { type AgentConfig, requireControllerUrl, splitHostPort } from "./config.js";
-import { ensureEnrolled } from "./enroll.js";
+import { enrollmentSettings, ensureEnrolled } from "./enroll.js";
 import { AgentMetrics } from "./http/metrics.js";
 import { type MetricsServer, startMetricsServer } from "./http/metrics-server.js";
 import { createLogger, errorFields, type Logger } from "./log.js";
@@ -77,13 +77,9 @@ export async function startAgent(config: AgentConfig, deps: AgentDeps): Promise<
     );
   }
   const identity = await ensureEnrolled({
-    controllerUrl: baseUrl,
-    grpcUrl: config.grpcUrl,
-    caHash: config.caHash,
-    insecure: config.insecure,
+    ...enrollmentSettings(config),
     log,
     state,
-    token: config.enrollmentToken,
     hostname: deps.hostname ?? osHostname(),
     agentVersion: deps.version,
     now: () => clock.now(),

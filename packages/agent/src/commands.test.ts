@@ -1,15 +1,16 @@
-import { mkdtempSync, readFileSync, rmSync } from "node:fs";
+import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { BirdError } from "@rlc/shared/bird";
 import { afterEach, describe, expect, it } from "vitest";
 import { fakeBird, reply } from "../../../test/helpers/agent-fakes.js";
+import { ESTABLISHED_A1, protocolsFixture } from "../../shared/src/bird/status/fixtures.test-helper.js";
 import { protocolsCommand, STATUS_EXIT, statusCommand, statusExitCode, statusWithExitCode } from "./commands.js";
 import { StateStore } from "./state.js";
 
 // Captured `birdc show protocols all` (packages/shared/src/bird/status/fixtures/README.md): a1 Established with GoBGP,
 // a2 and a3 Active with "Connection refused".
-const established = readFileSync(join(import.meta.dirname, "../../shared/src/bird/status/fixtures/established.txt"), "utf8");
+const established = protocolsFixture("established");
 const now = new Date("2026-11-22T05:00:00Z");
 
 function bird() {
@@ -39,18 +40,7 @@ describe("rl-agent protocols", () => {
   it("--json gives the BgpSessionLive objects the agent reports", async () => {
     const out = JSON.parse(await protocolsCommand({ bird: bird(), now, timeZone: "utc" }, { json: true }));
     expect(out.sessions).toHaveLength(3);
-    expect(out.sessions[0]).toEqual({
-      protocol: "rl_peer_0192f3a40000700080000000000000a1",
-      peer_id: "0192f3a4-0000-7000-8000-0000000000a1",
-      neighbor_address: "127.0.0.2",
-      remote_asn: 65001,
-      state: "up",
-      bgp_state: "Established",
-      since: "2026-11-22T04:15:35.000Z",
-      routes_imported: 0,
-      routes_exported: 4,
-      last_error: null,
-    });
+    expect(out.sessions[0]).toEqual(ESTABLISHED_A1);
   });
 });
 

@@ -1,4 +1,5 @@
 import { isAbsolute, resolve } from "node:path";
+import { ConfigError, parseEnvironment } from "@rlc/shared";
 import { z } from "zod";
 
 const optionalString = z
@@ -90,18 +91,11 @@ export interface AgentConfig {
   logLevel: "debug" | "info" | "warn" | "error" | "silent";
 }
 
-export class ConfigError extends Error {
-  override name = "ConfigError";
-}
+export { ConfigError };
 
 /** Reads the environment; throws a {@link ConfigError} listing every bad variable. */
 export function loadConfig(env: Record<string, string | undefined> = process.env): AgentConfig {
-  const parsed = Schema.safeParse(env);
-  if (!parsed.success) {
-    const lines = parsed.error.issues.map((i) => `  ${i.path.join(".")}: ${i.message}`);
-    throw new ConfigError(`invalid configuration:\n${lines.join("\n")}`);
-  }
-  const e = parsed.data;
+  const e = parseEnvironment(Schema, env);
   const mode = e.RL_BIRD_MODE;
   const configPath = e.BIRD_CONFIG_PATH ?? (mode === "full" ? "/etc/bird/bird.conf" : "/etc/bird/rl-routes.conf");
   if (e.RL_CONTROLLER_URL?.startsWith("http://") && !e.RL_INSECURE) {

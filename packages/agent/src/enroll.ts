@@ -1,6 +1,7 @@
 import { ControllerError, ControllerHttpClient } from "./bundle/http-client.js";
 import { endpointOf, fetchPinnedCa, pinnedFetch, pinOf } from "./bundle/pinning.js";
 import { keysFromEnrollment } from "./bundle/signing-keys.js";
+import { type AgentConfig, requireControllerUrl } from "./config.js";
 import type { Logger } from "./log.js";
 import { writeNatsCredentials } from "./nats-credentials.js";
 import type { NodeIdentity, StateStore } from "./state.js";
@@ -66,6 +67,17 @@ export async function enroll(o: EnrollOptions): Promise<NodeIdentity> {
   await o.state.writeNode(node);
   // Enrolled over http:// (RL_INSECURE): the pin still guards gRPC, checked at its first connection.
   return pin && !caPem ? ensureControllerCa(node, { grpcUrl: o.grpcUrl, controllerUrl: o.controllerUrl }, o.state, o.log) : node;
+}
+
+/** What the configuration says of enrolling: the controller, how it is pinned, and the token. */
+export function enrollmentSettings(config: AgentConfig) {
+  return {
+    controllerUrl: requireControllerUrl(config),
+    grpcUrl: config.grpcUrl,
+    caHash: config.caHash,
+    insecure: config.insecure,
+    token: config.enrollmentToken,
+  };
 }
 
 /** The stored identity, or a fresh enrollment when there is none and a token is at hand. */

@@ -6,9 +6,9 @@ import { parseArgs } from "node:util";
 import { BirdClient } from "@rlc/shared/bird";
 import { type RunningAgent, startAgent } from "./agent.js";
 import { protocolsCommand, statusWithExitCode } from "./commands.js";
-import { ConfigError, loadConfig, requireControllerUrl } from "./config.js";
+import { ConfigError, loadConfig } from "./config.js";
 import { environmentWithConfigFile } from "./config-file.js";
-import { enroll, NotEnrolledError } from "./enroll.js";
+import { enroll, enrollmentSettings, NotEnrolledError } from "./enroll.js";
 import { commandHelp, usage } from "./help.js";
 import { createLogger } from "./log.js";
 import { StateStore } from "./state.js";
@@ -61,13 +61,10 @@ async function main(argv: string[]): Promise<number> {
       const log = createLogger(config.logLevel);
       if (config.insecure) log.warn("RL_INSECURE=true: the controller is not authenticated (http:// and plaintext gRPC allowed, enrollment without a CA hash)");
       const node = await enroll({
-        controllerUrl: requireControllerUrl(config),
-        grpcUrl: config.grpcUrl,
-        caHash: config.caHash,
-        insecure: config.insecure,
+        ...enrollmentSettings(config),
+        token: config.enrollmentToken,
         log,
         state,
-        token: config.enrollmentToken,
         hostname: hostname(),
         agentVersion: VERSION,
         now: Date.now,

@@ -1,3 +1,4 @@
+import { ConfigError, parseEnvironment } from "@rlc/shared";
 import { z } from "zod";
 
 const port = z.coerce.number().int().min(0).max(65535);
@@ -69,19 +70,13 @@ const ConfigSchema = z.object({
 
 export type Config = z.infer<typeof ConfigSchema>;
 
-export class ConfigError extends Error {
-  override name = "ConfigError";
-}
+export { ConfigError };
 
 export function loadConfig(env: Record<string, string | undefined> = process.env): Config {
-  const parsed = ConfigSchema.safeParse(env);
-  if (!parsed.success) {
-    const lines = parsed.error.issues.map((i) => `  ${i.path.join(".")}: ${i.message}`);
-    throw new ConfigError(`invalid configuration:\n${lines.join("\n")}`);
-  }
-  const nats = natsConfigProblem(parsed.data);
+  const config = parseEnvironment(ConfigSchema, env);
+  const nats = natsConfigProblem(config);
   if (nats) throw new ConfigError(`invalid configuration:\n  ${nats}`);
-  return parsed.data;
+  return config;
 }
 
 /** NATS credentials only make sense together: the account seed mints users of the account the controller's creds name. */

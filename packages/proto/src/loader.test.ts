@@ -12,15 +12,8 @@ import {
   statusReportFromProto,
   statusReportToProto,
 } from "./convert.js";
-import {
-  AGENT_PROTO_PATH,
-  type AgentServiceHandlers,
-  bearerFromMetadata,
-  bearerMetadata,
-  loadAgentService,
-  PROTO_LOADER_OPTIONS,
-  packageDefinitionFromText,
-} from "./loader.js";
+import type { AgentServiceHandlers } from "./loader.js";
+import { AGENT_PROTO_PATH, bearerFromMetadata, bearerMetadata, loadAgentService, PROTO_LOADER_OPTIONS, packageDefinitionFromText } from "./loader.js";
 import type { BundleChunk, ReportStatusRequest, WatchEvent } from "./messages.js";
 
 const report: StatusReport = {

@@ -128,3 +128,5 @@ export class UnauthenticatedError extends AppError {
     super("unauthenticated", detail, { headers: { "www-authenticate": 'Bearer realm="route-lists"' } });
   }
 }
+
+export { CodedError } from "./coded-error.js";

@@ -1,2 +1,3 @@
+export { ConfigError, parseEnvironment } from "./config-env.js";
 export * from "./errors.js";
 export { spkiHash } from "./spki.js";

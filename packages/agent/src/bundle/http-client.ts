@@ -44,51 +44,37 @@ export class ControllerError extends Error {
   }
 }
 
+/** Absent or null, read as null. */
+const orNull = <T extends z.ZodType>(schema: T) => schema.nullish().transform((v) => v ?? null);
+/** Absent, null or empty, read as null. */
+const textOrNull = () =>
+  z
+    .string()
+    .nullish()
+    .transform((v) => v || null);
+
 const KeySchema = z.object({
   key_id: z.string(),
   alg: z.string(),
   public_key: z.string(),
   status: z.enum(["active", "retired"]),
-  created_at: z
-    .string()
-    .nullish()
-    .transform((v) => v ?? null),
-  statement: z
-    .unknown()
-    .optional()
-    .transform((v) => v ?? null),
+  created_at: orNull(z.string()),
+  statement: orNull(z.unknown()),
 });
 const EnrollSchema = z.object({
   speaker_id: z.string().min(1),
   tenant_id: z.string().min(1),
   api_key: z.string().min(1),
   signing_keys: z.array(KeySchema).min(1),
-  grpc_endpoint: z
-    .string()
-    .nullish()
-    .transform((v) => v || null),
-  nats_url: z
-    .string()
-    .nullish()
-    .transform((v) => v || null),
-  nats_credentials: z
-    .string()
-    .nullish()
-    .transform((v) => v || null),
+  grpc_endpoint: textOrNull(),
+  nats_url: textOrNull(),
+  nats_credentials: textOrNull(),
 });
 const LatestSchema = z.object({
   revision_id: z.number().int().positive(),
   digest: z.string(),
-  sequence: z
-    .number()
-    .int()
-    .positive()
-    .nullish()
-    .transform((v) => v ?? null),
-  issued_at: z
-    .string()
-    .nullish()
-    .transform((v) => v ?? null),
+  sequence: orNull(z.number().int().positive()),
+  issued_at: orNull(z.string()),
 });
 const KeysSchema = z.object({ keys: z.array(KeySchema) });
 

@@ -53,32 +53,32 @@ export function createControllerMetrics(o: { sql: Sql; clock: Clock; bus: Bus; o
 
   registerFleetGauges({ registry, sql: o.sql, clock: o.clock, ...(o.onQueryError ? { onError: o.onQueryError } : {}) });
 
-  const runs = new Histogram({
-    name: "rlc_job_run_duration_seconds",
-    help: "Time a worker of this process spent on one job attempt, by type and outcome (succeeded, failed, cancelled, retried, awaiting, lost).",
-    labelNames: ["type", "outcome"] as const,
-    buckets: RUN_BUCKETS,
-    registers,
-  });
-  const failures = new Counter({
-    name: "rlc_job_failures_total",
-    help: "Jobs this process ended failed, by type and problem code (revision_guard_tripped, apply_failed, internal, …).",
-    labelNames: ["type", "code"] as const,
-    registers,
-  });
-  const applies = new Histogram({
-    name: "rlc_apply_duration_seconds",
-    help: "From an apply's start to its end (every speaker applied or failed, or the deadline), for the applies this process ended, by status.",
-    labelNames: ["status"] as const,
-    buckets: APPLY_BUCKETS,
-    registers,
-  });
-  const sources = new Counter({
-    name: "rlc_ingest_source_failures_total",
-    help: "Sources a refresh run by this process could not collect (the module keeps their previous prefixes), by tenant and kind (asn, domain, cdn).",
-    labelNames: ["tenant", "kind"] as const,
-    registers,
-  });
+  // The job and ingest figures this process counts: name, help, labels (and buckets).
+  const histogram = <L extends string>(name: string, help: string, labelNames: readonly L[], buckets: number[]) =>
+    new Histogram({ name, help, labelNames, buckets, registers });
+  const counter = <L extends string>(name: string, help: string, labelNames: readonly L[]) => new Counter({ name, help, labelNames, registers });
+  const runs = histogram(
+    "rlc_job_run_duration_seconds",
+    "Time a worker of this process spent on one job attempt, by type and outcome (succeeded, failed, cancelled, retried, awaiting, lost).",
+    ["type", "outcome"],
+    RUN_BUCKETS,
+  );
+  const failures = counter(
+    "rlc_job_failures_total",
+    "Jobs this process ended failed, by type and problem code (revision_guard_tripped, apply_failed, internal, …).",
+    ["type", "code"],
+  );
+  const applies = histogram(
+    "rlc_apply_duration_seconds",
+    "From an apply's start to its end (every speaker applied or failed, or the deadline), for the applies this process ended, by status.",
+    ["status"],
+    APPLY_BUCKETS,
+  );
+  const sources = counter(
+    "rlc_ingest_source_failures_total",
+    "Sources a refresh run by this process could not collect (the module keeps their previous prefixes), by tenant and kind (asn, domain, cdn).",
+    ["tenant", "kind"],
+  );
 
   new Gauge({
     name: "rlc_bus_connected",

@@ -21,6 +21,12 @@ export const FLEET_SERIES_LIMIT = 10_000;
 
 const SYNC_STATUSES = ["in_sync", "out_of_sync", "unknown", "error"] as const;
 
+/** One series of a gauge: its labels and its value. */
+type Series<L extends string> = [labels: Record<L, string>, value: number];
+
+/** Seconds from `since` to `now` (ms), never below 0: the rows' times come from other processes' clocks. */
+const ageSeconds = (since: Date, now: number) => Math.max(0, (now - since.getTime()) / 1000);
+
 /**
  * One query's answer, shared by the scrapes within `ttlMs` and by concurrent ones (a second
  * scrape during the query waits for the same promise). Monotonic time: the controller's clock
@@ -106,32 +112,41 @@ export function registerFleetGauges(o: FleetGaugeOptions): void {
     };
   };
 
+  /**
+   * A gauge set on each scrape from the rows of one cached query, each row giving its series.
+   * The old series are dropped first, so a tenant or speaker that went away leaves none.
+   */
+  const rowGauge = <R, L extends string>(
+    name: string,
+    help: string,
+    labelNames: readonly L[],
+    rows: () => Promise<readonly R[] | null>,
+    series: (row: R, now: number) => Series<L>[],
+  ) =>
+    new Gauge({
+      name,
+      help,
+      labelNames,
+      registers,
+      async collect() {
+        const list = await rows();
+        this.reset();
+        const now = o.clock().getTime();
+        for (const row of list ?? []) for (const [labels, value] of series(row, now)) this.set(labels, value);
+      },
+    });
+
   const jobs = read("jobs", () => countActiveJobs(o.sql, o.clock()));
-  new Gauge({
-    name: "rlc_jobs",
-    help: "Jobs not yet ended, by tenant, type and status (queued, running, awaiting agents).",
-    labelNames: ["tenant", "type", "status"] as const,
-    registers,
-    async collect() {
-      const rows = await jobs();
-      this.reset();
-      for (const r of rows ?? []) this.set({ tenant: r.tenant_id, type: r.type, status: r.status }, r.count);
-    },
-  });
-  new Gauge({
-    name: "rlc_jobs_oldest_queued_age_seconds",
-    help: "How long the oldest due queued job has waited for a worker, by tenant and type (absent: none waits).",
-    labelNames: ["tenant", "type"] as const,
-    registers,
-    async collect() {
-      const rows = await jobs();
-      this.reset();
-      const now = o.clock().getTime();
-      for (const r of rows ?? []) {
-        if (r.oldest_due_at) this.set({ tenant: r.tenant_id, type: r.type }, Math.max(0, (now - r.oldest_due_at.getTime()) / 1000));
-      }
-    },
-  });
+  rowGauge("rlc_jobs", "Jobs not yet ended, by tenant, type and status (queued, running, awaiting agents).", ["tenant", "type", "status"], jobs, (r) => [
+    [{ tenant: r.tenant_id, type: r.type, status: r.status }, r.count],
+  ]);
+  rowGauge(
+    "rlc_jobs_oldest_queued_age_seconds",
+    "How long the oldest due queued job has waited for a worker, by tenant and type (absent: none waits).",
+    ["tenant", "type"],
+    jobs,
+    (r, now) => (r.oldest_due_at ? [[{ tenant: r.tenant_id, type: r.type }, ageSeconds(r.oldest_due_at, now)]] : []),
+  );
 
   const speakers = read("speakers", () => countSpeakersBySyncInputs(o.sql));
   new Gauge({
@@ -164,61 +179,31 @@ export function registerFleetGauges(o: FleetGaugeOptions): void {
   });
 
   const reports = read("speaker_reports", () => listSpeakerReportTimes(o.sql, FLEET_SERIES_LIMIT));
-  new Gauge({
-    name: "rlc_speaker_last_report_age_seconds",
-    help: "Seconds since each enrolled agent's last status report; an agent that never reported counts from +Inf.",
-    labelNames: ["tenant", "speaker", "speaker_id"] as const,
-    registers,
-    async collect() {
-      const rows = await reports();
-      this.reset();
-      const now = o.clock().getTime();
-      for (const r of rows ?? []) {
-        const age = r.last_report_at ? Math.max(0, (now - r.last_report_at.getTime()) / 1000) : Number.POSITIVE_INFINITY;
-        this.set({ tenant: r.tenant_id, speaker: r.name, speaker_id: r.speaker_id }, age);
-      }
-    },
-  });
+  rowGauge(
+    "rlc_speaker_last_report_age_seconds",
+    "Seconds since each enrolled agent's last status report; an agent that never reported counts from +Inf.",
+    ["tenant", "speaker", "speaker_id"],
+    reports,
+    (r, now) => [
+      [{ tenant: r.tenant_id, speaker: r.name, speaker_id: r.speaker_id }, r.last_report_at ? ageSeconds(r.last_report_at, now) : Number.POSITIVE_INFINITY],
+    ],
+  );
 
   const revisions = read("revisions", () => listLatestRevisions(o.sql));
-  new Gauge({
-    name: "rlc_revision_prefixes",
-    help: "Prefixes in each tenant's newest revision, by ip_version (4, 6).",
-    labelNames: ["tenant", "ip_version"] as const,
-    registers,
-    async collect() {
-      const rows = await revisions();
-      this.reset();
-      for (const r of rows ?? []) {
-        this.set({ tenant: r.tenant_id, ip_version: "4" }, r.prefix_count_v4);
-        this.set({ tenant: r.tenant_id, ip_version: "6" }, r.prefix_count_v6);
-      }
-    },
-  });
-  new Gauge({
-    name: "rlc_revision_latest",
-    help: "Number of each tenant's newest revision.",
-    labelNames: ["tenant"] as const,
-    registers,
-    async collect() {
-      const rows = await revisions();
-      this.reset();
-      for (const r of rows ?? []) this.set({ tenant: r.tenant_id }, r.revision_id);
-    },
-  });
+  rowGauge("rlc_revision_prefixes", "Prefixes in each tenant's newest revision, by ip_version (4, 6).", ["tenant", "ip_version"], revisions, (r) => [
+    [{ tenant: r.tenant_id, ip_version: "4" }, r.prefix_count_v4],
+    [{ tenant: r.tenant_id, ip_version: "6" }, r.prefix_count_v6],
+  ]);
+  rowGauge("rlc_revision_latest", "Number of each tenant's newest revision.", ["tenant"], revisions, (r) => [[{ tenant: r.tenant_id }, r.revision_id]]);
 
   const failingModules = read("modules", () => countModulesWithRefreshErrors(o.sql));
-  new Gauge({
-    name: "rlc_modules_refresh_failing",
-    help: "Enabled modules whose last refresh had failed sources (they keep those sources' previous prefixes), by tenant.",
-    labelNames: ["tenant"] as const,
-    registers,
-    async collect() {
-      const rows = await failingModules();
-      this.reset();
-      for (const r of rows ?? []) this.set({ tenant: r.tenant_id }, r.count);
-    },
-  });
+  rowGauge(
+    "rlc_modules_refresh_failing",
+    "Enabled modules whose last refresh had failed sources (they keep those sources' previous prefixes), by tenant.",
+    ["tenant"],
+    failingModules,
+    (r) => [[{ tenant: r.tenant_id }, r.count]],
+  );
 
   const outbox = read("audit_outbox", () => findAuditOutboxBacklog(o.sql));
   new Gauge({
@@ -236,22 +221,14 @@ export function registerFleetGauges(o: FleetGaugeOptions): void {
     registers,
     async collect() {
       const row = await outbox();
-      this.set(row ? (row.oldest_at ? Math.max(0, (o.clock().getTime() - row.oldest_at.getTime()) / 1000) : 0) : Number.NaN);
+      this.set(row ? (row.oldest_at ? ageSeconds(row.oldest_at, o.clock().getTime()) : 0) : Number.NaN);
     },
   });
 
   const tenants = read("tenants", () => listTenantNames(o.sql, FLEET_SERIES_LIMIT));
-  new Gauge({
-    name: "rlc_tenant_info",
-    help: "Always 1: maps the `tenant` label (the tenant's id) to its name.",
-    labelNames: ["tenant", "name"] as const,
-    registers,
-    async collect() {
-      const rows = await tenants();
-      this.reset();
-      for (const r of rows ?? []) this.set({ tenant: r.id, name: r.name }, 1);
-    },
-  });
+  rowGauge("rlc_tenant_info", "Always 1: maps the `tenant` label (the tenant's id) to its name.", ["tenant", "name"], tenants, (r) => [
+    [{ tenant: r.id, name: r.name }, 1],
+  ]);
   // Last: prom-client collects in order of registration, and this one waits for the others' loads.
   o.registry.registerMetric(errors);
 }

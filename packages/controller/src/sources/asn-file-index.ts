@@ -17,8 +17,8 @@
 // (A split/map/regex line parser took 3x as long; parseRow is written for speed because of it.)
 import { createReadStream } from "node:fs";
 import { createInterface } from "node:readline";
+import { appendRangeCidrValues, type CidrValue, type Family, formatCidrValue, parseIpValue } from "@rlc/shared/prefix";
 import { AsnSourceError } from "./asn-errors.js";
-import { bitsOf, type Cidr, formatCidr, type IpVersion, parseIp } from "./ip-bits.js";
 
 export interface AsnFileIndex {
   /** Canonical CIDRs covering the ranges listed for `asn`, IPv4 first, sorted; [] when absent. */
@@ -27,7 +27,7 @@ export interface AsnFileIndex {
 }
 
 interface Row {
-  version: IpVersion;
+  family: Family;
   start: number | bigint;
   end: number | bigint;
   asns: number[];
@@ -69,7 +69,7 @@ export async function loadAsnFileIndex(paths: readonly string[]): Promise<AsnFil
       }
       rows++;
       for (const asn of row.asns) {
-        if (row.version === 4) push(v4, asn, row.start as number, row.end as number);
+        if (row.family === 4) push(v4, asn, row.start as number, row.end as number);
         else push(v6, asn, row.start as bigint, row.end as bigint);
       }
     }
@@ -83,11 +83,11 @@ export async function loadAsnFileIndex(paths: readonly string[]): Promise<AsnFil
   return {
     stats: { rows, rejected, asns },
     prefixesOf(asn) {
-      const cidrs: Cidr[] = [];
+      const cidrs: CidrValue[] = [];
       const ranges4 = v4.get(asn) ?? [];
-      for (let i = 0; i < ranges4.length; i += 2) appendRangeCidrs(4, BigInt(ranges4[i]!), BigInt(ranges4[i + 1]!), cidrs);
+      for (let i = 0; i < ranges4.length; i += 2) appendRangeCidrValues(4, BigInt(ranges4[i]!), BigInt(ranges4[i + 1]!), cidrs);
       const ranges6 = v6.get(asn) ?? [];
-      for (let i = 0; i < ranges6.length; i += 2) appendRangeCidrs(6, ranges6[i]!, ranges6[i + 1]!, cidrs);
+      for (let i = 0; i < ranges6.length; i += 2) appendRangeCidrValues(6, ranges6[i]!, ranges6[i + 1]!, cidrs);
       return canonicalCidrs(cidrs);
     },
   };
@@ -155,9 +155,9 @@ function numericRange(a: string, b: string): Row | null {
 
 function addressRange(family: 4 | 6, a: string, b: string): Row | null {
   if (family === 4) return ordered(4, parseV4(a), parseV4(b));
-  const start = parseIp(a);
-  const end = parseIp(b);
-  return start?.version === 6 && end?.version === 6 ? ordered(6, start.value, end.value) : null;
+  const start = parseIpValue(a);
+  const end = parseIpValue(b);
+  return start?.family === 6 && end?.family === 6 ? ordered(6, start.value, end.value) : null;
 }
 
 function prefixRange(family: 4 | 6, address: string, length: number): Row | null {
@@ -166,17 +166,17 @@ function prefixRange(family: 4 | 6, address: string, length: number): Row | null
     if (value < 0 || length > 32) return null;
     const size = 2 ** (32 - length);
     const start = value - (value % size);
-    return { version: 4, start, end: start + size - 1, asns: [] };
+    return { family: 4, start, end: start + size - 1, asns: [] };
   }
-  const parsed = parseIp(address);
-  if (parsed?.version !== 6 || length > 128) return null;
+  const parsed = parseIpValue(address);
+  if (parsed?.family !== 6 || length > 128) return null;
   const host = (1n << BigInt(128 - length)) - 1n;
-  return { version: 6, start: parsed.value & ~host, end: (parsed.value & ~host) | host, asns: [] };
+  return { family: 6, start: parsed.value & ~host, end: (parsed.value & ~host) | host, asns: [] };
 }
 
-function ordered(version: IpVersion, start: number | bigint, end: number | bigint): Row | null {
+function ordered(family: Family, start: number | bigint, end: number | bigint): Row | null {
   if (typeof start === "number" && (start < 0 || (end as number) < 0)) return null;
-  return start <= end ? { version, start, end, asns: [] } : null;
+  return start <= end ? { family, start, end, asns: [] } : null;
 }
 
 /** Dotted quad to a number, -1 when malformed; hand-rolled because it runs 400k times per load. */
@@ -204,24 +204,12 @@ function parseV4(text: string): number {
   return dots === 3 && digits > 0 ? value * 256 + part : -1;
 }
 
-/** The fewest CIDRs that cover [start, end] exactly. */
-export function appendRangeCidrs(version: IpVersion, start: bigint, end: bigint, out: Cidr[]): void {
-  const bits = bitsOf(version);
-  while (start <= end) {
-    let hostBits = 0;
-    while (hostBits < bits && ((start >> BigInt(hostBits)) & 1n) === 0n) hostBits++;
-    while (hostBits > 0 && start + (1n << BigInt(hostBits)) - 1n > end) hostBits--;
-    out.push({ version, network: start, length: bits - hostBits });
-    start += 1n << BigInt(hostBits);
-  }
-}
-
 /** Sorted (IPv4 first, then by network and length) and deduplicated text; sorts `cidrs` in place. */
-export function canonicalCidrs(cidrs: Cidr[]): string[] {
-  cidrs.sort((x, y) => (x.version !== y.version ? x.version - y.version : x.network !== y.network ? (x.network < y.network ? -1 : 1) : x.length - y.length));
+export function canonicalCidrs(cidrs: CidrValue[]): string[] {
+  cidrs.sort((x, y) => (x.family !== y.family ? x.family - y.family : x.network !== y.network ? (x.network < y.network ? -1 : 1) : x.length - y.length));
   const out: string[] = [];
   for (const cidr of cidrs) {
-    const text = formatCidr(cidr);
+    const text = formatCidrValue(cidr);
     if (out[out.length - 1] !== text) out.push(text);
   }
   return out;

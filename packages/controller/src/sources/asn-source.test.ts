@@ -15,21 +15,14 @@ import { AsnSourceError, createAsnSource } from "./asn-source.js";
 import { createOutboundClient } from "./outbound.js";
 
 const fixture = (name: string) => fileURLToPath(new URL(`./fixtures/${name}`, import.meta.url));
+/** The fewest CIDRs of AS64500's unaligned ranges, listed in both forms of asn-ranges. */
+const AS64500_RANGES_V4 = ["1.1.1.1/32", "1.1.1.2/31", "1.1.1.4/30", "1.1.1.8/31", "1.1.1.10/32"];
+const AS64500_RANGES_V6 = ["2a00:1::/127", "2a00:1::2/128"];
 
 describe("createAsnSource - file", () => {
   it("announcedPrefixes - splits ranges that are not CIDR-aligned into their fewest CIDRs", async () => {
     const source = createAsnSource(`file:${fixture("asn-ranges.csv")}`);
-    expect(await source.announcedPrefixes(64500)).toEqual([
-      "1.1.1.1/32",
-      "1.1.1.2/31",
-      "1.1.1.4/30",
-      "1.1.1.8/31",
-      "1.1.1.10/32",
-      "5.0.0.0/23",
-      "5.0.2.0/24",
-      "2a00:1::/127",
-      "2a00:1::2/128",
-    ]);
+    expect(await source.announcedPrefixes(64500)).toEqual([...AS64500_RANGES_V4, "5.0.0.0/23", "5.0.2.0/24", ...AS64500_RANGES_V6]);
     expect(await source.announcedPrefixes(13335)).toEqual(["1.0.0.0/24", "2606:4700::/32"]);
     expect(await source.announcedPrefixes(64501)).toEqual(["0.0.0.0/0"]);
     expect(await source.announcedPrefixes(64502)).toEqual([]);
@@ -45,15 +38,7 @@ describe("createAsnSource - file", () => {
 
   it("announcedPrefixes - reads the decimal -num form the same as the address form", async () => {
     const source = createAsnSource(`file:${fixture("asn-ranges-num.csv")}`);
-    expect(await source.announcedPrefixes(64500)).toEqual([
-      "1.1.1.1/32",
-      "1.1.1.2/31",
-      "1.1.1.4/30",
-      "1.1.1.8/31",
-      "1.1.1.10/32",
-      "2a00:1::/127",
-      "2a00:1::2/128",
-    ]);
+    expect(await source.announcedPrefixes(64500)).toEqual([...AS64500_RANGES_V4, ...AS64500_RANGES_V6]);
     expect(await source.announcedPrefixes(13335)).toEqual(["1.0.0.0/24", "2606:4700::/32"]);
   });
 

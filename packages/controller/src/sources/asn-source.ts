@@ -2,9 +2,9 @@
 // RIPEstat's announced-prefixes API (or a mirror at `ASN_SOURCE_URL`); `file:<path>` reads an
 // offline table once. Several files may be given as `file:<a>,<b>` (ip-location-db ships IPv4
 // and IPv6 apart); a path therefore cannot contain a comma.
+import { type CidrValue, parseCidrValue } from "@rlc/shared/prefix";
 import { AsnSourceError } from "./asn-errors.js";
 import { type AsnFileIndex, canonicalCidrs, loadAsnFileIndex } from "./asn-file-index.js";
-import { type Cidr, parseCidr } from "./ip-bits.js";
 import type { OutboundClient } from "./outbound.js";
 
 export { AsnSourceError, type AsnSourceErrorCode } from "./asn-errors.js";
@@ -84,12 +84,12 @@ export function parseRipestat(text: string, asn: number): string[] {
   if (data.resource !== undefined && String(data.resource).replace(/^as/i, "") !== String(asn)) {
     throw new AsnSourceError("asn_source_malformed", `RIPEstat answered for ${String(data.resource)}, not AS${asn}`);
   }
-  const cidrs: Cidr[] = [];
+  const cidrs: CidrValue[] = [];
   for (const entry of data.prefixes) {
     if (!isObject(entry) || typeof entry.prefix !== "string") {
       throw new AsnSourceError("asn_source_malformed", `RIPEstat answer for AS${asn} has an entry without a prefix`);
     }
-    const parsed = parseCidr(entry.prefix.trim());
+    const parsed = parseCidrValue(entry.prefix.trim());
     if (!parsed.ok) throw new AsnSourceError("asn_source_malformed", `RIPEstat answer for AS${asn} has a bad prefix "${entry.prefix.slice(0, 60)}"`);
     // Host bits in fetched data are masked, not rejected (real feeds contain them).
     cidrs.push(parsed.cidr);

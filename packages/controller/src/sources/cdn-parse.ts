@@ -1,8 +1,6 @@
 // Turns a fetched CDN feed into distinct canonical prefixes. Pure: no I/O.
 // Host bits inside fetched data are masked, not rejected, since real feeds contain them.
-// CIDR parsing comes from ./ip-bits.ts, a local stand-in to be swapped for `@rlc/shared/prefix`
-// once that package's API is settled.
-import { formatCidr, parseCidr } from "./ip-bits.js";
+import { formatCidrValue, parseCidrValue } from "@rlc/shared/prefix";
 import { evaluateJsonPath, type JsonPath, parseJsonPath } from "./json-path.js";
 
 export type RejectReason = "not_an_address" | "bad_prefix_length" | "not_a_string";
@@ -40,10 +38,10 @@ function collector() {
     if (result.rejectedSample.length < SAMPLE_SIZE) result.rejectedSample.push({ value: value.slice(0, VALUE_CHARS), reason });
   };
   const add = (value: string) => {
-    const parsed = parseCidr(value);
-    if (!parsed.ok) return reject(value, parsed.reason);
-    if (parsed.hostBitsSet) result.masked++;
-    const text = formatCidr(parsed.cidr);
+    const parsed = parseCidrValue(value);
+    if (!parsed.ok) return reject(value, parsed.code === "invalid_prefix_length" ? "bad_prefix_length" : "not_an_address");
+    if (parsed.masked) result.masked++;
+    const text = formatCidrValue(parsed.cidr);
     if (!seen.has(text)) {
       seen.add(text);
       result.prefixes.push(text);

@@ -1,19 +1,12 @@
 import * as dnsPacket from "dns-packet";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { jsonA, jsonCname, startJsonDohServer, startRawServer } from "../../../../test/helpers/doh-servers.js";
-import { startUnbound, type UnboundServer, unboundMissing } from "../../../../test/helpers/unbound.js";
+import { EXAMPLE_ZONE_HEAD, startUnbound, type UnboundServer, unboundMissing } from "../../../../test/helpers/unbound.js";
 import { type DohProfileSpec, queryDoh } from "./doh-client.js";
 import { DohMalformedError } from "./doh-errors.js";
 import { createOutboundClient } from "./outbound.js";
 
-const ZONE = `$ORIGIN example.test.
-$TTL 300
-@     IN SOA  ns.example.test. hostmaster.example.test. 1 3600 600 86400 60
-@     IN NS   ns.example.test.
-ns    IN A    1.2.3.53
-@     IN A    1.2.3.4
-@     IN AAAA 2606:4700::1111
-www   IN CNAME cdn.example.test.
+const ZONE = `${EXAMPLE_ZONE_HEAD}www   IN CNAME cdn.example.test.
 cdn   60 IN A 1.2.3.21
 `;
 

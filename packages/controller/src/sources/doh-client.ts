@@ -8,9 +8,9 @@
 // HTTP/1.1 first, because the dns-json API is served by ordinary web servers. When the first
 // try fails at the protocol level (the server closed or reset the connection, or sent garbage),
 // the other version is tried with the time left. Refused connections are not retried.
+import { formatIpValue, parseIpValue } from "@rlc/shared/prefix";
 import * as dnsPacket from "dns-packet";
 import { DohMalformedError } from "./doh-errors.js";
-import { formatIp, parseIp } from "./ip-bits.js";
 import { type OutboundClient, OutboundNetworkError, type OutboundResponse } from "./outbound.js";
 
 export type DohQueryType = "A" | "AAAA";
@@ -209,11 +209,11 @@ function checkedAnswer(type: DohAnswer["type"], owner: string, data: unknown, tt
     if (!/^[a-z0-9_-]+(\.[a-z0-9_-]+)*$/.test(target)) throw new DohMalformedError(`CNAME ${owner} → "${data}" is not a name`);
     return { type, name, data: target, ttl };
   }
-  const address = parseIp(data);
-  if (!address || address.version !== (type === "A" ? 4 : 6)) {
+  const address = parseIpValue(data);
+  if (!address || address.family !== (type === "A" ? 4 : 6)) {
     throw new DohMalformedError(`${type} record of ${owner} has a bad address "${data}"`);
   }
-  return { type, name, data: formatIp(address.version, address.value), ttl };
+  return { type, name, data: formatIpValue(address), ttl };
 }
 
 const rcodeName = (code: number): string => RCODES[code] ?? `RCODE${code}`;

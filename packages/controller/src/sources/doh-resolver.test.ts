@@ -1,19 +1,12 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { jsonA, jsonCname, startJsonDohServer } from "../../../../test/helpers/doh-servers.js";
-import { startUnbound, type UnboundServer, unboundMissing } from "../../../../test/helpers/unbound.js";
+import { EXAMPLE_ZONE_HEAD, startUnbound, type UnboundServer, unboundMissing } from "../../../../test/helpers/unbound.js";
 import type { DohProfileSpec } from "./doh-client.js";
 import { type DohResolverPolicy, type DomainRecord, resolveDomains } from "./doh-resolver.js";
 import { createOutboundClient } from "./outbound.js";
 
 // Public-looking addresses: documentation ranges (192.0.2.0/24, 2001:db8::/32) are dropped.
-const zone = (cdn: string[]) => `$ORIGIN example.test.
-$TTL 300
-@       IN SOA  ns.example.test. hostmaster.example.test. 1 3600 600 86400 60
-@       IN NS   ns.example.test.
-ns      IN A    1.2.3.53
-@       IN A    1.2.3.4
-@       IN AAAA 2606:4700::1111
-v4only  IN A    1.2.3.6
+const zone = (cdn: string[]) => `${EXAMPLE_ZONE_HEAD}v4only  IN A    1.2.3.6
 www     IN CNAME alias.example.test.
 alias   IN CNAME cdn.example.test.
 ${cdn.map((a) => `cdn 60 IN ${a.includes(":") ? "AAAA" : "A"} ${a}`).join("\n")}
@@ -44,6 +37,9 @@ const policy = (over: Partial<DohResolverPolicy> = {}): DohResolverPolicy => ({
 const T0 = new Date("2026-11-22T10:00:00.000Z");
 const minutes = (n: number) => new Date(T0.getTime() + n * 60_000);
 const domains = (...names: string[]) => names.map((name) => ({ name, include_subdomains: false }));
+/** resolveDomains of `names` from `profiles` with the test policy, nothing previous, at T0; `over` changes any of it. */
+const resolve = (profiles: DohProfileSpec[], names: string[], over: Partial<Parameters<typeof resolveDomains>[1]> = {}) =>
+  resolveDomains(deps, { domains: domains(...names), profiles, policy: policy(), previous: [], now: T0, ...over });
 // Nothing listens there: connections are refused at once.
 const DEAD = "http://127.0.0.1:9/dns-query";
 
@@ -64,13 +60,7 @@ describe.skipIf(missing !== null)("resolveDomains - against unbound", () => {
 
   it("resolveDomains - collects A and AAAA answers as bare addresses seen now", async () => {
     // include_subdomains is resolved as the name itself: a wildcard cannot be listed.
-    const result = await resolveDomains(deps, {
-      domains: [{ name: "Example.Test.", include_subdomains: true }],
-      profiles: [wire(unbound.url)],
-      policy: policy(),
-      previous: [],
-      now: T0,
-    });
+    const result = await resolve([wire(unbound.url)], [], { domains: [{ name: "Example.Test.", include_subdomains: true }] });
     expect(result.records).toEqual([
       { domain: "example.test", address: "1.2.3.4", last_seen_at: T0 },
       { domain: "example.test", address: "2606:4700::1111", last_seen_at: T0 },
@@ -79,47 +69,29 @@ describe.skipIf(missing !== null)("resolveDomains - against unbound", () => {
   });
 
   it("resolveDomains - asks only the record types of the policy", async () => {
-    const result = await resolveDomains(deps, {
-      domains: domains("example.test"),
-      profiles: [wire(unbound.url)],
+    const result = await resolve([wire(unbound.url)], ["example.test"], {
       policy: policy({ record_types: ["AAAA"] }),
       previous: [{ domain: "example.test", address: "1.2.3.4", last_seen_at: T0 }],
-      now: T0,
     });
     expect(result.records.map((r) => r.address)).toEqual(["2606:4700::1111"]);
   });
 
   it("resolveDomains - follows a CNAME chain to the addresses at its end", async () => {
-    const result = await resolveDomains(deps, {
-      domains: domains("www.example.test"),
-      profiles: [wire(unbound.url)],
-      policy: policy(),
-      previous: [],
-      now: T0,
-    });
+    const result = await resolve([wire(unbound.url)], ["www.example.test"]);
     expect(result.perDomain[0]?.addresses).toEqual(["1.2.3.21", "1.2.3.22", "2606:4700::21"]);
   });
 
   it("resolveDomains - a CNAME loop fails the domain", async () => {
-    const result = await resolveDomains(deps, {
-      domains: domains("loop1.example.test"),
-      profiles: [wire(unbound.url)],
-      policy: policy({ record_types: ["A"] }),
-      previous: [],
-      now: T0,
-    });
+    const result = await resolve([wire(unbound.url)], ["loop1.example.test"], { policy: policy({ record_types: ["A"] }) });
     expect(result.perDomain[0]).toMatchObject({ ok: false, addresses: [] });
     expect(result.perDomain[0]?.error).toMatch(/^A: /);
   });
 
   it("resolveDomains - NXDOMAIN fails the domain, keeps its previous records and spares the others", async () => {
     const old = { domain: "gone.example.test", address: "1.2.3.99", last_seen_at: minutes(-10_000) };
-    const result = await resolveDomains(deps, {
-      domains: domains("gone.example.test", "v4only.example.test"),
-      profiles: [wire(unbound.url)],
+    const result = await resolve([wire(unbound.url)], ["gone.example.test", "v4only.example.test"], {
       policy: policy({ record_types: ["A"] }),
       previous: [old],
-      now: T0,
     });
     expect(result.perDomain[0]).toMatchObject({ domain: "gone.example.test", ok: false, addresses: [] });
     expect(result.perDomain[0]?.error).toMatch(/NXDOMAIN for gone\.example\.test \(doh_rcode\)/);
@@ -128,13 +100,7 @@ describe.skipIf(missing !== null)("resolveDomains - against unbound", () => {
   });
 
   it("resolveDomains - drops private, CGNAT, documentation and link-local answers", async () => {
-    const result = await resolveDomains(deps, {
-      domains: domains("mixed.example.test"),
-      profiles: [wire(unbound.url)],
-      policy: policy(),
-      previous: [],
-      now: T0,
-    });
+    const result = await resolve([wire(unbound.url)], ["mixed.example.test"]);
     expect(result.perDomain[0]).toEqual({
       domain: "mixed.example.test",
       ok: true,
@@ -145,13 +111,7 @@ describe.skipIf(missing !== null)("resolveDomains - against unbound", () => {
 
   it("resolveDomains - keeps rotated-out addresses for keep_previous_minutes after they were last seen", async () => {
     const run = (now: Date, previous: DomainRecord[]) =>
-      resolveDomains(deps, {
-        domains: domains("www.example.test"),
-        profiles: [wire(unbound.url)],
-        policy: policy({ record_types: ["A"], keep_previous_minutes: 30 }),
-        previous,
-        now,
-      });
+      resolve([wire(unbound.url)], ["www.example.test"], { policy: policy({ record_types: ["A"], keep_previous_minutes: 30 }), previous, now });
     try {
       const first = await run(T0, []);
       expect(first.records.map((r) => r.address)).toEqual(["1.2.3.21", "1.2.3.22"]);
@@ -174,13 +134,7 @@ describe.skipIf(missing !== null)("resolveDomains - against unbound", () => {
   });
 
   it("resolveDomains - failover skips a broken and a dead profile and answers from the next", async () => {
-    const result = await resolveDomains(deps, {
-      domains: domains("example.test"),
-      profiles: [wire("not a url"), wire(DEAD), wire(unbound.url)],
-      policy: policy({ attempts: 2 }),
-      previous: [],
-      now: T0,
-    });
+    const result = await resolve([wire("not a url"), wire(DEAD), wire(unbound.url)], ["example.test"], { policy: policy({ attempts: 2 }) });
     expect(result.perDomain[0]).toMatchObject({ ok: true, addresses: ["1.2.3.4", "2606:4700::1111"] });
   });
 
@@ -190,7 +144,7 @@ describe.skipIf(missing !== null)("resolveDomains - against unbound", () => {
       { domain: "example.test", address: "2606:4700::1111", last_seen_at: minutes(-5_000) },
       { domain: "removed.test", address: "1.2.3.1", last_seen_at: T0 },
     ];
-    const result = await resolveDomains(deps, { domains: domains("example.test"), profiles: [wire(DEAD)], policy: policy(), previous, now: T0 });
+    const result = await resolve([wire(DEAD)], ["example.test"], { previous });
     expect(result.records).toEqual(previous.slice(0, 2));
     expect(result.perDomain[0]?.ok).toBe(false);
     expect(result.perDomain[0]?.error).toMatch(/^A: 127\.0\.0\.1:9: .*\(outbound_network\); AAAA: /);
@@ -200,12 +154,8 @@ describe.skipIf(missing !== null)("resolveDomains - against unbound", () => {
     const slow = await startJsonDohServer((name) => ({ delayMs: 5_000, answer: { Status: 0, Answer: [jsonA(name, "9.9.9.9")] } }));
     try {
       const started = performance.now();
-      const result = await resolveDomains(deps, {
-        domains: domains("example.test"),
-        profiles: [json(slow.url), wire(unbound.url)],
+      const result = await resolve([json(slow.url), wire(unbound.url)], ["example.test"], {
         policy: policy({ strategy: "race", record_types: ["A"], timeout_ms: 10_000 }),
-        previous: [],
-        now: T0,
       });
       expect(result.perDomain[0]?.addresses).toEqual(["1.2.3.4"]);
       expect(performance.now() - started).toBeLessThan(2_000);
@@ -216,12 +166,8 @@ describe.skipIf(missing !== null)("resolveDomains - against unbound", () => {
   });
 
   it("resolveDomains - union merges the answers of two servers", async () => {
-    const result = await resolveDomains(deps, {
-      domains: domains("cdn.example.test"),
-      profiles: [wire(unbound.url), { ...wire(second.url), method: "POST" }, wire(DEAD)],
+    const result = await resolve([wire(unbound.url), { ...wire(second.url), method: "POST" }, wire(DEAD)], ["cdn.example.test"], {
       policy: policy({ strategy: "union", record_types: ["A"] }),
-      previous: [],
-      now: T0,
     });
     expect(result.perDomain[0]).toMatchObject({ ok: true, addresses: ["1.2.3.21", "1.2.3.22", "5.6.7.8"] });
   });
@@ -236,13 +182,7 @@ describe("resolveDomains - against a dns-json server", () => {
       return { Status: 3 };
     });
     try {
-      const result = await resolveDomains(deps, {
-        domains: domains("a.test"),
-        profiles: [json(server.url)],
-        policy: policy({ record_types: ["A"] }),
-        previous: [],
-        now: T0,
-      });
+      const result = await resolve([json(server.url)], ["a.test"], { policy: policy({ record_types: ["A"] }) });
       expect(result.perDomain[0]).toMatchObject({ ok: true, addresses: ["1.2.3.9"] });
       expect(server.requests).toEqual(["GET /resolve?name=a.test&type=A", "GET /resolve?name=b.test&type=A", "GET /resolve?name=c.test&type=A"]);
     } finally {
@@ -256,13 +196,7 @@ describe("resolveDomains - against a dns-json server", () => {
       return { Status: 0, Answer: [jsonCname(name, `h${n + 1}.test`)] };
     });
     try {
-      const result = await resolveDomains(deps, {
-        domains: domains("h0.test"),
-        profiles: [json(server.url)],
-        policy: policy({ record_types: ["A"] }),
-        previous: [],
-        now: T0,
-      });
+      const result = await resolve([json(server.url)], ["h0.test"], { policy: policy({ record_types: ["A"] }) });
       expect(result.perDomain[0]?.error).toMatch(/longer than 8 \(doh_cname_chain\)/);
       expect(server.requests).toHaveLength(9);
     } finally {
@@ -274,22 +208,10 @@ describe("resolveDomains - against a dns-json server", () => {
     let calls = 0;
     const server = await startJsonDohServer((name) => (++calls === 1 ? { status: 503 } : { Status: 0, Answer: [jsonA(name, "1.2.3.10")] }));
     try {
-      const once = await resolveDomains(deps, {
-        domains: domains("a.test"),
-        profiles: [json(server.url)],
-        policy: policy({ record_types: ["A"], attempts: 1 }),
-        previous: [],
-        now: T0,
-      });
+      const once = await resolve([json(server.url)], ["a.test"], { policy: policy({ record_types: ["A"], attempts: 1 }) });
       expect(once.perDomain[0]?.error).toMatch(/HTTP 503 \(outbound_http_status\)/);
       calls = 0;
-      const twice = await resolveDomains(deps, {
-        domains: domains("a.test"),
-        profiles: [json(server.url)],
-        policy: policy({ record_types: ["A"], attempts: 2 }),
-        previous: [],
-        now: T0,
-      });
+      const twice = await resolve([json(server.url)], ["a.test"], { policy: policy({ record_types: ["A"], attempts: 2 }) });
       expect(twice.perDomain[0]).toMatchObject({ ok: true, addresses: ["1.2.3.10"] });
     } finally {
       await server.close();

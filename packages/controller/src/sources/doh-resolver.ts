@@ -13,9 +13,9 @@
 // - Private, loopback, link-local, CGNAT, multicast, reserved, documentation and other special
 //   answers are dropped with the outbound policy's own table (without any allow-list): an
 //   address we would refuse to connect to is not one to route to a module's next hop either.
+import { type Family, formatIpValue, parseIpValue } from "@rlc/shared/prefix";
 import { normaliseName } from "./doh-client.js";
 import { type DohResolverPolicy, type LabelledProfile, lookupName } from "./doh-lookup.js";
-import { formatIp, type IpVersion, parseIp } from "./ip-bits.js";
 import type { OutboundClient } from "./outbound.js";
 import { createAddressPolicy } from "./outbound-policy.js";
 
@@ -70,7 +70,7 @@ export interface ResolveDomainsResult {
 }
 
 const SPECIAL = createAddressPolicy([]);
-const FAMILY: Record<"A" | "AAAA", IpVersion> = { A: 4, AAAA: 6 };
+const FAMILY: Record<"A" | "AAAA", Family> = { A: 4, AAAA: 6 };
 
 export async function resolveDomains(deps: ResolveDomainsDeps, input: ResolveDomainsInput): Promise<ResolveDomainsResult> {
   const names = [...new Set(input.domains.map((d) => normaliseName(d.name)))];
@@ -121,7 +121,7 @@ async function resolveOne(
       errors.push(`${type}: ${lookup.error}`);
     }
     for (const old of previous.values()) {
-      if (old.version !== family || seen.has(old.address)) continue;
+      if (old.family !== family || seen.has(old.address)) continue;
       if (!lookup.ok || old.lastSeen.getTime() >= keepSince) {
         kept.push({ domain, address: old.address, last_seen_at: old.lastSeen });
       }
@@ -142,7 +142,7 @@ async function resolveOne(
 
 interface PreviousAddress {
   address: string;
-  version: IpVersion;
+  family: Family;
   value: bigint;
   lastSeen: Date;
 }
@@ -151,9 +151,9 @@ interface PreviousAddress {
 function previousByDomain(records: readonly DomainRecord[]): Map<string, Map<string, PreviousAddress>> {
   const byDomain = new Map<string, Map<string, PreviousAddress>>();
   for (const record of records) {
-    const parsed = parseIp(record.address);
+    const parsed = parseIpValue(record.address);
     if (!parsed) continue;
-    const address = formatIp(parsed.version, parsed.value);
+    const address = formatIpValue(parsed);
     const domain = normaliseName(record.domain);
     let addresses = byDomain.get(domain);
     if (!addresses) byDomain.set(domain, (addresses = new Map()));
@@ -166,9 +166,9 @@ function previousByDomain(records: readonly DomainRecord[]): Map<string, Map<str
 }
 
 function compareAddresses(a: string, b: string): number {
-  const x = parseIp(a)!;
-  const y = parseIp(b)!;
-  if (x.version !== y.version) return x.version - y.version;
+  const x = parseIpValue(a)!;
+  const y = parseIpValue(b)!;
+  if (x.family !== y.family) return x.family - y.family;
   return x.value < y.value ? -1 : x.value > y.value ? 1 : 0;
 }
 

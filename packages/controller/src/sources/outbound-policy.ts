@@ -1,6 +1,6 @@
 // The address policy of every server-side fetch: which addresses a fetch may connect to, and
 // which URLs are refused by their form alone (checked when a URL is saved).
-import { type Cidr, cidrContains, formatIp, type IpAddress, parseCidr, parseIp } from "./ip-bits.js";
+import { type CidrValue, cidrValueContains, formatIpValue, type IpValue, parseCidrValue, parseIpValue } from "@rlc/shared/prefix";
 import { OutboundRefusedError, type RefusalReason } from "./outbound-errors.js";
 
 export interface AddressRefusal {
@@ -16,15 +16,15 @@ export interface AddressPolicy {
   refusal(address: string): AddressRefusal | null;
 }
 
-type Range = readonly [Cidr, RefusalReason];
-type Embedded = readonly [Cidr, (value: bigint) => bigint];
+type Range = readonly [CidrValue, RefusalReason];
+type Embedded = readonly [CidrValue, (value: bigint) => bigint];
 
 const range = (text: string, reason: RefusalReason): Range => {
-  const parsed = parseCidr(text);
+  const parsed = parseCidrValue(text);
   if (!parsed.ok) throw new Error(`bad built-in range ${text}`);
   return [parsed.cidr, reason];
 };
-const cidr = (text: string): Cidr => range(text, "reserved")[0];
+const cidr = (text: string): CidrValue => range(text, "reserved")[0];
 
 // First match wins, so the single addresses come before the blocks that contain them.
 const V4_RANGES: readonly Range[] = [
@@ -80,28 +80,28 @@ const V6_GLOBAL_UNICAST = cidr("2000::/3");
 
 /** Compile an allow-list (`APP_OUTBOUND_ALLOW_CIDRS`, already split). Throws on a bad entry. */
 export function createAddressPolicy(allowCidrs: readonly string[] = []): AddressPolicy {
-  const allowed: Cidr[] = allowCidrs.map((text) => {
-    const parsed = parseCidr(text.trim());
+  const allowed: CidrValue[] = allowCidrs.map((text) => {
+    const parsed = parseCidrValue(text.trim());
     if (!parsed.ok) throw new TypeError(`outbound allow-list: "${text}" is not an address or CIDR`);
     return parsed.cidr;
   });
-  const isAllowed = (address: IpAddress) => allowed.some((c) => cidrContains(c, address));
+  const isAllowed = (address: IpValue) => allowed.some((c) => cidrValueContains(c, address));
 
-  const judge = (address: IpAddress, text: string): AddressRefusal | null => {
+  const judge = (address: IpValue, text: string): AddressRefusal | null => {
     if (isAllowed(address)) return null;
-    const table = address.version === 4 ? V4_RANGES : V6_RANGES;
+    const table = address.family === 4 ? V4_RANGES : V6_RANGES;
     for (const [block, reason] of table) {
-      if (cidrContains(block, address)) return { reason, address: text };
+      if (cidrValueContains(block, address)) return { reason, address: text };
     }
-    if (address.version === 4) return null;
+    if (address.family === 4) return null;
     for (const [block, extract] of V6_EMBEDDING) {
-      if (!cidrContains(block, address)) continue;
-      const v4: IpAddress = { version: 4, value: extract(address.value) };
-      const v4Text = formatIp(4, v4.value);
+      if (!cidrValueContains(block, address)) continue;
+      const v4: IpValue = { family: 4, value: extract(address.value) };
+      const v4Text = formatIpValue(v4);
       const inner = judge(v4, v4Text);
       return inner && { reason: inner.reason, address: text, via: v4Text };
     }
-    if (!cidrContains(V6_GLOBAL_UNICAST, address)) return { reason: "reserved", address: text };
+    if (!cidrValueContains(V6_GLOBAL_UNICAST, address)) return { reason: "reserved", address: text };
     return null;
   };
 
@@ -109,7 +109,7 @@ export function createAddressPolicy(allowCidrs: readonly string[] = []): Address
     refusal(text) {
       const bare = text.startsWith("[") && text.endsWith("]") ? text.slice(1, -1) : text;
       // Resolvers may hand back a zone id on link-local answers; the address alone decides.
-      const address = parseIp(bare.split("%")[0] ?? bare);
+      const address = parseIpValue(bare.split("%")[0] ?? bare);
       if (!address) return { reason: "invalid_address", address: text };
       return judge(address, bare);
     },
@@ -144,7 +144,7 @@ export function checkUrlForm(input: string | URL, policy: AddressPolicy): URL {
     throw new OutboundRefusedError("credentials", "credentials in the URL are refused");
   }
   const host = url.hostname;
-  if (host.startsWith("[") || parseIp(host)) {
+  if (host.startsWith("[") || parseIpValue(host)) {
     const refusal = policy.refusal(host);
     if (refusal) throw refusedError(refusal, url.href);
   }

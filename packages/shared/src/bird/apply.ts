@@ -1,5 +1,6 @@
 import { mkdir, mkdtemp, readdir, readFile, rm, unlink, writeFile } from "node:fs/promises";
 import { join } from "node:path";
+import { CodedError } from "../coded-error.js";
 import type { Clock } from "../time.js";
 import { birdReadable, type FileAccess, readFileNoFollow, writeFileAtomic } from "./atomic-file.js";
 import { type BirdControl, BirdError, type BirdReply } from "./birdc.js";
@@ -62,14 +63,8 @@ export interface PendingApply {
 
 export type ApplyErrorCode = "bird_reload_failed" | "bird_reverted";
 
-export class ApplyError extends Error {
+export class ApplyError extends CodedError<ApplyErrorCode> {
   override name = "ApplyError";
-  readonly code: ApplyErrorCode;
-
-  constructor(code: ApplyErrorCode, message: string, options?: { cause?: unknown }) {
-    super(message, options);
-    this.code = code;
-  }
 }
 
 const PREVIOUS_SUFFIX = ".rl-prev";

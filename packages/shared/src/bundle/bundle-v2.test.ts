@@ -1,13 +1,9 @@
 import { describe, expect, it } from "vitest";
 import { type BundleConfig, configBytes, contentDigestV2, sha256Hex, signBundleHead, verifyBundleV2 } from "./bundle-v2.js";
-import { BundleError, type BundleErrorCode } from "./errors.js";
 import type { BundlePrefix, BundlePrefixes } from "./payload.js";
 import { columnOf, decodePrefixSection, diffPrefixLines, encodePrefixSection, prefixLines } from "./prefix-section.js";
-import { type PinnedKey, signingKeyFromSeed, verifyBundle } from "./sign.js";
-
-const TENANT = "0192f3a4-0000-7000-8000-000000000001";
-const SPEAKER = "0192f3a4-0000-7000-8000-0000000000aa";
-const NOW = Date.parse("2026-11-22T10:00:00.000Z");
+import { signingKeyFromSeed, verifyBundle } from "./sign.js";
+import { NOW, pin, refusal, SPEAKER, seed, TENANT } from "./signing.test-helper.js";
 
 const config = (revision: number): BundleConfig => ({
   tenant_id: TENANT,
@@ -32,8 +28,8 @@ function revision(n: number, change: (i: number, p: BundlePrefix) => BundlePrefi
 }
 
 async function issue(revisionId: number, prefixes: BundlePrefixes, o: { sequence: number; base?: { revision_id: number; prefixes: BundlePrefixes } }) {
-  const key = await signingKeyFromSeed(new Uint8Array(32).fill(3));
-  const pinned: PinnedKey[] = [{ key_id: key.keyId, alg: "ed25519", public_key: Buffer.from(key.publicKey).toString("base64"), status: "active" }];
+  const key = await signingKeyFromSeed(seed(3));
+  const pinned = [pin(key)];
   const full = encodePrefixSection(prefixes);
   const prefixesSha = sha256Hex(full);
   const baseFull = o.base ? encodePrefixSection(o.base.prefixes) : null;
@@ -63,15 +59,6 @@ async function issue(revisionId: number, prefixes: BundlePrefixes, o: { sequence
 }
 
 const opts = { speakerId: SPEAKER, tenantId: TENANT, lastSequence: 1, now: NOW };
-
-async function refusal(promise: Promise<unknown>): Promise<BundleErrorCode> {
-  const error = await promise.then(
-    () => null,
-    (e: unknown) => e,
-  );
-  expect(error).toBeInstanceOf(BundleError);
-  return (error as BundleError).code;
-}
 
 describe("rl-bundle/2", () => {
   it("a full bundle verifies to the prefixes it was issued with, through verifyBundle too", async () => {

@@ -1,9 +1,9 @@
 import { createHash } from "node:crypto";
-import { canonicalJson, canonicalJsonBytes } from "./canonical-json.js";
+import { canonicalJson, canonicalJsonBytes, parseJsonBytes } from "./canonical-json.js";
 import { BundleError } from "./errors.js";
 import type { BundleContent, BundlePayload } from "./payload.js";
 import { applyPrefixDelta, decodePrefixSection, encodePrefixLines, splitSection } from "./prefix-section.js";
-import { findKey, type PinnedKey, SIGNING_ALG, signDetached, verifyDetached } from "./sign.js";
+import { checkAddressee, findKey, type PinnedKey, SIGNING_ALG, signDetached, type VerifyOptions, verifyDetached } from "./sign.js";
 
 /**
  * `rl-bundle/2`: what a speaker is sent, as bytes, in this order:
@@ -81,15 +81,8 @@ export function isBundleV2(bytes: Uint8Array | string | object): boolean {
   return bytes instanceof Uint8Array && bytes.length >= MAGIC.length && Buffer.from(bytes.buffer, bytes.byteOffset, MAGIC.length).equals(MAGIC);
 }
 
-export interface VerifyV2Options {
-  speakerId: string;
-  tenantId: string;
-  lastSequence: number | null;
-  now: Date | number;
-  maxBytes?: number;
-  /** For a delta: the full prefix section of the last verified bundle, and its revision. */
-  base?: { revision_id: number; section: Uint8Array } | null;
-}
+/** The same options as verifyBundle's (maxBytes caps the whole bundle). */
+export type VerifyV2Options = VerifyOptions;
 
 export interface VerifiedBundleV2 {
   payload: BundlePayload;
@@ -144,14 +137,7 @@ export async function verifyBundleV2(bytes: Uint8Array, pinnedKeys: readonly Pin
   if (header.format !== BUNDLE_FORMAT_V2 || header.alg !== SIGNING_ALG || header.key_id !== parts.keyId) {
     throw new BundleError("unsupported_format", `bundle header says ${String(header.format)}/${String(header.alg)}`);
   }
-  if (header.speaker_id !== options.speakerId) throw new BundleError("wrong_speaker", `bundle is for speaker ${header.speaker_id}, not ${options.speakerId}`);
-  if (header.tenant_id !== options.tenantId) throw new BundleError("wrong_tenant", `bundle is for tenant ${header.tenant_id}, not ${options.tenantId}`);
-  if (!Number.isSafeInteger(header.sequence)) throw new BundleError("malformed", "bundle header lacks its sequence");
-  if (options.lastSequence !== null && header.sequence <= options.lastSequence) {
-    throw new BundleError("stale_sequence", `sequence ${header.sequence} is not above the last applied ${options.lastSequence}`);
-  }
-  const now = typeof options.now === "number" ? options.now : options.now.getTime();
-  if (!(Date.parse(header.expires_at) > now)) throw new BundleError("expired", `bundle expired at ${header.expires_at}`);
+  checkAddressee(header, options);
   if (sha256Hex(parts.config) !== header.config_sha256 || parts.section.length !== header.section_size || sha256Hex(parts.section) !== header.section_sha256) {
     throw new BundleError("bad_signature", "config or prefix section is not what the signed header names");
   }
@@ -212,12 +198,7 @@ export function readKeptBundleV2(bytes: Uint8Array, prefixSection: Uint8Array): 
 }
 
 function parseJson<T>(bytes: Uint8Array, what: string): T {
-  let value: unknown;
-  try {
-    value = JSON.parse(new TextDecoder("utf-8", { fatal: true }).decode(bytes));
-  } catch (cause) {
-    throw new BundleError("malformed", `bundle ${what} is not UTF-8 JSON`, { cause });
-  }
+  const value = parseJsonBytes(bytes, `bundle ${what}`);
   if (value === null || typeof value !== "object" || Array.isArray(value)) throw new BundleError("malformed", `bundle ${what} is not an object`);
   return value as T;
 }

@@ -1,3 +1,5 @@
+import { BundleError } from "./errors.js";
+
 /**
  * Deterministic JSON: object keys sorted by UTF-16 code units (as RFC 8785 sorts them), no
  * whitespace, strings and numbers written as JSON.stringify writes them. The same value always
@@ -16,6 +18,15 @@ export function canonicalJson(value: unknown): string {
 /** The UTF-8 bytes of {@link canonicalJson}. */
 export function canonicalJsonBytes(value: unknown): Uint8Array {
   return new TextEncoder().encode(canonicalJson(value));
+}
+
+/** The value of signed JSON bytes; `malformed`, naming `what`, when they are not UTF-8 JSON. */
+export function parseJsonBytes(bytes: Uint8Array, what: string): unknown {
+  try {
+    return JSON.parse(new TextDecoder("utf-8", { fatal: true }).decode(bytes));
+  } catch (cause) {
+    throw new BundleError("malformed", `${what} is not UTF-8 JSON`, { cause });
+  }
 }
 
 function write(value: unknown, out: string[], path: string): void {

@@ -1,3 +1,5 @@
+import { CodedError } from "../coded-error.js";
+
 /**
  * Why a bundle or key statement was refused. Stable words: the agent reports them to the
  * controller as they are, and the controller shows them on the apply job.
@@ -17,12 +19,6 @@ export type BundleErrorCode =
   /** A delta bundle over a base the agent does not hold: it fetches the full bundle instead. */
   | "delta_base_mismatch";
 
-export class BundleError extends Error {
+export class BundleError extends CodedError<BundleErrorCode> {
   override name = "BundleError";
-  readonly code: BundleErrorCode;
-
-  constructor(code: BundleErrorCode, message: string, options?: { cause?: unknown }) {
-    super(message, options);
-    this.code = code;
-  }
 }

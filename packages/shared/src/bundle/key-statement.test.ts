@@ -1,29 +1,13 @@
 import { describe, expect, it } from "vitest";
-import { BundleError } from "./errors.js";
 import { type KeyStatement, signKeyStatement, verifyKeyStatement } from "./key-statement.js";
-import { type PinnedKey, signingKeyFromSeed } from "./sign.js";
-
-const seed = (n: number) => new Uint8Array(32).fill(n);
-const pin = (k: { keyId: string; publicKey: Uint8Array }, status: "active" | "retired" = "active"): PinnedKey => ({
-  key_id: k.keyId,
-  public_key: Buffer.from(k.publicKey).toString("base64"),
-  status,
-});
+import { signingKeyFromSeed } from "./sign.js";
+import { pin, refusal, seed } from "./signing.test-helper.js";
 
 async function setup() {
   const oldKey = await signingKeyFromSeed(seed(1));
   const newKey = await signingKeyFromSeed(seed(2));
   const statement = await signKeyStatement(newKey, oldKey, new Date("2026-11-22T10:00:00.000Z"));
   return { oldKey, newKey, statement };
-}
-
-async function code(p: Promise<unknown>): Promise<string> {
-  const e = await p.then(
-    () => null,
-    (x: unknown) => x,
-  );
-  expect(e).toBeInstanceOf(BundleError);
-  return (e as BundleError).code;
 }
 
 describe("key statements", () => {
@@ -43,18 +27,18 @@ describe("key statements", () => {
   it("refuses a statement no pinned key signed - unknown_key", async () => {
     const { statement } = await setup();
     const stranger = await signingKeyFromSeed(seed(3));
-    expect(await code(verifyKeyStatement(statement, [pin(stranger)]))).toBe("unknown_key");
+    expect(await refusal(verifyKeyStatement(statement, [pin(stranger)]))).toBe("unknown_key");
   });
 
   it("refuses endorsement by a retired key - unknown_key", async () => {
     const { oldKey, statement } = await setup();
-    expect(await code(verifyKeyStatement(statement, [pin(oldKey, "retired")]))).toBe("unknown_key");
+    expect(await refusal(verifyKeyStatement(statement, [pin(oldKey, "retired")]))).toBe("unknown_key");
   });
 
   it("refuses a statement without the new key's own signature - bad_signature", async () => {
     const { oldKey, statement } = await setup();
     const onlyOld: KeyStatement = { ...statement, signatures: statement.signatures.slice(0, 1) };
-    expect(await code(verifyKeyStatement(onlyOld, [pin(oldKey)]))).toBe("bad_signature");
+    expect(await refusal(verifyKeyStatement(onlyOld, [pin(oldKey)]))).toBe("bad_signature");
   });
 
   it("refuses a statement whose new key was swapped after signing - bad_signature", async () => {
@@ -62,7 +46,7 @@ describe("key statements", () => {
     const body = JSON.parse(Buffer.from(statement.payload, "base64").toString("utf8"));
     body.new_key.public_key = pin(await signingKeyFromSeed(seed(4))).public_key;
     const forged = { ...statement, payload: Buffer.from(JSON.stringify(body)).toString("base64") };
-    expect(await code(verifyKeyStatement(forged, [pin(oldKey)]))).toBe("bad_signature");
+    expect(await refusal(verifyKeyStatement(forged, [pin(oldKey)]))).toBe("bad_signature");
   });
 
   it("refuses a statement whose new key is signed by a key that did not make it - bad_signature", async () => {
@@ -70,11 +54,11 @@ describe("key statements", () => {
     const attacker = await signingKeyFromSeed(seed(5));
     // The attacker names someone else's public key (newKey) but cannot sign for it.
     const statement = await signKeyStatement({ ...newKey, secretKey: attacker.secretKey }, oldKey, new Date());
-    expect(await code(verifyKeyStatement(statement, [pin(oldKey)]))).toBe("bad_signature");
+    expect(await refusal(verifyKeyStatement(statement, [pin(oldKey)]))).toBe("bad_signature");
   });
 
   it("refuses another format - unsupported_format", async () => {
     const { oldKey, statement } = await setup();
-    expect(await code(verifyKeyStatement({ ...statement, format: "x" } as unknown as KeyStatement, [pin(oldKey)]))).toBe("unsupported_format");
+    expect(await refusal(verifyKeyStatement({ ...statement, format: "x" } as unknown as KeyStatement, [pin(oldKey)]))).toBe("unsupported_format");
   });
 });

@@ -1,4 +1,4 @@
-import { canonicalJsonBytes } from "./canonical-json.js";
+import { canonicalJsonBytes, parseJsonBytes } from "./canonical-json.js";
 import { BundleError } from "./errors.js";
 import { findKey, fromBase64, keyIdOf, type PinnedKey, SIGNING_ALG, type SigningKeyPair, signDetached, toBase64, verifyDetached } from "./sign.js";
 
@@ -86,13 +86,7 @@ export async function verifyKeyStatement(statement: KeyStatement, pinnedKeys: re
 }
 
 function parseBody(bytes: Uint8Array): KeyStatementBody {
-  let value: unknown;
-  try {
-    value = JSON.parse(new TextDecoder("utf-8", { fatal: true }).decode(bytes));
-  } catch (cause) {
-    throw new BundleError("malformed", "key statement payload is not UTF-8 JSON", { cause });
-  }
-  const b = value as Partial<KeyStatementBody> | null;
+  const b = parseJsonBytes(bytes, "key statement payload") as Partial<KeyStatementBody> | null;
   const ok =
     b !== null &&
     typeof b === "object" &&

@@ -1,12 +1,8 @@
 import { describe, expect, it } from "vitest";
 import { canonicalJson } from "./canonical-json.js";
-import { BundleError, type BundleErrorCode } from "./errors.js";
 import { type BundleContent, type BundlePayload, buildBundlePayload, computeBundleDigest } from "./payload.js";
-import { keyIdOf, type PinnedKey, type SignedBundle, signBundle, signingKeyFromSeed, verifyBundle } from "./sign.js";
-
-const TENANT = "0192f3a4-0000-7000-8000-000000000001";
-const SPEAKER = "0192f3a4-0000-7000-8000-0000000000aa";
-const NOW = Date.parse("2026-11-22T10:00:00.000Z");
+import { keyIdOf, type SignedBundle, signBundle, signingKeyFromSeed, verifyBundle } from "./sign.js";
+import { NOW, pin, refusal, SPEAKER, seed, TENANT } from "./signing.test-helper.js";
 
 const content: BundleContent = {
   tenant_id: TENANT,
@@ -19,26 +15,15 @@ const content: BundleContent = {
   prefixes: { v4: [["198.51.100.0/24", ["65000:100"]]], v6: [["2001:db8::/32", []]] },
 };
 
-const seed = (n: number) => new Uint8Array(32).fill(n);
-
 async function setup(overrides: Partial<BundlePayload> = {}) {
   const key = await signingKeyFromSeed(seed(7));
   const payload = { ...buildBundlePayload(content, { sequence: 5, issuedAt: new Date(NOW - 1000) }), ...overrides };
-  const pinned: PinnedKey[] = [{ key_id: key.keyId, alg: "ed25519", public_key: Buffer.from(key.publicKey).toString("base64"), status: "active" }];
+  const pinned = [pin(key)];
   const envelope = await signBundle(payload, key.secretKey, key.keyId);
   return { key, payload, pinned, envelope };
 }
 
 const opts = { speakerId: SPEAKER, tenantId: TENANT, lastSequence: 4, now: NOW };
-
-async function refusal(promise: Promise<unknown>): Promise<BundleErrorCode> {
-  const error = await promise.then(
-    () => null,
-    (e: unknown) => e,
-  );
-  expect(error).toBeInstanceOf(BundleError);
-  return (error as BundleError).code;
-}
 
 describe("signing keys", () => {
   it("derives the same pair from the same seed and names it by its public key", async () => {

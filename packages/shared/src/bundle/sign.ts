@@ -1,7 +1,7 @@
 import { createHash, randomBytes } from "node:crypto";
 import { createRequire } from "node:module";
 import { isBundleV2, verifyBundleV2 } from "./bundle-v2.js";
-import { canonicalJsonBytes } from "./canonical-json.js";
+import { canonicalJsonBytes, parseJsonBytes } from "./canonical-json.js";
 import { BundleError } from "./errors.js";
 import { type BundlePayload, computeBundleDigest } from "./payload.js";
 
@@ -121,24 +121,27 @@ export async function verifyBundle(
     throw new BundleError("bad_signature", `signature does not verify with key ${envelope.key_id}`);
   }
   const payload = parsePayload(payloadBytes);
-  if (payload.speaker_id !== options.speakerId) {
-    throw new BundleError("wrong_speaker", `bundle is for speaker ${payload.speaker_id}, not ${options.speakerId}`);
-  }
-  if (payload.tenant_id !== options.tenantId) {
-    throw new BundleError("wrong_tenant", `bundle is for tenant ${payload.tenant_id}, not ${options.tenantId}`);
-  }
-  if (options.lastSequence !== null && payload.sequence <= options.lastSequence) {
-    throw new BundleError("stale_sequence", `sequence ${payload.sequence} is not above the last applied ${options.lastSequence}`);
-  }
-  const now = typeof options.now === "number" ? options.now : options.now.getTime();
-  if (!(Date.parse(payload.expires_at) > now)) {
-    throw new BundleError("expired", `bundle expired at ${payload.expires_at}`);
-  }
+  checkAddressee(payload, options);
   const digest = computeBundleDigest(payload);
   if (digest !== payload.digest) {
     throw new BundleError("digest_mismatch", `payload digest ${payload.digest} does not match its content (${digest})`);
   }
   return { payload, payloadBytes, keyId: envelope.key_id };
+}
+
+/**
+ * The checks of a signed bundle of either format, on what its signed part says: for this
+ * speaker and tenant, above the last applied sequence, not expired.
+ */
+export function checkAddressee(signed: Pick<BundlePayload, "speaker_id" | "tenant_id" | "sequence" | "expires_at">, options: VerifyOptions): void {
+  if (signed.speaker_id !== options.speakerId) throw new BundleError("wrong_speaker", `bundle is for speaker ${signed.speaker_id}, not ${options.speakerId}`);
+  if (signed.tenant_id !== options.tenantId) throw new BundleError("wrong_tenant", `bundle is for tenant ${signed.tenant_id}, not ${options.tenantId}`);
+  if (!Number.isSafeInteger(signed.sequence)) throw new BundleError("malformed", "bundle header lacks its sequence");
+  if (options.lastSequence !== null && signed.sequence <= options.lastSequence) {
+    throw new BundleError("stale_sequence", `sequence ${signed.sequence} is not above the last applied ${options.lastSequence}`);
+  }
+  const now = typeof options.now === "number" ? options.now : options.now.getTime();
+  if (!(Date.parse(signed.expires_at) > now)) throw new BundleError("expired", `bundle expired at ${signed.expires_at}`);
 }
 
 /** The pinned, non-retired key named `keyId`. Shared with key statements. */
@@ -189,13 +192,7 @@ function readEnvelope(input: Uint8Array | string | SignedBundle, maxBytes: numbe
 }
 
 function parsePayload(bytes: Uint8Array): BundlePayload {
-  let value: unknown;
-  try {
-    value = JSON.parse(new TextDecoder("utf-8", { fatal: true }).decode(bytes));
-  } catch (cause) {
-    throw new BundleError("malformed", "signed payload is not UTF-8 JSON", { cause });
-  }
-  const p = value as Partial<BundlePayload> | null;
+  const p = parseJsonBytes(bytes, "signed payload") as Partial<BundlePayload> | null;
   const ok =
     p !== null &&
     typeof p === "object" &&

@@ -1,14 +1,8 @@
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
 import { aggregateTagged, compareCommunities, type TaggedPrefix } from "./index.js";
+import { BASE_LEN, blockSize, byAddress, contains, type Fam, fromText, key, type P, smallPrefix, text } from "./small-space.test-helper.js";
 
-// The small model space of aggregate.test.ts: 10.0.0.0/24 and 2001:db8::/120.
-type Fam = 4 | 6;
-interface P {
-  fam: Fam;
-  off: number;
-  len: number;
-}
 interface Module {
   prefixes: P[];
   communities: string[];
@@ -16,20 +10,6 @@ interface Module {
 interface Tagged {
   p: P;
   communities: string[];
-}
-const BASE_LEN = { 4: 24, 6: 120 } as const;
-const blockSize = (p: { fam: Fam; len: number }) => 2 ** (BASE_LEN[p.fam] + 8 - p.len);
-const text = (p: P) => (p.fam === 4 ? `10.0.0.${p.off}/${p.len}` : `2001:db8::${p.off.toString(16)}/${p.len}`);
-const key = (p: P) => `${p.fam}|${p.off}|${p.len}`;
-const byAddress = (a: P, b: P) => a.fam - b.fam || a.off - b.off || a.len - b.len;
-const contains = (q: P, p: P) => q.fam === p.fam && q.len <= p.len && p.off >= q.off && p.off < q.off + blockSize(q);
-
-function fromText(t: string): P {
-  const v4 = /^10\.0\.0\.(\d+)\/(\d+)$/.exec(t);
-  if (v4) return { fam: 4, off: Number(v4[1]), len: Number(v4[2]) };
-  const v6 = /^2001:db8::([0-9a-f]*)\/(\d+)$/.exec(t);
-  if (v6) return { fam: 6, off: v6[1] === "" ? 0 : Number.parseInt(v6[1]!, 16), len: Number(v6[2]) };
-  throw new Error(`not canonical text of the model space: ${t}`);
 }
 
 /** Standard communities before large ones, then numerically: the model's own order. */
@@ -112,13 +92,8 @@ function reference(modules: readonly Module[]): Tagged[] {
 }
 
 const POOL = ["65000:1", "65000:2", "65000:10", "65000:1:2"];
-const prefixArb: fc.Arbitrary<P> = fc
-  .record({ fam: fc.constantFrom<Fam>(4, 4, 6), rel: fc.integer({ min: 0, max: 8 }), x: fc.oneof(fc.nat(255), fc.nat(15)) })
-  .map(({ fam, rel, x }) => {
-    const len = BASE_LEN[fam] + rel;
-    const size = blockSize({ fam, len });
-    return { fam, off: x - (x % size), len };
-  });
+// IPv4 twice as often, and often near the start of the space, where the prefixes meet.
+const prefixArb = smallPrefix(fc.constantFrom<Fam>(4, 4, 6), fc.oneof(fc.nat(255), fc.nat(15)));
 const moduleArb = (max: number): fc.Arbitrary<Module> => fc.record({ prefixes: fc.array(prefixArb, { maxLength: max }), communities: fc.subarray(POOL) });
 
 const run = (modules: readonly Module[]): Tagged[] =>

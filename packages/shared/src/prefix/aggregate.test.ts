@@ -1,41 +1,10 @@
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
-import { aggregatePrefixes, parseCidr } from "./index.js";
+import { aggregatePrefixes } from "./index.js";
 import { PrefixList } from "./prefix-list.js";
+import { addressSet, BASE_LEN, blockSize, fromText, type P, slot, smallPrefix, text } from "./small-space.test-helper.js";
 import { mergedOrder, sortOrder } from "./sort.js";
-
-// A small model space: 10.0.0.0/24 and 2001:db8::/120, 256 addresses each, so a model can
-// list every address. A model prefix is its family, its offset in the space and its length.
-type Fam = 4 | 6;
-interface P {
-  fam: Fam;
-  off: number;
-  len: number;
-}
-const BASE_LEN = { 4: 24, 6: 120 } as const;
-const blockSize = (p: { fam: Fam; len: number }) => 2 ** (BASE_LEN[p.fam] + 8 - p.len);
-
-function text(p: P, hostBits = 0): string {
-  const at = p.off + (hostBits % blockSize(p));
-  return p.fam === 4 ? `10.0.0.${at}/${p.len}` : `2001:db8::${at.toString(16)}/${p.len}`;
-}
-
-/** Reads canonical output text of the model space (anything else fails the test). */
-function fromText(t: string): P {
-  const v4 = /^10\.0\.0\.(\d+)\/(\d+)$/.exec(t);
-  if (v4) return { fam: 4, off: Number(v4[1]), len: Number(v4[2]) };
-  const v6 = /^2001:db8::([0-9a-f]*)\/(\d+)$/.exec(t);
-  if (v6) return { fam: 6, off: v6[1] === "" ? 0 : Number.parseInt(v6[1]!, 16), len: Number(v6[2]) };
-  throw new Error(`not canonical text of the model space: ${t}`);
-}
-
-const slot = (fam: Fam, off: number) => (fam === 4 ? off : 256 + off);
-
-function addressSet(ps: readonly P[]): Uint8Array {
-  const set = new Uint8Array(512);
-  for (const p of ps) for (let a = p.off; a < p.off + blockSize(p); a++) set[slot(p.fam, a)] = 1;
-  return set;
-}
+import { byStart, keyOfText, rangeKeys, type Wide, widePrefix, wideRange, wideText } from "./whole-space.test-helper.js";
 
 /** Every maximal aligned block inside the set: the unique minimal CIDR cover. */
 function minimalCover(set: Uint8Array): P[] {
@@ -63,13 +32,10 @@ function minimalCover(set: Uint8Array): P[] {
   return out;
 }
 
+// A prefix of the small space, some with host bits set.
 const prefixArb: fc.Arbitrary<{ p: P; hostBits: number }> = fc
-  .record({ fam: fc.constantFrom<Fam>(4, 6), rel: fc.integer({ min: 0, max: 8 }), x: fc.nat(255), hostBits: fc.nat(255) })
-  .map(({ fam, rel, x, hostBits }) => {
-    const len = BASE_LEN[fam] + rel;
-    const size = blockSize({ fam, len });
-    return { p: { fam, off: x - (x % size), len }, hostBits: hostBits % 4 === 0 ? hostBits : 0 };
-  });
+  .tuple(smallPrefix(), fc.nat(255))
+  .map(([p, hostBits]) => ({ p, hostBits: hostBits % 4 === 0 ? hostBits : 0 }));
 
 describe("aggregatePrefixes - examples", () => {
   it("aggregate - joins siblings, drops contained prefixes and duplicates", () => {
@@ -140,61 +106,29 @@ describe("aggregatePrefixes - properties against a brute-force model", () => {
     );
   });
 
-  // Whole address space, with words and lengths chosen near 32-bit word edges, against an
-  // interval model on bigint: catches carries and masks that the small space cannot reach.
-  const word = fc.oneof(fc.constantFrom(0, 1, 0x7fffffff, 0x80000000, 0xfffffffe, 0xffffffff), fc.nat(0xffffffff));
-  const edgeLen = (max: number) =>
-    fc.oneof(
-      fc.constantFrom(0, 1, 31, 32, 33, 63, 64, 65, 95, 96, 97, 127, 128).map((l) => Math.min(l, max)),
-      fc.nat(max),
-    );
-  const wide = fc.oneof(
-    fc.record({ fam: fc.constant<Fam>(4), words: fc.array(word, { minLength: 1, maxLength: 1 }), len: edgeLen(32) }),
-    fc.record({ fam: fc.constant<Fam>(6), words: fc.array(word, { minLength: 4, maxLength: 4 }), len: edgeLen(128) }),
-  );
-  const bits = (fam: Fam) => (fam === 4 ? 32n : 128n);
-  const bigintOf = (words: readonly number[]) => words.reduce((v, w) => (v << 32n) | BigInt(w), 0n);
-  function wideText(fam: Fam, words: readonly number[], len: number): string {
-    if (fam === 4) return `${[24, 16, 8, 0].map((s) => (words[0]! >>> s) & 255).join(".")}/${len}`;
-    return `${words.flatMap((w) => [(w >>> 16).toString(16), (w & 0xffff).toString(16)]).join(":")}/${len}`;
-  }
-  function modelAggregate(inputs: readonly { fam: Fam; words: number[]; len: number }[]): string[] {
+  // The whole address space, against an interval model on bigint.
+  function modelAggregate(inputs: readonly Wide[]): string[] {
     const out: string[] = [];
     for (const fam of [4, 6] as const) {
-      const B = bits(fam);
       const ranges = inputs
         .filter((i) => i.fam === fam)
-        .map((i) => {
-          const host = (1n << (B - BigInt(i.len))) - 1n;
-          const start = bigintOf(i.words) & ~host;
-          return [start, start | host] as const;
-        })
-        .sort((a, b) => (a[0] < b[0] ? -1 : a[0] > b[0] ? 1 : 0));
+        .map(wideRange)
+        .sort(byStart);
       const merged: [bigint, bigint][] = [];
       for (const [s, e] of ranges) {
         const last = merged.at(-1);
         if (!last || s > last[1] + 1n) merged.push([s, e]);
         else if (e > last[1]) last[1] = e;
       }
-      for (let [s, e] of merged) {
-        while (s <= e) {
-          let k = B;
-          while (k > 0n && (s % (1n << k) !== 0n || s + (1n << k) - 1n > e)) k--;
-          out.push(`${fam}|${s}|${B - k}`);
-          s += 1n << k;
-        }
-      }
+      for (const [s, e] of merged) rangeKeys(fam, s, e, out);
     }
     return out;
   }
 
   it("aggregate - agrees with a bigint interval model across the whole address space", () => {
     fc.assert(
-      fc.property(fc.array(wide, { maxLength: 12 }), (inputs) => {
-        const out = aggregatePrefixes(inputs.map((i) => wideText(i.fam, i.words, i.len))).map((t) => {
-          const p = parseCidr(t);
-          return `${p.family}|${bigintOf(Array.from(p.words))}|${p.length}`;
-        });
+      fc.property(fc.array(widePrefix, { maxLength: 12 }), (inputs) => {
+        const out = aggregatePrefixes(inputs.map(wideText)).map(keyOfText);
         expect(out).toEqual(modelAggregate(inputs));
       }),
       { numRuns: 1000 },

@@ -82,16 +82,23 @@ export function aggregateList(list: PrefixList): PrefixList {
   return list.W === 1 ? aggregate4(list, order) : aggregate6(list, order);
 }
 
-// A minimal cover has no more prefixes than its input: each of its prefixes contains the
-// start of an input prefix, and they are disjoint. So `n + 64` is room enough for the output,
-// and for appendRangeCidrs4's reserve(64) before each interval.
+/**
+ * The list an aggregation of `list` writes, and its source indexes when `list` tracks its
+ * texts (an output prefix equal to an input one keeps the input's text). A minimal cover has no
+ * more prefixes than its input: each of its prefixes contains the start of an input prefix, and
+ * they are disjoint. So `n + 64` is room enough for the output, and for appendRangeCidrs4's
+ * reserve(64) before each interval.
+ */
+function outputOf(list: PrefixList): { out: PrefixList; src: Int32Array | null } {
+  const out = new PrefixList(list.W === 1 ? 4 : 6, list.count + 64);
+  const src = list.src !== null && list.source !== null ? out.trackSource(list.source) : null;
+  return { out, src };
+}
 
 function aggregate4(list: PrefixList, order: Int32Array | null): PrefixList {
-  const { words, lens } = list;
+  const { words, lens, src: inSrc } = list;
   const n = list.count;
-  const inSrc = list.src;
-  const out = new PrefixList(4, n + 64);
-  const src = inSrc !== null && list.source !== null ? out.trackSource(list.source) : null;
+  const { out, src } = outputOf(list);
   const ow = out.words;
   const ol = out.lens;
   for (let k = 0; k < n; ) {
@@ -160,11 +167,9 @@ function lastWord(x: number, len: number, w: number): number {
  * (compareWords, isSuccessor, setLastAddress) and takes 6-7 ms so; 14 ms before this change.
  */
 function aggregate6(list: PrefixList, order: Int32Array | null): PrefixList {
-  const { words, lens } = list;
+  const { words, lens, src: inSrc } = list;
   const n = list.count;
-  const inSrc = list.src;
-  const out = new PrefixList(6, n + 64);
-  const src = inSrc !== null && list.source !== null ? out.trackSource(list.source) : null;
+  const { out, src } = outputOf(list);
   const start = new Uint32Array(4);
   const end = new Uint32Array(4);
   for (let k = 0; k < n; ) {

@@ -1,34 +1,8 @@
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
-import { aggregatePrefixes, canonicalCidr, DEFAULT_EXCLUDE_PREFIXES, excludeRanges, filterMinLength, parseCidr, removeBogons } from "./index.js";
-
-// The small model space of aggregate.test.ts: 10.0.0.0/24 and 2001:db8::/120.
-type Fam = 4 | 6;
-interface P {
-  fam: Fam;
-  off: number;
-  len: number;
-}
-const BASE_LEN = { 4: 24, 6: 120 } as const;
-const blockSize = (p: { fam: Fam; len: number }) => 2 ** (BASE_LEN[p.fam] + 8 - p.len);
-const text = (p: P) => (p.fam === 4 ? `10.0.0.${p.off}/${p.len}` : `2001:db8::${p.off.toString(16)}/${p.len}`);
-const key = (p: P) => `${p.fam}|${p.off}|${p.len}`;
-const byAddress = (a: P, b: P) => a.fam - b.fam || a.off - b.off || a.len - b.len;
-
-function fromText(t: string): P {
-  const v4 = /^10\.0\.0\.(\d+)\/(\d+)$/.exec(t);
-  if (v4) return { fam: 4, off: Number(v4[1]), len: Number(v4[2]) };
-  const v6 = /^2001:db8::([0-9a-f]*)\/(\d+)$/.exec(t);
-  if (v6) return { fam: 6, off: v6[1] === "" ? 0 : Number.parseInt(v6[1]!, 16), len: Number(v6[2]) };
-  throw new Error(`not canonical text of the model space: ${t}`);
-}
-
-const slot = (fam: Fam, off: number) => (fam === 4 ? off : 256 + off);
-function addressSet(ps: readonly P[]): Uint8Array {
-  const set = new Uint8Array(512);
-  for (const p of ps) for (let a = p.off; a < p.off + blockSize(p); a++) set[slot(p.fam, a)] = 1;
-  return set;
-}
+import { aggregatePrefixes, canonicalCidr, DEFAULT_EXCLUDE_PREFIXES, excludeRanges, filterMinLength, removeBogons } from "./index.js";
+import { addressSet, blockSize, byAddress, fromText, key, type P, slot, smallPrefix, text } from "./small-space.test-helper.js";
+import { byStart, keyOfText, rangeKeys, widePrefix, wideRange, wideText } from "./whole-space.test-helper.js";
 
 /** Maximal aligned blocks inside `set` and inside `within`: the fewest CIDRs of that part. */
 function coverWithin(set: Uint8Array, within: P): P[] {
@@ -49,13 +23,7 @@ function coverWithin(set: Uint8Array, within: P): P[] {
   return out;
 }
 
-const prefixArb: fc.Arbitrary<P> = fc
-  .record({ fam: fc.constantFrom<Fam>(4, 6), rel: fc.integer({ min: 0, max: 8 }), x: fc.nat(255) })
-  .map(({ fam, rel, x }) => {
-    const len = BASE_LEN[fam] + rel;
-    const size = blockSize({ fam, len });
-    return { fam, off: x - (x % size), len };
-  });
+const prefixArb = smallPrefix();
 
 describe("excludeRanges", () => {
   it("exclude - keeps the rest of a prefix as the fewest CIDRs around the hole", () => {
@@ -127,59 +95,27 @@ describe("excludeRanges", () => {
 });
 
 describe("excludeRanges - across the whole address space", () => {
-  // Words and lengths near 32-bit word edges, against a bigint model: catches borrows and
-  // carries between words that the small space cannot reach.
-  const word = fc.oneof(fc.constantFrom(0, 1, 0x7fffffff, 0x80000000, 0xfffffffe, 0xffffffff), fc.nat(0xffffffff));
-  const len6 = fc.oneof(fc.constantFrom(0, 1, 31, 32, 33, 63, 64, 65, 95, 96, 97, 127, 128), fc.nat(128));
-  const wide = fc.oneof(
-    fc.record({ fam: fc.constant<Fam>(4), words: fc.array(word, { minLength: 1, maxLength: 1 }), len: fc.nat(32) }),
-    fc.record({ fam: fc.constant<Fam>(6), words: fc.array(word, { minLength: 4, maxLength: 4 }), len: len6 }),
-  );
-  type Wide = { fam: Fam; words: number[]; len: number };
-  const B = (fam: Fam) => (fam === 4 ? 32n : 128n);
-  const bigintOf = (words: readonly number[]) => words.reduce((v, w) => (v << 32n) | BigInt(w), 0n);
-  const range = (p: Wide) => {
-    const host = (1n << (B(p.fam) - BigInt(p.len))) - 1n;
-    const start = bigintOf(p.words) & ~host;
-    return [start, start | host] as const;
-  };
-  const wideText = (p: Wide) =>
-    p.fam === 4
-      ? `${[24, 16, 8, 0].map((sh) => (p.words[0]! >>> sh) & 255).join(".")}/${p.len}`
-      : `${p.words.flatMap((w) => [(w >>> 16).toString(16), (w & 0xffff).toString(16)]).join(":")}/${p.len}`;
-  const cidrs = (fam: Fam, s: bigint, e: bigint, out: string[] = []) => {
-    while (s <= e) {
-      let k = B(fam);
-      while (k > 0n && (s % (1n << k) !== 0n || s + (1n << k) - 1n > e)) k--;
-      out.push(`${fam}|${s}|${B(fam) - k}`);
-      s += 1n << k;
-    }
-    return out;
-  };
-
+  // The whole address space, against a bigint model.
   it("exclude - agrees with a bigint model of each prefix minus the holes", () => {
     fc.assert(
-      fc.property(fc.array(wide, { maxLength: 8 }), fc.array(wide, { maxLength: 4 }), (inputs, holes) => {
+      fc.property(fc.array(widePrefix, { maxLength: 8 }), fc.array(widePrefix, { maxLength: 4 }), (inputs, holes) => {
         const result = excludeRanges(inputs.map(wideText), holes.map(wideText));
         const want = new Set<string>();
         for (const p of inputs) {
-          const [s, e] = range(p);
+          const [s, e] = wideRange(p);
           const cuts = holes
             .filter((h) => h.fam === p.fam)
-            .map(range)
-            .sort((a, b) => (a[0] < b[0] ? -1 : a[0] > b[0] ? 1 : 0));
+            .map(wideRange)
+            .sort(byStart);
           let cursor = s;
           for (const [hs, he] of cuts) {
             if (he < cursor || hs > e) continue;
-            if (hs > cursor) for (const c of cidrs(p.fam, cursor, hs - 1n)) want.add(c);
+            if (hs > cursor) for (const c of rangeKeys(p.fam, cursor, hs - 1n)) want.add(c);
             cursor = he + 1n > cursor ? he + 1n : cursor;
           }
-          if (cursor <= e) for (const c of cidrs(p.fam, cursor, e)) want.add(c);
+          if (cursor <= e) for (const c of rangeKeys(p.fam, cursor, e)) want.add(c);
         }
-        const got = result.prefixes.map((t) => {
-          const q = parseCidr(t);
-          return `${q.family}|${bigintOf(Array.from(q.words))}|${q.length}`;
-        });
+        const got = result.prefixes.map(keyOfText);
         expect(new Set(got)).toEqual(want);
         expect(got.length).toBe(want.size);
       }),

@@ -1,6 +1,7 @@
 // The prefix algebra: parse and canonicalise addresses and CIDRs, aggregate (plain and
 // community-aware), cut out bogons, diff tagged lists, longest-prefix-match, and the packed
-// tables (PrefixTable) the revision builder works on. Explicit and sorted; the internals of the
+// tables (PrefixTable) the revision builder works on, and a bigint view of addresses for code
+// that does arithmetic on them (ip-value). Explicit and sorted; the internals of the
 // algorithms (PrefixList, words, sort) stay private to this folder.
 
 export type { Family } from "./address.js";
@@ -31,12 +32,23 @@ export type { PrefixErrorCode } from "./errors.js";
 export { PrefixError } from "./errors.js";
 export type { BogonFilterOptions, FilterResult, MinPrefixLengths } from "./exclude.js";
 export { excludeRanges, filterMinLength, removeBogons } from "./exclude.js";
+export type { CidrValue, CidrValueParse, IpValue } from "./ip-value.js";
+export {
+  appendRangeCidrValues,
+  bitsOf,
+  cidrValueContains,
+  formatCidrValue,
+  formatIpValue,
+  parseCidrValue,
+  parseIpValue,
+  valueToWords,
+  wordsToValue,
+} from "./ip-value.js";
 export type { PrefixIndex } from "./prefix-index.js";
 export { buildPrefixIndex } from "./prefix-index.js";
 export type { PrefixTables } from "./prefix-table.js";
 export {
   comparePrefixes,
-  compareWords,
   isSorted,
   lastAddress,
   newTables,
@@ -46,3 +58,4 @@ export {
   pushPrefixText,
   sortedPairs,
 } from "./prefix-table.js";
+export { compareWords } from "./words.js";

@@ -153,19 +153,9 @@ function parseChunk(texts: readonly string[], base: number, end: number, v4: Pre
   let masked = 0;
   for (let i = base; i < end; i++) {
     const text = texts[i]!;
-    let result = scanIPv4Prefix(text, words4, c4);
-    if (result >= 0) {
-      if (result >= NOT_CANONICAL) {
-        result -= NOT_CANONICAL;
-        src4[c4] = -1;
-        if (result >= HOST_BITS_CLEARED) {
-          masked++;
-          result -= HOST_BITS_CLEARED;
-        }
-      } else {
-        src4[c4] = i;
-      }
-      lens4[c4++] = result;
+    const result4 = scanIPv4Prefix(text, words4, c4);
+    if (result4 >= 0) {
+      masked += storeScan(result4, i, src4, lens4, c4++);
       if (families) families[i] = 4;
       continue;
     }
@@ -176,19 +166,9 @@ function parseChunk(texts: readonly string[], base: number, end: number, v4: Pre
       words6 = v6.words;
       lens6 = v6.lens;
     }
-    result = scanIPv6Prefix(text, words6, c6 * 4);
-    if (result >= 0) {
-      if (result >= NOT_CANONICAL) {
-        result -= NOT_CANONICAL;
-        src6[c6] = -1;
-        if (result >= HOST_BITS_CLEARED) {
-          masked++;
-          result -= HOST_BITS_CLEARED;
-        }
-      } else {
-        src6[c6] = i;
-      }
-      lens6[c6++] = result;
+    const result6 = scanIPv6Prefix(text, words6, c6 * 4);
+    if (result6 >= 0) {
+      masked += storeScan(result6, i, src6, lens6, c6++);
       if (families) families[i] = 6;
       continue;
     }
@@ -206,6 +186,24 @@ function parseChunk(texts: readonly string[], base: number, end: number, v4: Pre
   v4.count = c4;
   v6.count = c6;
   return masked;
+}
+
+/**
+ * Stores what scanIPv4Prefix / scanIPv6Prefix answered for texts[i] at row `row`: the length,
+ * and the text's index as its source unless the text is not canonical (-1: it is written
+ * anew). Returns 1 when host bits were cleared, else 0. Small enough for V8 to inline.
+ */
+function storeScan(result: number, i: number, src: Int32Array, lens: Uint8Array, row: number): number {
+  if (result < NOT_CANONICAL) {
+    src[row] = i;
+    lens[row] = result;
+    return 0;
+  }
+  result -= NOT_CANONICAL;
+  src[row] = -1;
+  const cleared = result >= HOST_BITS_CLEARED ? 1 : 0;
+  lens[row] = cleared ? result - HOST_BITS_CLEARED : result;
+  return cleared;
 }
 
 /** Room for the IPv6 prefixes of `texts`, from a sample of 64 of them (see parsePrefixList). */

@@ -4,6 +4,7 @@
 // anything unusual.
 import type { Family } from "./address.js";
 import { parseCidr } from "./cidr.js";
+import { compareWords, setLastAddress } from "./words.js";
 
 /**
  * Prefixes of one family: prefix i has its network address at `words[i*W .. i*W+W)` (most
@@ -127,16 +128,6 @@ export function parsePrefixTexts(texts: readonly string[]): PrefixTables {
   return tables;
 }
 
-/** Compares two addresses of W words. */
-export function compareWords(a: Uint32Array, ai: number, b: Uint32Array, bi: number, W: number): number {
-  for (let w = 0; w < W; w++) {
-    const x = a[ai + w]!;
-    const y = b[bi + w]!;
-    if (x !== y) return x < y ? -1 : 1;
-  }
-  return 0;
-}
-
 /** Compares prefixes by address, then length (a container sorts before its contents). */
 export function comparePrefixes(a: PrefixTable, i: number, b: PrefixTable, j: number): number {
   const W = a.W;
@@ -145,11 +136,7 @@ export function comparePrefixes(a: PrefixTable, i: number, b: PrefixTable, j: nu
 
 /** Writes the last address of prefix (words[at..], len) into out[0..W). */
 export function lastAddress(words: Uint32Array, at: number, len: number, W: number, out: Uint32Array): void {
-  for (let w = 0; w < W; w++) {
-    const bits = len - w * 32; // prefix bits that fall in this word
-    const host = bits >= 32 ? 0 : bits <= 0 ? 0xffffffff : 0xffffffff >>> bits;
-    out[w] = (words[at + w]! | host) >>> 0;
-  }
+  setLastAddress(words, at, len, W, out, 0);
 }
 
 /**

@@ -66,16 +66,26 @@ function heldDatabase(secret: string, prefix: string) {
 const within = <T>(p: Promise<T>, ms = 500) =>
   Promise.race([p, new Promise<never>((_, reject) => setTimeout(() => reject(new Error(`still waiting after ${ms} ms`)), ms))]);
 
+/**
+ * An authenticator (TTL 200 ms) over a held database whose first read of a key was answered,
+ * 120 ms later: past half the TTL, before its end, so the next request starts a renewal.
+ */
+async function cachedPastHalfTtl() {
+  const prefix = newKeyPrefix();
+  const secret = newKeySecret(prefix);
+  const db = heldDatabase(secret, prefix);
+  const auth = createAuthenticator({ sql: db.sql, ttlMs: 200 });
+  const pending = auth.authenticate(`Bearer ${secret}`, new Date());
+  db.answer();
+  const first = await pending;
+  await new Promise((r) => setTimeout(r, 120));
+  return { prefix, secret, db, auth, first };
+}
+
 describe("authenticator renewal", () => {
   it("past half its TTL a key is read again in the background while the cached row answers", async () => {
-    const prefix = newKeyPrefix();
-    const secret = newKeySecret(prefix);
-    const db = heldDatabase(secret, prefix);
-    const auth = createAuthenticator({ sql: db.sql, ttlMs: 200 });
-    const first = auth.authenticate(`Bearer ${secret}`, new Date());
-    db.answer();
-    expect((await first).keyId).toBe("k1");
-    await new Promise((r) => setTimeout(r, 120)); // past half the TTL, before its end
+    const { prefix, secret, db, auth, first } = await cachedPastHalfTtl();
+    expect(first.keyId).toBe("k1");
     // The renewal's read is held open: the request is still answered from the cache.
     expect((await within(auth.authenticate(`Bearer ${secret}`, new Date()))).keyId).toBe("k1");
     expect(db.pending).toHaveLength(1);
@@ -89,14 +99,7 @@ describe("authenticator renewal", () => {
   });
 
   it("a renewal begun before an invalidation does not put its older answer back", async () => {
-    const prefix = newKeyPrefix();
-    const secret = newKeySecret(prefix);
-    const db = heldDatabase(secret, prefix);
-    const auth = createAuthenticator({ sql: db.sql, ttlMs: 200 });
-    const first = auth.authenticate(`Bearer ${secret}`, new Date());
-    db.answer();
-    await first;
-    await new Promise((r) => setTimeout(r, 120));
+    const { prefix, secret, db, auth } = await cachedPastHalfTtl();
     await within(auth.authenticate(`Bearer ${secret}`, new Date())); // starts the renewal
     auth.invalidate(); // e.g. the key was revoked through this process
     db.answer(); // the renewal read before the revocation answers "valid"

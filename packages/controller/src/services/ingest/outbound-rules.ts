@@ -1,5 +1,5 @@
 import { ValidationError } from "@rlc/shared/errors";
-import { type Cidr, cidrContains, parseCidr, parseIp } from "../../sources/ip-bits.js";
+import { type CidrValue, cidrValueContains, parseCidrValue, parseIpValue } from "@rlc/shared/prefix";
 import { type OutboundClient, OutboundRefusedError } from "../../sources/outbound.js";
 
 /** What saving a URL needs to know of the outbound policy. */
@@ -7,13 +7,13 @@ export interface OutboundRules {
   /** Form check with the configured policy: scheme, credentials, literal refused addresses. */
   checkUrlForm(url: string): URL;
   /** The CIDRs of `APP_OUTBOUND_ALLOW_CIDRS`. */
-  allowed: readonly Cidr[];
+  allowed: readonly CidrValue[];
 }
 
 export function createOutboundRules(outbound: Pick<OutboundClient, "checkUrlForm">, allowCidrs: string | undefined): OutboundRules {
-  const allowed: Cidr[] = [];
+  const allowed: CidrValue[] = [];
   for (const text of (allowCidrs ?? "").split(",")) {
-    const parsed = parseCidr(text.trim());
+    const parsed = parseCidrValue(text.trim());
     if (parsed.ok) allowed.push(parsed.cidr);
   }
   return { checkUrlForm: (url) => outbound.checkUrlForm(url), allowed };
@@ -35,6 +35,6 @@ export function savedUrl(rules: OutboundRules, url: string, field: string): URL 
 /** Plain http is for resolvers the operator allowed by address: an IP literal inside `APP_OUTBOUND_ALLOW_CIDRS`. */
 export function plainHttpAllowed(rules: OutboundRules, url: URL): boolean {
   const host = url.hostname.startsWith("[") ? url.hostname.slice(1, -1) : url.hostname;
-  const address = parseIp(host);
-  return address !== null && rules.allowed.some((c) => cidrContains(c, address));
+  const address = parseIpValue(host);
+  return address !== null && rules.allowed.some((c) => cidrValueContains(c, address));
 }

@@ -60,6 +60,28 @@ const view = (r: MaintenancePolicyRow) => ({ name: r.name, enabled: r.enabled, i
 const taken = (name: string) => new ConflictError(`a maintenance policy named "${name}" already exists`);
 const daysBefore = (now: Date, days: number) => new Date(now.getTime() - days * DAY);
 
+/** How the audit summary of each change to a policy says what happened. */
+const DONE = { create: "created", update: "updated", delete: "deleted" } as const;
+
+/** The two retention actions: what each counts and deletes, and how a deletion is recorded. */
+const RETENTION = {
+  // There is no resource type for audit records: their deletion is recorded on the policy.
+  audit_retention: {
+    count: countAuditRecordsBefore,
+    remove: deleteAuditRecordsBefore,
+    resourceType: "maintenance_policy",
+    field: "audit_records",
+    deleted: (count: number, cutoff: string) => `audit retention: deleted ${count} audit record(s) from before ${cutoff}`,
+  },
+  jobs_retention: {
+    count: countFinishedJobsBefore,
+    remove: deleteFinishedJobsBefore,
+    resourceType: "job",
+    field: "jobs",
+    deleted: (count: number, cutoff: string) => `jobs retention: deleted ${count} finished job(s) that ended before ${cutoff}`,
+  },
+} as const;
+
 /** Who writes the records of one run: the key that asked for it, or the scheduler. */
 /** Runtime logs belong to the deployment: a policy that cleans them is its superadmins' to write. */
 function mayCleanLogs(ctx: RequestContext, actions: readonly MaintenanceAction[] | undefined) {
@@ -77,6 +99,16 @@ export function createMaintenanceService(deps: { sql: Sql; audit: AuditWriter; r
     if (!row) throw new NotFoundError("maintenance policy", id);
     return row;
   };
+  /** Audits a change to a policy itself, recorded on the policy and naming it. */
+  const recordChange = (tx: Db, ctx: RequestContext, action: keyof typeof DONE, policy: MaintenancePolicyRow, changes: AuditEntry["changes"]) =>
+    audit.record(tx, ctx, {
+      action,
+      resource_type: "maintenance_policy",
+      resource_id: policy.id,
+      policy_id: policy.id,
+      summary: `maintenance policy "${policy.name}" ${DONE[action]}`,
+      changes,
+    });
 
   /** Runtime logs are files: the action runs outside any transaction and keeps its own cleanup audit. */
   const cleanLogs = async (
@@ -120,10 +152,7 @@ export function createMaintenanceService(deps: { sql: Sql; audit: AuditWriter; r
       case "audit_retention":
       case "jobs_retention": {
         const cutoff = daysBefore(now, action.days);
-        const found =
-          action.type === "audit_retention"
-            ? await countAuditRecordsBefore(deps.sql, tenantId, cutoff)
-            : await countFinishedJobsBefore(deps.sql, tenantId, cutoff);
+        const found = await RETENTION[action.type].count(deps.sql, tenantId, cutoff);
         return { count: found.count, cutoff: cutoff.toISOString(), ids: found.ids, truncated: found.count > found.ids.length };
       }
     }
@@ -144,31 +173,18 @@ export function createMaintenanceService(deps: { sql: Sql; audit: AuditWriter; r
         const r = await deps.revisions.pruneWith(tx, tenantId, now, false, record);
         return { count: r.deleted_count, revision_ids: r.deleted_revision_ids, kept_count: r.kept_count };
       }
-      case "audit_retention": {
-        const cutoff = daysBefore(now, action.days);
-        const count = await deleteAuditRecordsBefore(tx, tenantId, cutoff);
-        // There is no resource type for audit records: the deletion is recorded on the policy.
-        if (count) {
-          await record({
-            action: "delete",
-            resource_type: "maintenance_policy",
-            resource_id: policyId,
-            summary: `audit retention: deleted ${count} audit record(s) from before ${cutoff.toISOString()}`,
-            changes: { audit_records: { from: count, to: 0 } },
-          });
-        }
-        return { count, cutoff: cutoff.toISOString() };
-      }
+      case "audit_retention":
       case "jobs_retention": {
+        const retention = RETENTION[action.type];
         const cutoff = daysBefore(now, action.days);
-        const count = await deleteFinishedJobsBefore(tx, tenantId, cutoff);
+        const count = await retention.remove(tx, tenantId, cutoff);
         if (count) {
           await record({
             action: "delete",
-            resource_type: "job",
-            resource_id: null,
-            summary: `jobs retention: deleted ${count} finished job(s) that ended before ${cutoff.toISOString()}`,
-            changes: { jobs: { from: count, to: 0 } },
+            resource_type: retention.resourceType,
+            resource_id: retention.resourceType === "maintenance_policy" ? policyId : null,
+            summary: retention.deleted(count, cutoff.toISOString()),
+            changes: { [retention.field]: { from: count, to: 0 } },
           });
         }
         return { count, cutoff: cutoff.toISOString() };
@@ -212,14 +228,7 @@ export function createMaintenanceService(deps: { sql: Sql; audit: AuditWriter; r
       } catch (err) {
         throw isUniqueViolation(err) ? taken(body.name) : err;
       }
-      await audit.record(tx, ctx, {
-        action: "create",
-        resource_type: "maintenance_policy",
-        resource_id: row.id,
-        policy_id: row.id,
-        summary: `maintenance policy "${row.name}" created`,
-        changes: changesOf(null, view(row), FIELDS),
-      });
+      await recordChange(tx, ctx, "create", row, changesOf(null, view(row), FIELDS));
       return toMaintenancePolicy(row);
     },
 
@@ -248,16 +257,7 @@ export function createMaintenanceService(deps: { sql: Sql; audit: AuditWriter; r
         throw isUniqueViolation(err) ? taken(name) : err;
       }
       const changes = changesOf(view(before), view(after), FIELDS);
-      if (Object.keys(changes).length) {
-        await audit.record(tx, ctx, {
-          action: "update",
-          resource_type: "maintenance_policy",
-          resource_id: id,
-          policy_id: id,
-          summary: `maintenance policy "${after.name}" updated`,
-          changes,
-        });
-      }
+      if (Object.keys(changes).length) await recordChange(tx, ctx, "update", after, changes);
       return toMaintenancePolicy(after);
     },
 
@@ -265,14 +265,7 @@ export function createMaintenanceService(deps: { sql: Sql; audit: AuditWriter; r
     async remove(tx: Db, ctx: RequestContext, id: string) {
       const before = await mustFind(tx, ctx.principal.tenantId, id, true);
       await deleteMaintenancePolicy(tx, ctx.principal.tenantId, id);
-      await audit.record(tx, ctx, {
-        action: "delete",
-        resource_type: "maintenance_policy",
-        resource_id: id,
-        policy_id: id,
-        summary: `maintenance policy "${before.name}" deleted`,
-        changes: changesOf(view(before), null, FIELDS),
-      });
+      await recordChange(tx, ctx, "delete", before, changesOf(view(before), null, FIELDS));
     },
 
     /** `POST …/run`: a `maintenance_policy_run` job in the caller's transaction. */

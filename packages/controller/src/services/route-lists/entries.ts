@@ -1,4 +1,5 @@
 import { ConflictError, NotFoundError, ValidationError } from "@rlc/shared/errors";
+import { formatCidrValue, parseCidrValue } from "@rlc/shared/prefix";
 import type { AsEntry, AuditResourceType, DomainEntry, IpRangeEntry, ModuleType } from "@rlc/shared/schemas";
 import type { Db } from "../../db/connect.js";
 import {
@@ -24,9 +25,8 @@ import { type Page, toPage } from "../../lib/cursor.js";
 import { normaliseDomain } from "../../lib/domain-name.js";
 import { afterIdOf } from "../../lib/id-cursor.js";
 import { uuidv7 } from "../../lib/ids.js";
-import { normaliseCidr } from "../../lib/ip-range.js";
 import { isoRequired } from "../../lib/time.js";
-import type { ValueResult } from "../../lib/value-result.js";
+import { accept, refuse, type ValueResult } from "../../lib/value-result.js";
 import { type AuditWriter, changesOf } from "../access/audit.js";
 import type { RequestContext } from "../access/context.js";
 import { mustFindModule } from "./modules.js";
@@ -62,8 +62,31 @@ export function normaliseEntryValue(kind: EntryKind, value: number | string): Va
   if (kind === "as") return normaliseAsn(value);
   if (typeof value !== "string") return { ok: false, message: "must be a string" };
   if (kind === "domain") return normaliseDomain(value);
-  const cidr = normaliseCidr(value);
-  return cidr.ok ? { ok: true, value: cidr.value.text } : cidr;
+  return normaliseCidr(value);
+}
+
+const PREFIX_LENGTH = /^(?:0|[1-9][0-9]{0,2})$/;
+
+/**
+ * The canonical text of an IPv4 or IPv6 CIDR, or of a bare address (a /32 or /128). Host bits
+ * set are refused with the network named (`10.0.0.1/8` → "did you mean 10.0.0.0/8"); a prefix
+ * length with a leading zero is refused rather than guessed at.
+ */
+function normaliseCidr(input: string): ValueResult<string> {
+  const text = input.trim();
+  const quoted = `"${text.slice(0, 60)}"`;
+  const slash = text.indexOf("/");
+  if (slash !== -1 && !PREFIX_LENGTH.test(text.slice(slash + 1))) return refuse(`${quoted} has an invalid prefix length`);
+  const parsed = parseCidrValue(text);
+  if (!parsed.ok) {
+    return refuse(
+      parsed.code === "invalid_prefix_length"
+        ? `${quoted} has a prefix length out of range (0..32 for IPv4, 0..128 for IPv6)`
+        : `${quoted} is not an IPv4 or IPv6 address or CIDR`,
+    );
+  }
+  const canonical = formatCidrValue(parsed.cidr);
+  return parsed.masked ? refuse(`host bits set in ${text}: did you mean ${canonical}`) : accept(canonical);
 }
 
 const base = (row: EntryRowOf[EntryKind]) => ({

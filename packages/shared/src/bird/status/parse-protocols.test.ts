@@ -1,10 +1,7 @@
-import { readFileSync } from "node:fs";
-import { join } from "node:path";
 import { describe, expect, it } from "vitest";
+import { ESTABLISHED_A1, protocolsFixture } from "./fixtures.test-helper.js";
 import { parseProtocolsAll } from "./parse-protocols.js";
 
-// Captured from BIRD 2.0.12 with `birdc show protocols all` against GoBGP 3.10 (see fixtures/README.md).
-const fixture = (name: string) => readFileSync(join(import.meta.dirname, "fixtures", `${name}.txt`), "utf8");
 const options = { now: new Date("2026-11-22T05:00:00.000Z"), timeZone: "utc" as const };
 const A1 = "0192f3a4-0000-7000-8000-0000000000a1";
 const A2 = "0192f3a4-0000-7000-8000-0000000000a2";
@@ -12,28 +9,17 @@ const A3 = "0192f3a4-0000-7000-8000-0000000000a3";
 
 describe("parseProtocolsAll", () => {
   it("reads an Established session with its neighbour, ASN, since and exported routes of both channels", () => {
-    const { sessions } = parseProtocolsAll(fixture("established"), options);
-    expect(sessions[0]).toEqual({
-      protocol: "rl_peer_0192f3a40000700080000000000000a1",
-      peer_id: A1,
-      neighbor_address: "127.0.0.2",
-      remote_asn: 65001,
-      state: "up",
-      bgp_state: "Established",
-      since: "2026-11-22T04:15:35.000Z",
-      routes_imported: 0,
-      routes_exported: 4, // 3 IPv4 + 1 IPv6
-      last_error: null,
-    });
+    const { sessions } = parseProtocolsAll(protocolsFixture("established"), options);
+    expect(sessions[0]).toEqual(ESTABLISHED_A1);
   });
 
   it("reads an Active session with its last error", () => {
-    const { sessions } = parseProtocolsAll(fixture("established"), options);
+    const { sessions } = parseProtocolsAll(protocolsFixture("established"), options);
     expect(sessions[1]).toMatchObject({ peer_id: A2, state: "start", bgp_state: "Active", last_error: "Socket: Connection refused" });
   });
 
   it("reads a disabled session as down with no error", () => {
-    const { sessions } = parseProtocolsAll(fixture("mixed"), options);
+    const { sessions } = parseProtocolsAll(protocolsFixture("mixed"), options);
     expect(sessions.map((s) => [s.peer_id, s.state, s.bgp_state])).toEqual([
       [A1, "up", "Established"],
       [A2, "start", "Active"],
@@ -43,7 +29,7 @@ describe("parseProtocolsAll", () => {
   });
 
   it("reads a session whose peer went away: Active, no routes exported, the peer's notification as error", () => {
-    const { sessions } = parseProtocolsAll(fixture("peer-lost"), options);
+    const { sessions } = parseProtocolsAll(protocolsFixture("peer-lost"), options);
     expect(sessions[0]).toMatchObject({
       peer_id: A1,
       state: "start",
@@ -55,17 +41,17 @@ describe("parseProtocolsAll", () => {
   });
 
   it("reads BIRD's default time-only since as today, and an Idle session after a BGP error", () => {
-    const { sessions } = parseProtocolsAll(fixture("idle-bad-peer-as"), options);
+    const { sessions } = parseProtocolsAll(protocolsFixture("idle-bad-peer-as"), options);
     expect(sessions[0]).toMatchObject({ bgp_state: "Idle", state: "start", last_error: "BGP Error: Bad peer AS", since: "2026-11-22T04:16:14.611Z" });
   });
 
   it("puts a time-only since that lies in the future on the day before", () => {
-    const { sessions } = parseProtocolsAll(fixture("idle-bad-peer-as"), { ...options, now: new Date("2026-11-23T01:00:00.000Z") });
+    const { sessions } = parseProtocolsAll(protocolsFixture("idle-bad-peer-as"), { ...options, now: new Date("2026-11-23T01:00:00.000Z") });
     expect(sessions[0]?.since).toBe("2026-11-22T04:16:14.611Z");
   });
 
   it("lists every protocol's summary but makes sessions of BGP protocols only", () => {
-    const { protocols, sessions } = parseProtocolsAll(fixture("mixed"), options);
+    const { protocols, sessions } = parseProtocolsAll(protocolsFixture("mixed"), options);
     expect(protocols.map((p) => p.proto)).toEqual(["Device", "Static", "Static", "Static", "Static", "BGP", "BGP", "BGP"]);
     expect(protocols[1]).toEqual({
       name: "rl_static4_e3b0c44298fc",
@@ -79,12 +65,12 @@ describe("parseProtocolsAll", () => {
   });
 
   it("gives a null peer id to a BGP protocol the agent did not render", () => {
-    const text = fixture("established").replaceAll("rl_peer_0192f3a40000700080000000000000a1", "upstream1");
+    const text = protocolsFixture("established").replaceAll("rl_peer_0192f3a40000700080000000000000a1", "upstream1");
     expect(parseProtocolsAll(text, options).sessions[0]).toMatchObject({ protocol: "upstream1", peer_id: null, bgp_state: "Established" });
   });
 
   it("reads times in the host's zone by default", () => {
-    const { sessions } = parseProtocolsAll(fixture("established"), { now: options.now });
+    const { sessions } = parseProtocolsAll(protocolsFixture("established"), { now: options.now });
     expect(sessions[0]?.since).toBe(new Date(2026, 10, 22, 4, 15, 35).toISOString());
   });
 
