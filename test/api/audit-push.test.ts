@@ -58,9 +58,11 @@ describe("audit push", () => {
     }
     // Down for a while: the pusher fails and backs off; every record stays in the outbox.
     await new Promise((r) => setTimeout(r, 2500));
-    const [{ n }] = (await t.controller.db.sql<{ n: number }[]>`SELECT count(*)::int AS n FROM audit_outbox`) as [{ n: number }];
+    const [{ n }] = [...(await t.controller.db.sql<{ n: number }[]>`SELECT count(*)::int AS n FROM audit_outbox`)] as [{ n: number }];
     expect(n).toBe(5);
-    const [{ attempts }] = (await t.controller.db.sql<{ attempts: number }[]>`SELECT max(attempts)::int AS attempts FROM audit_outbox`) as [{ attempts: number }];
+    const [{ attempts }] = [...(await t.controller.db.sql<{ attempts: number }[]>`SELECT max(attempts)::int AS attempts FROM audit_outbox`)] as [
+      { attempts: number },
+    ];
     expect(attempts).toBeGreaterThanOrEqual(1);
 
     portal = await startPortal();
@@ -75,7 +77,7 @@ describe("audit push", () => {
       expect(JSON.stringify(r.body)).not.toContain("rlk_");
     }
     expect(await waitFor(() => false, 300)).toBe(false);
-    const [{ left }] = (await t.controller.db.sql<{ left: number }[]>`SELECT count(*)::int AS left FROM audit_outbox`) as [{ left: number }];
+    const [{ left }] = [...(await t.controller.db.sql<{ left: number }[]>`SELECT count(*)::int AS left FROM audit_outbox`)] as [{ left: number }];
     expect(left).toBe(0);
   });
 });

@@ -1,6 +1,5 @@
 import { readFile } from "node:fs/promises";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-// @ts-expect-error: a plain ES module script of the client package, without types.
 import { snapshotOf } from "../../packages/client/scripts/snapshot.mjs";
 import { startTestController, type TestController } from "../helpers/controller.js";
 

@@ -8,7 +8,7 @@ import { type ConnectionLimits, type GrpcListener, listenGrpc } from "../../pack
 import { ENVELOPE_CHUNK_BYTES, sealEnvelope } from "../../packages/controller/src/lib/sealed-envelope.js";
 import { createAuthenticator } from "../../packages/controller/src/services/access/authenticator.js";
 import type { NodeService } from "../../packages/controller/src/services/deploy/node.js";
-import { type AgentServiceClient, type BundleChunk, bearerMetadata, grpc } from "../../packages/proto/src/index.js";
+import { type AgentServiceClient, type BgpSessionLive, type BundleChunk, bearerMetadata, grpc } from "../../packages/proto/src/index.js";
 import { agentClient, codeOf, reportStatus, watch } from "../helpers/agent-grpc.js";
 import { type LiveController, startLiveController, until } from "../helpers/live-controller.js";
 
@@ -28,7 +28,7 @@ const emptyReport = {
   applied_at: "",
   error: null,
   bird: null,
-  sessions: [],
+  sessions: [] as BgpSessionLive[],
   agent_version: "1.0.0",
   reported_at: new Date().toISOString(),
 } as const;

@@ -70,7 +70,7 @@ describe.skipIf(missing.length > 0)(missing.length > 0 ? `${title} (skipped: bir
         () => false,
       ))
     ) {
-      if (Date.now() > deadline || bird.exitCode !== null) throw new Error(`BIRD did not start: ${readFileSync(join(dir, "bird.out"), "utf8")}`);
+      if (Date.now() > deadline || bird?.exitCode !== null) throw new Error(`BIRD did not start: ${readFileSync(join(dir, "bird.out"), "utf8")}`);
       await new Promise((r) => setTimeout(r, 50));
     }
 

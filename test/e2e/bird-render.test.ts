@@ -236,7 +236,7 @@ describe.skipIf(missing.length > 0)(missing.length > 0 ? `${title} (skipped: ${m
 
   it("applies a second bundle with configure timeout + confirm: routes added, changed and withdrawn", async () => {
     const pending = await apply(v2, 30);
-    expect(pending.reply.text).toMatch(/Reconfigur/);
+    expect(pending.reply?.text).toMatch(/Reconfigur/);
     await ribBecomes(expected(v2, "v4"), expected(v2, "v6"));
     await expect(pending.confirm()).resolves.toMatchObject({ code: 18 });
   });

@@ -227,22 +227,21 @@ describe.skipIf(missing.length > 0)(missing.length > 0 ? `${title} (skipped: ${m
     expect(await ribsOf(revisions.rollback!)).toEqual(expected.first);
     const job = await apply();
     expect(job, agentLog).toMatchObject({ status: "succeeded", result: { revision_id: revisions.rollback } });
-    expect(await waitForRibs(apiPort, expected.first)).toEqual(expected.first);
+    expect(await waitForRibs(apiPort, expected.first!)).toEqual(expected.first);
   }, 60_000);
 
   it("a re-push of the revision the agent already runs completes at once, not at its timeout", async () => {
     const reconfigured = await lastReconfiguration();
-    const started = Date.now();
+    // Done within half the job's timeout: a re-push that waited for its timeout would end failed, at 60 s.
     const accepted = await ok("POST", "/v1/apply", { revision_id: revisions.rollback, timeout_seconds: 60 }, 202);
     const job = await untilJobDone(t, accepted.job_id, 30_000);
     expect(job, agentLog).toMatchObject({
       status: "succeeded",
       result: { revision_id: revisions.rollback, speakers: [{ speaker_id: speakerId, status: "applied" }] },
     });
-    expect(Date.now() - started).toBeLessThan(10_000);
     // Nothing to apply: BIRD was not reconfigured, and the routes are as they were.
     expect(await lastReconfiguration()).toBe(reconfigured);
-    expect(await waitForRibs(apiPort, expected.first)).toEqual(expected.first);
+    expect(await waitForRibs(apiPort, expected.first!)).toEqual(expected.first);
     expect(await ok("GET", `/v1/speakers/${speakerId}`)).toMatchObject({ applied_revision_id: revisions.rollback, sync_status: "in_sync" });
   }, 60_000);
 
@@ -292,7 +291,7 @@ describe.skipIf(missing.length > 0)(missing.length > 0 ? `${title} (skipped: ${m
 
     expect((await ok("GET", "/v1/jobs?type=module_ingest&limit=500")).items.length).toBe(ingestsBefore);
     expect((await ok("GET", "/v1/revisions?limit=1")).items[0].revision_id).toBe(currentBefore);
-    expect(await waitForRibs(apiPort, expected.first)).toEqual(expected.first);
+    expect(await waitForRibs(apiPort, expected.first!)).toEqual(expected.first);
   }, 60_000);
 
   it("GET /v1/speakers?live=true: the agent answers, BIRD reachable, the GoBGP session Established", async () => {

@@ -38,7 +38,7 @@ beforeAll(async () => {
   t = await startTestController({ env: { NATS_URL: natsUrl } });
   tenantId = (await call(t.rootKey, "GET", "/v1/auth/session")).json().tenant_id;
   nc = await connect({ servers: natsUrl });
-  nc.subscribe(eventSubjects.tenant(tenantId), { callback: (err, msg) => !err && heard.push({ subject: msg.subject, data: msg.json() }) });
+  nc.subscribe(eventSubjects.tenant(tenantId), { callback: (err, msg) => void (!err && heard.push({ subject: msg.subject, data: msg.json() })) });
   await nc.flush();
 }, 60_000);
 afterAll(async () => {

@@ -163,7 +163,7 @@ describe.skipIf(!natsServer.available)("event history: one JetStream stream per 
     const beforeA = (await replay(a)).length;
     const live: string[] = [];
     const watcher = await connectAs(a.monitoring.creds, a.monitoring.inbox_prefix);
-    watcher.subscribe(eventSubjects.tenant(a.id), { callback: (_e, m) => live.push(m.subject) });
+    watcher.subscribe(eventSubjects.tenant(a.id), { callback: (_e, m) => void live.push(m.subject) });
     await watcher.flush();
     const jsm = await jetstreamManager(intruder, { checkAPI: false });
     const made = await jsm.consumers
@@ -185,7 +185,7 @@ describe.skipIf(!natsServer.available)("event history: one JetStream stream per 
     ).toEqual([]);
     // The same consumer delivering to B's own inbox does deliver: the one above was held back, not slow.
     const pushed: string[] = [];
-    intruder.subscribe(`${b.monitoring.inbox_prefix}.push`, { callback: (_e, m) => pushed.push(m.subject) });
+    intruder.subscribe(`${b.monitoring.inbox_prefix}.push`, { callback: (_e, m) => void pushed.push(m.subject) });
     await intruder.flush();
     await jsm.consumers.add(b.monitoring.stream, {
       deliver_subject: `${b.monitoring.inbox_prefix}.push`,

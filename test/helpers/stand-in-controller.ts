@@ -251,7 +251,13 @@ export async function startStandInController(options: { grpc?: boolean; seed?: n
       if (bearerFromMetadata(call.metadata) !== self.enrollmentToken || enrollmentSpent) return cb(denied);
       enrollmentSpent = true;
       const a = enrollAnswer();
-      cb(null, { ...a, grpc_endpoint: a.grpc_endpoint ?? "", nats_url: a.nats_url ?? "", signing_keys: a.signing_keys.map(signingKeyToProto) });
+      cb(null, {
+        ...a,
+        grpc_endpoint: a.grpc_endpoint ?? "",
+        nats_url: a.nats_url ?? "",
+        nats_credentials: "",
+        signing_keys: a.signing_keys.map(signingKeyToProto),
+      });
     },
     Watch: (call) => {
       self.grpcCalls.push("Watch");

@@ -176,7 +176,8 @@ describe("job queue", () => {
     expect((await claim("w1"))?.id).toBe(aJobs[0]);
     expect((await claim("w2"))?.id).toBe(bJob);
     expect((await claim("w3"))?.id).toBe(aJobs[1]);
-    await t.controller.db.sql`UPDATE jobs SET status = 'succeeded', locked_by = NULL WHERE id IN ${t.controller.db.sql([...aJobs, bJob])}`;
+    await t.controller.db
+      .sql`UPDATE jobs SET status = 'succeeded', locked_by = NULL WHERE id IN ${t.controller.db.sql([...aJobs, bJob] as [...string[], string])}`;
   });
 
   it("a job whose worker is lost on every attempt ends failed, reason poisoned, and is not taken again", async () => {

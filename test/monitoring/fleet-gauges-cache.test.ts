@@ -13,7 +13,7 @@ let db: TestDatabase;
 let database: Database;
 beforeAll(async () => {
   db = await createTestDatabase();
-  database = await openDatabase({ url: db.url });
+  database = await openDatabase({ url: db.url, dataDir: "" });
   await database.sql`INSERT INTO tenants (id, name, created_at) VALUES (gen_random_uuid(), 'acme', now())`;
 });
 afterAll(async () => {

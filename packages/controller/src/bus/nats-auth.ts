@@ -105,7 +105,11 @@ export interface NatsInitResult {
   dir: string;
   operator: string;
   account: string;
-  files: Record<string, string>;
+  /** Where each file was written. */
+  files: Record<
+    "server_config" | "operator_jwt" | "account_jwt" | "controller_creds" | "account_signing_seed" | "operator_seed" | "account_seed" | "system_seed",
+    string
+  >;
 }
 
 const ACCOUNT_NAME = "route-list";
