@@ -38,21 +38,22 @@ describe("rlctl completion", () => {
     expect(text).toMatch(/"speakers status"\) words="[^"]*--watch/);
 
     // And it completes: the words offered after `rlctl revisions `.
-    const offered = spawnSync(
-      "bash",
-      ["-c", `source ${file}; COMP_WORDS=(rlctl revisions ""); COMP_CWORD=2; _rlctl; printf '%s\\n' "\${COMPREPLY[@]}"`],
-      { encoding: "utf8" },
-    );
+    const offered = spawnSync("bash", ["-c", `source ${file}; COMP_WORDS=(rlctl revisions ""); COMP_CWORD=2; _rlctl; printf '%s\\n' "\${COMPREPLY[@]}"`], {
+      encoding: "utf8",
+    });
     expect(offered.stdout.trim().split("\n").sort()).toEqual(expect.arrayContaining(["diff", "ls", "show"]));
   });
 
-  it.skipIf(!zshFound)(zshFound ? "completion zsh is a script zsh -n accepts" : "completion zsh is a script zsh -n accepts (skipped: zsh is not installed)", async () => {
-    const { file, text } = await script("zsh");
-    expect(text.startsWith("#compdef rlctl\n")).toBe(true);
-    const check = spawnSync("zsh", ["-n", file], { encoding: "utf8" });
-    expect(check.stderr).toBe("");
-    expect(check.status).toBe(0);
-  });
+  it.skipIf(!zshFound)(
+    zshFound ? "completion zsh is a script zsh -n accepts" : "completion zsh is a script zsh -n accepts (skipped: zsh is not installed)",
+    async () => {
+      const { file, text } = await script("zsh");
+      expect(text.startsWith("#compdef rlctl\n")).toBe(true);
+      const check = spawnSync("zsh", ["-n", file], { encoding: "utf8" });
+      expect(check.stderr).toBe("");
+      expect(check.status).toBe(0);
+    },
+  );
 
   it("completion zsh names the commands and registers _rlctl", async () => {
     const { text } = await script("zsh");

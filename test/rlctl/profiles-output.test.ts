@@ -81,7 +81,10 @@ describe("rlctl profiles and output formats", () => {
     expect((await rlctl(home.home, ["modules", "ls"], { RL_URL: t.url })).stderr).toMatch(/^rlctl: 401 /);
     expect((await rlctl(home.home, ["modules", "ls"], { RL_API_KEY: t.rootKey })).code).toBe(7);
 
-    const byFlags = await rlctl(home.home, ["modules", "ls", "--url", t.url, "--api-key", t.rootKey], { RL_URL: "http://127.0.0.1:9", RL_API_KEY: "rlk_wrong" });
+    const byFlags = await rlctl(home.home, ["modules", "ls", "--url", t.url, "--api-key", t.rootKey], {
+      RL_URL: "http://127.0.0.1:9",
+      RL_API_KEY: "rlk_wrong",
+    });
     expect(byFlags.code).toBe(0);
     expect(byFlags.stdout).toContain("streaming");
     await rlctlOk(home.home, ["config", "use", "lab"]);
