@@ -4,7 +4,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { type ConsoleLab, startConsoleLab } from "../helpers/console-lab.js";
 import { until } from "../helpers/live-controller.js";
 import { tool } from "../helpers/tools.js";
-import { ensureRlctlBuilt, rlctl, rlctlOk, tempHome } from "./run-rlctl.js";
+import { ensureRlctlBuilt, rlctl, rlctlOk, startRlctl, tempHome } from "./run-rlctl.js";
 
 // The operator's daily loop with rlctl, as README's example session runs it, against a real
 // controller, an enrolled rl-agent driving BIRD, and GoBGP as BIRD's peer (the console lab):
@@ -91,6 +91,14 @@ describe.skipIf(missing.length > 0)(missing.length > 0 ? `${title} (skipped: ${m
     const tables = watched.stdout.split(/^\d{4}-\d\d-\d\dT\S+Z {2}1 speaker\(s\), 1 session\(s\)\n/m).filter(Boolean);
     expect(tables).toHaveLength(2);
     for (const t of tables) expect(t).toMatch(/^SPEAKER\s+SYNC\s.*\nedge-lab\s.*\bEstablished\b/);
+
+    // Without --count, Ctrl-C ends the watch after its tables; there is no job to leave running, so exit 0.
+    const watching = startRlctl(home.home, ["speakers", "status", "--watch", "--interval", "1"], env);
+    await until("a first table of the watch", async () => /\bEstablished\b/.test(watching.stdout()), 20_000, 50);
+    watching.signal("SIGINT");
+    const stopped = await watching.done;
+    expect(stopped.code, stopped.stderr).toBe(0);
+    expect(stopped.stdout).toMatch(/^SPEAKER\s+SYNC\s.*\nedge-lab\s.*\bEstablished\b/m);
 
     const jobs = await run("jobs", "ls");
     expect(jobs.stdout).toMatch(/^ID\s+TYPE\s+STATUS\s+PROGRESS\s+CREATED\s+ERROR\n/);
