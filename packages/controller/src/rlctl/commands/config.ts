@@ -37,7 +37,10 @@ export function configCommand(program: Command): void {
     .description("add or change a profile; the first one becomes current")
     .option("--url <url>", "the controller, e.g. https://rl.example.net")
     .option("--api-key <key>", "rlk_… (stored in the file, mode 0600)")
-    .action(async (name: string, opts: { url?: string; apiKey?: string }, _cmd: Command) => {
+    .action(async (name: string, _opts: unknown, cmd: Command) => {
+      // The program's own --url and --api-key (the connection of every command) take these
+      // flags wherever they stand on the line, so they are read with the globals.
+      const opts = cmd.optsWithGlobals<{ url?: string; apiKey?: string }>();
       const path = configPath();
       const file = await readConfig(path);
       const before = file.profiles[name];
