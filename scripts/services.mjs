@@ -1,5 +1,5 @@
 // Test prerequisites: PostgreSQL and NATS (started or reused), and the end-to-end tools
-// (BIRD 2, GoBGP, unbound, promtool, Chromium for the console) installed with apt when missing and root is available.
+// (BIRD 2, GoBGP, unbound, promtool, Chromium for the console, zsh for rlctl's completion) installed with apt when missing and root is available.
 import { spawnSync } from "node:child_process";
 import { existsSync, mkdirSync, readdirSync } from "node:fs";
 import { connect } from "node:net";
@@ -38,6 +38,7 @@ const APT_TOOLS = [
   { bins: ["unbound", "unbound-control"], pkg: "unbound" },
   { bins: ["promtool"], pkg: "prometheus" },
   { bins: ["chromium"], pkg: "chromium" },
+  { bins: ["zsh"], pkg: "zsh" },
 ];
 
 /** Installs the missing end-to-end tools in one apt run; tests skip (or fail in CI) without them. */

@@ -3,12 +3,13 @@ import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { tool } from "../helpers/tools.js";
 import { ensureRlctlBuilt, rlctlOk, tempHome } from "./run-rlctl.js";
 
 // The completion scripts are generated from the command tree: they must at least be scripts
 // the shells accept, and name the commands.
 
-const zshFound = spawnSync("sh", ["-c", "command -v zsh"], { stdio: "ignore" }).status === 0;
+const zsh = tool("zsh");
 
 describe("rlctl completion", () => {
   const home = tempHome();
@@ -44,8 +45,8 @@ describe("rlctl completion", () => {
     expect(offered.stdout.trim().split("\n").sort()).toEqual(expect.arrayContaining(["diff", "ls", "show"]));
   });
 
-  it.skipIf(!zshFound)(
-    zshFound ? "completion zsh is a script zsh -n accepts" : "completion zsh is a script zsh -n accepts (skipped: zsh is not installed)",
+  it.skipIf(!zsh.available)(
+    zsh.available ? "completion zsh is a script zsh -n accepts" : `completion zsh is a script zsh -n accepts (skipped: ${zsh.reason})`,
     async () => {
       const { file, text } = await script("zsh");
       expect(text.startsWith("#compdef rlctl\n")).toBe(true);
