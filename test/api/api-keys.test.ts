@@ -102,7 +102,7 @@ describe("API keys - lifecycle", () => {
     const res = await t.call(t.rootKey, {
       method: "POST",
       url: "/v1/api-keys",
-      payload: { name: "short", role: "viewer", expires_at: new Date(clock().getTime() + 5000).toISOString() },
+      payload: { name: "short", role: "viewer", expires_at: new Date(clock.now() + 5000).toISOString() },
     });
     const k = res.json();
     expect((await t.call(k.secret, { method: "GET", url: "/v1/auth/session" })).statusCode).toBe(200);
@@ -115,7 +115,7 @@ describe("API keys - lifecycle", () => {
     await t.call(k.secret, { method: "GET", url: "/v1/auth/session" });
     await new Promise((r) => setTimeout(r, 100)); // the touch is off the request path
     const shown = await t.call(t.rootKey, { method: "GET", url: `/v1/api-keys/${k.id}` });
-    expect(shown.json().last_used_at).toBe(clock().toISOString());
+    expect(shown.json().last_used_at).toBe(new Date(clock.now()).toISOString());
   });
 
   it("the session names the tenant, role and permissions", async () => {

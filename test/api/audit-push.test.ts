@@ -1,20 +1,13 @@
 import { createServer, type Server } from "node:http";
-import type { AddressInfo } from "node:net";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { startTestController, type TestController } from "../helpers/controller.js";
+import { freePort } from "../helpers/lab-daemons.mjs";
+import { until } from "../helpers/wait.js";
 
 let t: TestController;
 let port: number;
 let portal: Server | null = null;
 const received: { auth: string | undefined; body: any }[] = [];
-
-async function freePort(): Promise<number> {
-  const s = createServer();
-  await new Promise<void>((r) => s.listen(0, "127.0.0.1", r));
-  const p = (s.address() as AddressInfo).port;
-  await new Promise((r) => s.close(r));
-  return p;
-}
 
 function startPortal(status = 202) {
   const server = createServer((req, res) => {
@@ -28,13 +21,12 @@ function startPortal(status = 202) {
   return new Promise<Server>((r) => server.listen(port, "127.0.0.1", () => r(server)));
 }
 
-async function waitFor(check: () => boolean, ms: number) {
-  const end = Date.now() + ms;
-  while (Date.now() < end) {
-    if (check()) return true;
-    await new Promise((r) => setTimeout(r, 100));
-  }
-  return check();
+/** True once `check` holds within `ms`; otherwise what it says at the end. */
+function waitFor(check: () => boolean, ms: number): Promise<boolean> {
+  return until("the check", async () => check(), ms).then(
+    () => true,
+    () => check(),
+  );
 }
 
 beforeAll(async () => {

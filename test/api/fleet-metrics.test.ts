@@ -2,6 +2,7 @@ import { spawnSync } from "node:child_process";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { startTestController, type TestController } from "../helpers/controller.js";
 import { tool } from "../helpers/tools.js";
+import { until, untilJobDone } from "../helpers/wait.js";
 
 /*
  * The fleet as /metrics shows it: figures of the shared state read from the database at scrape
@@ -39,32 +40,26 @@ function value(text: string, name: string, labels: Record<string, string> = {}):
 }
 
 /** Scrapes until the figure is what the test waits for: fleet figures are cached for 2 s. */
-async function until(t: TestController, check: (text: string) => boolean, ms = 15_000): Promise<string> {
-  const end = Date.now() + ms;
-  for (;;) {
-    const text = await scrape(t);
-    if (check(text) || Date.now() > end) return text;
-    await new Promise((r) => setTimeout(r, 250));
-  }
+function scrapeUntil(t: TestController, check: (text: string) => boolean, ms = 15_000): Promise<string> {
+  return until(
+    "a /metrics scrape showing the awaited figure",
+    async () => {
+      const text = await scrape(t);
+      return check(text) && text;
+    },
+    ms,
+    250,
+  );
 }
 
 const tenantOf = async (t: TestController): Promise<string> => (await t.call(t.rootKey, { method: "GET", url: "/v1/auth/session" })).json().tenant_id;
 
 const post = (t: TestController, url: string, payload?: object, key = t.rootKey) => t.call(key, { method: "POST", url, ...(payload ? { payload } : {}) });
 
-async function untilJob(t: TestController, id: string) {
-  for (let i = 0; i < 200; i++) {
-    const job = (await t.call(t.rootKey, { method: "GET", url: `/v1/jobs/${id}` })).json();
-    if (!["queued", "running", "awaiting"].includes(job.status)) return job;
-    await new Promise((r) => setTimeout(r, 100));
-  }
-  throw new Error(`job ${id} did not end`);
-}
-
 describe("fleet metrics", () => {
   it("process metrics keep their standard names; bus and scheduler describe this process", async () => {
     // The first election runs as the controller starts; the scrape may come before it.
-    const text = await until(all, (s) => value(s, "rlc_scheduler_leader") === 1);
+    const text = await scrapeUntil(all, (s) => value(s, "rlc_scheduler_leader") === 1);
     expect(value(text, "process_cpu_seconds_total")).not.toBeNull();
     expect(value(text, "nodejs_heap_size_used_bytes")).not.toBeNull();
     expect(text).not.toContain("rlc_process_");
@@ -88,7 +83,7 @@ describe("fleet metrics", () => {
     const created = (await post(all, "/v1/speakers", { name: "edge-1", mode: "remote", router_id: "192.0.2.1", asn: 65010 })).json();
     const speakerId = created.speaker_id as string;
     const nodeKey = (await post(all, "/v1/nodes/enroll", { hostname: "r1", agent_version: "1.0.0" }, created.enrollment_token)).json().api_key;
-    let text = await until(all, (s) => value(s, "rlc_speakers", { tenant, sync_status: "unknown" }) === 1);
+    let text = await scrapeUntil(all, (s) => value(s, "rlc_speakers", { tenant, sync_status: "unknown" }) === 1);
     expect(value(text, "rlc_revision_prefixes", { tenant, ip_version: "4" })).toBe(2);
     expect(value(text, "rlc_revision_prefixes", { tenant, ip_version: "6" })).toBe(1);
     expect(value(text, "rlc_revision_latest", { tenant })).toBe(refreshed.result.revision_id);
@@ -122,9 +117,9 @@ describe("fleet metrics", () => {
       nodeKey,
     );
     expect(report.statusCode, report.body).toBe(204);
-    expect((await untilJob(all, apply.job_id)).status).toBe("succeeded");
+    expect((await untilJobDone(all, apply.job_id)).status).toBe("succeeded");
 
-    text = await until(all, (s) => value(s, "rlc_speakers", { tenant, sync_status: "in_sync" }) === 1);
+    text = await scrapeUntil(all, (s) => value(s, "rlc_speakers", { tenant, sync_status: "in_sync" }) === 1);
     expect(value(text, "rlc_speakers", { tenant, sync_status: "unknown" })).toBe(0);
     expect(value(text, "rlc_apply_duration_seconds_count", { status: "succeeded" })).toBe(1);
     expect(value(text, "rlc_job_run_duration_seconds_count", { type: "apply", outcome: "awaiting" })).toBe(1);
@@ -143,7 +138,7 @@ describe("fleet metrics", () => {
     const tripped = await post(all, "/v1/modules/refresh?wait=true");
     expect(tripped.json().code, tripped.body).toBe("revision_guard_tripped");
 
-    const text = await until(all, (s) => value(s, "rlc_modules_refresh_failing", { tenant }) === 1);
+    const text = await scrapeUntil(all, (s) => value(s, "rlc_modules_refresh_failing", { tenant }) === 1);
     expect(value(text, "rlc_ingest_source_failures_total", { tenant, kind: "cdn" })).toBeGreaterThanOrEqual(1);
     expect(value(text, "rlc_job_failures_total", { type: "module_ingest", code: "revision_guard_tripped" })).toBe(1);
   });
@@ -153,7 +148,7 @@ describe("fleet metrics", () => {
     const queued = await post(api, `/v1/modules/${mod.id}/refresh`);
     expect(queued.statusCode, queued.body).toBe(202);
     const tenant = await tenantOf(api);
-    const text = await until(api, (s) => value(s, "rlc_jobs", { tenant, type: "module_ingest", status: "queued" }) === 1);
+    const text = await scrapeUntil(api, (s) => value(s, "rlc_jobs", { tenant, type: "module_ingest", status: "queued" }) === 1);
     expect(value(text, "rlc_jobs", { tenant, type: "module_ingest", status: "queued" })).toBe(1);
     expect(value(text, "rlc_jobs_oldest_queued_age_seconds", { tenant, type: "module_ingest" })).toBeGreaterThanOrEqual(0);
     expect(value(text, "rlc_audit_outbox_records")).toBeGreaterThanOrEqual(1);

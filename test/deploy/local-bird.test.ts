@@ -7,6 +7,7 @@ import { BirdClient } from "../../packages/shared/src/bird/birdc.js";
 import { freePort, startProcess, stopProcess } from "../helpers/bird-lab.js";
 import { startTestController, type TestController } from "../helpers/controller.js";
 import { tool } from "../helpers/tools.js";
+import { untilJobDone } from "../helpers/wait.js";
 
 // POST /v1/bird/reload and GET /v1/bird/status against a real BIRD 2 on this host, which the
 // controller drives through the agent's renderer, `bird -p` and configure/confirm code.
@@ -29,14 +30,7 @@ describe.skipIf(missing.length > 0)(missing.length > 0 ? `${title} (skipped: bir
   const call = (key: string | null, method: "GET" | "POST" | "PATCH" | "DELETE", url: string, payload?: object) =>
     t.call(key, { method, url, ...(payload ? { payload } : {}) });
 
-  async function untilJob(id: string, ms = 20_000) {
-    const end = Date.now() + ms;
-    for (;;) {
-      const job = (await call(t.rootKey, "GET", `/v1/jobs/${id}`)).json();
-      if (!["queued", "running", "awaiting"].includes(job.status) || Date.now() > end) return job;
-      await new Promise((r) => setTimeout(r, 100));
-    }
-  }
+  const untilJob = (id: string) => untilJobDone(t, id, 20_000);
 
   /** The apply job a peer write ends in, once it waits on the speaker (dispatched). */
   async function dispatchedApply(reconcileJobId: string): Promise<string> {

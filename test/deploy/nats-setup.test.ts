@@ -1,7 +1,6 @@
 import { execFile, spawn } from "node:child_process";
 import { existsSync } from "node:fs";
 import { mkdtemp, readFile, rm, stat } from "node:fs/promises";
-import { createServer } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { promisify } from "node:util";
@@ -9,6 +8,7 @@ import { internalSubjects } from "@rlc/proto";
 import { afterEach, describe, expect, it } from "vitest";
 import { createBus } from "../../packages/controller/src/bus/index.js";
 import { ConfigError, loadConfig } from "../../packages/controller/src/config.js";
+import { freePort } from "../helpers/lab-daemons.mjs";
 import { tool } from "../helpers/tools.js";
 
 const run = promisify(execFile);
@@ -18,14 +18,6 @@ const cleanups: (() => Promise<unknown> | unknown)[] = [];
 afterEach(async () => {
   for (const c of cleanups.splice(0).reverse()) await c();
 });
-
-async function freePort(): Promise<number> {
-  const server = createServer();
-  await new Promise<void>((r) => server.listen(0, "127.0.0.1", r));
-  const port = (server.address() as { port: number }).port;
-  await new Promise((r) => server.close(r));
-  return port;
-}
 
 async function tempDir(): Promise<string> {
   const dir = await mkdtemp(join(tmpdir(), "rl-nats-setup-"));

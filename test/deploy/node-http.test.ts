@@ -1,19 +1,11 @@
 import { verifyBundle, verifyKeyStatement } from "@rlc/shared/bundle";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { startTestController, type TestController } from "../helpers/controller.js";
+import { untilJobDone } from "../helpers/wait.js";
 
 let t: TestController;
 const call = (key: string | null, method: "GET" | "POST" | "PATCH" | "DELETE", url: string, payload?: object) =>
   t.call(key, { method, url, ...(payload ? { payload } : {}) });
-
-async function untilJob(id: string, ms = 10_000) {
-  const end = Date.now() + ms;
-  for (;;) {
-    const job = (await call(t.rootKey, "GET", `/v1/jobs/${id}`)).json();
-    if (!["queued", "running", "awaiting"].includes(job.status) || Date.now() > end) return job;
-    await new Promise((r) => setTimeout(r, 100));
-  }
-}
 
 beforeAll(async () => {
   t = await startTestController();
@@ -113,7 +105,7 @@ describe("speakers, enrollment, bundles and apply over HTTP (the agent's side pl
       agent_version: "1.0.0",
     });
     expect(report.statusCode, report.body).toBe(204);
-    const job = await untilJob(apply.json().job_id);
+    const job = await untilJobDone(t, apply.json().job_id, 10_000);
     expect(job).toMatchObject({
       status: "succeeded",
       result: { revision_id: revisionId, speakers: [{ speaker_id: speakerId, status: "applied", error: null }] },
@@ -145,7 +137,7 @@ describe("speakers, enrollment, bundles and apply over HTTP (the agent's side pl
       error: { code: "bird_config_invalid", message: "rl-routes.conf:3:7 syntax error", revision_id: revisionId, sequence: 2 },
       sessions: [],
     });
-    const job = await untilJob(apply.json().job_id);
+    const job = await untilJobDone(t, apply.json().job_id, 10_000);
     // The agent still runs the revision it had: a re-apply of the same revision is reported applied.
     expect(["succeeded", "failed"]).toContain(job.status);
   });
@@ -161,7 +153,7 @@ describe("speakers, enrollment, bundles and apply over HTTP (the agent's side pl
     expect(peer.statusCode, peer.body).toBe(201);
     expect(peer.json()).toMatchObject({ password_set: true, speaker_ids: [speakerId], established_on_speakers: [], session_mismatch: true });
     expect(peer.body).not.toContain("s3cret");
-    const reconcile = await untilJob(peer.json().reconcile_job_id);
+    const reconcile = await untilJobDone(t, peer.json().reconcile_job_id, 10_000);
     expect(reconcile).toMatchObject({ type: "peer_reconcile", status: "succeeded" });
     expect(reconcile.result.apply_job_id).toEqual(expect.any(String));
 

@@ -1,6 +1,5 @@
 import { type ChildProcess, execFile, execFileSync, spawn } from "node:child_process";
 import { mkdirSync, mkdtempSync, openSync, readFileSync, rmSync, writeFileSync } from "node:fs";
-import { createServer } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { promisify } from "node:util";
@@ -11,6 +10,7 @@ import { BirdClient } from "../../packages/shared/src/bird/birdc.js";
 import { renderBirdConfig } from "../../packages/shared/src/bird/render/render.js";
 import { parseProtocolsAll } from "../../packages/shared/src/bird/status/parse-protocols.js";
 import { createProcessRunner, validateBirdConfig } from "../../packages/shared/src/bird/validate.js";
+import { freePort } from "../helpers/lab-daemons.mjs";
 
 // From a payload fixture through sign → verify → render (full) → bird -p → a real BIRD 2 speaking
 // BGP to a real GoBGP, then apply/confirm, a refused config, and a config nobody confirms.
@@ -31,18 +31,6 @@ const fixture = JSON.parse(readFileSync(join(import.meta.dirname, "fixtures", "b
 const PEER_PROTOCOL = "rl_peer_0192f3a40000700080000000000000e1";
 
 type Rib = Record<string, string[]>;
-
-/** A port free on `host` right now (the kernel picks it). */
-function freePort(host: string): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const server = createServer();
-    server.once("error", reject);
-    server.listen(0, host, () => {
-      const address = server.address();
-      server.close(() => resolve(typeof address === "object" && address ? address.port : 0));
-    });
-  });
-}
 
 /** The payload's prefixes as `prefix → sorted communities`, the form the RIB is read into. */
 function expected(content: BundleContent, family: "v4" | "v6", only: string[] = []): Rib {

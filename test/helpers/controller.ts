@@ -1,11 +1,11 @@
 import { cp, mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import type { Clock } from "@rlc/shared/time";
 import type { FastifyInstance, InjectOptions, LightMyRequestResponse } from "fastify";
 import { inject } from "vitest";
 import { loadConfig } from "../../packages/controller/src/config.js";
 import { type Controller, startController } from "../../packages/controller/src/controller.js";
-import type { Clock } from "../../packages/controller/src/lib/time.js";
 import { createTestDatabase, type TestDatabase } from "./db.js";
 
 export interface TestController {
@@ -59,13 +59,16 @@ export async function startTestController(opts: { env?: Record<string, string>; 
   };
 }
 
-/** A clock the test moves by hand. */
-export function manualClock(start = new Date("2026-11-22T10:00:00.000Z")) {
+/** A clock the test moves by hand; `sleep` moves it too, so nothing waits in real time. */
+export function manualClock(start = new Date("2026-11-22T10:00:00.000Z")): Clock & { advance(ms: number): void } {
   let now = start.getTime();
-  const clock = () => new Date(now);
-  return Object.assign(clock, {
-    advance(ms: number) {
+  return {
+    now: () => now,
+    sleep: async (ms) => {
       now += ms;
     },
-  });
+    advance(ms) {
+      now += ms;
+    },
+  };
 }

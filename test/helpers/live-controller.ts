@@ -58,14 +58,4 @@ export async function startLiveController(opts: { env?: Record<string, string> }
   }
 }
 
-/** Polls a job until it is finished (or `ms` passed) and answers its last state. */
-export async function untilJobDone(t: Pick<LiveController, "call" | "rootKey">, jobId: string, ms = 30_000): Promise<any> {
-  const end = Date.now() + ms;
-  for (;;) {
-    const job = (await t.call(t.rootKey, "GET", `/v1/jobs/${jobId}`)).json();
-    if (!["queued", "running", "awaiting"].includes(job.status) || Date.now() > end) return job;
-    await new Promise((r) => setTimeout(r, 100));
-  }
-}
-
-export { until } from "./wait.js";
+export { until, untilJobDone } from "./wait.js";

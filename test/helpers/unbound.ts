@@ -4,10 +4,11 @@
 import { type ChildProcess, execFile, spawn } from "node:child_process";
 import { accessSync, constants } from "node:fs";
 import { mkdtemp, readFile, rm, writeFile } from "node:fs/promises";
-import { connect, createServer } from "node:net";
+import { connect } from "node:net";
 import { tmpdir } from "node:os";
 import { delimiter, join } from "node:path";
 import { promisify } from "node:util";
+import { freePort } from "./lab-daemons.mjs";
 
 const run = promisify(execFile);
 
@@ -167,17 +168,6 @@ function accepts(port: number): Promise<boolean> {
       resolve(true);
     });
     socket.once("error", () => resolve(false));
-  });
-}
-
-function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const server = createServer();
-    server.once("error", reject);
-    server.listen(0, "127.0.0.1", () => {
-      const address = server.address();
-      server.close(() => (typeof address === "object" && address ? resolve(address.port) : reject(new Error("no port"))));
-    });
   });
 }
 

@@ -59,11 +59,11 @@ describe.skipIf(missing !== null)("DOMAINS modules through a real DoH server (un
     const at = (ms: number) => new Date(ms).toISOString().slice(11, 16);
     const seen = Object.fromEntries(rows.map((r) => [r.origin, Object.fromEntries(r.prefixes.map((p, i) => [p, r.seen[i]]))]));
     expect(seen).toEqual({
-      "example.test": { "1.2.3.4/32": at(clock().getTime()), "2606:4700::1111/128": at(clock().getTime()) },
+      "example.test": { "1.2.3.4/32": at(clock.now()), "2606:4700::1111/128": at(clock.now()) },
       "www.example.test": {
-        "5.6.7.1/32": at(clock().getTime() - 10 * 60_000),
-        "5.6.7.2/32": at(clock().getTime()),
-        "2606:4700::21/128": at(clock().getTime()),
+        "5.6.7.1/32": at(clock.now() - 10 * 60_000),
+        "5.6.7.2/32": at(clock.now()),
+        "2606:4700::21/128": at(clock.now()),
       },
     });
     clock.advance(31 * 60_000);

@@ -1,4 +1,5 @@
 import { AppError } from "@rlc/shared/errors";
+import { createSystemClock } from "@rlc/shared/time";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createMemoryBus } from "../../packages/controller/src/bus/memory-bus.js";
 import { claimJob } from "../../packages/controller/src/db/jobs.js";
@@ -62,7 +63,7 @@ async function status(id: string) {
 
 const workers: Worker[] = [];
 const startW = (handler: JobHandler, extra: Partial<Parameters<typeof startWorker>[0]> = {}) => {
-  const w = startWorker({ sql: t.controller.db.sql, bus, clock: () => new Date(), logger: silent, handlers: [handler], pollMs: 100, ...extra });
+  const w = startWorker({ sql: t.controller.db.sql, bus, clock: createSystemClock(), logger: silent, handlers: [handler], pollMs: 100, ...extra });
   workers.push(w);
   return w;
 };

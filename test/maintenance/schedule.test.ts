@@ -1,3 +1,4 @@
+import { createSystemClock } from "@rlc/shared/time";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { insertRevision } from "../../packages/controller/src/db/revisions.js";
 import { maintenancePolicyRunJob } from "../../packages/controller/src/jobs/maintenance-policy-run-job.js";
@@ -23,7 +24,7 @@ const jobsOf = (type: string) =>
 
 /** Runs the queued jobs of `type`; the worker's clock is ahead, as the passes above enqueued "later". */
 async function runJobs(handlers: Parameters<typeof startWorker>[0]["handlers"], type: string) {
-  const clock = () => new Date(Date.now() + 3 * 60 * MINUTE);
+  const clock = { ...createSystemClock(), now: () => Date.now() + 3 * 60 * MINUTE };
   const w = startWorker({ sql: sql(), bus: bus(), clock, logger: silent, handlers, pollMs: 50 });
   try {
     for (let i = 0; i < 200; i++) {

@@ -1,3 +1,4 @@
+import { createSystemClock } from "@rlc/shared/time";
 import { Registry } from "prom-client";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { type Database, openDatabase } from "../../packages/controller/src/db/connect.js";
@@ -38,7 +39,7 @@ describe("fleet gauges", () => {
   it("twenty scrapes at once and ten more right after cost one query per figure", async () => {
     const { sql, seen } = counting(database.sql);
     const registry = new Registry();
-    registerFleetGauges({ registry, sql, clock: () => new Date(), cacheMs: 60_000 });
+    registerFleetGauges({ registry, sql, clock: createSystemClock(), cacheMs: 60_000 });
     const texts = await Promise.all(Array.from({ length: 20 }, () => registry.metrics()));
     for (let i = 0; i < 10; i++) texts.push(await registry.metrics());
     expect(new Set(texts).size).toBe(1);
@@ -50,7 +51,7 @@ describe("fleet gauges", () => {
   it("answers again from the database once the cached answer is older than its window", async () => {
     const { sql, seen } = counting(database.sql);
     const registry = new Registry();
-    registerFleetGauges({ registry, sql, clock: () => new Date(), cacheMs: 50 });
+    registerFleetGauges({ registry, sql, clock: createSystemClock(), cacheMs: 50 });
     await registry.metrics();
     await new Promise((r) => setTimeout(r, 100));
     await registry.metrics();
@@ -67,7 +68,7 @@ describe("fleet gauges", () => {
     });
     const registry = new Registry();
     const errors: string[] = [];
-    registerFleetGauges({ registry, sql: broken, clock: () => new Date(), onError: (q) => errors.push(q) });
+    registerFleetGauges({ registry, sql: broken, clock: createSystemClock(), onError: (q) => errors.push(q) });
     const text = await registry.metrics();
     // One failed query, though two gauges read it.
     expect(errors).toEqual(["audit_outbox"]);
@@ -86,7 +87,7 @@ describe("fleet gauges", () => {
     });
     const registry = new Registry();
     const errors: string[] = [];
-    registerFleetGauges({ registry, sql: stuck, clock: () => new Date(), timeoutMs: 200, onError: (q) => errors.push(q) });
+    registerFleetGauges({ registry, sql: stuck, clock: createSystemClock(), timeoutMs: 200, onError: (q) => errors.push(q) });
     const text = await registry.metrics();
     expect(errors).toEqual(["audit_outbox"]);
     expect(text).toMatch(/^rlc_audit_outbox_records nan$/im);

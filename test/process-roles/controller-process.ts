@@ -1,9 +1,9 @@
 import { type ChildProcess, spawn } from "node:child_process";
 import { randomBytes } from "node:crypto";
 import { existsSync } from "node:fs";
-import { createServer } from "node:net";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
+import { freePort } from "../helpers/lab-daemons.mjs";
 
 const root = fileURLToPath(new URL("../../", import.meta.url));
 export const serverJs = join(root, "packages/controller/dist/server.js");
@@ -19,16 +19,7 @@ export function assertBuilt(needs: string[]): void {
   }
 }
 
-export async function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const s = createServer();
-    s.once("error", reject);
-    s.listen(0, "127.0.0.1", () => {
-      const { port } = s.address() as { port: number };
-      s.close(() => resolve(port));
-    });
-  });
-}
+export { freePort };
 
 /** A key in the BOOTSTRAP_API_KEY format: `rlk_<8 characters>_<43 base64url characters>`. */
 export function newBootstrapKey(): string {

@@ -1,8 +1,8 @@
+import type { Clock } from "@rlc/shared/time";
 import type { Bus } from "./bus/index.js";
 import type { Config } from "./config.js";
 import type { Sql } from "./db/connect.js";
 import type { BuildInfo } from "./lib/build-info.js";
-import type { Clock } from "./lib/time.js";
 import type { ControllerMetrics } from "./metrics/controller-metrics.js";
 import type { AppServices } from "./services/create-services.js";
 import type { OutboundClient } from "./sources/outbound.js";

@@ -1,3 +1,4 @@
+import { type Clock, createSystemClock } from "@rlc/shared/time";
 import type { FastifyBaseLogger, FastifyInstance, FastifyServerOptions } from "fastify";
 import { buildApp } from "./app.js";
 import type { AppDeps } from "./app-deps.js";
@@ -17,7 +18,6 @@ import { createJobHandlers } from "./jobs/handlers.js";
 import { startWorker } from "./jobs/worker.js";
 import { type BuildInfo, loadBuildInfo } from "./lib/build-info.js";
 import { createSecretBox, loadDataKey } from "./lib/secret-box.js";
-import { type Clock, systemClock } from "./lib/time.js";
 import { createControllerMetrics } from "./metrics/controller-metrics.js";
 import { bundleReissueTask } from "./scheduler/bundle-reissue.js";
 import { type PeriodicTask, type Scheduler, startScheduler } from "./scheduler/scheduler.js";
@@ -82,12 +82,12 @@ export function splitCidrs(value: string | undefined): string[] {
  * the tests inject into `app`.
  */
 export async function startController(config: Config, opts: StartOptions = {}): Promise<Controller> {
-  const clock = opts.clock ?? systemClock;
+  const clock = opts.clock ?? createSystemClock();
   const db = opts.database ?? (await openDatabase({ url: config.DATABASE_URL, dataDir: config.APP_DATA_DIR }));
   const closers: (() => Promise<unknown>)[] = [];
   try {
     await migrate(db.sql);
-    const bootstrap = await bootstrapDefaultTenant(db.sql, { bootstrapKey: config.BOOTSTRAP_API_KEY, now: clock() });
+    const bootstrap = await bootstrapDefaultTenant(db.sql, { bootstrapKey: config.BOOTSTRAP_API_KEY, now: new Date(clock.now()) });
     // Right after the commit that made it: a later step that fails (NATS, the listener) must not
     // take the only copy of a generated key with it.
     await opts.onBootstrap?.(bootstrap);
@@ -120,7 +120,9 @@ export async function startController(config: Config, opts: StartOptions = {}): 
     const grpcFiles = grpcTlsOf(config);
     const specificHost = config.GRPC_HOST !== "0.0.0.0" && config.GRPC_HOST !== "::" ? [config.GRPC_HOST] : [];
     const grpcTls =
-      servesApi && !config.GRPC_INSECURE ? await loadGrpcTls({ sql: db.sql, secretBox, files: grpcFiles, names: specificHost, now: clock() }) : null;
+      servesApi && !config.GRPC_INSECURE
+        ? await loadGrpcTls({ sql: db.sql, secretBox, files: grpcFiles, names: specificHost, now: new Date(clock.now()) })
+        : null;
     const grpc = servesAgents
       ? await listenGrpc({
           host: config.GRPC_HOST,
@@ -147,7 +149,7 @@ export async function startController(config: Config, opts: StartOptions = {}): 
       caHash: grpcTls?.caHash ?? null,
       onAuditRecorded: () => pusher?.wake(),
     });
-    const carried = await sealSecretsAtRest(db.sql, { secretBox, signing: services.signing, now: clock() });
+    const carried = await sealSecretsAtRest(db.sql, { secretBox, signing: services.signing, now: new Date(clock.now()) });
     const deps: AppDeps = { config, sql: db.sql, clock, bus, buildInfo: opts.buildInfo ?? loadBuildInfo(), outbound, services, metrics };
     const app = await buildApp(deps, opts.logger === undefined ? {} : { logger: opts.logger });
     log = app.log;

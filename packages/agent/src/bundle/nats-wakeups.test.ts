@@ -1,9 +1,9 @@
 import { type ChildProcess, spawn } from "node:child_process";
-import { createServer } from "node:net";
 import { connect, type NatsConnection } from "@nats-io/transport-node";
 import { type AgentNotification, internalSubjects } from "@rlc/proto";
 import { createSystemClock } from "@rlc/shared/time";
 import { afterEach, describe, expect, it } from "vitest";
+import { freePort } from "../../../../test/helpers/lab-daemons.mjs";
 import { tool } from "../../../../test/helpers/tools.js";
 import { until } from "../../../../test/helpers/wait.js";
 import { silentLogger } from "../log.js";
@@ -14,14 +14,6 @@ const cleanups: (() => Promise<void> | void)[] = [];
 afterEach(async () => {
   for (const c of cleanups.splice(0).reverse()) await c();
 });
-
-async function freePort(): Promise<number> {
-  const server = createServer();
-  await new Promise<void>((r) => server.listen(0, "127.0.0.1", r));
-  const port = (server.address() as { port: number }).port;
-  await new Promise((r) => server.close(r));
-  return port;
-}
 
 /** A nats-server of this test's own, stopped by pid. */
 function startNats(port: number): ChildProcess {

@@ -14,11 +14,11 @@ import {
 } from "@rlc/proto";
 import { AppError, ForbiddenError, NotFoundError, UnauthenticatedError, ValidationError } from "@rlc/shared/errors";
 import { EnrollBody, StatusReport } from "@rlc/shared/schemas";
+import type { Clock } from "@rlc/shared/time";
 import type { FastifyBaseLogger } from "fastify";
 import type { Bus } from "../bus/index.js";
 import type { Sql } from "../db/connect.js";
 import { parseKeySecret } from "../lib/key-secret.js";
-import type { Clock } from "../lib/time.js";
 import type { Authenticator } from "../services/access/authenticator.js";
 import type { Principal } from "../services/access/context.js";
 import type { NodeService } from "../services/deploy/node.js";
@@ -142,7 +142,7 @@ export function createAgentService(deps: AgentServiceDeps): AgentService {
     if (authFailures.empty(peer)) throw rateLimited("too many failed authentications; try again later");
     try {
       if (!key) throw new UnauthenticatedError("metadata authorization: Bearer <node key> is required");
-      const principal = await deps.authenticator.authenticate(`Bearer ${key}`, deps.clock());
+      const principal = await deps.authenticator.authenticate(`Bearer ${key}`, new Date(deps.clock.now()));
       if (principal.role !== "node" || principal.speakerId === null) throw new ForbiddenError("AgentService takes node keys only");
       return principal as Principal & { speakerId: string };
     } catch (error) {
@@ -182,7 +182,7 @@ export function createAgentService(deps: AgentServiceDeps): AgentService {
         }
         if (hasNul(body.data)) throw new ValidationError("invalid enrollment: NUL characters are not allowed");
         const token = bearerFromMetadata(call.metadata);
-        const answer = await deps.node.enroll(token ? `Bearer ${token}` : undefined, body.data, deps.clock());
+        const answer = await deps.node.enroll(token ? `Bearer ${token}` : undefined, body.data, new Date(deps.clock.now()));
         return {
           speaker_id: answer.speaker_id,
           tenant_id: answer.tenant_id,
@@ -236,7 +236,7 @@ export function createAgentService(deps: AgentServiceDeps): AgentService {
         unsubscribe = deps.bus.subscribe(internalSubjects.notify(principal.tenantId, speakerId), (message) => {
           const notification = notificationFromJson(message);
           if (!notification) return;
-          const event = notificationToProto(notification, deps.clock().toISOString());
+          const event = notificationToProto(notification, new Date(deps.clock.now()).toISOString());
           if (held) held.push(event);
           else write(event);
         });
@@ -246,7 +246,7 @@ export function createAgentService(deps: AgentServiceDeps): AgentService {
           throw error;
         });
         if (closed) return;
-        const sentAt = deps.clock().toISOString();
+        const sentAt = new Date(deps.clock.now()).toISOString();
         write(
           latest
             ? notificationToProto(
@@ -260,10 +260,10 @@ export function createAgentService(deps: AgentServiceDeps): AgentService {
         ping = setInterval(() => {
           // A revoked key (speaker deleted, key rotated away) loses its stream at the next PING.
           nodePrincipal(call).then(
-            () => write(notificationToProto({ type: "ping" }, deps.clock().toISOString())),
+            () => write(notificationToProto({ type: "ping" }, new Date(deps.clock.now()).toISOString())),
             (error: unknown) => {
               if (error instanceof AppError && (error.code === "unauthenticated" || error.code === "forbidden")) fail(error);
-              else write(notificationToProto({ type: "ping" }, deps.clock().toISOString()));
+              else write(notificationToProto({ type: "ping" }, new Date(deps.clock.now()).toISOString()));
             },
           );
         }, pingMs);
@@ -353,7 +353,7 @@ export function createAgentService(deps: AgentServiceDeps): AgentService {
         }
         if (!Number.isSafeInteger(report.applied_sequence ?? 0)) throw new ValidationError("invalid report: applied_sequence is out of range");
         if (hasNul(report)) throw new ValidationError("invalid report: NUL characters are not allowed");
-        await deps.node.report(principal, speakerId, parsed.data, deps.clock());
+        await deps.node.report(principal, speakerId, parsed.data, new Date(deps.clock.now()));
       }).then(
         () => callback(null, {}),
         (error: unknown) => callback(toServiceError(error, "ReportStatus")),

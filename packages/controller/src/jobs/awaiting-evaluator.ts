@@ -1,8 +1,8 @@
 import { eventSubjects, parseEventSubject } from "@rlc/proto";
+import type { Clock } from "@rlc/shared/time";
 import type { FastifyBaseLogger } from "fastify";
 import type { Bus } from "../bus/index.js";
 import type { Sql } from "../db/connect.js";
-import type { Clock } from "../lib/time.js";
 import type { JobMetrics } from "../metrics/controller-metrics.js";
 import { evaluateAwaitingApplies } from "./apply-awaiting.js";
 
@@ -28,7 +28,7 @@ export function startAwaitingEvaluator(deps: { sql: Sql; bus: Bus; clock: Clock;
       do {
         entry.again = false;
         try {
-          await evaluateAwaitingApplies({ sql: deps.sql, bus: deps.bus, now: deps.clock, metrics: deps.metrics }, { tenantId });
+          await evaluateAwaitingApplies({ sql: deps.sql, bus: deps.bus, now: () => new Date(deps.clock.now()), metrics: deps.metrics }, { tenantId });
         } catch (err) {
           deps.logger.warn({ err, tenant_id: tenantId }, "evaluating awaiting jobs failed; the sweep will");
         }

@@ -1,12 +1,12 @@
 import { internalSubjects } from "@rlc/proto";
 import { AppError } from "@rlc/shared/errors";
+import type { Clock } from "@rlc/shared/time";
 import type { FastifyBaseLogger } from "fastify";
 import type { Bus } from "../bus/index.js";
 import type { Db, Sql } from "../db/connect.js";
 import { claimJob, failPoisonedJobs, finishJob, type JobRow, lockJobState, parkJob, renewJobLease, retryJob, updateJobProgress } from "../db/jobs.js";
 import { publishJobFinished } from "../events/publish.js";
 import { uuidv7 } from "../lib/ids.js";
-import type { Clock } from "../lib/time.js";
 import type { JobMetrics } from "../metrics/controller-metrics.js";
 import { JobCancelledError, type JobContext, type JobHandler, JobLostError } from "./handler.js";
 import { POISONED_PROBLEM, problemOf } from "./problem.js";
@@ -84,7 +84,7 @@ export function startWorker(opts: WorkerOptions) {
     const heartbeat = setInterval(
       async () => {
         try {
-          const lease = await renewJobLease(opts.sql, job.id, workerId, opts.clock(), leaseMs);
+          const lease = await renewJobLease(opts.sql, job.id, workerId, new Date(opts.clock.now()), leaseMs);
           if (!lease.owned) abort.abort(new JobLostError());
           else if (lease.cancel_requested) {
             cancelAsked = true;
@@ -100,11 +100,11 @@ export function startWorker(opts: WorkerOptions) {
     const ctx: JobContext = {
       job,
       signal: abort.signal,
-      now: opts.clock,
+      now: () => new Date(opts.clock.now()),
       progress: (done, total) => updateJobProgress(opts.sql, job.id, workerId, done, total),
       async checkpoint() {
         if (cancelAsked) throw new JobCancelledError();
-        const lease = await renewJobLease(opts.sql, job.id, workerId, opts.clock(), leaseMs);
+        const lease = await renewJobLease(opts.sql, job.id, workerId, new Date(opts.clock.now()), leaseMs);
         if (!lease.owned) throw new JobLostError();
         if (lease.cancel_requested) {
           cancelAsked = true;
@@ -112,8 +112,8 @@ export function startWorker(opts: WorkerOptions) {
         }
       },
       async park(p) {
-        if (!(await parkJob(opts.sql, job.id, workerId, { ...p, now: opts.clock() }))) {
-          const lease = await renewJobLease(opts.sql, job.id, workerId, opts.clock(), leaseMs);
+        if (!(await parkJob(opts.sql, job.id, workerId, { ...p, now: new Date(opts.clock.now()) }))) {
+          const lease = await renewJobLease(opts.sql, job.id, workerId, new Date(opts.clock.now()), leaseMs);
           throw lease.owned ? new JobCancelledError() : new JobLostError();
         }
         parked = true;
@@ -124,7 +124,7 @@ export function startWorker(opts: WorkerOptions) {
           if (!row || row.locked_by !== workerId || row.status !== "running") throw new JobLostError();
           if (row.cancel_requested) throw new JobCancelledError();
           const result = await fn(tx);
-          await finishJob(tx, job.id, workerId, { status: "succeeded", result, now: opts.clock() });
+          await finishJob(tx, job.id, workerId, { status: "succeeded", result, now: new Date(opts.clock.now()) });
           completed = true;
           return result;
         })) as R;
@@ -136,7 +136,11 @@ export function startWorker(opts: WorkerOptions) {
     try {
       if (job.cancel_requested) throw new JobCancelledError();
       const result = await handler.run(ctx);
-      if (!completed && !parked && (await finishJob(opts.sql, job.id, workerId, { status: "succeeded", result: result ?? {}, now: opts.clock() }))) {
+      if (
+        !completed &&
+        !parked &&
+        (await finishJob(opts.sql, job.id, workerId, { status: "succeeded", result: result ?? {}, now: new Date(opts.clock.now()) }))
+      ) {
         ended = { status: "succeeded", error: null };
       }
     } catch (raw) {
@@ -147,23 +151,25 @@ export function startWorker(opts: WorkerOptions) {
       } else if (err instanceof JobCancelledError) {
         outcome = "cancelled";
         const error = problemOf(new AppError("conflict", "the job was cancelled"));
-        if (await finishJob(opts.sql, job.id, workerId, { status: "cancelled", error, now: opts.clock() })) ended = { status: "cancelled", error };
+        if (await finishJob(opts.sql, job.id, workerId, { status: "cancelled", error, now: new Date(opts.clock.now()) }))
+          ended = { status: "cancelled", error };
       } else if (err instanceof AppError || job.attempts >= Math.min(JOB_ATTEMPTS_CAP, handler.maxAttempts ?? job.max_attempts)) {
         if (!(err instanceof AppError)) opts.logger.error({ err, job_id: job.id, attempts: job.attempts }, "job failed");
         const problem = problemOf(err);
-        if (await finishJob(opts.sql, job.id, workerId, { status: "failed", error: problem, now: opts.clock() })) ended = { status: "failed", error: problem };
+        if (await finishJob(opts.sql, job.id, workerId, { status: "failed", error: problem, now: new Date(opts.clock.now()) }))
+          ended = { status: "failed", error: problem };
         outcome = "failed";
         opts.metrics?.failed(job.type, String(problem.code));
       } else {
         opts.logger.warn({ err, job_id: job.id, attempts: job.attempts }, "job attempt failed; will retry");
         outcome = "retried";
-        await retryJob(opts.sql, job.id, workerId, new Date(opts.clock().getTime() + retryDelayMs(job.attempts)), problemOf(err), opts.clock());
+        await retryJob(opts.sql, job.id, workerId, new Date(opts.clock.now() + retryDelayMs(job.attempts)), problemOf(err), new Date(opts.clock.now()));
       }
     } finally {
       clearInterval(heartbeat);
       opts.metrics?.ran(job.type, parked ? "awaiting" : outcome, (performance.now() - runStarted) / 1000);
       // Once the end has committed (finishJob ran outside the handler's transaction, or `complete` returned).
-      if (ended) publishJobFinished(opts.bus, { ...job, ...ended, finished_at: null }, opts.clock());
+      if (ended) publishJobFinished(opts.bus, { ...job, ...ended, finished_at: null }, new Date(opts.clock.now()));
     }
   }
 
@@ -171,7 +177,7 @@ export function startWorker(opts: WorkerOptions) {
   // third: a lost job's lease has to run out before it can be swept anyway.
   let lastSweep = 0;
   async function sweepPoisoned() {
-    const now = opts.clock();
+    const now = new Date(opts.clock.now());
     if (now.getTime() - lastSweep < leaseMs / 3) return;
     lastSweep = now.getTime();
     for (const dead of await failPoisonedJobs(opts.sql, now, JOB_ATTEMPTS_CAP, POISONED_PROBLEM)) {
@@ -186,7 +192,15 @@ export function startWorker(opts: WorkerOptions) {
       let job: JobRow | undefined;
       try {
         await sweepPoisoned();
-        job = await claimJob(opts.sql, { workerId, now: opts.clock(), leaseMs, types, tenantMaxRunning, attemptsCap: JOB_ATTEMPTS_CAP, byPriority });
+        job = await claimJob(opts.sql, {
+          workerId,
+          now: new Date(opts.clock.now()),
+          leaseMs,
+          types,
+          tenantMaxRunning,
+          attemptsCap: JOB_ATTEMPTS_CAP,
+          byPriority,
+        });
       } catch (err) {
         if (!stopped) opts.logger.error({ err }, "job claim failed");
       }

@@ -1,7 +1,7 @@
+import type { Clock } from "@rlc/shared/time";
 import { Counter, collectDefaultMetrics, Gauge, Histogram, Registry } from "prom-client";
 import type { Bus } from "../bus/index.js";
 import type { Sql } from "../db/connect.js";
-import type { Clock } from "../lib/time.js";
 import { registerFleetGauges } from "./fleet-gauges.js";
 
 /** What the job worker, the poisoned-job sweep and the apply evaluation tell the metrics. */

@@ -1,3 +1,4 @@
+import type { Clock } from "@rlc/shared/time";
 import { Counter, Gauge, type Registry } from "prom-client";
 import type { Sql } from "../db/connect.js";
 import {
@@ -9,7 +10,6 @@ import {
   listSpeakerReportTimes,
   listTenantNames,
 } from "../db/fleet-metrics.js";
-import type { Clock } from "../lib/time.js";
 import { syncStatusOf } from "../services/deploy/speakers.js";
 
 /** How long one answer of a query serves scrapes: a scrape storm costs one query per figure per window. */
@@ -131,12 +131,12 @@ export function registerFleetGauges(o: FleetGaugeOptions): void {
       async collect() {
         const list = await rows();
         this.reset();
-        const now = o.clock().getTime();
+        const now = o.clock.now();
         for (const row of list ?? []) for (const [labels, value] of series(row, now)) this.set(labels, value);
       },
     });
 
-  const jobs = read("jobs", () => countActiveJobs(o.sql, o.clock()));
+  const jobs = read("jobs", () => countActiveJobs(o.sql, new Date(o.clock.now())));
   rowGauge("rlc_jobs", "Jobs not yet ended, by tenant, type and status (queued, running, awaiting agents).", ["tenant", "type", "status"], jobs, (r) => [
     [{ tenant: r.tenant_id, type: r.type, status: r.status }, r.count],
   ]);
@@ -221,7 +221,7 @@ export function registerFleetGauges(o: FleetGaugeOptions): void {
     registers,
     async collect() {
       const row = await outbox();
-      this.set(row ? (row.oldest_at ? ageSeconds(row.oldest_at, o.clock().getTime()) : 0) : Number.NaN);
+      this.set(row ? (row.oldest_at ? ageSeconds(row.oldest_at, o.clock.now()) : 0) : Number.NaN);
     },
   });
 

@@ -1,8 +1,8 @@
 import { ForbiddenError } from "@rlc/shared/errors";
+import type { Clock } from "@rlc/shared/time";
 import type { FastifyInstance } from "fastify";
 import fp from "fastify-plugin";
 import type { Sql } from "../db/connect.js";
-import type { Clock } from "../lib/time.js";
 import type { Authenticator } from "../services/access/authenticator.js";
 import type { RequestContext } from "../services/access/context.js";
 import { accessOf, refusal } from "./access.js";
@@ -17,7 +17,7 @@ export default fp(async function authPlugin(app: FastifyInstance, opts: { sql: S
   app.decorateRequest("principal", null);
   app.decorateRequest("ctx", function ctx(this: import("fastify").FastifyRequest): RequestContext {
     if (!this.principal) throw new Error("ctx() on a route without a principal");
-    return { principal: this.principal, requestId: this.id, now: opts.clock(), afterCommit: (fn) => void fn() };
+    return { principal: this.principal, requestId: this.id, now: new Date(opts.clock.now()), afterCommit: (fn) => void fn() };
   });
 
   app.addHook("onRequest", async (req) => {
@@ -26,7 +26,7 @@ export default fp(async function authPlugin(app: FastifyInstance, opts: { sql: S
     // From the route's declared method(s), as the OpenAPI document shows it, never the request's.
     const access = accessOf(req.routeOptions.config, req.routeOptions.method);
     if (access.kind === "public") return;
-    const principal = await opts.authenticator.authenticate(req.headers.authorization, opts.clock());
+    const principal = await opts.authenticator.authenticate(req.headers.authorization, new Date(opts.clock.now()));
     req.principal = principal;
     const refused = refusal(access, principal);
     if (refused) throw new ForbiddenError(refused);

@@ -1,12 +1,12 @@
 import { createHash } from "node:crypto";
 import { AppError, ForbiddenError } from "@rlc/shared/errors";
+import type { Clock } from "@rlc/shared/time";
 import type { FastifyInstance, FastifyReply, FastifyRequest } from "fastify";
 import fp from "fastify-plugin";
 import type { Db, Sql } from "../db/connect.js";
 import { findIdempotencyRecord, tryClaimIdempotencyKey, upsertIdempotencyRecord } from "../db/idempotency.js";
 import type { SecretBox } from "../lib/secret-box.js";
 import { stableStringify } from "../lib/stable-json.js";
-import type { Clock } from "../lib/time.js";
 import { type RequestContext, type RoleName, roleRank } from "../services/access/context.js";
 import type { Outcome } from "./types.js";
 
@@ -46,7 +46,7 @@ export default fp(async function idempotencyPlugin(app: FastifyInstance, opts: {
       });
     }
     const after: (() => void | Promise<void>)[] = [];
-    const ctx: RequestContext = { principal, requestId: this.id, now: opts.clock(), afterCommit: (f) => void after.push(f) };
+    const ctx: RequestContext = { principal, requestId: this.id, now: new Date(opts.clock.now()), afterCommit: (f) => void after.push(f) };
 
     const outcome = await opts.sql.begin(async (tx) => {
       if (key === undefined) return { replayed: false, result: await fn(tx, ctx) };

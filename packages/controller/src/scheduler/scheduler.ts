@@ -1,7 +1,7 @@
+import type { Clock } from "@rlc/shared/time";
 import type { FastifyBaseLogger } from "fastify";
 import { ADVISORY_LOCKS, backendHoldsLock, tryLockForSession, unlockAllSession, unlockSession } from "../db/advisory-locks.js";
 import type { Database } from "../db/connect.js";
-import type { Clock } from "../lib/time.js";
 
 /** Advisory lock held by the one scheduler leader among all replicas. */
 export const SCHEDULER_LOCK = ADVISORY_LOCKS.scheduler;
@@ -47,7 +47,7 @@ export function startScheduler(opts: SchedulerOptions) {
       // The lock is checked right before each run: a leader whose connection (and so lock) was
       // lost never runs a task beside the replica that took the lock over.
       if (!(await confirm())) return;
-      await task.run(opts.clock());
+      await task.run(new Date(opts.clock.now()));
     })()
       .catch((err) => opts.logger.error({ err, task: task.name }, "periodic task failed"))
       .finally(() => running.delete(p));

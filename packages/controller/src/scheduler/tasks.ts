@@ -1,3 +1,4 @@
+import type { Clock } from "@rlc/shared/time";
 import type { Bus } from "../bus/index.js";
 import type { Sql } from "../db/connect.js";
 import { deleteExpiredIdempotencyRecords } from "../db/idempotency.js";
@@ -6,7 +7,6 @@ import { findLastRun, recordRun } from "../db/scheduler.js";
 import { findSettings } from "../db/settings.js";
 import { findTenantByName } from "../db/tenants.js";
 import { evaluateAwaitingApplies } from "../jobs/apply-awaiting.js";
-import type { Clock } from "../lib/time.js";
 import type { JobMetrics } from "../metrics/controller-metrics.js";
 import { DEPLOYMENT_TENANT } from "../services/access/context.js";
 import { enqueueJob } from "../services/operations/jobs.js";
@@ -90,7 +90,7 @@ export function awaitingSweepTask(sql: Sql, bus: Bus, clock: Clock, metrics?: Jo
     name: "awaiting_sweep",
     everyMs,
     async run() {
-      await evaluateAwaitingApplies({ sql, bus, now: clock, metrics });
+      await evaluateAwaitingApplies({ sql, bus, now: () => new Date(clock.now()), metrics });
     },
   };
 }

@@ -29,7 +29,7 @@ const cdnSourceRoutes: FastifyPluginAsyncZod<{ deps: AppDeps }> = async (app, { 
   const rules = createOutboundRules(deps.outbound, deps.config.APP_OUTBOUND_ALLOW_CIDRS);
   // Before the body is parsed, so malformed calls count too (every call but a 429 counts).
   const rateLimited = async (req: FastifyRequest, _reply: unknown, payload: unknown) => {
-    await sources.countPreviewCall(deps.sql, req.principal!.tenantId, deps.clock());
+    await sources.countPreviewCall(deps.sql, req.principal!.tenantId, new Date(deps.clock.now()));
     return payload;
   };
 

@@ -44,7 +44,7 @@ const nodeRoutes: FastifyPluginAsyncZod<{ deps: AppDeps }> = async (app, { deps 
     },
     async (req, reply) => {
       reply.code(201);
-      return node.enroll(req.headers.authorization, req.body, deps.clock());
+      return node.enroll(req.headers.authorization, req.body, new Date(deps.clock.now()));
     },
   );
 
@@ -146,7 +146,7 @@ const nodeRoutes: FastifyPluginAsyncZod<{ deps: AppDeps }> = async (app, { deps 
       if (req.body.speaker_id !== req.params.speaker_id) {
         throw new ValidationError("speaker_id in the body differs from the path", [{ path: "body.speaker_id", message: "must equal the path's speaker_id" }]);
       }
-      await node.report(req.principal!, req.params.speaker_id, req.body as never, deps.clock());
+      await node.report(req.principal!, req.params.speaker_id, req.body as never, new Date(deps.clock.now()));
       return reply.code(204).send();
     },
   );

@@ -1,8 +1,8 @@
+import type { Clock } from "@rlc/shared/time";
 import { backoffDelay } from "@rlc/shared/time";
 import type { FastifyBaseLogger } from "fastify";
 import { deferAuditOutbox, deleteAuditOutbox, leaseAuditOutbox } from "../../db/audit.js";
 import type { Sql } from "../../db/connect.js";
-import type { Clock } from "../../lib/time.js";
 import type { OutboundClient } from "../../sources/outbound.js";
 import { toAuditRecord } from "./audit.js";
 
@@ -48,7 +48,7 @@ export function startAuditPusher(opts: AuditPusherOptions) {
   };
 
   const round = async () => {
-    const rows = await leaseAuditOutbox(opts.sql, opts.clock(), opts.batch ?? 50, 60);
+    const rows = await leaseAuditOutbox(opts.sql, new Date(opts.clock.now()), opts.batch ?? 50, 60);
     for (const row of rows) {
       if (stopped) return;
       try {
@@ -56,7 +56,7 @@ export function startAuditPusher(opts: AuditPusherOptions) {
         await deleteAuditOutbox(opts.sql, row.id);
       } catch (err) {
         const message = err instanceof Error ? err.message : String(err);
-        const next = new Date(opts.clock().getTime() + backoffDelay(row.attempts, RETRY));
+        const next = new Date(opts.clock.now() + backoffDelay(row.attempts, RETRY));
         await deferAuditOutbox(opts.sql, row.id, next, message.slice(0, 500));
         opts.logger.warn({ audit_id: row.id, attempts: row.attempts + 1, err: message }, "audit push failed; will retry");
         // The portal is likely down: leave the rest of the batch for their own next attempt.

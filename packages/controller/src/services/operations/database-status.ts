@@ -1,7 +1,8 @@
 import type { DatabaseStatus } from "@rlc/shared/schemas";
+import type { Clock } from "@rlc/shared/time";
 import type { Db } from "../../db/connect.js";
 import { analyzeDatabase, countConnections, findDatabaseSize, listTableStatus } from "../../db/maintenance.js";
-import { type Clock, iso } from "../../lib/time.js";
+import { iso } from "../../lib/time.js";
 
 /** GET /v1/maintenance/db and its ANALYZE: the database the controller uses, as an operator sees it. */
 export function databaseMaintenance() {
@@ -30,7 +31,7 @@ export function databaseMaintenance() {
     async analyze(db: Db, clock: Clock) {
       const started = performance.now();
       await analyzeDatabase(db);
-      return { analyzed_at: clock().toISOString(), duration_ms: Math.round(performance.now() - started) };
+      return { analyzed_at: new Date(clock.now()).toISOString(), duration_ms: Math.round(performance.now() - started) };
     },
   };
 }
