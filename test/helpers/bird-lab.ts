@@ -15,6 +15,22 @@ const run = promisify(execFile);
 
 export type Rib = Record<string, string[]>;
 
+/**
+ * When BIRD last loaded a configuration, in ms since the epoch (from `show status`). BIRD keeps
+ * that time on its monotonic clock and turns it into wall-clock time each time it shows it, so
+ * two readings of the same reconfiguration can be a millisecond apart: compare two readings with
+ * sameReconfiguration, never as text. A real configure comes far later than that.
+ */
+export async function lastReconfiguration(birdc: BirdClient): Promise<number> {
+  const shown = /Last reconfiguration on (.*)/.exec((await birdc.command("show status")).text)?.[1] ?? "";
+  const ms = Date.parse(shown.trim().replace(" ", "T"));
+  if (Number.isNaN(ms)) throw new Error(`show status gave no reconfiguration time: ${JSON.stringify(shown)}`);
+  return ms;
+}
+
+/** Whether two lastReconfiguration readings are the same configure (see there). */
+export const sameReconfiguration = (a: number, b: number) => Math.abs(a - b) <= 5;
+
 /** GoBGP's global RIB as `prefix → sorted communities` (standard as `A:V`, large as `A:B:C`). */
 export async function readRib(apiPort: number, family: "ipv4" | "ipv6"): Promise<Rib> {
   const { stdout } = await run("gobgp", ["-u", "127.0.0.1", "-p", String(apiPort), "global", "rib", "-a", family, "-j"]);
