@@ -1,6 +1,9 @@
 import type { Db } from "../db/connect.js";
 import type { Principal, RequestContext, RoleName } from "../services/access/context.js";
 
+/** The pool or a transaction: what a service call runs on (routes name it through here, never through db/). */
+export type { Db };
+
 /** What a mutation handler returns: the status and body to answer (and store for replays). */
 export interface Outcome<T> {
   status: number;

@@ -2,7 +2,8 @@ import { Empty, page } from "@rlc/shared/schemas";
 import type { FastifyContextConfig, FastifyReply, FastifyRequest, RouteGenericInterface } from "fastify";
 import type { FastifyPluginAsyncZod } from "fastify-type-provider-zod";
 import type { z } from "zod";
-import type { Db, Sql } from "../db/connect.js";
+import type { AppDeps } from "../app-deps.js";
+import type { Db } from "../plugins/types.js";
 import type { RequestContext } from "../services/access/context.js";
 import { authProblems, problems, writeProblems } from "./responses.js";
 
@@ -83,7 +84,7 @@ export interface ResourceService {
 }
 
 type App = Parameters<FastifyPluginAsyncZod>[0];
-type Deps = { sql: Sql };
+type Deps = Pick<AppDeps, "sql">;
 type Params = Record<string, unknown>;
 
 /** `:name` path parameters of a Fastify path, in order. */
