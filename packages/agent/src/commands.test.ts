@@ -4,13 +4,13 @@ import { join } from "node:path";
 import { BirdError } from "@rlc/shared/bird";
 import { afterEach, describe, expect, it } from "vitest";
 import { fakeBird, reply } from "../../../test/helpers/agent-fakes.js";
-import { ESTABLISHED_A1, protocolsFixture } from "../../shared/src/bird/status/fixtures.test-helper.js";
+import { birdFixture, ESTABLISHED_A1 } from "./bird-fixtures.test-helper.js";
 import { protocolsCommand, STATUS_EXIT, statusCommand, statusExitCode, statusWithExitCode } from "./commands.js";
 import { StateStore } from "./state.js";
 
 // Captured `birdc show protocols all` (packages/shared/src/bird/status/fixtures/README.md): a1 Established with GoBGP,
 // a2 and a3 Active with "Connection refused".
-const established = protocolsFixture("established");
+const established = birdFixture("established.txt");
 const now = new Date("2026-11-22T05:00:00Z");
 
 function bird() {

@@ -1,13 +1,12 @@
 import { spawnSync } from "node:child_process";
-import { readFileSync } from "node:fs";
-import { join } from "node:path";
 import { parseProtocolsAll } from "@rlc/shared/bird";
 import { describe, expect, it } from "vitest";
 import { tool } from "../../../../test/helpers/tools.js";
+import { birdFixture } from "../bird-fixtures.test-helper.js";
 import { AgentMetrics } from "./metrics.js";
 import { startMetricsServer } from "./metrics-server.js";
 
-const captured = readFileSync(join(import.meta.dirname, "../../../shared/src/bird/status/fixtures/established.txt"), "utf8");
+const captured = birdFixture("established.txt");
 
 function busyMetrics(): AgentMetrics {
   const now = new Date("2026-11-22T05:00:00Z");

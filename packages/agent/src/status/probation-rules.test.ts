@@ -1,9 +1,8 @@
-import { readFileSync } from "node:fs";
-import { join } from "node:path";
 import { parseProtocolsAll } from "@rlc/shared/bird";
 import type { BundlePayload } from "@rlc/shared/bundle";
 import { describe, expect, it } from "vitest";
 import { fixtureContent } from "../../../../test/helpers/agent-fakes.js";
+import { birdFixture } from "../bird-fixtures.test-helper.js";
 import { exportCounts, type PlanInput, type ProbationPlan, ProbationWatch, planProbation } from "./probation-rules.js";
 
 // The decisions of the probation on `show protocols all` captured from BIRD 2.0.12 (packages/shared/src/bird/status/fixtures/README.md).
@@ -11,7 +10,7 @@ import { exportCounts, type PlanInput, type ProbationPlan, ProbationWatch, planP
 const A1 = "rl_peer_0192f3a40000700080000000000000a1";
 const A1_ID = "0192f3a4-0000-7000-8000-0000000000a1";
 const parse = (name: string) =>
-  parseProtocolsAll(readFileSync(join(import.meta.dirname, "../../../shared/src/bird/status/fixtures", name), "utf8"), {
+  parseProtocolsAll(birdFixture(name), {
     now: new Date("2026-11-24T12:00:00Z"),
     timeZone: "utc",
   });
@@ -125,11 +124,7 @@ describe("ProbationWatch", () => {
   });
 
   it("verdict - a drop larger than the revision explains plus the margin fails; within it passes", () => {
-    const big = (exported: number) =>
-      readFileSync(join(import.meta.dirname, "../../../shared/src/bird/status/fixtures", "probation-established.txt"), "utf8").replace(
-        "0 imported, 3 exported",
-        `0 imported, ${exported} exported`,
-      );
+    const big = (exported: number) => birdFixture("probation-established.txt").replace("0 imported, 3 exported", `0 imported, ${exported} exported`);
     const watchOf = (before: number, after: number) => {
       const p = planProbation({
         before: parseProtocolsAll(big(before), { now: new Date(), timeZone: "utc" }).sessions,

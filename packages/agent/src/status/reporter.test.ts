@@ -1,15 +1,14 @@
-import { readFileSync } from "node:fs";
-import { join } from "node:path";
 import type { StatusReport } from "@rlc/proto";
 import { BirdError } from "@rlc/shared/bird";
 import { createSystemClock } from "@rlc/shared/time";
 import { describe, expect, it } from "vitest";
 import { fakeBird, reply } from "../../../../test/helpers/agent-fakes.js";
+import { birdFixture } from "../bird-fixtures.test-helper.js";
 import { AgentMetrics } from "../http/metrics.js";
 import { silentLogger } from "../log.js";
 import { StatusReporter } from "./reporter.js";
 
-const fixture = (name: string) => readFileSync(join(import.meta.dirname, "../../../shared/src/bird/status/fixtures", name), "utf8");
+const fixture = (name: string) => birdFixture(name);
 const applied = { revision_id: 4, sequence: 9, digest: "sha256:ab", applied_at: "2026-11-22T04:15:30.000Z" };
 
 function reporter(protocols: () => string, options: { fail?: () => boolean } = {}) {
