@@ -1,13 +1,8 @@
-// Per-request cost of the /v1 pipeline (auth, access, idempotency, metrics, headers) on a small
-// tenant: GET /v1/lookup and GET /v1/auth/session against a bare Fastify route served by the same
-// process, loaded by the same client. The big-data version is refresh-lookup.mjs; this one takes
-// seconds, so the hooks can be profiled and compared build to build. Prints figures; asserts nothing.
-import { performance } from "node:perf_hooks";
 import Fastify from "fastify";
 import postgres from "postgres";
-import { Pool } from "undici";
 import { loadConfig } from "../packages/controller/dist/config.js";
 import { startController } from "../packages/controller/dist/controller.js";
+import { closedLoopLoad } from "./http-load.mjs";
 
 const adminUrl = process.env.TEST_DATABASE_URL || "postgres://postgres@127.0.0.1:5432/postgres";
 const dbName = `rlc_bench_lat_${process.pid}`;
@@ -15,7 +10,6 @@ const KEY = `rlk_BENCHKEY_${"b".repeat(43)}`;
 const ROUNDS = Number(process.env.ROUNDS ?? 5);
 const SECONDS = Number(process.env.SECONDS ?? 3);
 const median = (xs) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
-const pct = (xs, p) => [...xs].sort((a, b) => a - b)[Math.min(xs.length - 1, Math.floor(xs.length * p))];
 
 const admin = postgres(adminUrl, { max: 1, onnotice: () => {} });
 await admin.unsafe(`CREATE DATABASE ${dbName}`);
@@ -32,25 +26,7 @@ const call = async (method, url, payload) => {
   return res.json();
 };
 
-async function load(base, pathFor, seconds) {
-  const pool = new Pool(base, { connections: 16, pipelining: 1 });
-  const lat = [];
-  let n = 0;
-  const end = performance.now() + seconds * 1000;
-  await Promise.all(
-    Array.from({ length: 32 }, async () => {
-      while (performance.now() < end) {
-        const s = performance.now();
-        const res = await pool.request({ method: "GET", path: pathFor(n++), headers: { authorization: `Bearer ${KEY}` } });
-        await res.body.dump();
-        if (res.statusCode !== 200) throw new Error(`status ${res.statusCode}`);
-        lat.push(performance.now() - s);
-      }
-    }),
-  );
-  await pool.close();
-  return { rps: lat.length / seconds, p50: pct(lat, 0.5), p99: pct(lat, 0.99) };
-}
+const load = (base, pathFor, seconds) => closedLoopLoad(base, pathFor, seconds, KEY);
 
 try {
   const c = await call("POST", "/v1/communities", { community: "65000:1", title: "bench" });

@@ -9,9 +9,9 @@ import { dirname, join } from "node:path";
 import { performance } from "node:perf_hooks";
 import Fastify from "fastify";
 import postgres from "postgres";
-import { Pool } from "undici";
 import { loadConfig } from "../packages/controller/dist/config.js";
 import { startController } from "../packages/controller/dist/controller.js";
+import { closedLoopLoad } from "./http-load.mjs";
 
 const require = createRequire(import.meta.url);
 const asnDir = dirname(require.resolve("@ip-location-db/asn/package.json"));
@@ -19,7 +19,6 @@ const adminUrl = process.env.TEST_DATABASE_URL || "postgres://postgres@127.0.0.1
 const dbName = `rlc_bench_${process.pid}`;
 const KEY = `rlk_BENCHKEY_${"b".repeat(43)}`;
 const median = (xs) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
-const pct = (xs, p) => [...xs].sort((a, b) => a - b)[Math.min(xs.length - 1, Math.floor(xs.length * p))];
 
 // Deterministic pseudo-random public prefixes (xorshift), far from the bogon ranges.
 let seed = 42;
@@ -155,25 +154,7 @@ try {
   const bareAddress = await bare.listen({ host: "127.0.0.1", port: 0 });
   const targets = cdnV4.slice(0, 5000).map((p) => p.replace("0/24", String(1 + Math.floor(rnd() * 250))));
   await call("GET", `/v1/lookup?q=${targets[0]}`); // builds the snapshot index once
-  async function load(base, pathFor, seconds) {
-    const pool = new Pool(base, { connections: 16, pipelining: 1 });
-    const lat = [];
-    let n = 0;
-    const end = performance.now() + seconds * 1000;
-    await Promise.all(
-      Array.from({ length: 32 }, async () => {
-        while (performance.now() < end) {
-          const s = performance.now();
-          const res = await pool.request({ method: "GET", path: pathFor(n++), headers: { authorization: `Bearer ${KEY}` } });
-          await res.body.dump();
-          if (res.statusCode !== 200) throw new Error(`status ${res.statusCode}`);
-          lat.push(performance.now() - s);
-        }
-      }),
-    );
-    await pool.close();
-    return { rps: lat.length / seconds, p50: pct(lat, 0.5), p99: pct(lat, 0.99) };
-  }
+  const load = (base, pathFor, seconds) => closedLoopLoad(base, pathFor, seconds, KEY);
   // /v1/auth/session does nothing but authenticate: the floor that any /v1 route shares.
   const rounds = [];
   for (let i = 0; i < 3; i++) {

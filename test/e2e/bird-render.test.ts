@@ -10,7 +10,7 @@ import { BirdClient } from "../../packages/shared/src/bird/birdc.js";
 import { renderBirdConfig } from "../../packages/shared/src/bird/render/render.js";
 import { parseProtocolsAll } from "../../packages/shared/src/bird/status/parse-protocols.js";
 import { createProcessRunner, validateBirdConfig } from "../../packages/shared/src/bird/validate.js";
-import { freePort } from "../helpers/lab-daemons.mjs";
+import { freePort, gobgpdConfig } from "../helpers/lab-daemons.mjs";
 
 // From a payload fixture through sign → verify → render (full) → bird -p → a real BIRD 2 speaking
 // BGP to a real GoBGP, then apply/confirm, a refused config, and a config nobody confirms.
@@ -136,35 +136,7 @@ describe.skipIf(missing.length > 0)(missing.length > 0 ? `${title} (skipped: ${m
     bird = start("bird", ["-f", "-c", join(etc, entry), "-s", join(dir, "bird.ctl"), "-P", join(dir, "bird.pid")], join(dir, "bird.out"));
     await waitForBird();
 
-    writeFileSync(
-      join(dir, "gobgpd.toml"),
-      [
-        "[global.config]",
-        "  as = 65001",
-        '  router-id = "127.0.0.2"',
-        `  port = ${gobgpPort}`,
-        '  local-address-list = ["127.0.0.2"]',
-        "[[neighbors]]",
-        "  [neighbors.config]",
-        '    neighbor-address = "127.0.0.1"',
-        "    peer-as = 65000",
-        "  [neighbors.timers.config]",
-        "    connect-retry = 1",
-        "  [neighbors.transport.config]",
-        '    local-address = "127.0.0.2"',
-        `    remote-port = ${birdPort}`,
-        "  [neighbors.ebgp-multihop.config]",
-        "    enabled = true",
-        "    multihop-ttl = 2",
-        "  [[neighbors.afi-safis]]",
-        "    [neighbors.afi-safis.config]",
-        '      afi-safi-name = "ipv4-unicast"',
-        "  [[neighbors.afi-safis]]",
-        "    [neighbors.afi-safis.config]",
-        '      afi-safi-name = "ipv6-unicast"',
-        "",
-      ].join("\n"),
-    );
+    writeFileSync(join(dir, "gobgpd.toml"), gobgpdConfig(gobgpPort, birdPort));
     gobgpd = start("gobgpd", ["-f", join(dir, "gobgpd.toml"), `--api-hosts=127.0.0.1:${apiPort}`, "--pprof-disable", "-p"], join(dir, "gobgpd.log"));
   });
 
