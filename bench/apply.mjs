@@ -1,27 +1,27 @@
-// One apply of a big revision through every real part, on loopback: the controller (built, with
-// PostgreSQL, NATS when it answers, HTTP and gRPC), an `rl-agent run` process (built), BIRD 2
-// in full mode and GoBGP as the peer. Measures the time from POST /v1/apply until GoBGP holds
-// every prefix, and splits it into sign, transfer, verify, render, `bird -p`, configure and BGP
-// convergence, from the outside, from the agent's log lines and by running the agent's own
-// steps on the same bundle. Prints figures; asserts no time.
+// Two applies of a big revision through every real part, on loopback: the controller (built, with
+// PostgreSQL, NATS when it answers, HTTP and gRPC), an `rl-agent run` process (built), BIRD 2 in
+// full mode and GoBGP as the peer. First a full apply (a small revision to ~N prefixes), then a
+// 1 % change of it (0.5 % dropped, as many added: the agent gets a delta bundle). For each: the
+// time from POST /v1/apply to BIRD running the new config on probation (the agent's log), to the
+// confirm, and until GoBGP has the routes; and in the same run the floor: BIRD given the same
+// files by hand (`configure`, then BIRD answering again), BENCH_RUNS times, interleaved. The
+// difference is what the controller and the agent add. Prints figures; asserts no time.
 //
 //   npx turbo run build && node bench/apply.mjs
 //   BENCH_APPLY_PREFIXES=100000 node bench/apply.mjs      # a smaller run
 import { execFile, spawn, spawnSync } from "node:child_process";
-import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, unlinkSync, writeFileSync } from "node:fs";
 import { createServer as createHttpServer } from "node:http";
 import { connect as netConnect } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { performance } from "node:perf_hooks";
 import { promisify } from "node:util";
-import { bearerMetadata, eventSubjects, grpc, internalSubjects, loadAgentService } from "@rlc/proto";
-import { renderBirdConfig } from "@rlc/shared/bird";
-import { buildBundlePayload, signBundle, verifyBundle } from "@rlc/shared/bundle";
+import { eventSubjects, internalSubjects } from "@rlc/proto";
+import { BirdClient } from "@rlc/shared/bird";
 import postgres from "postgres";
 import { loadConfig } from "../packages/controller/dist/config.js";
 import { startController } from "../packages/controller/dist/controller.js";
-import { openPieces } from "../packages/controller/dist/lib/sealed-envelope.js";
 import { freePort, startBird, startGobgp, stopProcess } from "../test/helpers/lab-daemons.mjs";
 
 const root = join(import.meta.dirname, "..");
@@ -33,6 +33,23 @@ const natsUrl = process.env.TEST_NATS_URL || "nats://127.0.0.1:4222";
 const KEY = `rlk_BENCHKEY_${"a".repeat(43)}`;
 const dbName = `rlc_bench_apply_${process.pid}`;
 const s = (ms) => `${(ms / 1000).toFixed(2)} s`.padStart(9);
+
+const RUNS = Number(process.env.BENCH_RUNS || 3);
+const median = (xs) => [...xs].sort((x, y) => x - y)[Math.floor(xs.length / 2)];
+/** The files BIRD reads (full mode: bird.conf and what it includes), as they are now. */
+function snapshot() {
+  return new Map(readdirSync(etc).map((name) => [name, readFileSync(join(etc, name))]));
+}
+/** BIRD given `files` by hand: written, `configure`, then BIRD answering again. */
+async function byHand(birdc, files) {
+  for (const name of readdirSync(etc)) if (!files.has(name)) unlinkSync(join(etc, name));
+  for (const [name, bytes] of files) writeFileSync(join(etc, name), bytes);
+  const t = performance.now();
+  const reply = await birdc.command("configure", { timeoutMs: 600_000 });
+  if (reply.code !== 3 && reply.code !== 4) throw new Error(`configure: ${reply.text}`);
+  await birdc.command("show status", { timeoutMs: 600_000 });
+  return performance.now() - t;
+}
 
 const missing = ["bird", "gobgpd", "gobgp"].filter((bin) => spawnSync("sh", ["-c", `command -v ${bin}`]).status !== 0);
 if (missing.length) {
@@ -187,128 +204,131 @@ try {
     if (i > 600) throw new Error("the BGP session to GoBGP did not come up");
     await new Promise((r) => setTimeout(r, 100));
   }
-  feeds = big;
-  const tRefresh = performance.now();
-  const revision = await refresh();
-  const refreshMs = performance.now() - tRefresh;
-  const want = { v4: revision.prefix_count_v4, v6: revision.prefix_count_v6 };
+  // Both timed applies, then BIRD given the same files by hand: the window is kept short.
+  await call("PATCH", "/v1/settings", { BIRD: { confirm_after_seconds: 2 } });
+  const snapshots = { small: snapshot() };
 
-  // ---- the apply, timed from the outside ----
   const tenantId = (await controller.deps.sql`SELECT tenant_id FROM speakers WHERE id = ${speaker.id}`)[0].tenant_id;
-  const marks = {};
-  const unsubscribe = [
-    controller.deps.bus.subscribe(internalSubjects.notify(tenantId, speaker.id), (m) => {
-      if (m?.type === "new_revision") marks.notified ??= performance.now();
-    }),
-    controller.deps.bus.subscribe(eventSubjects.status(tenantId, speaker.id), (m) => {
-      if (m?.reason === "applied" && m.applied_revision_id === revision.revision_id) marks.reported ??= performance.now();
-    }),
-  ];
-  const epoch = Date.now() - performance.now(); // maps the agent's log times onto performance.now()
-  const t0 = performance.now();
-  const accepted = await call("POST", "/v1/apply", { timeout_seconds: 600 });
-  const baseline = { v4: await ribCount("ipv4"), v6: await ribCount("ipv6") };
-  let counts = { v4: 0, v6: 0 };
-  let firstRoute = null;
-  let allRoutes = null;
-  while (performance.now() - t0 < 900_000) {
-    counts = { v4: await ribCount("ipv4"), v6: await ribCount("ipv6") };
-    if (firstRoute === null && counts.v4 + counts.v6 > baseline.v4 + baseline.v6) firstRoute = performance.now();
-    if (counts.v4 >= want.v4 && counts.v6 >= want.v6) {
-      allRoutes = performance.now();
-      break;
+  /** One apply of `revision`, timed from the outside and from the agent's log; done when `converged()` says GoBGP holds it. */
+  async function timedApply(revision, converged) {
+    const marks = {};
+    const unsubscribe = [
+      controller.deps.bus.subscribe(internalSubjects.notify(tenantId, speaker.id), (m) => {
+        if (m?.type === "new_revision") marks.notified ??= performance.now();
+      }),
+      controller.deps.bus.subscribe(eventSubjects.status(tenantId, speaker.id), (m) => {
+        if (m?.reason === "applied" && m.applied_revision_id === revision.revision_id) marks.reported ??= performance.now();
+      }),
+    ];
+    const epoch = Date.now() - performance.now(); // maps the agent's log times onto performance.now()
+    const logFrom = agentLog.length;
+    const t0 = performance.now();
+    const accepted = await call("POST", "/v1/apply", { timeout_seconds: 600 });
+    let allRoutes = null;
+    while (performance.now() - t0 < 900_000) {
+      if (await converged()) {
+        allRoutes = performance.now();
+        break;
+      }
+      await new Promise((r) => setTimeout(r, 100));
     }
-    await new Promise((r) => setTimeout(r, 100));
+    const job = await untilJob(accepted.job_id);
+    for (const u of unsubscribe) u();
+    if (job.status !== "succeeded") throw new Error(`apply: ${JSON.stringify(job.error)}\n${agentLog}`);
+    if (!allRoutes) throw new Error("GoBGP did not get the revision's routes");
+    const log = agentLog.slice(logFrom);
+    const logAt = (msg) => {
+      const line = log.split("\n").find((l) => l.includes(`"msg":"${msg}"`) && l.includes(`"revision_id":${revision.revision_id}`));
+      if (!line) return null;
+      const { time } = JSON.parse(line); // pino: epoch milliseconds
+      return (typeof time === "number" ? time : Date.parse(time)) - epoch - t0;
+    };
+    const [sizes] = await controller.deps.sql`
+      SELECT b.envelope_size, b.delta_base_revision_id, length(b.delta_head) AS delta_head_sealed,
+             f.size AS full_size, d.size AS delta_size
+      FROM bundles b
+      JOIN bundle_sections f ON f.tenant_id = b.tenant_id AND f.revision_id = b.revision_id AND f.base_revision_id = 0
+      LEFT JOIN bundle_sections d ON d.tenant_id = b.tenant_id AND d.revision_id = b.revision_id AND d.base_revision_id = b.delta_base_revision_id
+      WHERE b.speaker_id = ${speaker.id} AND b.revision_id = ${revision.revision_id}`;
+    return {
+      notified: (marks.notified ?? Number.NaN) - t0,
+      fetching: logAt("sync: fetching bundle"),
+      probation: logAt("sync: BIRD runs the new config on probation"),
+      applied: logAt("sync: applied"),
+      reported: (marks.reported ?? Number.NaN) - t0,
+      allRoutes: allRoutes - t0,
+      jobEnd: Date.parse(job.finished_at) - epoch - t0,
+      fullBytes: sizes.envelope_size + sizes.full_size,
+      deltaBytes: sizes.delta_size === null ? null : sizes.envelope_size + sizes.delta_size,
+      fellBack: log.includes("delta bundle does not fit"),
+      skipped: log.includes("configure skipped"),
+    };
   }
-  const job = await untilJob(accepted.job_id);
-  for (const u of unsubscribe) u();
-  if (job.status !== "succeeded") throw new Error(`apply: ${JSON.stringify(job.error)}\n${agentLog}`);
-  if (!allRoutes) throw new Error(`GoBGP holds ${JSON.stringify(counts)} of ${JSON.stringify(want)}`);
-  const logAt = (msg) => {
-    const line = agentLog.split("\n").find((l) => l.includes(`"msg":"${msg}"`) && l.includes(`"revision_id":${revision.revision_id}`));
-    if (!line) return null;
-    const { time } = JSON.parse(line); // pino: epoch milliseconds
-    return (typeof time === "number" ? time : Date.parse(time)) - epoch;
+
+  // ---- the full apply: a small revision to ~N prefixes ----
+  feeds = big;
+  let tRefresh = performance.now();
+  const full = await refresh();
+  const refreshFullMs = performance.now() - tRefresh;
+  const wantFull = { v4: full.prefix_count_v4, v6: full.prefix_count_v6 };
+  const fullRun = await timedApply(full, async () => (await ribCount("ipv4")) >= wantFull.v4 && (await ribCount("ipv6")) >= wantFull.v6);
+  snapshots.full = snapshot();
+
+  // ---- a 1 % change: 0.5 % of the prefixes dropped, as many new ones added ----
+  const aLines = big["/a.txt"].trimEnd().split("\n");
+  const changes = Math.round((full.prefix_count_v4 + full.prefix_count_v6) / 200);
+  const step = Math.max(2, Math.floor(aLines.length / changes));
+  const dropped = aLines.filter((_, i) => i % step === 0).slice(0, changes);
+  const droppedSet = new Set(dropped);
+  const added = prefixes(changes, () => `${100 + Math.floor(rnd() * 27)}.${Math.floor(rnd() * 256)}.${Math.floor(rnd() * 256)}.0/24`);
+  feeds = { "/a.txt": `${[...aLines.filter((p) => !droppedSet.has(p)), ...added].join("\n")}\n`, "/b.txt": big["/b.txt"] };
+  tRefresh = performance.now();
+  const changed = await refresh();
+  const refreshDeltaMs = performance.now() - tRefresh;
+  // Converged when an added prefix's address is routed and a dropped one's no longer is.
+  const host = (prefix) => prefix.replace(/\.0\/24$/, ".1");
+  const routed = async (address) => {
+    const { stdout } = await run("gobgp", ["-u", "127.0.0.1", "-p", String(apiPort), "global", "rib", "-a", "ipv4", address]);
+    return stdout.includes("/");
   };
-  const fetching = logAt("sync: fetching bundle");
-  const probation = logAt("sync: BIRD runs the new config on probation");
-  const applied = logAt("sync: applied");
+  const deltaRun = await timedApply(changed, async () => (await routed(host(added[added.length - 1]))) && !(await routed(host(dropped[dropped.length - 1]))));
+  snapshots.delta = snapshot();
 
-  // ---- the agent's steps again, one by one, on the same bundle ----
-  const [bundleRow] = await controller.deps
-    .sql`SELECT envelope, envelope_sealed, envelope_chunk FROM bundles WHERE speaker_id = ${speaker.id} AND revision_id = ${revision.revision_id}`;
-  // Stored bundles are sealed at rest; the agent receives the opened bytes.
-  const storedEnvelope = bundleRow.envelope_sealed
-    ? await openPieces(controller.deps.services.secretBox, bundleRow.envelope, bundleRow.envelope_chunk)
-    : bundleRow.envelope;
-  const [tlsRow] = controller.grpc.tls ? await controller.deps.sql`SELECT ca_pem FROM grpc_tls` : [];
-  const node = JSON.parse(readFileSync(join(dir, "state", "node.json"), "utf8"));
-  const { Client } = loadAgentService();
-  const credentials = tlsRow ? grpc.credentials.createSsl(Buffer.from(tlsRow.ca_pem)) : grpc.credentials.createInsecure();
-  const client = new Client(controller.grpc.address, credentials, { "grpc.max_receive_message_length": 8 * 1024 * 1024 });
-  const tTransfer = performance.now();
-  const bytes = await new Promise((resolve, reject) => {
-    const parts = [];
-    const stream = client.getBundle({ speaker_id: speaker.id, revision_id: revision.revision_id }, bearerMetadata(node.api_key));
-    stream.on("data", (c) => parts.push(c.data));
-    stream.on("error", reject);
-    stream.on("end", () => resolve(Buffer.concat(parts)));
-  });
-  const transferMs = performance.now() - tTransfer;
-  client.close();
-  if (!bytes.equals(storedEnvelope)) throw new Error("GetBundle bytes differ from the stored bundle");
-  const keys = (await call("GET", "/v1/nodes/signing-keys")).keys;
-  const tVerify = performance.now();
-  const { payload } = await verifyBundle(bytes, keys, { speakerId: speaker.id, tenantId, lastSequence: null, now: new Date() });
-  const verifyMs = performance.now() - tVerify;
-  const key = await controller.deps.services.signing.activeKey(controller.db.sql, tenantId);
-  const tSign = performance.now();
-  const content = { ...payload };
-  for (const f of ["sequence", "issued_at", "expires_at", "digest"]) delete content[f];
-  await signBundle(buildBundlePayload(content, { sequence: payload.sequence + 1, issuedAt: new Date() }), key.secretKey, key.keyId);
-  const signMs = performance.now() - tSign;
-  const tRender = performance.now();
-  const rendered = renderBirdConfig(payload, { mode: "full", mainName: "bird.conf" });
-  const renderMs = performance.now() - tRender;
-  const check = join(dir, "check");
-  mkdirSync(check);
-  for (const [name, text] of Object.entries(rendered.files)) writeFileSync(join(check, name), text);
-  const tParse = performance.now();
-  const parsed = spawnSync("bird", ["-p", "-c", join(check, rendered.entry)], { encoding: "utf8" });
-  const parseMs = performance.now() - tParse;
-  if (parsed.status !== 0) throw new Error(`bird -p: ${parsed.stderr}`);
+  // ---- the floor: BIRD given the same files by hand, the same two steps, interleaved ----
+  await stopProcess(agent);
+  const birdc = new BirdClient({ socketPath: join(dir, "bird.ctl"), timeoutMs: 600_000 });
+  const floors = { full: [], delta: [] };
+  for (let r = 0; r < RUNS; r++) {
+    await byHand(birdc, snapshots.small);
+    floors.full.push(await byHand(birdc, snapshots.full));
+    floors.delta.push(await byHand(birdc, snapshots.delta));
+  }
+  const floorFull = median(floors.full);
+  const floorDelta = median(floors.delta);
 
-  const total = allRoutes - t0;
-  const configureMs = probation !== null && fetching !== null ? probation - fetching - transferMs - verifyMs - renderMs - parseMs : null;
-  const line = (label, ms, note = "") => console.log(`  ${label.padEnd(50)}${ms === null ? "        ?" : s(ms)}${note ? `  ${note}` : ""}`);
+  const line = (label, ms, note = "") => console.log(`  ${label.padEnd(52)}${ms === null ? "        ?" : s(ms)}${note ? `  ${note}` : ""}`);
+  const kib = (n) => (n === null ? "none" : `${(n / 1024).toFixed(0)} KiB`);
   console.log(
-    `apply of ${(want.v4 + want.v6).toLocaleString()} prefixes (v4 ${want.v4.toLocaleString()}, v6 ${want.v6.toLocaleString()}; asked for N = ${N.toLocaleString()}), bundle ${(bytes.length / 2 ** 20).toFixed(1)} MiB, rendered ${(Object.values(rendered.files).reduce((n, t) => n + t.length, 0) / 2 ** 20).toFixed(1)} MiB`,
+    `apply of ${(wantFull.v4 + wantFull.v6).toLocaleString()} prefixes (v4 ${wantFull.v4.toLocaleString()}, v6 ${wantFull.v6.toLocaleString()}; N = ${N.toLocaleString()}); wake-ups: gRPC Watch${natsUp ? " + NATS" : " (NATS not reachable)"}; BIRD ${/BIRD version (\S+)/.exec(spawnSync("bird", ["--version"], { encoding: "utf8" }).stderr)?.[1] ?? "?"} (full mode), GoBGP as the peer`,
   );
-  console.log(
-    `  wake-ups: gRPC Watch${natsUp ? " + NATS" : " (NATS not reachable)"}; BIRD ${/BIRD version (\S+)/.exec(spawnSync("bird", ["--version"], { encoding: "utf8" }).stderr)?.[1] ?? "?"}, GoBGP as the peer (session up before the timed apply); refresh before it took ${s(refreshMs).trim()}`,
-  );
-  console.log("from POST /v1/apply");
-  line("bundle issued and agent notified", (marks.notified ?? NaN) - t0, "job claim, desired revision, payload, sign, store");
-  line("agent starts fetching (agent log)", fetching === null ? null : fetching - t0);
-  line("BIRD runs it on probation (agent log)", probation === null ? null : probation - t0);
-  line("first new route at GoBGP", firstRoute - t0);
-  line("agent confirmed (agent log)", applied === null ? null : applied - t0);
-  line("controller has the applied report", (marks.reported ?? NaN) - t0);
-  line("GoBGP holds every prefix", total);
-  line("apply job finished", Date.parse(job.finished_at) - epoch - t0);
-  console.log("split (each step alone on the same bundle, or the agent's log between steps)");
-  line("sign (canonical JSON + Ed25519)", signMs);
-  line("transfer (GetBundle over gRPC, 1 MiB chunks)", transferMs);
-  line("verify (signature, digest)", verifyMs);
-  line("render (bundle → BIRD config text)", renderMs);
-  line("bird -p (parse only)", parseMs);
-  line("configure (fetch → probation, minus the above)", configureMs, "file swap + configure timeout + BIRD answering again");
-  line(
-    "probation window + confirm + record (log)",
-    applied !== null && probation !== null ? applied - probation : null,
-    "BIRD.confirm_after_seconds (default 10 s) and the checks after it",
-  );
-  line("BGP convergence (probation → GoBGP has all)", probation === null ? null : allRoutes - probation);
+  for (const [title, r, floor, refreshMs, target] of [
+    ["full apply (small revision → all prefixes)", fullRun, floorFull, refreshFullMs, `target: BIRD's own configure + 2 s = ${s(floorFull + 2000).trim()}`],
+    [`1 % change (${changes.toLocaleString()} dropped, ${changes.toLocaleString()} added)`, deltaRun, floorDelta, refreshDeltaMs, "target: 1.5 s"],
+  ]) {
+    console.log(`${title}; refresh before it ${s(refreshMs).trim()}`);
+    console.log(
+      `  bundle: full ${kib(r.fullBytes)}, delta ${kib(r.deltaBytes)}${r.deltaBytes ? ` (1/${Math.round(r.fullBytes / r.deltaBytes)})` : ""}${r.fellBack ? "; the agent fell back to the full bundle" : ""}${r.skipped ? "; configure skipped" : ""}`,
+    );
+    line("POST → bundle issued, agent notified", r.notified);
+    line("POST → agent fetching (agent log)", r.fetching);
+    line("POST → BIRD runs it on probation (agent log)", r.probation, target);
+    line("BIRD given the same files by hand: configure", floor, `median of ${RUNS}`);
+    line("ours beyond BIRD's own configure", r.probation === null ? null : r.probation - floor);
+    line("POST → agent confirmed (window 2 s)", r.applied);
+    line("POST → controller has the applied report", r.reported);
+    line("POST → GoBGP has it", r.allRoutes);
+    line("POST → apply job finished", r.jobEnd);
+  }
 } finally {
   const [bird, gobgpd, ...agents] = children;
   for (const child of agents) await stopProcess(child);
