@@ -24,13 +24,7 @@ const column = (f: RevisionFamily): PrefixColumn => ({ length: f.length, prefixA
 const columns = (c: RevisionContent): PrefixColumns => ({ v4: column(c.v4), v6: column(c.v6) });
 
 /** Seals and stores a section whose hash the caller has (a full section's is its prefixes_sha256 too). */
-async function store(
-  db: Db,
-  deps: SectionDeps,
-  tenantId: string,
-  meta: Omit<BundleSectionMeta, "chunk" | "size">,
-  body: Buffer,
-): Promise<BundleSectionMeta> {
+async function store(db: Db, deps: SectionDeps, tenantId: string, meta: Omit<BundleSectionMeta, "chunk" | "size">, body: Buffer): Promise<BundleSectionMeta> {
   const chunk = deps.sealChunkBytes ?? ENVELOPE_CHUNK_BYTES;
   const row = { ...meta, size: body.length, chunk };
   await insertBundleSection(db, tenantId, { ...row, body: await sealEnvelope(deps.secretBox, body, chunk) });
@@ -102,7 +96,8 @@ export async function prepareSections(db: Db, deps: SectionDeps, tenantId: strin
   const full = await ensureFullSection(db, deps, tenantId, revisionId);
   if (!full) return;
   const running = new Set<number>();
-  for (const s of await listAllSpeakers(db, tenantId)) if (s.applied_revision_id !== null && s.applied_revision_id !== revisionId) running.add(s.applied_revision_id);
+  for (const s of await listAllSpeakers(db, tenantId))
+    if (s.applied_revision_id !== null && s.applied_revision_id !== revisionId) running.add(s.applied_revision_id);
   // The newest bases first: the speakers that lag furthest are the fewest, and their deltas the largest.
   for (const base of [...running].sort((a, b) => b - a).slice(0, PREPARED_BASES)) await ensureDeltaSection(db, deps, tenantId, base, full);
 }
