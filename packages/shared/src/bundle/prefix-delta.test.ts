@@ -4,7 +4,7 @@ import { comparePrefixes, parsePrefixTexts } from "../prefix/index.js";
 import { BundleError } from "./errors.js";
 import type { BundlePrefix } from "./payload.js";
 import { applyPrefixDelta, applyPrefixDeltaBytes, diffPrefixColumns, diffPrefixLines } from "./prefix-delta.js";
-import { columnOf, encodePrefixColumns, encodePrefixLines, PREFIX_DELTA_FORMAT, prefixLines, splitSection } from "./prefix-section.js";
+import { columnOf, decodePrefixSection, encodePrefixColumns, encodePrefixLines, PREFIX_DELTA_FORMAT, prefixLines, splitSection } from "./prefix-section.js";
 
 // The edit script between two revisions' prefix lines, against a brute-force model: applied to
 // the base it gives the next lines exactly, whatever the two lists are; for lists in revision
@@ -114,6 +114,23 @@ describe("prefix delta", () => {
     );
     const unusual = ["2001:db8::/32\tcommunauté", "10.0.0.0/8\t"];
     expect(splitSection(encodePrefixLines(unusual))).toEqual(unusual);
+  });
+
+  it("decodes a section to the prefixes it was written from, and refuses a line without its communities", () => {
+    fc.assert(
+      fc.property(revisions, ({ next }) => {
+        expect(decodePrefixSection(encodePrefixColumns(columnOf(next.v4), columnOf(next.v6)))).toEqual(next);
+      }),
+      { numRuns: 100 },
+    );
+    // More distinct communities than the decoder matches in place: the rest go through its map.
+    const many: BundlePrefix[] = Array.from({ length: 30 }, (_, i) => [`10.${i}.0.0/16`, [`65000:${i % 12}`]]);
+    const decoded = decodePrefixSection(encodePrefixColumns(columnOf(many), columnOf([])));
+    expect(decoded.v4).toEqual(many);
+    expect(decoded.v4[0]![1]).toBe(decoded.v4[12]![1]);
+    for (const bad of ["10.0.0.0/8\n10.1.0.0/16\ta\n", "\ta\n", "10.0.0.0/8\ta"]) {
+      expect(() => decodePrefixSection(Buffer.from(`rl-prefixes/1\n${bad}`))).toThrow(BundleError);
+    }
   });
 
   it("refuses a script that does not fit the base, as bytes as well as lines", () => {

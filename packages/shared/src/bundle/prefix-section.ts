@@ -104,8 +104,8 @@ export function encodePrefixSection(prefixes: BundlePrefixes): Buffer {
   return encodePrefixColumns(columnOf(prefixes.v4), columnOf(prefixes.v6));
 }
 
-/** The lines of a section's bytes; throws `malformed` for anything but a section. */
-export function splitSection(bytes: Uint8Array, format: string = PREFIX_SECTION_FORMAT): string[] {
+/** A section's text, checked: UTF-8, its first line `format`, ending with a newline; throws `malformed` else. */
+function sectionText(bytes: Uint8Array, format: string): string {
   let text: string;
   try {
     text = new TextDecoder("utf-8", { fatal: true }).decode(bytes);
@@ -113,22 +113,51 @@ export function splitSection(bytes: Uint8Array, format: string = PREFIX_SECTION_
     throw new BundleError("malformed", "prefix section is not UTF-8", { cause });
   }
   if (!text.startsWith(`${format}\n`) || !text.endsWith("\n")) throw new BundleError("malformed", `prefix section is not ${format}`);
-  const body = text.slice(format.length + 1, -1);
+  return text;
+}
+
+/** The lines of a section's bytes; throws `malformed` for anything but a section. */
+export function splitSection(bytes: Uint8Array, format: string = PREFIX_SECTION_FORMAT): string[] {
+  const body = sectionText(bytes, format).slice(format.length + 1, -1);
   return body === "" ? [] : body.split("\n");
 }
 
-/** The prefixes of a section, as the payload carries them; lines sharing communities share one array. */
+/** How many distinct communities texts decodePrefixSection compares a line with before the map. */
+const KNOWN_TEXTS = 8;
+
+/**
+ * The prefixes of a section, as the payload carries them; lines sharing communities share one
+ * array. One pass over the text: a line's communities are matched in place against the few
+ * texts seen already (a revision has a handful), so a line costs one string (its prefix) and
+ * its tuple, not the line, its two parts and a map lookup.
+ */
 export function decodePrefixSection(bytes: Uint8Array): BundlePrefixes {
+  const text = sectionText(bytes, PREFIX_SECTION_FORMAT);
   const out: BundlePrefixes = { v4: [], v6: [] };
   const shared = new Map<string, string[]>();
-  for (const line of splitSection(bytes)) {
-    const tab = line.indexOf("\t");
-    if (tab <= 0) throw new BundleError("malformed", "prefix section line lacks its communities");
-    const text = line.slice(tab + 1);
-    let communities = shared.get(text);
-    if (!communities) shared.set(text, (communities = text === "" ? [] : text.split(",")));
-    const prefix = line.slice(0, tab);
+  const known: { text: string; list: string[] }[] = [];
+  for (let at = PREFIX_SECTION_FORMAT.length + 1; at < text.length; ) {
+    const nl = text.indexOf("\n", at);
+    const tab = text.indexOf("\t", at);
+    if (tab <= at || tab > nl) throw new BundleError("malformed", "prefix section line lacks its communities");
+    let communities: string[] | undefined;
+    for (const k of known) {
+      if (k.text.length === nl - tab - 1 && text.startsWith(k.text, tab + 1)) {
+        communities = k.list;
+        break;
+      }
+    }
+    if (!communities) {
+      const t = text.slice(tab + 1, nl);
+      communities = shared.get(t);
+      if (!communities) {
+        shared.set(t, (communities = t === "" ? [] : t.split(",")));
+        if (known.length < KNOWN_TEXTS) known.push({ text: t, list: communities });
+      }
+    }
+    const prefix = text.slice(at, tab);
     (prefix.includes(":") ? out.v6 : out.v4).push([prefix, communities]);
+    at = nl + 1;
   }
   return out;
 }
