@@ -93,11 +93,13 @@ const PREPARED_BASES = 4;
  * the pool): a replica or an apply that builds one meanwhile keeps the first row.
  */
 export async function prepareSections(db: Db, deps: SectionDeps, tenantId: string, revisionId: number): Promise<void> {
+  const speakers = await listAllSpeakers(db, tenantId);
+  // No speaker, no apply to prepare for: the section waits for one (12 MiB a revision kept for nothing).
+  if (!speakers.length) return;
   const full = await ensureFullSection(db, deps, tenantId, revisionId);
   if (!full) return;
   const running = new Set<number>();
-  for (const s of await listAllSpeakers(db, tenantId))
-    if (s.applied_revision_id !== null && s.applied_revision_id !== revisionId) running.add(s.applied_revision_id);
+  for (const s of speakers) if (s.applied_revision_id !== null && s.applied_revision_id !== revisionId) running.add(s.applied_revision_id);
   // The newest bases first: the speakers that lag furthest are the fewest, and their deltas the largest.
   for (const base of [...running].sort((a, b) => b - a).slice(0, PREPARED_BASES)) await ensureDeltaSection(db, deps, tenantId, base, full);
 }
