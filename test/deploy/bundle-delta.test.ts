@@ -86,6 +86,22 @@ describe("rl-bundle/2 sections and deltas", () => {
     expect(fromFull.payload.prefixes.v4).toHaveLength(41);
   });
 
+  it("a refresh that makes a revision builds its section and the delta from what the speakers run, before any apply", async () => {
+    await t.call(t.rootKey, "POST", `/v1/modules/${moduleId}/ip-range-entries`, { cidr: "13.0.0.0/16" });
+    const third = await refresh();
+    // The refresh's job builds them once its revision has committed, so shortly after it answers.
+    const rows = () =>
+      sql()<
+        { revision_id: number; base_revision_id: number }[]
+      >`SELECT revision_id, base_revision_id FROM bundle_sections WHERE revision_id = ${third} ORDER BY base_revision_id`;
+    await until("the sections of the new revision", async () => (await rows()).length === 2);
+    // The agents reported running the first revision only: that is the base prepared.
+    expect(await rows()).toEqual([
+      { revision_id: third, base_revision_id: 0 },
+      { revision_id: third, base_revision_id: first },
+    ]);
+  });
+
   it("a base the controller issued no delta from gets the full bundle", async () => {
     const s = speakers[1]!;
     const full = await bytesOf(s, second);

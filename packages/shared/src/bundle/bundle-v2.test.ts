@@ -1,7 +1,8 @@
 import { describe, expect, it } from "vitest";
 import { type BundleConfig, configBytes, contentDigestV2, sha256Hex, signBundleHead, verifyBundleV2 } from "./bundle-v2.js";
 import type { BundlePrefix, BundlePrefixes } from "./payload.js";
-import { columnOf, decodePrefixSection, diffPrefixLines, encodePrefixSection, prefixLines } from "./prefix-section.js";
+import { diffPrefixLines } from "./prefix-delta.js";
+import { columnOf, decodePrefixSection, encodePrefixSection, prefixLines } from "./prefix-section.js";
 import { signingKeyFromSeed, verifyBundle } from "./sign.js";
 import { NOW, pin, refusal, SPEAKER, seed, TENANT } from "./signing.test-helper.js";
 

@@ -2,7 +2,8 @@ import { createHash } from "node:crypto";
 import { canonicalJson, canonicalJsonBytes, parseJsonBytes } from "./canonical-json.js";
 import { BundleError } from "./errors.js";
 import type { BundleContent, BundlePayload } from "./payload.js";
-import { applyPrefixDelta, decodePrefixSection, encodePrefixLines, splitSection } from "./prefix-section.js";
+import { applyPrefixDeltaBytes } from "./prefix-delta.js";
+import { decodePrefixSection } from "./prefix-section.js";
 import { checkAddressee, findKey, type PinnedKey, SIGNING_ALG, signDetached, type VerifyOptions, verifyDetached } from "./sign.js";
 
 /**
@@ -151,7 +152,7 @@ export async function verifyBundleV2(bytes: Uint8Array, pinnedKeys: readonly Pin
       );
     }
     try {
-      section = encodePrefixLines(applyPrefixDelta(splitSection(base.section), parts.section));
+      section = applyPrefixDeltaBytes(base.section, parts.section);
     } catch (cause) {
       // Signed, so the controller's own mistake: the rebuilt prefixes cannot be the revision's.
       throw new BundleError("digest_mismatch", `the delta does not fit the base it names: ${(cause as Error).message}`, { cause });

@@ -46,9 +46,15 @@ export {
 } from "./payload.js";
 export {
   applyPrefixDelta,
+  applyPrefixDeltaBytes,
+  diffPrefixColumns,
+  diffPrefixLines,
+  type PrefixColumns,
+} from "./prefix-delta.js";
+export {
   columnOf,
   decodePrefixSection,
-  diffPrefixLines,
+  encodePrefixColumns,
   encodePrefixLines,
   encodePrefixSection,
   PREFIX_DELTA_FORMAT,

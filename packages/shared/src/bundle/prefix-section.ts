@@ -46,16 +46,66 @@ export function prefixLines(v4: PrefixColumn, v6: PrefixColumn): string[] {
   return lines;
 }
 
+/**
+ * A section's bytes, written into one buffer that grows as needed: for each line its text
+ * where it goes, then the bytes of its tail (the communities and the newline, encoded once per
+ * distinct text), instead of a string per line joined into one 12 MB string and that encoded
+ * (measured on 491k prefixes: 60-200 ms against 200-290 ms, and no million short-lived
+ * strings for the collector). UTF-8 takes at most 3 bytes a UTF-16 unit, so with that much
+ * room a write is never cut.
+ */
+function writeSection(count: number, textAt: (i: number) => string, tailAt: (i: number) => Buffer): Buffer {
+  let out = Buffer.allocUnsafe(Math.max(1024, count * 24));
+  let o = out.write(`${PREFIX_SECTION_FORMAT}\n`, 0, "latin1");
+  for (let i = 0; i < count; i++) {
+    const text = textAt(i);
+    const tail = tailAt(i);
+    if (o + text.length * 3 + tail.length > out.length) {
+      const bigger = Buffer.allocUnsafe(Math.max(out.length * 2, o + text.length * 3 + tail.length));
+      out.copy(bigger, 0, 0, o);
+      out = bigger;
+    }
+    o += out.write(text, o, "utf8");
+    // A few bytes: a loop costs less than a call to copy them.
+    for (let k = 0; k < tail.length; k++) out[o++] = tail[k]!;
+  }
+  // A copy of the exact size: the spare room would otherwise stay allocated as long as the section.
+  return Buffer.from(out.subarray(0, o));
+}
+
+const NEWLINE = Buffer.from("\n", "latin1");
+
 export function encodePrefixLines(lines: readonly string[]): Buffer {
-  return Buffer.from(lines.length ? `${PREFIX_SECTION_FORMAT}\n${lines.join("\n")}\n` : `${PREFIX_SECTION_FORMAT}\n`, "utf8");
+  return writeSection(
+    lines.length,
+    (i) => lines[i]!,
+    () => NEWLINE,
+  );
+}
+
+/** encodePrefixLines(prefixLines(v4, v6)) without the array of lines in between. */
+export function encodePrefixColumns(v4: PrefixColumn, v6: PrefixColumn): Buffer {
+  // "\t<communities>\n" as bytes, once per distinct communities array.
+  const tails = new Map<readonly string[], Buffer>();
+  const tailOf = (communities: readonly string[]) => {
+    let tail = tails.get(communities);
+    if (tail === undefined) tails.set(communities, (tail = Buffer.from(`\t${communities.join(",")}\n`, "utf8")));
+    return tail;
+  };
+  const n4 = v4.length;
+  return writeSection(
+    n4 + v6.length,
+    (i) => (i < n4 ? v4.prefixAt(i) : v6.prefixAt(i - n4)),
+    (i) => tailOf(i < n4 ? v4.communitiesAt(i) : v6.communitiesAt(i - n4)),
+  );
 }
 
 export function encodePrefixSection(prefixes: BundlePrefixes): Buffer {
-  return encodePrefixLines(prefixLines(columnOf(prefixes.v4), columnOf(prefixes.v6)));
+  return encodePrefixColumns(columnOf(prefixes.v4), columnOf(prefixes.v6));
 }
 
-/** The lines of a section's bytes; throws `malformed` for anything but a section. */
-export function splitSection(bytes: Uint8Array, format: string = PREFIX_SECTION_FORMAT): string[] {
+/** A section's text, checked: UTF-8, its first line `format`, ending with a newline; throws `malformed` else. */
+function sectionText(bytes: Uint8Array, format: string): string {
   let text: string;
   try {
     text = new TextDecoder("utf-8", { fatal: true }).decode(bytes);
@@ -63,83 +113,51 @@ export function splitSection(bytes: Uint8Array, format: string = PREFIX_SECTION_
     throw new BundleError("malformed", "prefix section is not UTF-8", { cause });
   }
   if (!text.startsWith(`${format}\n`) || !text.endsWith("\n")) throw new BundleError("malformed", `prefix section is not ${format}`);
-  const body = text.slice(format.length + 1, -1);
+  return text;
+}
+
+/** The lines of a section's bytes; throws `malformed` for anything but a section. */
+export function splitSection(bytes: Uint8Array, format: string = PREFIX_SECTION_FORMAT): string[] {
+  const body = sectionText(bytes, format).slice(format.length + 1, -1);
   return body === "" ? [] : body.split("\n");
 }
 
-/** The prefixes of a section, as the payload carries them; lines sharing communities share one array. */
-export function decodePrefixSection(bytes: Uint8Array): BundlePrefixes {
-  const out: BundlePrefixes = { v4: [], v6: [] };
-  const shared = new Map<string, string[]>();
-  for (const line of splitSection(bytes)) {
-    const tab = line.indexOf("\t");
-    if (tab <= 0) throw new BundleError("malformed", "prefix section line lacks its communities");
-    const text = line.slice(tab + 1);
-    let communities = shared.get(text);
-    if (!communities) shared.set(text, (communities = text === "" ? [] : text.split(",")));
-    const prefix = line.slice(0, tab);
-    (prefix.includes(":") ? out.v6 : out.v4).push([prefix, communities]);
-  }
-  return out;
-}
+/** How many distinct communities texts decodePrefixSection compares a line with before the map. */
+const KNOWN_TEXTS = 8;
 
 /**
- * The edit script from `base` to `next`, both in the same order (a revision's order): a line
- * of `next` whose prefix is in `base` is found there by a map, and every base line before it
- * that `next` does not hold is dropped. Linear in both lists.
+ * The prefixes of a section, as the payload carries them; lines sharing communities share one
+ * array. One pass over the text: a line's communities are matched in place against the few
+ * texts seen already (a revision has a handful), so a line costs one string (its prefix) and
+ * its tuple, not the line, its two parts and a map lookup.
  */
-export function diffPrefixLines(base: readonly string[], next: readonly string[]): Buffer {
-  const keyOf = (line: string) => line.slice(0, line.indexOf("\t"));
-  const at = new Map<string, number>();
-  for (let i = 0; i < base.length; i++) at.set(keyOf(base[i]!), i);
-  const ops: string[] = [PREFIX_DELTA_FORMAT];
-  let cursor = 0;
-  let kept = 0;
-  const flushKept = () => {
-    if (kept) ops.push(`=${kept}`);
-    kept = 0;
-  };
-  const drop = (n: number) => {
-    if (n <= 0) return;
-    flushKept();
-    ops.push(`-${n}`);
-  };
-  for (const line of next) {
-    const i = at.get(keyOf(line));
-    if (i !== undefined && i >= cursor) {
-      drop(i - cursor);
-      cursor = i + 1;
-      if (base[i] === line) {
-        kept++;
-        continue;
+export function decodePrefixSection(bytes: Uint8Array): BundlePrefixes {
+  const text = sectionText(bytes, PREFIX_SECTION_FORMAT);
+  const out: BundlePrefixes = { v4: [], v6: [] };
+  const shared = new Map<string, string[]>();
+  const known: { text: string; list: string[] }[] = [];
+  for (let at = PREFIX_SECTION_FORMAT.length + 1; at < text.length; ) {
+    const nl = text.indexOf("\n", at);
+    const tab = text.indexOf("\t", at);
+    if (tab <= at || tab > nl) throw new BundleError("malformed", "prefix section line lacks its communities");
+    let communities: string[] | undefined;
+    for (const k of known) {
+      if (k.text.length === nl - tab - 1 && text.startsWith(k.text, tab + 1)) {
+        communities = k.list;
+        break;
       }
-      drop(1);
     }
-    flushKept();
-    ops.push(`+${line}`);
+    if (!communities) {
+      const t = text.slice(tab + 1, nl);
+      communities = shared.get(t);
+      if (!communities) {
+        shared.set(t, (communities = t === "" ? [] : t.split(",")));
+        if (known.length < KNOWN_TEXTS) known.push({ text: t, list: communities });
+      }
+    }
+    const prefix = text.slice(at, tab);
+    (prefix.includes(":") ? out.v6 : out.v4).push([prefix, communities]);
+    at = nl + 1;
   }
-  drop(base.length - cursor);
-  flushKept();
-  return Buffer.from(`${ops.join("\n")}\n`, "utf8");
-}
-
-/** `base`'s lines with the edit script applied; throws `malformed` for a script that does not fit the base. */
-export function applyPrefixDelta(base: readonly string[], delta: Uint8Array): string[] {
-  const out: string[] = [];
-  let cursor = 0;
-  for (const op of splitSection(delta, PREFIX_DELTA_FORMAT)) {
-    const kind = op[0];
-    if (kind === "+") {
-      out.push(op.slice(1));
-      continue;
-    }
-    const n = Number(op.slice(1));
-    if ((kind !== "=" && kind !== "-") || !Number.isSafeInteger(n) || n < 1 || cursor + n > base.length) {
-      throw new BundleError("malformed", `prefix delta step ${op.slice(0, 20)} does not fit a base of ${base.length} lines`);
-    }
-    if (kind === "=") for (let i = cursor; i < cursor + n; i++) out.push(base[i]!);
-    cursor += n;
-  }
-  if (cursor !== base.length) throw new BundleError("malformed", `prefix delta covers ${cursor} of the base's ${base.length} lines`);
   return out;
 }

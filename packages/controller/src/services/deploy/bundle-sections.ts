@@ -1,9 +1,10 @@
-import { diffPrefixLines, encodePrefixLines, type PrefixColumn, prefixLines, sha256Hex } from "@rlc/shared/bundle";
+import { diffPrefixColumns, encodePrefixColumns, type PrefixColumn, type PrefixColumns, sha256Hex } from "@rlc/shared/bundle";
 import { type BundleSectionMeta, findBundleSection, insertBundleSection, readBundleSectionSlice } from "../../db/bundle-sections.js";
 import type { Db } from "../../db/connect.js";
+import { listAllSpeakers } from "../../db/speakers.js";
 import { ENVELOPE_CHUNK_BYTES, openPieces, sealEnvelope } from "../../lib/sealed-envelope.js";
 import type { SecretBox } from "../../lib/secret-box.js";
-import type { RevisionFamily } from "../revisions/revision-content.js";
+import type { RevisionContent, RevisionFamily } from "../revisions/revision-content.js";
 import type { RevisionStore } from "../revisions/revision-store.js";
 
 /*
@@ -20,41 +21,36 @@ export interface SectionDeps {
 }
 
 const column = (f: RevisionFamily): PrefixColumn => ({ length: f.length, prefixAt: (i) => f.prefixes[i]!, communitiesAt: (i) => f.tagAt(i).communities });
+const columns = (c: RevisionContent): PrefixColumns => ({ v4: column(c.v4), v6: column(c.v6) });
 
-async function linesOf(db: Db, deps: SectionDeps, tenantId: string, revisionId: number): Promise<string[] | null> {
-  const content = await deps.revisions.content(db, tenantId, revisionId);
-  return content ? prefixLines(column(content.v4), column(content.v6)) : null;
-}
-
-async function store(
-  db: Db,
-  deps: SectionDeps,
-  tenantId: string,
-  meta: Omit<BundleSectionMeta, "chunk" | "sha256" | "size">,
-  body: Buffer,
-): Promise<BundleSectionMeta> {
+/** Seals and stores a section whose hash the caller has (a full section's is its prefixes_sha256 too). */
+async function store(db: Db, deps: SectionDeps, tenantId: string, meta: Omit<BundleSectionMeta, "chunk" | "size">, body: Buffer): Promise<BundleSectionMeta> {
   const chunk = deps.sealChunkBytes ?? ENVELOPE_CHUNK_BYTES;
-  const row = { ...meta, sha256: sha256Hex(body), size: body.length, chunk };
+  const row = { ...meta, size: body.length, chunk };
   await insertBundleSection(db, tenantId, { ...row, body: await sealEnvelope(deps.secretBox, body, chunk) });
   // Another replica may have stored the same section first: its row is the one to stream.
   return (await findBundleSection(db, tenantId, meta.revision_id, meta.base_revision_id)) ?? row;
 }
 
-/** The revision's full prefix section, built and stored on first use; undefined when the revision is gone. */
+/**
+ * The revision's full prefix section, built and stored on first use; undefined when the revision
+ * is gone. Written from the revision's columns straight into bytes and hashed once.
+ */
 export async function ensureFullSection(db: Db, deps: SectionDeps, tenantId: string, revisionId: number): Promise<BundleSectionMeta | undefined> {
   const found = await findBundleSection(db, tenantId, revisionId, 0);
   if (found) return found;
-  const lines = await linesOf(db, deps, tenantId, revisionId);
-  if (!lines) return undefined;
-  const body = encodePrefixLines(lines);
+  const content = await deps.revisions.content(db, tenantId, revisionId);
+  if (!content) return undefined;
+  const body = encodePrefixColumns(column(content.v4), column(content.v6));
   const sha256 = sha256Hex(body);
-  return store(db, deps, tenantId, { revision_id: revisionId, base_revision_id: 0, prefixes_sha256: sha256, base_prefixes_sha256: null }, body);
+  return store(db, deps, tenantId, { revision_id: revisionId, base_revision_id: 0, sha256, prefixes_sha256: sha256, base_prefixes_sha256: null }, body);
 }
 
 /**
  * The edit script from `baseRevisionId`'s section to `revisionId`'s, built and stored on first
  * use; null when the base is gone or the delta would not be smaller than half the full section
- * (the agent then gets the full bundle, which it can apply without a base).
+ * (the agent then gets the full bundle, which it can apply without a base). Made from the two
+ * revisions' contents by one walk over them: only the added lines are ever written as text.
  */
 export async function ensureDeltaSection(
   db: Db,
@@ -66,18 +62,46 @@ export async function ensureDeltaSection(
   const found = await findBundleSection(db, tenantId, full.revision_id, baseRevisionId);
   if (found) return found;
   const base = await ensureFullSection(db, deps, tenantId, baseRevisionId);
-  const baseLines = base ? await linesOf(db, deps, tenantId, baseRevisionId) : null;
-  const lines = await linesOf(db, deps, tenantId, full.revision_id);
-  if (!base || !baseLines || !lines) return null;
-  const body = diffPrefixLines(baseLines, lines);
+  const baseContent = base ? await deps.revisions.content(db, tenantId, baseRevisionId) : undefined;
+  const content = await deps.revisions.content(db, tenantId, full.revision_id);
+  if (!base || !baseContent || !content) return null;
+  const body = diffPrefixColumns(columns(baseContent), columns(content));
   if (body.length > full.size / 2) return null;
   return store(
     db,
     deps,
     tenantId,
-    { revision_id: full.revision_id, base_revision_id: baseRevisionId, prefixes_sha256: full.prefixes_sha256, base_prefixes_sha256: base.prefixes_sha256 },
+    {
+      revision_id: full.revision_id,
+      base_revision_id: baseRevisionId,
+      sha256: sha256Hex(body),
+      prefixes_sha256: full.prefixes_sha256,
+      base_prefixes_sha256: base.prefixes_sha256,
+    },
     body,
   );
+}
+
+/** Deltas built ahead for a new revision: from this many of the revisions its speakers run, at most. */
+const PREPARED_BASES = 4;
+
+/**
+ * Builds, when a refresh has made a revision, the sections an apply of it will ask for: its
+ * full section and the deltas from the revisions the tenant's speakers run now (the one before
+ * it, usually). An apply then finds them stored instead of building them on its own path,
+ * inside its transaction. Each section is stored on its own, outside any transaction (`db` is
+ * the pool): a replica or an apply that builds one meanwhile keeps the first row.
+ */
+export async function prepareSections(db: Db, deps: SectionDeps, tenantId: string, revisionId: number): Promise<void> {
+  const speakers = await listAllSpeakers(db, tenantId);
+  // No speaker, no apply to prepare for: the section waits for one (12 MiB a revision kept for nothing).
+  if (!speakers.length) return;
+  const full = await ensureFullSection(db, deps, tenantId, revisionId);
+  if (!full) return;
+  const running = new Set<number>();
+  for (const s of speakers) if (s.applied_revision_id !== null && s.applied_revision_id !== revisionId) running.add(s.applied_revision_id);
+  // The newest bases first: the speakers that lag furthest are the fewest, and their deltas the largest.
+  for (const base of [...running].sort((a, b) => b - a).slice(0, PREPARED_BASES)) await ensureDeltaSection(db, deps, tenantId, base, full);
 }
 
 /** The plain bytes of a stored section (the local speaker applies its bundle at once). */

@@ -8,6 +8,7 @@ import { findSpeakerById, listAllSpeakers, setDesiredRevision, setDispatchStatus
 import type { AuditWriter } from "../access/audit.js";
 import type { RequestContext } from "../access/context.js";
 import { enqueueJob } from "../operations/jobs.js";
+import { prepareSections } from "./bundle-sections.js";
 import { type BundleDeps, issueBundle } from "./bundles.js";
 
 export interface ApplyRequest {
@@ -161,6 +162,9 @@ export function createDeployService(deps: DeployDeps) {
       for (const b of out.issued) notify(tenantId, b.speaker_id, req.revision_id, b);
       return out;
     },
+
+    /** A new revision's prefix sections, built before an apply asks for them (bundle-sections.ts). */
+    prepareSections: (tenantId: string, revisionId: number) => prepareSections(deps.sql, deps, tenantId, revisionId),
 
     /**
      * Re-issues the bundle of every speaker's desired revision that expires within two days: a
