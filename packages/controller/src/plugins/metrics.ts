@@ -34,16 +34,22 @@ export default fp(async function metricsPlugin(app: FastifyInstance, opts: { reg
   });
   app.decorate("metrics", registry);
 
-  // One label set per method, status and route, made once: as many as the series themselves.
-  const labelSets = new Map<string, Labels>();
+  // One label set per route, method and status, made once (as many as the series themselves) and
+  // found through the route's own config object: no key is built per request.
+  const labelSets = new WeakMap<object, Map<string, Map<number, Labels>>>();
+  const NO_ROUTE: { url?: string } = {};
   app.addHook("onResponse", (req, reply, done) => {
-    // The route pattern, never the raw URL: ids in paths would explode the label set.
-    const route = req.is404 ? "unmatched" : (req.routeOptions.url ?? "unmatched");
-    const key = `${req.method} ${reply.statusCode} ${route}`;
-    let labels = labelSets.get(key);
+    const config = req.routeOptions.config ?? NO_ROUTE;
+    let byMethod = labelSets.get(config);
+    if (!byMethod) labelSets.set(config, (byMethod = new Map()));
+    let byStatus = byMethod.get(req.method);
+    if (!byStatus) byMethod.set(req.method, (byStatus = new Map()));
+    let labels = byStatus.get(reply.statusCode);
     if (!labels) {
+      // The route pattern, never the raw URL: ids in paths would explode the label set.
+      const route = req.is404 ? "unmatched" : (config.url ?? "unmatched");
       labels = { method: req.method, route, status: String(reply.statusCode) };
-      labelSets.set(key, labels);
+      byStatus.set(reply.statusCode, labels);
     }
     duration.observe(labels, reply.elapsedTime / 1000);
     done();
