@@ -1,3 +1,4 @@
+import { loadavg } from "node:os";
 import Fastify from "fastify";
 import postgres from "postgres";
 import { loadConfig } from "../packages/controller/dist/config.js";
@@ -50,13 +51,23 @@ try {
   }
   const med = (f) => median(rounds.map(f));
   const line = (name, k) =>
-    `  ${name.padEnd(24)} ${med((r) => r[k].rps).toFixed(0)} req/s, p50 ${med((r) => r[k].p50).toFixed(2)} ms, p99 ${med((r) => r[k].p99).toFixed(2)} ms`;
+    `  ${name.padEnd(24)} ${med((r) => r[k].rps).toFixed(0)} req/s, p50 ${med((r) => r[k].p50).toFixed(2)} ms, p99 ${med((r) => r[k].p99).toFixed(2)} ms, ` +
+    `CPU ${med((r) => r[k].cpuUs).toFixed(0)} µs/request`;
   console.log(`per-request cost, ${ROUNDS} rounds of ${SECONDS} s, 32 in flight over 16 connections (medians)`);
   console.log(line("bare Fastify route", "b"));
   console.log(line("GET /v1/auth/session", "a"));
   console.log(line("GET /v1/lookup", "l"));
   console.log(`  lookup / bare            ${(med((r) => r.l.rps / r.b.rps) * 100).toFixed(0)}% of the rate, p99 ${med((r) => r.l.p99 / r.b.p99).toFixed(2)}×`);
   console.log(`  auth alone / bare        ${(med((r) => r.a.rps / r.b.rps) * 100).toFixed(0)}% of the rate, p99 ${med((r) => r.a.p99 / r.b.p99).toFixed(2)}×`);
+  // The CPU the server spends on a request beyond the bare route's (the client's share cancels out).
+  console.log(
+    `  server CPU over bare     auth ${med((r) => r.a.cpuUs - r.b.cpuUs).toFixed(0)} µs, lookup ${med((r) => r.l.cpuUs - r.b.cpuUs).toFixed(0)} µs a request`,
+  );
+  console.log(
+    `  load average             ${loadavg()
+      .map((x) => x.toFixed(2))
+      .join(" ")}`,
+  );
   await bare.close();
 } finally {
   await controller.close();

@@ -88,9 +88,6 @@ export async function buildApp(deps: AppDeps, opts: { logger?: FastifyServerOpti
   app.setValidatorCompiler(validatorCompiler);
   app.setSerializerCompiler(serializerCompiler);
   app.addContentTypeParser("application/merge-patch+json", { parseAs: "string" }, app.getDefaultJsonParser("error", "error"));
-  app.addHook("onSend", async (req, reply) => {
-    reply.header("x-request-id", req.id);
-  });
 
   await app.register(errorsPlugin);
   await app.register(strictRequestsPlugin);

@@ -5,7 +5,7 @@ import fp from "fastify-plugin";
 import type { Sql } from "../db/connect.js";
 import type { Authenticator } from "../services/access/authenticator.js";
 import type { RequestContext } from "../services/access/context.js";
-import { accessOf, refusal } from "./access.js";
+import { type Access, accessOf, refusal } from "./access.js";
 
 /**
  * Resolves the Bearer key before the body is even parsed, then checks the route's role, node,
@@ -20,11 +20,20 @@ export default fp(async function authPlugin(app: FastifyInstance, opts: { sql: S
     return { principal: this.principal, requestId: this.id, now: new Date(opts.clock.now()), afterCommit: (fn) => void fn() };
   });
 
+  // Each route's access, worked out on its first request from the route's final `config` (after
+  // every onRoute hook had its say) and kept for the next ones.
+  const accessByRoute = new WeakMap<object, Access>();
+
   app.addHook("onRequest", async (req) => {
     // No route matched: the not-found handler answers 404/405 and reveals nothing else.
     if (req.is404) return;
     // From the route's declared method(s), as the OpenAPI document shows it, never the request's.
-    const access = accessOf(req.routeOptions.config, req.routeOptions.method);
+    const config = req.routeOptions.config;
+    let access = accessByRoute.get(config);
+    if (!access) {
+      access = accessOf(config, config.method);
+      accessByRoute.set(config, access);
+    }
     if (access.kind === "public") return;
     const principal = await opts.authenticator.authenticate(req.headers.authorization, new Date(opts.clock.now()));
     req.principal = principal;

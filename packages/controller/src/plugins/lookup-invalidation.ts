@@ -1,5 +1,5 @@
 import { eventSubjects, internalSubjects, parseEventSubject, tenantOfInternalSubject } from "@rlc/proto";
-import type { FastifyInstance } from "fastify";
+import type { FastifyInstance, onSendHookHandler } from "fastify";
 import fp from "fastify-plugin";
 import type { Bus } from "../bus/index.js";
 
@@ -13,7 +13,7 @@ const WRITES = new Set(["POST", "PUT", "PATCH", "DELETE"]);
  * notice, which reaches every replica.
  */
 export default fp(async function lookupInvalidationPlugin(app: FastifyInstance, opts: { bus: Bus; invalidate: (tenantId: string) => void }) {
-  app.addHook("onSend", (req, reply, payload, done) => {
+  const afterWrite: onSendHookHandler = (req, reply, payload, done) => {
     const principal = req.principal;
     // Agents' writes (status reports, many a minute per router) and replayed answers change no
     // lookup input: they would only make every replica drop and re-check the tenant's view.
@@ -22,6 +22,14 @@ export default fp(async function lookupInvalidationPlugin(app: FastifyInstance, 
       opts.bus.publish(internalSubjects.lookupChanged(principal.tenantId), {});
     }
     done(null, payload);
+  };
+  // Only the routes that write carry the hook (every route is added after this plugin, see
+  // app.ts): reads, nearly all the traffic, do not run it at all.
+  app.addHook("onRoute", (route) => {
+    const methods = Array.isArray(route.method) ? route.method : [route.method];
+    if (!methods.some((m) => WRITES.has(m))) return;
+    const existing = route.onSend ? (Array.isArray(route.onSend) ? route.onSend : [route.onSend]) : [];
+    route.onSend = [...existing, afterWrite] as typeof route.onSend;
   });
 
   const subscriptions = [

@@ -18,18 +18,25 @@ const CONSOLE_POLICY =
 const API_POLICY = "default-src 'none'; frame-ancestors 'none'";
 
 function isConsole(url: string): boolean {
-  const path = url.split("?", 1)[0] ?? "";
+  const end = url.indexOf("?");
+  const path = end === -1 ? url : url.slice(0, end);
   return path === "/" || path === "/console" || path.startsWith("/console/");
 }
 
+/**
+ * The headers every answer carries: its request id, and the policies above. One synchronous
+ * hook for all of them (every request runs it; an async hook costs a promise a request).
+ */
 export default fp(async function securityHeadersPlugin(app: FastifyInstance) {
   app.addHook("onSend", (req, reply, payload, done) => {
+    const url = req.url;
+    const onConsole = isConsole(url);
+    reply.header("x-request-id", req.id);
     reply.header("x-content-type-options", "nosniff");
     reply.header("x-frame-options", "DENY");
-    const html = String(reply.getHeader("content-type") ?? "").startsWith("text/html");
-    const policy = isConsole(req.url) ? CONSOLE_POLICY : html || req.url.startsWith("/docs") ? DOCS_POLICY : API_POLICY;
-    reply.header("content-security-policy", policy);
-    if (isConsole(req.url)) reply.header("referrer-policy", "no-referrer");
+    const html = !onConsole && String(reply.getHeader("content-type") ?? "").startsWith("text/html");
+    reply.header("content-security-policy", onConsole ? CONSOLE_POLICY : html || url.startsWith("/docs") ? DOCS_POLICY : API_POLICY);
+    if (onConsole) reply.header("referrer-policy", "no-referrer");
     done(null, payload);
   });
 });

@@ -1,7 +1,7 @@
 import { LookupQuery, LookupResult } from "@rlc/shared/schemas";
 import type { FastifyPluginAsyncZod } from "fastify-type-provider-zod";
 import type { AppDeps } from "../../app-deps.js";
-import { authProblems } from "../responses.js";
+import { authProblems, compiledSerializer } from "../responses.js";
 
 const lookupRoutes: FastifyPluginAsyncZod<{ deps: AppDeps }> = async (app, { deps }) => {
   app.get(
@@ -20,6 +20,8 @@ const lookupRoutes: FastifyPluginAsyncZod<{ deps: AppDeps }> = async (app, { dep
         querystring: LookupQuery,
         response: { 200: LookupResult, ...authProblems },
       },
+      // The answer is built by the lookup service alone: compiled, not parsed (see compiledSerializer).
+      serializerCompiler: compiledSerializer,
     },
     async (req) => deps.services.lookup.lookup(deps.sql, req.principal!.tenantId, req.query.q) as never,
   );

@@ -110,3 +110,33 @@ describe("authenticator renewal", () => {
     await expect(after).rejects.toMatchObject({ code: "unauthenticated" });
   });
 });
+
+describe("authenticator, a secret checked before", () => {
+  it("the previous secret of a rotated key is refused once its grace ends, though it was accepted during it", async () => {
+    const prefix = newKeyPrefix();
+    const [old, current] = [newKeySecret(prefix), newKeySecret(prefix)];
+    const { sql, row } = keyDatabase(current, prefix, 1);
+    const until = new Date(Date.now() + 60_000);
+    Object.assign(row, { previous_secret_hash: hashKeySecret(old), previous_valid_until: until });
+    const auth = createAuthenticator({ sql, ttlMs: 60_000 });
+    expect((await auth.authenticate(`Bearer ${old}`, new Date())).keyId).toBe("k1");
+    expect((await auth.authenticate(`Bearer ${old}`, new Date())).keyId).toBe("k1");
+    const later = new Date(until.getTime() + 1);
+    await expect(auth.authenticate(`Bearer ${old}`, later)).rejects.toMatchObject({ code: "unauthenticated" });
+    expect((await auth.authenticate(`Bearer ${current}`, later)).keyId).toBe("k1");
+  });
+
+  it("after a rotation through this process the old secret is refused at once, and a wrong secret of the same prefix always", async () => {
+    const prefix = newKeyPrefix();
+    const [old, rotated, wrong] = [newKeySecret(prefix), newKeySecret(prefix), newKeySecret(prefix)];
+    const { sql, row } = keyDatabase(old, prefix, 1);
+    const auth = createAuthenticator({ sql, ttlMs: 60_000 });
+    expect((await auth.authenticate(`Bearer ${old}`, new Date())).keyId).toBe("k1");
+    await expect(auth.authenticate(`Bearer ${wrong}`, new Date())).rejects.toMatchObject({ code: "unauthenticated" });
+    row.secret_hash = hashKeySecret(rotated); // rotated without a grace period
+    auth.invalidate();
+    await expect(auth.authenticate(`Bearer ${old}`, new Date())).rejects.toMatchObject({ code: "unauthenticated" });
+    expect((await auth.authenticate(`Bearer ${rotated}`, new Date())).keyId).toBe("k1");
+    await expect(auth.authenticate(`Bearer ${wrong}`, new Date())).rejects.toMatchObject({ code: "unauthenticated" });
+  });
+});

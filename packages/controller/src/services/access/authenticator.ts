@@ -23,14 +23,34 @@ const LAST_USED_EVERY_MS = 60_000;
  */
 export function createAuthenticator(deps: { sql: Db; ttlMs?: number }): Authenticator {
   const ttl = deps.ttlMs ?? 1000;
-  type Entry = { row: Promise<ApiKeyAuthRow | null>; at: number; settled: boolean; renewing: boolean };
+  /**
+   * `verified` remembers the secrets this row was already checked against: true for the current
+   * secret, false for the previous one (still in its rotation grace). The SHA-256 of a key was
+   * the largest cost of a cached authentication (measured with bench/lookup-latency.mjs); a
+   * renewed or invalidated entry starts with an empty set, so a rotation or revocation is never
+   * answered from it. Only secrets that matched are kept: every wrong one is hashed and compared
+   * in constant time, as before.
+   */
+  type Entry = { row: Promise<ApiKeyAuthRow | null>; at: number; settled: boolean; renewing: boolean; verified: Map<string, boolean> };
   const rows = new Map<string, Entry>();
+  /**
+   * Headers that authenticated once, with the secret and prefix they carry, so a known header
+   * skips the parsing. A Map compares a probe by its hash before its text, so looking up a
+   * guess tells nothing about how close it came to a stored key.
+   */
+  const parsedHeaders = new Map<string, { secret: string; prefix: string }>();
   const touched = new Map<string, number>();
   /** Bumped by `invalidate`: a read begun before it must not put its answer back. */
   let generation = 0;
 
   function read(prefix: string, at: number): Entry {
-    const entry: Entry = { row: findApiKeyByPrefix(deps.sql, prefix).then((r) => r ?? null), at, settled: false, renewing: false };
+    const entry: Entry = {
+      row: findApiKeyByPrefix(deps.sql, prefix).then((r) => r ?? null),
+      at,
+      settled: false,
+      renewing: false,
+      verified: new Map(),
+    };
     const begun = generation;
     entry.row.then(
       () => {
@@ -54,7 +74,7 @@ export function createAuthenticator(deps: { sql: Db; ttlMs?: number }): Authenti
   // A key in use is read again ahead of time: past half its TTL, the request that notices
   // starts the read and is answered from the entry it has, so under steady traffic no request
   // waits for the database; an entry is still never used past its TTL.
-  function rowFor(prefix: string): Promise<ApiKeyAuthRow | null> {
+  function entryFor(prefix: string): Entry {
     const hit = rows.get(prefix);
     const t = Date.now();
     if (hit && t - hit.at < ttl) {
@@ -64,25 +84,47 @@ export function createAuthenticator(deps: { sql: Db; ttlMs?: number }): Authenti
           hit.renewing = false;
         });
       }
-      return hit.row;
+      return hit;
     }
     if (rows.size > 10_000) rows.clear(); // bounded: a flood of unknown prefixes cannot grow it
     const entry = read(prefix, t);
     rows.set(prefix, entry);
-    return entry.row;
+    return entry;
+  }
+
+  function parse(header: string | undefined): { secret: string; prefix: string } | null {
+    if (!header) return null;
+    const known = parsedHeaders.get(header);
+    if (known) return known;
+    const secret = /^Bearer\s+(\S+)\s*$/i.exec(header)?.[1];
+    const parsed = secret ? parseKeySecret(secret) : null;
+    return secret && parsed ? { secret, prefix: parsed.prefix } : null;
+  }
+
+  /** true: `secret` is the row's current secret; false: its previous one, within the grace; null: neither. */
+  function matchOf(entry: Entry, row: ApiKeyAuthRow, secret: string, now: Date): boolean | null {
+    const inGrace = row.previous_valid_until !== null && row.previous_valid_until > now;
+    const known = entry.verified.get(secret);
+    if (known !== undefined) return known || inGrace ? known : null;
+    let match: boolean | null = null;
+    if (secretMatches(secret, row.secret_hash)) match = true;
+    else if (inGrace && secretMatches(secret, row.previous_secret_hash)) match = false;
+    if (match !== null) entry.verified.set(secret, match);
+    return match;
   }
 
   return {
     async authenticate(header, now) {
-      const m = header ? /^Bearer\s+(\S+)\s*$/i.exec(header) : null;
-      const secret = m?.[1];
-      const parsed = secret ? parseKeySecret(secret) : null;
-      if (!secret || !parsed) throw new UnauthenticatedError();
-      const row = await rowFor(parsed.prefix);
+      const parsed = parse(header);
+      if (!parsed) throw new UnauthenticatedError();
+      const entry = entryFor(parsed.prefix);
+      const row = await entry.row;
       if (!row || row.revoked_at !== null || (row.expires_at !== null && row.expires_at <= now)) throw new UnauthenticatedError();
-      const current = secretMatches(secret, row.secret_hash);
-      const inGrace = !current && row.previous_valid_until !== null && row.previous_valid_until > now && secretMatches(secret, row.previous_secret_hash);
-      if (!current && !inGrace) throw new UnauthenticatedError();
+      if (matchOf(entry, row, parsed.secret, now) === null) throw new UnauthenticatedError();
+      if (header && !parsedHeaders.has(header)) {
+        if (parsedHeaders.size > 10_000) parsedHeaders.clear();
+        parsedHeaders.set(header, parsed);
+      }
       const last = touched.get(row.id);
       if (last === undefined || Math.abs(now.getTime() - last) >= LAST_USED_EVERY_MS) {
         touched.set(row.id, now.getTime());
