@@ -23,12 +23,35 @@ export interface BundleRow {
   delta_head: Buffer | null;
 }
 
-export async function upsertBundle(db: Db, row: Omit<BundleRow, "sequence"> & { sequence: number }): Promise<void> {
+export type BundleWrite = Omit<BundleRow, "sequence"> & { sequence: number };
+
+const BUNDLE_COLUMNS = [
+  "tenant_id",
+  "speaker_id",
+  "revision_id",
+  "sequence",
+  "digest",
+  "issued_at",
+  "expires_at",
+  "envelope",
+  "envelope_sealed",
+  "envelope_chunk",
+  "envelope_size",
+  "envelope_sha256",
+  "format",
+  "delta_base_revision_id",
+  "delta_head",
+] as const satisfies readonly (keyof BundleWrite)[];
+
+export async function upsertBundle(db: Db, row: BundleWrite): Promise<void> {
+  await upsertBundles(db, [row]);
+}
+
+/** Several speakers' bundles in one statement (an apply stores a batch of them at once). */
+export async function upsertBundles(db: Db, rows: BundleWrite[]): Promise<void> {
+  if (!rows.length) return;
   await db`
-    INSERT INTO bundles (tenant_id, speaker_id, revision_id, sequence, digest, issued_at, expires_at, envelope,
-      envelope_sealed, envelope_chunk, envelope_size, envelope_sha256, format, delta_base_revision_id, delta_head)
-    VALUES (${row.tenant_id}, ${row.speaker_id}, ${row.revision_id}, ${row.sequence}, ${row.digest}, ${row.issued_at}, ${row.expires_at}, ${row.envelope},
-      ${row.envelope_sealed}, ${row.envelope_chunk}, ${row.envelope_size}, ${row.envelope_sha256}, ${row.format}, ${row.delta_base_revision_id}, ${row.delta_head})
+    INSERT INTO bundles ${db(rows, [...BUNDLE_COLUMNS])}
     ON CONFLICT (speaker_id, revision_id) DO UPDATE SET sequence = EXCLUDED.sequence, digest = EXCLUDED.digest,
       issued_at = EXCLUDED.issued_at, expires_at = EXCLUDED.expires_at, envelope = EXCLUDED.envelope,
       envelope_sealed = EXCLUDED.envelope_sealed, envelope_chunk = EXCLUDED.envelope_chunk,

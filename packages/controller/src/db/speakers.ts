@@ -77,6 +77,20 @@ export async function setDesiredRevision(db: Db, id: string, revisionId: number,
   return Number(r!.bundle_sequence);
 }
 
+/**
+ * The apply's step for many speakers at once: each one's desired revision, its next bundle
+ * sequence and `dispatched`, in one statement; answers the rows as updated (speakers gone or of
+ * another tenant are not among them). Rows are locked in id order, so two applies over the same
+ * speakers wait for each other instead of deadlocking.
+ */
+export async function setDesiredRevisions(db: Db, tenantId: string, ids: string[], revisionId: number, at: Date): Promise<SpeakerRow[]> {
+  if (!ids.length) return [];
+  return db<SpeakerRow[]>`
+    UPDATE speakers s SET desired_revision_id = ${revisionId}, bundle_sequence = s.bundle_sequence + 1, dispatch_status = 'dispatched', updated_at = ${at}
+    FROM (SELECT id FROM speakers WHERE tenant_id = ${tenantId} AND id = ANY(${ids}::uuid[]) ORDER BY id FOR UPDATE) locked
+    WHERE s.id = locked.id RETURNING s.*`;
+}
+
 export async function setDispatchStatus(db: Db, id: string, status: SpeakerRow["dispatch_status"]): Promise<void> {
   await db`UPDATE speakers SET dispatch_status = ${status} WHERE id = ${id}`;
 }
@@ -102,6 +116,12 @@ export async function recordSpeakerReport(
       applied_at = ${p.applied_at}, last_error = ${p.error === null ? null : db.json(p.error as never)},
       dispatch_status = COALESCE(${p.dispatch_status}, dispatch_status)
     WHERE id = ${id}`;
+}
+
+/** The tenant's speakers among `ids` (an evaluation reads only the speakers it still waits for). */
+export async function listSpeakersByIds(db: Db, tenantId: string, ids: string[]): Promise<SpeakerRow[]> {
+  if (!ids.length) return [];
+  return db<SpeakerRow[]>`SELECT * FROM speakers WHERE tenant_id = ${tenantId} AND id = ANY(${ids}::uuid[])`;
 }
 
 /** Revisions a speaker has as desired or applied: pruning keeps them. */
