@@ -143,6 +143,45 @@ describe("awaiting jobs", () => {
     expect((await call(t.rootKey, "GET", `/v1/speakers/${s.id}`)).json().dispatch_status).toBe("failed");
   });
 
+  it("a failed fetch (the controller too busy to serve it) is no outcome before the deadline: the agent's retry applies and the job counts it applied", async () => {
+    const edge = await speaker("edge-busy", true);
+    const id = await apply([edge.id]);
+    await statusIs(id, "awaiting");
+    const latest = await bundleOf(edge);
+    const fetchFailed = {
+      code: "fetch_failed",
+      message: "too_large: GetBundle: the controller serves too many bundles right now; try again later",
+      revision_id: revisionId,
+      sequence: null,
+      at: new Date().toISOString(),
+    };
+    expect((await report(edge, { reason: "apply_failed", error: fetchFailed })).statusCode).toBe(204);
+    await evaluateAwaitingApplies({ sql: sql(), bus: t.controller.deps.bus, now: () => new Date() });
+    expect(await jobOf(id)).toMatchObject({ status: "awaiting", progress: { done: 0, total: 1 } });
+
+    await report(edge, { reason: "applied", applied_revision_id: revisionId, applied_sequence: latest.sequence, applied_digest: latest.digest });
+    const done = await statusIs(id, "succeeded");
+    expect(done.result.speakers).toEqual([{ speaker_id: edge.id, status: "applied", error: null }]);
+  });
+
+  it("a fetch still failing at the deadline is the speaker's failure, with the agent's error", async () => {
+    const edge = await speaker("edge-unreachable", true);
+    const id = await apply([edge.id], 1);
+    await statusIs(id, "awaiting");
+    const error = {
+      code: "fetch_failed",
+      message: "controller_unreachable: fetch failed",
+      revision_id: revisionId,
+      sequence: null,
+      at: new Date().toISOString(),
+    };
+    expect((await report(edge, { reason: "apply_failed", error })).statusCode).toBe(204);
+    await new Promise((r) => setTimeout(r, 1100));
+    await awaitingSweepTask(sql(), t.controller.deps.bus, t.controller.deps.clock).run(new Date());
+    const j = await statusIs(id, "failed");
+    expect(j.result.speakers).toEqual([{ speaker_id: edge.id, status: "failed", error: expect.objectContaining({ code: "fetch_failed" }) }]);
+  });
+
   it("evaluations racing on several replicas end a job once", async () => {
     const edge = await speaker("edge-race", true);
     const id = await apply([edge.id]);

@@ -74,6 +74,8 @@ export interface AgentService {
   openWatches(): number;
   /** GetBundle streams in flight right now. */
   openBundles(): number;
+  /** GetBundle streams waiting for a place right now. */
+  waitingBundles(): number;
   /** Ends every Watch stream with OK, so a shutting-down server is not held open by them. */
   endWatches(): void;
 }
@@ -371,6 +373,7 @@ export function createAgentService(deps: AgentServiceDeps): AgentService {
     handlers,
     openWatches: () => watches.size,
     openBundles: () => bundlesAll.held(),
+    waitingBundles: () => bundlesAll.waiting(),
     endWatches() {
       for (const stream of [...watches]) stream.end();
     },

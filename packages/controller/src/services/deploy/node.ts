@@ -2,7 +2,7 @@ import type { StatusReportEvent } from "@rlc/proto";
 import { ForbiddenError, NotFoundError, UnauthenticatedError, ValidationError } from "@rlc/shared/errors";
 import type { Bus } from "../../bus/index.js";
 import { revokeApiKeysBySpeaker } from "../../db/api-keys.js";
-import { findBundleSection, readBundleSectionSlice } from "../../db/bundle-sections.js";
+import { readBundleSectionSlice } from "../../db/bundle-sections.js";
 import { type BundleLayout, findBundleLayout, findBundleMeta, readBundleSlice } from "../../db/bundles.js";
 import type { Db, Sql } from "../../db/connect.js";
 import { spendEnrollmentToken } from "../../db/enrollment.js";
@@ -102,8 +102,13 @@ const SECTION_CACHE_BYTES = 64 * 1024 * 1024;
  */
 async function readerV2Of(box: SecretBox, db: Db, tenantId: string, revisionId: number, layout: BundleLayout, gone: Gone, sections: SectionCache) {
   const head = await openPieces(box, layout.head!, layout.chunk!);
-  const section = await findBundleSection(db, tenantId, revisionId, layout.section_base_revision_id);
-  if (!section) throw gone();
+  if (layout.section_sha256 === null) throw gone();
+  const section = {
+    base_revision_id: layout.section_base_revision_id,
+    sha256: layout.section_sha256,
+    size: layout.section_size!,
+    chunk: layout.section_chunk!,
+  };
   /** `length` plain bytes of the section from `at`: only the sealed pieces that cover them are read and opened. */
   const readSlice = async (at: number, length: number) => {
     const range = sealedRange(section.chunk, at, Math.min(length, section.size - at));
@@ -265,14 +270,17 @@ export function createNodeService(deps: {
      * first, as on every route; an operator of the speaker's own tenant gets 403.
      */
     async bundleReader(db: Db, principal: Principal, speakerId: string, revisionId: number, baseRevisionId: number | null = null) {
-      const speaker = await speakerFor(db, principal, speakerId);
       if (principal.role !== "node") {
+        await speakerFor(db, principal, speakerId);
         throw new ForbiddenError("a bundle carries the peers' passwords: only the speaker's node key receives it (see the revision preview)");
       }
+      // A node key reaches only its own speaker; the bundle row, read within the key's tenant,
+      // answers for the speaker too (a speaker's bundles go with it): one query a fetch.
+      if (principal.speakerId !== speakerId) throw new NotFoundError("speaker", speakerId);
       const gone = () => new NotFoundError(`bundle of revision ${revisionId} for speaker`, speakerId);
-      const layout = await findBundleLayout(db, speakerId, revisionId, baseRevisionId);
+      const layout = await findBundleLayout(db, principal.tenantId, speakerId, revisionId, baseRevisionId);
       if (!layout) throw gone();
-      return layout.format === 2 ? readerV2(db, speaker.tenant_id, revisionId, layout, gone) : readerV1(db, speakerId, revisionId, layout, gone);
+      return layout.format === 2 ? readerV2(db, principal.tenantId, revisionId, layout, gone) : readerV1(db, speakerId, revisionId, layout, gone);
     },
     /** Records what the agent runs and sees, then relays it to every replica (live polls, apply jobs). */
     async report(principal: Principal, speakerId: string, body: StatusReportBody, now: Date) {
