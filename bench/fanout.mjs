@@ -216,6 +216,7 @@ async function runController() {
     // ---- the agents: enrolled over HTTP, then running in the workers ----
     globalThis.gc?.();
     const rssBefore = process.memoryUsage().rss;
+    const heapBefore = process.memoryUsage().heapUsed;
     const tStart = performance.now();
     const speakers = [];
     for (let i = 0; i < AGENTS; i++) {
@@ -245,6 +246,7 @@ async function runController() {
     const startMs = performance.now() - tStart;
     globalThis.gc?.();
     const rssConnected = process.memoryUsage().rss;
+    const heapConnected = process.memoryUsage().heapUsed;
     const agentsCpu0 = await Promise.all(workers.map((w) => ask(w, { type: "stats" }, "stats")));
     const cpu0 = process.cpuUsage();
 
@@ -261,6 +263,7 @@ async function runController() {
       }),
     ];
     const t0 = performance.now();
+    const wall0 = Date.now();
     const mark0 = process.hrtime.bigint() / 1000n;
     const accepted = await call("POST", "/v1/apply", { timeout_seconds: 300 });
     let job;
@@ -299,6 +302,9 @@ async function runController() {
     console.log(
       `  POST → notified            p50 ${ms(pct(toNotified, 0.5))}  p99 ${ms(pct(toNotified, 0.99))}  (before: p50 ${ms(BEFORE.notifiedP50)}  p99 ${ms(BEFORE.notifiedP99)})`,
     );
+    console.log(
+      `  POST → job started         ${ms(Date.parse(job.started_at) - wall0)}  first notified ${ms(Math.min(...toNotified))}  last ${ms(Math.max(...toNotified))}`,
+    );
     console.log(`  notified → applied report  p50 ${ms(pct(afterNotify, 0.5))}  p99 ${ms(pct(afterNotify, 0.99))}`);
     console.log(
       `  POST → applied report      p50 ${ms(pct(toApplied, 0.5))}  p99 ${ms(pct(toApplied, 0.99))}  max ${ms(Math.max(...toApplied))}  (before: p50 ${ms(BEFORE.p50)}  p99 ${ms(BEFORE.p99)})`,
@@ -307,7 +313,7 @@ async function runController() {
     const perAgent = (rssConnected - rssBefore) / AGENTS;
     const agentsGrowth = started.reduce((n, s) => n + s.rssGrowth, 0);
     console.log(
-      `  controller RSS ${(rssBefore / 2 ** 20).toFixed(0)} MiB before the agents, ${(rssConnected / 2 ** 20).toFixed(0)} MiB with ${AGENTS} connected: ${kib(perAgent)} per agent ` +
+      `  controller RSS ${(rssBefore / 2 ** 20).toFixed(0)} MiB before the agents, ${(rssConnected / 2 ** 20).toFixed(0)} MiB with ${AGENTS} connected: ${kib(perAgent)} per agent, of which JS heap ${kib((heapConnected - heapBefore) / AGENTS)} ` +
         `(the agents' processes: ${kib(agentsGrowth / AGENTS)} per agent; before, both together in one process: ${BEFORE.rssPerAgentKiB} KiB)`,
     );
     console.log(

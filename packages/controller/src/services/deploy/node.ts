@@ -284,15 +284,12 @@ export function createNodeService(deps: {
     },
     /** Records what the agent runs and sees, then relays it to every replica (live polls, apply jobs). */
     async report(principal: Principal, speakerId: string, body: StatusReportBody, now: Date) {
-      const speaker = await speakerFor(deps.sql, principal, speakerId);
+      if (principal.role === "node" && principal.speakerId !== speakerId) throw new NotFoundError("speaker", speakerId);
       assertReportTimes(body);
       const applied = body.applied_revision_id ?? null;
-      const failedDesired = body.reason === "apply_failed" && body.error?.revision_id != null && body.error.revision_id === speaker.desired_revision_id;
-      // Caught up only once the agent runs the latest bundle issued (its sequence), not merely
-      // the same revision number: a re-issue for a peer change carries the same revision.
-      const caughtUp = applied !== null && applied === speaker.desired_revision_id && (body.applied_sequence ?? 0) >= Number(speaker.bundle_sequence);
-      const dispatch = failedDesired ? "failed" : caughtUp ? "idle" : null;
-      await recordSpeakerReport(deps.sql, speakerId, {
+      // One statement a report (a thousand agents report within seconds of an apply): the row
+      // decides the dispatch status against its own desired revision and sequence.
+      const before = await recordSpeakerReport(deps.sql, principal.tenantId, speakerId, {
         at: now,
         agent_version: body.agent_version ?? null,
         applied_revision_id: applied,
@@ -300,12 +297,13 @@ export function createNodeService(deps: {
         applied_at: body.applied_at ?? null,
         error: body.error ?? null,
         report: body as Record<string, unknown>,
-        dispatch_status: dispatch,
+        failed_revision_id: body.reason === "apply_failed" ? (body.error?.revision_id ?? null) : null,
       });
+      if (!before) throw new NotFoundError("speaker", speakerId);
       // Recorded (committed) first; the sessions compared with the report this one replaces.
-      const event = { ...body, tenant_id: speaker.tenant_id, speaker_id: speakerId, received_at: now.toISOString() } as StatusReportEvent;
+      const event = { ...body, tenant_id: before.tenant_id, speaker_id: speakerId, received_at: now.toISOString() } as StatusReportEvent;
       publishEvent(deps.bus, "status", event);
-      for (const change of sessionChanges(speaker.tenant_id, speakerId, speaker.last_report, body, now)) publishEvent(deps.bus, "session", change);
+      for (const change of sessionChanges(before.tenant_id, speakerId, before.last_report, body, now)) publishEvent(deps.bus, "session", change);
     },
   };
 }
