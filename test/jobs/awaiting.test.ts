@@ -5,6 +5,7 @@ import { startAwaitingEvaluator } from "../../packages/controller/src/jobs/await
 import { createJobHandlers } from "../../packages/controller/src/jobs/handlers.js";
 import { startWorker, type Worker } from "../../packages/controller/src/jobs/worker.js";
 import { awaitingSweepTask } from "../../packages/controller/src/scheduler/tasks.js";
+import { ISSUE_BATCH } from "../../packages/controller/src/services/deploy/deploy.js";
 import { startTestController, type TestController } from "../helpers/controller.js";
 import { until } from "../helpers/wait.js";
 
@@ -180,6 +181,20 @@ describe("awaiting jobs", () => {
     await awaitingSweepTask(sql(), t.controller.deps.bus, t.controller.deps.clock).run(new Date());
     const j = await statusIs(id, "failed");
     expect(j.result.speakers).toEqual([{ speaker_id: edge.id, status: "failed", error: expect.objectContaining({ code: "fetch_failed" }) }]);
+  });
+
+  it("an apply to more speakers than one issuing transaction holds gives every one its own signed bundle", async () => {
+    const many = [];
+    for (let i = 0; i <= ISSUE_BATCH; i++) many.push(await speaker(`batch-${i}`, false));
+    const ids = many.map((s) => s.id);
+    const id = await apply(ids);
+    expect(await statusIs(id, "awaiting")).toMatchObject({ progress: { done: 0, total: ids.length } });
+    const rows = await sql()<{ n: number; digests: number; dispatched: number }[]>`
+      SELECT count(*)::int AS n, count(DISTINCT b.digest)::int AS digests, count(*) FILTER (WHERE s.dispatch_status = 'dispatched')::int AS dispatched
+      FROM speakers s JOIN bundles b ON b.speaker_id = s.id AND b.revision_id = s.desired_revision_id AND b.sequence = s.bundle_sequence
+      WHERE s.id = ANY(${ids}::uuid[]) AND s.desired_revision_id = ${revisionId}`;
+    expect(rows[0]).toEqual({ n: ids.length, digests: ids.length, dispatched: ids.length });
+    await sql()`UPDATE jobs SET status = 'cancelled' WHERE id = ${id}`;
   });
 
   it("evaluations racing on several replicas end a job once", async () => {
