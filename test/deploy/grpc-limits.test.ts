@@ -208,6 +208,39 @@ describe("GetBundle under pressure", () => {
   });
 });
 
+describe("GetBundle in line", () => {
+  it("past the replica's cap a stream waits for a place instead of being refused; only past the line is one refused", async () => {
+    const { client, service } = await serve({ limits: { bundlesTotal: 1, bundlesWaiting: 1, bundlesPerKey: 4, bundleIdleMs: 400, chunkBytes: 64 * 1024 } });
+    const fetch = () => client.getBundle({ speaker_id: speakerId, revision_id: revisionId }, bearerMetadata(nodeKey));
+    const whole = (c: ReturnType<typeof fetch>) =>
+      new Promise<number>((resolve, reject) => {
+        let size = 0;
+        c.on("data", (chunk: BundleChunk) => {
+          size += chunk.data.length;
+        });
+        c.on("end", () => resolve(size));
+        c.on("error", reject);
+      });
+    // The one place, held by a reader that stops taking (cut after the idle deadline).
+    const first = fetch();
+    first.on("error", () => undefined);
+    await new Promise<void>((resolve) => first.once("data", () => resolve(first.pause() && undefined)));
+    const second = fetch();
+    const secondWhole = whole(second);
+    await until("the second stream to wait in line", async () => service.waitingBundles() === 1, 5000, 20);
+    // The line holds one: a third stream is refused at once.
+    const third = fetch();
+    third.on("data", () => undefined);
+    const thirdStatus = await new Promise<grpc.StatusObject>((resolve) => {
+      third.on("status", resolve);
+      third.on("error", () => undefined);
+    });
+    expect(thirdStatus.code).toBe(grpc.status.RESOURCE_EXHAUSTED);
+    // The waiting one gets the place once the first lets go of it, and all of its bundle.
+    expect(await secondWhole).toBe(8 * 1024 * 1024);
+  });
+});
+
 describe("unary calls and reports", () => {
   it("a unary call that does not answer in time ends DEADLINE_EXCEEDED", async () => {
     const { client } = await serve({ limits: { unaryDeadlineMs: 300 }, node: { report: () => new Promise<never>(() => undefined) } });

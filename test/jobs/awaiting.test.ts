@@ -5,6 +5,7 @@ import { startAwaitingEvaluator } from "../../packages/controller/src/jobs/await
 import { createJobHandlers } from "../../packages/controller/src/jobs/handlers.js";
 import { startWorker, type Worker } from "../../packages/controller/src/jobs/worker.js";
 import { awaitingSweepTask } from "../../packages/controller/src/scheduler/tasks.js";
+import { ISSUE_BATCH } from "../../packages/controller/src/services/deploy/deploy.js";
 import { startTestController, type TestController } from "../helpers/controller.js";
 import { until } from "../helpers/wait.js";
 
@@ -141,6 +142,59 @@ describe("awaiting jobs", () => {
     expect(j).toMatchObject({ status: "failed", error: { code: "apply_failed" }, progress: { done: 1, total: 1 } });
     expect(j.result.speakers).toEqual([{ speaker_id: s.id, status: "timeout", error: expect.objectContaining({ code: "timeout" }) }]);
     expect((await call(t.rootKey, "GET", `/v1/speakers/${s.id}`)).json().dispatch_status).toBe("failed");
+  });
+
+  it("a failed fetch (the controller too busy to serve it) is no outcome before the deadline: the agent's retry applies and the job counts it applied", async () => {
+    const edge = await speaker("edge-busy", true);
+    const id = await apply([edge.id]);
+    await statusIs(id, "awaiting");
+    const latest = await bundleOf(edge);
+    const fetchFailed = {
+      code: "fetch_failed",
+      message: "too_large: GetBundle: the controller serves too many bundles right now; try again later",
+      revision_id: revisionId,
+      sequence: null,
+      at: new Date().toISOString(),
+    };
+    expect((await report(edge, { reason: "apply_failed", error: fetchFailed })).statusCode).toBe(204);
+    await evaluateAwaitingApplies({ sql: sql(), bus: t.controller.deps.bus, now: () => new Date() });
+    expect(await jobOf(id)).toMatchObject({ status: "awaiting", progress: { done: 0, total: 1 } });
+
+    await report(edge, { reason: "applied", applied_revision_id: revisionId, applied_sequence: latest.sequence, applied_digest: latest.digest });
+    const done = await statusIs(id, "succeeded");
+    expect(done.result.speakers).toEqual([{ speaker_id: edge.id, status: "applied", error: null }]);
+  });
+
+  it("a fetch still failing at the deadline is the speaker's failure, with the agent's error", async () => {
+    const edge = await speaker("edge-unreachable", true);
+    const id = await apply([edge.id], 1);
+    await statusIs(id, "awaiting");
+    const error = {
+      code: "fetch_failed",
+      message: "controller_unreachable: fetch failed",
+      revision_id: revisionId,
+      sequence: null,
+      at: new Date().toISOString(),
+    };
+    expect((await report(edge, { reason: "apply_failed", error })).statusCode).toBe(204);
+    await new Promise((r) => setTimeout(r, 1100));
+    await awaitingSweepTask(sql(), t.controller.deps.bus, t.controller.deps.clock).run(new Date());
+    const j = await statusIs(id, "failed");
+    expect(j.result.speakers).toEqual([{ speaker_id: edge.id, status: "failed", error: expect.objectContaining({ code: "fetch_failed" }) }]);
+  });
+
+  it("an apply to more speakers than one issuing transaction holds gives every one its own signed bundle", async () => {
+    const many = [];
+    for (let i = 0; i <= ISSUE_BATCH; i++) many.push(await speaker(`batch-${i}`, false));
+    const ids = many.map((s) => s.id);
+    const id = await apply(ids);
+    expect(await statusIs(id, "awaiting")).toMatchObject({ progress: { done: 0, total: ids.length } });
+    const rows = await sql()<{ n: number; digests: number; dispatched: number }[]>`
+      SELECT count(*)::int AS n, count(DISTINCT b.digest)::int AS digests, count(*) FILTER (WHERE s.dispatch_status = 'dispatched')::int AS dispatched
+      FROM speakers s JOIN bundles b ON b.speaker_id = s.id AND b.revision_id = s.desired_revision_id AND b.sequence = s.bundle_sequence
+      WHERE s.id = ANY(${ids}::uuid[]) AND s.desired_revision_id = ${revisionId}`;
+    expect(rows[0]).toEqual({ n: ids.length, digests: ids.length, dispatched: ids.length });
+    await sql()`UPDATE jobs SET status = 'cancelled' WHERE id = ${id}`;
   });
 
   it("evaluations racing on several replicas end a job once", async () => {

@@ -23,12 +23,35 @@ export interface BundleRow {
   delta_head: Buffer | null;
 }
 
-export async function upsertBundle(db: Db, row: Omit<BundleRow, "sequence"> & { sequence: number }): Promise<void> {
+export type BundleWrite = Omit<BundleRow, "sequence"> & { sequence: number };
+
+const BUNDLE_COLUMNS = [
+  "tenant_id",
+  "speaker_id",
+  "revision_id",
+  "sequence",
+  "digest",
+  "issued_at",
+  "expires_at",
+  "envelope",
+  "envelope_sealed",
+  "envelope_chunk",
+  "envelope_size",
+  "envelope_sha256",
+  "format",
+  "delta_base_revision_id",
+  "delta_head",
+] as const satisfies readonly (keyof BundleWrite)[];
+
+export async function upsertBundle(db: Db, row: BundleWrite): Promise<void> {
+  await upsertBundles(db, [row]);
+}
+
+/** Several speakers' bundles in one statement (an apply stores a batch of them at once). */
+export async function upsertBundles(db: Db, rows: BundleWrite[]): Promise<void> {
+  if (!rows.length) return;
   await db`
-    INSERT INTO bundles (tenant_id, speaker_id, revision_id, sequence, digest, issued_at, expires_at, envelope,
-      envelope_sealed, envelope_chunk, envelope_size, envelope_sha256, format, delta_base_revision_id, delta_head)
-    VALUES (${row.tenant_id}, ${row.speaker_id}, ${row.revision_id}, ${row.sequence}, ${row.digest}, ${row.issued_at}, ${row.expires_at}, ${row.envelope},
-      ${row.envelope_sealed}, ${row.envelope_chunk}, ${row.envelope_size}, ${row.envelope_sha256}, ${row.format}, ${row.delta_base_revision_id}, ${row.delta_head})
+    INSERT INTO bundles ${db(rows, [...BUNDLE_COLUMNS])}
     ON CONFLICT (speaker_id, revision_id) DO UPDATE SET sequence = EXCLUDED.sequence, digest = EXCLUDED.digest,
       issued_at = EXCLUDED.issued_at, expires_at = EXCLUDED.expires_at, envelope = EXCLUDED.envelope,
       envelope_sealed = EXCLUDED.envelope_sealed, envelope_chunk = EXCLUDED.envelope_chunk,
@@ -84,17 +107,32 @@ export interface BundleLayout {
   /** Format 2: the sealed head to send, and which section follows it (0 = the full one). */
   head: Buffer | null;
   section_base_revision_id: number;
+  /** Format 2: that section's plain SHA-256, size and sealed piece size; null when the section is gone. */
+  section_sha256: string | null;
+  section_size: number | null;
+  section_chunk: number | null;
 }
 
-export async function findBundleLayout(db: Db, speakerId: string, revisionId: number, baseRevisionId: number | null): Promise<BundleLayout | undefined> {
+/** The layout of the tenant's bundle, with its section's, in one query (an apply's fetches arrive a thousand at once). */
+export async function findBundleLayout(
+  db: Db,
+  tenantId: string,
+  speakerId: string,
+  revisionId: number,
+  baseRevisionId: number | null,
+): Promise<BundleLayout | undefined> {
   const delta = baseRevisionId !== null && baseRevisionId > 0;
   const [r] = await db<BundleLayout[]>`
-    SELECT sequence, format, CASE WHEN envelope_sealed THEN envelope_chunk END AS chunk,
-      CASE WHEN envelope_sealed THEN envelope_size ELSE octet_length(envelope)::int END AS size,
-      CASE WHEN envelope_sealed THEN envelope_sha256 WHEN format = 1 THEN encode(sha256(envelope), 'hex') END AS sha256,
-      CASE WHEN format <> 2 THEN NULL WHEN ${delta} AND delta_base_revision_id = ${baseRevisionId ?? 0} THEN delta_head ELSE envelope END AS head,
-      CASE WHEN format = 2 AND ${delta} AND delta_base_revision_id = ${baseRevisionId ?? 0} THEN delta_base_revision_id ELSE 0 END AS section_base_revision_id
-    FROM bundles WHERE speaker_id = ${speakerId} AND revision_id = ${revisionId}`;
+    SELECT l.*, s.sha256 AS section_sha256, s.size AS section_size, s.chunk AS section_chunk
+    FROM (
+      SELECT tenant_id, revision_id, sequence, format, CASE WHEN envelope_sealed THEN envelope_chunk END AS chunk,
+        CASE WHEN envelope_sealed THEN envelope_size ELSE octet_length(envelope)::int END AS size,
+        CASE WHEN envelope_sealed THEN envelope_sha256 WHEN format = 1 THEN encode(sha256(envelope), 'hex') END AS sha256,
+        CASE WHEN format <> 2 THEN NULL WHEN ${delta} AND delta_base_revision_id = ${baseRevisionId ?? 0} THEN delta_head ELSE envelope END AS head,
+        CASE WHEN format = 2 AND ${delta} AND delta_base_revision_id = ${baseRevisionId ?? 0} THEN delta_base_revision_id ELSE 0 END AS section_base_revision_id
+      FROM bundles WHERE tenant_id = ${tenantId} AND speaker_id = ${speakerId} AND revision_id = ${revisionId}
+    ) l
+    LEFT JOIN bundle_sections s ON l.format = 2 AND s.tenant_id = l.tenant_id AND s.revision_id = l.revision_id AND s.base_revision_id = l.section_base_revision_id`;
   if (r?.head) r.head = Buffer.from(r.head.buffer, r.head.byteOffset, r.head.byteLength);
   return r;
 }

@@ -77,6 +77,15 @@ export async function listPeersOfSpeaker(db: Db, speakerId: string): Promise<Pee
     ${SELECT_PEER(db)} WHERE p.enabled AND p.id IN (SELECT peer_id FROM peer_speakers WHERE speaker_id = ${speakerId}) ORDER BY p.id`;
 }
 
+/** The enabled peers of each of `speakerIds`, in one query: a row per peer and speaker, `speaker_id` naming which. */
+export async function listPeersOfSpeakers(db: Db, speakerIds: string[]): Promise<(PeerRow & { speaker_id: string })[]> {
+  if (!speakerIds.length) return [];
+  return db<(PeerRow & { speaker_id: string })[]>`
+    SELECT p.*, ps.speaker_id, COALESCE((SELECT array_agg(x.speaker_id ORDER BY x.speaker_id) FROM peer_speakers x WHERE x.peer_id = p.id), '{}') AS speaker_ids
+    FROM peers p JOIN peer_speakers ps ON ps.peer_id = p.id
+    WHERE p.enabled AND ps.speaker_id = ANY(${speakerIds}::uuid[]) ORDER BY ps.speaker_id, p.id`;
+}
+
 export async function listPeerNamesOfSpeaker(db: Db, speakerId: string): Promise<string[]> {
   const rows = await db<{ name: string }[]>`
     SELECT p.name FROM peers p JOIN peer_speakers ps ON ps.peer_id = p.id WHERE ps.speaker_id = ${speakerId} ORDER BY p.name`;

@@ -77,12 +77,35 @@ export async function setDesiredRevision(db: Db, id: string, revisionId: number,
   return Number(r!.bundle_sequence);
 }
 
+/**
+ * The apply's step for many speakers at once: each one's desired revision, its next bundle
+ * sequence and `dispatched`, in one statement; answers the rows as updated (speakers gone or of
+ * another tenant are not among them). Rows are locked in id order, so two applies over the same
+ * speakers wait for each other instead of deadlocking.
+ */
+export async function setDesiredRevisions(db: Db, tenantId: string, ids: string[], revisionId: number, at: Date): Promise<SpeakerRow[]> {
+  if (!ids.length) return [];
+  return db<SpeakerRow[]>`
+    UPDATE speakers s SET desired_revision_id = ${revisionId}, bundle_sequence = s.bundle_sequence + 1, dispatch_status = 'dispatched', updated_at = ${at}
+    FROM (SELECT id FROM speakers WHERE tenant_id = ${tenantId} AND id = ANY(${ids}::uuid[]) ORDER BY id FOR UPDATE) locked
+    WHERE s.id = locked.id RETURNING s.*`;
+}
+
 export async function setDispatchStatus(db: Db, id: string, status: SpeakerRow["dispatch_status"]): Promise<void> {
   await db`UPDATE speakers SET dispatch_status = ${status} WHERE id = ${id}`;
 }
 
+/**
+ * Records an agent's report on its speaker's row, in one statement, and answers the row as it
+ * was before (undefined: no such speaker in the tenant). The dispatch status is decided here,
+ * against the row's own desired revision and sequence: `failed` when the report fails the
+ * desired revision (`failed_revision_id`), `idle` once the agent runs the latest bundle issued
+ * (its sequence, not merely the revision number: a re-issue for a peer change carries the same
+ * revision), else unchanged.
+ */
 export async function recordSpeakerReport(
   db: Db,
+  tenantId: string,
   id: string,
   p: {
     at: Date;
@@ -92,16 +115,29 @@ export async function recordSpeakerReport(
     applied_at: string | null;
     error: Record<string, unknown> | null;
     report: Record<string, unknown>;
-    dispatch_status: SpeakerRow["dispatch_status"] | null;
+    failed_revision_id: number | null;
   },
-): Promise<void> {
-  await db`
-    UPDATE speakers SET last_seen_at = ${p.at}, last_report_at = ${p.at}, last_report = ${db.json(p.report as never)},
-      agent_version = COALESCE(${p.agent_version}, agent_version),
+): Promise<Pick<SpeakerRow, "tenant_id" | "last_report"> | undefined> {
+  const [r] = await db<Pick<SpeakerRow, "tenant_id" | "last_report">[]>`
+    WITH old AS (SELECT id, tenant_id, last_report, desired_revision_id, bundle_sequence FROM speakers WHERE tenant_id = ${tenantId} AND id = ${id} FOR UPDATE)
+    UPDATE speakers s SET last_seen_at = ${p.at}, last_report_at = ${p.at}, last_report = ${db.json(p.report as never)},
+      agent_version = COALESCE(${p.agent_version}, s.agent_version),
       applied_revision_id = ${p.applied_revision_id}, applied_sequence = ${p.applied_sequence},
       applied_at = ${p.applied_at}, last_error = ${p.error === null ? null : db.json(p.error as never)},
-      dispatch_status = COALESCE(${p.dispatch_status}, dispatch_status)
-    WHERE id = ${id}`;
+      dispatch_status = CASE
+        WHEN ${p.failed_revision_id}::int IS NOT NULL AND ${p.failed_revision_id}::int = old.desired_revision_id THEN 'failed'
+        WHEN ${p.applied_revision_id}::int IS NOT NULL AND ${p.applied_revision_id}::int = old.desired_revision_id
+          AND ${p.applied_sequence ?? 0}::bigint >= old.bundle_sequence THEN 'idle'
+        ELSE s.dispatch_status END
+    FROM old WHERE s.id = old.id
+    RETURNING old.tenant_id, old.last_report`;
+  return r;
+}
+
+/** The tenant's speakers among `ids` (an evaluation reads only the speakers it still waits for). */
+export async function listSpeakersByIds(db: Db, tenantId: string, ids: string[]): Promise<SpeakerRow[]> {
+  if (!ids.length) return [];
+  return db<SpeakerRow[]>`SELECT * FROM speakers WHERE tenant_id = ${tenantId} AND id = ANY(${ids}::uuid[])`;
 }
 
 /** Revisions a speaker has as desired or applied: pruning keeps them. */

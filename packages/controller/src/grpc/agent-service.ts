@@ -22,7 +22,7 @@ import { parseKeySecret } from "../lib/key-secret.js";
 import type { Authenticator } from "../services/access/authenticator.js";
 import type { Principal } from "../services/access/context.js";
 import type { NodeService } from "../services/deploy/node.js";
-import { createBuckets, createCounter, DEFAULT_GRPC_LIMITS, DeadlineError, type GrpcLimits, withDeadline } from "./limits.js";
+import { createBuckets, createCounter, createSlots, DEFAULT_GRPC_LIMITS, DeadlineError, type GrpcLimits, withDeadline } from "./limits.js";
 
 export interface AgentServiceDeps {
   sql: Sql;
@@ -74,6 +74,8 @@ export interface AgentService {
   openWatches(): number;
   /** GetBundle streams in flight right now. */
   openBundles(): number;
+  /** GetBundle streams waiting for a place right now. */
+  waitingBundles(): number;
   /** Ends every Watch stream with OK, so a shutting-down server is not held open by them. */
   endWatches(): void;
 }
@@ -113,7 +115,7 @@ export function createAgentService(deps: AgentServiceDeps): AgentService {
   const watches = new Set<grpc.ServerWritableStream<unknown, WatchEvent>>();
   const watchesByKey = createCounter(limits.watchesPerKey);
   const bundlesByKey = createCounter(limits.bundlesPerKey);
-  const bundlesAll = createCounter(limits.bundlesTotal);
+  const bundlesAll = createSlots(limits.bundlesTotal, limits.bundlesWaiting);
   const watchOpens = createBuckets(limits.watchOpens);
   const authFailures = createBuckets(limits.authFailures);
 
@@ -285,7 +287,11 @@ export function createAgentService(deps: AgentServiceDeps): AgentService {
       const ended = new Promise<void>((resolve) => {
         for (const event of ["cancelled", "close", "finish", "error"]) call.once(event, () => resolve());
       });
-      void ended.then(release);
+      let over = false;
+      void ended.then(() => {
+        over = true;
+        release();
+      });
       void (async () => {
         const principal = await nodePrincipal(call);
         const speakerId = speakerOf(principal, call.request.speaker_id);
@@ -294,7 +300,9 @@ export function createAgentService(deps: AgentServiceDeps): AgentService {
           throw new NotFoundError("bundle of revision", String(revisionId));
         releaseKey = bundlesByKey.acquire(principal.keyId);
         if (!releaseKey) throw rateLimited(`this key has ${limits.bundlesPerKey} GetBundle streams in flight already`);
-        releaseAll = bundlesAll.acquire("*");
+        releaseAll = await bundlesAll.acquire(ended);
+        // The agent may have left while in line, or just as its place came: the place goes back.
+        if (over || call.cancelled) return release();
         if (!releaseAll) throw rateLimited("the controller serves too many bundles right now; try again later");
         const base = call.request.base_revision_id ?? 0;
         const baseRevisionId = Number.isSafeInteger(base) && base > 0 && base <= MAX_REVISION_ID ? base : null;
@@ -364,7 +372,8 @@ export function createAgentService(deps: AgentServiceDeps): AgentService {
   return {
     handlers,
     openWatches: () => watches.size,
-    openBundles: () => bundlesAll.total(),
+    openBundles: () => bundlesAll.held(),
+    waitingBundles: () => bundlesAll.waiting(),
     endWatches() {
       for (const stream of [...watches]) stream.end();
     },

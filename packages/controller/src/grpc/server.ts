@@ -84,6 +84,9 @@ export async function listenGrpc(options: GrpcListenOptions): Promise<GrpcListen
     "grpc.max_connection_age_grace_ms": limits.ageGraceMs,
     "grpc.keepalive_time_ms": limits.keepaliveMs,
     "grpc.keepalive_timeout_ms": limits.keepaliveTimeoutMs,
+    // Channelz (grpc-js's own introspection, which nothing here reads) registers and traces every
+    // connection and call: memory and work per agent for a thousand agents, for no reader.
+    "grpc.enable_channelz": 0,
   });
   const port = await new Promise<number>((resolve, reject) =>
     server.bindAsync(hostPort(options.host, options.port), credentials, (error, bound) => (error ? reject(error) : resolve(bound))),

@@ -2,7 +2,7 @@ import { AppError } from "@rlc/shared/errors";
 import type { Bus } from "../bus/index.js";
 import type { Db, Sql } from "../db/connect.js";
 import { finishAwaitingJob, type JobRow, lockAwaitingJobs, updateAwaiting } from "../db/jobs.js";
-import { listAllSpeakers, type SpeakerRow, setDispatchStatus } from "../db/speakers.js";
+import { listSpeakersByIds, type SpeakerRow, setDispatchStatus } from "../db/speakers.js";
 import { publishApplyOutcome, publishJobFinished, type RecordedOutcome } from "../events/publish.js";
 import type { JobMetrics } from "../metrics/controller-metrics.js";
 import { problemOf } from "./problem.js";
@@ -21,6 +21,9 @@ export type ApplyOutcome = {
   error: Record<string, unknown> | null;
 };
 
+/** The agent's code for a bundle it could not fetch; it retries on its own backoff. */
+const FETCH_FAILED = "fetch_failed";
+
 /** What an awaiting apply waits for: the bundle issued to each speaker, and the outcomes so far. */
 export interface ApplyAwaiting {
   revision_id: number;
@@ -35,8 +38,11 @@ export interface ApplyAwaiting {
  * same revision number, so the revision alone is not enough), or it runs this revision with
  * the very digest issued — a re-push of what it runs: the agent has nothing to apply and so
  * never reports a newer sequence, and it is confirmed at once.
+ * Failed: the agent reports the revision failed. A failed fetch (`fetch_failed`: the controller
+ * busy or out of reach) is no outcome before the deadline: the agent retries it by itself and
+ * usually applies on its next try; at the deadline it is the speaker's failure.
  */
-function outcomeOf(row: SpeakerRow | undefined, issued: ApplyAwaiting["issued"][number], revisionId: number): ApplyOutcome | null {
+function outcomeOf(row: SpeakerRow | undefined, issued: ApplyAwaiting["issued"][number], revisionId: number, dueOut: boolean): ApplyOutcome | null {
   const id = issued.speaker_id;
   if (!row) return { speaker_id: id, status: "deleted", error: null };
   if (row.desired_revision_id !== revisionId) return { speaker_id: id, status: "superseded", error: null };
@@ -45,8 +51,9 @@ function outcomeOf(row: SpeakerRow | undefined, issued: ApplyAwaiting["issued"][
   if (row.applied_revision_id === revisionId && (appliedSequence >= issued.sequence || runningDigest === issued.digest)) {
     return { speaker_id: id, status: "applied", error: null };
   }
-  const error = row.last_error as { revision_id?: number; sequence?: number | null } | null;
+  const error = row.last_error as { code?: string; revision_id?: number; sequence?: number | null } | null;
   if (row.dispatch_status === "failed" && error?.revision_id === revisionId && (error.sequence == null || error.sequence >= issued.sequence)) {
+    if (error.code === FETCH_FAILED && !dueOut) return null;
     return { speaker_id: id, status: "failed", error: row.last_error };
   }
   return null;
@@ -86,7 +93,7 @@ async function evaluateOne(
   let changed = false;
   for (const issued of a.issued) {
     if (resolved.has(issued.speaker_id)) continue;
-    let outcome = outcomeOf(speakers.get(issued.speaker_id), issued, a.revision_id);
+    let outcome = outcomeOf(speakers.get(issued.speaker_id), issued, a.revision_id, dueOut);
     if (!outcome && dueOut) {
       outcome = {
         speaker_id: issued.speaker_id,
@@ -135,11 +142,13 @@ export async function evaluateAwaitingApplies(
   let now = deps.now();
   await deps.sql.begin(async (tx) => {
     const jobs = await lockAwaitingJobs(tx, { type: "apply", ...(f.tenantId ? { tenantId: f.tenantId } : {}) });
-    const byTenant = new Map<string, Map<string, SpeakerRow>>();
     now = deps.now();
     for (const job of jobs) {
-      let speakers = byTenant.get(job.tenant_id);
-      if (!speakers) byTenant.set(job.tenant_id, (speakers = new Map((await listAllSpeakers(tx, job.tenant_id)).map((s) => [s.id, s]))));
+      // Only the speakers the job still waits for: late in a large apply, a report concerns a few.
+      const a = job.awaiting as unknown as ApplyAwaiting;
+      const resolved = new Set(a.outcomes.map((o) => o.speaker_id));
+      const pending = a.issued.filter((i) => !resolved.has(i.speaker_id)).map((i) => i.speaker_id);
+      const speakers = new Map((await listSpeakersByIds(tx, job.tenant_id, pending)).map((s) => [s.id, s]));
       const end = await evaluateOne(tx, job, speakers, now, outcomes);
       if (end) ended.push({ job, ...end, at: now });
     }

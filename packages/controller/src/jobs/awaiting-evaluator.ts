@@ -11,8 +11,12 @@ import { evaluateAwaitingApplies } from "./apply-awaiting.js";
  * recorded it) and evaluates that tenant's awaiting applies. Evaluations of one tenant run one
  * after another in this process, and a burst of reports while one runs costs one more run, not
  * one per report; other replicas doing the same is safe (see evaluateAwaitingApplies).
+ * The first report is evaluated at once; runs that follow are at least `gapMs` apart, so the
+ * reports of a thousand agents arriving over seconds cost a run per gap, each rewriting the
+ * job's progress once, rather than a run per handful of reports.
  */
-export function startAwaitingEvaluator(deps: { sql: Sql; bus: Bus; clock: Clock; logger: FastifyBaseLogger; metrics?: JobMetrics }) {
+export function startAwaitingEvaluator(deps: { sql: Sql; bus: Bus; clock: Clock; logger: FastifyBaseLogger; metrics?: JobMetrics; gapMs?: number }) {
+  const gapMs = deps.gapMs ?? 250;
   const state = new Map<string, { running: Promise<void>; again: boolean }>();
   let stopped = false;
 
@@ -32,6 +36,7 @@ export function startAwaitingEvaluator(deps: { sql: Sql; bus: Bus; clock: Clock;
         } catch (err) {
           deps.logger.warn({ err, tenant_id: tenantId }, "evaluating awaiting jobs failed; the sweep will");
         }
+        if (entry.again && !stopped) await new Promise((resolve) => setTimeout(resolve, gapMs));
       } while (entry.again && !stopped);
       state.delete(tenantId);
     })();

@@ -2,7 +2,7 @@ import type { StatusReportEvent } from "@rlc/proto";
 import { ForbiddenError, NotFoundError, UnauthenticatedError, ValidationError } from "@rlc/shared/errors";
 import type { Bus } from "../../bus/index.js";
 import { revokeApiKeysBySpeaker } from "../../db/api-keys.js";
-import { findBundleSection, readBundleSectionSlice } from "../../db/bundle-sections.js";
+import { readBundleSectionSlice } from "../../db/bundle-sections.js";
 import { type BundleLayout, findBundleLayout, findBundleMeta, readBundleSlice } from "../../db/bundles.js";
 import type { Db, Sql } from "../../db/connect.js";
 import { spendEnrollmentToken } from "../../db/enrollment.js";
@@ -49,13 +49,78 @@ function assertReportTimes(body: StatusReportBody): void {
 type Gone = () => NotFoundError;
 
 /**
- * Format 2: the head (opened once, a few KiB) and then the revision's section, shared by every
- * speaker; a slice never spans the two, so each section slice opens whole sealed pieces.
+ * The opened prefix sections last served, by tenant, revision, base and SHA-256, up to
+ * `maxBytes` together (least recently used out first). A section never changes once stored, and
+ * an apply sends the same one to every speaker: without this each GetBundle read it from the
+ * database (hex-encoded bytea, parsed) and opened it again, a thousand times for one apply.
+ * A read in flight is shared by the streams that ask meanwhile.
  */
-async function readerV2Of(box: SecretBox, db: Db, tenantId: string, revisionId: number, layout: BundleLayout, gone: Gone) {
+export function createSectionCache(maxBytes: number) {
+  const entries = new Map<string, { plain: Promise<Buffer>; size: number }>();
+  let held = 0;
+  return {
+    /** Whether a section of `size` plain bytes is kept: at most half the budget. */
+    keeps: (size: number) => size <= maxBytes / 2,
+    /** The plain section, from the cache or from `read`. */
+    get(key: string, size: number, read: () => Promise<Buffer>): Promise<Buffer> {
+      const hit = entries.get(key);
+      if (hit) {
+        entries.delete(key);
+        entries.set(key, hit);
+        return hit.plain;
+      }
+      const plain = read();
+      if (size > maxBytes / 2) return plain;
+      const entry = { plain, size };
+      entries.set(key, entry);
+      held += size;
+      for (const [k, e] of entries) {
+        if (held <= maxBytes) break;
+        entries.delete(k);
+        held -= e.size;
+      }
+      // A failed read is not kept: the next stream reads again.
+      plain.catch(() => {
+        if (entries.get(key) === entry) {
+          entries.delete(key);
+          held -= size;
+        }
+      });
+      return plain;
+    },
+  };
+}
+
+export type SectionCache = ReturnType<typeof createSectionCache>;
+
+/** Opened sections kept per process by default: a few revisions' worth, or one large one. */
+const SECTION_CACHE_BYTES = 64 * 1024 * 1024;
+
+/**
+ * Format 2: the head (opened once, a few KiB) and then the revision's section, shared by every
+ * speaker and opened once for all of them (the cache).
+ */
+async function readerV2Of(box: SecretBox, db: Db, tenantId: string, revisionId: number, layout: BundleLayout, gone: Gone, sections: SectionCache) {
   const head = await openPieces(box, layout.head!, layout.chunk!);
-  const section = await findBundleSection(db, tenantId, revisionId, layout.section_base_revision_id);
-  if (!section) throw gone();
+  if (layout.section_sha256 === null) throw gone();
+  const section = {
+    base_revision_id: layout.section_base_revision_id,
+    sha256: layout.section_sha256,
+    size: layout.section_size!,
+    chunk: layout.section_chunk!,
+  };
+  /** `length` plain bytes of the section from `at`: only the sealed pieces that cover them are read and opened. */
+  const readSlice = async (at: number, length: number) => {
+    const range = sealedRange(section.chunk, at, Math.min(length, section.size - at));
+    if (range.length === 0) return Buffer.alloc(0);
+    const sealed = await readBundleSectionSlice(db, tenantId, revisionId, section.base_revision_id, range.from, range.length);
+    if (!sealed) throw gone();
+    const plain = await openPieces(box, sealed, section.chunk);
+    return plain.subarray(range.skip, range.skip + Math.min(length, section.size - at));
+  };
+  // Too large to keep (a stream then holds about one chunk of it, not all of it).
+  const key = `${tenantId}/${revisionId}/${section.base_revision_id}/${section.sha256}`;
+  const whole = sections.keeps(section.size) ? await sections.get(key, section.size, () => readSlice(0, section.size)) : null;
   return {
     revision_id: revisionId,
     sequence: layout.sequence,
@@ -66,12 +131,7 @@ async function readerV2Of(box: SecretBox, db: Db, tenantId: string, revisionId: 
     async read(offset: number, length: number): Promise<Buffer> {
       if (offset < head.length) return head.subarray(offset, Math.min(head.length, offset + length));
       const at = offset - head.length;
-      const range = sealedRange(section.chunk, at, Math.min(length, section.size - at));
-      if (range.length === 0) return Buffer.alloc(0);
-      const sealed = await readBundleSectionSlice(db, tenantId, revisionId, section.base_revision_id, range.from, range.length);
-      if (!sealed) throw gone();
-      const plain = await openPieces(box, sealed, section.chunk);
-      return plain.subarray(range.skip, range.skip + Math.min(length, section.size - at));
+      return whole ? whole.subarray(at, Math.min(section.size, at + length)) : readSlice(at, length);
     },
   };
 }
@@ -114,7 +174,10 @@ export function createNodeService(deps: {
   natsUrl: string | null;
   natsCredentials?: NatsCredentialService;
   onKeysChanged?: () => void;
+  /** Opened prefix sections kept (tests share or shrink it); default 64 MiB. */
+  sections?: SectionCache;
 }) {
+  const sections = deps.sections ?? createSectionCache(SECTION_CACHE_BYTES);
   /** A node key reaches only its own speaker (404 otherwise); operators reach any of the tenant's. */
   const speakerFor = async (db: Db, principal: Principal, speakerId: string): Promise<SpeakerRow> => {
     if (principal.role === "node" && principal.speakerId !== speakerId) throw new NotFoundError("speaker", speakerId);
@@ -124,7 +187,7 @@ export function createNodeService(deps: {
   };
 
   const readerV2 = (db: Db, tenantId: string, revisionId: number, layout: BundleLayout, gone: Gone) =>
-    readerV2Of(deps.secretBox, db, tenantId, revisionId, layout, gone);
+    readerV2Of(deps.secretBox, db, tenantId, revisionId, layout, gone, sections);
   const readerV1 = async (db: Db, speakerId: string, revisionId: number, layout: BundleLayout, gone: Gone) =>
     readerV1Of(deps.secretBox, db, speakerId, revisionId, layout, gone);
 
@@ -207,26 +270,26 @@ export function createNodeService(deps: {
      * first, as on every route; an operator of the speaker's own tenant gets 403.
      */
     async bundleReader(db: Db, principal: Principal, speakerId: string, revisionId: number, baseRevisionId: number | null = null) {
-      const speaker = await speakerFor(db, principal, speakerId);
       if (principal.role !== "node") {
+        await speakerFor(db, principal, speakerId);
         throw new ForbiddenError("a bundle carries the peers' passwords: only the speaker's node key receives it (see the revision preview)");
       }
+      // A node key reaches only its own speaker; the bundle row, read within the key's tenant,
+      // answers for the speaker too (a speaker's bundles go with it): one query a fetch.
+      if (principal.speakerId !== speakerId) throw new NotFoundError("speaker", speakerId);
       const gone = () => new NotFoundError(`bundle of revision ${revisionId} for speaker`, speakerId);
-      const layout = await findBundleLayout(db, speakerId, revisionId, baseRevisionId);
+      const layout = await findBundleLayout(db, principal.tenantId, speakerId, revisionId, baseRevisionId);
       if (!layout) throw gone();
-      return layout.format === 2 ? readerV2(db, speaker.tenant_id, revisionId, layout, gone) : readerV1(db, speakerId, revisionId, layout, gone);
+      return layout.format === 2 ? readerV2(db, principal.tenantId, revisionId, layout, gone) : readerV1(db, speakerId, revisionId, layout, gone);
     },
     /** Records what the agent runs and sees, then relays it to every replica (live polls, apply jobs). */
     async report(principal: Principal, speakerId: string, body: StatusReportBody, now: Date) {
-      const speaker = await speakerFor(deps.sql, principal, speakerId);
+      if (principal.role === "node" && principal.speakerId !== speakerId) throw new NotFoundError("speaker", speakerId);
       assertReportTimes(body);
       const applied = body.applied_revision_id ?? null;
-      const failedDesired = body.reason === "apply_failed" && body.error?.revision_id != null && body.error.revision_id === speaker.desired_revision_id;
-      // Caught up only once the agent runs the latest bundle issued (its sequence), not merely
-      // the same revision number: a re-issue for a peer change carries the same revision.
-      const caughtUp = applied !== null && applied === speaker.desired_revision_id && (body.applied_sequence ?? 0) >= Number(speaker.bundle_sequence);
-      const dispatch = failedDesired ? "failed" : caughtUp ? "idle" : null;
-      await recordSpeakerReport(deps.sql, speakerId, {
+      // One statement a report (a thousand agents report within seconds of an apply): the row
+      // decides the dispatch status against its own desired revision and sequence.
+      const before = await recordSpeakerReport(deps.sql, principal.tenantId, speakerId, {
         at: now,
         agent_version: body.agent_version ?? null,
         applied_revision_id: applied,
@@ -234,12 +297,13 @@ export function createNodeService(deps: {
         applied_at: body.applied_at ?? null,
         error: body.error ?? null,
         report: body as Record<string, unknown>,
-        dispatch_status: dispatch,
+        failed_revision_id: body.reason === "apply_failed" ? (body.error?.revision_id ?? null) : null,
       });
+      if (!before) throw new NotFoundError("speaker", speakerId);
       // Recorded (committed) first; the sessions compared with the report this one replaces.
-      const event = { ...body, tenant_id: speaker.tenant_id, speaker_id: speakerId, received_at: now.toISOString() } as StatusReportEvent;
+      const event = { ...body, tenant_id: before.tenant_id, speaker_id: speakerId, received_at: now.toISOString() } as StatusReportEvent;
       publishEvent(deps.bus, "status", event);
-      for (const change of sessionChanges(speaker.tenant_id, speakerId, speaker.last_report, body, now)) publishEvent(deps.bus, "session", change);
+      for (const change of sessionChanges(before.tenant_id, speakerId, before.last_report, body, now)) publishEvent(deps.bus, "session", change);
     },
   };
 }
