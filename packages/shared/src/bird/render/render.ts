@@ -12,7 +12,6 @@ import {
   community as parseCommunity,
   peerProtocolName,
   port,
-  prefix,
   quoted,
   RenderError,
 } from "./values.js";
