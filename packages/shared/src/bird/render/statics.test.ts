@@ -33,7 +33,10 @@ type Revision = typeof revision extends fc.Arbitrary<infer T> ? T : never;
 function payload(r: Revision): BundlePayload {
   // Decoded sections share one communities array per spelling; hand-built payloads do not.
   const shared = new Map<string, string[]>();
-  const share = ([net, c]: [string, string[]]): BundlePrefix => [net, shared.get(c.join()) ?? (shared.set(c.join(), c), c)];
+  const share = ([net, c]: [string, string[]]): BundlePrefix => {
+    if (!shared.has(c.join())) shared.set(c.join(), c);
+    return [net, shared.get(c.join()) as string[]];
+  };
   return {
     tenant_id: "00000000-0000-7000-8000-000000000001",
     speaker_id: "00000000-0000-7000-8000-0000000000aa",
