@@ -57,6 +57,6 @@ export class ConfirmedRevision {
   indexPrefixes(record: AppliedRecord, verified: VerifiedKept): void {
     if (this.#kept || !verified.prefixSection || this.#payload?.sequence !== record.sequence) return;
     const section = verified.prefixSection;
-    this.#kept = keepSection(record.revision_id, Buffer.from(section.buffer, section.byteOffset, section.length));
+    this.#kept = keepSection(record.revision_id, Buffer.from(section.buffer, section.byteOffset, section.length), verified.payload.prefixes);
   }
 }

@@ -16,24 +16,41 @@ export interface KeptPrefixes {
   starts: Uint32Array;
   /** Each line decoded, in the section's order; lines with the same communities share one array. */
   entries: BundlePrefix[];
+  /** 1 where the line is an IPv6 prefix. */
+  v6: Uint8Array;
   /** Communities as written → the array the entries share. */
   shared: Map<string, string[]>;
 }
 
-/** A section read from its bytes (one full pass): after a full bundle, or at start from disk. */
-export function keepSection(revisionId: number, section: Buffer, sha256 = sha256Hex(section)): KeptPrefixes {
+/**
+ * A section read from its bytes (one full pass): after a full bundle, or at start from disk.
+ * `decoded`, the payload's prefixes decoded from the same section, lends its tuples: the
+ * strings the last render saw are then the very ones the next delta keeps, and the render's
+ * check that a set did not change compares references, not texts.
+ */
+export function keepSection(revisionId: number, section: Buffer, decoded?: BundlePrefixes): KeptPrefixes {
   const lines = splitSection(section);
   const shared = new Map<string, string[]>();
   const starts = new Uint32Array(lines.length + 1);
   const entries = new Array<BundlePrefix>(lines.length);
+  const v6 = new Uint8Array(lines.length);
+  const texts = new Map<readonly string[], string>();
+  const textOf = (c: readonly string[]) => texts.get(c) ?? (texts.set(c, c.join(",")).get(c) as string);
+  const next = { v4: 0, v6: 0 };
   let at = HEAD.length;
   for (let i = 0; i < lines.length; i++) {
     starts[i] = at;
     at = section.indexOf(0x0a, at) + 1;
-    entries[i] = entryOf(lines[i] as string, shared);
+    const line = lines[i] as string;
+    let entry = entryOf(line, shared);
+    const family = entry[0].includes(":") ? "v6" : "v4";
+    v6[i] = family === "v6" ? 1 : 0;
+    const lent = decoded?.[family][next[family]++];
+    if (lent && lent[0] === entry[0] && textOf(lent[1]) === line.slice(line.indexOf("\t") + 1)) entry = lent;
+    entries[i] = entry;
   }
   starts[lines.length] = at;
-  return { revision_id: revisionId, sha256, section, starts, entries, shared };
+  return { revision_id: revisionId, sha256: sha256Hex(section), section, starts, entries, v6, shared };
 }
 
 /**
@@ -73,6 +90,7 @@ export function applyKeptDelta(kept: KeptPrefixes, revisionId: number, delta: Ui
   const pieces: Uint8Array[] = [HEAD];
   const starts = new Uint32Array(count + 1);
   const entries = new Array<BundlePrefix>(count);
+  const v6 = new Uint8Array(count);
   const added: { at: number; line: string }[] = [];
   let at = HEAD.length;
   let j = 0;
@@ -90,6 +108,7 @@ export function applyKeptDelta(kept: KeptPrefixes, revisionId: number, delta: Ui
       const from = kept.starts[cursor] as number;
       const to = kept.starts[cursor + step.n] as number;
       pieces.push(kept.section.subarray(from, to));
+      v6.set(kept.v6.subarray(cursor, cursor + step.n), j);
       for (let i = cursor; i < cursor + step.n; i++) {
         starts[j] = (kept.starts[i] as number) - from + at;
         entries[j++] = kept.entries[i] as BundlePrefix;
@@ -102,12 +121,20 @@ export function applyKeptDelta(kept: KeptPrefixes, revisionId: number, delta: Ui
   const section = Buffer.concat(pieces, at);
   if (sha256Hex(section) !== sha256) throw new BundleError("digest_mismatch", "the prefixes rebuilt from the delta are not the revision's");
   const shared = new Map(kept.shared);
-  for (const { at: i, line } of added) entries[i] = entryOf(line, shared);
-  return { revision_id: revisionId, sha256, section, starts, entries, shared };
+  for (const { at: i, line } of added) {
+    const entry = entryOf(line, shared);
+    entries[i] = entry;
+    v6[i] = entry[0].includes(":") ? 1 : 0;
+  }
+  return { revision_id: revisionId, sha256, section, starts, entries, v6, shared };
 }
 
 /** The prefixes as the payload carries them (as decodePrefixSection gives them). */
 export function keptPrefixes(kept: KeptPrefixes): BundlePrefixes {
+  // A revision's section has its IPv4 lines first: two slices, no pass over the entries.
+  const firstV6 = kept.v6.indexOf(1);
+  if (firstV6 < 0) return { v4: kept.entries.slice(), v6: [] };
+  if (kept.v6.indexOf(0, firstV6) < 0) return { v4: kept.entries.slice(0, firstV6), v6: kept.entries.slice(firstV6) };
   const out: BundlePrefixes = { v4: [], v6: [] };
   for (const entry of kept.entries) (entry[0].includes(":") ? out.v6 : out.v4).push(entry);
   return out;

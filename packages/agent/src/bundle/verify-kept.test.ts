@@ -1,4 +1,4 @@
-import { type BundleContent, type BundlePrefix, encodePrefixSection, type SigningKeyPair, verifyBundle } from "@rlc/shared/bundle";
+import { type BundleContent, type BundlePrefix, decodePrefixSection, encodePrefixSection, type SigningKeyPair, verifyBundle } from "@rlc/shared/bundle";
 import fc from "fast-check";
 import { beforeAll, describe, expect, it } from "vitest";
 import { fixtureContent, SPEAKER_ID, storedKey, TENANT_ID, testKey } from "../../../../test/helpers/agent-fakes.js";
@@ -38,7 +38,7 @@ async function outcome(run: () => Promise<{ payload: unknown; prefixSection?: Ui
 describe("verifyKept", () => {
   it("gives verifyBundle's payload and section for any delta, and its refusals (tampered, wrong base)", async () => {
     await fc.assert(
-      fc.asyncProperty(prefixes, prefixes, prefixes, fc.constantFrom("right", "tamper", "other-script"), async (a, b, c, how) => {
+      fc.asyncProperty(prefixes, prefixes, prefixes, fc.constantFrom("right", "tamper", "other-script"), fc.boolean(), async (a, b, c, how, lend) => {
         const base = content(1, a);
         const next = content(2, b);
         const issued = await issueBundleV2(next, {
@@ -50,7 +50,8 @@ describe("verifyKept", () => {
         });
         const section = encodePrefixSection(a);
         const keys = [storedKey(key)];
-        const kept = keepSection(1, section);
+        // Kept from disk, or after a full bundle with the payload's decoded tuples lent.
+        const kept = keepSection(1, section, lend ? decodePrefixSection(section) : undefined);
         const ours = await outcome(() => verifyKept(issued.bytes, keys, options, kept));
         expect(ours).toEqual(await outcome(() => verifyBundle(issued.bytes, keys, { ...options, base: { revision_id: 1, section } })));
       }),

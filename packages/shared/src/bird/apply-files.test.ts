@@ -117,4 +117,14 @@ describe("applyBirdConfig - files on the router", () => {
     expect(seen["rl-routes.conf"]).toEqual({ text: o.files["rl-routes.conf"], link: false });
     expect(seen["rl-routes.static.conf"]).toEqual({ text: o.files["rl-routes.static.conf"], link: true });
   });
+
+  it("replaces a running file whose bytes only look like the new text when read one byte a character", async () => {
+    const o = setup();
+    // "é" in Latin-1 is one byte; the rendered text is UTF-8 (two bytes): not the same file.
+    writeFileSync(join(o.configDir, "rl-routes.conf"), Buffer.from([0x23, 0xe9, 0x0a]));
+    o.files = { "rl-routes.conf": "#é\n" };
+    const pending = await applyBirdConfig({ birdc: bird, runner: okRunner, clock }, o);
+    expect(pending.configured).toBe(true);
+    expect(readFileSync(join(o.configDir, "rl-routes.conf"))).toEqual(Buffer.from("#é\n", "utf8"));
+  });
 });

@@ -1,3 +1,4 @@
+import { isAscii } from "node:buffer";
 import { mkdir, mkdtemp, readdir, readFile, rm, symlink, unlink, writeFile } from "node:fs/promises";
 import { join, resolve } from "node:path";
 import { CodedError } from "../coded-error.js";
@@ -215,7 +216,10 @@ async function restoreFiles(dir: string, names: readonly string[], had: Map<stri
 /** The file in `dir` holds exactly `text` (a symlink or anything unreadable does not). */
 async function holds(dir: string, name: string, text: string): Promise<boolean> {
   try {
-    return (await readFileNoFollow(join(dir, name))).equals(Buffer.from(text, "utf8"));
+    const bytes = await readFileNoFollow(join(dir, name));
+    // ASCII bytes read as Latin-1 are their UTF-8 text: a copy, where encoding `text` would
+    // cost a pass over every route of every file.
+    return isAscii(bytes) ? bytes.toString("latin1") === text : bytes.equals(Buffer.from(text, "utf8"));
   } catch {
     return false;
   }

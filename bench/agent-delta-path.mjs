@@ -1,0 +1,165 @@
+// The agent's side of a refresh, for bench/bird-configure.mjs: a SyncLoop of the built agent on a
+// real BIRD, fed rl-bundle/2 bundles from memory (no network), timed from sync() to BIRD running
+// the new config on probation (the loop's own log line) and to the end (confirmed, recorded).
+import { mkdirSync } from "node:fs";
+import { join } from "node:path";
+import { performance } from "node:perf_hooks";
+import { createProcessRunner } from "@rlc/shared/bird";
+import {
+  columnOf,
+  configBytes,
+  contentDigestV2,
+  diffPrefixLines,
+  encodePrefixSection,
+  generateSigningKey,
+  prefixLines,
+  sha256Hex,
+  signBundleHead,
+} from "@rlc/shared/bundle";
+import { createSystemClock } from "@rlc/shared/time";
+import { AgentMetrics } from "../packages/agent/dist/http/metrics.js";
+import { StateStore } from "../packages/agent/dist/state.js";
+import { SyncLoop } from "../packages/agent/dist/sync-loop.js";
+
+const TENANT = "00000000-0000-7000-8000-000000000001";
+const SPEAKER = "00000000-0000-7000-8000-0000000000aa";
+
+/**
+ * `contents`: name → { v4, v6 } prefixes. Sections and delta scripts are encoded once here;
+ * each bundle is then a freshly signed head over them (a new revision and sequence each time).
+ */
+export async function agentPath({ dir, birdc, configPath, contents }) {
+  const key = await generateSigningKey();
+  const sections = {};
+  const lines = {};
+  for (const [name, prefixes] of Object.entries(contents)) {
+    sections[name] = encodePrefixSection(prefixes);
+    lines[name] = prefixLines(columnOf(prefixes.v4), columnOf(prefixes.v6));
+  }
+  const scripts = new Map();
+  const script = (from, to) => {
+    const k = `${from}>${to}`;
+    if (!scripts.has(k)) scripts.set(k, diffPrefixLines(lines[from], lines[to]));
+    return scripts.get(k);
+  };
+  const state = new StateStore(join(dir, "agent-state"));
+  await state.init();
+  await state.writeSigningKeys([{ key_id: key.keyId, alg: "ed25519", public_key: Buffer.from(key.publicKey).toString("base64"), status: "active" }]);
+  mkdirSync(join(dir, "agent-staging"), { recursive: true });
+
+  let revision = 1000;
+  let running = null; // { revision, name } BIRD runs
+  const served = new Map(); // revision → { full, delta, base }
+  async function issue(name, withDelta) {
+    const rev = ++revision;
+    const config = {
+      tenant_id: TENANT,
+      speaker_id: SPEAKER,
+      revision_id: rev,
+      speaker: { router_id: "127.0.0.1", asn: 65000, policies_json: {} },
+      bird: { configure_timeout_seconds: 120, confirm_after_seconds: 0 },
+      communities: [],
+      peers: [],
+    };
+    const prefixesSha = sha256Hex(sections[name]);
+    const head = async (section, base) =>
+      signBundleHead(
+        {
+          tenant_id: TENANT,
+          speaker_id: SPEAKER,
+          revision_id: rev,
+          sequence: rev,
+          issued_at: new Date().toISOString(),
+          expires_at: new Date(Date.now() + 3_600_000).toISOString(),
+          digest: contentDigestV2(config, prefixesSha),
+          prefixes_sha256: prefixesSha,
+          section: base ? "delta" : "full",
+          section_sha256: sha256Hex(section),
+          section_size: section.length,
+          ...(base ? { base_revision_id: base.revision, base_prefixes_sha256: sha256Hex(sections[base.name]) } : {}),
+        },
+        configBytes(config),
+        key,
+      );
+    const full = Buffer.concat([await head(sections[name], null), sections[name]]);
+    let delta = null;
+    if (withDelta && running) {
+      const s = script(running.name, name);
+      delta = { base: running.revision, bytes: Buffer.concat([await head(s, running), s]) };
+    }
+    served.set(rev, { full, delta });
+    return { revision_id: rev, digest: contentDigestV2(config, prefixesSha), sequence: rev, issued_at: null };
+  }
+
+  let marks = {};
+  const log = {
+    debug() {},
+    warn(msg, fields) {
+      console.log(`  agent warn: ${msg} ${JSON.stringify(fields ?? {})}`);
+    },
+    error(msg, fields) {
+      console.log(`  agent error: ${msg} ${JSON.stringify(fields ?? {})}`);
+    },
+    info(msg) {
+      if (msg.startsWith("sync: BIRD runs the new config on probation")) marks.probation = performance.now();
+    },
+  };
+  const real = createProcessRunner();
+  const runner = async (file, args, options) => {
+    const t = performance.now();
+    const result = await real(file, args, options);
+    if (args[0] === "-p") Object.assign(marks, { birdP: performance.now() - t, beforeBirdP: t - marks.start });
+    return result;
+  };
+  let fetched = "";
+  const options = {
+    client: {
+      latest: async () => null,
+      signingKeys: async () => [],
+      fetchBundle: async (rev, base) => {
+        const s = served.get(rev);
+        const delta = s.delta && base === s.delta.base;
+        fetched = delta ? "delta" : "full";
+        return delta ? s.delta.bytes : s.full;
+      },
+    },
+    state,
+    reporter: { setError() {}, report: async () => true },
+    bird: birdc,
+    runner,
+    metrics: new AgentMetrics({ version: "bench", speakerId: SPEAKER }),
+    clock: createSystemClock(),
+    log,
+    speakerId: SPEAKER,
+    tenantId: TENANT,
+    birdMode: "include",
+    birdConfigPath: configPath,
+    stagingDir: join(dir, "agent-staging"),
+    healthWaitMs: 0,
+  };
+  let loop = new SyncLoop(options);
+
+  return {
+    /** BIRD runs `name` through the agent (untimed), from a full bundle. */
+    async setUp(name) {
+      const desired = await issue(name, false);
+      if ((await loop.sync({ reason: "manual", desired })) !== "applied") throw new Error("the agent did not apply the base");
+      running = { revision: desired.revision_id, name };
+    },
+    /** A new SyncLoop on the same state: nothing held in memory, as after a restart. */
+    restart() {
+      loop = new SyncLoop(options);
+    },
+    /** `name` as a delta from what runs; answers the times in ms and what was fetched. */
+    async change(name) {
+      const desired = await issue(name, true);
+      const t = performance.now();
+      marks = { start: t };
+      const result = await loop.sync({ reason: "manual", desired });
+      const end = performance.now();
+      if (result !== "applied") throw new Error(`the agent answered ${result}`);
+      running = { revision: desired.revision_id, name };
+      return { toProbation: marks.probation - t, total: end - t, birdP: marks.birdP, beforeBirdP: marks.beforeBirdP, fetched };
+    },
+  };
+}
