@@ -199,4 +199,27 @@ describe("SyncLoop with delta bundles", () => {
     expect(h.config()).toBe(before);
     expect(await h.state.readApplied()).toMatchObject({ revision_id: 1, sequence: 1 });
   });
+
+  it("after a refused delta, the next delta still applies to the prefixes BIRD runs", async () => {
+    const reference = await fullConfigOfNext();
+    const h = await harness();
+    await applyBase(h);
+    const tampered = await issueBundleV2(next, { sequence: 2, key, base, tamper: true });
+    h.served.set(2, { full: tampered.bytes, delta: tampered.bytes });
+    h.desired.current = tampered.desired;
+    expect(await h.loop.sync({ reason: "watch" })).toBe("failed");
+    const again = content(3, (p) => {
+      p.v4.splice(1, 1);
+      p.v4.push(["203.0.113.0/24", ["65000:100"]]);
+    });
+    const full = await issueBundleV2(again, { sequence: 3, key });
+    const delta = await issueBundleV2(again, { sequence: 3, key, base });
+    h.served.set(3, { full: full.bytes, delta: delta.bytes });
+    h.desired.current = delta.desired;
+    expect(await h.loop.sync({ reason: "watch" })).toBe("applied");
+    expect(h.fetches.at(-1)).toEqual({ revision: 3, base: 1, got: "delta" });
+    // The same prefixes as revision 2: the same routes; only the header's revision and digest differ.
+    const routes = (text: string) => text.split("\n").filter((line) => !/^# (tenant|digest) /.test(line));
+    expect(routes(h.config())).toEqual(routes(reference));
+  });
 });
