@@ -1,10 +1,13 @@
 // The agent's side of a refresh, for bench/bird-configure.mjs: a SyncLoop of the built agent on a
 // real BIRD, fed rl-bundle/2 bundles from memory (no network), timed from sync() to BIRD running
 // the new config on probation (the loop's own log line) and to the end (confirmed, recorded).
+// It runs in a child process (startAgentProcess), as the agent does on a router.
+import { fork } from "node:child_process";
 import { mkdirSync } from "node:fs";
 import { join } from "node:path";
 import { performance } from "node:perf_hooks";
-import { createProcessRunner } from "@rlc/shared/bird";
+import { fileURLToPath } from "node:url";
+import { BirdClient, createProcessRunner } from "@rlc/shared/bird";
 import {
   columnOf,
   configBytes,
@@ -20,6 +23,7 @@ import { createSystemClock } from "@rlc/shared/time";
 import { AgentMetrics } from "../packages/agent/dist/http/metrics.js";
 import { StateStore } from "../packages/agent/dist/state.js";
 import { SyncLoop } from "../packages/agent/dist/sync-loop.js";
+import { asnInput } from "./asn-input.mjs";
 
 const TENANT = "00000000-0000-7000-8000-000000000001";
 const SPEAKER = "00000000-0000-7000-8000-0000000000aa";
@@ -36,12 +40,11 @@ export async function agentPath({ dir, birdc, configPath, contents }) {
     sections[name] = encodePrefixSection(prefixes);
     lines[name] = prefixLines(columnOf(prefixes.v4), columnOf(prefixes.v6));
   }
+  // Every script between two contents, made now: the line lists are not kept.
   const scripts = new Map();
-  const script = (from, to) => {
-    const k = `${from}>${to}`;
-    if (!scripts.has(k)) scripts.set(k, diffPrefixLines(lines[from], lines[to]));
-    return scripts.get(k);
-  };
+  for (const from of Object.keys(lines))
+    for (const to of Object.keys(lines)) if (from !== to) scripts.set(`${from}>${to}`, diffPrefixLines(lines[from], lines[to]));
+  const script = (from, to) => scripts.get(`${from}>${to}`);
   const state = new StateStore(join(dir, "agent-state"));
   await state.init();
   await state.writeSigningKeys([{ key_id: key.keyId, alg: "ed25519", public_key: Buffer.from(key.publicKey).toString("base64"), status: "active" }]);
@@ -162,4 +165,41 @@ export async function agentPath({ dir, birdc, configPath, contents }) {
       return { toProbation: marks.probation - t, total: end - t, birdP: marks.birdP, beforeBirdP: marks.beforeBirdP, fetched };
     },
   };
+}
+
+/** The same, in a child process; each call is one message there and back. */
+export async function startAgentProcess({ dir, socketPath, configPath, prefixes, sets, changedSet }) {
+  const child = fork(fileURLToPath(import.meta.url), ["child", JSON.stringify({ dir, socketPath, configPath, prefixes, sets, changedSet })]);
+  let id = 0;
+  const waiting = new Map();
+  child.on("message", (m) => {
+    const w = waiting.get(m.id);
+    waiting.delete(m.id);
+    if (m.error) w?.reject(new Error(m.error));
+    else w?.resolve(m.result);
+  });
+  const call = (op, arg) =>
+    new Promise((resolve, reject) => {
+      waiting.set(++id, { resolve, reject });
+      child.send({ id, op, arg });
+    });
+  await call("ready");
+  return { setUp: (name) => call("setUp", name), restart: () => call("restart"), change: (name) => call("change", name), stop: () => child.kill() };
+}
+
+if (process.argv[2] === "child" && process.send) {
+  const o = JSON.parse(process.argv[3]);
+  const birdc = new BirdClient({ socketPath: o.socketPath, timeoutMs: 600_000 });
+  // The input in a scope of its own: once encoded, the agent's process holds none of it.
+  const path = await (() => {
+    const input = asnInput(o.prefixes, o.sets);
+    return agentPath({ dir: o.dir, birdc, configPath: o.configPath, contents: { base: input.content(0, null), one: input.content(1, o.changedSet) } });
+  })();
+  process.on("message", async ({ id, op, arg }) => {
+    try {
+      process.send({ id, result: op === "ready" ? true : await path[op](arg) });
+    } catch (error) {
+      process.send({ id, error: String(error?.stack ?? error) });
+    }
+  });
 }

@@ -13,15 +13,14 @@
 //   BENCH_RUNS=3 BENCH_PREFIXES=100000 node bench/bird-configure.mjs   # a quicker pass
 import { spawnSync } from "node:child_process";
 import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, unlinkSync, writeFileSync } from "node:fs";
-import { createRequire } from "node:module";
 import { tmpdir } from "node:os";
-import { dirname, join } from "node:path";
+import { join } from "node:path";
 import { performance } from "node:perf_hooks";
 import { BirdClient, createProcessRunner, healthCheckThenConfirm, loadBirdConfig, renderBirdConfig, renderOptionsFor, StaticsCache } from "@rlc/shared/bird";
-import { rangeToCidrs } from "@rlc/shared/prefix";
 import { createSystemClock } from "@rlc/shared/time";
 import { startBird, stopProcess } from "../test/helpers/lab-daemons.mjs";
-import { agentPath } from "./agent-delta-path.mjs";
+import { startAgentProcess } from "./agent-delta-path.mjs";
+import { asnInput } from "./asn-input.mjs";
 
 const N = Number(process.env.BENCH_PREFIXES || 500_000);
 const RUNS = Number(process.env.BENCH_RUNS || 5);
@@ -35,26 +34,7 @@ if (spawnSync("sh", ["-c", "command -v bird"]).status !== 0) {
 }
 
 // ---- input: the @ip-location-db/asn table as CIDRs, ~90 % IPv4, one community set per ASN mod 100
-const asnDir = dirname(createRequire(import.meta.url).resolve("@ip-location-db/asn/package.json"));
-function load(file, limit) {
-  const rows = [];
-  for (const line of readFileSync(join(asnDir, file), "utf8").split("\n")) {
-    if (!line) continue;
-    const [start, end, asn] = line.split(",", 3);
-    for (const cidr of rangeToCidrs(start, end)) {
-      rows.push([cidr, Number(asn) % SETS]);
-      if (rows.length >= limit) return rows;
-    }
-  }
-  return rows;
-}
-const v4rows = load("asn-ipv4.csv", Math.round(N * 0.9));
-const v6rows = load("asn-ipv6.csv", N - v4rows.length);
-const tag = (set) => [`65000:${set + 1}`];
-const content = (shift, changedSet) => ({
-  v4: v4rows.map(([p, set]) => [p, tag(set === changedSet || changedSet === "all" ? (set + shift) % SETS : set)]),
-  v6: v6rows.map(([p, set]) => [p, tag(set === changedSet || changedSet === "all" ? (set + shift) % SETS : set)]),
-});
+const { v4rows, v6rows, content } = asnInput(N, SETS);
 let revision = 0;
 const payload = (prefixes) => ({
   tenant_id: "00000000-0000-7000-8000-000000000001",
@@ -92,7 +72,8 @@ const bird = await startBird({ config: join(etc, "bird.conf"), socketPath, pidFi
 const birdc = new BirdClient({ socketPath, timeoutMs: 600_000 });
 const deps = { birdc, runner: createProcessRunner(), clock: createSystemClock() };
 const stagingDir = join(dir, "staging");
-const agent = await agentPath({ dir, birdc, configPath, contents: { base, one: changes["1 %"] } });
+// The agent in a process of its own, as on a router: its heap holds its own state only.
+const agent = await startAgentProcess({ dir, socketPath, configPath, prefixes: N, sets: SETS, changedSet: onePercentSet });
 
 /** The floor: the files written by hand, `configure`, then BIRD answering again. */
 async function byHand(files) {
@@ -197,6 +178,7 @@ try {
     `${"  on probation (in memory) / floor (split files)".padEnd(46)}${`${(pick(one.agent, "toProbation") / median(one.split)).toFixed(2)}×`.padStart(9)}`,
   );
 } finally {
+  agent.stop();
   birdc.close();
   await stopProcess(bird);
   rmSync(dir, { recursive: true, force: true });
