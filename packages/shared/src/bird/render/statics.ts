@@ -70,6 +70,8 @@ export function renderStatics(
     cache.groups.clear();
     cache.context = context;
   }
+  // Spellings of sets long gone would pile up over the revisions; a revision has a handful.
+  if (cache.spellings.size > 10_000) cache.spellings.clear();
   const next = new Map<string, CachedGroup>();
   const mark = { lines: out.lines.length, files: { ...out.files } };
   try {
