@@ -3,7 +3,7 @@ import { mkdir, mkdtemp, readdir, readFile, rm, symlink, unlink, writeFile } fro
 import { join, resolve } from "node:path";
 import { CodedError } from "../coded-error.js";
 import type { Clock } from "../time.js";
-import { birdReadable, type FileAccess, readFileNoFollow, writeFileAtomic } from "./atomic-file.js";
+import { birdReadable, type FileAccess, readFileNoFollow, readFileNoFollowSync, writeFileAtomic } from "./atomic-file.js";
 import { type BirdControl, BirdError, type BirdReply } from "./birdc.js";
 import { BirdConfigError, formatExcerpt, type ProcessRunner, parseBirdError, validateBirdConfig } from "./validate.js";
 
@@ -87,7 +87,7 @@ export async function applyBirdConfig(deps: ApplyDeps, options: ApplyOptions): P
   if (!names.includes(options.entry)) throw new TypeError(`entry ${options.entry} is not among the files`);
   for (const name of names) if (!FILE_NAME.test(name)) throw new TypeError(`${JSON.stringify(name)} is not a plain file name`);
   const changed: string[] = [];
-  for (const name of names) if (!(await holds(options.configDir, name, options.files[name] as string))) changed.push(name);
+  for (const name of names) if (!holds(options.configDir, name, options.files[name] as string)) changed.push(name);
   const changedSet = new Set(changed);
   if (changed.length === 0) {
     const nothing = async (): Promise<BirdReply> => ({ code: 0, text: "", lines: [] });
@@ -214,9 +214,9 @@ async function restoreFiles(dir: string, names: readonly string[], had: Map<stri
 }
 
 /** The file in `dir` holds exactly `text` (a symlink or anything unreadable does not). */
-async function holds(dir: string, name: string, text: string): Promise<boolean> {
+function holds(dir: string, name: string, text: string): boolean {
   try {
-    const bytes = await readFileNoFollow(join(dir, name));
+    const bytes = readFileNoFollowSync(join(dir, name));
     // ASCII bytes read as Latin-1 are their UTF-8 text: a copy, where encoding `text` would
     // cost a pass over every route of every file.
     return isAscii(bytes) ? bytes.toString("latin1") === text : bytes.equals(Buffer.from(text, "utf8"));
