@@ -4,20 +4,23 @@
 // floor: BIRD given the same files by hand (written, then `configure` on the socket), in the
 // same run, on the same BIRD. For a 1 % change (one community set of ~100 rewritten, as a
 // refresh of one module does) and a 100 % change (every prefix's community set changes).
+// The 1 % change also goes through the agent's whole path from a delta bundle (a SyncLoop:
+// verify and apply the delta to the kept prefixes, render the changed sets, `bird -p`,
+// configure; bench/agent-delta-path.mjs), with what it holds in memory and after a restart.
 // Prints medians and ratios; asserts no time.
 //
 //   npx turbo run build && node bench/bird-configure.mjs
 //   BENCH_RUNS=3 BENCH_PREFIXES=100000 node bench/bird-configure.mjs   # a quicker pass
 import { spawnSync } from "node:child_process";
 import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, unlinkSync, writeFileSync } from "node:fs";
-import { createRequire } from "node:module";
 import { tmpdir } from "node:os";
-import { dirname, join } from "node:path";
+import { join } from "node:path";
 import { performance } from "node:perf_hooks";
-import { BirdClient, createProcessRunner, healthCheckThenConfirm, loadBirdConfig, renderBirdConfig, renderOptionsFor } from "@rlc/shared/bird";
-import { rangeToCidrs } from "@rlc/shared/prefix";
+import { BirdClient, createProcessRunner, healthCheckThenConfirm, loadBirdConfig, renderBirdConfig, renderOptionsFor, StaticsCache } from "@rlc/shared/bird";
 import { createSystemClock } from "@rlc/shared/time";
 import { startBird, stopProcess } from "../test/helpers/lab-daemons.mjs";
+import { startAgentProcess } from "./agent-delta-path.mjs";
+import { asnInput } from "./asn-input.mjs";
 
 const N = Number(process.env.BENCH_PREFIXES || 500_000);
 const RUNS = Number(process.env.BENCH_RUNS || 5);
@@ -31,26 +34,7 @@ if (spawnSync("sh", ["-c", "command -v bird"]).status !== 0) {
 }
 
 // ---- input: the @ip-location-db/asn table as CIDRs, ~90 % IPv4, one community set per ASN mod 100
-const asnDir = dirname(createRequire(import.meta.url).resolve("@ip-location-db/asn/package.json"));
-function load(file, limit) {
-  const rows = [];
-  for (const line of readFileSync(join(asnDir, file), "utf8").split("\n")) {
-    if (!line) continue;
-    const [start, end, asn] = line.split(",", 3);
-    for (const cidr of rangeToCidrs(start, end)) {
-      rows.push([cidr, Number(asn) % SETS]);
-      if (rows.length >= limit) return rows;
-    }
-  }
-  return rows;
-}
-const v4rows = load("asn-ipv4.csv", Math.round(N * 0.9));
-const v6rows = load("asn-ipv6.csv", N - v4rows.length);
-const tag = (set) => [`65000:${set + 1}`];
-const content = (shift, changedSet) => ({
-  v4: v4rows.map(([p, set]) => [p, tag(set === changedSet || changedSet === "all" ? (set + shift) % SETS : set)]),
-  v6: v6rows.map(([p, set]) => [p, tag(set === changedSet || changedSet === "all" ? (set + shift) % SETS : set)]),
-});
+const { v4rows, v6rows, content } = asnInput(N, SETS);
 let revision = 0;
 const payload = (prefixes) => ({
   tenant_id: "00000000-0000-7000-8000-000000000001",
@@ -88,6 +72,8 @@ const bird = await startBird({ config: join(etc, "bird.conf"), socketPath, pidFi
 const birdc = new BirdClient({ socketPath, timeoutMs: 600_000 });
 const deps = { birdc, runner: createProcessRunner(), clock: createSystemClock() };
 const stagingDir = join(dir, "staging");
+// The agent in a process of its own, as on a router: its heap holds its own state only.
+const agent = await startAgentProcess({ dir, socketPath, configPath, prefixes: N, sets: SETS, changedSet: onePercentSet });
 
 /** The floor: the files written by hand, `configure`, then BIRD answering again. */
 async function byHand(files) {
@@ -119,7 +105,7 @@ try {
   console.log(`1 % change: set ${onePercentSet} (${counts.get(onePercentSet)} prefixes) moves to another community; 100 %: every set does`);
   const results = {};
   for (const [label, changed] of Object.entries(changes)) {
-    const m = { inline: [], split: [], ours: [], oursFiles: [] };
+    const m = { inline: [], split: [], ours: [], oursFiles: [], agent: [], agentRestarted: [] };
     for (let run = 0; run < RUNS; run++) {
       // Each method starts from BIRD running the base content, laid out as that method lays it out.
       await byHand(inline(base));
@@ -133,6 +119,13 @@ try {
       m.oursFiles.push(
         readdirSync(etc).filter((f) => f.startsWith("rl-routes") && !f.endsWith(".rl-prev") && before.get(f) !== readFileSync(join(etc, f), "utf8")).length,
       );
+      if (label !== "1 %") continue;
+      await agent.setUp("base");
+      m.agent.push(await agent.change("one"));
+      await agent.setUp("base");
+      agent.restart();
+      m.agentRestarted.push(await agent.change("one"));
+      if (m.agent.at(-1).fetched !== "delta" || m.agentRestarted.at(-1).fetched !== "delta") throw new Error("the agent did not take the delta");
     }
     results[label] = m;
   }
@@ -140,11 +133,18 @@ try {
   const same = payload(base);
   await ours(same);
   const again = [];
+  const againCached = [];
+  const statics = new StaticsCache();
   for (let run = 0; run < RUNS; run++) {
-    const t = performance.now();
-    const loaded = await loadBirdConfig(deps, { payload: same, mode: "include", configPath, stagingDir }, healthCheckThenConfirm(deps));
-    again.push(performance.now() - t);
-    if (loaded.configured) throw new Error("the same bytes were configured again");
+    for (const [times, cache] of [
+      [again, undefined],
+      [againCached, statics],
+    ]) {
+      const t = performance.now();
+      const loaded = await loadBirdConfig(deps, { payload: same, mode: "include", configPath, stagingDir, statics: cache }, healthCheckThenConfirm(deps));
+      times.push(performance.now() - t);
+      if (loaded.configured) throw new Error("the same bytes were configured again");
+    }
   }
 
   console.log("");
@@ -161,7 +161,24 @@ try {
     `${"files ours rewrote (of the include + statics)".padEnd(46)}${String(median(results["1 %"].oursFiles)).padStart(9)}${String(median(results["100 %"].oursFiles)).padStart(9)}  of ${Object.keys(split(base)).length}`,
   );
   console.log(`${"same bytes again: compared, configure skipped".padEnd(46)}${s(median(again))}`);
+  console.log(`${"  the same with the render cache (StaticsCache)".padEnd(46)}${s(median(againCached))}  (its first run renders all)`);
+  console.log("");
+  console.log("the agent, 1 % change as a delta bundle (verify, apply to the kept prefixes, render, bird -p, configure):");
+  const one = results["1 %"];
+  const pick = (list, field) => median(list.map((r) => r[field]));
+  const agentRow = (name, value) => console.log(`${name.padEnd(46)}${s(value)}`);
+  agentRow("  to BIRD on probation, prefixes in memory", pick(one.agent, "toProbation"));
+  agentRow("  of which before bird -p (verify, render, compare)", pick(one.agent, "beforeBirdP"));
+  agentRow("  of which bird -p", pick(one.agent, "birdP"));
+  agentRow("  to confirmed and recorded", pick(one.agent, "total"));
+  agentRow("  to BIRD on probation, after a restart", pick(one.agentRestarted, "toProbation"));
+  agentRow("  of which before bird -p (verify, render, compare)", pick(one.agentRestarted, "beforeBirdP"));
+  agentRow("  of which bird -p", pick(one.agentRestarted, "birdP"));
+  console.log(
+    `${"  on probation (in memory) / floor (split files)".padEnd(46)}${`${(pick(one.agent, "toProbation") / median(one.split)).toFixed(2)}×`.padStart(9)}`,
+  );
 } finally {
+  agent.stop();
   birdc.close();
   await stopProcess(bird);
   rmSync(dir, { recursive: true, force: true });

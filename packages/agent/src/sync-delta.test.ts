@@ -151,12 +151,30 @@ describe("SyncLoop with delta bundles", () => {
     expect(h.config()).toBe(reference);
   });
 
-  it("a delta over a base the agent does not hold is replaced by the full bundle", async () => {
+  it("a delta applies to the prefixes held in memory, without reading them from disk again", async () => {
     const reference = await fullConfigOfNext();
     const h = await harness();
     await applyBase(h);
-    // The kept prefixes are gone (a state directory restored from an older backup, say).
     await rm(join(h.state.dir, "last-prefixes.txt"));
+    const full = await issueBundleV2(next, { sequence: 2, key });
+    const delta = await issueBundleV2(next, { sequence: 2, key, base });
+    h.served.set(2, { full: full.bytes, delta: delta.bytes });
+    h.desired.current = delta.desired;
+    expect(await h.loop.sync({ reason: "watch" })).toBe("applied");
+    expect(h.fetches.at(-1)).toEqual({ revision: 2, base: 1, got: "delta" });
+    expect(h.config()).toBe(reference);
+    // On disk again for a restart: the section of the revision now running.
+    expect(readFileSync(join(h.state.dir, "last-prefixes.txt"), "utf8")).toContain("203.0.113.0/24\t65000:100");
+  });
+
+  it("a delta over a base the agent does not hold is replaced by the full bundle", async () => {
+    const reference = await fullConfigOfNext();
+    const first = await harness();
+    await applyBase(first);
+    // The kept prefixes are gone (a state directory restored from an older backup, say), and
+    // the agent starts again: it holds them nowhere.
+    await rm(join(first.state.dir, "last-prefixes.txt"));
+    const h = await harness();
     const full = await issueBundleV2(next, { sequence: 2, key });
     const delta = await issueBundleV2(next, { sequence: 2, key, base });
     h.served.set(2, { full: full.bytes, delta: delta.bytes, deltaOnce: true });
@@ -180,5 +198,28 @@ describe("SyncLoop with delta bundles", () => {
     expect(h.reports.at(-1)).toMatchObject({ reason: "apply_failed", error: { code: "bad_signature", revision_id: 2, sequence: 2 } });
     expect(h.config()).toBe(before);
     expect(await h.state.readApplied()).toMatchObject({ revision_id: 1, sequence: 1 });
+  });
+
+  it("after a refused delta, the next delta still applies to the prefixes BIRD runs", async () => {
+    const reference = await fullConfigOfNext();
+    const h = await harness();
+    await applyBase(h);
+    const tampered = await issueBundleV2(next, { sequence: 2, key, base, tamper: true });
+    h.served.set(2, { full: tampered.bytes, delta: tampered.bytes });
+    h.desired.current = tampered.desired;
+    expect(await h.loop.sync({ reason: "watch" })).toBe("failed");
+    const again = content(3, (p) => {
+      p.v4.splice(1, 1);
+      p.v4.push(["203.0.113.0/24", ["65000:100"]]);
+    });
+    const full = await issueBundleV2(again, { sequence: 3, key });
+    const delta = await issueBundleV2(again, { sequence: 3, key, base });
+    h.served.set(3, { full: full.bytes, delta: delta.bytes });
+    h.desired.current = delta.desired;
+    expect(await h.loop.sync({ reason: "watch" })).toBe("applied");
+    expect(h.fetches.at(-1)).toEqual({ revision: 3, base: 1, got: "delta" });
+    // The same prefixes as revision 2: the same routes; only the header's revision and digest differ.
+    const routes = (text: string) => text.split("\n").filter((line) => !/^# (tenant|digest) /.test(line));
+    expect(routes(h.config())).toEqual(routes(reference));
   });
 });

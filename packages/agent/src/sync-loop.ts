@@ -11,14 +11,18 @@ import {
   type RenderedConfig,
   renderBirdConfig,
   renderOptionsFor,
+  StaticsCache,
   writeFileAtomic,
 } from "@rlc/shared/bird";
-import { BundleError, type BundlePayload, type VerifiedBundle, type VerifyOptions, verifyBundle } from "@rlc/shared/bundle";
+import { BundleError, type BundlePayload } from "@rlc/shared/bundle";
 import { backoffDelay, type Clock } from "@rlc/shared/time";
 import type { ControllerClient } from "./bundle/controller-client.js";
 import type { DesiredRevision } from "./bundle/http-client.js";
-import { fetchVerified, peekIssue, readKeptPayload } from "./bundle/kept-bundle.js";
+import { fetchVerified, peekIssue } from "./bundle/kept-bundle.js";
+import type { KeptPrefixes } from "./bundle/kept-prefixes.js";
 import { updatePinnedKeys } from "./bundle/signing-keys.js";
+import { type VerifiedKept, verifyKept } from "./bundle/verify-kept.js";
+import { ConfirmedRevision } from "./confirmed.js";
 import type { AgentMetrics } from "./http/metrics.js";
 import { errorFields, type Logger } from "./log.js";
 import { type BirdBaseline, type ProbationDeps, probationWindowMs, readBaseline, revertAndVerify, runProbation } from "./probation.js";
@@ -98,9 +102,14 @@ export class SyncLoop {
   #refused: RefusedIssue | null | undefined = undefined;
   #retryAttempt = 0;
   #retryAbort: AbortController | null = null;
+  /** The revision BIRD runs: its prefixes for the next delta, its payload for the probation. */
+  readonly #confirmed: ConfirmedRevision;
+  /** Each community set's text from the last render: a refresh renders only the sets it changed. */
+  readonly #statics = new StaticsCache();
 
   constructor(options: SyncLoopOptions) {
     this.#o = options;
+    this.#confirmed = new ConfirmedRevision(options.state);
   }
 
   /** Asks for a sync; returns at once. During a run, the newest trigger waits for the next one. */
@@ -155,15 +164,16 @@ export class SyncLoop {
       }
       log.info("sync: fetching bundle", { reason: trigger.reason, revision_id: desired.revision_id });
 
-      const deps = { fetchBundle: (r: number, b?: number | null) => this.#o.client.fetchBundle(r, b), state, log };
+      const deps = { fetchBundle: (r: number, b?: number | null) => this.#o.client.fetchBundle(r, b), log };
       const keep = (received: Uint8Array) => void (bytes = received);
-      const fetched = await fetchVerified(deps, desired.revision_id, applied, (received, base) => this.#verify(received, applied, base), keep);
+      const base = applied && applied.revision_id !== desired.revision_id ? await this.#confirmed.prefixes(applied).catch(() => null) : null;
+      const fetched = await fetchVerified(deps, desired.revision_id, base, (received, b) => this.#verify(received, applied, b), keep);
       const verified = fetched.verified;
       const payload = verified.payload;
       if (payload.revision_id !== desired.revision_id) {
         log.warn("sync: the controller sent another revision than it named", { named: desired.revision_id, got: payload.revision_id });
       }
-      const previous = await this.#readConfirmedPayload(applied).catch(() => null);
+      const previous = await this.#confirmed.payload(applied).catch(() => null);
       let baseline: BirdBaseline | null = null;
       const loaded = await loadBirdConfig(
         { birdc: this.#o.bird, runner: this.#o.runner, clock: this.#o.clock, birdBin: this.#o.birdBin },
@@ -172,6 +182,7 @@ export class SyncLoop {
           mode: this.#o.birdMode,
           configPath: this.#o.birdConfigPath,
           stagingDir: this.#o.stagingDir,
+          statics: this.#statics,
           // What runs now, as late as can be: the sessions the probation holds to their state.
           beforeConfigure: async () => {
             baseline = await readBaseline(this.#probationDeps());
@@ -193,13 +204,14 @@ export class SyncLoop {
         digest: payload.digest,
         applied_at: new Date(this.#o.clock.now()).toISOString(),
       };
-      await state.recordApplied(fetched.bytes, record, verified.prefixSection);
+      await this.#confirmed.record(fetched.bytes, record, verified);
       this.#o.metrics.recordApplied(record);
       this.#o.reporter.setError(null);
       await this.#setRefused(null);
       this.#retryAttempt = 0;
       log.info("sync: applied", { revision_id: record.revision_id, sequence: record.sequence, probation_ms: probationMs });
       await this.#o.reporter.report("applied");
+      this.#confirmed.indexPrefixes(record, verified);
       return "applied";
     } catch (error) {
       await this.#fail(error, trigger, desired, bytes);
@@ -257,17 +269,16 @@ export class SyncLoop {
   }
 
   /** verifyBundle; an unknown key first refreshes the pinned keys through their statements. */
-  async #verify(bytes: Uint8Array, applied: AppliedRecord | null, base: VerifyOptions["base"]): Promise<VerifiedBundle> {
+  async #verify(bytes: Uint8Array, applied: AppliedRecord | null, base: KeptPrefixes | null): Promise<VerifiedKept> {
     const { state } = this.#o;
-    const verify = async () =>
-      verifyBundle(bytes, await state.readSigningKeys(), {
-        speakerId: this.#o.speakerId,
-        tenantId: this.#o.tenantId,
-        lastSequence: applied?.sequence ?? null,
-        now: this.#o.clock.now(),
-        maxBytes: this.#o.maxBundleBytes,
-        base,
-      });
+    const options = {
+      speakerId: this.#o.speakerId,
+      tenantId: this.#o.tenantId,
+      lastSequence: applied?.sequence ?? null,
+      now: this.#o.clock.now(),
+      maxBytes: this.#o.maxBundleBytes,
+    };
+    const verify = async () => verifyKept(bytes, await state.readSigningKeys(), options, base);
     try {
       return await verify();
     } catch (error) {
@@ -361,28 +372,15 @@ export class SyncLoop {
   }
 
   /**
-   * The payload of the bundle BIRD last confirmed; null when there is none or it does not match
-   * applied.json. Our own files, written after verification (readKeptPayload); they may have
-   * expired since, so they are not verified again.
-   */
-  async #readConfirmedPayload(applied: AppliedRecord | null): Promise<BundlePayload | null> {
-    if (!applied) return null;
-    const [bytes, prefixes] = await Promise.all([this.#o.state.readLastBundle(), this.#o.state.readLastPrefixes()]);
-    if (!bytes) return null;
-    const payload = readKeptPayload(bytes, prefixes);
-    return payload?.sequence === applied.sequence ? payload : null;
-  }
-
-  /**
    * At start: puts back on disk the files of the bundle BIRD last confirmed, when they differ.
    * After a crash between `configure timeout` and confirm, BIRD went back in memory but the
    * unconfirmed files stayed; without this, BIRD's next restart would load them.
    */
   async restoreConfirmedFiles(): Promise<boolean> {
     const applied = await this.#o.state.readApplied();
-    const payload = await this.#readConfirmedPayload(applied);
+    const payload = await this.#confirmed.payload(applied);
     if (!applied || !payload) return false;
-    const rendered = renderBirdConfig(payload, renderOptionsFor(this.#o.birdMode, this.#o.birdConfigPath));
+    const rendered = renderBirdConfig(payload, renderOptionsFor(this.#o.birdMode, this.#o.birdConfigPath), this.#statics);
     const dir = dirname(this.#o.birdConfigPath);
     let restored = false;
     // The files hold peers' passwords: as applyBirdConfig writes them, BIRD's group reads, nobody else.

@@ -1,30 +1,26 @@
 import { BundleError, type BundlePayload, isBundleV2, readKeptBundleV2, splitBundleV2 } from "@rlc/shared/bundle";
 import type { Logger } from "../log.js";
-import type { AppliedRecord, StateStore } from "../state.js";
 
 /** What a fetch needs from the loop: the transport and the check (signature, sequence, delta base). */
 export interface FetchDeps {
   fetchBundle(revisionId: number, baseRevisionId?: number | null): Promise<Uint8Array>;
-  state: Pick<StateStore, "readLastPrefixes">;
   log: Logger;
 }
 
 /**
- * Fetches the bundle of `revisionId`, asking for a delta from the revision BIRD runs when the
- * agent still holds that revision's prefixes, and verifies it. A delta the agent cannot use (its
+ * Fetches the bundle of `revisionId`, asking for a delta from `base` (the revision BIRD runs,
+ * when the agent still holds its prefixes), and verifies it. A delta the agent cannot use (its
  * base is not what the agent holds, or the prefixes rebuilt from it are not the revision's) is
  * dropped and the full bundle fetched and verified instead; every other refusal stands, as it
  * would for a full bundle. `onBytes` sees each bundle received, for the refusal report.
  */
-export async function fetchVerified<T extends { section?: "full" | "delta" }>(
+export async function fetchVerified<T extends { section?: "full" | "delta" }, B extends { revision_id: number }>(
   deps: FetchDeps,
   revisionId: number,
-  applied: AppliedRecord | null,
-  verify: (bytes: Uint8Array, base: { revision_id: number; section: Uint8Array } | null) => Promise<T>,
+  base: B | null,
+  verify: (bytes: Uint8Array, base: B | null) => Promise<T>,
   onBytes: (bytes: Uint8Array) => void,
 ): Promise<{ bytes: Uint8Array; verified: T }> {
-  const held = applied && applied.revision_id !== revisionId ? await deps.state.readLastPrefixes().catch(() => null) : null;
-  const base = applied && held ? { revision_id: applied.revision_id, section: held } : null;
   const bytes = await deps.fetchBundle(revisionId, base?.revision_id ?? null);
   onBytes(bytes);
   try {

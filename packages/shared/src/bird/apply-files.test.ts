@@ -102,4 +102,29 @@ describe("applyBirdConfig - files on the router", () => {
     expect(seen.slice(1).every((m) => m === 0o600)).toBe(true);
     expect(statSync(o.stagingDir).mode & 0o077).toBe(0);
   });
+
+  it("has bird -p read the whole new config, copying only the changed files (the others are linked)", async () => {
+    const o = setup();
+    writeFileSync(join(o.configDir, "rl-routes.static.conf"), "protocol static s {\n}\n");
+    o.files = { "rl-routes.conf": 'include "rl-routes.static.conf";\n', "rl-routes.static.conf": "protocol static s {\n}\n" };
+    const seen: Record<string, { text: string; link: boolean }> = {};
+    const runner: ProcessRunner = async (_f, args) => {
+      const dir = join(args[2] as string, "..");
+      for (const f of readdirSync(dir)) seen[f] = { text: readFileSync(join(dir, f), "utf8"), link: lstatSync(join(dir, f)).isSymbolicLink() };
+      return { code: 0, signal: null, stdout: "", stderr: "" };
+    };
+    await applyBirdConfig({ birdc: bird, runner, clock }, o);
+    expect(seen["rl-routes.conf"]).toEqual({ text: o.files["rl-routes.conf"], link: false });
+    expect(seen["rl-routes.static.conf"]).toEqual({ text: o.files["rl-routes.static.conf"], link: true });
+  });
+
+  it("replaces a running file whose bytes only look like the new text when read one byte a character", async () => {
+    const o = setup();
+    // "é" in Latin-1 is one byte; the rendered text is UTF-8 (two bytes): not the same file.
+    writeFileSync(join(o.configDir, "rl-routes.conf"), Buffer.from([0x23, 0xe9, 0x0a]));
+    o.files = { "rl-routes.conf": "#é\n" };
+    const pending = await applyBirdConfig({ birdc: bird, runner: okRunner, clock }, o);
+    expect(pending.configured).toBe(true);
+    expect(readFileSync(join(o.configDir, "rl-routes.conf"))).toEqual(Buffer.from("#é\n", "utf8"));
+  });
 });

@@ -1,8 +1,9 @@
-import { mkdir, mkdtemp, readdir, readFile, rm, unlink, writeFile } from "node:fs/promises";
-import { join } from "node:path";
+import { isAscii } from "node:buffer";
+import { mkdir, mkdtemp, readdir, readFile, rm, symlink, unlink, writeFile } from "node:fs/promises";
+import { join, resolve } from "node:path";
 import { CodedError } from "../coded-error.js";
 import type { Clock } from "../time.js";
-import { birdReadable, type FileAccess, readFileNoFollow, writeFileAtomic } from "./atomic-file.js";
+import { birdReadable, type FileAccess, readFileNoFollow, readFileNoFollowSync, writeFileAtomic } from "./atomic-file.js";
 import { type BirdControl, BirdError, type BirdReply } from "./birdc.js";
 import { BirdConfigError, formatExcerpt, type ProcessRunner, parseBirdError, validateBirdConfig } from "./validate.js";
 
@@ -86,7 +87,8 @@ export async function applyBirdConfig(deps: ApplyDeps, options: ApplyOptions): P
   if (!names.includes(options.entry)) throw new TypeError(`entry ${options.entry} is not among the files`);
   for (const name of names) if (!FILE_NAME.test(name)) throw new TypeError(`${JSON.stringify(name)} is not a plain file name`);
   const changed: string[] = [];
-  for (const name of names) if (!(await holds(options.configDir, name, options.files[name] as string))) changed.push(name);
+  for (const name of names) if (!holds(options.configDir, name, options.files[name] as string)) changed.push(name);
+  const changedSet = new Set(changed);
   if (changed.length === 0) {
     const nothing = async (): Promise<BirdReply> => ({ code: 0, text: "", lines: [] });
     return { configured: false, reply: null, confirm: nothing, undo: nothing };
@@ -96,7 +98,12 @@ export async function applyBirdConfig(deps: ApplyDeps, options: ApplyOptions): P
   // The files hold peers' passwords: BIRD's group may read them, nobody else.
   const access = await birdReadable();
   try {
-    for (const name of names) await writeFile(join(staging, name), options.files[name] as string, { flag: "wx", mode: 0o600 });
+    // BIRD checks the whole config, but only the changed files are copied: the others are
+    // linked to the running files, which were just read and hold exactly these bytes.
+    for (const name of names) {
+      if (changedSet.has(name)) await writeFile(join(staging, name), options.files[name] as string, { flag: "wx", mode: 0o600 });
+      else await symlink(resolve(options.configDir, name), join(staging, name));
+    }
     let check = join(staging, options.entry);
     if (options.mode === "include") {
       // The include alone is not a config BIRD accepts when it has no protocol; a device
@@ -207,9 +214,12 @@ async function restoreFiles(dir: string, names: readonly string[], had: Map<stri
 }
 
 /** The file in `dir` holds exactly `text` (a symlink or anything unreadable does not). */
-async function holds(dir: string, name: string, text: string): Promise<boolean> {
+function holds(dir: string, name: string, text: string): boolean {
   try {
-    return (await readFileNoFollow(join(dir, name))).equals(Buffer.from(text, "utf8"));
+    const bytes = readFileNoFollowSync(join(dir, name));
+    // ASCII bytes read as Latin-1 are their UTF-8 text: a copy, where encoding `text` would
+    // cost a pass over every route of every file.
+    return isAscii(bytes) ? bytes.toString("latin1") === text : bytes.equals(Buffer.from(text, "utf8"));
   } catch {
     return false;
   }

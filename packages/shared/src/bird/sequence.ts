@@ -4,7 +4,7 @@ import type { Clock } from "../time.js";
 import { type ApplyDeps, applyBirdConfig, type PendingApply } from "./apply.js";
 import type { BirdControl } from "./birdc.js";
 import { SyncError } from "./errors.js";
-import { isStaticFileName, type RenderedConfig, renderBirdConfig } from "./render/render.js";
+import { isStaticFileName, type RenderedConfig, renderBirdConfig, type StaticsCache } from "./render/render.js";
 import { parseProtocolsAll } from "./status/parse-protocols.js";
 
 // The one BIRD sequence the agent and the controller's local speaker both run: render →
@@ -21,6 +21,8 @@ export interface BirdSequenceOptions {
   stagingDir: string;
   /** Runs once the config validated, just before the files are swapped and BIRD reconfigured. */
   beforeConfigure?: () => Promise<void>;
+  /** The texts of the last render of this config path: only changed community sets are rendered again. */
+  statics?: StaticsCache;
 }
 
 /** What runs between `configure timeout` and the end: it confirms, or undoes and throws. */
@@ -76,7 +78,7 @@ export function healthCheckThenConfirm(deps: Pick<ApplyDeps, "birdc" | "clock">)
  * that throws changes what BIRD runs once BIRD's timer or the undo has gone back.
  */
 export async function loadBirdConfig<T>(deps: ApplyDeps, o: BirdSequenceOptions, probation: Probation<T>): Promise<LoadedConfig<T>> {
-  const rendered = renderBirdConfig(o.payload, renderOptionsFor(o.mode, o.configPath));
+  const rendered = renderBirdConfig(o.payload, renderOptionsFor(o.mode, o.configPath), o.statics);
   const timeoutSeconds = configureTimeoutSeconds(o.payload);
   const pending = await applyBirdConfig(deps, {
     files: rendered.files,

@@ -6,6 +6,7 @@ export {
   type RenderedConfig,
   type RenderOptions,
   renderBirdConfig,
+  StaticsCache,
   staticFileName,
   TABLE_V4,
   TABLE_V6,

@@ -1,11 +1,9 @@
-import { createHash } from "node:crypto";
 import type { BundlePayload, BundlePeer } from "../../bundle/index.js";
+import { renderStatics, StaticsCache, staticFileName, TABLE_V4, TABLE_V6, uniqueSorted } from "./statics.js";
 import {
   asn,
-  type Community,
   communityLiteral,
   communityText,
-  compareCommunities,
   integer,
   ipAny,
   ipv4,
@@ -14,7 +12,6 @@ import {
   community as parseCommunity,
   peerProtocolName,
   port,
-  prefix,
   quoted,
   RenderError,
 } from "./values.js";
@@ -49,8 +46,7 @@ export interface RenderedConfig {
 
 export const DEFAULT_INCLUDE_NAME = "rl-routes.conf";
 export const DEFAULT_MAIN_NAME = "bird.conf";
-export const TABLE_V4 = "rl_v4";
-export const TABLE_V6 = "rl_v6";
+export { StaticsCache, staticFileName, TABLE_V4, TABLE_V6 };
 
 const FILE_NAME = /^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$/;
 
@@ -62,8 +58,11 @@ const FILE_NAME = /^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$/;
  * live in dedicated tables (rl_v4, rl_v6) that no kernel protocol reads. Each peer gets one BGP
  * protocol carrying the families it asked for, exporting the whole table or, when the peer
  * names export communities, only routes carrying one of them. Nothing is imported.
+ *
+ * `cache` (one per config path) keeps each community set's text from the last render: a set
+ * whose prefixes did not change is not written again, and the bytes are the same as without it.
  */
-export function renderBirdConfig(payload: BundlePayload, options: RenderOptions = {}): RenderedConfig {
+export function renderBirdConfig(payload: BundlePayload, options: RenderOptions = {}, cache?: StaticsCache): RenderedConfig {
   const mode = options.mode ?? "include";
   if (mode !== "include" && mode !== "full") throw new RenderError("mode", "must be include or full");
   const includeName = fileName(options.includeName ?? DEFAULT_INCLUDE_NAME, "includeName");
@@ -79,9 +78,8 @@ export function renderBirdConfig(payload: BundlePayload, options: RenderOptions 
   const kind = payload.bird?.static_route_kind ?? "blackhole";
   if (kind !== "blackhole" && kind !== "unreachable") throw new RenderError("bird.static_route_kind", "must be blackhole or unreachable");
   const files: Record<string, string> = {};
-  const out: StaticsOut = { lines, files, split: options.statics === "split" ? includeName : null };
-  renderStatics(out, payload.prefixes?.v4 ?? [], 4, kind, titles);
-  renderStatics(out, payload.prefixes?.v6 ?? [], 6, kind, titles);
+  const out = { lines, files, split: options.statics === "split" ? includeName : null };
+  renderStatics(out, { v4: payload.prefixes?.v4 ?? [], v6: payload.prefixes?.v6 ?? [] }, kind, titles, cache);
   const sessions: RenderedConfig["sessions"] = [];
   const peers = (payload.peers ?? []).map((peer, index) => ({ peer, index, key: String(peer.id).toLowerCase() }));
   peers.sort((a, b) => (a.key < b.key ? -1 : a.key > b.key ? 1 : 0));
@@ -111,14 +109,6 @@ export function renderBirdConfig(payload: BundlePayload, options: RenderOptions 
   return { files, entry: mainName, include: includeName, sessions };
 }
 
-/**
- * The file a split render gives the static protocol `protocol` (`rl_static4_<hash>`), beside the
- * include: `rl-routes.conf` → `rl-routes.rl_static4_<hash>.conf`.
- */
-export function staticFileName(includeName: string, protocol: string): string {
-  return `${includeName.replace(/\.conf$/, "")}.${protocol}.conf`;
-}
-
 /** The file names a split render of `includeName` may give its static protocols (to find stale ones). */
 export function isStaticFileName(includeName: string, name: string): boolean {
   const stem = includeName.replace(/\.conf$/, "").replace(/[.*+?^${}()|[\]\\]/g, "\\$&");
@@ -136,86 +126,6 @@ function communityTitles(payload: BundlePayload): Map<string, string> {
     titles.set(communityText(parseCommunity(c.community, `communities[${i}].community`)), label(c.title, 60));
   });
   return titles;
-}
-
-interface Group {
-  communities: Community[];
-  routes: string[];
-}
-
-interface StaticsOut {
-  /** The include file's lines. */
-  lines: string[];
-  files: Record<string, string>;
-  /** The include's name when each protocol goes into a file of its own; null = inline. */
-  split: string | null;
-}
-
-function renderStatics(out: StaticsOut, prefixes: readonly [string, string[]][], family: 4 | 6, kind: string, titles: Map<string, string>): void {
-  const key = family === 4 ? "v4" : "v6";
-  const groups = new Map<string, Group>();
-  // Communities as written → their group; most prefixes repeat a few sets, so each distinct
-  // spelling is parsed once. The count makes the key unambiguous: a valid community has no space.
-  const bySpelling = new Map<string, Group>();
-  prefixes.forEach((entry, i) => {
-    const path = `prefixes.${key}[${i}]`;
-    if (!Array.isArray(entry) || !Array.isArray(entry[1])) throw new RenderError(path, "must be [prefix, [community, ...]]");
-    const net = prefix(entry[0], family, path);
-    const spelling = `${entry[1].length} ${entry[1].join(" ")}`;
-    let group = bySpelling.get(spelling);
-    if (!group) {
-      const set = uniqueSorted(entry[1].map((c, j) => parseCommunity(c, `${path}[1][${j}]`)));
-      const setKey = set.map(communityText).join(",");
-      group = groups.get(setKey) ?? { communities: set, routes: [] };
-      groups.set(setKey, group);
-      bySpelling.set(spelling, group);
-    }
-    group.routes.push(`  route ${net} ${kind};`);
-  });
-  const names = new Set<string>();
-  const sorted = [...groups.entries()].sort(([, a], [, b]) => compareSets(a.communities, b.communities));
-  for (const [setKey, group] of sorted) {
-    // Named after a hash of the set, not its position: a set keeps its protocol from one
-    // revision to the next, so BIRD's reconfigure diffs routes instead of replacing protocols.
-    const name = `rl_static${family}_${createHash("sha256").update(setKey).digest("hex").slice(0, 12)}`;
-    if (names.has(name)) throw new RenderError(`prefixes.${key}`, `two community sets hash to ${name}`);
-    names.add(name);
-    const described = group.communities.map((c) => {
-      const title = titles.get(communityText(c));
-      return title ? `${communityText(c)} (${title})` : communityText(c);
-    });
-    const actions = group.communities.map((c) =>
-      c.kind === "standard" ? `bgp_community.add(${communityLiteral(c)}); ` : `bgp_large_community.add(${communityLiteral(c)}); `,
-    );
-    const lines: string[] = out.split === null ? out.lines : [];
-    lines.push(
-      "",
-      `# ${group.routes.length} IPv${family} prefix${group.routes.length === 1 ? "" : "es"} with ${described.join(", ") || "no community"}`,
-      `protocol static ${name} {`,
-      `  ipv${family} { table ${family === 4 ? TABLE_V4 : TABLE_V6}; import ${actions.length > 0 ? `filter { ${actions.join("")}accept; }` : "all"}; };`,
-    );
-    // A loop, not a spread: a spread of a million routes overflows the call stack.
-    for (const route of group.routes) lines.push(route);
-    lines.push("}");
-    if (out.split !== null) {
-      const file = staticFileName(out.split, name);
-      out.files[file] = `${lines.join("\n").slice(1)}\n`;
-      out.lines.push(`include ${quoted(file, "statics")};`);
-    }
-  }
-}
-
-function uniqueSorted(set: Community[]): Community[] {
-  const sorted = [...set].sort(compareCommunities);
-  return sorted.filter((c, i) => i === 0 || compareCommunities(c, sorted[i - 1] as Community) !== 0);
-}
-
-function compareSets(a: Community[], b: Community[]): number {
-  for (let i = 0; i < Math.min(a.length, b.length); i++) {
-    const d = compareCommunities(a[i] as Community, b[i] as Community);
-    if (d !== 0) return d;
-  }
-  return a.length - b.length;
 }
 
 function renderPeer(lines: string[], payload: BundlePayload, peer: BundlePeer, path: string): string {

@@ -1,0 +1,80 @@
+import {
+  BundleError,
+  type BundleHeaderV2,
+  type BundlePayload,
+  contentDigestV2,
+  isBundleV2,
+  type PinnedKey,
+  splitBundleV2,
+  type VerifiedBundle,
+  type VerifyOptions,
+  verifyBundle,
+} from "@rlc/shared/bundle";
+import { applyKeptDelta, type KeptPrefixes, keptPrefixes } from "./kept-prefixes.js";
+
+export interface VerifiedKept extends VerifiedBundle {
+  /** A delta's rebuilt section with its line index: what the next delta applies to. Null for a full bundle. */
+  kept: KeptPrefixes | null;
+}
+
+/**
+ * verifyBundle, with a delta applied to the prefixes the agent keeps in memory rather than to a
+ * base split into lines, joined and decoded again. The signed parts are checked by verifyBundle
+ * itself: asked with no base, it checks size, key, signature, speaker, tenant, sequence, expiry
+ * and the hashes of config and delta, and stops at the base with `delta_base_mismatch`. Then,
+ * as it would: the base named must be the one kept, the rebuilt section's SHA-256 the signed
+ * `prefixes_sha256` (before anything is read from it), the config the header's, and the content
+ * digest the signed one. A full bundle, or a delta without a kept base, is verifyBundle's alone.
+ */
+export async function verifyKept(
+  bytes: Uint8Array,
+  pinnedKeys: readonly PinnedKey[],
+  options: Omit<VerifyOptions, "base">,
+  kept: KeptPrefixes | null,
+): Promise<VerifiedKept> {
+  const plain = async () => ({ ...(await verifyBundle(bytes, pinnedKeys, { ...options, base: kept })), kept: null });
+  if (!kept || !isBundleV2(bytes)) return plain();
+  let parts: ReturnType<typeof splitBundleV2>;
+  try {
+    // Read before it is verified only to choose the way; anything unreadable is verifyBundle's to refuse.
+    parts = splitBundleV2(bytes);
+    if (readJson<BundleHeaderV2>(parts.header, "header").section !== "delta") return plain();
+  } catch {
+    return plain();
+  }
+  try {
+    return { ...(await verifyBundle(bytes, pinnedKeys, { ...options, base: null })), kept: null };
+  } catch (error) {
+    if (!(error instanceof BundleError) || error.code !== "delta_base_mismatch") throw error;
+    // From here on the header is the signed one.
+    const header = readJson<BundleHeaderV2>(parts.header, "header");
+    if (header.base_revision_id !== kept.revision_id || header.base_prefixes_sha256 !== kept.sha256) throw error;
+    const rebuilt = applyKeptDelta(kept, header.revision_id, parts.section, header.prefixes_sha256);
+    const config = readJson<Omit<BundlePayload, "prefixes">>(parts.config, "config");
+    if (config.speaker_id !== header.speaker_id || config.tenant_id !== header.tenant_id || config.revision_id !== header.revision_id) {
+      throw new BundleError("malformed", "bundle config names another speaker, tenant or revision than its header");
+    }
+    const digest = contentDigestV2(config, header.prefixes_sha256);
+    if (digest !== header.digest) throw new BundleError("digest_mismatch", `header digest ${header.digest} does not match its content (${digest})`);
+    const payload: BundlePayload = {
+      ...config,
+      prefixes: keptPrefixes(rebuilt),
+      sequence: header.sequence,
+      issued_at: header.issued_at,
+      expires_at: header.expires_at,
+      digest,
+    };
+    return { payload, payloadBytes: parts.header, keyId: parts.keyId, prefixSection: rebuilt.section, section: "delta", kept: rebuilt };
+  }
+}
+
+function readJson<T>(bytes: Uint8Array, what: string): T {
+  let value: unknown;
+  try {
+    value = JSON.parse(new TextDecoder("utf-8", { fatal: true }).decode(bytes));
+  } catch (cause) {
+    throw new BundleError("malformed", `bundle ${what} is not UTF-8 JSON`, { cause });
+  }
+  if (value === null || typeof value !== "object" || Array.isArray(value)) throw new BundleError("malformed", `bundle ${what} is not an object`);
+  return value as T;
+}

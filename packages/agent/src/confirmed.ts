@@ -1,0 +1,62 @@
+import type { BundlePayload } from "@rlc/shared/bundle";
+import { readKeptPayload } from "./bundle/kept-bundle.js";
+import { type KeptPrefixes, keepSection } from "./bundle/kept-prefixes.js";
+import type { VerifiedKept } from "./bundle/verify-kept.js";
+import type { AppliedRecord, StateStore } from "./state.js";
+
+/**
+ * The revision BIRD last confirmed, as the sync loop needs it: its prefix section with a line
+ * index (what the next delta applies to) and its payload (what the probation compares with).
+ * Kept in memory from one sync to the next; read from the state directory once after a start.
+ * Always checked against applied.json, which is written last, so a record cut short by a crash
+ * reads as the older revision (and a delta on it fails its base check and the full bundle comes).
+ */
+export class ConfirmedRevision {
+  readonly #state: StateStore;
+  #kept: KeptPrefixes | null = null;
+  #payload: BundlePayload | null = null;
+
+  constructor(state: StateStore) {
+    this.#state = state;
+  }
+
+  /** The prefixes of the revision `applied` names, when the agent holds them. */
+  async prefixes(applied: AppliedRecord | null): Promise<KeptPrefixes | null> {
+    if (!applied) return null;
+    if (this.#kept?.revision_id === applied.revision_id) return this.#kept;
+    const section = await this.#state.readLastPrefixes().catch(() => null);
+    this.#kept = section ? keepSection(applied.revision_id, Buffer.from(section.buffer, section.byteOffset, section.length)) : null;
+    return this.#kept;
+  }
+
+  /**
+   * The payload of the bundle BIRD last confirmed; null when there is none or it does not match
+   * applied.json. Our own files, written after verification (readKeptPayload); they may have
+   * expired since, so they are not verified again.
+   */
+  async payload(applied: AppliedRecord | null): Promise<BundlePayload | null> {
+    if (!applied) return null;
+    if (this.#payload?.sequence === applied.sequence && this.#payload.revision_id === applied.revision_id) return this.#payload;
+    const [bytes, prefixes] = await Promise.all([this.#state.readLastBundle(), this.#state.readLastPrefixes()]);
+    if (!bytes) return null;
+    const payload = readKeptPayload(bytes, prefixes);
+    this.#payload = payload?.sequence === applied.sequence ? payload : null;
+    return this.#payload;
+  }
+
+  /** A confirmed apply: on disk first (StateStore.recordApplied), then what is held in memory. */
+  async record(bundle: Uint8Array, record: AppliedRecord, verified: VerifiedKept): Promise<void> {
+    this.#kept = null;
+    this.#payload = null;
+    await this.#state.recordApplied(bundle, record, verified.prefixSection);
+    this.#payload = verified.payload;
+    this.#kept = verified.kept;
+  }
+
+  /** A full bundle's section, indexed now rather than when the next delta comes. */
+  indexPrefixes(record: AppliedRecord, verified: VerifiedKept): void {
+    if (this.#kept || !verified.prefixSection || this.#payload?.sequence !== record.sequence) return;
+    const section = verified.prefixSection;
+    this.#kept = keepSection(record.revision_id, Buffer.from(section.buffer, section.byteOffset, section.length), verified.payload.prefixes);
+  }
+}

@@ -1,0 +1,206 @@
+import { createHash } from "node:crypto";
+import { type Community, communityLiteral, communityText, compareCommunities, community as parseCommunity, prefix, quoted, RenderError } from "./values.js";
+
+// The static protocols of a render: one per community set and family, its routes in the
+// revision's order. A 500,000-prefix revision spends most of its render here (checking each
+// prefix, writing its route line), so a {@link StaticsCache} keeps each set's text from the last
+// render and only the sets whose routes changed are written again.
+
+export const TABLE_V4 = "rl_v4";
+export const TABLE_V6 = "rl_v6";
+
+/**
+ * The text of each community set's static protocol from the last render that used this cache.
+ * A set whose prefixes are the same strings in the same order, under the same route kind,
+ * community titles and file layout, gets its text back instead of being rendered again; the
+ * result is byte for byte what a render without the cache gives. One cache per config path.
+ */
+export class StaticsCache {
+  /** Route kind, titles and layout the texts were written under; another empties the cache. */
+  context = "";
+  /** `<family> <set>` → the set's prefixes as given and its protocol's text. */
+  groups = new Map<string, CachedGroup>();
+  /** The communities as written → the parsed, sorted set, for every spelling seen. */
+  spellings = new Map<string, { set: Community[]; key: string }>();
+}
+
+interface CachedGroup {
+  nets: string[];
+  /** The protocol's lines joined, without the blank line before it. */
+  body: string;
+  name: string;
+}
+
+export interface StaticsOut {
+  /** The include file's lines. */
+  lines: string[];
+  files: Record<string, string>;
+  /** The include's name when each protocol goes into a file of its own; null = inline. */
+  split: string | null;
+}
+
+interface Group {
+  key: string;
+  set: Community[];
+  nets: string[];
+  routes: string[];
+  /** The text of the last render, when its prefixes are the same. */
+  reused: CachedGroup | null;
+}
+
+/**
+ * Both families' static protocols into `out`. With a cache, sets whose prefixes did not change
+ * keep their text; any refusal is left to a render without it, so errors name the same prefix.
+ */
+export function renderStatics(
+  out: StaticsOut,
+  prefixes: { v4: readonly [string, string[]][]; v6: readonly [string, string[]][] },
+  kind: string,
+  titles: Map<string, string>,
+  cache?: StaticsCache,
+): void {
+  if (!cache) {
+    const next = new Map<string, CachedGroup>();
+    renderFamily(out, prefixes.v4, 4, kind, titles, null, next);
+    renderFamily(out, prefixes.v6, 6, kind, titles, null, next);
+    return;
+  }
+  const context = JSON.stringify([kind, out.split, [...titles]]);
+  if (cache.context !== context) {
+    cache.groups.clear();
+    cache.context = context;
+  }
+  // Spellings of sets long gone would pile up over the revisions; a revision has a handful.
+  if (cache.spellings.size > 10_000) cache.spellings.clear();
+  const next = new Map<string, CachedGroup>();
+  const mark = { lines: out.lines.length, files: { ...out.files } };
+  try {
+    renderFamily(out, prefixes.v4, 4, kind, titles, cache, next);
+    renderFamily(out, prefixes.v6, 6, kind, titles, cache, next);
+    cache.groups = next;
+  } catch {
+    // Whatever was wrong, the render without the cache finds it first, as it always did.
+    out.lines.length = mark.lines;
+    for (const name of Object.keys(out.files)) if (!(name in mark.files)) delete out.files[name];
+    cache.groups.clear();
+    renderStatics(out, prefixes, kind, titles);
+  }
+}
+
+function renderFamily(
+  out: StaticsOut,
+  prefixes: readonly [string, string[]][],
+  family: 4 | 6,
+  kind: string,
+  titles: Map<string, string>,
+  cached: StaticsCache | null,
+  next: Map<string, CachedGroup>,
+): void {
+  // Without a cache each entry is checked whole before the next (shape, prefix, communities),
+  // so a refusal names the first bad entry; with one, prefixes are checked once grouped.
+  const eager = cached === null;
+  const cache = cached ?? new StaticsCache();
+  const key = family === 4 ? "v4" : "v6";
+  const groups = new Map<string, Group>();
+  // Most prefixes share one communities array per set (decoded sections do): looked up by
+  // identity first, by spelling next, parsed only for a spelling never seen.
+  const byArray = new Map<readonly string[], Group>();
+  const groupOf = (communities: string[], path: string): Group => {
+    const spelling = `${communities.length} ${communities.join(" ")}`;
+    let parsed = cache.spellings.get(spelling);
+    if (!parsed) {
+      const set = uniqueSorted(communities.map((c, j) => parseCommunity(c, `${path}[1][${j}]`)));
+      parsed = { set, key: set.map(communityText).join(",") };
+      cache.spellings.set(spelling, parsed);
+    }
+    let group = groups.get(parsed.key);
+    if (!group) groups.set(parsed.key, (group = { key: parsed.key, set: parsed.set, nets: [], routes: [], reused: null }));
+    return group;
+  };
+  const member = eager ? [] : new Array<Group>(prefixes.length);
+  for (let i = 0; i < prefixes.length; i++) {
+    const entry = prefixes[i];
+    if (!Array.isArray(entry) || !Array.isArray(entry[1])) throw new RenderError(`prefixes.${key}[${i}]`, "must be [prefix, [community, ...]]");
+    const net = eager ? prefix(entry[0], family, `prefixes.${key}[${i}]`) : "";
+    let group = byArray.get(entry[1]);
+    if (!group) byArray.set(entry[1], (group = groupOf(entry[1], `prefixes.${key}[${i}]`)));
+    group.nets.push(entry[0]);
+    if (eager) group.routes.push(`  route ${net} ${kind};`);
+    else member[i] = group;
+  }
+  for (const group of groups.values()) {
+    const last = cache.groups.get(`${family} ${group.key}`);
+    if (!eager && last && sameStrings(last.nets, group.nets)) group.reused = last;
+  }
+  // Checked in the revision's order, so the first bad prefix is the one named; a reused set's
+  // prefixes were checked when its text was written.
+  for (let i = 0; !eager && i < prefixes.length; i++) {
+    const group = member[i] as Group;
+    if (!group.reused) group.routes.push(`  route ${prefix(prefixes[i]?.[0], family, `prefixes.${key}[${i}]`)} ${kind};`);
+  }
+  const names = new Set<string>();
+  const sorted = [...groups.values()].sort((a, b) => compareSets(a.set, b.set));
+  for (const group of sorted) {
+    const made = group.reused ?? writeGroup(group, family, titles);
+    if (names.has(made.name)) throw new RenderError(`prefixes.${key}`, `two community sets hash to ${made.name}`);
+    names.add(made.name);
+    next.set(`${family} ${group.key}`, made);
+    if (out.split === null) {
+      out.lines.push("", made.body);
+    } else {
+      const file = staticFileName(out.split, made.name);
+      out.files[file] = `${made.body}\n`;
+      out.lines.push(`include ${quoted(file, "statics")};`);
+    }
+  }
+}
+
+function writeGroup(group: Group, family: 4 | 6, titles: Map<string, string>): CachedGroup {
+  // Named after a hash of the set, not its position: a set keeps its protocol from one
+  // revision to the next, so BIRD's reconfigure diffs routes instead of replacing protocols.
+  const name = `rl_static${family}_${createHash("sha256").update(group.key).digest("hex").slice(0, 12)}`;
+  const described = group.set.map((c) => {
+    const title = titles.get(communityText(c));
+    return title ? `${communityText(c)} (${title})` : communityText(c);
+  });
+  const actions = group.set.map((c) =>
+    c.kind === "standard" ? `bgp_community.add(${communityLiteral(c)}); ` : `bgp_large_community.add(${communityLiteral(c)}); `,
+  );
+  const routes = group.routes;
+  const lines = [
+    `# ${routes.length} IPv${family} prefix${routes.length === 1 ? "" : "es"} with ${described.join(", ") || "no community"}`,
+    `protocol static ${name} {`,
+    `  ipv${family} { table ${family === 4 ? TABLE_V4 : TABLE_V6}; import ${actions.length > 0 ? `filter { ${actions.join("")}accept; }` : "all"}; };`,
+  ];
+  // A loop, not a spread: a spread of a million routes overflows the call stack.
+  for (const route of routes) lines.push(route);
+  lines.push("}");
+  return { nets: group.nets, body: lines.join("\n"), name };
+}
+
+/**
+ * The file a split render gives the static protocol `protocol` (`rl_static4_<hash>`), beside the
+ * include: `rl-routes.conf` → `rl-routes.rl_static4_<hash>.conf`.
+ */
+export function staticFileName(includeName: string, protocol: string): string {
+  return `${includeName.replace(/\.conf$/, "")}.${protocol}.conf`;
+}
+
+function sameStrings(a: readonly string[], b: readonly string[]): boolean {
+  if (a.length !== b.length) return false;
+  for (let i = 0; i < a.length; i++) if (a[i] !== b[i]) return false;
+  return true;
+}
+
+export function uniqueSorted(set: Community[]): Community[] {
+  const sorted = [...set].sort(compareCommunities);
+  return sorted.filter((c, i) => i === 0 || compareCommunities(c, sorted[i - 1] as Community) !== 0);
+}
+
+function compareSets(a: Community[], b: Community[]): number {
+  for (let i = 0; i < Math.min(a.length, b.length); i++) {
+    const d = compareCommunities(a[i] as Community, b[i] as Community);
+    if (d !== 0) return d;
+  }
+  return a.length - b.length;
+}
