@@ -1,5 +1,7 @@
 import { verifyBundle } from "@rlc/shared/bundle";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { ensureFullSection } from "../../packages/controller/src/services/deploy/bundle-sections.js";
+import { createRevisionStore } from "../../packages/controller/src/services/revisions/revision-store.js";
 import type { AgentServiceClient } from "../../packages/proto/src/index.js";
 import { agentClient, getBundle, reportStatus } from "../helpers/agent-grpc.js";
 import { type LiveController, startLiveController, until } from "../helpers/live-controller.js";
@@ -108,5 +110,40 @@ describe("rl-bundle/2 sections and deltas", () => {
     expect((await bytesOf(s, second, second + 100)).equals(full)).toBe(true);
     const opts = { speakerId: s.id, tenantId: s.tenant, lastSequence: null, now: new Date() };
     expect((await verifyBundle(full, s.keys, opts)).section).toBe("full");
+  });
+  it("a section asked for twice at once in this process is built once, and a caller inside a transaction still gets it", async () => {
+    await t.call(t.rootKey, "POST", `/v1/modules/${moduleId}/ip-range-entries`, { cidr: "14.0.0.0/16" });
+    const fourth = await refresh();
+    const rows = () => sql()<{ sha256: string }[]>`SELECT sha256 FROM bundle_sections WHERE revision_id = ${fourth} AND base_revision_id = 0`;
+    await until("the refresh's own section", async () => (await rows()).length === 1);
+    await sql()`DELETE FROM bundle_sections WHERE revision_id = ${fourth}`;
+    // Counts the reads of the revision's content: each build reads it once.
+    const store = createRevisionStore();
+    let reads = 0;
+    const deps = {
+      secretBox: t.controller.deps.services.secretBox,
+      revisions: {
+        ...store,
+        content: (...args: Parameters<typeof store.content>) => {
+          reads++;
+          return store.content(...args);
+        },
+      },
+    };
+    const tenant = speakers[0]!.tenant;
+    // An apply asked for while the refresh's preparation runs: the second caller waits for the first build.
+    const [a, b] = await Promise.all([ensureFullSection(sql(), deps, tenant, fourth), ensureFullSection(sql(), deps, tenant, fourth)]);
+    expect(reads).toBe(1);
+    expect(b).toEqual(a);
+    expect(await rows()).toEqual([{ sha256: a!.sha256 }]);
+    // Inside a transaction a caller never waits for a build on the pool (on the embedded database
+    // that build could need the transaction's own connection): it reads the stored row itself.
+    await sql()`DELETE FROM bundle_sections WHERE revision_id = ${fourth}`;
+    const [inTx, onPool] = await Promise.all([
+      sql().begin((tx) => ensureFullSection(tx, deps, tenant, fourth)),
+      ensureFullSection(sql(), deps, tenant, fourth),
+    ]);
+    expect(inTx!.sha256).toBe(a!.sha256);
+    expect(onPool!.sha256).toBe(a!.sha256);
   });
 });

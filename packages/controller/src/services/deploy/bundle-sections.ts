@@ -32,11 +32,37 @@ async function store(db: Db, deps: SectionDeps, tenantId: string, meta: Omit<Bun
   return (await findBundleSection(db, tenantId, meta.revision_id, meta.base_revision_id)) ?? row;
 }
 
+/** Section builds under way in this process, per controller (its revision store) and section. */
+const building = new WeakMap<RevisionStore, Map<string, Promise<unknown>>>();
+
+/**
+ * Runs a section's build once in this process when the caller is on the pool: a caller that
+ * comes while the same section is being built (an apply asked for as soon as the refresh that
+ * prepares its sections answered) waits for that build instead of encoding, sealing and storing
+ * the same bytes a second time beside it. A caller inside a transaction builds on its own: a
+ * build on the pool may need the connection that transaction holds (the embedded database has
+ * one), so waiting for it there could never end.
+ */
+function once<T>(db: Db, deps: SectionDeps, key: string, build: () => Promise<T>): Promise<T> {
+  if ("savepoint" in db) return build();
+  let running = building.get(deps.revisions);
+  if (!running) building.set(deps.revisions, (running = new Map()));
+  const under = running.get(key) as Promise<T> | undefined;
+  if (under) return under;
+  const started = build().finally(() => running.delete(key));
+  running.set(key, started);
+  return started;
+}
+
 /**
  * The revision's full prefix section, built and stored on first use; undefined when the revision
  * is gone. Written from the revision's columns straight into bytes and hashed once.
  */
-export async function ensureFullSection(db: Db, deps: SectionDeps, tenantId: string, revisionId: number): Promise<BundleSectionMeta | undefined> {
+export function ensureFullSection(db: Db, deps: SectionDeps, tenantId: string, revisionId: number): Promise<BundleSectionMeta | undefined> {
+  return once(db, deps, `${tenantId}/${revisionId}/0`, () => buildFullSection(db, deps, tenantId, revisionId));
+}
+
+async function buildFullSection(db: Db, deps: SectionDeps, tenantId: string, revisionId: number): Promise<BundleSectionMeta | undefined> {
   const found = await findBundleSection(db, tenantId, revisionId, 0);
   if (found) return found;
   const content = await deps.revisions.content(db, tenantId, revisionId);
@@ -52,7 +78,17 @@ export async function ensureFullSection(db: Db, deps: SectionDeps, tenantId: str
  * (the agent then gets the full bundle, which it can apply without a base). Made from the two
  * revisions' contents by one walk over them: only the added lines are ever written as text.
  */
-export async function ensureDeltaSection(
+export function ensureDeltaSection(
+  db: Db,
+  deps: SectionDeps,
+  tenantId: string,
+  baseRevisionId: number,
+  full: BundleSectionMeta,
+): Promise<BundleSectionMeta | null> {
+  return once(db, deps, `${tenantId}/${full.revision_id}/${baseRevisionId}`, () => buildDeltaSection(db, deps, tenantId, baseRevisionId, full));
+}
+
+async function buildDeltaSection(
   db: Db,
   deps: SectionDeps,
   tenantId: string,

@@ -8,8 +8,8 @@ import { findSpeakerById, listAllSpeakers, setDesiredRevision, setDesiredRevisio
 import type { AuditWriter } from "../access/audit.js";
 import type { RequestContext } from "../access/context.js";
 import { enqueueJob } from "../operations/jobs.js";
-import { prepareSections } from "./bundle-sections.js";
-import { type BundleDeps, issueBundle, issueBundles, issueContext } from "./bundles.js";
+import { ensureDeltaSection, prepareSections } from "./bundle-sections.js";
+import { type BundleDeps, type IssueContext, issueBundle, issueBundles, issueContext } from "./bundles.js";
 
 export interface ApplyRequest {
   revision_id?: number | undefined;
@@ -60,6 +60,19 @@ interface ApplyScope {
  */
 export function createDeployService(deps: DeployDeps) {
   /** Checks the revision and the speakers, records the apply in the audit and enqueues the `apply` job, all in `tx`. */
+  /** The deltas from the revisions `speakerIds` run, built (or joined) on the pool into `ctx`. */
+  async function prepareDeltas(ctx: IssueContext, speakerIds: readonly string[]) {
+    const wanted = new Set(speakerIds);
+    const bases = new Set<number>();
+    for (const s of await listAllSpeakers(deps.sql, ctx.tenantId)) {
+      if (wanted.has(s.id) && s.applied_revision_id !== null && s.applied_revision_id !== ctx.revisionId) bases.add(s.applied_revision_id);
+    }
+    for (const base of bases) {
+      const delta = await ensureDeltaSection(deps.sql, deps, ctx.tenantId, base, ctx.full);
+      ctx.deltas.set(base, Promise.resolve(delta));
+    }
+  }
+
   async function startApply(tx: Db, scope: ApplyScope, req: ApplyRequest, createdBy: string) {
     const tenantId = scope.tenantId;
     const revision = req.revision_id === undefined ? await findCurrentRevision(tx, tenantId) : await findRevision(tx, tenantId, req.revision_id);
@@ -155,7 +168,11 @@ export function createDeployService(deps: DeployDeps) {
      */
     async issue(tenantId: string, req: IssueRequest, now: () => Date): Promise<Issued> {
       const out: Issued = { issued: [], deleted: [] };
-      const ctx = await deps.sql.begin((tx) => issueContext(tx, deps, tenantId, req.revision_id));
+      // On the pool, before the batches: the sections join a build already under way in this
+      // process (the refresh's), and the deltas from the revisions these speakers run are ready
+      // before the first batch's transaction opens.
+      const ctx = await issueContext(deps.sql, deps, tenantId, req.revision_id);
+      await prepareDeltas(ctx, req.speaker_ids);
       for (let i = 0; i < req.speaker_ids.length; i += ISSUE_BATCH) {
         const batch = req.speaker_ids.slice(i, i + ISSUE_BATCH);
         const issued = await deps.sql.begin(async (tx) => {
