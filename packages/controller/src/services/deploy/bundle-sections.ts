@@ -59,17 +59,15 @@ function once<T>(db: Db, deps: SectionDeps, key: string, build: () => Promise<T>
  * is gone. Written from the revision's columns straight into bytes and hashed once.
  */
 export function ensureFullSection(db: Db, deps: SectionDeps, tenantId: string, revisionId: number): Promise<BundleSectionMeta | undefined> {
-  return once(db, deps, `${tenantId}/${revisionId}/0`, () => buildFullSection(db, deps, tenantId, revisionId));
-}
-
-async function buildFullSection(db: Db, deps: SectionDeps, tenantId: string, revisionId: number): Promise<BundleSectionMeta | undefined> {
-  const found = await findBundleSection(db, tenantId, revisionId, 0);
-  if (found) return found;
-  const content = await deps.revisions.content(db, tenantId, revisionId);
-  if (!content) return undefined;
-  const body = encodePrefixColumns(column(content.v4), column(content.v6));
-  const sha256 = sha256Hex(body);
-  return store(db, deps, tenantId, { revision_id: revisionId, base_revision_id: 0, sha256, prefixes_sha256: sha256, base_prefixes_sha256: null }, body);
+  return once(db, deps, `${tenantId}/${revisionId}/0`, async () => {
+    const found = await findBundleSection(db, tenantId, revisionId, 0);
+    if (found) return found;
+    const content = await deps.revisions.content(db, tenantId, revisionId);
+    if (!content) return undefined;
+    const body = encodePrefixColumns(column(content.v4), column(content.v6));
+    const sha256 = sha256Hex(body);
+    return store(db, deps, tenantId, { revision_id: revisionId, base_revision_id: 0, sha256, prefixes_sha256: sha256, base_prefixes_sha256: null }, body);
+  });
 }
 
 /**
@@ -85,37 +83,29 @@ export function ensureDeltaSection(
   baseRevisionId: number,
   full: BundleSectionMeta,
 ): Promise<BundleSectionMeta | null> {
-  return once(db, deps, `${tenantId}/${full.revision_id}/${baseRevisionId}`, () => buildDeltaSection(db, deps, tenantId, baseRevisionId, full));
-}
-
-async function buildDeltaSection(
-  db: Db,
-  deps: SectionDeps,
-  tenantId: string,
-  baseRevisionId: number,
-  full: BundleSectionMeta,
-): Promise<BundleSectionMeta | null> {
-  const found = await findBundleSection(db, tenantId, full.revision_id, baseRevisionId);
-  if (found) return found;
-  const base = await ensureFullSection(db, deps, tenantId, baseRevisionId);
-  const baseContent = base ? await deps.revisions.content(db, tenantId, baseRevisionId) : undefined;
-  const content = await deps.revisions.content(db, tenantId, full.revision_id);
-  if (!base || !baseContent || !content) return null;
-  const body = diffPrefixColumns(columns(baseContent), columns(content));
-  if (body.length > full.size / 2) return null;
-  return store(
-    db,
-    deps,
-    tenantId,
-    {
-      revision_id: full.revision_id,
-      base_revision_id: baseRevisionId,
-      sha256: sha256Hex(body),
-      prefixes_sha256: full.prefixes_sha256,
-      base_prefixes_sha256: base.prefixes_sha256,
-    },
-    body,
-  );
+  return once(db, deps, `${tenantId}/${full.revision_id}/${baseRevisionId}`, async () => {
+    const found = await findBundleSection(db, tenantId, full.revision_id, baseRevisionId);
+    if (found) return found;
+    const base = await ensureFullSection(db, deps, tenantId, baseRevisionId);
+    const baseContent = base ? await deps.revisions.content(db, tenantId, baseRevisionId) : undefined;
+    const content = await deps.revisions.content(db, tenantId, full.revision_id);
+    if (!base || !baseContent || !content) return null;
+    const body = diffPrefixColumns(columns(baseContent), columns(content));
+    if (body.length > full.size / 2) return null;
+    return store(
+      db,
+      deps,
+      tenantId,
+      {
+        revision_id: full.revision_id,
+        base_revision_id: baseRevisionId,
+        sha256: sha256Hex(body),
+        prefixes_sha256: full.prefixes_sha256,
+        base_prefixes_sha256: base.prefixes_sha256,
+      },
+      body,
+    );
+  });
 }
 
 /** Deltas built ahead for a new revision: from this many of the revisions its speakers run, at most. */
