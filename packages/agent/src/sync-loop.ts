@@ -72,6 +72,20 @@ export interface SyncTrigger {
   desired?: DesiredRevision;
 }
 
+/** Milliseconds between marks, per step name (a step marked twice, as a fetch after a refused delta, adds up). */
+function stepTimer(clock: Clock) {
+  let last = clock.now();
+  const spent: Record<string, number> = {};
+  return {
+    mark(step: string) {
+      const now = clock.now();
+      spent[step] = (spent[step] ?? 0) + (now - last);
+      last = now;
+    },
+    spent: () => ({ ...spent }),
+  };
+}
+
 export type SyncResult = "applied" | "up_to_date" | "already_refused" | "no_revision" | "failed";
 
 /**
@@ -164,10 +178,21 @@ export class SyncLoop {
       }
       log.info("sync: fetching bundle", { reason: trigger.reason, revision_id: desired.revision_id });
 
-      const deps = { fetchBundle: (r: number, b?: number | null) => this.#o.client.fetchBundle(r, b), log };
+      const steps = stepTimer(this.#o.clock);
+      const fetchBundle = async (r: number, b?: number | null) => {
+        const got = await this.#o.client.fetchBundle(r, b);
+        steps.mark("fetch");
+        return got;
+      };
       const keep = (received: Uint8Array) => void (bytes = received);
       const base = applied && applied.revision_id !== desired.revision_id ? await this.#confirmed.prefixes(applied).catch(() => null) : null;
-      const fetched = await fetchVerified(deps, desired.revision_id, base, (received, b) => this.#verify(received, applied, b), keep);
+      steps.mark("base");
+      const verify = async (received: Uint8Array, b: KeptPrefixes | null) => {
+        const v = await this.#verify(received, applied, b);
+        steps.mark("verify");
+        return v;
+      };
+      const fetched = await fetchVerified({ fetchBundle, log }, desired.revision_id, base, verify, keep);
       const verified = fetched.verified;
       const payload = verified.payload;
       if (payload.revision_id !== desired.revision_id) {
@@ -183,15 +208,17 @@ export class SyncLoop {
           configPath: this.#o.birdConfigPath,
           stagingDir: this.#o.stagingDir,
           statics: this.#statics,
+          onStep: (step) => steps.mark(step === "rendered" ? "render" : step === "validated" ? "bird_p" : "configure"),
           // What runs now, as late as can be: the sessions the probation holds to their state.
           beforeConfigure: async () => {
             baseline = await readBaseline(this.#probationDeps());
+            steps.mark("baseline");
           },
         },
         (pending, { rendered, timeoutSeconds }) => {
           const before = baseline as BirdBaseline | null;
           if (!before) throw new Error("applyBirdConfig returned before reading the baseline");
-          return this.#probation(pending, { payload, rendered, before, previous, timeoutSeconds });
+          return this.#probation(pending, { payload, rendered, before, previous, timeoutSeconds, steps: steps.spent() });
         },
       );
       // Byte-identical to what BIRD runs (a re-issue of the same content): nothing to watch.
@@ -297,7 +324,15 @@ export class SyncLoop {
    */
   async #probation(
     pending: PendingApply,
-    o: { payload: BundlePayload; rendered: RenderedConfig; before: BirdBaseline; previous: BundlePayload | null; timeoutSeconds: number },
+    o: {
+      payload: BundlePayload;
+      rendered: RenderedConfig;
+      before: BirdBaseline;
+      previous: BundlePayload | null;
+      timeoutSeconds: number;
+      /** Milliseconds each step of this sync took so far, for the log. */
+      steps: Record<string, number>;
+    },
   ): Promise<number> {
     const { log, metrics, clock } = this.#o;
     const { payload, timeoutSeconds } = o;
@@ -313,6 +348,7 @@ export class SyncLoop {
       window_seconds: windowMs / 1000,
       force_confirm: forceConfirm,
       check_controller: checkController,
+      steps_ms: o.steps,
     });
     metrics.setProbation({ revision_id: payload.revision_id, since: new Date(configuredAt).toISOString() });
     let verdict: ProbationVerdict;

@@ -37,6 +37,8 @@ export interface ApplyOptions {
   configureTimeoutMs?: number;
   /** Runs once the config validated, just before the files are swapped and BIRD reconfigured. */
   beforeConfigure?: () => Promise<void>;
+  /** Called once `bird -p` accepted the staged config, and once BIRD answers again after configure. */
+  onStep?: (step: "validated" | "configured") => void;
   /**
    * Files of an earlier apply that this one no longer has (a split render's static files): the
    * ones in configDir this matches and `files` lacks are removed once the new config is confirmed.
@@ -113,6 +115,7 @@ export async function applyBirdConfig(deps: ApplyDeps, options: ApplyOptions): P
     }
     // bird -p took 0.64 s on 1,000,000 routes; the default 30 s leaves room for slow hosts.
     await validateBirdConfig(check, { runner: deps.runner, birdBin: deps.birdBin });
+    options.onStep?.("validated");
     await options.beforeConfigure?.();
 
     const had = new Map<string, boolean>();
@@ -124,6 +127,7 @@ export async function applyBirdConfig(deps: ApplyDeps, options: ApplyOptions): P
     try {
       reply = await configure(deps.birdc, options.timeoutSeconds, options.configureTimeoutMs ?? 60_000);
       await waitForAnswer(deps, options.answerTimeoutMs ?? 10_000);
+      options.onStep?.("configured");
     } catch (error) {
       // Whatever BIRD took in will be undone by its own timer, as nobody can confirm it now.
       await restore();

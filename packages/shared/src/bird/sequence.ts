@@ -23,6 +23,8 @@ export interface BirdSequenceOptions {
   beforeConfigure?: () => Promise<void>;
   /** The texts of the last render of this config path: only changed community sets are rendered again. */
   statics?: StaticsCache;
+  /** Called as each step ends: `rendered`, then (when BIRD does not already run these bytes) `validated`, `configured`. */
+  onStep?: (step: "rendered" | "validated" | "configured") => void;
 }
 
 /** What runs between `configure timeout` and the end: it confirms, or undoes and throws. */
@@ -79,6 +81,7 @@ export function healthCheckThenConfirm(deps: Pick<ApplyDeps, "birdc" | "clock">)
  */
 export async function loadBirdConfig<T>(deps: ApplyDeps, o: BirdSequenceOptions, probation: Probation<T>): Promise<LoadedConfig<T>> {
   const rendered = renderBirdConfig(o.payload, renderOptionsFor(o.mode, o.configPath), o.statics);
+  o.onStep?.("rendered");
   const timeoutSeconds = configureTimeoutSeconds(o.payload);
   const pending = await applyBirdConfig(deps, {
     files: rendered.files,
@@ -89,6 +92,7 @@ export async function loadBirdConfig<T>(deps: ApplyDeps, o: BirdSequenceOptions,
     timeoutSeconds,
     obsolete: (name) => isStaticFileName(rendered.include, name),
     ...(o.beforeConfigure ? { beforeConfigure: o.beforeConfigure } : {}),
+    ...(o.onStep ? { onStep: o.onStep } : {}),
   });
   if (!pending.configured) return { rendered, timeoutSeconds, configured: false, outcome: null };
   return { rendered, timeoutSeconds, configured: true, outcome: await probation(pending, { rendered, timeoutSeconds }) };
