@@ -1,6 +1,6 @@
 import { verifyBundle } from "@rlc/shared/bundle";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { ensureFullSection } from "../../packages/controller/src/services/deploy/bundle-sections.js";
+import { ensureDeltaSection, ensureFullSection } from "../../packages/controller/src/services/deploy/bundle-sections.js";
 import { createRevisionStore } from "../../packages/controller/src/services/revisions/revision-store.js";
 import type { AgentServiceClient } from "../../packages/proto/src/index.js";
 import { agentClient, getBundle, reportStatus } from "../helpers/agent-grpc.js";
@@ -91,12 +91,11 @@ describe("rl-bundle/2 sections and deltas", () => {
   it("a refresh that makes a revision builds its section and the delta from what the speakers run, before any apply", async () => {
     await t.call(t.rootKey, "POST", `/v1/modules/${moduleId}/ip-range-entries`, { cidr: "13.0.0.0/16" });
     const third = await refresh();
-    // The refresh's job builds them once its revision has committed, so shortly after it answers.
+    // Committed with the revision: there when the refresh answers, before an apply can ask.
     const rows = () =>
       sql()<
         { revision_id: number; base_revision_id: number }[]
       >`SELECT revision_id, base_revision_id FROM bundle_sections WHERE revision_id = ${third} ORDER BY base_revision_id`;
-    await until("the sections of the new revision", async () => (await rows()).length === 2);
     // The agents reported running the first revision only: that is the base prepared.
     expect(await rows()).toEqual([
       { revision_id: third, base_revision_id: 0 },
@@ -115,7 +114,7 @@ describe("rl-bundle/2 sections and deltas", () => {
     await t.call(t.rootKey, "POST", `/v1/modules/${moduleId}/ip-range-entries`, { cidr: "14.0.0.0/16" });
     const fourth = await refresh();
     const rows = () => sql()<{ sha256: string }[]>`SELECT sha256 FROM bundle_sections WHERE revision_id = ${fourth} AND base_revision_id = 0`;
-    await until("the refresh's own section", async () => (await rows()).length === 1);
+    expect(await rows()).toHaveLength(1);
     await sql()`DELETE FROM bundle_sections WHERE revision_id = ${fourth}`;
     // Counts the reads of the revision's content: each build reads it once.
     const store = createRevisionStore();
@@ -145,5 +144,34 @@ describe("rl-bundle/2 sections and deltas", () => {
     ]);
     expect(inTx!.sha256).toBe(a!.sha256);
     expect(onPool!.sha256).toBe(a!.sha256);
+  });
+
+  it("a delta larger than half the full section is not stored, and is not worked out again for the next apply", async () => {
+    const other = (await t.call(t.rootKey, "POST", "/v1/modules", { name: "more-ranges", type: "IP_RANGES" })).json().id;
+    for (let i = 0; i < 120; i++) await t.call(t.rootKey, "POST", `/v1/modules/${other}/ip-range-entries`, { cidr: `21.${i * 2}.0.0/16` });
+    const fifth = await refresh();
+    // Against the first revision (41 prefixes) most of the 161 are new: the full bundle is smaller.
+    expect((await sql()`SELECT 1 FROM bundle_sections WHERE revision_id = ${fifth} AND base_revision_id = ${first}`).length).toBe(0);
+    const store = createRevisionStore();
+    let reads = 0;
+    const deps = {
+      secretBox: t.controller.deps.services.secretBox,
+      revisions: {
+        ...store,
+        content: (...args: Parameters<typeof store.content>) => {
+          reads++;
+          return store.content(...args);
+        },
+      },
+    };
+    const tenant = speakers[0]!.tenant;
+    const full = (await ensureFullSection(sql(), deps, tenant, fifth))!;
+    expect(await ensureDeltaSection(sql(), deps, tenant, first, full)).toBeNull();
+    const afterFirst = reads;
+    expect(afterFirst).toBeGreaterThan(0);
+    expect(await ensureDeltaSection(sql(), deps, tenant, first, full)).toBeNull();
+    expect(reads).toBe(afterFirst);
+    // A delta that is worth it is still built and stored.
+    expect(await ensureDeltaSection(sql(), deps, tenant, second, await ensureFullSection(sql(), deps, tenant, second + 1))).not.toBeNull();
   });
 });

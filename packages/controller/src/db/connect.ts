@@ -7,6 +7,14 @@ export type Sql = postgres.Sql;
 /** A connection or a transaction: every query function takes one of these. */
 export type Db = postgres.Sql | postgres.TransactionSql;
 
+/**
+ * Runs `fn` in a savepoint of the transaction `db` (a failure rolls back what `fn` did, and
+ * only that), or in a transaction of its own when `db` is the pool.
+ */
+export function withSavepoint<T>(db: Db, fn: (sp: Db) => Promise<T>): Promise<T> {
+  return ("savepoint" in db ? db.savepoint((sp) => fn(sp)) : db.begin((tx) => fn(tx))) as Promise<T>;
+}
+
 /** Thrown when code inside a transaction queries the pool instead of the transaction. */
 export class PoolInTransactionError extends Error {
   override name = "PoolInTransactionError";

@@ -3,9 +3,11 @@ import type { IngestService } from "../services/ingest/ingest.js";
 import type { JobHandler } from "./handler.js";
 
 /**
- * module_ingest: collect, build and store a revision (see IngestService.refresh); then, the
- * revision committed, its prefix sections, so that an apply of it finds them built (about half
- * a second of encoding and hashing for 500k prefixes that the apply's own path no longer has).
+ * module_ingest: collect, build and store a revision (see IngestService.refresh), with the prefix
+ * sections an apply of it will send (its full section and the deltas from the revisions the
+ * speakers run) committed in the same transaction: when the refresh answers, an apply of its
+ * revision only signs each speaker's head (about half a second of encoding, hashing and storing
+ * for 500k prefixes that the apply's own path no longer has).
  */
 export function moduleIngestJob(deps: { ingest: IngestService; deploy: Pick<DeployService, "prepareSections"> }): JobHandler {
   return {
@@ -13,13 +15,8 @@ export function moduleIngestJob(deps: { ingest: IngestService; deploy: Pick<Depl
     priority: 10,
     lane: "long",
     maxAttempts: 3,
-    async run(ctx) {
-      const result = await deps.ingest.refresh(ctx);
-      if (result.revision_id !== null && !result.unchanged) {
-        // The job has ended with its commit: a section that fails here is built by the apply instead.
-        await deps.deploy.prepareSections(ctx.job.tenant_id, result.revision_id).catch(() => {});
-      }
-      return result;
+    run(ctx) {
+      return deps.ingest.refresh(ctx, { prepare: (tx, revisionId) => deps.deploy.prepareSections(tx, ctx.job.tenant_id, revisionId) });
     },
   };
 }

@@ -71,6 +71,15 @@ export function ensureFullSection(db: Db, deps: SectionDeps, tenantId: string, r
 }
 
 /**
+ * Pairs of contents (new, base: their prefix digests) whose delta came out larger than half the
+ * full section, per controller: such a delta is not stored, and without this every apply to a
+ * speaker on that base would walk both revisions again to find the same (a second for 500k).
+ * Named by content, so a revision id made again after a rolled-back refresh is not mistaken.
+ */
+const tooLarge = new WeakMap<RevisionStore, Set<string>>();
+const TOO_LARGE_KEPT = 4096;
+
+/**
  * The edit script from `baseRevisionId`'s section to `revisionId`'s, built and stored on first
  * use; null when the base is gone or the delta would not be smaller than half the full section
  * (the agent then gets the full bundle, which it can apply without a base). Made from the two
@@ -87,11 +96,20 @@ export function ensureDeltaSection(
     const found = await findBundleSection(db, tenantId, full.revision_id, baseRevisionId);
     if (found) return found;
     const base = await ensureFullSection(db, deps, tenantId, baseRevisionId);
-    const baseContent = base ? await deps.revisions.content(db, tenantId, baseRevisionId) : undefined;
+    if (!base) return null;
+    let known = tooLarge.get(deps.revisions);
+    if (!known) tooLarge.set(deps.revisions, (known = new Set()));
+    const pair = `${full.prefixes_sha256}/${base.prefixes_sha256}`;
+    if (known.has(pair)) return null;
+    const baseContent = await deps.revisions.content(db, tenantId, baseRevisionId);
     const content = await deps.revisions.content(db, tenantId, full.revision_id);
-    if (!base || !baseContent || !content) return null;
+    if (!baseContent || !content) return null;
     const body = diffPrefixColumns(columns(baseContent), columns(content));
-    if (body.length > full.size / 2) return null;
+    if (body.length > full.size / 2) {
+      if (known.size >= TOO_LARGE_KEPT) known.clear();
+      known.add(pair);
+      return null;
+    }
     return store(
       db,
       deps,
@@ -112,11 +130,10 @@ export function ensureDeltaSection(
 const PREPARED_BASES = 4;
 
 /**
- * Builds, when a refresh has made a revision, the sections an apply of it will ask for: its
- * full section and the deltas from the revisions the tenant's speakers run now (the one before
- * it, usually). An apply then finds them stored instead of building them on its own path,
- * inside its transaction. Each section is stored on its own, outside any transaction (`db` is
- * the pool): a replica or an apply that builds one meanwhile keeps the first row.
+ * Builds, when a refresh makes a revision, the sections an apply of it will ask for: its full
+ * section and the deltas from the revisions the tenant's speakers run now (the one before it,
+ * usually). The refresh runs this in the transaction that commits the revision, so they commit
+ * with it and an apply finds them stored instead of building them on its own path.
  */
 export async function prepareSections(db: Db, deps: SectionDeps, tenantId: string, revisionId: number): Promise<void> {
   const speakers = await listAllSpeakers(db, tenantId);

@@ -188,7 +188,7 @@ export function createDeployService(deps: DeployDeps) {
     },
 
     /** A new revision's prefix sections, built before an apply asks for them (bundle-sections.ts). */
-    prepareSections: (tenantId: string, revisionId: number) => prepareSections(deps.sql, deps, tenantId, revisionId),
+    prepareSections: (db: Db, tenantId: string, revisionId: number) => prepareSections(db, deps, tenantId, revisionId),
 
     /**
      * Re-issues the bundle of every speaker's desired revision that expires within two days: a

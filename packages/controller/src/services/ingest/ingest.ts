@@ -1,6 +1,6 @@
 import { AppError, NotFoundError } from "@rlc/shared/errors";
 import type { Bus } from "../../bus/index.js";
-import type { Db, Sql } from "../../db/connect.js";
+import { type Db, type Sql, withSavepoint } from "../../db/connect.js";
 import { type IngestModuleRow, listIngestModules, moduleExists, updateCdnSourceStatus, updateModuleRefreshed } from "../../db/ingest-inputs.js";
 import { findCurrentRevision, insertRevision, lockTenantRevisions, type RevisionRow } from "../../db/revisions.js";
 import { bumpSnapshotGeneration, listSnapshotPrefixes, replaceModuleSnapshot } from "../../db/snapshots.js";
@@ -72,7 +72,17 @@ export function createIngestService(deps: IngestDeps) {
      * in sources/ (ASN file load 1.6 s, CDN text parse 2.5 s for 850k lines), aggregate 2.2-3.3 s
      * (aggregateTagged about half), snapshot write 0.5-0.8 s, revision write 0.3-0.5 s.
      */
-    async refresh(job: Pick<JobContext, "job" | "signal" | "now" | "progress" | "checkpoint" | "complete">) {
+    async refresh(
+      job: Pick<JobContext, "job" | "signal" | "now" | "progress" | "checkpoint" | "complete">,
+      options: {
+        /**
+         * Runs in the transaction that commits a new revision, after its row: what an apply of
+         * it needs (its bundle sections) commits with it. A failure there is rolled back to a
+         * savepoint and only costs the apply that build; the revision commits all the same.
+         */
+        prepare?: (tx: Db, revisionId: number) => Promise<void>;
+      } = {},
+    ) {
       const started = Date.now();
       const tenantId = job.job.tenant_id;
       const params = job.job.params as unknown as IngestParams;
@@ -82,7 +92,7 @@ export function createIngestService(deps: IngestDeps) {
       const wanted = new Set(params.module_ids ?? modules.filter((m) => m.enabled).map((m) => m.id));
       const targets = modules.filter((m) => wanted.has(m.id) || (m.enabled && m.collected_at === null));
 
-      const timings = { collect: 0, aggregate: 0, guard: 0, snapshot_write: 0, revision_write: 0 };
+      const timings = { collect: 0, aggregate: 0, guard: 0, snapshot_write: 0, revision_write: 0, sections_write: 0 };
       let mark = Date.now();
       const lap = (phase: keyof typeof timings) => {
         const now = Date.now();
@@ -184,6 +194,11 @@ export function createIngestService(deps: IngestDeps) {
           deps.revisions.remember(tenantId, revisionId, built.content);
         }
         lap("revision_write");
+        if (!unchanged && revisionId !== null && options.prepare) {
+          const id = revisionId;
+          await withSavepoint(tx, (sp) => options.prepare!(sp, id)).catch(() => undefined);
+          lap("sections_write");
+        }
         return {
           revision_id: revisionId,
           unchanged,
