@@ -250,7 +250,9 @@ try {
       JOIN bundle_sections f ON f.tenant_id = b.tenant_id AND f.revision_id = b.revision_id AND f.base_revision_id = 0
       LEFT JOIN bundle_sections d ON d.tenant_id = b.tenant_id AND d.revision_id = b.revision_id AND d.base_revision_id = b.delta_base_revision_id
       WHERE b.speaker_id = ${speaker.id} AND b.revision_id = ${revision.revision_id}`;
-    const probationLine = log.split("\n").find((l) => l.includes('"msg":"sync: BIRD runs the new config on probation"') && l.includes(`"revision_id":${revision.revision_id}`));
+    const probationLine = log
+      .split("\n")
+      .find((l) => l.includes('"msg":"sync: BIRD runs the new config on probation"') && l.includes(`"revision_id":${revision.revision_id}`));
     return {
       steps: probationLine ? JSON.parse(probationLine).steps_ms : null,
       notified: (marks.notified ?? Number.NaN) - t0,
@@ -324,7 +326,12 @@ try {
     line("POST → bundle issued, agent notified", r.notified);
     line("POST → agent fetching (agent log)", r.fetching);
     line("POST → BIRD runs it on probation (agent log)", r.probation, target);
-    if (r.steps) console.log(`    the agent's steps (ms): ${Object.entries(r.steps).map(([k, v]) => `${k} ${Math.round(v)}`).join(", ")}`);
+    if (r.steps)
+      console.log(
+        `    the agent's steps (ms): ${Object.entries(r.steps)
+          .map(([k, v]) => `${k} ${Math.round(v)}`)
+          .join(", ")}`,
+      );
     line("BIRD given the same files by hand: configure", floor, `median of ${RUNS}`);
     line("ours beyond BIRD's own configure", r.probation === null ? null : r.probation - floor);
     line("POST → agent confirmed (window 2 s)", r.applied);

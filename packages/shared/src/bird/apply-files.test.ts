@@ -103,7 +103,7 @@ describe("applyBirdConfig - files on the router", () => {
     expect(statSync(o.stagingDir).mode & 0o077).toBe(0);
   });
 
-  it("has bird -p read the whole new config, copying only the changed files (the others are linked)", async () => {
+  it("has bird -p read the whole new config, the unchanged files as links to the running ones", async () => {
     const o = setup();
     writeFileSync(join(o.configDir, "rl-routes.static.conf"), "protocol static s {\n}\n");
     o.files = { "rl-routes.conf": 'include "rl-routes.static.conf";\n', "rl-routes.static.conf": "protocol static s {\n}\n" };
@@ -114,7 +114,7 @@ describe("applyBirdConfig - files on the router", () => {
       return { code: 0, signal: null, stdout: "", stderr: "" };
     };
     await applyBirdConfig({ birdc: bird, runner, clock }, o);
-    expect(seen["rl-routes.conf"]).toEqual({ text: o.files["rl-routes.conf"], link: false });
+    expect(seen["rl-routes.conf"]?.text).toBe(o.files["rl-routes.conf"]);
     expect(seen["rl-routes.static.conf"]).toEqual({ text: o.files["rl-routes.static.conf"], link: true });
   });
 

@@ -168,3 +168,60 @@ describe("applyBirdConfig", () => {
     ).rejects.toThrow(/plain file name/);
   });
 });
+
+describe("applyBirdConfig - what bird -p reads", () => {
+  const header = "protocol static st {\n  ipv4;";
+  const routes = (...nets: string[]) => nets.map((n) => `  route ${n} blackhole;`).join("\n");
+  const routeFile = (...nets: string[]) => `${header}\n${routes(...nets)}\n}\n`;
+
+  /** A runner that keeps the text of each file in the directory of the config `bird -p` was given. */
+  function readingRunner(): ProcessRunner & { seen: Record<string, string> } {
+    const seen: Record<string, string> = {};
+    const runner: ProcessRunner = async (_file, args) => {
+      const dir = (args[2] as string).replace(/\/[^/]+$/, "");
+      for (const name of await readdir(dir)) seen[name] = readFileSync(join(dir, name), "utf8");
+      return { code: 0, signal: null, stdout: "", stderr: "" };
+    };
+    return Object.assign(runner, { seen });
+  }
+
+  function routeSetup(): ApplyOptions {
+    const o = setup();
+    writeFileSync(join(o.configDir, "bird.conf"), 'include "a.conf";\ninclude "b.conf";\n');
+    writeFileSync(join(o.configDir, "a.conf"), routeFile("10.0.0.0/8", "11.0.0.0/8", "12.0.0.0/8"));
+    writeFileSync(join(o.configDir, "b.conf"), routeFile("20.0.0.0/8", "21.0.0.0/8"));
+    return {
+      ...o,
+      files: {
+        "bird.conf": 'include "a.conf";\ninclude "b.conf";\ninclude "c.conf";\n',
+        "a.conf": routeFile("10.0.0.0/8", "12.0.0.0/8", "13.0.0.0/8"),
+        "b.conf": routeFile("20.0.0.0/8", "21.0.0.0/8"),
+        "c.conf": routeFile("30.0.0.0/8"),
+      },
+      entry: "bird.conf",
+      routeFiles: (name) => name !== "bird.conf",
+    };
+  }
+
+  it("leaves blank the route lines BIRD runs already, line for line, and keeps the new ones and every other line", async () => {
+    const o = routeSetup();
+    const runner = readingRunner();
+    await applyBirdConfig({ birdc: fakeBird(), runner, clock: clock() }, o);
+    // A changed route file: kept routes blank, the new one where it goes, so BIRD's line numbers hold.
+    expect(runner.seen["a.conf"]).toBe(`${header}\n\n\n  route 13.0.0.0/8 blackhole;\n}\n`);
+    expect(runner.seen["a.conf"]!.split("\n")).toHaveLength(o.files["a.conf"]!.split("\n").length);
+    // An unchanged one: only its protocol is parsed again. A new one, and the main file: whole.
+    expect(runner.seen["b.conf"]).toBe(`${header}\n\n\n}\n`);
+    expect(runner.seen["c.conf"]).toBe(o.files["c.conf"]);
+    expect(runner.seen["bird.conf"]).toBe(o.files["bird.conf"]);
+    // What runs is the whole of each file.
+    for (const name of ["a.conf", "b.conf", "c.conf", "bird.conf"]) expect(readFileSync(join(o.configDir, name), "utf8")).toBe(o.files[name]);
+  });
+
+  it("without routeFiles, checks every line of every file", async () => {
+    const { routeFiles: _, ...o } = routeSetup();
+    const runner = readingRunner();
+    await applyBirdConfig({ birdc: fakeBird(), runner, clock: clock() }, o);
+    for (const name of ["a.conf", "b.conf", "c.conf", "bird.conf"]) expect(runner.seen[name]).toBe(o.files[name]);
+  });
+});

@@ -37,6 +37,13 @@ export interface ApplyOptions {
   configureTimeoutMs?: number;
   /** Runs once the config validated, just before the files are swapped and BIRD reconfigured. */
   beforeConfigure?: () => Promise<void>;
+  /**
+   * Files whose `route` lines BIRD need not parse again when it runs them already (the static
+   * protocols' files): `bird -p` is given each such file with its other lines and only the route
+   * lines the running file lacks. BIRD's `configure` still reads every line, and refuses a config
+   * that does not parse without changing what runs.
+   */
+  routeFiles?: (name: string) => boolean;
   /** Called once `bird -p` accepted the staged config, and once BIRD answers again after configure. */
   onStep?: (step: "validated" | "configured") => void;
   /**
@@ -89,7 +96,13 @@ export async function applyBirdConfig(deps: ApplyDeps, options: ApplyOptions): P
   if (!names.includes(options.entry)) throw new TypeError(`entry ${options.entry} is not among the files`);
   for (const name of names) if (!FILE_NAME.test(name)) throw new TypeError(`${JSON.stringify(name)} is not a plain file name`);
   const changed: string[] = [];
-  for (const name of names) if (!holds(options.configDir, name, options.files[name] as string)) changed.push(name);
+  /** What each file holds now (null: none, or not a plain ASCII file we can compare by text). */
+  const running = new Map<string, string | null>();
+  for (const name of names) {
+    const text = runningText(options.configDir, name);
+    running.set(name, text);
+    if (!holds(options.configDir, name, options.files[name] as string, text)) changed.push(name);
+  }
   const changedSet = new Set(changed);
   if (changed.length === 0) {
     const nothing = async (): Promise<BirdReply> => ({ code: 0, text: "", lines: [] });
@@ -100,17 +113,26 @@ export async function applyBirdConfig(deps: ApplyDeps, options: ApplyOptions): P
   // The files hold peers' passwords: BIRD's group may read them, nobody else.
   const access = await birdReadable();
   try {
-    // BIRD checks the whole config, but only the changed files are copied: the others are
-    // linked to the running files, which were just read and hold exactly these bytes.
+    // The changed files are written here, to be swapped in once BIRD accepted them.
+    for (const name of changed) await writeFile(join(staging, name), options.files[name] as string, { flag: "wx", mode: 0o600 });
+    // What `bird -p` reads, in a directory of its own (the includes are relative): the changed
+    // files, and links to the running ones, which were just read and hold exactly these bytes;
+    // a route file only with the route lines BIRD does not run already.
+    const checkDir = join(staging, "check");
+    await mkdir(checkDir, { mode: 0o700 });
     for (const name of names) {
-      if (changedSet.has(name)) await writeFile(join(staging, name), options.files[name] as string, { flag: "wx", mode: 0o600 });
-      else await symlink(resolve(options.configDir, name), join(staging, name));
+      const text = options.files[name] as string;
+      const was = running.get(name) ?? null;
+      if (options.routeFiles?.(name) && was !== null) {
+        await writeFile(join(checkDir, name), linesToCheck(text, was), { flag: "wx", mode: 0o600 });
+      } else if (changedSet.has(name)) await symlink(join(staging, name), join(checkDir, name));
+      else await symlink(resolve(options.configDir, name), join(checkDir, name));
     }
-    let check = join(staging, options.entry);
+    let check = join(checkDir, options.entry);
     if (options.mode === "include") {
       // The include alone is not a config BIRD accepts when it has no protocol; a device
       // protocol in a wrapper makes it one, as the operator's bird.conf would.
-      check = join(staging, "rl-validate.conf");
+      check = join(checkDir, "rl-validate.conf");
       await writeFile(check, `protocol device {\n}\ninclude "${options.entry}";\n`, { flag: "wx", mode: 0o600 });
     }
     // bird -p took 0.64 s on 1,000,000 routes; the default 30 s leaves room for slow hosts.
@@ -217,16 +239,44 @@ async function restoreFiles(dir: string, names: readonly string[], had: Map<stri
   }
 }
 
-/** The file in `dir` holds exactly `text` (a symlink or anything unreadable does not). */
-function holds(dir: string, name: string, text: string): boolean {
+/**
+ * The text of a running file that is plain ASCII (every file we render is, but for a password
+ * or a description): ASCII bytes read as Latin-1 are their UTF-8 text, a copy, where decoding
+ * would cost a pass over every route. Null when there is none, it is a symlink, or not ASCII.
+ */
+function runningText(dir: string, name: string): string | null {
   try {
     const bytes = readFileNoFollowSync(join(dir, name));
-    // ASCII bytes read as Latin-1 are their UTF-8 text: a copy, where encoding `text` would
-    // cost a pass over every route of every file.
-    return isAscii(bytes) ? bytes.toString("latin1") === text : bytes.equals(Buffer.from(text, "utf8"));
+    return isAscii(bytes) ? bytes.toString("latin1") : null;
+  } catch {
+    return null;
+  }
+}
+
+/** The file in `dir` holds exactly `text` (a symlink or anything unreadable does not). */
+function holds(dir: string, name: string, text: string, ascii: string | null): boolean {
+  if (ascii !== null) return ascii === text;
+  try {
+    return readFileNoFollowSync(join(dir, name)).equals(Buffer.from(text, "utf8"));
   } catch {
     return false;
   }
+}
+
+const ROUTE_LINE = /^\s*route\s/;
+
+/**
+ * `text` with the route lines `running` has too left blank: BIRD parsed those when it took the
+ * running file, in the same protocol, so parsing them again tells nothing new. Every other line
+ * stays where it was, so the check still sees each protocol, its channel and its filter as they
+ * will run, and a refusal names the line of the real file.
+ */
+export function linesToCheck(text: string, running: string): string {
+  const known = new Set<string>();
+  for (const line of running.split("\n")) if (ROUTE_LINE.test(line)) known.add(line);
+  const lines = text.split("\n");
+  for (let i = 0; i < lines.length; i++) if (known.has(lines[i]!)) lines[i] = "";
+  return lines.join("\n");
 }
 
 /** Files an earlier apply wrote that the confirmed one no longer includes. */

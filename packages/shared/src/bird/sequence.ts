@@ -91,6 +91,7 @@ export async function loadBirdConfig<T>(deps: ApplyDeps, o: BirdSequenceOptions,
     stagingDir: o.stagingDir,
     timeoutSeconds,
     obsolete: (name) => isStaticFileName(rendered.include, name),
+    routeFiles: (name) => isStaticFileName(rendered.include, name),
     ...(o.beforeConfigure ? { beforeConfigure: o.beforeConfigure } : {}),
     ...(o.onStep ? { onStep: o.onStep } : {}),
   });

@@ -138,3 +138,35 @@ describe.skipIf(!birdInstalled)("validateBirdConfig with the real bird (skipped:
     expect(error.excerpt.split("\n").slice(1)).toEqual([" 3 |   route 10.0.0.1/8 blackhole;", "   |                  ^"]);
   });
 });
+
+describe.skipIf(!birdInstalled)("applyBirdConfig's check of route files with the real bird (skipped: bird not on PATH)", () => {
+  it("refuses a bad new route in a file whose other routes BIRD runs, naming its line in the real file", async () => {
+    const { applyBirdConfig } = await import("./apply.js");
+    const dir = mkdtempSync(join(tmpdir(), "rl-validate-routes-"));
+    onTestFinished(() => rmSync(dir, { recursive: true, force: true }));
+    const etc = join(dir, "etc");
+    execFileSync("mkdir", ["-p", etc]);
+    const main = 'router id 192.0.2.1;\nprotocol device {\n}\ninclude "st.conf";\n';
+    const routes = (...nets: string[]) => `protocol static st {\n  ipv4;\n${nets.map((n) => `  route ${n} blackhole;`).join("\n")}\n}\n`;
+    writeFileSync(join(etc, "bird.conf"), main);
+    writeFileSync(join(etc, "st.conf"), routes("10.0.0.0/8", "11.0.0.0/8", "12.0.0.0/8"));
+    const birdc = { close: () => undefined, command: async () => ({ code: 3, text: "", lines: [] }) };
+    const clock = { now: () => 0, sleep: async () => undefined };
+    const error = (await applyBirdConfig(
+      { birdc, runner: createProcessRunner(), clock },
+      {
+        files: { "bird.conf": main, "st.conf": routes("10.0.0.0/8", "11.0.0.0/8", "13.0.0.1/8", "12.0.0.0/8") },
+        entry: "bird.conf",
+        mode: "full",
+        configDir: etc,
+        stagingDir: join(dir, "staging"),
+        timeoutSeconds: 30,
+        routeFiles: (name) => name === "st.conf",
+      },
+    ).catch((e: unknown) => e)) as BirdConfigError;
+    expect(error).toBeInstanceOf(BirdConfigError);
+    expect(error.location?.line).toBe(5);
+    expect(error.birdMessage).toBe("Invalid IPv4 prefix 13.0.0.1/8, maybe you wanted 13.0.0.0/8");
+    expect(error.excerpt.split("\n").slice(1)).toEqual([" 5 |   route 13.0.0.1/8 blackhole;", "   |                  ^"]);
+  });
+});

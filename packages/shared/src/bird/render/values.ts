@@ -45,20 +45,51 @@ export function integer(value: unknown, min: number, max: number, path: string):
 export const asn = (value: unknown, path: string): number => integer(value, 1, 4294967295, path);
 export const port = (value: unknown, path: string): number => integer(value, 1, 65535, path);
 
+const V4_OK = 1;
+const V4_HOST_BITS = 2;
+const V4_OTHER = 0;
+
+/**
+ * `a.b.c.d/len` in its plain spelling (decimal octets without leading zeros, length 0-32):
+ * V4_OK when its host bits are clear, V4_HOST_BITS when not; V4_OTHER for anything else,
+ * which the full check then names.
+ */
+function scanV4Prefix(text: string): number {
+  let bits = 0;
+  let i = 0;
+  const n = text.length;
+  for (let octet = 0; octet < 5; octet++) {
+    const start = i;
+    let v = 0;
+    while (i < n) {
+      const c = text.charCodeAt(i);
+      if (c < 48 || c > 57) break;
+      v = v * 10 + (c - 48);
+      i++;
+    }
+    const digits = i - start;
+    if (digits === 0 || digits > 3 || (digits > 1 && text.charCodeAt(start) === 48)) return V4_OTHER;
+    if (octet < 4) {
+      if (v > 255 || i >= n || text.charCodeAt(i) !== (octet < 3 ? 46 : 47)) return V4_OTHER;
+      bits = ((bits << 8) | v) >>> 0;
+      i++;
+    } else {
+      if (v > 32 || i !== n) return V4_OTHER;
+      if (v < 32 && bits % 2 ** (32 - v) !== 0) return V4_HOST_BITS;
+      return V4_OK;
+    }
+  }
+  return V4_OTHER;
+}
+
 /** `a.b.c.d/len` or `x::/len`, host bits clear (BIRD refuses them: "Invalid IPv4 prefix"). */
 export function prefix(value: unknown, family: 4 | 6, path: string): string {
   if (family === 4 && typeof value === "string") {
-    // Fast path for the common case; measured 3x faster than split + isIPv4 on 1M prefixes.
-    const m = V4_PREFIX.exec(value);
-    if (m) {
-      const o = [m[1], m[2], m[3], m[4]].map(Number) as [number, number, number, number];
-      const len = Number(m[5]);
-      if (o.every((x) => x <= 255) && len <= 32) {
-        const bits = ((o[0] << 24) | (o[1] << 16) | (o[2] << 8) | o[3]) >>> 0;
-        if (len < 32 && bits % 2 ** (32 - len) !== 0) throw new RenderError(path, `${show(value)} has host bits set`);
-        return value;
-      }
-    }
+    // The common case, one pass over the characters without a regular expression or an array:
+    // a render checks every prefix of the revision (500k), and this was most of its time.
+    const v4 = scanV4Prefix(value);
+    if (v4 === V4_OK) return value;
+    if (v4 === V4_HOST_BITS) throw new RenderError(path, `${show(value)} has host bits set`);
   }
   const [address, len, extra] = typeof value === "string" ? value.split("/") : [];
   const max = family === 4 ? 32 : 128;
@@ -139,7 +170,6 @@ export function label(value: unknown, maxLength = 120): string {
     .slice(0, maxLength);
 }
 
-const V4_PREFIX = /^(0|[1-9]\d{0,2})\.(0|[1-9]\d{0,2})\.(0|[1-9]\d{0,2})\.(0|[1-9]\d{0,2})\/(0|[1-9]\d?)$/;
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 const PEER_PROTOCOL = /^rl_peer_([0-9a-f]{32})$/;
 
