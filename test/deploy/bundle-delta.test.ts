@@ -174,4 +174,17 @@ describe("rl-bundle/2 sections and deltas", () => {
     // A delta that is worth it is still built and stored.
     expect(await ensureDeltaSection(sql(), deps, tenant, second, await ensureFullSection(sql(), deps, tenant, second + 1))).not.toBeNull();
   });
+
+  it("the process that builds a section serves it from memory, without reading it back from the database", async () => {
+    await t.call(t.rootKey, "POST", `/v1/modules/${moduleId}/ip-range-entries`, { cidr: "15.0.0.0/16" });
+    const sixth = await refresh();
+    // Were the stream to read the stored section, it would find nothing to send.
+    await sql()`UPDATE bundle_sections SET body = ''::bytea WHERE revision_id = ${sixth} AND base_revision_id = 0`;
+    await applyAndWait(sixth);
+    const s = speakers[0]!;
+    const bytes = await bytesOf(s, sixth);
+    const verified = await verifyBundle(bytes, s.keys, { speakerId: s.id, tenantId: s.tenant, lastSequence: null, now: new Date() });
+    expect(verified.section).toBe("full");
+    expect(verified.payload.prefixes.v4).toContainEqual(["15.0.0.0/16", ["65000:100"]]);
+  });
 });

@@ -47,7 +47,9 @@ export class AgentGrpcClient {
 
   constructor(options: GrpcClientOptions) {
     this.#o = options;
-    this.#client = new options.service.Client(options.address, options.credentials);
+    // A bundle is megabytes: with HTTP/2's default 64 KiB window the controller waits for a
+    // window update every 64 KiB; 4 MiB lets it send a bundle in a few turns.
+    this.#client = new options.service.Client(options.address, options.credentials, { "grpc-node.flow_control_window": 4 * 1024 * 1024 });
   }
 
   /**

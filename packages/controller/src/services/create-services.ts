@@ -15,6 +15,7 @@ import { createDeployService, type DeployService } from "./deploy/deploy.js";
 import { createLocalBirdService } from "./deploy/local-bird.js";
 import { createNodeService } from "./deploy/node.js";
 import { createPeerService } from "./deploy/peers.js";
+import { createSectionCache, SECTION_CACHE_BYTES, type SectionCache } from "./deploy/section-cache.js";
 import { createSigningService } from "./deploy/signing.js";
 import { createSpeakerService } from "./deploy/speakers.js";
 import { createCdnSourceService } from "./ingest/cdn-sources.js";
@@ -58,6 +59,8 @@ export interface AppServices {
   speakers: ReturnType<typeof createSpeakerService>;
   peers: ReturnType<typeof createPeerService>;
   node: ReturnType<typeof createNodeService>;
+  /** The opened bundle sections this process keeps for GetBundle (shared by node and deploy). */
+  sections: SectionCache;
   maintenance: ReturnType<typeof createMaintenanceService>;
   localBird: ReturnType<typeof createLocalBirdService>;
   /** Refreshing modules: the module_ingest job's work. */
@@ -78,13 +81,17 @@ function deployServices(
 ) {
   const natsCredentials = createNatsCredentialService({ issuer: opts.natsIssuer ?? null, audit });
   const signing = createSigningService({ sql: opts.sql, audit, secrets: opts.secretBox, keyFile: opts.config.BUNDLE_SIGNING_KEY_FILE });
+  // Opened bundle sections, shared by the apply that builds them and the streams that serve them.
+  const sections = createSectionCache(SECTION_CACHE_BYTES);
   const grpcHost = opts.config.GRPC_HOST === "0.0.0.0" || opts.config.GRPC_HOST === "::" ? null : opts.config.GRPC_HOST;
   return {
     signing,
+    sections,
     natsCredentials,
     speakers: createSpeakerService({ audit, bus: opts.bus, onKeysChanged: authenticator.invalidate, caHash: opts.caHash ?? null }),
     peers: createPeerService({ audit, bus: opts.bus, secrets: opts.secretBox }),
     node: createNodeService({
+      sections,
       sql: opts.sql,
       bus: opts.bus,
       audit,
@@ -158,6 +165,14 @@ export function createServices(opts: {
     asnSource: opts.asnSource,
     secretBox: opts.secretBox,
   });
-  const deploy = createDeployService({ sql: opts.sql, bus: opts.bus, audit, signing: services.signing, revisions: opts.revisions, secretBox: opts.secretBox });
+  const deploy = createDeployService({
+    sql: opts.sql,
+    bus: opts.bus,
+    audit,
+    signing: services.signing,
+    revisions: opts.revisions,
+    secretBox: opts.secretBox,
+    sections: services.sections,
+  });
   return { ...services, maintenance, localBird, ingest, deploy, secretBox: opts.secretBox };
 }

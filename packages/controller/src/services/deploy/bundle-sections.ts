@@ -6,6 +6,7 @@ import { ENVELOPE_CHUNK_BYTES, openPieces, sealEnvelope } from "../../lib/sealed
 import type { SecretBox } from "../../lib/secret-box.js";
 import type { RevisionContent, RevisionFamily } from "../revisions/revision-content.js";
 import type { RevisionStore } from "../revisions/revision-store.js";
+import { type SectionCache, sectionKey } from "./section-cache.js";
 
 /*
  * The prefix sections of `rl-bundle/2`, built once per revision (and per base for a delta) and
@@ -18,6 +19,8 @@ export interface SectionDeps {
   revisions: RevisionStore;
   secretBox: SecretBox;
   sealChunkBytes?: number;
+  /** Where this process keeps the opened sections it serves: a section built here goes in as it is stored. */
+  sections?: SectionCache;
 }
 
 const column = (f: RevisionFamily): PrefixColumn => ({ length: f.length, prefixAt: (i) => f.prefixes[i]!, communitiesAt: (i) => f.tagAt(i).communities });
@@ -28,6 +31,8 @@ async function store(db: Db, deps: SectionDeps, tenantId: string, meta: Omit<Bun
   const chunk = deps.sealChunkBytes ?? ENVELOPE_CHUNK_BYTES;
   const row = { ...meta, size: body.length, chunk };
   await insertBundleSection(db, tenantId, { ...row, body: await sealEnvelope(deps.secretBox, body, chunk) });
+  // Named by its SHA-256: kept even if the transaction storing it rolls back, it is never wrong.
+  deps.sections?.put(sectionKey(tenantId, meta), body);
   // Another replica may have stored the same section first: its row is the one to stream.
   return (await findBundleSection(db, tenantId, meta.revision_id, meta.base_revision_id)) ?? row;
 }

@@ -22,6 +22,7 @@ import { MASKED_SECRET, type SecretBox } from "../../lib/secret-box.js";
 import { readTenantSettings } from "../operations/settings.js";
 import type { RevisionStore } from "../revisions/revision-store.js";
 import { ensureDeltaSection, ensureFullSection, openFullSection } from "./bundle-sections.js";
+import type { SectionCache } from "./section-cache.js";
 import type { SigningService } from "./signing.js";
 
 export interface BundleDeps {
@@ -34,6 +35,8 @@ export interface BundleDeps {
   secretBox: SecretBox;
   /** Plain bytes per sealed piece of the stored envelope (tests make it small to cross pieces). */
   sealChunkBytes?: number;
+  /** The opened sections GetBundle serves in this process: a section built here goes in as it is stored. */
+  sections?: SectionCache;
 }
 
 /** How a peer's stored password appears in the peers of a bundle or a preview. */

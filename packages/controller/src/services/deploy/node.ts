@@ -16,6 +16,7 @@ import { mintApiKey } from "../access/api-keys.js";
 import type { AuditWriter } from "../access/audit.js";
 import type { Principal } from "../access/context.js";
 import type { NatsCredentialService } from "../access/nats-credentials.js";
+import { createSectionCache, SECTION_CACHE_BYTES, type SectionCache, sectionKey } from "./section-cache.js";
 import type { SigningService } from "./signing.js";
 import { hashToken } from "./speakers.js";
 
@@ -49,54 +50,6 @@ function assertReportTimes(body: StatusReportBody): void {
 type Gone = () => NotFoundError;
 
 /**
- * The opened prefix sections last served, by tenant, revision, base and SHA-256, up to
- * `maxBytes` together (least recently used out first). A section never changes once stored, and
- * an apply sends the same one to every speaker: without this each GetBundle read it from the
- * database (hex-encoded bytea, parsed) and opened it again, a thousand times for one apply.
- * A read in flight is shared by the streams that ask meanwhile.
- */
-export function createSectionCache(maxBytes: number) {
-  const entries = new Map<string, { plain: Promise<Buffer>; size: number }>();
-  let held = 0;
-  return {
-    /** Whether a section of `size` plain bytes is kept: at most half the budget. */
-    keeps: (size: number) => size <= maxBytes / 2,
-    /** The plain section, from the cache or from `read`. */
-    get(key: string, size: number, read: () => Promise<Buffer>): Promise<Buffer> {
-      const hit = entries.get(key);
-      if (hit) {
-        entries.delete(key);
-        entries.set(key, hit);
-        return hit.plain;
-      }
-      const plain = read();
-      if (size > maxBytes / 2) return plain;
-      const entry = { plain, size };
-      entries.set(key, entry);
-      held += size;
-      for (const [k, e] of entries) {
-        if (held <= maxBytes) break;
-        entries.delete(k);
-        held -= e.size;
-      }
-      // A failed read is not kept: the next stream reads again.
-      plain.catch(() => {
-        if (entries.get(key) === entry) {
-          entries.delete(key);
-          held -= size;
-        }
-      });
-      return plain;
-    },
-  };
-}
-
-export type SectionCache = ReturnType<typeof createSectionCache>;
-
-/** Opened sections kept per process by default: a few revisions' worth, or one large one. */
-const SECTION_CACHE_BYTES = 64 * 1024 * 1024;
-
-/**
  * Format 2: the head (opened once, a few KiB) and then the revision's section, shared by every
  * speaker and opened once for all of them (the cache).
  */
@@ -119,7 +72,7 @@ async function readerV2Of(box: SecretBox, db: Db, tenantId: string, revisionId: 
     return plain.subarray(range.skip, range.skip + Math.min(length, section.size - at));
   };
   // Too large to keep (a stream then holds about one chunk of it, not all of it).
-  const key = `${tenantId}/${revisionId}/${section.base_revision_id}/${section.sha256}`;
+  const key = sectionKey(tenantId, { revision_id: revisionId, ...section });
   const whole = sections.keeps(section.size) ? await sections.get(key, section.size, () => readSlice(0, section.size)) : null;
   return {
     revision_id: revisionId,

@@ -1,0 +1,62 @@
+/** Opened sections kept per process by default: a few revisions' worth, or one large one. */
+export const SECTION_CACHE_BYTES = 64 * 1024 * 1024;
+
+/** A stored section's name in the cache: its tenant, revision, base and SHA-256 (a section never changes). */
+export const sectionKey = (tenantId: string, s: { revision_id: number; base_revision_id: number; sha256: string }) =>
+  `${tenantId}/${s.revision_id}/${s.base_revision_id}/${s.sha256}`;
+
+/**
+ * The opened prefix sections last built or served, by {@link sectionKey}, up to `maxBytes`
+ * together (least recently used out first). A section never changes once stored, and an apply
+ * sends the same one to every speaker: without this each GetBundle read it from the database
+ * (hex-encoded bytea, parsed: most of a second for 12 MiB) and opened it again, a thousand times
+ * for one apply. The process that builds a section keeps it here as it stores it, so the first
+ * agent to fetch it does not wait for that read either. A read in flight is shared by the
+ * streams that ask meanwhile.
+ */
+export function createSectionCache(maxBytes: number) {
+  const entries = new Map<string, { plain: Promise<Buffer>; size: number }>();
+  let held = 0;
+  const keeps = (size: number) => size <= maxBytes / 2;
+  const add = (key: string, entry: { plain: Promise<Buffer>; size: number }) => {
+    entries.set(key, entry);
+    held += entry.size;
+    for (const [k, e] of entries) {
+      if (held <= maxBytes) break;
+      entries.delete(k);
+      held -= e.size;
+    }
+  };
+  return {
+    /** Whether a section of `size` plain bytes is kept: at most half the budget. */
+    keeps,
+    /** The plain section, from the cache or from `read`. */
+    get(key: string, size: number, read: () => Promise<Buffer>): Promise<Buffer> {
+      const hit = entries.get(key);
+      if (hit) {
+        entries.delete(key);
+        entries.set(key, hit);
+        return hit.plain;
+      }
+      const plain = read();
+      if (!keeps(size)) return plain;
+      const entry = { plain, size };
+      add(key, entry);
+      // A failed read is not kept: the next stream reads again.
+      plain.catch(() => {
+        if (entries.get(key) === entry) {
+          entries.delete(key);
+          held -= size;
+        }
+      });
+      return plain;
+    },
+    /** A section just built (its plain bytes), kept for the streams that will ask for it. */
+    put(key: string, plain: Buffer): void {
+      if (!keeps(plain.length) || entries.has(key)) return;
+      add(key, { plain: Promise.resolve(plain), size: plain.length });
+    },
+  };
+}
+
+export type SectionCache = ReturnType<typeof createSectionCache>;
