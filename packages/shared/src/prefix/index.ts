@@ -44,8 +44,8 @@ export {
   valueToWords,
   wordsToValue,
 } from "./ip-value.js";
-export type { PrefixIndex } from "./prefix-index.js";
-export { buildPrefixIndex } from "./prefix-index.js";
+export type { PrefixIndex, PrefixTextIndex } from "./prefix-index.js";
+export { buildPrefixIndex, buildPrefixTextIndex } from "./prefix-index.js";
 export type { PrefixTables } from "./prefix-table.js";
 export {
   comparePrefixes,

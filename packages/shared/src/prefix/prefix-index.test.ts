@@ -1,6 +1,6 @@
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
-import { buildPrefixIndex, PrefixError, parseAddress } from "./index.js";
+import { buildPrefixIndex, buildPrefixTextIndex, formatAddress, PrefixError, parseAddress } from "./index.js";
 
 interface Item {
   prefix: string;
@@ -118,6 +118,103 @@ describe("buildPrefixIndex - against a linear scan", () => {
   });
 
   it("prefixIndex - agrees on indexes large enough for the radix sort", () => {
+    fc.assert(fc.property(fc.array(fc.oneof(v4, v6), { minLength: 4200, maxLength: 5000 }), addresses, check), { numRuns: 10 });
+  });
+});
+
+describe("buildPrefixTextIndex - examples", () => {
+  const texts = ["10.0.0.0/8", "10.1.2.3/16", "10.1.2.0/24", "10.1.0.0/16", "0.0.0.0/0", "2001:DB8::/32", "2001:db8::1", "2001:0db8:0:0::/48", "2001:db8::/48"];
+  const index = buildPrefixTextIndex(texts);
+
+  it("prefixTextIndex - lookup gives the positions of every containing text, shortest first, equal prefixes in input order", () => {
+    expect(index.lookup("10.1.2.3")).toEqual([4, 0, 1, 3, 2]);
+    expect(index.lookup("10.1.3.3")).toEqual([4, 0, 1, 3]);
+    expect(index.lookup("11.0.0.0")).toEqual([4]);
+    expect(index.lookup("2001:db8::1")).toEqual([5, 7, 8, 6]);
+    expect(index.lookup(parseAddress("2001:db9::"))).toEqual([]);
+    expect(index.size).toBe(9);
+  });
+
+  it("prefixTextIndex - longest gives the first position of the longest containing prefix, or -1", () => {
+    expect(index.longest("10.1.200.1")).toBe(1);
+    expect(index.longest("10.1.2.255")).toBe(2);
+    expect(index.longest("2001:db8::2")).toBe(7);
+    expect(index.longest("::1")).toBe(-1);
+    expect(index.longest("::ffff:10.1.2.3")).toBe(-1);
+  });
+
+  it("prefixTextIndex - text gives back each text exactly as given, canonical or not", () => {
+    expect(texts.map((_, i) => index.text(i))).toEqual(texts);
+    expect(() => index.text(9)).toThrow(RangeError);
+    expect(() => index.text(-1)).toThrow(RangeError);
+  });
+
+  it("prefixTextIndex - keeps no string for a canonical text", () => {
+    const canonical = Array.from({ length: 1000 }, (_, i) => `10.${i >> 8}.${i & 255}.0/24`);
+    const plain = buildPrefixTextIndex(canonical);
+    const given = buildPrefixTextIndex(canonical.map((t) => t.replace(".0/24", ".1/24")));
+    // The second keeps every text (host bits set): the difference is what the texts cost.
+    expect(given.bytes - plain.bytes).toBe(1000 * 100);
+    expect(plain.text(999)).toBe("10.3.231.0/24");
+    expect(given.text(999)).toBe("10.3.231.1/24");
+  });
+
+  it("prefixTextIndex - an empty index finds nothing; garbage throws", () => {
+    const empty = buildPrefixTextIndex([]);
+    expect(empty.lookup("10.0.0.1")).toEqual([]);
+    expect(empty.longest("::")).toBe(-1);
+    expect(() => buildPrefixTextIndex(["10.0.0.0/8", "nope"])).toThrow(PrefixError);
+  });
+});
+
+describe("buildPrefixTextIndex - against a linear scan", () => {
+  const octet = fc.nat(255);
+  const v4 = fc.oneof(
+    // canonical, host bits set, or a bare address
+    fc.tuple(fc.nat(3), octet, fc.integer({ min: 8, max: 32 })).map(([b, c, len]) => {
+      const host = 32 - len;
+      const v = (((10 << 24) | (b << 16) | (c << 8) | ((b * 37 + c) & 255)) >>> host) * 2 ** host;
+      return `${[24, 16, 8, 0].map((s) => Math.floor(v / 2 ** s) % 256).join(".")}/${len}`;
+    }),
+    fc.tuple(fc.nat(3), octet, octet, fc.integer({ min: 0, max: 32 })).map(([b, c, d, len]) => `10.${b}.${c}.${d}/${len}`),
+    fc.tuple(fc.nat(3), octet, octet).map(([b, c, d]) => `10.${b}.${c}.${d}`),
+  );
+  const v6 = fc.tuple(fc.nat(3), fc.nat(15), fc.integer({ min: 0, max: 128 }), fc.constantFrom("full", "short", "upper", "bare")).map(([a, b, len, form]) => {
+    if (form === "bare") return `2001:db8:${a}::${b.toString(16)}`;
+    const full = (value(`2001:db8:${a}::${b.toString(16)}`)[1] >> BigInt(128 - len)) << BigInt(128 - len);
+    const groups = Array.from({ length: 8 }, (_, k) => ((full >> BigInt(112 - 16 * k)) & 0xffffn).toString(16));
+    if (form === "full") return `${groups.join(":")}/${len}`;
+    const short = `${formatAddress({ family: 6, words: Uint32Array.from([0, 1, 2, 3], (w) => Number((full >> BigInt(96 - 32 * w)) & 0xffffffffn)) })}/${len}`;
+    return form === "upper" ? short.toUpperCase() : short;
+  });
+  const addresses = fc.array(
+    fc.oneof(
+      fc.tuple(fc.nat(4), octet, octet).map(([b, c, d]) => `10.${b}.${c}.${d}`),
+      fc.tuple(fc.nat(4), fc.nat(16)).map(([a, b]) => `2001:db8:${a}::${b.toString(16)}`),
+    ),
+    { minLength: 1, maxLength: 30 },
+  );
+  const lengthOf = (text: string) => Number(text.split("/")[1] ?? (text.includes(":") ? 128 : 32));
+  const check = (texts: string[], queries: string[]) => {
+    const index = buildPrefixTextIndex(texts);
+    expect(texts.map((_, i) => index.text(i))).toEqual(texts);
+    for (const q of queries) {
+      const want = texts
+        .map((text, i) => ({ text, i }))
+        .filter(({ text }) => inPrefix(text.includes("/") ? text : `${text}/${lengthOf(text)}`, q))
+        .sort((a, b) => lengthOf(a.text) - lengthOf(b.text) || a.i - b.i)
+        .map(({ i }) => i);
+      expect(index.lookup(q)).toEqual(want);
+      const longest = want.at(-1);
+      expect(index.longest(q)).toBe(longest === undefined ? -1 : want.find((i) => lengthOf(texts[i]!) === lengthOf(texts[longest]!)));
+    }
+  };
+
+  it("prefixTextIndex - lookup, longest and text agree with the texts", () => {
+    fc.assert(fc.property(fc.array(fc.oneof(v4, v6), { maxLength: 60 }), addresses, check), { numRuns: 800 });
+  });
+
+  it("prefixTextIndex - agrees on indexes large enough for the radix sort", () => {
     fc.assert(fc.property(fc.array(fc.oneof(v4, v6), { minLength: 4200, maxLength: 5000 }), addresses, check), { numRuns: 10 });
   });
 });

@@ -1,3 +1,4 @@
+import { formatIPv4, formatIPv6 } from "./address.js";
 import type { Address } from "./cidr.js";
 import { parseAddress } from "./cidr.js";
 import { type PrefixList, parsePrefixList } from "./prefix-list.js";
@@ -122,24 +123,106 @@ export function buildPrefixIndex<T>(items: readonly T[], prefixOf: (item: T) => 
   }
   const families = [new FamilyIndex(v4, itemOf4), new FamilyIndex(v6, itemOf6)] as const;
 
-  const resolve = (address: string | Address): { index: FamilyIndex; group: number } => {
-    const a = typeof address === "string" ? parseAddress(address) : address;
-    const index = families[a.family === 4 ? 0 : 1];
-    return { index, group: index.find(a.words) };
-  };
   return {
     size: items.length,
     lookup(address) {
-      const { index, group } = resolve(address);
-      const found: T[] = [];
-      for (let g = group; g >= 0; g = index.parent[g]!) {
-        for (let k = index.first[g + 1]! - 1; k >= index.first[g]!; k--) found.push(items[index.members[k]!]!);
-      }
-      return found.reverse();
+      return containing(families, address).map((i) => items[i]!);
     },
     longest(address) {
-      const { index, group } = resolve(address);
-      return group < 0 ? undefined : items[index.members[index.first[group]!]!];
+      const i = longestOf(families, address);
+      return i < 0 ? undefined : items[i];
+    },
+  };
+}
+
+/** The family index of `address` and the deepest group in it that contains the address (-1 for none). */
+function resolve(families: readonly [FamilyIndex, FamilyIndex], address: string | Address): { index: FamilyIndex; group: number } {
+  const a = typeof address === "string" ? parseAddress(address) : address;
+  const index = families[a.family === 4 ? 0 : 1];
+  return { index, group: index.find(a.words) };
+}
+
+/** Items whose prefix contains `address`, shortest prefix first, equal prefixes in input order. */
+function containing(families: readonly [FamilyIndex, FamilyIndex], address: string | Address): number[] {
+  const { index, group } = resolve(families, address);
+  const found: number[] = [];
+  for (let g = group; g >= 0; g = index.parent[g]!) {
+    for (let k = index.first[g + 1]! - 1; k >= index.first[g]!; k--) found.push(index.members[k]!);
+  }
+  return found.reverse();
+}
+
+/** The first item with the longest prefix that contains `address`, or -1. */
+function longestOf(families: readonly [FamilyIndex, FamilyIndex], address: string | Address): number {
+  const { index, group } = resolve(families, address);
+  return group < 0 ? -1 : index.members[index.first[group]!]!;
+}
+
+/**
+ * Longest-prefix-match over prefix texts that answers with the texts' positions and keeps no
+ * string or object per prefix: the texts are parsed into packed words and lengths, and the text
+ * of a position is written anew from them when asked for (`text`). A text that is not the
+ * canonical form of its prefix (host bits set, a bare address, IPv6 not in RFC 5952 form) is
+ * kept as given, so `text(i)` is always exactly `texts[i]`. For indexes held a long time over
+ * a million prefixes: a million strings are a million objects that every full collection of the
+ * heap walks, where this layout is a dozen typed arrays (~40 bytes an IPv4 prefix, ~80 an IPv6).
+ */
+export interface PrefixTextIndex {
+  /** Number of texts. */
+  readonly size: number;
+  /** Positions of every text whose prefix contains `address`, shortest prefix first (equal prefixes in input order). */
+  lookup(address: string | Address): number[];
+  /** Position of the first text with the longest prefix that contains `address`, or -1. */
+  longest(address: string | Address): number;
+  /** texts[i] as it was given. */
+  text(i: number): string;
+  /** Bytes held: the typed arrays, and the texts kept because they were not canonical. */
+  readonly bytes: number;
+}
+
+/** Bytes counted for a text kept as given: the string and its entry in the map. */
+const BYTES_PER_KEPT_TEXT = 100;
+
+/** Builds a PrefixTextIndex (text that is not a prefix throws PrefixError); holds no reference to `texts`. */
+export function buildPrefixTextIndex(texts: readonly string[]): PrefixTextIndex {
+  const n = texts.length;
+  const familyOfText = new Uint8Array(n);
+  const { v4, v6 } = parsePrefixList(texts, familyOfText);
+  const rowOf = new Int32Array(n);
+  const itemOf4 = new Int32Array(v4.count);
+  const itemOf6 = new Int32Array(v6.count);
+  const kept = new Map<number, string>();
+  let n4 = 0;
+  let n6 = 0;
+  for (let i = 0; i < n; i++) {
+    const v4Text = familyOfText[i] === 4;
+    const row = v4Text ? n4++ : n6++;
+    (v4Text ? itemOf4 : itemOf6)[row] = i;
+    rowOf[i] = row;
+    if ((v4Text ? v4.src : v6.src)![row]! < 0) kept.set(i, texts[i]!);
+  }
+  const families = [new FamilyIndex(v4, itemOf4), new FamilyIndex(v6, itemOf6)] as const;
+  // Copies cut to size: the lists have spare room, and they refer to `texts` (their source).
+  const words4 = v4.words.slice(0, v4.count);
+  const lens4 = v4.lens.slice(0, v4.count);
+  const words6 = v6.words.slice(0, v6.count * 4);
+  const lens6 = v6.lens.slice(0, v6.count);
+  let bytes = rowOf.byteLength + familyOfText.byteLength + words4.byteLength + lens4.byteLength + words6.byteLength + lens6.byteLength;
+  for (const f of families) {
+    bytes += f.bounds.byteLength + f.deepest.byteLength + f.members.byteLength + f.first.byteLength + f.parent.byteLength;
+  }
+  bytes += kept.size * BYTES_PER_KEPT_TEXT;
+  return {
+    size: n,
+    bytes,
+    lookup: (address) => containing(families, address),
+    longest: (address) => longestOf(families, address),
+    text(i) {
+      if (!(i >= 0 && i < n)) throw new RangeError(`no text at ${i} (size ${n})`);
+      const given = kept.get(i);
+      if (given !== undefined) return given;
+      const row = rowOf[i]!;
+      return familyOfText[i] === 4 ? `${formatIPv4(words4, row)}/${lens4[row]}` : `${formatIPv6(words6, row * 4)}/${lens6[row]}`;
     },
   };
 }
