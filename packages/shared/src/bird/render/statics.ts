@@ -42,7 +42,9 @@ export interface StaticsOut {
 interface Group {
   key: string;
   set: Community[];
+  /** The prefixes as given (what the cache compares). */
   nets: string[];
+  /** The prefixes as checked and written (a route each). */
   routes: string[];
   /** The text of the last render, when its prefixes are the same. */
   reused: CachedGroup | null;
@@ -125,7 +127,7 @@ function renderFamily(
     let group = byArray.get(entry[1]);
     if (!group) byArray.set(entry[1], (group = groupOf(entry[1], `prefixes.${key}[${i}]`)));
     group.nets.push(entry[0]);
-    if (eager) group.routes.push(`  route ${net} ${kind};`);
+    if (eager) group.routes.push(net);
     else member[i] = group;
   }
   for (const group of groups.values()) {
@@ -136,12 +138,12 @@ function renderFamily(
   // prefixes were checked when its text was written.
   for (let i = 0; !eager && i < prefixes.length; i++) {
     const group = member[i] as Group;
-    if (!group.reused) group.routes.push(`  route ${prefix(prefixes[i]?.[0], family, `prefixes.${key}[${i}]`)} ${kind};`);
+    if (!group.reused) group.routes.push(prefix(prefixes[i]?.[0], family, `prefixes.${key}[${i}]`));
   }
   const names = new Set<string>();
   const sorted = [...groups.values()].sort((a, b) => compareSets(a.set, b.set));
   for (const group of sorted) {
-    const made = group.reused ?? writeGroup(group, family, titles);
+    const made = group.reused ?? writeGroup(group, family, kind, titles);
     if (names.has(made.name)) throw new RenderError(`prefixes.${key}`, `two community sets hash to ${made.name}`);
     names.add(made.name);
     next.set(`${family} ${group.key}`, made);
@@ -155,7 +157,7 @@ function renderFamily(
   }
 }
 
-function writeGroup(group: Group, family: 4 | 6, titles: Map<string, string>): CachedGroup {
+function writeGroup(group: Group, family: 4 | 6, kind: string, titles: Map<string, string>): CachedGroup {
   // Named after a hash of the set, not its position: a set keeps its protocol from one
   // revision to the next, so BIRD's reconfigure diffs routes instead of replacing protocols.
   const name = `rl_static${family}_${createHash("sha256").update(group.key).digest("hex").slice(0, 12)}`;
@@ -166,16 +168,16 @@ function writeGroup(group: Group, family: 4 | 6, titles: Map<string, string>): C
   const actions = group.set.map((c) =>
     c.kind === "standard" ? `bgp_community.add(${communityLiteral(c)}); ` : `bgp_large_community.add(${communityLiteral(c)}); `,
   );
-  const routes = group.routes;
-  const lines = [
-    `# ${routes.length} IPv${family} prefix${routes.length === 1 ? "" : "es"} with ${described.join(", ") || "no community"}`,
+  const nets = group.routes;
+  const head = [
+    `# ${nets.length} IPv${family} prefix${nets.length === 1 ? "" : "es"} with ${described.join(", ") || "no community"}`,
     `protocol static ${name} {`,
     `  ipv${family} { table ${family === 4 ? TABLE_V4 : TABLE_V6}; import ${actions.length > 0 ? `filter { ${actions.join("")}accept; }` : "all"}; };`,
-  ];
-  // A loop, not a spread: a spread of a million routes overflows the call stack.
-  for (const route of routes) lines.push(route);
-  lines.push("}");
-  return { nets: group.nets, body: lines.join("\n"), name };
+  ].join("\n");
+  // One join over the prefixes writes every `  route <prefix> <kind>;` line: no string a route
+  // (500k of them were most of a render's garbage).
+  const routes = nets.length > 0 ? `\n  route ${nets.join(` ${kind};\n  route `)} ${kind};` : "";
+  return { nets: group.nets, body: `${head}${routes}\n}`, name };
 }
 
 /**
