@@ -2,9 +2,10 @@ import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync
 import { readdir } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import fc from "fast-check";
 import { afterEach, describe, expect, it } from "vitest";
 import type { Clock } from "../time.js";
-import { type ApplyOptions, applyBirdConfig } from "./apply.js";
+import { type ApplyOptions, applyBirdConfig, linesToCheck } from "./apply.js";
 import { type BirdControl, BirdError, type BirdReply } from "./birdc.js";
 import type { ProcessRunner } from "./validate.js";
 
@@ -223,5 +224,34 @@ describe("applyBirdConfig - what bird -p reads", () => {
     const runner = readingRunner();
     await applyBirdConfig({ birdc: fakeBird(), runner, clock: clock() }, o);
     for (const name of ["a.conf", "b.conf", "c.conf", "bird.conf"]) expect(runner.seen[name]).toBe(o.files[name]);
+  });
+});
+
+describe("linesToCheck", () => {
+  /** The plain rule: a route line of the new text that is also a route line of the running one is left blank. */
+  function model(text: string, running: string): string {
+    const isRoute = (line: string) => /^[ \t]*route[ \t]/.test(line);
+    const known = new Set(running.split("\n").filter(isRoute));
+    return text
+      .split("\n")
+      .map((line) => (isRoute(line) && known.has(line) ? "" : line))
+      .join("\n");
+  }
+  const line = fc.oneof(
+    fc.constantFrom("  route 10.0.0.0/8 blackhole;", "  route 10.0.0.0/8 unreachable;", "\troute 11.0.0.0/8 blackhole;", "route 12.0.0.0/8 blackhole;"),
+    fc.integer({ min: 0, max: 40 }).map((i) => `  route 10.${i}.0.0/16 blackhole;`),
+    fc.constantFrom("protocol static st {", "  ipv4;", "}", "", "  routes 1;", "  route", "  route ", "# route 10.0.0.0/8 blackhole;"),
+    fc.string({ maxLength: 12 }).filter((s) => !s.includes("\n")),
+  );
+  const file = fc.array(line, { maxLength: 60 }).map((lines) => lines.join("\n"));
+
+  it("leaves blank exactly the route lines the running file has, whatever the lines", () => {
+    fc.assert(
+      fc.property(file, file, fc.boolean(), (text, running, shareSome) => {
+        const base = shareSome ? `${running}\n${text.split("\n").slice(0, 5).join("\n")}` : running;
+        expect(linesToCheck(text, base)).toBe(model(text, base));
+      }),
+      { numRuns: 2000 },
+    );
   });
 });
