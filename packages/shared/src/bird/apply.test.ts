@@ -219,6 +219,16 @@ describe("applyBirdConfig - what bird -p reads", () => {
     for (const name of ["a.conf", "b.conf", "c.conf", "bird.conf"]) expect(readFileSync(join(o.configDir, name), "utf8")).toBe(o.files[name]);
   });
 
+  it("checks whole a route file that grew more than eightfold (a first big apply: few of its lines run already)", async () => {
+    const o = routeSetup();
+    const many = Array.from({ length: 40 }, (_, i) => `10.${i}.0.0/16`);
+    o.files["b.conf"] = routeFile("20.0.0.0/8", ...many);
+    const runner = readingRunner();
+    await applyBirdConfig({ birdc: fakeBird(), runner, clock: clock() }, o);
+    expect(runner.seen["b.conf"]).toBe(o.files["b.conf"]);
+    expect(runner.seen["a.conf"]).toBe(`${header}\n\n\n  route 13.0.0.0/8 blackhole;\n}\n`);
+  });
+
   it("without routeFiles, checks every line of every file", async () => {
     const { routeFiles: _, ...o } = routeSetup();
     const runner = readingRunner();

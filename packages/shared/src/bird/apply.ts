@@ -123,7 +123,9 @@ export async function applyBirdConfig(deps: ApplyDeps, options: ApplyOptions): P
     for (const name of names) {
       const text = options.files[name] as string;
       const was = running.get(name) ?? null;
-      if (options.routeFiles?.(name) && was !== null) {
+      // A running file an eighth the size of the new one or less (a first big apply) has too
+      // few of its lines to be worth the comparison: the new one is checked whole.
+      if (options.routeFiles?.(name) && was !== null && was.length * 8 > text.length) {
         await writeFile(join(checkDir, name), linesToCheck(text, was), { flag: "wx", mode: 0o600 });
       } else if (changedSet.has(name)) await symlink(join(staging, name), join(checkDir, name));
       else await symlink(resolve(options.configDir, name), join(checkDir, name));
