@@ -271,12 +271,19 @@ function holds(dir: string, name: string, text: string, ascii: string | null): b
  * stays where it was, so the check still sees each protocol, its channel and its filter as they
  * will run, and a refusal names the line of the real file.
  *
- * Half a million lines each side: the running file's route lines go into a table of their
- * offsets by a hash of their characters, and each line of `text` is looked up there and compared
- * character by character; no string is made a line (a Set of split lines took about a second).
+ * Half a million lines each side, in the same order but for what changed: each line is compared
+ * character by character with the running file's next lines (`lookahead` of them), so a sparse
+ * change costs one pass over both texts. After `misses` route lines in a row found nowhere near,
+ * the running file's route lines go into a table by hash and every later line is looked up
+ * there. No string is made a line (a Set of split lines took about a second).
  */
-export function linesToCheck(text: string, running: string): string {
-  const table = new LineTable(running);
+export function linesToCheck(text: string, running: string, tuning: { lookahead?: number; misses?: number } = {}): string {
+  const lookahead = tuning.lookahead ?? 32;
+  const maxMisses = tuning.misses ?? 64;
+  let table: LineTable | null = null;
+  let misses = 0;
+  /** Where the running file's next line starts (past its end: none left). */
+  let next = 0;
   const out: string[] = [];
   /** Where the run of lines kept as they are starts, and how many blank lines wait to be written. */
   let keptFrom = 0;
@@ -284,7 +291,26 @@ export function linesToCheck(text: string, running: string): string {
   for (let at = 0; at <= text.length; ) {
     let end = text.indexOf("\n", at);
     if (end < 0) end = text.length;
-    if (isRouteLine(text, at, end) && table.has(text, at, end)) {
+    let known = false;
+    if (isRouteLine(text, at, end)) {
+      if (table) known = table.has(text, at, end);
+      else {
+        const found = findNear(running, next, lookahead, text, at, end);
+        if (found >= 0) {
+          known = true;
+          misses = 0;
+          next = found;
+        } else if (++misses > maxMisses) {
+          table = new LineTable(running);
+          known = table.has(text, at, end);
+        }
+      }
+    } else if (!table) {
+      // A line of the protocol around the routes: the running file's copy of it is passed by too.
+      const found = findNear(running, next, lookahead, text, at, end);
+      if (found >= 0) next = found;
+    }
+    if (known) {
       if (keptFrom < at) {
         if (blanks > 0) out.push("\n".repeat(blanks));
         blanks = 0;
@@ -299,6 +325,25 @@ export function linesToCheck(text: string, running: string): string {
   if (blanks > 0) out.push("\n".repeat(blanks));
   if (keptFrom < text.length) out.push(text.slice(keptFrom));
   return out.join("");
+}
+
+/**
+ * Among the `lines` lines of `s` from `from`, the one equal to `t[at, end)`: where the line after
+ * it starts, or -1.
+ */
+function findNear(s: string, from: number, lines: number, t: string, at: number, end: number): number {
+  const length = end - at;
+  for (let k = 0, p = from; k < lines && p <= s.length; k++) {
+    let e = s.indexOf("\n", p);
+    if (e < 0) e = s.length;
+    if (e - p === length) {
+      let i = 0;
+      while (i < length && s.charCodeAt(p + i) === t.charCodeAt(at + i)) i++;
+      if (i === length) return e + 1;
+    }
+    p = e + 1;
+  }
+  return -1;
 }
 
 /** `route` after the line's leading blanks, then a blank: a static route statement. */
