@@ -273,7 +273,7 @@ describe("linesToCheck", () => {
         const expected = model(text, running).split("\n");
         expect(out).toHaveLength(lines.length);
         // Each line is either kept as it is, or blank where the plain rule blanks it.
-        out.forEach((line, i) => expect(line === lines[i] || (line === "" && expected[i] === "")).toBe(true));
+        for (const [i, line] of out.entries()) expect(line === lines[i] || (line === "" && expected[i] === "")).toBe(true);
       }),
       { numRuns: 2000 },
     );
