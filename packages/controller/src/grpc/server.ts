@@ -72,7 +72,15 @@ export async function listenGrpc(options: GrpcListenOptions): Promise<GrpcListen
     // grpc-js has no option for the TLS handshake timeout (Node's default is 120 s); its
     // credentials hand this object to tls.createServer as is.
     const constructorOptions = (credentials as unknown as { _getConstructorOptions?: () => Record<string, unknown> | null })._getConstructorOptions?.();
-    if (constructorOptions) constructorOptions.handshakeTimeout = limits.handshakeMs;
+    if (constructorOptions) {
+      constructorOptions.handshakeTimeout = limits.handshakeMs;
+      // No HPACK dynamic tables, either way: each connection's tables would hold the headers of
+      // its calls (about 1.3 KiB a connection, measured), and an agent makes a few calls an
+      // apply, for which headers sent in full cost a few hundred bytes. These settings replace
+      // the ones grpc-js derives from its options, hence the stream limit here too.
+      constructorOptions.settings = { maxConcurrentStreams: limits.maxStreams, headerTableSize: 0 };
+      constructorOptions.maxDeflateDynamicTableSize = 0;
+    }
   }
   const server = new grpc.Server({
     // Bundles travel in chunks of at most 1 MiB.

@@ -48,16 +48,13 @@ export const port = (value: unknown, path: string): number => integer(value, 1, 
 /** `a.b.c.d/len` or `x::/len`, host bits clear (BIRD refuses them: "Invalid IPv4 prefix"). */
 export function prefix(value: unknown, family: 4 | 6, path: string): string {
   if (family === 4 && typeof value === "string") {
-    // Fast path for the common case; measured 3x faster than split + isIPv4 on 1M prefixes.
-    const m = V4_PREFIX.exec(value);
-    if (m) {
-      const o = [m[1], m[2], m[3], m[4]].map(Number) as [number, number, number, number];
-      const len = Number(m[5]);
-      if (o.every((x) => x <= 255) && len <= 32) {
-        const bits = ((o[0] << 24) | (o[1] << 16) | (o[2] << 8) | o[3]) >>> 0;
-        if (len < 32 && bits % 2 ** (32 - len) !== 0) throw new RenderError(path, `${show(value)} has host bits set`);
-        return value;
-      }
+    // Fast path for the common case: every route line of a render passes here.
+    const bits = v4PrefixBits(value);
+    if (bits >= 0) {
+      const len = bits & 0x3f;
+      const address = (bits - len) / 64;
+      if (len < 32 && address % 2 ** (32 - len) !== 0) throw new RenderError(path, `${show(value)} has host bits set`);
+      return value;
     }
   }
   const [address, len, extra] = typeof value === "string" ? value.split("/") : [];
@@ -74,6 +71,40 @@ export function prefix(value: unknown, family: 4 | 6, path: string): string {
     throw new RenderError(path, `${show(value)} has host bits set`);
   }
   return `${family === 4 ? address : address.toLowerCase()}/${Number(len)}`;
+}
+
+/**
+ * `a.b.c.d/len` written canonically (each octet 0..255 and the length 0..32 without leading
+ * zeros) as `address * 64 + len`; -1 for anything else, which the general path then reads (and
+ * refuses or accepts as it always did). One pass over the characters: no match array, no
+ * strings made.
+ */
+function v4PrefixBits(value: string): number {
+  const n = value.length;
+  let address = 0;
+  let i = 0;
+  for (let part = 0; part < 5; part++) {
+    const start = i;
+    let x = 0;
+    while (i < n) {
+      const c = value.charCodeAt(i) - 48;
+      if (c < 0 || c > 9) break;
+      x = x * 10 + c;
+      i++;
+    }
+    const digits = i - start;
+    // No digits, a leading zero, or more digits than the part can hold.
+    if (digits === 0 || (digits > 1 && value.charCodeAt(start) === 48) || digits > (part < 4 ? 3 : 2)) return -1;
+    if (part < 4) {
+      if (x > 255 || i >= n || value.charCodeAt(i) !== (part < 3 ? 46 : 47)) return -1;
+      address = address * 256 + x;
+      i++;
+    } else {
+      if (x > 32 || i !== n) return -1;
+      return address * 64 + x;
+    }
+  }
+  return -1;
 }
 
 function v4Bits(address: string): bigint {
@@ -139,7 +170,6 @@ export function label(value: unknown, maxLength = 120): string {
     .slice(0, maxLength);
 }
 
-const V4_PREFIX = /^(0|[1-9]\d{0,2})\.(0|[1-9]\d{0,2})\.(0|[1-9]\d{0,2})\.(0|[1-9]\d{0,2})\/(0|[1-9]\d?)$/;
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 const PEER_PROTOCOL = /^rl_peer_([0-9a-f]{32})$/;
 
