@@ -11,6 +11,7 @@
 //
 //   npx turbo run build && node --expose-gc bench/fanout.mjs
 //   BENCH_FANOUT_AGENTS=50 BENCH_FANOUT_PREFIXES=10000 node bench/fanout.mjs
+//   BENCH_FANOUT_CPU_PROF=/tmp/prof node bench/fanout.mjs   # .cpuprofile of the apply alone, per process
 import { fork } from "node:child_process";
 import { mkdirSync, mkdtempSync, rmSync } from "node:fs";
 import { createServer as createHttpServer } from "node:http";
@@ -110,6 +111,9 @@ async function runAgents() {
       }
       globalThis.gc?.();
       process.send({ type: "started", rssGrowth: process.memoryUsage().rss - rssBefore });
+    } else if (msg.type === "profile") {
+      await profile(msg.path);
+      process.send({ type: "profiled" });
     } else if (msg.type === "stats") {
       process.send({ type: "stats", cpu: process.cpuUsage(), commands: Object.fromEntries(commands) });
     } else if (msg.type === "stop") {
@@ -120,6 +124,27 @@ async function runAgents() {
     }
   });
   process.send({ type: "ready" });
+}
+
+/**
+ * With BENCH_FANOUT_CPU_PROF: a first call starts this process's CPU profiler, the next writes
+ * what it saw to `path` (for Chrome's DevTools or speedscope).
+ */
+async function profile(path) {
+  // A property of the function: the module's top level awaits before a `let` below it is set.
+  if (!profile.session) {
+    const { Session } = await import("node:inspector/promises");
+    profile.session = new Session();
+    profile.session.connect();
+    await profile.session.post("Profiler.enable");
+    await profile.session.post("Profiler.start");
+    return;
+  }
+  const { profile: taken } = await profile.session.post("Profiler.stop");
+  const { writeFileSync } = await import("node:fs");
+  writeFileSync(path, JSON.stringify(taken));
+  profile.session.disconnect();
+  profile.session = null;
 }
 
 async function runController() {
@@ -248,6 +273,12 @@ async function runController() {
     const rssConnected = process.memoryUsage().rss;
     const heapConnected = process.memoryUsage().heapUsed;
     const agentsCpu0 = await Promise.all(workers.map((w) => ask(w, { type: "stats" }, "stats")));
+    const profDir = process.env.BENCH_FANOUT_CPU_PROF;
+    if (profDir) {
+      mkdirSync(profDir, { recursive: true });
+      await Promise.all(workers.map((w) => ask(w, { type: "profile", path: "start" }, "profiled")));
+      await profile("start");
+    }
     const cpu0 = process.cpuUsage();
 
     // ---- one apply to all of them ----
@@ -274,11 +305,17 @@ async function runController() {
     }
     const tJob = performance.now() - t0;
     const cpu = process.cpuUsage(cpu0);
+    if (profDir) {
+      await profile(join(profDir, "controller.cpuprofile"));
+      await Promise.all(workers.map((w, k) => ask(w, { type: "profile", path: join(profDir, `agents-${k}.cpuprofile`) }, "profiled")));
+      console.log(`CPU profiles of the apply in ${profDir}`);
+    }
     // For reading a --cpu-prof profile of the apply alone (its times are these microseconds).
     if (process.env.BENCH_FANOUT_MARKS) console.log(`marks ${mark0} ${process.hrtime.bigint() / 1000n}`);
     for (const u of unsubscribe) u();
     const agentsCpu = (await Promise.all(workers.map((w) => ask(w, { type: "stats" }, "stats")))).map((s, i) => ({
       cpu: s.cpu.user + s.cpu.system - agentsCpu0[i].cpu.user - agentsCpu0[i].cpu.system,
+      system: s.cpu.system - agentsCpu0[i].cpu.system,
       commands: s.commands,
     }));
     const outcomes = {};
@@ -318,7 +355,7 @@ async function runController() {
     );
     console.log(
       `  CPU from POST to job ended: controller ${((cpu.user + cpu.system) / 1e6).toFixed(1)} s (user ${(cpu.user / 1e6).toFixed(1)}, system ${(cpu.system / 1e6).toFixed(1)}), ` +
-        `agents ${(agentsCpu.reduce((n, a) => n + a.cpu, 0) / 1e6).toFixed(1)} s`,
+        `agents ${(agentsCpu.reduce((n, a) => n + a.cpu, 0) / 1e6).toFixed(1)} s (system ${(agentsCpu.reduce((n, a) => n + a.system, 0) / 1e6).toFixed(1)})`,
     );
   } finally {
     await Promise.all(workers.map((w) => ask(w, { type: "stop" }, "stopped").catch(() => {})));

@@ -43,6 +43,28 @@ describe("StateStore", () => {
     expect(statSync(join(dir, "state")).mode & 0o777).toBe(0o700);
   });
 
+  it("reads back what it wrote, and after a write that failed reads the disk again", async () => {
+    const state = new StateStore(join(dir, "state"));
+    await state.init();
+    const first = { revision_id: 3, sequence: 7, digest: "sha256:ab", applied_at: "2026-11-22T10:01:00.000Z" };
+    await state.recordApplied(Buffer.from("bundle 3"), first);
+    await state.writeSigningKeys([key]);
+    expect(await state.readApplied()).toEqual(first);
+    expect(await state.readSigningKeys()).toEqual([key]);
+    // applied.json cannot be replaced (a directory stands in its way): the record is not taken
+    // as written, and what the disk holds is what is read.
+    rmSync(join(dir, "state", "applied.json"));
+    mkdirSync(join(dir, "state", "applied.json", "x"), { recursive: true });
+    await expect(state.recordApplied(Buffer.from("bundle 4"), { ...first, revision_id: 4, sequence: 8 })).rejects.toThrow();
+    await expect(state.readApplied()).rejects.toBeInstanceOf(StateError);
+    rmSync(join(dir, "state", "applied.json"), { recursive: true });
+    expect(await state.readApplied()).toBeNull();
+    const retired = { ...key, status: "retired" as const };
+    await state.writeSigningKeys([retired]);
+    expect(await state.readSigningKeys()).toEqual([retired]);
+    expect(await new StateStore(join(dir, "state")).readSigningKeys()).toEqual([retired]);
+  });
+
   it("reads nothing before the first write", async () => {
     const state = new StateStore(join(dir, "fresh"));
     await state.init();

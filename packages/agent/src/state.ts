@@ -1,6 +1,6 @@
 import { mkdir, readFile, unlink } from "node:fs/promises";
 import { join } from "node:path";
-import { assertPrivateDirectory, writeFileAtomic } from "@rlc/shared/bird";
+import { assertPrivateDirectory, syncDirectory, writeFileAtomic } from "@rlc/shared/bird";
 import { z } from "zod";
 
 /** Who this agent is, from enrollment. The node key is a secret: the files are 0600. */
@@ -78,6 +78,8 @@ const RefusedSchema = z.object({
   for_good: z.boolean(),
 });
 
+const freezeKeys = (keys: StoredKey[]): readonly Readonly<StoredKey>[] => Object.freeze(keys.map((k) => Object.freeze(k)));
+
 export class StateError extends Error {
   override name = "StateError";
 }
@@ -99,6 +101,15 @@ const PRIVATE = 0o600;
  */
 export class StateStore {
   readonly dir: string;
+  /**
+   * applied.json and signing-keys.json as last read or written through this store, frozen
+   * (undefined = read the file). The agent reads both on every sync and every report, and this
+   * store is their only writer; a write that fails forgets the value, so the next read is the disk's.
+   */
+  #applied: Readonly<AppliedRecord> | null | undefined = undefined;
+  #keys: readonly Readonly<StoredKey>[] | undefined = undefined;
+  /** Counts writes begun: a read that started before one does not keep what it read. */
+  #writes = 0;
 
   constructor(dir: string) {
     this.dir = dir;
@@ -127,15 +138,28 @@ export class StateStore {
   }
 
   async readSigningKeys(): Promise<StoredKey[]> {
-    return (await this.#readJson(FILES.keys, KeysSchema))?.keys ?? [];
+    if (this.#keys) return this.#keys as StoredKey[];
+    const writes = this.#writes;
+    const keys = freezeKeys((await this.#readJson(FILES.keys, KeysSchema))?.keys ?? []);
+    if (writes === this.#writes) this.#keys = keys;
+    return keys as StoredKey[];
   }
 
-  writeSigningKeys(keys: readonly StoredKey[]): Promise<void> {
-    return this.#writeJson(FILES.keys, KeysSchema.parse({ keys }));
+  async writeSigningKeys(keys: readonly StoredKey[]): Promise<void> {
+    const parsed = KeysSchema.parse({ keys });
+    const writes = ++this.#writes;
+    this.#keys = undefined;
+    await this.#writeJson(FILES.keys, parsed);
+    if (writes === this.#writes) this.#keys = freezeKeys(parsed.keys);
   }
 
-  readApplied(): Promise<AppliedRecord | null> {
-    return this.#readJson(FILES.applied, AppliedSchema);
+  async readApplied(): Promise<AppliedRecord | null> {
+    if (this.#applied !== undefined) return this.#applied;
+    const writes = this.#writes;
+    const applied = await this.#readJson(FILES.applied, AppliedSchema);
+    const frozen = applied && Object.freeze(applied);
+    if (writes === this.#writes) this.#applied = frozen;
+    return frozen;
   }
 
   /** The signed bundle BIRD runs, byte for byte as received. */
@@ -155,12 +179,21 @@ export class StateStore {
    * Records a confirmed apply: the bundle (and its full prefix section) first, then the record.
    * A crash in between leaves the old record, so the agent believes the older sequence and
    * simply applies again; a delta over the section then fails its base check and the full
-   * bundle is fetched.
+   * bundle is fetched. The bundle and the section are written side by side, and one fsync of
+   * the directory makes both durable before the record is written.
    */
   async recordApplied(bundle: Uint8Array, record: AppliedRecord, prefixSection?: Uint8Array): Promise<void> {
-    if (prefixSection) await writeFileAtomic(join(this.dir, FILES.prefixes), prefixSection, PRIVATE);
-    await writeFileAtomic(join(this.dir, FILES.bundle), bundle, PRIVATE);
-    await this.#writeJson(FILES.applied, AppliedSchema.parse(record));
+    const parsed = AppliedSchema.parse(record);
+    const writes = ++this.#writes;
+    this.#applied = undefined;
+    const apart = { syncDirectory: false };
+    await Promise.all([
+      prefixSection ? writeFileAtomic(join(this.dir, FILES.prefixes), prefixSection, PRIVATE, apart) : null,
+      writeFileAtomic(join(this.dir, FILES.bundle), bundle, PRIVATE, apart),
+    ]);
+    await syncDirectory(this.dir);
+    await this.#writeJson(FILES.applied, parsed);
+    if (writes === this.#writes) this.#applied = Object.freeze(parsed);
   }
 
   readRefused(): Promise<RefusedIssue | null> {

@@ -1,5 +1,5 @@
 import { readFileSync, rmSync, statSync, writeFileSync } from "node:fs";
-import { join } from "node:path";
+import { dirname, join } from "node:path";
 import { BirdError, groupId, type ProcessRunner } from "@rlc/shared/bird";
 import { signKeyStatement } from "@rlc/shared/bundle";
 import { describe, expect, it } from "vitest";
@@ -279,13 +279,18 @@ describe("SyncLoop", () => {
 
   it("sync - content BIRD already runs byte for byte is recorded without configure (a crash before the record)", async () => {
     const h = await harness();
-    await publish(h, 1, 1);
+    const { bytes, desired } = await publish(h, 1, 1);
     expect(await h.loop.sync({ reason: "start" })).toBe("applied");
+    // The process died after BIRD confirmed and before applied.json was written: a new one
+    // starts on the same state directory, beside the files BIRD runs.
+    const running = configFiles(h);
     rmSync(join(h.state.dir, "applied.json"));
-    h.bird.commands.length = 0;
-    expect(await h.loop.sync({ reason: "start" })).toBe("applied");
-    expect(h.bird.commands.filter((c) => c.startsWith("configure"))).toEqual([]);
-    expect(await h.state.readApplied()).toMatchObject({ revision_id: 1, sequence: 1 });
+    const restarted = await harness();
+    for (const [name, text] of Object.entries(running)) writeFileSync(join(dirname(restarted.configPath), name), text);
+    restarted.bundles.set(1, bytes);
+    expect(await restarted.loop.sync({ reason: "start", desired })).toBe("applied");
+    expect(restarted.bird.commands.filter((c) => c.startsWith("configure"))).toEqual([]);
+    expect(await restarted.state.readApplied()).toMatchObject({ revision_id: 1, sequence: 1 });
   });
 
   it("sync - a bundle refused before a restart is not fetched again after it", async () => {

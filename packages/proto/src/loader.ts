@@ -69,8 +69,22 @@ export function packageDefinitionFromText(text: string): protoLoader.PackageDefi
   return protoLoader.fromJSON(root.toJSON(), PROTO_LOADER_OPTIONS);
 }
 
-/** Reads agent.proto (a few ms); call once per process and keep the result. */
+/** agent.proto's definition, loaded once per process. */
+let shipped: AgentServiceDefinition | null = null;
+
+/**
+ * The service definition of agent.proto. The shipped file's is loaded once and shared: each load
+ * makes new message types, and protobufjs generates each type's encoder and decoder again on its
+ * first use (a millisecond or so a type), which a process running many agents (the benchmark,
+ * tests) would pay once per agent. Another path is read each time.
+ */
 export function loadAgentService(protoPath: string = AGENT_PROTO_PATH): AgentServiceDefinition {
+  if (protoPath !== AGENT_PROTO_PATH) return loadDefinition(protoPath);
+  shipped ??= loadDefinition(protoPath);
+  return shipped;
+}
+
+function loadDefinition(protoPath: string): AgentServiceDefinition {
   const definition =
     EMBEDDED_PROTO !== undefined && protoPath === AGENT_PROTO_PATH
       ? packageDefinitionFromText(EMBEDDED_PROTO)

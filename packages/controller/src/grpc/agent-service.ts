@@ -218,7 +218,8 @@ export function createAgentService(deps: AgentServiceDeps): AgentService {
           // the bus is closing: its subscriptions go with it
         }
       };
-      for (const event of ["cancelled", "close", "finish", "error"]) call.once(event, cleanup);
+      // `on`, not `once`: cleanup runs once by itself, and each `once` costs a wrapper per stream.
+      for (const event of ["cancelled", "close", "finish", "error"]) call.on(event, cleanup);
       const write = (event: WatchEvent) => {
         if (!closed && !call.cancelled && call.writable) call.write(event);
       };

@@ -72,7 +72,15 @@ export async function listenGrpc(options: GrpcListenOptions): Promise<GrpcListen
     // grpc-js has no option for the TLS handshake timeout (Node's default is 120 s); its
     // credentials hand this object to tls.createServer as is.
     const constructorOptions = (credentials as unknown as { _getConstructorOptions?: () => Record<string, unknown> | null })._getConstructorOptions?.();
-    if (constructorOptions) constructorOptions.handshakeTimeout = limits.handshakeMs;
+    if (constructorOptions) {
+      constructorOptions.handshakeTimeout = limits.handshakeMs;
+      // No HPACK dynamic tables, either way: each connection's tables would hold the headers of
+      // its calls (about 1.3 KiB a connection, measured), and an agent makes a few calls an
+      // apply, for which headers sent in full cost a few hundred bytes. These settings replace
+      // the ones grpc-js derives from its options, hence the stream limit here too.
+      constructorOptions.settings = { maxConcurrentStreams: limits.maxStreams, headerTableSize: 0 };
+      constructorOptions.maxDeflateDynamicTableSize = 0;
+    }
   }
   const server = new grpc.Server({
     // Bundles travel in chunks of at most 1 MiB.
@@ -92,6 +100,7 @@ export async function listenGrpc(options: GrpcListenOptions): Promise<GrpcListen
     server.bindAsync(hostPort(options.host, options.port), credentials, (error, bound) => (error ? reject(error) : resolve(bound))),
   );
   guardConnections(server, { silentMs: options.tls ? null : limits.handshakeMs, perAddress: limits.perAddress });
+  if (options.tls) releaseHandshakeOptions(server);
   let service: AgentService | null = null;
   let closing: Promise<void> | null = null;
   return {
@@ -151,6 +160,22 @@ function guardConnections(server: grpc.Server, o: { silentMs: number | null; per
       }, o.silentMs);
       timer.unref();
       socket.once("close", () => clearTimeout(timer));
+    });
+  }
+}
+
+/**
+ * Node gives each TLS connection its own copy of the server's ALPN list (`Buffer.from`: a slice
+ * of the shared 8 KiB Buffer pool) and keeps it in the socket's options for the connection's
+ * life, though only the handshake reads it. Such small slices, made between other short-lived
+ * allocations, each keep a whole pool slab alive: about 4 KiB a connection with a thousand
+ * agents connected (heap snapshot of bench/fanout.mjs). Dropped once the handshake is done.
+ */
+function releaseHandshakeOptions(server: grpc.Server): void {
+  const listeners = (server as unknown as { http2Servers?: Map<NetServer, unknown> }).http2Servers;
+  for (const listener of listeners?.keys() ?? []) {
+    listener.on("secureConnection", (socket: { _tlsOptions?: { ALPNProtocols?: unknown } }) => {
+      if (socket._tlsOptions) socket._tlsOptions.ALPNProtocols = undefined;
     });
   }
 }

@@ -21,8 +21,16 @@ export interface FileAccess {
  * on the open descriptor before a byte is written, so the content is never readable by more
  * than `access` allows, whatever the umask. rename replaces a symlink at `path` rather than
  * writing through it.
+ *
+ * `syncDirectory: false` leaves the directory's fsync to the caller: several files written side
+ * by side then cost one ({@link syncDirectory}), and none of them is durable before it.
  */
-export async function writeFileAtomic(path: string, data: string | Uint8Array, access: number | FileAccess): Promise<void> {
+export async function writeFileAtomic(
+  path: string,
+  data: string | Uint8Array,
+  access: number | FileAccess,
+  options: { syncDirectory?: boolean } = {},
+): Promise<void> {
   const { mode, gid = null } = typeof access === "number" ? { mode: access } : access;
   const dir = dirname(path);
   const temporary = join(dir, `.${basename(path)}.${randomBytes(8).toString("hex")}.tmp`);
@@ -44,6 +52,11 @@ export async function writeFileAtomic(path: string, data: string | Uint8Array, a
     await unlink(temporary).catch(() => undefined);
     throw error;
   }
+  if (options.syncDirectory !== false) await syncDirectory(dir);
+}
+
+/** fsync of a directory: the renames into it so far survive a power loss. */
+export async function syncDirectory(dir: string): Promise<void> {
   const directory = await open(dir, "r");
   try {
     await directory.sync();

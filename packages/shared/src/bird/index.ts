@@ -9,7 +9,16 @@ export {
   applyBirdConfig,
   type PendingApply,
 } from "./apply.js";
-export { assertPrivateDirectory, birdReadable, type FileAccess, groupId, readFileNoFollow, UnsafeDirectoryError, writeFileAtomic } from "./atomic-file.js";
+export {
+  assertPrivateDirectory,
+  birdReadable,
+  type FileAccess,
+  groupId,
+  readFileNoFollow,
+  syncDirectory,
+  UnsafeDirectoryError,
+  writeFileAtomic,
+} from "./atomic-file.js";
 export {
   BirdClient,
   type BirdClientOptions,

@@ -52,6 +52,13 @@ export function createAuthenticator(deps: { sql: Db; ttlMs?: number }): Authenti
       verified: new Map(),
     };
     const begun = generation;
+    // Past its TTL an entry answers nothing (entryFor reads the key again), so it is dropped
+    // then rather than kept until the next request of its key: an agent authenticates once
+    // every Watch PING (25 s), and a thousand agents' rows, their Dates and key hashes would
+    // otherwise stay in memory between two PINGs.
+    setTimeout(() => {
+      if (rows.get(prefix) === entry) rows.delete(prefix);
+    }, ttl).unref();
     entry.row.then(
       () => {
         entry.settled = true;
