@@ -172,7 +172,7 @@ describe("rl-bundle/2 sections and deltas", () => {
     expect(await ensureDeltaSection(sql(), deps, tenant, first, full)).toBeNull();
     expect(reads).toBe(afterFirst);
     // A delta that is worth it is still built and stored.
-    expect(await ensureDeltaSection(sql(), deps, tenant, second, await ensureFullSection(sql(), deps, tenant, second + 1))).not.toBeNull();
+    expect(await ensureDeltaSection(sql(), deps, tenant, second, (await ensureFullSection(sql(), deps, tenant, second + 1))!)).not.toBeNull();
   });
 
   it("the process that builds a section serves it from memory, without reading it back from the database", async () => {
