@@ -225,6 +225,14 @@ try {
     const t0 = performance.now();
     const accepted = await call("POST", "/v1/apply", { timeout_seconds: 600 });
     let allRoutes = null;
+    // GoBGP is asked (a `gobgp` process each time) only once BIRD has been reconfigured: asked
+    // while the agent and BIRD work, it took their CPU, which the floor by hand does not pay.
+    const configured = `"revision_id":${revision.revision_id}`;
+    while (performance.now() - t0 < 900_000) {
+      const since = agentLog.slice(logFrom);
+      if (since.split("\n").some((l) => l.includes('"msg":"sync: BIRD runs the new config on probation"') && l.includes(configured))) break;
+      await new Promise((r) => setTimeout(r, 20));
+    }
     while (performance.now() - t0 < 900_000) {
       if (await converged()) {
         allRoutes = performance.now();
