@@ -208,7 +208,7 @@ export class SyncLoop {
           configPath: this.#o.birdConfigPath,
           stagingDir: this.#o.stagingDir,
           statics: this.#statics,
-          onStep: (step) => steps.mark(step === "rendered" ? "render" : step === "validated" ? "bird_p" : "configure"),
+          onStep: (step) => steps.mark({ rendered: "render", validated: "bird_p", swapped: "swap", configured: "configure" }[step]),
           // What runs now, as late as can be: the sessions the probation holds to their state.
           beforeConfigure: async () => {
             baseline = await readBaseline(this.#probationDeps());

@@ -3,7 +3,7 @@ import { mkdir, mkdtemp, readdir, readFile, rm, symlink, unlink, writeFile } fro
 import { join, resolve } from "node:path";
 import { CodedError } from "../coded-error.js";
 import type { Clock } from "../time.js";
-import { birdReadable, type FileAccess, readFileNoFollow, readFileNoFollowSync, writeFileAtomic } from "./atomic-file.js";
+import { birdReadable, type FileAccess, readFileNoFollow, readFileNoFollowSync, syncDirectory, writeFileAtomic } from "./atomic-file.js";
 import { type BirdControl, BirdError, type BirdReply } from "./birdc.js";
 import { BirdConfigError, formatExcerpt, type ProcessRunner, parseBirdError, validateBirdConfig } from "./validate.js";
 
@@ -44,8 +44,8 @@ export interface ApplyOptions {
    * that does not parse without changing what runs.
    */
   routeFiles?: (name: string) => boolean;
-  /** Called once `bird -p` accepted the staged config, and once BIRD answers again after configure. */
-  onStep?: (step: "validated" | "configured") => void;
+  /** Called once `bird -p` accepted the staged config, once the files are in place, and once BIRD answers again after configure. */
+  onStep?: (step: "validated" | "swapped" | "configured") => void;
   /**
    * Files of an earlier apply that this one no longer has (a split render's static files): the
    * ones in configDir this matches and `files` lacks are removed once the new config is confirmed.
@@ -113,13 +113,11 @@ export async function applyBirdConfig(deps: ApplyDeps, options: ApplyOptions): P
   // The files hold peers' passwords: BIRD's group may read them, nobody else.
   const access = await birdReadable();
   try {
-    // The changed files are written here, to be swapped in once BIRD accepted them.
-    for (const name of changed) await writeFile(join(staging, name), options.files[name] as string, { flag: "wx", mode: 0o600 });
-    // What `bird -p` reads, in a directory of its own (the includes are relative): the changed
-    // files, and links to the running ones, which were just read and hold exactly these bytes;
-    // a route file only with the route lines BIRD does not run already.
-    const checkDir = join(staging, "check");
-    await mkdir(checkDir, { mode: 0o700 });
+    // What `bird -p` reads (the includes are relative, so all in one directory): each changed
+    // file as it will run, but a route file with the route lines BIRD runs already left blank,
+    // and links to the unchanged running files, which were just read and hold exactly these
+    // bytes. What is swapped in later is written from the rendered text itself.
+    const checkDir = staging;
     for (const name of names) {
       const text = options.files[name] as string;
       const was = running.get(name) ?? null;
@@ -127,7 +125,7 @@ export async function applyBirdConfig(deps: ApplyDeps, options: ApplyOptions): P
       // few of its lines to be worth the comparison: the new one is checked whole.
       if (options.routeFiles?.(name) && was !== null && was.length * 8 > text.length) {
         await writeFile(join(checkDir, name), linesToCheck(text, was), { flag: "wx", mode: 0o600 });
-      } else if (changedSet.has(name)) await symlink(join(staging, name), join(checkDir, name));
+      } else if (changedSet.has(name)) await writeFile(join(checkDir, name), text, { flag: "wx", mode: 0o600 });
       else await symlink(resolve(options.configDir, name), join(checkDir, name));
     }
     let check = join(checkDir, options.entry);
@@ -142,10 +140,22 @@ export async function applyBirdConfig(deps: ApplyDeps, options: ApplyOptions): P
     options.onStep?.("validated");
     await options.beforeConfigure?.();
 
+    // The running files aside, then the new ones in, the entry last (it names the others): each
+    // written whole under a temporary name and renamed, with the directory synced once a batch.
+    const dir = options.configDir;
+    const apart = { syncDirectory: false };
     const had = new Map<string, boolean>();
-    for (const name of changed) had.set(name, await backup(options.configDir, name, access));
-    const restore = () => restoreFiles(options.configDir, changed, had, access);
-    for (const name of changed) await swapIn(join(staging, name), options.configDir, name, access);
+    await Promise.all(changed.map(async (name) => had.set(name, await backup(dir, name, running.get(name) ?? null, access, apart))));
+    await syncDirectory(dir);
+    const restore = () => restoreFiles(dir, changed, had, access);
+    const swap = (name: string) => writeFileAtomic(join(dir, name), options.files[name] as string, access, apart);
+    await Promise.all(changed.filter((name) => name !== options.entry).map(swap));
+    await syncDirectory(dir);
+    if (changedSet.has(options.entry)) {
+      await swap(options.entry);
+      await syncDirectory(dir);
+    }
+    options.onStep?.("swapped");
 
     let reply: BirdReply;
     try {
@@ -217,15 +227,16 @@ async function waitForAnswer(deps: ApplyDeps, timeoutMs: number): Promise<void> 
  * Copies the running file aside; false when there was none. Neither end follows a symlink: a
  * link planted at the running file's name is refused, one at the backup's name is replaced.
  */
-async function backup(dir: string, name: string, access: FileAccess): Promise<boolean> {
-  let data: Buffer;
+async function backup(dir: string, name: string, text: string | null, access: FileAccess, options: { syncDirectory?: boolean } = {}): Promise<boolean> {
+  // Its text as just read, when it was plain ASCII (the bytes are the same); read again otherwise.
+  let data: string | Buffer;
   try {
-    data = await readFileNoFollow(join(dir, name));
+    data = text ?? (await readFileNoFollow(join(dir, name)));
   } catch (error) {
     if ((error as NodeJS.ErrnoException).code === "ENOENT") return false;
     throw error;
   }
-  await writeFileAtomic(join(dir, name + PREVIOUS_SUFFIX), data, access);
+  await writeFileAtomic(join(dir, name + PREVIOUS_SUFFIX), typeof data === "string" ? Buffer.from(data, "latin1") : data, access, options);
   return true;
 }
 

@@ -23,8 +23,8 @@ export interface BirdSequenceOptions {
   beforeConfigure?: () => Promise<void>;
   /** The texts of the last render of this config path: only changed community sets are rendered again. */
   statics?: StaticsCache;
-  /** Called as each step ends: `rendered`, then (when BIRD does not already run these bytes) `validated`, `configured`. */
-  onStep?: (step: "rendered" | "validated" | "configured") => void;
+  /** Called as each step ends: `rendered`, then (when BIRD does not already run these bytes) `validated`, `swapped`, `configured`. */
+  onStep?: (step: "rendered" | "validated" | "swapped" | "configured") => void;
 }
 
 /** What runs between `configure timeout` and the end: it confirms, or undoes and throws. */
