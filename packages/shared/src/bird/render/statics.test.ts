@@ -73,6 +73,30 @@ describe("renderBirdConfig with a StaticsCache", () => {
     );
   });
 
+  it("gives the bytes of a render without it when each revision changes a few prefixes of the last (its sets' texts patched)", () => {
+    // A long list and small edits: drops (alone and in runs), adds, a re-tag, now and then a bad prefix.
+    const edit = fc.record({
+      at: fc.nat(400),
+      drop: fc.nat(40),
+      add: fc.array(fc.oneof({ weight: 40, arbitrary: fc.nat(4000).map((n) => `11.${n >> 8}.${n & 255}.0/24`) }, { weight: 1, arbitrary: bad }), {
+        maxLength: 5,
+      }),
+      tag: communities,
+    });
+    fc.assert(
+      fc.property(fc.array(fc.array(edit, { maxLength: 4 }), { minLength: 1, maxLength: 5 }), fc.constantFrom("blackhole", "unreachable"), (steps, kind) => {
+        const cache = new StaticsCache();
+        let v4: [string, string[]][] = Array.from({ length: 400 }, (_, i) => [`10.${i >> 8}.${i & 255}.0/24`, i % 3 ? ["65000:1"] : ["65000:2"]]);
+        for (const edits of [[], ...steps]) {
+          for (const e of edits) v4 = [...v4.slice(0, e.at), ...e.add.map((net): [string, string[]] => [net, e.tag]), ...v4.slice(e.at + e.drop)];
+          const r: Revision = { v4, v6: [], kind, titled: false };
+          expect(outcome(payload(r), { statics: "split" }, cache)).toEqual(outcome(payload(r), { statics: "split" }));
+        }
+      }),
+      { numRuns: 200 },
+    );
+  });
+
   it("hands back the same text for a set whose prefixes did not change, and writes the changed one again", () => {
     const cache = new StaticsCache();
     const before: Revision = {

@@ -132,7 +132,9 @@ function renderFamily(
   }
   for (const group of groups.values()) {
     const last = cache.groups.get(`${family} ${group.key}`);
-    if (!eager && last && sameStrings(last.nets, group.nets)) group.reused = last;
+    if (eager || !last) continue;
+    if (sameStrings(last.nets, group.nets)) group.reused = last;
+    else group.reused = patchGroup(last, group, family, kind, titles);
   }
   // Checked in the revision's order, so the first bad prefix is the one named; a reused set's
   // prefixes were checked when its text was written.
@@ -157,27 +159,96 @@ function renderFamily(
   }
 }
 
+/** Routes a group's text may differ by, in a row, before it is written whole instead of patched. */
+const PATCH_MISSES = 64;
+/** How far ahead in the last text's prefixes a prefix is looked for (a run of dropped routes). */
+const PATCH_LOOKAHEAD = 32;
+
+/**
+ * The text of a set whose prefixes changed a little since `last`: the last text's route lines
+ * copied in runs for the prefixes it had (same strings, same order), a line written and its
+ * prefix checked only for each new one, and the header written again (its count changed). Null
+ * when the two lists are too far apart to be worth it (`PATCH_MISSES` new prefixes in a row):
+ * the set is then written whole. Kept prefixes were checked when their line was written.
+ */
+function patchGroup(last: CachedGroup, group: Group, family: 4 | 6, kind: string, titles: Map<string, string>): CachedGroup | null {
+  const was = last.nets;
+  const now = group.nets;
+  const body = last.body;
+  // The last text: three header lines, then a "\n  route …;" piece a prefix, then "\n}".
+  let start = -1;
+  for (let k = 0, at = -1; k < 3; k++) {
+    at = body.indexOf("\n", at + 1);
+    if (at < 0) return null;
+    start = at;
+  }
+  const stop = body.length - 2;
+  const pieces: string[] = [];
+  let runFrom = start;
+  let at = start; // where old route i's piece starts
+  const next = (from: number) => {
+    const nl = body.indexOf("\n", from + 1);
+    return nl < 0 || nl > stop ? stop : nl;
+  };
+  let i = 0;
+  let misses = 0;
+  for (let j = 0; j < now.length; j++) {
+    const net = now[j]!;
+    if (i < was.length && was[i] === net) {
+      at = next(at);
+      i++;
+      misses = 0;
+      continue;
+    }
+    let d = 1;
+    while (d <= PATCH_LOOKAHEAD && i + d < was.length && was[i + d] !== net) d++;
+    if (d <= PATCH_LOOKAHEAD && i + d < was.length) {
+      // Routes i … i+d-1 were dropped; route i+d is this one.
+      if (runFrom < at) pieces.push(body.slice(runFrom, at));
+      for (let k = 0; k < d; k++) at = next(at);
+      runFrom = at;
+      at = next(at);
+      i += d + 1;
+      misses = 0;
+      continue;
+    }
+    if (++misses > PATCH_MISSES) return null;
+    if (runFrom < at) pieces.push(body.slice(runFrom, at));
+    runFrom = at;
+    pieces.push(`\n  route ${prefix(net, family, "prefixes")} ${kind};`);
+  }
+  // What is left of the last text's routes was dropped.
+  if (runFrom < at) pieces.push(body.slice(runFrom, at));
+  const { name, head } = groupHead(group.set, family, now.length, titles);
+  return { nets: now, body: `${head}${pieces.join("")}\n}`, name };
+}
+
 function writeGroup(group: Group, family: 4 | 6, kind: string, titles: Map<string, string>): CachedGroup {
-  // Named after a hash of the set, not its position: a set keeps its protocol from one
-  // revision to the next, so BIRD's reconfigure diffs routes instead of replacing protocols.
-  const name = `rl_static${family}_${createHash("sha256").update(group.key).digest("hex").slice(0, 12)}`;
-  const described = group.set.map((c) => {
-    const title = titles.get(communityText(c));
-    return title ? `${communityText(c)} (${title})` : communityText(c);
-  });
-  const actions = group.set.map((c) =>
-    c.kind === "standard" ? `bgp_community.add(${communityLiteral(c)}); ` : `bgp_large_community.add(${communityLiteral(c)}); `,
-  );
   const nets = group.routes;
-  const head = [
-    `# ${nets.length} IPv${family} prefix${nets.length === 1 ? "" : "es"} with ${described.join(", ") || "no community"}`,
-    `protocol static ${name} {`,
-    `  ipv${family} { table ${family === 4 ? TABLE_V4 : TABLE_V6}; import ${actions.length > 0 ? `filter { ${actions.join("")}accept; }` : "all"}; };`,
-  ].join("\n");
+  const { name, head } = groupHead(group.set, family, nets.length, titles);
   // One join over the prefixes writes every `  route <prefix> <kind>;` line: no string a route
   // (500k of them were most of a render's garbage).
   const routes = nets.length > 0 ? `\n  route ${nets.join(` ${kind};\n  route `)} ${kind};` : "";
   return { nets: group.nets, body: `${head}${routes}\n}`, name };
+}
+
+/** A set's protocol name and the three lines before its routes (a comment with their count, the protocol, its channel). */
+function groupHead(set: Community[], family: 4 | 6, count: number, titles: Map<string, string>): { name: string; head: string } {
+  // Named after a hash of the set, not its position: a set keeps its protocol from one
+  // revision to the next, so BIRD's reconfigure diffs routes instead of replacing protocols.
+  const key = set.map(communityText).join(",");
+  const name = `rl_static${family}_${createHash("sha256").update(key).digest("hex").slice(0, 12)}`;
+  const described = set.map((c) => {
+    const title = titles.get(communityText(c));
+    return title ? `${communityText(c)} (${title})` : communityText(c);
+  });
+  const actions = set.map((c) => (c.kind === "standard" ? `bgp_community.add(${communityLiteral(c)}); ` : `bgp_large_community.add(${communityLiteral(c)}); `));
+  const head = [
+    `# ${count} IPv${family} prefix${count === 1 ? "" : "es"} with ${described.join(", ") || "no community"}`,
+    `protocol static ${name} {`,
+    `  ipv${family} { table ${family === 4 ? TABLE_V4 : TABLE_V6}; import ${actions.length > 0 ? `filter { ${actions.join("")}accept; }` : "all"}; };`,
+  ].join("\n");
+  return { name, head };
 }
 
 /**
