@@ -23,6 +23,7 @@ import postgres from "postgres";
 import { loadConfig } from "../packages/controller/dist/config.js";
 import { startController } from "../packages/controller/dist/controller.js";
 import { freePort, startBird, startGobgp, stopProcess } from "../test/helpers/lab-daemons.mjs";
+import { xorshift } from "./random.mjs";
 
 const root = join(import.meta.dirname, "..");
 const run = promisify(execFile);
@@ -58,13 +59,7 @@ if (missing.length) {
 }
 
 // Deterministic public-looking prefixes (xorshift), far from the bogon ranges.
-let seed = 7;
-const rnd = () => {
-  seed ^= seed << 13;
-  seed ^= seed >>> 17;
-  seed ^= seed << 5;
-  return (seed >>> 0) / 4294967296;
-};
+const rnd = xorshift(7);
 function prefixes(n, make) {
   const set = new Set();
   while (set.size < n) set.add(make());
@@ -227,12 +222,14 @@ try {
     let allRoutes = null;
     // GoBGP is asked (a `gobgp` process each time) only once BIRD has been reconfigured: asked
     // while the agent and BIRD work, it took their CPU, which the floor by hand does not pay.
-    const configured = `"revision_id":${revision.revision_id}`;
-    while (performance.now() - t0 < 900_000) {
-      const since = agentLog.slice(logFrom);
-      if (since.split("\n").some((l) => l.includes('"msg":"sync: BIRD runs the new config on probation"') && l.includes(configured))) break;
-      await new Promise((r) => setTimeout(r, 20));
-    }
+    /** The agent's log line `msg` about this revision since the POST, if it has come. */
+    const agentLine = (msg) =>
+      agentLog
+        .slice(logFrom)
+        .split("\n")
+        .find((l) => l.includes(`"msg":"${msg}"`) && l.includes(`"revision_id":${revision.revision_id}`));
+    const PROBATION = "sync: BIRD runs the new config on probation";
+    while (performance.now() - t0 < 900_000 && !agentLine(PROBATION)) await new Promise((r) => setTimeout(r, 20));
     while (performance.now() - t0 < 900_000) {
       if (await converged()) {
         allRoutes = performance.now();
@@ -246,7 +243,7 @@ try {
     if (!allRoutes) throw new Error("GoBGP did not get the revision's routes");
     const log = agentLog.slice(logFrom);
     const logAt = (msg) => {
-      const line = log.split("\n").find((l) => l.includes(`"msg":"${msg}"`) && l.includes(`"revision_id":${revision.revision_id}`));
+      const line = agentLine(msg);
       if (!line) return null;
       const { time } = JSON.parse(line); // pino: epoch milliseconds
       return (typeof time === "number" ? time : Date.parse(time)) - epoch - t0;
@@ -258,14 +255,12 @@ try {
       JOIN bundle_sections f ON f.tenant_id = b.tenant_id AND f.revision_id = b.revision_id AND f.base_revision_id = 0
       LEFT JOIN bundle_sections d ON d.tenant_id = b.tenant_id AND d.revision_id = b.revision_id AND d.base_revision_id = b.delta_base_revision_id
       WHERE b.speaker_id = ${speaker.id} AND b.revision_id = ${revision.revision_id}`;
-    const probationLine = log
-      .split("\n")
-      .find((l) => l.includes('"msg":"sync: BIRD runs the new config on probation"') && l.includes(`"revision_id":${revision.revision_id}`));
+    const probationLine = agentLine(PROBATION);
     return {
       steps: probationLine ? JSON.parse(probationLine).steps_ms : null,
       notified: (marks.notified ?? Number.NaN) - t0,
       fetching: logAt("sync: fetching bundle"),
-      probation: logAt("sync: BIRD runs the new config on probation"),
+      probation: logAt(PROBATION),
       applied: logAt("sync: applied"),
       reported: (marks.reported ?? Number.NaN) - t0,
       allRoutes: allRoutes - t0,

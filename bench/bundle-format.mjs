@@ -25,16 +25,11 @@ import {
   signingKeyFromSeed,
   verifyBundle,
 } from "@rlc/shared/bundle";
+import { xorshift } from "./random.mjs";
 
 const N = Number(process.env.BENCH_BUNDLE_PREFIXES || 491_355);
 const RUNS = Number(process.env.BENCH_RUNS || 3);
-let seed = 7;
-const rnd = () => {
-  seed ^= seed << 13;
-  seed ^= seed >>> 17;
-  seed ^= seed << 5;
-  return (seed >>> 0) / 4294967296;
-};
+const rnd = xorshift(7);
 const a = ["65000:100"];
 const b = ["65000:200"];
 // Random /24s in 11-99.x.x and /48s in 2a00-2a09, each family sorted by address (a revision's order).

@@ -21,6 +21,7 @@ import { join } from "node:path";
 import { performance } from "node:perf_hooks";
 import { eventSubjects, internalSubjects } from "@rlc/proto";
 import postgres from "postgres";
+import { publicSlash24s, xorshift } from "./random.mjs";
 
 const AGENTS = Number(process.env.BENCH_FANOUT_AGENTS || 1000);
 const WORKERS = Math.max(1, Number(process.env.BENCH_FANOUT_WORKERS || 2));
@@ -162,16 +163,7 @@ async function runController() {
   });
 
   // ---- the revision's prefixes, served as a CDN feed ----
-  let seed = 11;
-  const rnd = () => {
-    seed ^= seed << 13;
-    seed ^= seed >>> 17;
-    seed ^= seed << 5;
-    return (seed >>> 0) / 4294967296;
-  };
-  const set = new Set();
-  while (set.size < PREFIXES) set.add(`${11 + Math.floor(rnd() * 89)}.${Math.floor(rnd() * 256)}.${Math.floor(rnd() * 256)}.0/24`);
-  const feed = `${[...set].join("\n")}\n`;
+  const feed = `${publicSlash24s(PREFIXES, xorshift(11)).join("\n")}\n`;
   const feedServer = createHttpServer((_req, res) => res.writeHead(200).end(feed));
   await new Promise((r) => feedServer.listen(0, "127.0.0.1", r));
 

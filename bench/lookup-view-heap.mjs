@@ -7,6 +7,7 @@
 import { execFileSync } from "node:child_process";
 import { fileURLToPath } from "node:url";
 import { buildPrefixIndex, buildPrefixTextIndex } from "../packages/shared/dist/prefix/index.js";
+import { publicSlash24s, xorshift } from "./random.mjs";
 
 const N = 1_200_000;
 const RUNS = Number(process.env.RUNS ?? 3);
@@ -15,16 +16,7 @@ const MiB = (b) => (b / 2 ** 20).toFixed(1);
 
 /** Distinct public /24s, as the bench's CDN feed (deterministic). */
 function texts() {
-  let seed = 42;
-  const rnd = () => {
-    seed ^= seed << 13;
-    seed ^= seed >>> 17;
-    seed ^= seed << 5;
-    return (seed >>> 0) / 4294967296;
-  };
-  const set = new Set();
-  while (set.size < N) set.add(`${11 + Math.floor(rnd() * 89)}.${Math.floor(rnd() * 256)}.${Math.floor(rnd() * 256)}.0/24`);
-  return [...set];
+  return publicSlash24s(N, xorshift(42));
 }
 
 /** Built in a function, so no temporary of the build outlives it on the caller's stack. */

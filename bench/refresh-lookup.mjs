@@ -12,6 +12,7 @@ import postgres from "postgres";
 import { loadConfig } from "../packages/controller/dist/config.js";
 import { startController } from "../packages/controller/dist/controller.js";
 import { closedLoopLoad } from "./http-load.mjs";
+import { publicSlash24s, xorshift } from "./random.mjs";
 
 const require = createRequire(import.meta.url);
 const asnDir = dirname(require.resolve("@ip-location-db/asn/package.json"));
@@ -21,18 +22,8 @@ const KEY = `rlk_BENCHKEY_${"b".repeat(43)}`;
 const median = (xs) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
 
 // Deterministic pseudo-random public prefixes (xorshift), far from the bogon ranges.
-let seed = 42;
-const rnd = () => {
-  seed ^= seed << 13;
-  seed ^= seed >>> 17;
-  seed ^= seed << 5;
-  return (seed >>> 0) / 4294967296;
-};
-function v4Prefixes(n) {
-  const set = new Set();
-  while (set.size < n) set.add(`${11 + Math.floor(rnd() * 89)}.${Math.floor(rnd() * 256)}.${Math.floor(rnd() * 256)}.0/24`);
-  return [...set];
-}
+const rnd = xorshift(42);
+const v4Prefixes = (n) => publicSlash24s(n, rnd);
 function v6Prefixes(n) {
   const set = new Set();
   while (set.size < n) set.add(`2a0${Math.floor(rnd() * 10)}:${Math.floor(rnd() * 65536).toString(16)}:${Math.floor(rnd() * 65536).toString(16)}::/48`);

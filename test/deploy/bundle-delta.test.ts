@@ -25,6 +25,22 @@ async function applyAndWait(revisionId: number) {
   }
   await t.call(t.rootKey, "POST", `/v1/jobs/${apply.json().job_id}/cancel`);
 }
+/** Section deps over a revision store of their own, counting the reads of revision contents. */
+function countingDeps() {
+  const store = createRevisionStore();
+  let reads = 0;
+  const deps = {
+    secretBox: t.controller.deps.services.secretBox,
+    revisions: {
+      ...store,
+      content: (...args: Parameters<typeof store.content>) => {
+        reads++;
+        return store.content(...args);
+      },
+    },
+  };
+  return { deps, reads: () => reads };
+}
 const bytesOf = async (s: (typeof speakers)[number], revisionId: number, base = 0) =>
   Buffer.concat((await getBundle(client, s.key, s.id, revisionId, base)).map((c) => c.data));
 
@@ -116,23 +132,12 @@ describe("rl-bundle/2 sections and deltas", () => {
     const rows = () => sql()<{ sha256: string }[]>`SELECT sha256 FROM bundle_sections WHERE revision_id = ${fourth} AND base_revision_id = 0`;
     expect(await rows()).toHaveLength(1);
     await sql()`DELETE FROM bundle_sections WHERE revision_id = ${fourth}`;
-    // Counts the reads of the revision's content: each build reads it once.
-    const store = createRevisionStore();
-    let reads = 0;
-    const deps = {
-      secretBox: t.controller.deps.services.secretBox,
-      revisions: {
-        ...store,
-        content: (...args: Parameters<typeof store.content>) => {
-          reads++;
-          return store.content(...args);
-        },
-      },
-    };
+    // Each build reads the revision's content once.
+    const { deps, reads } = countingDeps();
     const tenant = speakers[0]!.tenant;
     // An apply asked for while the refresh's preparation runs: the second caller waits for the first build.
     const [a, b] = await Promise.all([ensureFullSection(sql(), deps, tenant, fourth), ensureFullSection(sql(), deps, tenant, fourth)]);
-    expect(reads).toBe(1);
+    expect(reads()).toBe(1);
     expect(b).toEqual(a);
     expect(await rows()).toEqual([{ sha256: a!.sha256 }]);
     // Inside a transaction a caller never waits for a build on the pool (on the embedded database
@@ -152,25 +157,14 @@ describe("rl-bundle/2 sections and deltas", () => {
     const fifth = await refresh();
     // Against the first revision (41 prefixes) most of the 161 are new: the full bundle is smaller.
     expect((await sql()`SELECT 1 FROM bundle_sections WHERE revision_id = ${fifth} AND base_revision_id = ${first}`).length).toBe(0);
-    const store = createRevisionStore();
-    let reads = 0;
-    const deps = {
-      secretBox: t.controller.deps.services.secretBox,
-      revisions: {
-        ...store,
-        content: (...args: Parameters<typeof store.content>) => {
-          reads++;
-          return store.content(...args);
-        },
-      },
-    };
+    const { deps, reads } = countingDeps();
     const tenant = speakers[0]!.tenant;
     const full = (await ensureFullSection(sql(), deps, tenant, fifth))!;
     expect(await ensureDeltaSection(sql(), deps, tenant, first, full)).toBeNull();
-    const afterFirst = reads;
+    const afterFirst = reads();
     expect(afterFirst).toBeGreaterThan(0);
     expect(await ensureDeltaSection(sql(), deps, tenant, first, full)).toBeNull();
-    expect(reads).toBe(afterFirst);
+    expect(reads()).toBe(afterFirst);
     // A delta that is worth it is still built and stored.
     expect(await ensureDeltaSection(sql(), deps, tenant, second, (await ensureFullSection(sql(), deps, tenant, second + 1))!)).not.toBeNull();
   });
