@@ -135,7 +135,7 @@ describe("rl-bundle/2 sections and deltas", () => {
     // Each build reads the revision's content once.
     const { deps, reads } = countingDeps();
     const tenant = speakers[0]!.tenant;
-    // An apply asked for while the refresh's preparation runs: the second caller waits for the first build.
+    // Two callers at once (two applies of a revision whose section is missing): the second waits for the first build.
     const [a, b] = await Promise.all([ensureFullSection(sql(), deps, tenant, fourth), ensureFullSection(sql(), deps, tenant, fourth)]);
     expect(reads()).toBe(1);
     expect(b).toEqual(a);

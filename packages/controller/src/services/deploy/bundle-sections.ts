@@ -42,8 +42,8 @@ const building = new WeakMap<RevisionStore, Map<string, Promise<unknown>>>();
 
 /**
  * Runs a section's build once in this process when the caller is on the pool: a caller that
- * comes while the same section is being built (an apply asked for as soon as the refresh that
- * prepares its sections answered) waits for that build instead of encoding, sealing and storing
+ * comes while the same section is being built (two applies of a revision whose refresh could
+ * not build it, or a delta two applies need) waits for that build instead of encoding, sealing and storing
  * the same bytes a second time beside it. A caller inside a transaction builds on its own: a
  * build on the pool may need the connection that transaction holds (the embedded database has
  * one), so waiting for it there could never end.

@@ -59,7 +59,6 @@ interface ApplyScope {
  * they expire.
  */
 export function createDeployService(deps: DeployDeps) {
-  /** Checks the revision and the speakers, records the apply in the audit and enqueues the `apply` job, all in `tx`. */
   /** The deltas from the revisions `speakerIds` run, built (or joined) on the pool into `ctx`. */
   async function prepareDeltas(ctx: IssueContext, speakerIds: readonly string[]) {
     const wanted = new Set(speakerIds);
@@ -73,6 +72,7 @@ export function createDeployService(deps: DeployDeps) {
     }
   }
 
+  /** Checks the revision and the speakers, records the apply in the audit and enqueues the `apply` job, all in `tx`. */
   async function startApply(tx: Db, scope: ApplyScope, req: ApplyRequest, createdBy: string) {
     const tenantId = scope.tenantId;
     const revision = req.revision_id === undefined ? await findCurrentRevision(tx, tenantId) : await findRevision(tx, tenantId, req.revision_id);
@@ -168,9 +168,10 @@ export function createDeployService(deps: DeployDeps) {
      */
     async issue(tenantId: string, req: IssueRequest, now: () => Date): Promise<Issued> {
       const out: Issued = { issued: [], deleted: [] };
-      // On the pool, before the batches: the sections join a build already under way in this
-      // process (the refresh's), and the deltas from the revisions these speakers run are ready
-      // before the first batch's transaction opens.
+      // On the pool, before the batches: the refresh committed the sections with the revision,
+      // so this finds them (or builds one it could not, joining a build under way in this
+      // process), and the deltas from the revisions these speakers run are ready before the
+      // first batch's transaction opens.
       const ctx = await issueContext(deps.sql, deps, tenantId, req.revision_id);
       await prepareDeltas(ctx, req.speaker_ids);
       for (let i = 0; i < req.speaker_ids.length; i += ISSUE_BATCH) {
