@@ -16,7 +16,15 @@ export const Job = z
     cancel_requested: z.boolean(),
     progress: z.object({ done: z.number().int(), total: z.number().int().nullable() }).nullable(),
     params: z.record(z.string(), z.unknown()),
-    result: z.record(z.string(), z.unknown()).nullable(),
+    result: z
+      .record(z.string(), z.unknown())
+      .nullable()
+      .meta({
+        description:
+          "What the job made, per type. `module_ingest`: `revision_id` (null when there is none), `unchanged`, `duration_ms`, " +
+          "`timings_ms` (`collect`, `aggregate`, `guard`, `snapshot_write`, `revision_write`, and `sections_write`: the new revision's " +
+          "bundle sections, committed with it so that an apply of it only signs), `modules` and `warnings`. `apply`: `revision_id` and `speakers`, each speaker's outcome.",
+      }),
     error: z.looseObject({ code: z.string(), detail: z.string() }).nullable(),
     attempts: z.number().int(),
     created_at: Timestamp,
