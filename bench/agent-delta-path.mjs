@@ -16,6 +16,7 @@ import {
   encodePrefixSection,
   generateSigningKey,
   prefixLines,
+  receiveBundle,
   sha256Hex,
   signBundleHead,
 } from "@rlc/shared/bundle";
@@ -119,11 +120,11 @@ export async function agentPath({ dir, birdc, configPath, contents }) {
     client: {
       latest: async () => null,
       signingKeys: async () => [],
-      fetchBundle: async (rev, base) => {
+      fetchBundle: async (rev, { baseRevisionId: base, onHead } = {}) => {
         const s = served.get(rev);
         const delta = s.delta && base === s.delta.base;
         fetched = delta ? "delta" : "full";
-        return delta ? s.delta.bytes : s.full;
+        return receiveBundle(delta ? s.delta.bytes : s.full, { maxBytes: Number.MAX_SAFE_INTEGER, onHead });
       },
     },
     state,

@@ -176,9 +176,9 @@ describe("CA-pinned enrollment", () => {
       });
     const good = client(`127.0.0.1:${t.controller.grpc!.port}`);
     // The controller answers (it refuses the made-up key): the handshake went through.
-    await expect(good.fetchBundle(1, 1024, 5000)).rejects.toMatchObject({ code: "unauthenticated" });
+    await expect(good.fetchBundle(1, { maxBytes: 1024, timeoutMs: 5000 })).rejects.toMatchObject({ code: "unauthenticated" });
     const bad = client(fake.address);
-    await expect(bad.fetchBundle(1, 1024, 5000)).rejects.toMatchObject({ code: "controller_unreachable" });
+    await expect(bad.fetchBundle(1, { maxBytes: 1024, timeoutMs: 5000 })).rejects.toMatchObject({ code: "controller_unreachable" });
     good.close();
     bad.close();
     await fake.close(100);

@@ -23,6 +23,7 @@ import {
   signBundle,
   signingKeyFromSeed,
 } from "../../packages/shared/src/bundle/index.js";
+import { issueBundleV2 } from "./bundle-v2.js";
 
 // A controller as the agent sees it, written for the agent's tests before the real one exists:
 // the HTTP node routes (packages/agent/README.md) on node:http and AgentService
@@ -50,6 +51,8 @@ export interface PublishOptions {
   tamper?: boolean;
   /** Store the bundle without telling the agent. */
   quiet?: boolean;
+  /** An rl-bundle/2 (full section) instead of the rl-bundle/1 envelope; it expires in an hour. */
+  v2?: boolean;
 }
 
 export interface ReceivedReport {
@@ -125,7 +128,7 @@ export async function startStandInController(options: { grpc?: boolean; seed?: n
         raw.writeUInt8((raw.at(-10) ?? 0) ^ 1, raw.length - 10);
         signed.payload = raw.toString("base64");
       }
-      const issue: Issue = {
+      let issue: Issue = {
         revision_id: payload.revision_id,
         digest: payload.digest,
         sequence,
@@ -133,6 +136,11 @@ export async function startStandInController(options: { grpc?: boolean; seed?: n
         bytes: Buffer.from(JSON.stringify(signed)),
         payload,
       };
+      if (o.v2) {
+        const addressed = { ...content, speaker_id: o.speakerId ?? speakerId, tenant_id: o.tenantId ?? tenantId };
+        const v2 = await issueBundleV2(addressed, { sequence, key: signingKey, tamper: o.tamper });
+        issue = { ...issue, digest: v2.desired.digest, issued_at: v2.desired.issued_at ?? issue.issued_at, bytes: v2.bytes };
+      }
       issues.set(issue.revision_id, issue);
       if (!o.quiet) {
         desired = issue;

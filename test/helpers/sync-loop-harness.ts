@@ -2,7 +2,7 @@ import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSyn
 import { tmpdir } from "node:os";
 import { dirname, join } from "node:path";
 import type { SigningKeyJson, StatusErrorJson } from "@rlc/proto";
-import type { BundleContent, SigningKeyPair } from "@rlc/shared/bundle";
+import { type BundleContent, receiveBundle, type SigningKeyPair } from "@rlc/shared/bundle";
 import { createSystemClock } from "@rlc/shared/time";
 import { afterEach, beforeEach } from "vitest";
 import { ControllerError, type DesiredRevision } from "../../packages/agent/src/bundle/http-client.js";
@@ -71,12 +71,13 @@ export async function harness(overrides: Partial<SyncLoopOptions> = {}): Promise
         h.calls.latest++;
         return h.desired.current;
       },
-      fetchBundle: async (revisionId) => {
+      fetchBundle: async (revisionId, { onHead } = {}) => {
         h.calls.fetch.push(revisionId);
         await h.gate.wait;
         const bytes = h.bundles.get(revisionId);
         if (!bytes) throw new ControllerError("not_found", `no bundle ${revisionId}`);
-        return bytes;
+        // As the transports take a bundle in: the head checked as soon as it is read.
+        return receiveBundle(bytes, { maxBytes: Number.MAX_SAFE_INTEGER, onHead });
       },
       signingKeys: async () => h.listedKeys,
     },

@@ -3,7 +3,7 @@ import { rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import type { StatusErrorJson } from "@rlc/proto";
-import type { BundleContent, SigningKeyPair } from "@rlc/shared/bundle";
+import { type BundleContent, receiveBundle, type SigningKeyPair } from "@rlc/shared/bundle";
 import { createSystemClock } from "@rlc/shared/time";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { fakeBird, fixtureContent, okRunner, SPEAKER_ID, storedKey, TENANT_ID, testKey } from "../../../test/helpers/agent-fakes.js";
@@ -56,12 +56,12 @@ async function harness() {
   const loop = new SyncLoop({
     client: {
       latest: async () => desired.current,
-      fetchBundle: async (revision, base = null) => {
+      fetchBundle: async (revision, { baseRevisionId: base = null, onHead } = {}) => {
         const s = served.get(revision)!;
         const delta = s.delta && (base !== null || s.deltaOnce);
         s.deltaOnce = false;
         fetches.push({ revision, base, got: delta ? "delta" : "full" });
-        return delta ? s.delta! : s.full;
+        return receiveBundle(delta ? s.delta! : s.full, { maxBytes: Number.MAX_SAFE_INTEGER, onHead });
       },
       signingKeys: async () => [],
     },

@@ -14,7 +14,15 @@ import {
   StaticsCache,
   writeFileAtomic,
 } from "@rlc/shared/bird";
-import { BundleError, type BundlePayload } from "@rlc/shared/bundle";
+import {
+  BundleError,
+  type BundleHeadV2,
+  type BundlePayload,
+  type PinnedKey,
+  type ReceivedBundle,
+  type VerifyOptions,
+  verifyBundleHeadV2,
+} from "@rlc/shared/bundle";
 import { backoffDelay, type Clock } from "@rlc/shared/time";
 import type { ControllerClient } from "./bundle/controller-client.js";
 import type { DesiredRevision } from "./bundle/http-client.js";
@@ -179,15 +187,16 @@ export class SyncLoop {
       log.info("sync: fetching bundle", { reason: trigger.reason, revision_id: desired.revision_id });
 
       const steps = stepTimer(this.#o.clock);
-      const fetchBundle = async (r: number, b?: number | null) => {
-        const got = await this.#o.client.fetchBundle(r, b);
+      const onHead = this.#headCheck(await state.readSigningKeys(), this.#verifyOptions(applied));
+      const fetchBundle = async (r: number, b: number | null) => {
+        const got = await this.#o.client.fetchBundle(r, { baseRevisionId: b, onHead });
         steps.mark("fetch");
         return got;
       };
       const keep = (received: Uint8Array) => void (bytes = received);
       const base = applied && applied.revision_id !== desired.revision_id ? await this.#confirmed.prefixes(applied).catch(() => null) : null;
       steps.mark("base");
-      const verify = async (received: Uint8Array, b: KeptPrefixes | null) => {
+      const verify = async (received: ReceivedBundle, b: KeptPrefixes | null) => {
         const v = await this.#verify(received, applied, b);
         steps.mark("verify");
         return v;
@@ -295,17 +304,36 @@ export class SyncLoop {
     });
   }
 
-  /** verifyBundle; an unknown key first refreshes the pinned keys through their statements. */
-  async #verify(bytes: Uint8Array, applied: AppliedRecord | null, base: KeptPrefixes | null): Promise<VerifiedKept> {
-    const { state } = this.#o;
-    const options = {
+  #verifyOptions(applied: AppliedRecord | null): Omit<VerifyOptions, "base" | "received"> {
+    return {
       speakerId: this.#o.speakerId,
       tenantId: this.#o.tenantId,
       lastSequence: applied?.sequence ?? null,
       now: this.#o.clock.now(),
       maxBytes: this.#o.maxBundleBytes,
     };
-    const verify = async () => verifyKept(bytes, await state.readSigningKeys(), options, base);
+  }
+
+  /**
+   * The check of an rl-bundle/2's signed head as it arrives (key, signature, speaker, tenant,
+   * sequence, expiry): a refusal there stops the transfer and stands as the verifier's would. A
+   * key not pinned yet passes on to {@link #verify}, which refreshes the pinned keys first.
+   */
+  #headCheck(keys: readonly PinnedKey[], options: Omit<VerifyOptions, "base" | "received">) {
+    return (head: BundleHeadV2) => {
+      try {
+        verifyBundleHeadV2(head, keys, options);
+      } catch (error) {
+        if (!(error instanceof BundleError) || error.code !== "unknown_key") throw error;
+      }
+    };
+  }
+
+  /** verifyBundle; an unknown key first refreshes the pinned keys through their statements. */
+  async #verify(received: ReceivedBundle, applied: AppliedRecord | null, base: KeptPrefixes | null): Promise<VerifiedKept> {
+    const { state } = this.#o;
+    const options = this.#verifyOptions(applied);
+    const verify = async () => verifyKept(received, await state.readSigningKeys(), options, base);
     try {
       return await verify();
     } catch (error) {

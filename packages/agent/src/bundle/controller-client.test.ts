@@ -1,5 +1,6 @@
 import { createServer } from "node:net";
 import { type AgentNotification, grpc, loadAgentService, type StatusReport } from "@rlc/proto";
+import { type BundleHeadV2, verifyBundleHeadV2 } from "@rlc/shared/bundle";
 import { createSystemClock } from "@rlc/shared/time";
 import { afterEach, describe, expect, it } from "vitest";
 import { fixtureContent } from "../../../../test/helpers/agent-fakes.js";
@@ -68,7 +69,7 @@ describe("controller client", () => {
     const c = await controller();
     const issue = await c.publish(fixtureContent());
     const grpc = grpcClient(c);
-    expect(Buffer.from(await grpc.fetchBundle(1, 1_000_000)).equals(issue.bytes)).toBe(true);
+    expect(Buffer.from((await grpc.fetchBundle(1, { maxBytes: 1_000_000 })).bytes).equals(issue.bytes)).toBe(true);
     await grpc.reportStatus(report(c.speakerId));
     expect(c.reports).toEqual([{ via: "grpc", report: report(c.speakerId) }].map((r) => ({ ...r, report: { ...r.report, reported_at: expect.any(String) } })));
   });
@@ -76,7 +77,37 @@ describe("controller client", () => {
   it("gRPC - a bundle over the cap is refused from the first chunk's total_size", async () => {
     const c = await controller();
     await c.publish(fixtureContent());
-    await expect(grpcClient(c).fetchBundle(1, 100)).rejects.toMatchObject({ code: "too_large" });
+    await expect(grpcClient(c).fetchBundle(1, { maxBytes: 100 })).rejects.toMatchObject({ code: "too_large" });
+  });
+
+  it("an rl-bundle/2 whose head the agent refuses ends the transfer with that refusal, over gRPC and over HTTP, and is not fetched again the other way", async () => {
+    const content = fixtureContent();
+    for (const grpcUp of [true, false]) {
+      const c = await controller({ grpc: grpcUp });
+      // Signed for another speaker: refused on its head, as the verifier would refuse it whole.
+      const issue = await c.publish(content, { v2: true, speakerId: "0192f3a4-0000-7000-8000-0000000000bb" });
+      const client = createControllerClient({
+        http: new ControllerHttpClient({ baseUrl: c.url, nodeKey: c.nodeKey }),
+        grpc: grpcUp ? grpcClient(c) : null,
+        speakerId: c.speakerId,
+        maxBundleBytes: 1_000_000,
+        log: silentLogger,
+      });
+      const heads: string[] = [];
+      const options = { speakerId: c.speakerId, tenantId: c.tenantId, lastSequence: null, now: Date.now() };
+      const onHead = (head: BundleHeadV2) => {
+        heads.push(head.keyId);
+        verifyBundleHeadV2(head, [{ key_id: c.signingKey.keyId, public_key: c.signingKey.publicKey }], options);
+      };
+      await expect(client.fetchBundle(issue.revision_id, { onHead })).rejects.toMatchObject({ code: "wrong_speaker" });
+      expect(heads).toEqual([c.signingKey.keyId]);
+      expect(c.httpRequests.filter((r) => r.includes("/bundle/"))).toHaveLength(grpcUp ? 0 : 1);
+      // The same bundle for the right speaker comes whole, with its parts hashed on the way.
+      const good = await c.publish(content, { v2: true });
+      const received = await client.fetchBundle(good.revision_id, { onHead });
+      expect(Buffer.from(received.bytes).equals(good.bytes)).toBe(true);
+      expect(received.v2?.sectionSha256).toMatch(/^[0-9a-f]{64}$/);
+    }
   });
 
   it("HTTP fallback - with gRPC down, bundles come over HTTP (gzip) and reports go to POST /v1/speakers/{id}/status", async () => {
@@ -91,7 +122,7 @@ describe("controller client", () => {
       log: silentLogger,
       onFallback: (op) => metrics.recordFallback(op),
     });
-    expect(Buffer.from(await client.fetchBundle(1)).equals(issue.bytes)).toBe(true);
+    expect(Buffer.from((await client.fetchBundle(1)).bytes).equals(issue.bytes)).toBe(true);
     await client.reportStatus(report(c.speakerId));
     expect(c.reports.map((r) => r.via)).toEqual(["http"]);
     expect(c.httpRequests).toEqual([`GET /v1/speakers/${c.speakerId}/bundle/1 gzip`, expect.stringMatching(`^POST /v1/speakers/${c.speakerId}/status`)]);
@@ -106,7 +137,7 @@ describe("controller client", () => {
     expect(await http.latest(c.speakerId)).toEqual({ revision_id: 1, digest: issue.digest, sequence: 1, issued_at: issue.issued_at });
     const stranger = new ControllerHttpClient({ baseUrl: c.url, nodeKey: "rlk_wrong" });
     await expect(stranger.latest(c.speakerId)).rejects.toMatchObject({ code: "unauthenticated", status: 401 });
-    await expect(http.fetchBundle(c.speakerId, 1, 100)).rejects.toMatchObject({ code: "too_large" });
+    await expect(http.fetchBundle(c.speakerId, 1, { maxBytes: 100 })).rejects.toMatchObject({ code: "too_large" });
   });
 
   it("HTTP - enroll spends the token once and answers the identity and keys to pin", async () => {

@@ -1,6 +1,7 @@
 import type { SigningKeyJson, StatusReport } from "@rlc/proto";
+import { BundleError, type ReceivedBundle } from "@rlc/shared/bundle";
 import { errorFields, type Logger } from "../log.js";
-import type { AgentGrpcClient } from "./grpc-client.js";
+import type { AgentGrpcClient, FetchBundleOptions } from "./grpc-client.js";
 import type { ControllerHttpClient, DesiredRevision } from "./http-client.js";
 
 /** What the sync loop and the reporter need from the controller, whatever the transport. */
@@ -10,8 +11,10 @@ export interface ControllerClient {
   /**
    * The signed bundle of `revisionId`, as received. With `baseRevisionId` (the revision the
    * agent runs and holds the prefixes of) a delta from it may come instead of the full bundle.
+   * `onHead` checks an rl-bundle/2's signed head as soon as it is in; its refusal is final (the
+   * other transport would bring the same bundle).
    */
-  fetchBundle(revisionId: number, baseRevisionId?: number | null): Promise<Uint8Array>;
+  fetchBundle(revisionId: number, options?: Pick<FetchBundleOptions, "baseRevisionId" | "onHead">): Promise<ReceivedBundle>;
   signingKeys(): Promise<SigningKeyJson[]>;
   reportStatus(report: StatusReport): Promise<void>;
 }
@@ -34,6 +37,7 @@ export function createControllerClient(o: ControllerClientOptions): ControllerCl
       try {
         return await grpcCall();
       } catch (error) {
+        if (error instanceof BundleError) throw error;
         o.log.warn("gRPC failed; trying HTTP", { operation, ...errorFields(error) });
         o.onFallback?.(operation);
       }
@@ -43,10 +47,10 @@ export function createControllerClient(o: ControllerClientOptions): ControllerCl
   const grpc = o.grpc;
   return {
     latest: () => o.http.latest(o.speakerId),
-    fetchBundle: (revisionId, baseRevisionId = null) =>
-      viaGrpcThenHttp("fetch_bundle", grpc && (() => grpc.fetchBundle(revisionId, o.maxBundleBytes, undefined, baseRevisionId)), () =>
-        o.http.fetchBundle(o.speakerId, revisionId, o.maxBundleBytes, baseRevisionId),
-      ),
+    fetchBundle: (revisionId, options = {}) => {
+      const fetch = { ...options, maxBytes: o.maxBundleBytes };
+      return viaGrpcThenHttp("fetch_bundle", grpc && (() => grpc.fetchBundle(revisionId, fetch)), () => o.http.fetchBundle(o.speakerId, revisionId, fetch));
+    },
     signingKeys: () => o.http.signingKeys(),
     reportStatus: (report) => viaGrpcThenHttp("report_status", grpc && (() => grpc.reportStatus(report)), () => o.http.reportStatus(report)),
   };

@@ -1,4 +1,3 @@
-import { createHash } from "node:crypto";
 import {
   type AgentNotification,
   type AgentServiceClient,
@@ -13,6 +12,7 @@ import {
   type WatchEvent,
   type WatchRequest,
 } from "@rlc/proto";
+import { BundleReceiver, type BundleReceiverOptions, type ReceivedBundle } from "@rlc/shared/bundle";
 import { backoffDelay, type Clock } from "@rlc/shared/time";
 import { errorFields, type Logger } from "../log.js";
 import { ControllerError } from "./http-client.js";
@@ -32,6 +32,18 @@ export interface GrpcClientOptions {
   watchIdleMs?: number;
   /** Reconnect backoff. Default 1 s doubling to 30 s, with jitter. */
   backoff?: { baseMs: number; maxMs: number };
+}
+
+/** How a bundle is fetched, whatever the transport. */
+export interface FetchBundleOptions {
+  /** Refused (`too_large`) past this many bytes. */
+  maxBytes: number;
+  /** The whole transfer's deadline. Default 300 s. */
+  timeoutMs?: number;
+  /** The revision the agent holds the prefixes of: a delta from it may come. */
+  baseRevisionId?: number | null;
+  /** The signed head of an rl-bundle/2 as soon as it is in; a throw stops the transfer (BundleReceiver). */
+  onHead?: BundleReceiverOptions["onHead"];
 }
 
 export interface WatchHandlers {
@@ -116,53 +128,63 @@ export class AgentGrpcClient {
   }
 
   /**
-   * The signed bundle via GetBundle: size checked against `maxBytes` first, then offsets and,
-   * when the controller gives it (rl-bundle/1), the sha256 of the whole; an rl-bundle/2 names
-   * the SHA-256 of each part in its signed header. `baseRevisionId`: a delta from it may come.
+   * The signed bundle via GetBundle, taken in by a {@link BundleReceiver} as its chunks come:
+   * size checked against `maxBytes` at the first chunk, offsets on every one, the head handed
+   * to `onHead` as soon as it is in (a throw there cancels the call and is what this rejects
+   * with), and the sha256 of the whole, when the controller gives it (rl-bundle/1), compared at
+   * the end; an rl-bundle/2 names the SHA-256 of each part in its signed header. With
+   * `baseRevisionId` a delta from it may come.
    */
-  fetchBundle(revisionId: number, maxBytes: number, timeoutMs = 300_000, baseRevisionId: number | null = null): Promise<Uint8Array> {
+  fetchBundle(revisionId: number, options: FetchBundleOptions): Promise<ReceivedBundle> {
+    const { maxBytes, timeoutMs = 300_000, baseRevisionId = null, onHead } = options;
     return new Promise((resolve, reject) => {
       const request = { speaker_id: this.#o.speakerId, revision_id: revisionId, base_revision_id: baseRevisionId ?? 0 };
       const call = this.#client.getBundle(request, bearerMetadata(this.#o.nodeKey), {
         deadline: Date.now() + timeoutMs,
       });
       let settled = false;
-      let whole: Buffer | null = null;
+      let receiver: BundleReceiver | null = null;
+      let total = 0;
       let sha256 = "";
-      let received = 0;
-      const fail = (error: ControllerError) => {
+      const fail = (error: Error) => {
         if (settled) return;
         settled = true;
         call.cancel();
         reject(error);
       };
       call.on("data", (chunk: BundleChunk) => {
-        if (!whole) {
-          if (chunk.offset !== 0 || !(chunk.total_size > 0) || !/^(?:[0-9a-f]{64})?$/.test(chunk.sha256)) {
-            return fail(new ControllerError("bad_response", "GetBundle: the first chunk lacks total_size or sha256"));
+        if (settled) return;
+        try {
+          if (!receiver) {
+            if (chunk.offset !== 0 || !(chunk.total_size > 0) || !/^(?:[0-9a-f]{64})?$/.test(chunk.sha256)) {
+              return fail(new ControllerError("bad_response", "GetBundle: the first chunk lacks total_size or sha256"));
+            }
+            if (chunk.total_size > maxBytes) return fail(new ControllerError("too_large", `GetBundle: ${chunk.total_size} bytes, the cap is ${maxBytes}`));
+            total = chunk.total_size;
+            sha256 = chunk.sha256;
+            receiver = new BundleReceiver({ expectedSize: total, maxBytes, onHead });
           }
-          if (chunk.total_size > maxBytes) return fail(new ControllerError("too_large", `GetBundle: ${chunk.total_size} bytes, the cap is ${maxBytes}`));
-          whole = Buffer.allocUnsafe(chunk.total_size);
-          sha256 = chunk.sha256;
+          if (chunk.offset !== receiver.size || chunk.data.length > BUNDLE_CHUNK_MAX_BYTES || receiver.size + chunk.data.length > total) {
+            return fail(
+              new ControllerError("bad_response", `GetBundle: chunk at ${chunk.offset} (+${chunk.data.length}) after ${receiver.size} of ${total} bytes`),
+            );
+          }
+          receiver.push(chunk.data);
+        } catch (error) {
+          // onHead refused the bundle: nothing more of it is worth receiving.
+          fail(error as Error);
         }
-        if (chunk.offset !== received || chunk.data.length > BUNDLE_CHUNK_MAX_BYTES || received + chunk.data.length > whole.length) {
-          return fail(
-            new ControllerError("bad_response", `GetBundle: chunk at ${chunk.offset} (+${chunk.data.length}) after ${received} of ${whole.length} bytes`),
-          );
-        }
-        chunk.data.copy(whole, received);
-        received += chunk.data.length;
       });
       call.on("error", (error: grpc.ServiceError) => fail(mapGrpcError(error, "GetBundle")));
       call.on("end", () => {
         if (settled) return;
-        if (!whole || received !== whole.length) {
-          return fail(new ControllerError("bad_response", `GetBundle: the stream ended after ${received} of ${whole?.length ?? "?"} bytes`));
+        if (!receiver || receiver.size !== total) {
+          return fail(new ControllerError("bad_response", `GetBundle: the stream ended after ${receiver?.size ?? 0} of ${total || "?"} bytes`));
         }
-        if (sha256 && createHash("sha256").update(whole).digest("hex") !== sha256)
-          return fail(new ControllerError("bad_response", "GetBundle: sha256 does not match"));
+        const received = receiver.finish();
+        if (sha256 && received.sha256 !== sha256) return fail(new ControllerError("bad_response", "GetBundle: sha256 does not match"));
         settled = true;
-        resolve(whole);
+        resolve(received);
       });
     });
   }

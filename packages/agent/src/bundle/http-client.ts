@@ -1,5 +1,7 @@
 import type { SigningKeyJson, StatusReport } from "@rlc/proto";
+import { BundleError, BundleReceiver, type ReceivedBundle } from "@rlc/shared/bundle";
 import { z } from "zod";
+import type { FetchBundleOptions } from "./grpc-client.js";
 
 /** The speaker's desired revision, as a notification or `revisions/latest` names it. */
 export interface DesiredRevision {
@@ -122,12 +124,12 @@ export class ControllerHttpClient {
     return parse(LatestSchema, await readJson(res, 64 * 1024), "revisions/latest answer");
   }
 
-  /** `GET /v1/speakers/{id}/bundle/{revision_id}`, gzip welcome; the bytes as received, capped. */
-  async fetchBundle(speakerId: string, revisionId: number, maxBytes: number, baseRevisionId: number | null = null): Promise<Uint8Array> {
-    const query = baseRevisionId ? `?base_revision=${baseRevisionId}` : "";
+  /** `GET /v1/speakers/{id}/bundle/{revision_id}`, gzip welcome; taken in by a BundleReceiver, capped. */
+  async fetchBundle(speakerId: string, revisionId: number, options: Omit<FetchBundleOptions, "timeoutMs">): Promise<ReceivedBundle> {
+    const query = options.baseRevisionId ? `?base_revision=${options.baseRevisionId}` : "";
     const path = `/v1/speakers/${encodeURIComponent(speakerId)}/bundle/${revisionId}${query}`;
     const res = await this.#request("GET", path, { headers: { "accept-encoding": "gzip" }, timeoutMs: this.#bundleTimeoutMs });
-    return readCapped(res, maxBytes);
+    return receiveCapped(res, options.maxBytes, options.onHead);
   }
 
   /** `GET /v1/nodes/signing-keys`. */
@@ -190,7 +192,7 @@ function parse<T>(schema: z.ZodType<T>, value: unknown, what: string): T {
 }
 
 async function readJson(res: Response, maxBytes: number): Promise<unknown> {
-  const bytes = await readCapped(res, maxBytes);
+  const { bytes } = await receiveCapped(res, maxBytes);
   try {
     return JSON.parse(Buffer.from(bytes).toString("utf8"));
   } catch (cause) {
@@ -198,31 +200,34 @@ async function readJson(res: Response, maxBytes: number): Promise<unknown> {
   }
 }
 
-/** The body, decompressed by fetch, refused as soon as it passes `maxBytes` (a gzip bomb too). */
-async function readCapped(res: Response, maxBytes: number): Promise<Uint8Array> {
+/**
+ * The body, decompressed by fetch, through a BundleReceiver: refused as soon as it passes
+ * `maxBytes` (a gzip bomb too), its head checked by `onHead` as soon as it is in.
+ */
+async function receiveCapped(res: Response, maxBytes: number, onHead?: FetchBundleOptions["onHead"]): Promise<ReceivedBundle> {
   const declared = Number(res.headers.get("content-length"));
-  if (!res.headers.get("content-encoding") && declared > maxBytes) {
+  const plain = !res.headers.get("content-encoding") && Number.isSafeInteger(declared) && declared > 0;
+  if (plain && declared > maxBytes) {
     await res.body?.cancel();
     throw new ControllerError("too_large", `${res.url}: ${declared} bytes, the cap is ${maxBytes}`, { status: res.status });
   }
-  const parts: Uint8Array[] = [];
-  let size = 0;
-  if (!res.body) return new Uint8Array(0);
+  const receiver = new BundleReceiver({ maxBytes, onHead });
+  if (!res.body) return receiver.finish();
   const reader = res.body.getReader();
   try {
     for (;;) {
       const { done, value } = await reader.read();
       if (done) break;
-      size += value.length;
-      if (size > maxBytes) {
-        await reader.cancel();
-        throw new ControllerError("too_large", `${res.url}: more than ${maxBytes} bytes`, { status: res.status });
-      }
-      parts.push(value);
+      receiver.push(value);
     }
   } catch (cause) {
-    if (cause instanceof ControllerError) throw cause;
+    await reader.cancel().catch(() => undefined);
+    if (cause instanceof BundleError && cause.code === "too_large") {
+      throw new ControllerError("too_large", `${res.url}: more than ${maxBytes} bytes`, { status: res.status, cause });
+    }
+    // onHead refused the bundle: that refusal, as the verifier would have made it.
+    if (cause instanceof BundleError || cause instanceof ControllerError) throw cause;
     throw new ControllerError("controller_unreachable", `${res.url}: ${(cause as Error).message}`, { status: res.status, cause });
   }
-  return Buffer.concat(parts, size);
+  return receiver.finish();
 }

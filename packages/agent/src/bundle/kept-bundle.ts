@@ -1,9 +1,9 @@
-import { BundleError, type BundlePayload, isBundleV2, readKeptBundleV2, splitBundleV2 } from "@rlc/shared/bundle";
+import { BundleError, type BundlePayload, isBundleV2, type ReceivedBundle, readKeptBundleV2, splitBundleV2 } from "@rlc/shared/bundle";
 import type { Logger } from "../log.js";
 
 /** What a fetch needs from the loop: the transport and the check (signature, sequence, delta base). */
 export interface FetchDeps {
-  fetchBundle(revisionId: number, baseRevisionId?: number | null): Promise<Uint8Array>;
+  fetchBundle(revisionId: number, baseRevisionId: number | null): Promise<ReceivedBundle>;
   log: Logger;
 }
 
@@ -18,20 +18,20 @@ export async function fetchVerified<T extends { section?: "full" | "delta" }, B 
   deps: FetchDeps,
   revisionId: number,
   base: B | null,
-  verify: (bytes: Uint8Array, base: B | null) => Promise<T>,
+  verify: (received: ReceivedBundle, base: B | null) => Promise<T>,
   onBytes: (bytes: Uint8Array) => void,
 ): Promise<{ bytes: Uint8Array; verified: T }> {
-  const bytes = await deps.fetchBundle(revisionId, base?.revision_id ?? null);
-  onBytes(bytes);
+  const received = await deps.fetchBundle(revisionId, base?.revision_id ?? null);
+  onBytes(received.bytes);
   try {
-    return { bytes, verified: await verify(bytes, base) };
+    return { bytes: received.bytes, verified: await verify(received, base) };
   } catch (error) {
-    const usable = error instanceof BundleError && (error.code === "delta_base_mismatch" || (error.code === "digest_mismatch" && isDelta(bytes)));
+    const usable = error instanceof BundleError && (error.code === "delta_base_mismatch" || (error.code === "digest_mismatch" && isDelta(received.bytes)));
     if (!usable) throw error;
     deps.log.warn("sync: the delta bundle does not fit the prefixes held; fetching the full bundle", { revision_id: revisionId, code: error.code });
     const full = await deps.fetchBundle(revisionId, null);
-    onBytes(full);
-    return { bytes: full, verified: await verify(full, null) };
+    onBytes(full.bytes);
+    return { bytes: full.bytes, verified: await verify(full, null) };
   }
 }
 

@@ -1,4 +1,12 @@
-import { type BundleContent, type BundlePrefix, decodePrefixSection, encodePrefixSection, type SigningKeyPair, verifyBundle } from "@rlc/shared/bundle";
+import {
+  type BundleContent,
+  type BundlePrefix,
+  decodePrefixSection,
+  encodePrefixSection,
+  receiveBundle,
+  type SigningKeyPair,
+  verifyBundle,
+} from "@rlc/shared/bundle";
 import fc from "fast-check";
 import { beforeAll, describe, expect, it } from "vitest";
 import { fixtureContent, SPEAKER_ID, storedKey, TENANT_ID, testKey } from "../../../../test/helpers/agent-fakes.js";
@@ -52,7 +60,7 @@ describe("verifyKept", () => {
         const keys = [storedKey(key)];
         // Kept from disk, or after a full bundle with the payload's decoded tuples lent.
         const kept = keepSection(1, section, lend ? decodePrefixSection(section) : undefined);
-        const ours = await outcome(() => verifyKept(issued.bytes, keys, options, kept));
+        const ours = await outcome(() => verifyKept(receiveBundle(issued.bytes), keys, options, kept));
         expect(ours).toEqual(await outcome(() => verifyBundle(issued.bytes, keys, { ...options, base: { revision_id: 1, section } })));
       }),
       { numRuns: 150 },
@@ -63,7 +71,7 @@ describe("verifyKept", () => {
     const a = { v4: [["10.0.0.0/24", ["65000:1"]]] as BundlePrefix[], v6: [] };
     const issued = await issueBundleV2(content(2, { v4: [], v6: [] }), { sequence: 2, key, base: content(1, a) });
     const kept = keepSection(7, encodePrefixSection(a));
-    await expect(verifyKept(issued.bytes, [storedKey(key)], options, kept)).rejects.toMatchObject({ code: "delta_base_mismatch" });
+    await expect(verifyKept(receiveBundle(issued.bytes), [storedKey(key)], options, kept)).rejects.toMatchObject({ code: "delta_base_mismatch" });
   });
 
   it("rebuilds the line index with the section: a delta on a delta gives the section it signs", () => {

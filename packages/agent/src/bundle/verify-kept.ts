@@ -2,9 +2,10 @@ import {
   BundleError,
   type BundleHeaderV2,
   type BundlePayload,
-  contentDigestV2,
+  checkConfigV2,
   isBundleV2,
   type PinnedKey,
+  type ReceivedBundle,
   splitBundleV2,
   type VerifiedBundle,
   type VerifyOptions,
@@ -19,20 +20,22 @@ export interface VerifiedKept extends VerifiedBundle {
 
 /**
  * verifyBundle, with a delta applied to the prefixes the agent keeps in memory rather than to a
- * base split into lines, joined and decoded again. The signed parts are checked by verifyBundle
- * itself: asked with no base, it checks size, key, signature, speaker, tenant, sequence, expiry
- * and the hashes of config and delta, and stops at the base with `delta_base_mismatch`. Then,
- * as it would: the base named must be the one kept, the rebuilt section's SHA-256 the signed
- * `prefixes_sha256` (before anything is read from it), the config the header's, and the content
- * digest the signed one. A full bundle, or a delta without a kept base, is verifyBundle's alone.
+ * base split into lines, joined and decoded again, and with what the receiver hashed of the
+ * bytes as they came. The signed parts are checked by verifyBundle itself: asked with no base,
+ * it checks size, key, signature, speaker, tenant, sequence, expiry and the hashes of config
+ * and delta, and stops at the base with `delta_base_mismatch`. Then, as it would: the base named
+ * must be the one kept, the rebuilt section's SHA-256 the signed `prefixes_sha256` (before
+ * anything is read from it), and config and content digest as checkConfigV2 checks them. A full
+ * bundle, or a delta without a kept base, is verifyBundle's alone.
  */
 export async function verifyKept(
-  bytes: Uint8Array,
+  received: ReceivedBundle,
   pinnedKeys: readonly PinnedKey[],
-  options: Omit<VerifyOptions, "base">,
+  options: Omit<VerifyOptions, "base" | "received">,
   kept: KeptPrefixes | null,
 ): Promise<VerifiedKept> {
-  const plain = async () => ({ ...(await verifyBundle(bytes, pinnedKeys, { ...options, base: kept })), kept: null });
+  const { bytes } = received;
+  const plain = async () => ({ ...(await verifyBundle(bytes, pinnedKeys, { ...options, base: kept, received })), kept: null });
   if (!kept || !isBundleV2(bytes)) return plain();
   let parts: ReturnType<typeof splitBundleV2>;
   try {
@@ -43,19 +46,14 @@ export async function verifyKept(
     return plain();
   }
   try {
-    return { ...(await verifyBundle(bytes, pinnedKeys, { ...options, base: null })), kept: null };
+    return { ...(await verifyBundle(bytes, pinnedKeys, { ...options, base: null, received })), kept: null };
   } catch (error) {
     if (!(error instanceof BundleError) || error.code !== "delta_base_mismatch") throw error;
     // From here on the header is the signed one.
     const header = readJson<BundleHeaderV2>(parts.header, "header");
     if (header.base_revision_id !== kept.revision_id || header.base_prefixes_sha256 !== kept.sha256) throw error;
     const rebuilt = applyKeptDelta(kept, header.revision_id, parts.section, header.prefixes_sha256);
-    const config = readJson<Omit<BundlePayload, "prefixes">>(parts.config, "config");
-    if (config.speaker_id !== header.speaker_id || config.tenant_id !== header.tenant_id || config.revision_id !== header.revision_id) {
-      throw new BundleError("malformed", "bundle config names another speaker, tenant or revision than its header");
-    }
-    const digest = contentDigestV2(config, header.prefixes_sha256);
-    if (digest !== header.digest) throw new BundleError("digest_mismatch", `header digest ${header.digest} does not match its content (${digest})`);
+    const { config, digest } = checkConfigV2(header, parts.config);
     const payload: BundlePayload = {
       ...config,
       prefixes: keptPrefixes(rebuilt),

@@ -1,9 +1,22 @@
+import fc from "fast-check";
 import { describe, expect, it } from "vitest";
-import { type BundleConfig, configBytes, contentDigestV2, sha256Hex, signBundleHead, verifyBundleV2 } from "./bundle-v2.js";
+import {
+  type BundleConfig,
+  type BundleHeadV2,
+  configBytes,
+  contentDigestV2,
+  sha256Hex,
+  signBundleHead,
+  splitBundleV2,
+  verifyBundleHeadV2,
+  verifyBundleV2,
+} from "./bundle-v2.js";
+import { BundleError } from "./errors.js";
 import type { BundlePrefix, BundlePrefixes } from "./payload.js";
 import { diffPrefixLines } from "./prefix-delta.js";
 import { columnOf, decodePrefixSection, encodePrefixSection, prefixLines } from "./prefix-section.js";
-import { signingKeyFromSeed, verifyBundle } from "./sign.js";
+import { BundleReceiver, receiveBundle } from "./receive.js";
+import { signBundle, signingKeyFromSeed, verifyBundle } from "./sign.js";
 import { NOW, pin, refusal, SPEAKER, seed, TENANT } from "./signing.test-helper.js";
 
 const config = (revision: number): BundleConfig => ({
@@ -130,5 +143,93 @@ describe("rl-bundle/2", () => {
     expect(delta.bytes.length).toBeLessThan(full.bytes.length / 20);
     const verified = await verifyBundleV2(delta.bytes, delta.pinned, { ...opts, base: { revision_id: 7, section: encodePrefixSection(base) } });
     expect(verified.payload.prefixes.v4.length).toBe(next.v4.length);
+  });
+});
+
+/** `bytes` cut where `cuts` say (offsets, any order, duplicates allowed). */
+function chunksOf(bytes: Buffer, cuts: readonly number[]): Buffer[] {
+  const at = [...new Set([0, ...cuts.map((c) => c % (bytes.length + 1)), bytes.length])].sort((a, b) => a - b);
+  return at.slice(1).map((end, i) => bytes.subarray(at[i], end));
+}
+
+describe("rl-bundle/2 received in chunks", () => {
+  it("however the bytes are cut, the receiver hands on the same bytes and the hashes a verifier would take, and the head once", async () => {
+    const base = revision(400);
+    const next = revision(400, (i, p) => (i % 50 === 0 ? null : p));
+    const bundles = [await issue(8, next, { sequence: 3 }), await issue(8, next, { sequence: 3, base: { revision_id: 7, prefixes: base } })];
+    const verifyOpts = { ...opts, base: { revision_id: 7, section: encodePrefixSection(base) } };
+    const expected = await Promise.all(bundles.map((b) => verifyBundleV2(b.bytes, b.pinned, verifyOpts)));
+    await fc.assert(
+      fc.asyncProperty(fc.nat(1), fc.array(fc.nat(), { maxLength: 40 }), fc.boolean(), async (which, cuts, announced) => {
+        const { bytes, pinned } = bundles[which]!;
+        const heads: BundleHeadV2[] = [];
+        const receiver = new BundleReceiver({ maxBytes: bytes.length, expectedSize: announced ? bytes.length : undefined, onHead: (h) => heads.push(h) });
+        for (const chunk of chunksOf(bytes, cuts)) receiver.push(chunk);
+        const received = receiver.finish();
+        const parts = splitBundleV2(bytes);
+        expect(Buffer.from(received.bytes).equals(bytes)).toBe(true);
+        expect(received.sha256).toBe(sha256Hex(bytes));
+        expect(received.v2).toMatchObject({ configSha256: sha256Hex(parts.config), sectionSha256: sha256Hex(parts.section) });
+        expect(heads.map((h) => Buffer.from(h.header).equals(parts.header) && Buffer.from(h.signature).equals(parts.signature))).toEqual([true]);
+        const verified = await verifyBundleV2(received.bytes, pinned, { ...verifyOpts, received });
+        expect(verified.payload).toEqual(expected[which]!.payload);
+      }),
+      { numRuns: 60 },
+    );
+  });
+
+  it("the hashes taken while receiving serve only the bytes they were taken of: a changed copy is refused", async () => {
+    const full = await issue(8, revision(300), { sequence: 3 });
+    const received = receiveBundle(full.bytes);
+    const changed = Buffer.from(full.bytes.toString("latin1").replace("11.0.2.0/24", "11.0.2.0/23"), "latin1");
+    expect(changed.length).toBe(full.bytes.length);
+    expect(await refusal(verifyBundleV2(changed, full.pinned, { ...opts, received }))).toBe("bad_signature");
+    // And through verifyBundle, which hands the receipt on.
+    expect(await refusal(verifyBundle(changed, full.pinned, { ...opts, received }))).toBe("bad_signature");
+  });
+
+  it("a forged, misaddressed, stale or expired head is refused with the first chunk, before the rest is taken in", async () => {
+    const { bytes, pinned } = await issue(8, revision(2000), { sequence: 3 });
+    expect(bytes.length).toBeGreaterThan(10 * 4096);
+    const forged = Buffer.from(bytes);
+    forged[40] = forged[40]! ^ 1;
+    const cases: [Buffer, typeof opts, string][] = [
+      [forged, opts, "bad_signature"],
+      [bytes, { ...opts, speakerId: TENANT }, "wrong_speaker"],
+      [bytes, { ...opts, lastSequence: 3 }, "stale_sequence"],
+      [bytes, { ...opts, now: NOW + 120_000 }, "expired"],
+    ];
+    for (const [data, o, code] of cases) {
+      const receiver = new BundleReceiver({ maxBytes: data.length, expectedSize: data.length, onHead: (head) => verifyBundleHeadV2(head, pinned, o) });
+      const chunks = chunksOf(
+        data,
+        Array.from({ length: Math.ceil(data.length / 4096) }, (_, i) => i * 4096),
+      );
+      let refusedAt = -1;
+      for (let i = 0; i < chunks.length && refusedAt < 0; i++) {
+        try {
+          receiver.push(chunks[i]!);
+        } catch (error) {
+          expect(error).toBeInstanceOf(BundleError);
+          expect((error as BundleError).code).toBe(code);
+          refusedAt = i;
+        }
+      }
+      expect(refusedAt).toBe(0);
+    }
+  });
+
+  it("without an announced size, more than the cap is refused at the chunk that passes it; a signed envelope (rl-bundle/1) passes through unhashed by part", async () => {
+    const { bytes } = await issue(8, revision(2000), { sequence: 3 });
+    const receiver = new BundleReceiver({ maxBytes: 10_000 });
+    receiver.push(bytes.subarray(0, 8000));
+    expect(() => receiver.push(bytes.subarray(8000, 12_000))).toThrow(expect.objectContaining({ code: "too_large" }));
+    const key = await signingKeyFromSeed(seed(3));
+    const v1 = Buffer.from(JSON.stringify(await signBundle({ speaker_id: SPEAKER } as never, key.secretKey, key.keyId)));
+    const heads: unknown[] = [];
+    const received = receiveBundle(v1, { maxBytes: v1.length, onHead: (h) => heads.push(h) });
+    expect(received.v2).toBeNull();
+    expect(heads).toEqual([]);
+    expect(Buffer.from(received.bytes).equals(v1)).toBe(true);
   });
 });

@@ -95,28 +95,109 @@ export interface VerifiedBundleV2 {
   prefixSection: Uint8Array;
 }
 
-/** The parts of an `rl-bundle/2`, bounds checked; nothing in them is trusted yet. */
-export function splitBundleV2(bytes: Uint8Array): { keyId: string; header: Uint8Array; signature: Uint8Array; config: Uint8Array; section: Uint8Array } {
+/** Where the parts of an `rl-bundle/2` lie: the header, the signature, the config, and the section from `sectionStart` to the end. */
+export interface BundleLayoutV2 {
+  keyId: string;
+  headerStart: number;
+  signatureStart: number;
+  configStart: number;
+  sectionStart: number;
+}
+
+/**
+ * The layout of an `rl-bundle/2` read from its first bytes, bounds checked; `null` while too few
+ * of them are in to tell (a receiver asks again with more). Throws `malformed` for bytes that
+ * can never be one. Nothing in them is trusted yet.
+ */
+export function bundleLayoutV2(bytes: Uint8Array): BundleLayoutV2 | null {
   const b = Buffer.from(bytes.buffer, bytes.byteOffset, bytes.length);
   let at = MAGIC.length;
-  const need = (n: number) => {
-    if (at + n > b.length) throw new BundleError("malformed", "bundle ends before its parts do");
-  };
-  need(KEY_ID_BYTES + 1 + 4);
+  if (b.length < at + KEY_ID_BYTES + 1 + 4) return null;
   const keyId = b.toString("latin1", at, at + KEY_ID_BYTES);
   if (b[at + KEY_ID_BYTES] !== 0x0a) throw new BundleError("malformed", "bundle key id is not 16 characters");
   at += KEY_ID_BYTES + 1;
   const headerLength = b.readUInt32BE(at);
   at += 4;
   if (headerLength > MAX_HEADER_BYTES) throw new BundleError("malformed", `bundle header of ${headerLength} bytes`);
-  need(headerLength + SIGNATURE_BYTES + 4);
-  const header = b.subarray(at, (at += headerLength));
-  const signature = b.subarray(at, (at += SIGNATURE_BYTES));
-  const configLength = b.readUInt32BE(at);
-  at += 4;
-  need(configLength);
-  const config = b.subarray(at, (at += configLength));
-  return { keyId, header, signature, config, section: b.subarray(at) };
+  const headerStart = at;
+  const signatureStart = headerStart + headerLength;
+  if (b.length < signatureStart + SIGNATURE_BYTES + 4) return null;
+  const configStart = signatureStart + SIGNATURE_BYTES + 4;
+  return { keyId, headerStart, signatureStart, configStart, sectionStart: configStart + b.readUInt32BE(configStart - 4) };
+}
+
+/** The parts of an `rl-bundle/2`, bounds checked; nothing in them is trusted yet. */
+export function splitBundleV2(bytes: Uint8Array): { keyId: string; header: Uint8Array; signature: Uint8Array; config: Uint8Array; section: Uint8Array } {
+  const layout = bundleLayoutV2(bytes);
+  if (!layout || layout.sectionStart > bytes.length) throw new BundleError("malformed", "bundle ends before its parts do");
+  const b = Buffer.from(bytes.buffer, bytes.byteOffset, bytes.length);
+  return {
+    keyId: layout.keyId,
+    header: b.subarray(layout.headerStart, layout.signatureStart),
+    signature: b.subarray(layout.signatureStart, layout.signatureStart + SIGNATURE_BYTES),
+    config: b.subarray(layout.configStart, layout.sectionStart),
+    section: b.subarray(layout.sectionStart),
+  };
+}
+
+/** The signed head of an `rl-bundle/2`: its key id, header and the header's signature. */
+export interface BundleHeadV2 {
+  keyId: string;
+  header: Uint8Array;
+  signature: Uint8Array;
+}
+
+/**
+ * The checks a bundle's head allows before anything after it is read: key, signature over the
+ * header, format, then speaker, tenant, sequence and expiry. Answers the signed header; throws
+ * {@link BundleError}. A receiver runs it as soon as the head is in, so a forged, stale or
+ * misaddressed bundle is refused at its first chunk rather than after megabytes.
+ */
+export function verifyBundleHeadV2(head: BundleHeadV2, pinnedKeys: readonly PinnedKey[], options: VerifyV2Options): BundleHeaderV2 {
+  const key = findKey(pinnedKeys, head.keyId);
+  if (!verifyDetached(head.signature, head.header, key)) throw new BundleError("bad_signature", `signature does not verify with key ${head.keyId}`);
+  const header = parseJson<BundleHeaderV2>(head.header, "header");
+  if (header.format !== BUNDLE_FORMAT_V2 || header.alg !== SIGNING_ALG || header.key_id !== head.keyId) {
+    throw new BundleError("unsupported_format", `bundle header says ${String(header.format)}/${String(header.alg)}`);
+  }
+  checkAddressee(header, options);
+  return header;
+}
+
+/**
+ * A bundle as a receiver took it in: its bytes, and what it hashed of them as they arrived (the
+ * SHA-256 of the whole, and of an `rl-bundle/2`'s config and section). The hashes are only used
+ * for these very bytes, split where they say; a verifier given other bytes hashes them itself.
+ */
+export interface ReceivedBundle {
+  bytes: Uint8Array;
+  sha256: string;
+  v2: { configStart: number; sectionStart: number; configSha256: string; sectionSha256: string } | null;
+}
+
+/** The receiver's hashes of config and section, when they are of `bytes` split as `layout` splits them. */
+function receivedPartHashes(bytes: Uint8Array, options: VerifyV2Options): { config: string; section: string } | null {
+  const r = options.received;
+  if (!r || r.bytes !== bytes || !r.v2) return null;
+  const layout = bundleLayoutV2(bytes);
+  if (!layout || layout.configStart !== r.v2.configStart || layout.sectionStart !== r.v2.sectionStart) return null;
+  return { config: r.v2.configSha256, section: r.v2.sectionSha256 };
+}
+
+/**
+ * After the section checked out: the config must name the header's speaker, tenant and
+ * revision, and the content digest over config and `prefixesSha256` must be the signed one.
+ * Answers the config and the digest; what a verifier that rebuilds the section its own way
+ * (the agent, from the prefixes it keeps) runs too.
+ */
+export function checkConfigV2(header: BundleHeaderV2, configBytes: Uint8Array): { config: BundleConfig; digest: string } {
+  const config = parseJson<BundleConfig>(configBytes, "config");
+  if (config.speaker_id !== header.speaker_id || config.tenant_id !== header.tenant_id || config.revision_id !== header.revision_id) {
+    throw new BundleError("malformed", "bundle config names another speaker, tenant or revision than its header");
+  }
+  const digest = contentDigestV2(config, header.prefixes_sha256);
+  if (digest !== header.digest) throw new BundleError("digest_mismatch", `header digest ${header.digest} does not match its content (${digest})`);
+  return { config, digest };
 }
 
 /**
@@ -132,17 +213,19 @@ export async function verifyBundleV2(bytes: Uint8Array, pinnedKeys: readonly Pin
     throw new BundleError("too_large", `bundle has ${bytes.length} bytes, the cap is ${options.maxBytes}`);
   }
   const parts = splitBundleV2(bytes);
-  const key = findKey(pinnedKeys, parts.keyId);
-  if (!verifyDetached(parts.signature, parts.header, key)) throw new BundleError("bad_signature", `signature does not verify with key ${parts.keyId}`);
-  const header = parseJson<BundleHeaderV2>(parts.header, "header");
-  if (header.format !== BUNDLE_FORMAT_V2 || header.alg !== SIGNING_ALG || header.key_id !== parts.keyId) {
-    throw new BundleError("unsupported_format", `bundle header says ${String(header.format)}/${String(header.alg)}`);
-  }
-  checkAddressee(header, options);
-  if (sha256Hex(parts.config) !== header.config_sha256 || parts.section.length !== header.section_size || sha256Hex(parts.section) !== header.section_sha256) {
+  const header = verifyBundleHeadV2(parts, pinnedKeys, options);
+  // Hashed as the bytes arrived when a receiver did; each hashed here otherwise.
+  const hashed = receivedPartHashes(bytes, options);
+  const sectionSha256 = hashed?.section ?? sha256Hex(parts.section);
+  if (
+    (hashed?.config ?? sha256Hex(parts.config)) !== header.config_sha256 ||
+    parts.section.length !== header.section_size ||
+    sectionSha256 !== header.section_sha256
+  ) {
     throw new BundleError("bad_signature", "config or prefix section is not what the signed header names");
   }
   let section: Uint8Array = parts.section;
+  let prefixesSha256 = sectionSha256;
   if (header.section === "delta") {
     const base = options.base;
     if (!base || base.revision_id !== header.base_revision_id || sha256Hex(base.section) !== header.base_prefixes_sha256) {
@@ -157,18 +240,14 @@ export async function verifyBundleV2(bytes: Uint8Array, pinnedKeys: readonly Pin
       // Signed, so the controller's own mistake: the rebuilt prefixes cannot be the revision's.
       throw new BundleError("digest_mismatch", `the delta does not fit the base it names: ${(cause as Error).message}`, { cause });
     }
+    prefixesSha256 = sha256Hex(section);
   } else if (header.section !== "full") {
     throw new BundleError("unsupported_format", `bundle section ${String(header.section)}`);
   }
-  if (sha256Hex(section) !== header.prefixes_sha256) {
+  if (prefixesSha256 !== header.prefixes_sha256) {
     throw new BundleError("digest_mismatch", `the prefixes ${header.section === "delta" ? "rebuilt from the delta" : "received"} are not the revision's`);
   }
-  const config = parseJson<BundleConfig>(parts.config, "config");
-  if (config.speaker_id !== header.speaker_id || config.tenant_id !== header.tenant_id || config.revision_id !== header.revision_id) {
-    throw new BundleError("malformed", "bundle config names another speaker, tenant or revision than its header");
-  }
-  const digest = contentDigestV2(config, header.prefixes_sha256);
-  if (digest !== header.digest) throw new BundleError("digest_mismatch", `header digest ${header.digest} does not match its content (${digest})`);
+  const { config, digest } = checkConfigV2(header, parts.config);
   const payload: BundlePayload = {
     ...config,
     prefixes: decodePrefixSection(section),

@@ -5,15 +5,21 @@ export {
   BUNDLE_FORMAT_V2,
   type BundleConfig,
   type BundleHeaderV2,
+  type BundleHeadV2,
+  type BundleLayoutV2,
+  bundleLayoutV2,
+  checkConfigV2,
   configBytes,
   contentDigestV2,
   isBundleV2,
+  type ReceivedBundle,
   readKeptBundleV2,
   sha256Hex,
   signBundleHead,
   splitBundleV2,
   type VerifiedBundleV2,
   type VerifyV2Options,
+  verifyBundleHeadV2,
   verifyBundleV2,
 } from "./bundle-v2.js";
 export { canonicalJson, canonicalJsonBytes } from "./canonical-json.js";
@@ -63,6 +69,7 @@ export {
   prefixLines,
   splitSection,
 } from "./prefix-section.js";
+export { BundleReceiver, type BundleReceiverOptions, receiveBundle } from "./receive.js";
 export {
   BUNDLE_FORMAT,
   DEFAULT_MAX_BUNDLE_BYTES,

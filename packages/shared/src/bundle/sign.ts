@@ -1,6 +1,6 @@
 import { createHash, randomBytes } from "node:crypto";
 import { createRequire } from "node:module";
-import { isBundleV2, verifyBundleV2 } from "./bundle-v2.js";
+import { isBundleV2, type ReceivedBundle, verifyBundleV2 } from "./bundle-v2.js";
 import { canonicalJsonBytes, parseJsonBytes } from "./canonical-json.js";
 import { BundleError } from "./errors.js";
 import { type BundlePayload, computeBundleDigest } from "./payload.js";
@@ -57,6 +57,8 @@ export interface VerifyOptions {
   maxBytes?: number;
   /** `rl-bundle/2` deltas: the full prefix section of the last verified bundle, and its revision. */
   base?: { revision_id: number; section: Uint8Array } | null;
+  /** What a {@link BundleReceiver} hashed of these very bytes as they arrived: not hashed again. */
+  received?: ReceivedBundle | null;
 }
 
 export interface VerifiedBundle {
