@@ -119,6 +119,28 @@ describe("rl-bundle/2 sections and deltas", () => {
     ]);
   });
 
+  it("a refresh whose sections cannot be built keeps its revision and says so; its apply builds them", async () => {
+    // The database refuses every new section while the trigger is there.
+    await sql().unsafe(`CREATE FUNCTION refuse_section() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN RAISE EXCEPTION 'sections refused for the test'; END $$`);
+    await sql().unsafe("CREATE TRIGGER refuse_section BEFORE INSERT ON bundle_sections FOR EACH ROW EXECUTE FUNCTION refuse_section()");
+    let revision: number;
+    try {
+      await t.call(t.rootKey, "POST", `/v1/modules/${moduleId}/ip-range-entries`, { cidr: "14.0.0.0/16" });
+      const job = (await t.call(t.rootKey, "POST", `/v1/modules/${moduleId}/refresh?wait=true`)).json();
+      expect(job.status).toBe("succeeded");
+      expect(job.result.sections_error).toMatch(/sections refused for the test/);
+      revision = job.result.revision_id;
+      expect((await t.call(t.rootKey, "GET", `/v1/revisions/${revision}`)).statusCode).toBe(200);
+    } finally {
+      await sql().unsafe("DROP TRIGGER refuse_section ON bundle_sections");
+      await sql().unsafe("DROP FUNCTION refuse_section()");
+    }
+    await applyAndWait(revision);
+    const s = speakers[1]!;
+    const verified = await verifyBundle(await bytesOf(s, revision), s.keys, { speakerId: s.id, tenantId: s.tenant, lastSequence: null, now: new Date() });
+    expect(verified.payload.prefixes.v4).toContainEqual(["14.0.0.0/16", ["65000:100"]]);
+  });
+
   it("a base the controller issued no delta from gets the full bundle", async () => {
     const s = speakers[1]!;
     const full = await bytesOf(s, second);

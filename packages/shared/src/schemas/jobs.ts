@@ -23,7 +23,8 @@ export const Job = z
         description:
           "What the job made, per type. `module_ingest`: `revision_id` (null when there is none), `unchanged`, `duration_ms`, " +
           "`timings_ms` (`collect`, `aggregate`, `guard`, `snapshot_write`, `revision_write`, and `sections_write`: the new revision's " +
-          "bundle sections, committed with it so that an apply of it only signs), `modules` and `warnings`. `apply`: `revision_id` and `speakers`, each speaker's outcome.",
+          "bundle sections, committed with it so that an apply of it only signs), `modules`, `warnings`, and `sections_error` only when those " +
+          "sections could not be built with the revision (it is kept all the same; its first apply builds them). `apply`: `revision_id` and `speakers`, each speaker's outcome.",
       }),
     error: z.looseObject({ code: z.string(), detail: z.string() }).nullable(),
     attempts: z.number().int(),

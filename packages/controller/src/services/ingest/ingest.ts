@@ -78,7 +78,8 @@ export function createIngestService(deps: IngestDeps) {
         /**
          * Runs in the transaction that commits a new revision, after its row: what an apply of
          * it needs (its bundle sections) commits with it. A failure there is rolled back to a
-         * savepoint and only costs the apply that build; the revision commits all the same.
+         * savepoint, named in the result's `sections_error`, and only costs the apply that
+         * build; the revision commits all the same.
          */
         prepare?: (tx: Db, revisionId: number) => Promise<void>;
       } = {},
@@ -194,9 +195,14 @@ export function createIngestService(deps: IngestDeps) {
           deps.revisions.remember(tenantId, revisionId, built.content);
         }
         lap("revision_write");
+        // Said in the result rather than failing the refresh: the revision stands, and the first
+        // apply of it builds what could not be built here.
+        let sectionsError: string | null = null;
         if (!unchanged && revisionId !== null && options.prepare) {
           const id = revisionId;
-          await withSavepoint(tx, (sp) => options.prepare!(sp, id)).catch(() => undefined);
+          await withSavepoint(tx, (sp) => options.prepare!(sp, id)).catch((error: unknown) => {
+            sectionsError = error instanceof Error ? error.message : String(error);
+          });
           lap("sections_write");
         }
         return {
@@ -211,6 +217,7 @@ export function createIngestService(deps: IngestDeps) {
             sources_failed: c.sources_failed,
           })),
           warnings: [...collected.values()].flatMap((c) => c.warnings),
+          ...(sectionsError === null ? {} : { sections_error: sectionsError }),
         };
       });
       // `complete` returns once the revision has committed with the job's end.
