@@ -23,4 +23,33 @@ describe("guardPool", () => {
     const later = await sql.begin(async () => new Promise<unknown>((resolve) => outsideTransaction(() => resolve(sql`SELECT 4 AS n`))));
     expect(later).toEqual([{ n: 4 }]);
   });
+
+  it("keeps watching a transaction while another one ends beside it, and an array of queries still answers their rows", async () => {
+    let release!: () => void;
+    const held = new Promise<void>((r) => {
+      release = r;
+    });
+    let started!: () => void;
+    const open = new Promise<void>((r) => {
+      started = r;
+    });
+    const first = sql.begin(async () => {
+      started();
+      await held;
+      return sql`SELECT 1`;
+    });
+    await open;
+    // A second transaction starts and ends while the first is still under way.
+    expect(await sql.begin((tx) => [tx`SELECT 5 AS n`, tx`SELECT 6 AS n`])).toEqual([[{ n: 5 }], [{ n: 6 }]]);
+    release();
+    await expect(first).rejects.toBeInstanceOf(PoolInTransactionError);
+    // A callback that throws before its first await ends its transaction too; the next one is watched.
+    await expect(
+      sql.begin(() => {
+        throw new Error("at once");
+      }),
+    ).rejects.toThrow("at once");
+    await expect(sql.begin(async () => sql`SELECT 1`)).rejects.toBeInstanceOf(PoolInTransactionError);
+    expect((await sql`SELECT 7 AS n`)[0]).toEqual({ n: 7 });
+  });
 });
