@@ -38,10 +38,12 @@ export async function verifyKept(
   const plain = async () => ({ ...(await verifyBundle(bytes, pinnedKeys, { ...options, base: kept, received })), kept: null });
   if (!kept || !isBundleV2(bytes)) return plain();
   let parts: ReturnType<typeof splitBundleV2>;
+  let header: BundleHeaderV2;
   try {
     // Read before it is verified only to choose the way; anything unreadable is verifyBundle's to refuse.
     parts = splitBundleV2(bytes);
-    if (readJson<BundleHeaderV2>(parts.header, "header").section !== "delta") return plain();
+    header = readJson<BundleHeaderV2>(parts.header, "header");
+    if (header.section !== "delta") return plain();
   } catch {
     return plain();
   }
@@ -49,8 +51,7 @@ export async function verifyKept(
     return { ...(await verifyBundle(bytes, pinnedKeys, { ...options, base: null, received })), kept: null };
   } catch (error) {
     if (!(error instanceof BundleError) || error.code !== "delta_base_mismatch") throw error;
-    // From here on the header is the signed one.
-    const header = readJson<BundleHeaderV2>(parts.header, "header");
+    // From here on the header (the same bytes) is the signed one.
     if (header.base_revision_id !== kept.revision_id || header.base_prefixes_sha256 !== kept.sha256) throw error;
     const rebuilt = applyKeptDelta(kept, header.revision_id, parts.section, header.prefixes_sha256);
     const { config, digest } = checkConfigV2(header, parts.config);

@@ -96,12 +96,12 @@ export async function applyBirdConfig(deps: ApplyDeps, options: ApplyOptions): P
   if (!names.includes(options.entry)) throw new TypeError(`entry ${options.entry} is not among the files`);
   for (const name of names) if (!FILE_NAME.test(name)) throw new TypeError(`${JSON.stringify(name)} is not a plain file name`);
   const changed: string[] = [];
-  /** What each file holds now (null: none, or not a plain ASCII file we can compare by text). */
-  const running = new Map<string, string | null>();
+  /** What each file holds now, read once (null: none, a symlink, or unreadable). */
+  const running = new Map<string, RunningFile | null>();
   for (const name of names) {
-    const text = runningText(options.configDir, name);
-    running.set(name, text);
-    if (!holds(options.configDir, name, options.files[name] as string, text)) changed.push(name);
+    const file = readRunning(options.configDir, name);
+    running.set(name, file);
+    if (!holds(file, options.files[name] as string)) changed.push(name);
   }
   const changedSet = new Set(changed);
   if (changed.length === 0) {
@@ -117,22 +117,21 @@ export async function applyBirdConfig(deps: ApplyDeps, options: ApplyOptions): P
     // file as it will run, but a route file with the route lines BIRD runs already left blank,
     // and links to the unchanged running files, which were just read and hold exactly these
     // bytes. What is swapped in later is written from the rendered text itself.
-    const checkDir = staging;
     for (const name of names) {
       const text = options.files[name] as string;
-      const was = running.get(name) ?? null;
+      const was = running.get(name);
       // A running file an eighth the size of the new one or less (a first big apply) has too
       // few of its lines to be worth the comparison: the new one is checked whole.
-      if (options.routeFiles?.(name) && was !== null && was.length * 8 > text.length) {
-        await writeFile(join(checkDir, name), linesToCheck(text, was), { flag: "wx", mode: 0o600 });
-      } else if (changedSet.has(name)) await writeFile(join(checkDir, name), text, { flag: "wx", mode: 0o600 });
-      else await symlink(resolve(options.configDir, name), join(checkDir, name));
+      if (options.routeFiles?.(name) && typeof was === "string" && was.length * 8 > text.length) {
+        await writeFile(join(staging, name), linesToCheck(text, was), { flag: "wx", mode: 0o600 });
+      } else if (changedSet.has(name)) await writeFile(join(staging, name), text, { flag: "wx", mode: 0o600 });
+      else await symlink(resolve(options.configDir, name), join(staging, name));
     }
-    let check = join(checkDir, options.entry);
+    let check = join(staging, options.entry);
     if (options.mode === "include") {
       // The include alone is not a config BIRD accepts when it has no protocol; a device
       // protocol in a wrapper makes it one, as the operator's bird.conf would.
-      check = join(checkDir, "rl-validate.conf");
+      check = join(staging, "rl-validate.conf");
       await writeFile(check, `protocol device {\n}\ninclude "${options.entry}";\n`, { flag: "wx", mode: 0o600 });
     }
     // bird -p took 0.64 s on 1,000,000 routes; the default 30 s leaves room for slow hosts.
@@ -227,16 +226,17 @@ async function waitForAnswer(deps: ApplyDeps, timeoutMs: number): Promise<void> 
  * Copies the running file aside; false when there was none. Neither end follows a symlink: a
  * link planted at the running file's name is refused, one at the backup's name is replaced.
  */
-async function backup(dir: string, name: string, text: string | null, access: FileAccess, options: { syncDirectory?: boolean } = {}): Promise<boolean> {
-  // Its text as just read, when it was plain ASCII (the bytes are the same); read again otherwise.
-  let data: string | Buffer;
+async function backup(dir: string, name: string, read: RunningFile | null, access: FileAccess, options: { syncDirectory?: boolean } = {}): Promise<boolean> {
+  // As just read (ASCII text is written as the same bytes); read here only when that read
+  // failed, so that a missing file is told from a symlink or an unreadable one, which throw.
+  let data: RunningFile;
   try {
-    data = text ?? (await readFileNoFollow(join(dir, name)));
+    data = read ?? (await readFileNoFollow(join(dir, name)));
   } catch (error) {
     if ((error as NodeJS.ErrnoException).code === "ENOENT") return false;
     throw error;
   }
-  await writeFileAtomic(join(dir, name + PREVIOUS_SUFFIX), typeof data === "string" ? Buffer.from(data, "latin1") : data, access, options);
+  await writeFileAtomic(join(dir, name + PREVIOUS_SUFFIX), data, access, options);
   return true;
 }
 
@@ -253,27 +253,26 @@ async function restoreFiles(dir: string, names: readonly string[], had: Map<stri
 }
 
 /**
- * The text of a running file that is plain ASCII (every file we render is, but for a password
- * or a description): ASCII bytes read as Latin-1 are their UTF-8 text, a copy, where decoding
- * would cost a pass over every route. Null when there is none, it is a symlink, or not ASCII.
+ * A running file as it is now: its text when it is plain ASCII (every file we render is, but for
+ * a password or a description; ASCII bytes read as Latin-1 are their UTF-8 text, a copy, where
+ * decoding would cost a pass over every route), its bytes otherwise.
  */
-function runningText(dir: string, name: string): string | null {
+type RunningFile = string | Buffer;
+
+/** The file in `dir` as it is now; null when there is none, it is a symlink, or it cannot be read. */
+function readRunning(dir: string, name: string): RunningFile | null {
   try {
     const bytes = readFileNoFollowSync(join(dir, name));
-    return isAscii(bytes) ? bytes.toString("latin1") : null;
+    return isAscii(bytes) ? bytes.toString("latin1") : bytes;
   } catch {
     return null;
   }
 }
 
-/** The file in `dir` holds exactly `text` (a symlink or anything unreadable does not). */
-function holds(dir: string, name: string, text: string, ascii: string | null): boolean {
-  if (ascii !== null) return ascii === text;
-  try {
-    return readFileNoFollowSync(join(dir, name)).equals(Buffer.from(text, "utf8"));
-  } catch {
-    return false;
-  }
+/** The running file holds exactly `text` (a symlink or anything unreadable does not). */
+function holds(running: RunningFile | null, text: string): boolean {
+  if (running === null) return false;
+  return typeof running === "string" ? running === text : running.equals(Buffer.from(text, "utf8"));
 }
 
 /**
@@ -291,6 +290,8 @@ function holds(dir: string, name: string, text: string, ascii: string | null): b
 export function linesToCheck(text: string, running: string, tuning: { lookahead?: number; misses?: number } = {}): string {
   const lookahead = tuning.lookahead ?? 32;
   const maxMisses = tuning.misses ?? 64;
+  // An unchanged file: every route line is one BIRD runs, and there is nothing to compare.
+  const same = text === running;
   let table: LineTable | null = null;
   let misses = 0;
   /** Where the running file's next line starts (past its end: none left). */
@@ -304,7 +305,8 @@ export function linesToCheck(text: string, running: string, tuning: { lookahead?
     if (end < 0) end = text.length;
     let known = false;
     if (isRouteLine(text, at, end)) {
-      if (table) known = table.has(text, at, end);
+      if (same) known = true;
+      else if (table) known = table.has(text, at, end);
       else {
         const found = findNear(running, next, lookahead, text, at, end);
         if (found >= 0) {
@@ -316,7 +318,7 @@ export function linesToCheck(text: string, running: string, tuning: { lookahead?
           known = table.has(text, at, end);
         }
       }
-    } else if (!table) {
+    } else if (!table && !same) {
       // A line of the protocol around the routes: the running file's copy of it is passed by too.
       const found = findNear(running, next, lookahead, text, at, end);
       if (found >= 0) next = found;

@@ -219,13 +219,13 @@ function patchGroup(last: CachedGroup, group: Group, family: 4 | 6, kind: string
   }
   // What is left of the last text's routes was dropped.
   if (runFrom < at) pieces.push(body.slice(runFrom, at));
-  const { name, head } = groupHead(group.set, family, now.length, titles);
+  const { name, head } = groupHead(group, family, now.length, titles);
   return { nets: now, body: `${head}${pieces.join("")}\n}`, name };
 }
 
 function writeGroup(group: Group, family: 4 | 6, kind: string, titles: Map<string, string>): CachedGroup {
   const nets = group.routes;
-  const { name, head } = groupHead(group.set, family, nets.length, titles);
+  const { name, head } = groupHead(group, family, nets.length, titles);
   // One join over the prefixes writes every `  route <prefix> <kind>;` line: no string a route
   // (500k of them were most of a render's garbage).
   const routes = nets.length > 0 ? `\n  route ${nets.join(` ${kind};\n  route `)} ${kind};` : "";
@@ -233,10 +233,9 @@ function writeGroup(group: Group, family: 4 | 6, kind: string, titles: Map<strin
 }
 
 /** A set's protocol name and the three lines before its routes (a comment with their count, the protocol, its channel). */
-function groupHead(set: Community[], family: 4 | 6, count: number, titles: Map<string, string>): { name: string; head: string } {
+function groupHead({ key, set }: Pick<Group, "key" | "set">, family: 4 | 6, count: number, titles: Map<string, string>): { name: string; head: string } {
   // Named after a hash of the set, not its position: a set keeps its protocol from one
   // revision to the next, so BIRD's reconfigure diffs routes instead of replacing protocols.
-  const key = set.map(communityText).join(",");
   const name = `rl_static${family}_${createHash("sha256").update(key).digest("hex").slice(0, 12)}`;
   const described = set.map((c) => {
     const title = titles.get(communityText(c));
