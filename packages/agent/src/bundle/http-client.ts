@@ -129,7 +129,7 @@ export class ControllerHttpClient {
     const query = options.baseRevisionId ? `?base_revision=${options.baseRevisionId}` : "";
     const path = `/v1/speakers/${encodeURIComponent(speakerId)}/bundle/${revisionId}${query}`;
     const res = await this.#request("GET", path, { headers: { "accept-encoding": "gzip" }, timeoutMs: this.#bundleTimeoutMs });
-    return receiveCapped(res, options.maxBytes, options.onHead);
+    return receiveBundle(res, options.maxBytes, options.onHead);
   }
 
   /** `GET /v1/nodes/signing-keys`. */
@@ -192,42 +192,48 @@ function parse<T>(schema: z.ZodType<T>, value: unknown, what: string): T {
 }
 
 async function readJson(res: Response, maxBytes: number): Promise<unknown> {
-  const { bytes } = await receiveCapped(res, maxBytes);
+  const parts: Uint8Array[] = [];
+  const size = await readCapped(res, maxBytes, (chunk) => parts.push(chunk));
   try {
-    return JSON.parse(Buffer.from(bytes).toString("utf8"));
+    return JSON.parse(Buffer.concat(parts, size).toString("utf8"));
   } catch (cause) {
     throw new ControllerError("bad_response", `${res.url}: the answer is not JSON`, { status: res.status, cause });
   }
 }
 
+/** A bundle's body through a BundleReceiver: its head checked by `onHead` as soon as it is in, its parts hashed as they come. */
+async function receiveBundle(res: Response, maxBytes: number, onHead: FetchBundleOptions["onHead"]): Promise<ReceivedBundle> {
+  const receiver = new BundleReceiver({ maxBytes, onHead });
+  await readCapped(res, maxBytes, (chunk) => receiver.push(chunk));
+  return receiver.finish();
+}
+
 /**
- * The body, decompressed by fetch, through a BundleReceiver: refused as soon as it passes
- * `maxBytes` (a gzip bomb too), its head checked by `onHead` as soon as it is in.
+ * The body, decompressed by fetch, chunk by chunk to `take`: refused as soon as it passes
+ * `maxBytes` (a gzip bomb too). Answers its size. What `take` throws (a bundle's refused head)
+ * stops the reading and is what this throws.
  */
-async function receiveCapped(res: Response, maxBytes: number, onHead?: FetchBundleOptions["onHead"]): Promise<ReceivedBundle> {
+async function readCapped(res: Response, maxBytes: number, take: (chunk: Uint8Array) => void): Promise<number> {
   const declared = Number(res.headers.get("content-length"));
-  const plain = !res.headers.get("content-encoding") && Number.isSafeInteger(declared) && declared > 0;
-  if (plain && declared > maxBytes) {
+  if (!res.headers.get("content-encoding") && declared > maxBytes) {
     await res.body?.cancel();
     throw new ControllerError("too_large", `${res.url}: ${declared} bytes, the cap is ${maxBytes}`, { status: res.status });
   }
-  const receiver = new BundleReceiver({ maxBytes, onHead });
-  if (!res.body) return receiver.finish();
+  let size = 0;
+  if (!res.body) return size;
   const reader = res.body.getReader();
   try {
     for (;;) {
       const { done, value } = await reader.read();
       if (done) break;
-      receiver.push(value);
+      size += value.length;
+      if (size > maxBytes) throw new ControllerError("too_large", `${res.url}: more than ${maxBytes} bytes`, { status: res.status });
+      take(value);
     }
   } catch (cause) {
     await reader.cancel().catch(() => undefined);
-    if (cause instanceof BundleError && cause.code === "too_large") {
-      throw new ControllerError("too_large", `${res.url}: more than ${maxBytes} bytes`, { status: res.status, cause });
-    }
-    // onHead refused the bundle: that refusal, as the verifier would have made it.
     if (cause instanceof BundleError || cause instanceof ControllerError) throw cause;
     throw new ControllerError("controller_unreachable", `${res.url}: ${(cause as Error).message}`, { status: res.status, cause });
   }
-  return receiver.finish();
+  return size;
 }
