@@ -31,12 +31,25 @@ export function busyAgentMetricsText(): string {
   return m.render();
 }
 
-/** What the project exports: a running controller's /metrics (every family registered) and a busy agent's. */
-export async function exportedMetricNames(): Promise<Set<string>> {
+/** What the project exports, by where it is scraped. */
+export interface ExportedMetrics {
+  /** A controller's public /metrics (the scrape job `rl-controller`). */
+  public: Set<string>;
+  /** A controller's GET /v1/metrics, with a key (`rl-controller-fleet`). */
+  fleet: Set<string>;
+  /** A busy agent's (`rl-agent`). */
+  agent: Set<string>;
+  all: Set<string>;
+}
+
+/** A running controller's two scrapes (every family registered) and a busy agent's. */
+export async function exportedMetrics(): Promise<ExportedMetrics> {
   const t = await startTestController();
   try {
-    const controller = (await t.call(null, { method: "GET", url: "/metrics" })).body;
-    return new Set([...declaredNames(controller), ...declaredNames(busyAgentMetricsText())]);
+    const pub = declaredNames((await t.call(null, { method: "GET", url: "/metrics" })).body);
+    const fleet = declaredNames((await t.call(t.rootKey, { method: "GET", url: "/v1/metrics" })).body);
+    const agent = declaredNames(busyAgentMetricsText());
+    return { public: pub, fleet, agent, all: new Set([...pub, ...fleet, ...agent]) };
   } finally {
     await t.close();
   }

@@ -4,7 +4,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { beforeAll, describe, expect, it } from "vitest";
 import { tool } from "../helpers/tools.js";
-import { exportedMetricNames, metricNamesOf } from "./exported-metrics.js";
+import { type ExportedMetrics, exportedMetrics, metricNamesOf } from "./exported-metrics.js";
 
 const dir = join(import.meta.dirname, "../../deploy/grafana");
 const boards = readdirSync(join(dir, "dashboards"))
@@ -25,9 +25,9 @@ const DATASOURCE_VARIABLE = ["$", "{datasource}"].join("");
 
 const promtool = tool("promtool");
 
-let exported: Set<string>;
+let exported: ExportedMetrics;
 beforeAll(async () => {
-  exported = await exportedMetricNames();
+  exported = await exportedMetrics();
 }, 120_000);
 
 describe("Grafana dashboards", () => {
@@ -64,10 +64,29 @@ describe("Grafana dashboards", () => {
       for (const q of queries) {
         const names = metricNamesOf(q.expr);
         if (!names.length) unknown.push(`${q.where}: names no metric`);
-        for (const n of names) if (!exported.has(n)) unknown.push(`${q.where}: ${n}`);
+        for (const n of names) if (!exported.all.has(n)) unknown.push(`${q.where}: ${n}`);
       }
     }
     expect(unknown).toEqual([]);
+  });
+
+  it("the tenant variable and the per-tenant panels read GET /v1/metrics (the authenticated scrape), the rest the public /metrics or the agents", () => {
+    const wrong: string[] = [];
+    for (const b of boards) {
+      const tenantVariable = b.json.templating.list.find((v: { name: string }) => v.name === "tenant");
+      for (const n of metricNamesOf(tenantVariable.query.query.replace(/^label_values\(([^,)]+).*$/, "$1"))) {
+        if (!exported.fleet.has(n)) wrong.push(`${b.file} variable tenant: ${n}`);
+      }
+      for (const p of panelsOf(b.json)) {
+        for (const t of p.targets ?? []) {
+          const names = metricNamesOf(t.expr);
+          const perTenant = t.expr.includes("$tenant");
+          // A per-tenant query reads only the fleet's figures, and every fleet figure is chosen by tenant.
+          for (const n of names) if (perTenant !== exported.fleet.has(n)) wrong.push(`${b.file} "${p.title}" ${t.refId}: ${n}`);
+        }
+      }
+    }
+    expect(wrong).toEqual([]);
   });
 
   it.skipIf(!promtool.available)("every panel query is valid PromQL (promtool parses them as recording rules)", () => {

@@ -16,6 +16,6 @@ export interface AppDeps {
   buildInfo: BuildInfo;
   outbound: OutboundClient;
   services: AppServices;
-  /** The registry `/metrics` serves, with the fleet gauges and the counters the workers feed. */
+  /** The public `/metrics` registry (deployment totals, the counters the workers feed) and the per-tenant `/v1/metrics`. */
   metrics: ControllerMetrics;
 }

@@ -28,6 +28,7 @@ import entryRoutes from "./routes/v1/entries.js";
 import jobRoutes from "./routes/v1/jobs.js";
 import lookupRoutes from "./routes/v1/lookup.js";
 import maintenanceRoutes from "./routes/v1/maintenance.js";
+import metricsRoutes from "./routes/v1/metrics.js";
 import moduleRoutes from "./routes/v1/modules.js";
 import natsRoutes from "./routes/v1/nats.js";
 import nodeRoutes from "./routes/v1/nodes.js";
@@ -103,7 +104,8 @@ export async function buildApp(deps: AppDeps, opts: { logger?: FastifyServerOpti
   await app.register(securityHeadersPlugin);
   // The document's plugin first: it sees only routes added after it (/metrics is one).
   await app.register(openapiPlugin, { version: deps.buildInfo.version });
-  await app.register(metricsPlugin, { registry: deps.metrics.registry });
+  // With METRICS_PORT, /metrics is that listener's (metrics/listener.ts); requests are counted here still.
+  await app.register(metricsPlugin, { registry: deps.metrics.registry, serve: deps.config.METRICS_PORT === undefined });
   await app.register(authPlugin, { sql: deps.sql, clock: deps.clock, authenticator: deps.services.authenticator });
   await app.register(idempotencyPlugin, { sql: deps.sql, clock: deps.clock, secretBox: deps.services.secretBox });
   await app.register(lookupInvalidationPlugin, { bus: deps.bus, invalidate: deps.services.lookup.invalidate });
@@ -113,6 +115,7 @@ export async function buildApp(deps: AppDeps, opts: { logger?: FastifyServerOpti
   await app.register(tenantRoutes, { deps });
   await app.register(settingsRoutes, { deps });
   await app.register(auditRoutes, { deps });
+  await app.register(metricsRoutes, { deps });
   await app.register(jobRoutes, { deps });
   await app.register(runtimeLogRoutes, { deps });
   await app.register(moduleRoutes, { deps });

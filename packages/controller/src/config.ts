@@ -30,6 +30,10 @@ const ConfigSchema = z.object({
   HTTP_REQUEST_TIMEOUT_MS: millis(60_000),
   HTTP_IDLE_TIMEOUT_MS: millis(120_000),
   HTTP_KEEPALIVE_TIMEOUT_MS: millis(5_000),
+  /** `/metrics` on a listener of its own (unset: on the HTTP listener, beside the API). */
+  METRICS_PORT: optionalString.transform((v) => (v === undefined ? undefined : Number(v))).pipe(z.number().int().min(0).max(65535).optional()),
+  /** Where that listener binds; loopback unless told, since `/metrics` takes no key. */
+  METRICS_HOST: optionalString,
   GRPC_HOST: z.string().default("0.0.0.0"),
   GRPC_PORT: port.default(50051),
   GRPC_TLS_CERT: optionalString,
@@ -76,6 +80,7 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
   const config = parseEnvironment(ConfigSchema, env);
   const nats = natsConfigProblem(config);
   if (nats) throw new ConfigError(`invalid configuration:\n  ${nats}`);
+  if (config.METRICS_HOST && config.METRICS_PORT === undefined) throw new ConfigError("invalid configuration:\n  METRICS_HOST needs METRICS_PORT");
   return config;
 }
 

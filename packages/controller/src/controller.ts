@@ -19,6 +19,7 @@ import { startWorker } from "./jobs/worker.js";
 import { type BuildInfo, loadBuildInfo } from "./lib/build-info.js";
 import { createSecretBox, loadDataKey } from "./lib/secret-box.js";
 import { createControllerMetrics } from "./metrics/controller-metrics.js";
+import { listenMetrics, type MetricsListener } from "./metrics/listener.js";
 import { bundleReissueTask } from "./scheduler/bundle-reissue.js";
 import { type PeriodicTask, type Scheduler, startScheduler } from "./scheduler/scheduler.js";
 import {
@@ -46,6 +47,8 @@ export interface Controller {
   bootstrap: BootstrapResult;
   /** The agents' gRPC listener (roles app-all and api); with GRPC_PORT=0 its `port` is the one picked. */
   grpc: GrpcListener | null;
+  /** `/metrics`' own listener when METRICS_PORT is set (with METRICS_PORT=0 its `port` is the one picked). */
+  metricsListener: MetricsListener | null;
   close(): Promise<void>;
 }
 
@@ -158,6 +161,11 @@ export async function startController(config: Config, opts: StartOptions = {}): 
     // made later gets its stream with its first event); a failure is logged, not fatal.
     await bus.ensureTenants(await listTenantIds(db.sql));
     closers.push(() => app.close());
+    const metricsListener = config.METRICS_PORT === undefined ? null : await listenMetrics(config, metrics.registry);
+    if (metricsListener) {
+      closers.unshift(() => metricsListener.close());
+      app.log.info({ address: metricsListener.address }, "/metrics listening on its own listener");
+    }
     if (dataKey.created)
       app.log.warn({ path: dataKey.path }, "data key for secrets at rest created; keep it (and back it up): without it sealed secrets cannot be opened");
     if (Object.values(carried).some((n) => n > 0))
@@ -225,6 +233,7 @@ export async function startController(config: Config, opts: StartOptions = {}): 
       db,
       bootstrap,
       grpc,
+      metricsListener,
       async close() {
         for (const close of closers) await close().catch(() => {});
         if (!opts.database) await db.close();

@@ -1,11 +1,19 @@
 import type { Db } from "./connect.js";
 
 /*
- * What `/metrics` reads of the shared state at scrape time: one statement per figure, each
+ * What the metrics read of the shared state at scrape time: one statement per figure, each
  * answering a handful of grouped rows (by tenant, type, status) or one row per enrolled speaker,
  * on the partial indexes the queue and the outbox already have. Any replica answers the same,
  * since the figures come from PostgreSQL and not from a process's memory.
+ *
+ * Each per-tenant figure is read for one tenant (`GET /v1/metrics` with that tenant's key) or
+ * for all of them (`tenantId` null: the public `/metrics`' totals and the deployment's
+ * superadmins), the tenant's condition in the statement rather than a filter afterwards, so a
+ * tenant's scrape never loads another tenant's rows.
  */
+
+/** `AND <column> = tenantId`, or nothing when every tenant is read. */
+const ofTenant = (db: Db, tenantId: string | null, column = "tenant_id") => (tenantId === null ? db`` : db`AND ${db(column)} = ${tenantId}`);
 
 export interface ActiveJobsRow {
   tenant_id: string;
@@ -23,14 +31,14 @@ export interface ActiveJobsRow {
  * where one `status IN (…)` scan ran sequentially in 380-430 ms. The heap fetches for `type`
  * are the cost; an index on (tenant_id, type) per status would make it index-only.
  */
-export async function countActiveJobs(db: Db, now: Date): Promise<ActiveJobsRow[]> {
+export async function countActiveJobs(db: Db, now: Date, tenantId: string | null): Promise<ActiveJobsRow[]> {
   return db<ActiveJobsRow[]>`
     SELECT tenant_id, type, 'queued' AS status, count(*)::int AS count, min(run_after) FILTER (WHERE run_after <= ${now}) AS oldest_due_at
-    FROM jobs WHERE status = 'queued' GROUP BY tenant_id, type
+    FROM jobs WHERE status = 'queued' ${ofTenant(db, tenantId)} GROUP BY tenant_id, type
     UNION ALL
-    SELECT tenant_id, type, 'running', count(*)::int, NULL FROM jobs WHERE status = 'running' GROUP BY tenant_id, type
+    SELECT tenant_id, type, 'running', count(*)::int, NULL FROM jobs WHERE status = 'running' ${ofTenant(db, tenantId)} GROUP BY tenant_id, type
     UNION ALL
-    SELECT tenant_id, type, 'awaiting', count(*)::int, NULL FROM jobs WHERE status = 'awaiting' GROUP BY tenant_id, type`;
+    SELECT tenant_id, type, 'awaiting', count(*)::int, NULL FROM jobs WHERE status = 'awaiting' ${ofTenant(db, tenantId)} GROUP BY tenant_id, type`;
 }
 
 /** The columns a speaker's `sync_status` is decided from, reduced to what the decision reads. */
@@ -45,7 +53,7 @@ export interface SpeakerSyncGroupRow {
 }
 
 /** Speakers grouped by the inputs of their sync status (a few rows per tenant, whatever the fleet's size). */
-export async function countSpeakersBySyncInputs(db: Db): Promise<SpeakerSyncGroupRow[]> {
+export async function countSpeakersBySyncInputs(db: Db, tenantId: string | null): Promise<SpeakerSyncGroupRow[]> {
   return db<SpeakerSyncGroupRow[]>`
     SELECT tenant_id,
            last_report_at IS NOT NULL AS reported,
@@ -54,7 +62,7 @@ export async function countSpeakersBySyncInputs(db: Db): Promise<SpeakerSyncGrou
            desired_revision_id IS NOT NULL AS has_desired,
            applied_revision_id IS NOT DISTINCT FROM desired_revision_id AS applied_is_desired,
            count(*)::int AS count
-    FROM speakers
+    FROM speakers WHERE true ${ofTenant(db, tenantId)}
     GROUP BY 1, 2, 3, 4, 5, 6`;
 }
 
@@ -66,10 +74,10 @@ export interface SpeakerReportRow {
 }
 
 /** Enrolled remote speakers and when their agent last reported (null: never), at most `limit`. */
-export async function listSpeakerReportTimes(db: Db, limit: number): Promise<SpeakerReportRow[]> {
+export async function listSpeakerReportTimes(db: Db, tenantId: string | null, limit: number): Promise<SpeakerReportRow[]> {
   return db<SpeakerReportRow[]>`
     SELECT tenant_id, id AS speaker_id, name, last_report_at
-    FROM speakers WHERE mode = 'remote' AND enrolled_at IS NOT NULL
+    FROM speakers WHERE mode = 'remote' AND enrolled_at IS NOT NULL ${ofTenant(db, tenantId)}
     ORDER BY tenant_id, id LIMIT ${limit}`;
 }
 
@@ -81,10 +89,10 @@ export interface LatestRevisionRow {
 }
 
 /** Each tenant's newest revision and its prefix counts (one index probe per tenant). */
-export async function listLatestRevisions(db: Db): Promise<LatestRevisionRow[]> {
+export async function listLatestRevisions(db: Db, tenantId: string | null): Promise<LatestRevisionRow[]> {
   return db<LatestRevisionRow[]>`
     SELECT t.id AS tenant_id, r.revision_id, r.prefix_count_v4, r.prefix_count_v6
-    FROM tenants t
+    FROM (SELECT id FROM tenants WHERE true ${ofTenant(db, tenantId, "id")}) t
     CROSS JOIN LATERAL (
       SELECT revision_id, prefix_count_v4, prefix_count_v6 FROM revisions
       WHERE tenant_id = t.id ORDER BY revision_id DESC LIMIT 1
@@ -92,10 +100,10 @@ export async function listLatestRevisions(db: Db): Promise<LatestRevisionRow[]> 
 }
 
 /** Enabled modules whose last refresh reported failed sources, by tenant. */
-export async function countModulesWithRefreshErrors(db: Db): Promise<{ tenant_id: string; count: number }[]> {
+export async function countModulesWithRefreshErrors(db: Db, tenantId: string | null): Promise<{ tenant_id: string; count: number }[]> {
   return db<{ tenant_id: string; count: number }[]>`
     SELECT tenant_id, count(*)::int AS count FROM modules
-    WHERE enabled AND last_refresh_error IS NOT NULL GROUP BY tenant_id`;
+    WHERE enabled AND last_refresh_error IS NOT NULL ${ofTenant(db, tenantId)} GROUP BY tenant_id`;
 }
 
 /**
@@ -111,6 +119,6 @@ export async function findAuditOutboxBacklog(db: Db): Promise<{ count: number; o
 }
 
 /** Tenant ids and names, so dashboards can show a name for the `tenant` label. */
-export async function listTenantNames(db: Db, limit: number): Promise<{ id: string; name: string }[]> {
-  return db<{ id: string; name: string }[]>`SELECT id, name FROM tenants ORDER BY id LIMIT ${limit}`;
+export async function listTenantNames(db: Db, tenantId: string | null, limit: number): Promise<{ id: string; name: string }[]> {
+  return db<{ id: string; name: string }[]>`SELECT id, name FROM tenants WHERE true ${ofTenant(db, tenantId, "id")} ORDER BY id LIMIT ${limit}`;
 }

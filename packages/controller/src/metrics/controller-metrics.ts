@@ -2,7 +2,9 @@ import type { Clock } from "@rlc/shared/time";
 import { Counter, collectDefaultMetrics, Gauge, Histogram, Registry } from "prom-client";
 import type { Bus } from "../bus/index.js";
 import type { Sql } from "../db/connect.js";
-import { registerFleetGauges } from "./fleet-gauges.js";
+import { registerDeploymentGauges } from "./deployment-gauges.js";
+import { createFleetReads } from "./fleet-reads.js";
+import { createTenantMetrics, type TenantMetrics } from "./tenant-metrics.js";
 
 /** What the job worker, the poisoned-job sweep and the apply evaluation tell the metrics. */
 export interface JobMetrics {
@@ -20,7 +22,10 @@ export interface JobMetrics {
 }
 
 export interface ControllerMetrics {
+  /** The public `/metrics`: this process, HTTP, and deployment-wide totals that name no tenant. */
   registry: Registry;
+  /** `GET /v1/metrics`: the per-tenant and per-speaker detail, one tenant (or all) per scrape. */
+  fleet: TenantMetrics;
   jobs: JobMetrics;
   /** Exposes this process's scheduler role (only processes that run a scheduler call it). */
   watchScheduler(scheduler: { isLeader(): boolean }): void;
@@ -39,8 +44,10 @@ const sourceKind = (source: string) => {
  * The controller's metrics, one registry per controller (tests run many in one process).
  * Node's and the process's default metrics keep their standard names (`process_*`,
  * `nodejs_*`), so stock dashboards find them; the controller's own start with `rlc_`.
- * Shared state is read from PostgreSQL at scrape time (fleet-gauges.ts); what only this
- * process sees (its job runs, its scheduler role, its bus connection) is counted here.
+ * Shared state is read from PostgreSQL at scrape time (fleet-reads.ts): its deployment-wide
+ * totals go on the public registry (deployment-gauges.ts), the per-tenant detail to
+ * `/v1/metrics` (tenant-metrics.ts). What only this process sees (its job runs, its scheduler
+ * role, its bus connection) is counted here.
  */
 export function createControllerMetrics(o: { sql: Sql; clock: Clock; bus: Bus; onQueryError?: (query: string, err: unknown) => void }): ControllerMetrics {
   const registry = new Registry();
@@ -51,7 +58,9 @@ export function createControllerMetrics(o: { sql: Sql; clock: Clock; bus: Bus; o
   // (event loop lag, heap) that stay.
   for (const name of ["nodejs_active_handles_total", "nodejs_active_requests_total", "nodejs_active_resources_total"]) registry.removeSingleMetric(name);
 
-  registerFleetGauges({ registry, sql: o.sql, clock: o.clock, ...(o.onQueryError ? { onError: o.onQueryError } : {}) });
+  const reads = createFleetReads({ sql: o.sql, clock: o.clock, ...(o.onQueryError ? { onError: o.onQueryError } : {}) });
+  registerDeploymentGauges({ registry, reads, clock: o.clock });
+  const fleet = createTenantMetrics({ reads, clock: o.clock });
 
   // The job and ingest figures this process counts: name, help, labels (and buckets).
   const histogram = <L extends string>(name: string, help: string, labelNames: readonly L[], buckets: number[]) =>
@@ -74,10 +83,11 @@ export function createControllerMetrics(o: { sql: Sql; clock: Clock; bus: Bus; o
     ["status"],
     APPLY_BUCKETS,
   );
+  // By kind alone here; by tenant too in the fleet detail.
   const sources = counter(
-    "rlc_ingest_source_failures_total",
-    "Sources a refresh run by this process could not collect (the module keeps their previous prefixes), by tenant and kind (asn, domain, cdn).",
-    ["tenant", "kind"],
+    "rlc_deployment_ingest_source_failures_total",
+    "Sources of any tenant's refresh that this process could not collect (the module keeps their previous prefixes), by kind (asn, domain, cdn).",
+    ["kind"],
   );
 
   new Gauge({
@@ -93,6 +103,7 @@ export function createControllerMetrics(o: { sql: Sql; clock: Clock; bus: Bus; o
 
   return {
     registry,
+    fleet,
     watchScheduler(scheduler) {
       // Registered only here: a process without a scheduler shows no series rather than a 0.
       new Gauge({
@@ -109,7 +120,11 @@ export function createControllerMetrics(o: { sql: Sql; clock: Clock; bus: Bus; o
       failed: (type, code) => failures.inc({ type, code }),
       applyEnded: (status, seconds) => applies.observe({ status }, seconds),
       sourcesFailed(tenantId, failed) {
-        for (const s of failed) sources.inc({ tenant: tenantId, kind: sourceKind(s) });
+        for (const s of failed) {
+          const kind = sourceKind(s);
+          sources.inc({ kind });
+          fleet.sourceFailed(tenantId, kind);
+        }
       },
     },
   };

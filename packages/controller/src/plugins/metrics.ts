@@ -4,12 +4,14 @@ import { Counter, Histogram, type Registry } from "prom-client";
 import { z } from "zod";
 
 /**
- * `/metrics` on the controller's registry (metrics/controller-metrics.ts: process, jobs, fleet
- * state), plus request counts and latency by route pattern and status.
+ * `/metrics` on the controller's public registry (metrics/controller-metrics.ts: process, jobs,
+ * deployment-wide totals), plus request counts and latency by route pattern and status. With
+ * `serve: false` (METRICS_PORT set) the requests are still counted, and `/metrics` is answered
+ * by its own listener (metrics/listener.ts) instead of this app.
  */
 type Labels = { method: string; route: string; status: string };
 
-export default fp(async function metricsPlugin(app: FastifyInstance, opts: { registry: Registry }) {
+export default fp(async function metricsPlugin(app: FastifyInstance, opts: { registry: Registry; serve?: boolean }) {
   const registry = opts.registry;
   // The count is the histogram's: read from it at scrape time rather than kept twice on every
   // request (each prom-client update builds and checks its label key).
@@ -55,16 +57,23 @@ export default fp(async function metricsPlugin(app: FastifyInstance, opts: { reg
     done();
   });
 
+  if (opts.serve !== false) metricsRoute(app, registry);
+});
+
+/** `GET /metrics`, public: the registry in the text format. */
+export function metricsRoute(app: FastifyInstance, registry: Registry): void {
   app.get(
     "/metrics",
     {
       schema: {
         tags: ["metrics"],
-        summary: "Prometheus metrics",
+        summary: "Prometheus metrics of this process and the deployment's totals",
         description:
           "Prometheus text exposition format, no authentication: HTTP requests (`rlc_http_requests_total`, `rlc_http_request_duration_seconds`), " +
-          "jobs, ingest, revisions, speakers and agents' reports (read from the database at scrape time, cached 2 s), scheduler role, bus state, " +
-          "and the standard process metrics (`process_*`, `nodejs_*`). The README's Metrics section lists them all. Keep it off the public network.",
+          "this process's job runs, applies and failed sources, the deployment's totals over all tenants (`rlc_deployment_*`: jobs, speakers by sync status, " +
+          "failing modules; read from the database at scrape time, cached 2 s), the audit outbox, scheduler role, bus state, " +
+          "and the standard process metrics (`process_*`, `nodejs_*`). No series names or labels a tenant or a speaker: the per-tenant detail is " +
+          "`GET /v1/metrics`, with a key. The README's Metrics section lists them all. With `METRICS_PORT` set it is served on that listener only.",
         security: [],
         response: { 200: { description: "The metrics", content: { "text/plain": { schema: z.string() } } } },
       },
@@ -75,7 +84,7 @@ export default fp(async function metricsPlugin(app: FastifyInstance, opts: { reg
       return reply.serializer(String).send(await registry.metrics());
     },
   );
-});
+}
 
 declare module "fastify" {
   interface FastifyInstance {

@@ -28,6 +28,7 @@ export const operationIds: Readonly<Record<string, string>> = {
   "GET /v1/settings": "getSettings",
   "PATCH /v1/settings": "updateSettings",
   "GET /v1/audit": "listAuditEvents",
+  "GET /v1/metrics": "getFleetMetrics",
   "POST /v1/nats/monitoring-credentials": "issueNatsMonitoringCredentials",
 
   // Jobs
