@@ -160,33 +160,41 @@ describe("API keys - who manages whom", () => {
     expect(await session(other.secret)).toBe(200);
   });
 
-  it("an operator cannot touch a speaker's node key; an admin may revoke it but never receives a secret for it", async () => {
+  it("an operator cannot touch a speaker's node key; an admin rotates it to a new secret, with the grace asked for", async () => {
     const node = await nodeKey("keys-edge", 31);
     const op = await mintKey(t.rootKey, "operator");
     const byOperator = await rotate(op.secret, node.id);
     expect(byOperator.statusCode).toBe(403);
     expect(byOperator.body).not.toContain("rlk_");
+    expect((await t.call(op.secret, { method: "PATCH", url: `/v1/api-keys/${node.id}`, payload: { name: "mine" } })).statusCode).toBe(403);
     expect((await t.call(op.secret, { method: "DELETE", url: `/v1/api-keys/${node.id}` })).statusCode).toBe(403);
+    expect((await t.call(node.secret, { method: "GET", url: "/v1/nodes/signing-keys" })).statusCode).toBe(200);
 
     const admin = await mintKey(t.rootKey, "admin");
     const byAdmin = await rotate(admin.secret, node.id, { grace_seconds: 3600 });
     expect(byAdmin.statusCode, byAdmin.body).toBe(200);
-    expect(byAdmin.json()).toMatchObject({ id: node.id, secret: null, revoked_at: expect.any(String) });
-    expect(byAdmin.body).not.toContain("rlk_");
-    // Revoked at once, grace or not: the holder notices at its next call.
-    const latest = await t.call(node.secret, { method: "GET", url: "/v1/nodes/signing-keys" });
-    expect(latest.statusCode).toBe(401);
+    expect(byAdmin.json()).toMatchObject({ id: node.id, role: "node", revoked_at: null });
+    const fresh = byAdmin.json().secret as string;
+    expect(fresh).toMatch(/^rlk_/);
+    expect(fresh).not.toBe(node.secret);
+    // Both secrets work through the grace period: the router keeps going until it is handed the new one.
+    for (const secret of [node.secret, fresh]) expect((await t.call(secret, { method: "GET", url: "/v1/nodes/signing-keys" })).statusCode).toBe(200);
+    expect((await t.call(admin.secret, { method: "DELETE", url: `/v1/api-keys/${node.id}` })).statusCode).toBe(204);
+    expect((await t.call(fresh, { method: "GET", url: "/v1/nodes/signing-keys" })).statusCode).toBe(401);
   });
 
-  it("rotating a lower key revokes it and is audited as a revocation; your own key rotates", async () => {
+  it("a key that outranks another rotates it to a new secret, audited as a rotation; your own key rotates", async () => {
     const admin = await mintKey(t.rootKey, "admin");
     const op = await mintKey(admin.secret, "operator");
     const res = await rotate(admin.secret, op.id);
-    expect(res.json()).toMatchObject({ id: op.id, secret: null, revoked_at: expect.any(String) });
-    expect(await session(op.secret)).toBe(401);
+    expect(res.statusCode, res.body).toBe(200);
+    expect(res.json()).toMatchObject({ id: op.id, role: "operator", revoked_at: null, secret: expect.stringMatching(new RegExp(`^rlk_${op.key_prefix}_`)) });
+    expect(await session(op.secret)).toBe(401); // no grace asked for: the old secret ends at once
+    expect(await session(res.json().secret)).toBe(200);
     const audit = (await t.call(t.rootKey, { method: "GET", url: "/v1/audit?resource_type=api_key&limit=500" })).json().items;
     const record = audit.find((r: { resource_id: string; action: string }) => r.resource_id === op.id && r.action !== "create");
-    expect(record).toMatchObject({ action: "revoke", actor: { key_id: admin.id } });
+    expect(record).toMatchObject({ action: "rotate", actor: { key_id: admin.id } });
+    expect(JSON.stringify(record)).not.toContain(res.json().secret);
 
     const own = await rotate(admin.secret, admin.id);
     expect(own.statusCode).toBe(200);
@@ -194,7 +202,7 @@ describe("API keys - who manages whom", () => {
     expect(await session(own.json().secret)).toBe(200);
   });
 
-  it("an admin cannot manage another admin; superadmins revoke one another but never rotate to a secret", async () => {
+  it("an admin cannot manage another admin; superadmins revoke one another but never rotate one another to a secret", async () => {
     const a1 = await mintKey(t.rootKey, "admin");
     const a2 = await mintKey(t.rootKey, "admin");
     expect((await rotate(a1.secret, a2.id)).statusCode).toBe(403);

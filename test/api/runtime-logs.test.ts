@@ -8,6 +8,7 @@ let dir: string;
 let outside: string;
 let t: TestController;
 let viewer: string;
+let operator: string;
 
 beforeAll(async () => {
   dir = await mkdtemp(join(tmpdir(), "rlc-logs-"));
@@ -18,6 +19,7 @@ beforeAll(async () => {
   await writeFile(join(dir, "small.log"), "tiny\n");
   t = await startTestController({ env: { APP_RUNTIME_LOGS_DIR: dir } });
   viewer = (await t.call(t.rootKey, { method: "POST", url: "/v1/api-keys", payload: { name: "v", role: "viewer" } })).json().secret;
+  operator = (await t.call(t.rootKey, { method: "POST", url: "/v1/api-keys", payload: { name: "o", role: "operator" } })).json().secret;
 });
 afterAll(async () => {
   await t?.close();
@@ -58,11 +60,30 @@ describe("runtime logs over HTTP", () => {
     expect(await readFile(join(outside, "secret.log"), "utf8")).toBe("do not touch\n");
   });
 
-  it("a viewer cannot clean up; the deployment's superadmin truncates and the cleanup is audited", async () => {
-    expect((await t.call(viewer, { method: "DELETE", url: "/v1/runtime-logs/files/small.log" })).statusCode).toBe(403);
-    const res = await t.call(t.rootKey, { method: "DELETE", url: "/v1/runtime-logs/files/small.log" });
-    expect(res.statusCode).toBe(200);
-    const prefix = (await t.call(t.rootKey, { method: "GET", url: "/v1/auth/session" })).json().key_prefix;
+  it("a viewer of tenant default lists, tails and reads the cleanup audit, as SPEC.md gives it", async () => {
+    const list = await t.call(viewer, { method: "GET", url: "/v1/runtime-logs/files" });
+    expect(list.statusCode, list.body).toBe(200);
+    expect(list.json().items.map((f: { name: string }) => f.name)).toContain("small.log");
+    const tail = await t.call(viewer, { method: "GET", url: "/v1/runtime-logs/files/small.log" });
+    expect(tail.statusCode, tail.body).toBe(200);
+    expect(tail.json().lines).toEqual(["tiny"]);
+    expect((await t.call(viewer, { method: "GET", url: "/v1/runtime-logs/cleanup-audit" })).statusCode).toBe(200);
+  });
+
+  it("a viewer cannot clean up, estimate or run the automatic cleanup; an operator truncates and the cleanup is audited", async () => {
+    for (const [method, url] of [
+      ["DELETE", "/v1/runtime-logs/files/small.log"],
+      ["GET", "/v1/runtime-logs/auto-estimate"],
+      ["POST", "/v1/runtime-logs/auto-run?dry_run=true"],
+    ] as const) {
+      const refused = await t.call(viewer, { method, url });
+      expect(refused.statusCode, `${method} ${url}`).toBe(403);
+      expect(refused.json().code).toBe("forbidden");
+    }
+    expect((await stat(join(dir, "small.log"))).size).toBe(5);
+    const res = await t.call(operator, { method: "DELETE", url: "/v1/runtime-logs/files/small.log" });
+    expect(res.statusCode, res.body).toBe(200);
+    const prefix = (await t.call(operator, { method: "GET", url: "/v1/auth/session" })).json().key_prefix;
     expect(res.json()).toMatchObject({
       filename: "small.log",
       mode: "truncate",
@@ -74,7 +95,7 @@ describe("runtime logs over HTTP", () => {
       result: "ok",
     });
     expect((await stat(join(dir, "small.log"))).size).toBe(0);
-    const del = await t.call(t.rootKey, { method: "DELETE", url: "/v1/runtime-logs/files/small.log?mode=delete" });
+    const del = await t.call(operator, { method: "DELETE", url: "/v1/runtime-logs/files/small.log?mode=delete" });
     expect(del.json().mode).toBe("delete");
     await expect(stat(join(dir, "small.log"))).rejects.toThrow();
   });
@@ -90,9 +111,14 @@ describe("runtime logs over HTTP", () => {
     expect(audit.json().items[0]).toMatchObject({ filename: "huge.log", result: "failed", error: "file_too_large" });
   });
 
-  it("auto-estimate and auto-run follow the tenant's settings; dry runs are recorded and change nothing", async () => {
-    await t.call(t.rootKey, { method: "PATCH", url: "/v1/settings", payload: { runtime_logs_auto_threshold_bytes: 1000, runtime_logs_auto_mode: "truncate" } });
-    const est = await t.call(t.rootKey, { method: "GET", url: "/v1/runtime-logs/auto-estimate" });
+  it("auto-estimate and auto-run follow the tenant's settings, an operator's to set and run; dry runs are recorded and change nothing", async () => {
+    const set = await t.call(operator, {
+      method: "PATCH",
+      url: "/v1/settings",
+      payload: { runtime_logs_auto_threshold_bytes: 1000, runtime_logs_auto_mode: "truncate" },
+    });
+    expect(set.statusCode, set.body).toBe(200);
+    const est = await t.call(operator, { method: "GET", url: "/v1/runtime-logs/auto-estimate" });
     expect(est.json().threshold_bytes).toBe(1000);
     expect(
       est
@@ -100,11 +126,11 @@ describe("runtime logs over HTTP", () => {
         .files.map((f: { name: string }) => f.name)
         .sort(),
     ).toEqual(["api.log", "huge.log"]);
-    const dry = await t.call(t.rootKey, { method: "POST", url: "/v1/runtime-logs/auto-run?dry_run=true" });
+    const dry = await t.call(operator, { method: "POST", url: "/v1/runtime-logs/auto-run?dry_run=true" });
     expect(dry.statusCode).toBe(200);
     expect(dry.json().dry_run).toBe(true);
     expect((await stat(join(dir, "api.log"))).size).toBeGreaterThan(1000);
-    const run = await t.call(t.rootKey, { method: "POST", url: "/v1/runtime-logs/auto-run" });
+    const run = await t.call(operator, { method: "POST", url: "/v1/runtime-logs/auto-run" });
     expect(run.json().freed_bytes).toBeGreaterThan(600 * 1024 * 1024);
     expect((await stat(join(dir, "api.log"))).size).toBe(0);
     const audit = (await t.call(t.rootKey, { method: "GET", url: "/v1/runtime-logs/cleanup-audit?limit=500" })).json().items;

@@ -83,4 +83,36 @@ describe("settings", () => {
       probation_check_controller: false,
     });
   });
+
+  it("keys the controller does not know take at most 64 KiB together: a patch past it is 413 payload_too_large and changes nothing", async () => {
+    const chunk = "x".repeat(20 * 1024);
+    for (const key of ["notes_a", "notes_b", "notes_c"]) {
+      const res = await t.call(t.rootKey, { method: "PATCH", url: "/v1/settings", payload: { [key]: chunk } });
+      expect(res.statusCode, res.body).toBe(200);
+    }
+    const before = (await t.call(t.rootKey, { method: "GET", url: "/v1/settings" })).json();
+    const over = await t.call(t.rootKey, { method: "PATCH", url: "/v1/settings", payload: { notes_d: chunk, revision_retention_minutes: 5 } });
+    expect(over.statusCode, over.body).toBe(413);
+    expect(over.headers["content-type"]).toContain("application/problem+json");
+    expect(over.json()).toMatchObject({ code: "payload_too_large", max_unknown_keys_bytes: 65536 });
+    expect(over.json().unknown_keys_bytes).toBeGreaterThan(65536);
+    expect((await t.call(t.rootKey, { method: "GET", url: "/v1/settings" })).json()).toEqual(before);
+    // Making room is always possible, and known keys are bounded by their own rules rather than the unknown keys' cap.
+    const room = await t.call(t.rootKey, { method: "PATCH", url: "/v1/settings", payload: { notes_a: null, notes_b: null, notes_c: null } });
+    expect(room.statusCode, room.body).toBe(200);
+    const prefixes = Array.from({ length: 5000 }, (_, i) => `10.${i >> 8}.${i & 255}.0/24`);
+    const big = await t.call(t.rootKey, { method: "PATCH", url: "/v1/settings", payload: { BIRD: { exclude_prefixes: prefixes } } });
+    expect(big.statusCode, big.body.slice(0, 200)).toBe(200);
+    await t.call(t.rootKey, { method: "PATCH", url: "/v1/settings", payload: { BIRD: { exclude_prefixes: null } } });
+  });
+
+  it("the whole document takes at most 1 MiB, unknown members of BIRD included", async () => {
+    const chunk = "y".repeat(400 * 1024);
+    expect((await t.call(t.rootKey, { method: "PATCH", url: "/v1/settings", payload: { BIRD: { notes_1: chunk } } })).statusCode).toBe(200);
+    expect((await t.call(t.rootKey, { method: "PATCH", url: "/v1/settings", payload: { BIRD: { notes_2: chunk } } })).statusCode).toBe(200);
+    const over = await t.call(t.rootKey, { method: "PATCH", url: "/v1/settings", payload: { BIRD: { notes_3: chunk } } });
+    expect(over.statusCode, over.body.slice(0, 200)).toBe(413);
+    expect(over.json()).toMatchObject({ code: "payload_too_large", max_bytes: 1048576 });
+    expect((await t.call(t.rootKey, { method: "GET", url: "/v1/settings" })).json().settings.BIRD).not.toHaveProperty("notes_3");
+  });
 });

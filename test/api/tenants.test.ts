@@ -1,4 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { mintApiKey } from "../../packages/controller/src/services/access/api-keys.js";
 import { startTestController, type TestController } from "../helpers/controller.js";
 
 let t: TestController;
@@ -34,6 +35,29 @@ describe("tenants", () => {
     expect((await t.call(t.rootKey, { method: "POST", url: "/v1/tenants", payload: { name: "Bad_Name" } })).statusCode).toBe(400);
   });
 
+  it("a superadmin of another tenant manages no tenant, its own included; its session lists no tenant permission", async () => {
+    const beta = (await t.call(t.rootKey, { method: "POST", url: "/v1/tenants", payload: { name: "beta" } })).json();
+    // What `controller key create` makes: a superadmin key in a tenant other than default.
+    const betaRoot = (await mintApiKey(t.controller.db.sql, { tenantId: beta.tenant_id, name: "root", role: "superadmin", now: new Date() })).secret;
+    const home = (await t.call(t.rootKey, { method: "GET", url: "/v1/auth/session" })).json().tenant_id;
+    for (const [method, url, payload] of [
+      ["GET", "/v1/tenants"],
+      ["GET", `/v1/tenants/${home}`],
+      ["GET", `/v1/tenants/${beta.tenant_id}`],
+      ["POST", "/v1/tenants", { name: "gamma" }],
+    ] as const) {
+      const res = await t.call(betaRoot, { method, url, ...(payload ? { payload } : {}) });
+      expect(res.statusCode, `${method} ${url}: ${res.body}`).toBe(403);
+      expect(res.json().code).toBe("forbidden");
+    }
+    const session = (await t.call(betaRoot, { method: "GET", url: "/v1/auth/session" })).json();
+    expect(session.permissions).not.toContain("bgp:tenants:manage");
+    expect(session.permissions).not.toContain("bgp:maintenance:db");
+    expect((await t.call(t.rootKey, { method: "GET", url: "/v1/auth/session" })).json().permissions).toContain("bgp:tenants:manage");
+    // It still manages its own tenant's keys.
+    expect((await t.call(betaRoot, { method: "POST", url: "/v1/api-keys", payload: { name: "b2", role: "superadmin" } })).statusCode).toBe(201);
+  });
+
   it("lists tenants page by page without repeats", async () => {
     for (const n of ["p1", "p2", "p3"]) await t.call(t.rootKey, { method: "POST", url: "/v1/tenants", payload: { name: n } });
     const seen: string[] = [];
@@ -44,6 +68,6 @@ describe("tenants", () => {
       cursor = res.next_cursor;
       expect(res.has_more).toBe(cursor !== null);
     } while (cursor);
-    expect(seen).toEqual(["p3", "p2", "p1", "acme", "default"]);
+    expect(seen).toEqual(["p3", "p2", "p1", "beta", "acme", "default"]);
   });
 });

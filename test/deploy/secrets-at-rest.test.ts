@@ -127,6 +127,24 @@ describe("peer passwords", () => {
     expect(audit.changes).toHaveProperty("password");
     expect(JSON.stringify(audit)).not.toContain("another-one");
   });
+
+  it("is bound to the neighbor: a new neighbor_address drops it unless the same request sends it again", async () => {
+    const moved = await call(operator, "PATCH", `/v1/peers/${peerId}`, { neighbor_address: "203.0.113.66" });
+    expect(moved.statusCode, moved.body).toBe(200);
+    expect(moved.json()).toMatchObject({ neighbor_address: "203.0.113.66", password_set: false });
+    let [row] = await sql()<{ password: string | null }[]>`SELECT password FROM peers WHERE id = ${peerId}`;
+    expect(row!.password).toBeNull();
+    const [audit] = (await call(t.rootKey, "GET", "/v1/audit?resource_type=peer&limit=1")).json().items;
+    expect(audit.changes).toHaveProperty("password");
+
+    const withIt = await call(t.rootKey, "PATCH", `/v1/peers/${peerId}`, { neighbor_address: "192.0.2.254", password: PASSWORD });
+    expect(withIt.json()).toMatchObject({ neighbor_address: "192.0.2.254", password_set: true });
+    [row] = await sql()<{ password: string }[]>`SELECT password FROM peers WHERE id = ${peerId}`;
+    expect(box().openText(row!.password!)).toBe(PASSWORD);
+    // The same address, or any other field, keeps it.
+    const same = await call(operator, "PATCH", `/v1/peers/${peerId}`, { neighbor_address: "192.0.2.254", neighbor_port: 1179, description: "same" });
+    expect(same.json()).toMatchObject({ password_set: true });
+  });
 });
 
 describe("DoH profile headers", () => {
@@ -185,13 +203,58 @@ describe("DoH profile headers", () => {
     expect(bad.json().errors[0].path).toBe("body.headers.X-Other");
   });
 
+  let moduleId: string;
+
   it("the collector sends the real value to the resolver", async () => {
     const mod = (await call(t.rootKey, "POST", "/v1/modules", { name: "domains", type: "DOMAINS", doh_profile_id: profileId })).json();
+    moduleId = mod.id;
     expect((await call(t.rootKey, "POST", `/v1/modules/${mod.id}/domain-entries`, { domain: "svc.example" })).statusCode).toBe(201);
     const refreshed = await call(t.rootKey, "POST", `/v1/modules/${mod.id}/refresh?wait=true`);
     expect(refreshed.statusCode, refreshed.body).toBe(200);
     expect(seen.length).toBeGreaterThan(0);
     expect(seen.every((h) => h["x-api-key"] === TOKEN && h["x-client"] === "rl")).toBe(true);
+  });
+
+  it("values are bound to the URL's origin: moved elsewhere, the next refresh sends the stored ones to nobody", async () => {
+    const elsewhere: IncomingHttpHeaders[] = [];
+    const other = createServer((req, res) => {
+      elsewhere.push(req.headers);
+      res.writeHead(200, { "content-type": "application/dns-json" }).end(JSON.stringify({ Status: 0, Answer: [] }));
+    });
+    await new Promise<void>((r) => other.listen(0, "127.0.0.1", r));
+    const otherUrl = `http://127.0.0.1:${(other.address() as AddressInfo).port}/resolve`;
+    try {
+      // `********` cannot carry a stored value to the new origin.
+      const masked = await call(operator, "PATCH", `/v1/doh-profiles/${profileId}`, { url: otherUrl, headers: { "X-Api-Key": "********" } });
+      expect(masked.statusCode, masked.body).toBe(400);
+      expect(masked.json().errors[0].path).toBe("body.headers.X-Api-Key");
+
+      const moved = await call(operator, "PATCH", `/v1/doh-profiles/${profileId}`, { url: otherUrl });
+      expect(moved.statusCode, moved.body).toBe(200);
+      expect(moved.json().headers).toEqual({});
+      const refreshed = await call(t.rootKey, "POST", `/v1/modules/${moduleId}/refresh?wait=true`);
+      expect(refreshed.statusCode, refreshed.body).toBe(200);
+      expect(elsewhere.length).toBeGreaterThan(0);
+      for (const h of elsewhere) {
+        expect(h["x-api-key"]).toBeUndefined();
+        expect(h["x-client"]).toBeUndefined();
+        expect(JSON.stringify(h)).not.toContain(TOKEN);
+      }
+      const [audit] = (await call(t.rootKey, "GET", "/v1/audit?resource_type=doh_profile&limit=1")).json().items;
+      expect(audit.changes).toHaveProperty("headers");
+
+      // A value sent again with the move goes to the new origin; a path change on the same origin keeps it.
+      expect((await call(t.rootKey, "PATCH", `/v1/doh-profiles/${profileId}`, { url: serverUrl, headers: { "X-Api-Key": TOKEN } })).statusCode).toBe(200);
+      const samePlace = await call(operator, "PATCH", `/v1/doh-profiles/${profileId}`, { url: serverUrl.replace("/resolve", "/resolve?v=2") });
+      expect(samePlace.json().headers).toEqual({ "X-Api-Key": "********" });
+      seen.length = 0;
+      await call(t.rootKey, "POST", `/v1/modules/${moduleId}/refresh?wait=true`);
+      expect(seen.length).toBeGreaterThan(0);
+      expect(seen.every((h) => h["x-api-key"] === TOKEN)).toBe(true);
+    } finally {
+      other.closeAllConnections();
+      await new Promise((r) => other.close(r));
+    }
   });
 });
 

@@ -4,7 +4,8 @@ import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { loadConfig } from "../../packages/controller/src/config.js";
 import { type Controller, startController } from "../../packages/controller/src/controller.js";
-import { startTestController, type TestController } from "../helpers/controller.js";
+import { mintApiKey } from "../../packages/controller/src/services/access/api-keys.js";
+import { embeddedRun, startTestController, type TestController } from "../helpers/controller.js";
 
 let t: TestController;
 let admin: string;
@@ -21,7 +22,7 @@ afterAll(async () => t?.close());
 
 describe("database status and analyze (PostgreSQL)", () => {
   it("gives the database size, every table with size, row estimate and dead tuples, and the connections", async () => {
-    const res = await t.call(admin, { method: "GET", url: "/v1/maintenance/db" });
+    const res = await t.call(t.rootKey, { method: "GET", url: "/v1/maintenance/db" });
     expect(res.statusCode, res.body).toBe(200);
     const body = res.json();
     expect(body.database).toMatchObject({ name: t.db.name, size_bytes: expect.any(Number) });
@@ -41,20 +42,56 @@ describe("database status and analyze (PostgreSQL)", () => {
   });
 
   it("ANALYZE answers its time and refreshes the row estimates", async () => {
-    const res = await t.call(admin, { method: "POST", url: "/v1/maintenance/db/analyze" });
+    const res = await t.call(t.rootKey, { method: "POST", url: "/v1/maintenance/db/analyze" });
     expect(res.statusCode, res.body).toBe(200);
     expect(res.json()).toEqual({ analyzed_at: expect.any(String), duration_ms: expect.any(Number) });
-    const tables = (await t.call(admin, { method: "GET", url: "/v1/maintenance/db" })).json().tables;
+    const tables = (await t.call(t.rootKey, { method: "GET", url: "/v1/maintenance/db" })).json().tables;
     const keys = tables.find((x: any) => x.name === "api_keys");
     expect(keys.row_estimate).toBe(3); // the bootstrap key, admin and operator
     expect(keys.last_analyze_at).not.toBeNull();
   });
 
-  it("is admin+ only, and refuses a body or query it does not know", async () => {
-    expect((await t.call(operator, { method: "GET", url: "/v1/maintenance/db" })).statusCode).toBe(403);
-    expect((await t.call(operator, { method: "POST", url: "/v1/maintenance/db/analyze" })).statusCode).toBe(403);
+  it("runs ANALYZE once a minute for the whole deployment: 429 rate_limited with Retry-After, counted in the database", async () => {
+    const again = await t.call(t.rootKey, { method: "POST", url: "/v1/maintenance/db/analyze" });
+    expect(again.statusCode, again.body).toBe(429);
+    expect(again.headers["content-type"]).toContain("application/problem+json");
+    expect(again.json().code).toBe("rate_limited");
+    const retryAfter = Number(again.headers["retry-after"]);
+    expect(retryAfter).toBeGreaterThanOrEqual(1);
+    expect(retryAfter).toBeLessThanOrEqual(60);
+    // The count lives in PostgreSQL, so another replica of the deployment refuses as well.
+    const [row] = await t.controller.db.sql<{ hits: Date[] }[]>`SELECT hits FROM rate_limits WHERE bucket = 'db_analyze'`;
+    expect(row!.hits).toHaveLength(1);
+    if (!embeddedRun) {
+      const replica = await startController(loadConfig({ DATABASE_URL: t.db.url, LOG_LEVEL: "silent", GRPC_PORT: "0" }), { logger: false });
+      try {
+        const there = await replica.app.inject({ method: "POST", url: "/v1/maintenance/db/analyze", headers: { authorization: `Bearer ${t.rootKey}` } });
+        expect(there.statusCode, there.body).toBe(429);
+      } finally {
+        await replica.close();
+      }
+    }
+    // A minute after the last run, it runs again.
+    await t.controller.db.sql`UPDATE rate_limits SET hits = ARRAY[now() - interval '61 seconds'] WHERE bucket = 'db_analyze'`;
+    expect((await t.call(t.rootKey, { method: "POST", url: "/v1/maintenance/db/analyze" })).statusCode).toBe(200);
+  });
+
+  it("is the deployment's superadmins' only, and refuses a body or query it does not know", async () => {
+    const other = (await t.call(t.rootKey, { method: "POST", url: "/v1/tenants", payload: { name: "db-other" } })).json();
+    const otherRoot = (await mintApiKey(t.controller.db.sql, { tenantId: other.tenant_id, name: "root", role: "superadmin", now: new Date() })).secret;
+    for (const key of [operator, admin, other.admin_key.secret, otherRoot]) {
+      for (const [method, url] of [
+        ["GET", "/v1/maintenance/db"],
+        ["POST", "/v1/maintenance/db/analyze"],
+      ] as const) {
+        const res = await t.call(key, { method, url });
+        expect(res.statusCode, `${method} ${url}: ${res.body}`).toBe(403);
+        expect(res.json().code).toBe("forbidden");
+        expect(res.body).not.toContain("api_keys");
+      }
+    }
     expect((await t.call(null, { method: "GET", url: "/v1/maintenance/db" })).statusCode).toBe(401);
-    expect((await t.call(admin, { method: "POST", url: "/v1/maintenance/db/analyze", payload: { vacuum: true } })).statusCode).toBe(400);
+    expect((await t.call(t.rootKey, { method: "POST", url: "/v1/maintenance/db/analyze", payload: { vacuum: true } })).statusCode).toBe(400);
   });
 
   it("describes every maintenance route in the OpenAPI document", async () => {

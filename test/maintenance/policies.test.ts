@@ -206,6 +206,47 @@ describe("maintenance policies - errors", () => {
   });
 });
 
+describe("maintenance policies - an audit trail kept short is an admin's call", () => {
+  const short = { name: "forget", interval_minutes: 60, actions: [{ type: "audit_retention", days: 7 }] };
+  let operator: string;
+  let admin: string;
+
+  beforeAll(async () => {
+    operator = (await post("/v1/api-keys", { name: "op", role: "operator" })).json().secret;
+    admin = (await post("/v1/api-keys", { name: "ad", role: "admin" })).json().secret;
+  });
+
+  it("an operator gets 403 for an audit_retention below 30 days, on create and on update, and nothing changes", async () => {
+    const before = await count("maintenance_policies");
+    const created = await call(operator, { method: "POST", url: "/v1/maintenance/policies", payload: short });
+    expect(created.statusCode, created.body).toBe(403);
+    expect(created.json()).toMatchObject({ code: "forbidden", detail: expect.stringContaining("30 days") });
+    const kept = await call(operator, {
+      method: "POST",
+      url: "/v1/maintenance/policies",
+      payload: { ...short, name: "month", actions: [{ type: "audit_retention", days: 30 }] },
+    });
+    expect(kept.statusCode, kept.body).toBe(201);
+    const shortened = await call(operator, {
+      method: "PATCH",
+      url: `/v1/maintenance/policies/${kept.json().policy_id}`,
+      payload: { actions: [{ type: "audit_retention", days: 1 }] },
+    });
+    expect(shortened.statusCode, shortened.body).toBe(403);
+    expect(await count("maintenance_policies")).toBe(before + 1);
+    expect((await call(operator, { method: "GET", url: `/v1/maintenance/policies/${kept.json().policy_id}` })).json().actions).toEqual([
+      { type: "audit_retention", days: 30 },
+    ]);
+  });
+
+  it("an admin may keep the audit trail for fewer days", async () => {
+    const res = await call(admin, { method: "POST", url: "/v1/maintenance/policies", payload: short });
+    expect(res.statusCode, res.body).toBe(201);
+    const doc = (await call(admin, { method: "GET", url: "/v1/openapi.json" })).json();
+    expect(doc.paths["/v1/maintenance/policies"].post.description).toContain("fewer than 30 days needs the admin role");
+  });
+});
+
 describe("maintenance policies - run and dry run", () => {
   let moduleId: string;
   let revisions: number[];

@@ -95,16 +95,14 @@ describe("a key whose role was lowered", () => {
   });
 });
 
-describe("the deployment's own resources are for superadmins of tenant default only", () => {
-  const deploymentCalls: [string, string, unknown?][] = [
+describe("the deployment's own resources are for keys of tenant default only", () => {
+  const runtimeLogCalls: [string, string, unknown?][] = [
     ["GET", "/v1/runtime-logs/files"],
     ["GET", "/v1/runtime-logs/files/app.log"],
     ["DELETE", "/v1/runtime-logs/files/app.log?mode=delete"],
     ["GET", "/v1/runtime-logs/cleanup-audit"],
     ["GET", "/v1/runtime-logs/auto-estimate"],
     ["POST", "/v1/runtime-logs/auto-run"],
-    ["GET", "/v1/bird/status"],
-    ["POST", "/v1/bird/reload", {}],
     ["PATCH", "/v1/settings", { runtime_logs_auto_enabled: true, runtime_logs_auto_mode: "delete", runtime_logs_auto_threshold_bytes: 1 }],
     [
       "POST",
@@ -112,15 +110,43 @@ describe("the deployment's own resources are for superadmins of tenant default o
       { name: "wipe", interval_minutes: 5, actions: [{ type: "runtime_logs_cleanup", mode: "delete", threshold_bytes: 1 }] },
     ],
   ];
-  for (const [method, url, payload] of deploymentCalls) {
-    it(`${method} ${url}: 403 for another tenant's superadmin and admin, and for tenant default's admin`, async () => {
-      for (const key of [otherSuperadmin, otherAdmin, admin]) {
-        const res = await t.call(key, { method: method as "GET", url, ...(payload !== undefined ? { payload: payload as object } : {}) });
+  // Whatever the role in tenant default short of superadmin, these stay the deployment's superadmins'.
+  const superadminCalls: [string, string, unknown?][] = [
+    ["GET", "/v1/bird/status"],
+    ["POST", "/v1/bird/reload", {}],
+    ["GET", "/v1/maintenance/db"],
+    ["POST", "/v1/maintenance/db/analyze"],
+    ["GET", "/v1/tenants"],
+    ["GET", "/v1/tenants/{default}"],
+    ["POST", "/v1/tenants", { name: "made-elsewhere" }],
+  ];
+  const send = async (key: string, [method, url, payload]: [string, string, unknown?]) => {
+    const tenantId = (await t.call(t.rootKey, { method: "GET", url: "/v1/auth/session" })).json().tenant_id;
+    return t.call(key, { method: method as "GET", url: url.replace("{default}", tenantId), ...(payload !== undefined ? { payload: payload as object } : {}) });
+  };
+
+  for (const call of [...runtimeLogCalls, ...superadminCalls]) {
+    it(`${call[0]} ${call[1]}: 403 for another tenant's superadmin and admin`, async () => {
+      for (const key of [otherSuperadmin, otherAdmin]) {
+        const res = await send(key, call);
         expect(res.statusCode, `${res.statusCode} ${res.body}`).toBe(403);
         expect(res.json().code).toBe("forbidden");
       }
     });
   }
+
+  for (const call of superadminCalls) {
+    it(`${call[0]} ${call[1]}: 403 for tenant default's admin too`, async () => {
+      const res = await send(admin, call);
+      expect(res.statusCode, `${res.statusCode} ${res.body}`).toBe(403);
+      expect(res.json().code).toBe("forbidden");
+    });
+  }
+
+  it("no tenant was made by the refused calls", async () => {
+    const names = (await t.call(t.rootKey, { method: "GET", url: "/v1/tenants" })).json().items.map((x: { name: string }) => x.name);
+    expect(names).not.toContain("made-elsewhere");
+  });
 
   it("the files are untouched and still readable by the deployment's superadmin", async () => {
     const list = await t.call(t.rootKey, { method: "GET", url: "/v1/runtime-logs/files" });
@@ -141,8 +167,15 @@ describe("the deployment's own resources are for superadmins of tenant default o
     const doc = (await t.call(null, { method: "GET", url: "/v1/openapi.json" })).json();
     const op = doc.paths["/v1/runtime-logs/files"].get;
     expect(op["x-deployment"]).toBe(true);
-    expect(op["x-min-role"]).toBe("superadmin");
+    expect(op["x-min-role"]).toBe("viewer");
     expect(op.description).toContain("tenant `default`");
-    expect(doc.paths["/v1/bird/reload"].post["x-deployment"]).toBe(true);
+    expect(doc.paths["/v1/runtime-logs/files/{filename}"].delete).toMatchObject({ "x-deployment": true, "x-min-role": "operator" });
+    for (const [path, method] of [
+      ["/v1/bird/reload", "post"],
+      ["/v1/maintenance/db", "get"],
+      ["/v1/tenants", "post"],
+    ] as const) {
+      expect(doc.paths[path][method], path).toMatchObject({ "x-deployment": true, "x-min-role": "superadmin" });
+    }
   });
 });

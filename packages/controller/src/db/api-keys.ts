@@ -61,6 +61,14 @@ export async function revokeApiKeysBySpeaker(db: Db, tenantId: string, speakerId
   return rows.length;
 }
 
+/** The speaker's node keys that still authenticate (not revoked, not expired). */
+export async function countLiveNodeKeys(db: Db, tenantId: string, speakerId: string, now: Date): Promise<number> {
+  const [row] = await db<{ n: number }[]>`
+    SELECT count(*)::int AS n FROM api_keys
+    WHERE tenant_id = ${tenantId} AND speaker_id = ${speakerId} AND revoked_at IS NULL AND (expires_at IS NULL OR expires_at > ${now})`;
+  return row?.n ?? 0;
+}
+
 /** The old secret keeps working until `previous_valid_until`; without one it stops at once. */
 export function rotateApiKeySecret(
   db: Db,

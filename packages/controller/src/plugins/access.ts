@@ -16,8 +16,8 @@ interface AccessConfig {
 
 /**
  * Deny by default: a route without a word about access needs a key of the viewer role (reads)
- * or the operator role (everything else). Deployment routes need a superadmin of the
- * deployment's tenant.
+ * or the operator role (everything else). Deployment routes need a key of the deployment's
+ * tenant, of the role they declare (superadmin when they declare none).
  */
 export function accessOf(config: AccessConfig | undefined, method: string | string[]): Access {
   const cfg = config ?? {};
@@ -25,7 +25,7 @@ export function accessOf(config: AccessConfig | undefined, method: string | stri
   if (cfg.auth === "any") return { kind: "any" };
   const reads = (Array.isArray(method) ? method : [method]).every((m) => m === "GET" || m === "HEAD");
   const declared = cfg.role === "node" ? undefined : cfg.role;
-  const role = cfg.deployment ? "superadmin" : (declared ?? (reads ? "viewer" : "operator"));
+  const role = declared ?? (cfg.deployment ? "superadmin" : reads ? "viewer" : "operator");
   return { kind: "role", role, node: cfg.node === true || cfg.role === "node", deployment: cfg.deployment === true, permission: cfg.permission };
 }
 
@@ -35,9 +35,11 @@ export function refusal(access: Access, principal: { role: RoleName; tenantName:
   if (principal.role === "node") return access.node ? null : "node keys reach only the node routes";
   if (!roleAtLeast(principal.role, access.role)) return `this operation needs the ${access.role} role or higher; the key is ${principal.role}`;
   if (access.deployment && principal.tenantName !== DEPLOYMENT_TENANT) {
-    return `this operation acts on the whole deployment: only superadmins of tenant "${DEPLOYMENT_TENANT}" may call it`;
+    return `this operation acts on the whole deployment: only keys of tenant "${DEPLOYMENT_TENANT}" may call it`;
   }
-  if (access.permission && !permissionsOf(principal.role).includes(access.permission)) return `this operation needs the ${access.permission} permission`;
+  if (access.permission && !permissionsOf(principal.role, principal.tenantName).includes(access.permission)) {
+    return `this operation needs the ${access.permission} permission`;
+  }
   return null;
 }
 
@@ -53,7 +55,7 @@ export function accessSentence(access: Access): string {
   if (access.kind === "public") return "Access: no key needed.";
   if (access.kind === "any") return "Access: any valid key, node keys included.";
   const who = access.deployment
-    ? `superadmin keys of tenant \`${DEPLOYMENT_TENANT}\` (the deployment's own tenant) only; every other key gets 403 \`forbidden\``
+    ? `${access.role} role or higher, in tenant \`${DEPLOYMENT_TENANT}\` (the deployment's own tenant) only; keys of every other tenant get 403 \`forbidden\`, whatever their role`
     : `${access.role} role or higher`;
   return `Access: ${who}${access.node ? "; also the node key of the speaker in the path" : ""}.`;
 }

@@ -24,7 +24,7 @@ declare module "fastify" {
     node?: boolean;
     /** A permission the key's role must hold (e.g. `bgp:monitoring:read`). */
     permission?: string;
-    /** Acts on the deployment itself (host files, the local routing daemon): superadmins of the deployment's tenant only. */
+    /** Acts on the deployment itself (host files, the local routing daemon, the database, the tenants): keys of the deployment's tenant only, of `role` (default superadmin). */
     deployment?: boolean;
   }
   interface FastifyRequest {

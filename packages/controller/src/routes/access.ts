@@ -8,5 +8,11 @@ import type { FastifyContextConfig } from "fastify";
 export const operator: FastifyContextConfig = { role: "operator" };
 export const admin: FastifyContextConfig = { role: "admin" };
 export const superadmin: FastifyContextConfig = { role: "superadmin" };
-/** Acts on the deployment itself (the controller host's log files, its routing daemon): superadmins of the deployment's tenant only. */
+/**
+ * Acts on the deployment itself (its routing daemon, its database, its tenants): superadmins of
+ * the deployment's tenant only; keys of any other tenant get 403, whatever their role.
+ */
 export const deployment: FastifyContextConfig = { deployment: true };
+/** The deployment's runtime-log files, with SPEC.md's roles, and in the deployment's tenant only. */
+export const deploymentViewer: FastifyContextConfig = { deployment: true, role: "viewer" };
+export const deploymentOperator: FastifyContextConfig = { deployment: true, role: "operator" };

@@ -22,7 +22,7 @@ export const ApiKeyWithSecret = ApiKey.extend({
 }).meta({ id: "ApiKeyWithSecret" });
 
 export const RotatedApiKey = ApiKey.extend({
-  secret: z.string().nullable().describe("The calling key's new secret, shown once; null when another key was rotated, which revokes it instead."),
+  secret: z.string().describe("The rotated key's new secret, shown once."),
 }).meta({ id: "RotatedApiKey" });
 
 const KeyName = z.string().trim().min(1).max(128);

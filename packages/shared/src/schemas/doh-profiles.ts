@@ -33,7 +33,9 @@ const Headers = z
   .refine((h) => Object.keys(h).length <= 32, "at most 32 headers")
   .describe(
     "Extra request headers (e.g. an API token), sent with every query; values are stored sealed and read back as `********`. " +
-      "In an update, `********` as a value keeps that header's stored value.",
+      "In an update, `********` as a value keeps that header's stored value. The values are bound to the URL's origin (scheme, host, port): " +
+      "an update that moves `url` to another origin drops every stored value it does not send again (without `headers`, all of them), " +
+      "and `********` is then refused with 400, as there is no value for the new origin to keep.",
   );
 const profileFields = {
   name: storableText().trim().min(1).max(64).nullable().describe("Optional display name, unique in the tenant."),

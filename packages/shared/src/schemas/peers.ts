@@ -51,7 +51,10 @@ const fields = {
     .regex(/^[\x20-\x7e]*$/, "printable ASCII only")
     .refine((v) => !v.includes('"'), "must not contain a double quote")
     .nullable()
-    .describe("TCP-MD5 password (write-only): stored sealed, never read back, carried only in the signed bundles of the peer's speakers; null removes it."),
+    .describe(
+      "TCP-MD5 password (write-only): stored sealed, never read back, carried only in the signed bundles of the peer's speakers; null removes it. " +
+        "It is bound to the neighbor: an update that changes `neighbor_address` drops the stored password unless the same request sends `password` again.",
+    ),
   multihop: Multihop,
   address_families: Families,
   export_community_ids: z.array(Uuid).max(1000),

@@ -136,7 +136,8 @@ export const CreatedSpeaker = Speaker.extend({
     .string()
     .nullable()
     .describe(
-      "One-time token for `rl-agent enroll` (remote speakers), valid 24 h; shown once. `rlt_<secret>.<hex>`: the part after the dot is the SHA-256 of the controller's gRPC CA public key, which the agent pins. Issuing a new token invalidates the speaker's older unused ones.",
+      "One-time token for `rl-agent enroll` (remote speakers), valid 24 h; shown once. `rlt_<secret>.<hex>`: the part after the dot is the SHA-256 of the controller's gRPC CA public key, which the agent pins. Issuing a new token invalidates the speaker's older unused ones. " +
+        "Null for a local speaker, and for a speaker an operator created: tokens are issued from the admin role up.",
     ),
   enrollment_token_expires_at: Timestamp.nullable(),
 }).meta({ id: "CreatedSpeaker" });

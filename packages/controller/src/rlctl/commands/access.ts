@@ -52,7 +52,7 @@ export function keysCommand(program: Command): void {
 
   keys
     .command("rotate <key>")
-    .description("rotate your own key (prints the new secret) or revoke one of a lower role")
+    .description("rotate your own key or one of a lower role (prints the new secret)")
     .action(
       withContext(async (ctx, id: string) => {
         printOne(ctx, await unwrap(ctx.client.POST("/v1/api-keys/{id}/rotate", { params: { path: { id } }, body: {} })), withSecret);

@@ -26,7 +26,14 @@ const apiKeyRoutes: FastifyPluginAsyncZod<{ deps: AppDeps }> = async (app, { dep
     { schema: { tags: ["auth"], summary: "The tenant and role of the calling key", response: { 200: Session, ...problems(401) } }, config: { auth: "any" } },
     async (req) => {
       const p = req.principal!;
-      return { tenant_id: p.tenantId, tenant_name: p.tenantName, role: p.role, key_id: p.keyId, key_prefix: p.keyPrefix, permissions: permissionsOf(p.role) };
+      return {
+        tenant_id: p.tenantId,
+        tenant_name: p.tenantName,
+        role: p.role,
+        key_id: p.keyId,
+        key_prefix: p.keyPrefix,
+        permissions: permissionsOf(p.role, p.tenantName),
+      };
     },
   );
 
@@ -44,7 +51,9 @@ const apiKeyRoutes: FastifyPluginAsyncZod<{ deps: AppDeps }> = async (app, { dep
     list: { querystring: ApiKeyListQuery },
     create: {
       summary: "Create an API key (the secret is shown once)",
-      description: "No key can create a key above its own role.",
+      description:
+        "No key can create a key above its own role. Node keys are not made here: a speaker's node key comes from enrolling with the " +
+        "speaker's enrollment token, which only admins and superadmins receive.",
       body: CreateApiKeyBody,
       response: ApiKeyWithSecret,
     },
@@ -66,11 +75,11 @@ const apiKeyRoutes: FastifyPluginAsyncZod<{ deps: AppDeps }> = async (app, { dep
     {
       schema: {
         tags,
-        summary: "Rotate an API key's secret (your own) or revoke another key",
+        summary: "Rotate an API key's secret",
         description:
-          "Rotating the calling key answers its new secret once; the old secret keeps working for `grace_seconds` (default 0). " +
-          "Rotating another key (one the caller may manage) revokes it at once and answers it with `secret: null`: no key is handed " +
-          "another key's secret. Its holder needs a new key.",
+          "Answers the key's new secret once; the old secret keeps working for `grace_seconds` (default 0). A key rotates itself and any key " +
+          "of a lower role (a speaker's node key from the admin role up); another key of its own role gets 403 `forbidden` (superadmins " +
+          "included), so nobody receives a secret to act under a peer's name.",
         params: IdParams,
         body: RotateApiKeyBody,
         response: { 200: RotatedApiKey, ...writeProblems, ...problems(404) },

@@ -24,7 +24,13 @@ const dohProfileRoutes: FastifyPluginAsyncZod<{ deps: AppDeps }> = async (app, {
       body: CreateDohProfileBody,
     },
     read: {},
-    update: { body: UpdateDohProfileBody },
+    update: {
+      description:
+        "Header values are bound to the URL's origin (scheme, host and port): moving `url` to another origin drops the stored values the " +
+        "same request does not send again (all of them without `headers`), and `********` for a header is then 400 `validation_failed`. " +
+        "The next query to the new origin carries only what this request sent.",
+      body: UpdateDohProfileBody,
+    },
     remove: { description: "409 naming the modules (`modules: [{id, name}]`) while a module uses it." },
   });
 };

@@ -13,7 +13,8 @@ import {
 import type { FastifyPluginAsyncZod } from "fastify-type-provider-zod";
 import { z } from "zod";
 import type { AppDeps } from "../../app-deps.js";
-import { admin, operator } from "../access.js";
+import { AUDIT_RETENTION_FLOOR_DAYS } from "../../services/operations/maintenance.js";
+import { deployment, operator } from "../access.js";
 import { resourceRoutes } from "../resource-routes.js";
 import { authProblems, jobAccepted, problems, writeProblems } from "../responses.js";
 
@@ -23,8 +24,9 @@ const NoBody = optionalBody(z.strictObject({}));
 const ACTIONS =
   "Actions: `revision_prune` (by the tenant's `revision_retention_minutes`; never the current revision), " +
   "`runtime_logs_cleanup` (`threshold_bytes` and `mode` default to the tenant's `runtime_logs_auto_*`; only where runtime logs are available; " +
-  "the log files are the deployment's, so only superadmins of tenant `default` may write a policy with it (403 otherwise) and it reports `available: false` in any other tenant), " +
-  "`audit_retention` (`days`; never a record still waiting to be pushed) and `jobs_retention` (`days`; finished jobs only).";
+  "the log files are the deployment's, so only keys of tenant `default` may write a policy with it (403 otherwise) and it reports `available: false` in any other tenant), " +
+  `\`audit_retention\` (\`days\`; never a record still waiting to be pushed; fewer than ${AUDIT_RETENTION_FLOOR_DAYS} days needs the admin role or higher, ` +
+  "an operator gets 403 `forbidden`) and `jobs_retention` (`days`; finished jobs only).";
 
 const maintenanceRoutes: FastifyPluginAsyncZod<{ deps: AppDeps }> = async (app, { deps }) => {
   const maintenance = deps.services.maintenance;
@@ -104,11 +106,12 @@ const maintenanceRoutes: FastifyPluginAsyncZod<{ deps: AppDeps }> = async (app, 
         tags,
         summary: "Database size, table sizes, row estimates, dead tuples and connections",
         description:
-          "From pg_database_size, pg_class, pg_stat_user_tables and pg_stat_activity of the database the controller uses (shared by every tenant). " +
+          "From pg_database_size, pg_class, pg_stat_user_tables and pg_stat_activity of the database the controller uses (shared by every tenant, " +
+          "so it is the deployment's: every tenant's tables and row counts). " +
           "Where the statistics views have nothing (a fresh server, the embedded database) the counters are null or zero.",
         response: { 200: DatabaseStatus, ...authProblems },
       },
-      config: admin,
+      config: deployment,
     },
     async (req) => maintenance.databaseStatus(deps.sql, req.ctx().now),
   );
@@ -119,13 +122,16 @@ const maintenanceRoutes: FastifyPluginAsyncZod<{ deps: AppDeps }> = async (app, 
       schema: {
         tags,
         summary: "Run ANALYZE on the database",
-        description: "Refreshes the planner's statistics (and so the row estimates of `GET /v1/maintenance/db`).",
+        description:
+          "Refreshes the planner's statistics (and so the row estimates of `GET /v1/maintenance/db`). ANALYZE reads every table of the database, " +
+          "so it runs at most once a minute for the whole deployment, whichever controller replica is asked: a call within a minute of the last one " +
+          "answers 429 `rate_limited` with `Retry-After` (seconds) and runs nothing.",
         body: NoBody,
-        response: { 200: AnalyzeResult, ...writeProblems },
+        response: { 200: AnalyzeResult, ...writeProblems, ...problems(429) },
       },
-      config: admin,
+      config: deployment,
     },
-    async (req, reply) => req.mutate(reply, async (tx) => ({ status: 200, body: await maintenance.analyze(tx, deps.clock) })),
+    async (req, reply) => req.mutate(reply, async (tx, ctx) => ({ status: 200, body: await maintenance.analyze(tx, ctx) })),
   );
 };
 

@@ -26,7 +26,14 @@ const peerRoutes: FastifyPluginAsyncZod<{ deps: AppDeps }> = async (app, { deps 
     // Writes answer the peer with the id of the reconcile job they enqueued.
     create: { description: `\`password\` is write-only.${reconcileNote}`, body: CreatePeerBody, response: PeerWithJob, problems: [429] },
     read: {},
-    update: { description: `\`password: null\` removes it.${reconcileNote}`, body: UpdatePeerBody, response: PeerWithJob, problems: [429] },
+    update: {
+      description:
+        "`password: null` removes it. The password is bound to the neighbor it was set for: changing `neighbor_address` without sending " +
+        `\`password\` in the same request drops the stored one (\`password_set\` turns false), so it never follows the peer to another router.${reconcileNote}`,
+      body: UpdatePeerBody,
+      response: PeerWithJob,
+      problems: [429],
+    },
     remove: { description: reconcileNote.trim(), response: PeerDeleted, problems: [429] },
   });
 };

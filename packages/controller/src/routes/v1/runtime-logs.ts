@@ -13,7 +13,7 @@ import {
 } from "@rlc/shared/schemas";
 import type { FastifyPluginAsyncZod } from "fastify-type-provider-zod";
 import type { AppDeps } from "../../app-deps.js";
-import { deployment } from "../access.js";
+import { deploymentOperator, deploymentViewer } from "../access.js";
 import { authProblems, problems, unavailable, writeProblems } from "../responses.js";
 
 const tags = ["runtime-logs"];
@@ -23,7 +23,10 @@ const runtimeLogRoutes: FastifyPluginAsyncZod<{ deps: AppDeps }> = async (app, {
 
   app.get(
     "/v1/runtime-logs/files",
-    { schema: { tags, summary: "List *.log files (name, size, mtime)", response: { 200: LogFileList, ...authProblems, ...unavailable } }, config: deployment },
+    {
+      schema: { tags, summary: "List *.log files (name, size, mtime)", response: { 200: LogFileList, ...authProblems, ...unavailable } },
+      config: deploymentViewer,
+    },
     async () => logs.list(),
   );
 
@@ -38,7 +41,7 @@ const runtimeLogRoutes: FastifyPluginAsyncZod<{ deps: AppDeps }> = async (app, {
         querystring: LogTailQuery,
         response: { 200: LogTail, ...authProblems, ...problems(404), ...unavailable },
       },
-      config: deployment,
+      config: deploymentViewer,
     },
     async (req, reply) => {
       const tail = await logs.tail(req.params.filename, req.query);
@@ -64,7 +67,7 @@ const runtimeLogRoutes: FastifyPluginAsyncZod<{ deps: AppDeps }> = async (app, {
         querystring: LogCleanupQuery,
         response: { 200: CleanupAuditRecord, ...writeProblems, ...problems(404), ...unavailable },
       },
-      config: deployment,
+      config: deploymentOperator,
     },
     async (req) => logs.cleanup(req.ctx(), req.params.filename, req.query.mode),
   );
@@ -78,7 +81,7 @@ const runtimeLogRoutes: FastifyPluginAsyncZod<{ deps: AppDeps }> = async (app, {
         querystring: CleanupAuditQuery,
         response: { 200: page(CleanupAuditRecord), ...authProblems },
       },
-      config: deployment,
+      config: deploymentViewer,
     },
     async (req) => logs.auditList(req.principal!.tenantId, req.query),
   );
@@ -91,7 +94,7 @@ const runtimeLogRoutes: FastifyPluginAsyncZod<{ deps: AppDeps }> = async (app, {
         summary: "Files above the tenant's threshold (runtime_logs_auto_threshold_bytes)",
         response: { 200: AutoEstimate, ...authProblems, ...unavailable },
       },
-      config: deployment,
+      config: deploymentOperator,
     },
     async (req) => logs.estimate(req.principal!.tenantId),
   );
@@ -105,7 +108,7 @@ const runtimeLogRoutes: FastifyPluginAsyncZod<{ deps: AppDeps }> = async (app, {
         querystring: AutoRunQuery,
         response: { 200: AutoRunResult, ...writeProblems, ...unavailable },
       },
-      config: deployment,
+      config: deploymentOperator,
     },
     async (req) => {
       const ctx = req.ctx();

@@ -22,7 +22,9 @@ const settingsRoutes: FastifyPluginAsyncZod<{ deps: AppDeps }> = async (app, { d
         description:
           "RFC 7396: `null` deletes a key, objects merge. `application/merge-patch+json` and `application/json` are accepted. " +
           "Known keys (`BIRD`, `revision_retention_minutes`, `revision_guard_max_drop_percent`, `runtime_logs_auto_*`) are validated; other keys are kept as given. " +
-          "`runtime_logs_auto_*` act on the deployment's log files: only superadmins of tenant `default` may set them; any other key gets 403 `forbidden`.",
+          "`runtime_logs_auto_*` act on the deployment's log files: only keys of tenant `default` may set them; keys of any other tenant get 403 `forbidden`. " +
+          "The document after the patch may take at most 1 MiB as JSON, and its keys the controller does not know at most 64 KiB of it: a patch past " +
+          "either cap answers 413 `payload_too_large` (with `size_bytes` and `unknown_keys_bytes`) and changes nothing.",
         body: SettingsPatch,
         response: { 200: Settings, ...writeProblems },
       },

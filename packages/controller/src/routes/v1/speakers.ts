@@ -16,7 +16,7 @@ import type { FastifyPluginAsyncZod } from "fastify-type-provider-zod";
 import { z } from "zod";
 import type { AppDeps } from "../../app-deps.js";
 import { pollLiveStatus } from "../../services/deploy/live-status.js";
-import { operator } from "../access.js";
+import { admin, operator } from "../access.js";
 import { resourceRoutes } from "../resource-routes.js";
 import { authProblems, jobAccepted, problems, writeProblems } from "../responses.js";
 
@@ -61,11 +61,21 @@ const speakerRoutes: FastifyPluginAsyncZod<{ deps: AppDeps }> = async (app, { de
     // `force=true` deletes a speaker that peers still name.
     service: { ...speakers, remove: (tx, ctx, id, query: { force: boolean }) => speakers.remove(tx, ctx, id, query.force) },
     writeConfig: operator,
-    create: { summary: "Create a speaker (remote ones get a one-time enrollment token)", body: CreateSpeakerBody, response: CreatedSpeaker },
+    create: {
+      summary: "Create a speaker (remote ones get a one-time enrollment token when an admin creates them)",
+      description:
+        "An enrollment token becomes the speaker's node key, which receives the signed bundles and the peers' passwords in them, so tokens are " +
+        "the admin role's: a remote speaker created by an admin or superadmin answers its token; one created by an operator answers " +
+        "`enrollment_token: null` and an admin issues the token with `POST /v1/speakers/{speaker_id}/enrollment-token`.",
+      body: CreateSpeakerBody,
+      response: CreatedSpeaker,
+    },
     read: {},
     update: { body: UpdateSpeakerBody },
     remove: {
-      description: "Refused with 409 while peers name the speaker, unless `force=true`; revokes the speaker's node keys.",
+      description:
+        "Refused with 409 while peers name the speaker, unless `force=true`; revokes the speaker's node keys, so a speaker that holds a live " +
+        "node key (an enrolled router) is deleted from the admin role up: an operator gets 403 `forbidden`.",
       querystring: SpeakerDeleteQuery,
     },
   });
@@ -75,11 +85,14 @@ const speakerRoutes: FastifyPluginAsyncZod<{ deps: AppDeps }> = async (app, { de
     {
       schema: {
         tags,
-        summary: "Issue a new one-time enrollment token (24 h)",
+        summary: "Issue a new one-time enrollment token (24 h; admin+)",
+        description:
+          "The token enrolls an agent for the speaker's node key (enrolling again revokes the earlier node keys, and issuing a token expires the " +
+          "speaker's older unused ones): it hands out the router's identity, so it is the admin role's.",
         params: SpeakerParams,
         response: { 201: EnrollmentToken, ...writeProblems, ...problems(404) },
       },
-      config: operator,
+      config: admin,
     },
     async (req, reply) => req.mutate(reply, async (tx, ctx) => ({ status: 201, body: await speakers.enrollmentToken(tx, ctx, req.params.speaker_id) })),
   );

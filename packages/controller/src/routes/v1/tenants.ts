@@ -1,7 +1,7 @@
 import { CreatedTenant, CreateTenantBody, ListQuery, Tenant, TenantParams } from "@rlc/shared/schemas";
 import type { FastifyPluginAsyncZod } from "fastify-type-provider-zod";
 import type { AppDeps } from "../../app-deps.js";
-import { superadmin } from "../access.js";
+import { deployment } from "../access.js";
 import { resourceRoutes } from "../resource-routes.js";
 
 const tenantRoutes: FastifyPluginAsyncZod<{ deps: AppDeps }> = async (app, { deps }) => {
@@ -18,15 +18,16 @@ const tenantRoutes: FastifyPluginAsyncZod<{ deps: AppDeps }> = async (app, { dep
     // Tenants are read across tenants, so reads take no request context.
     service: { list: (db, _ctx, query) => tenants.list(db, query), create: tenants.create, get: (db, _ctx, id) => tenants.get(db, id) },
     createdId: "tenant_id",
-    config: superadmin,
-    list: { summary: "List tenants (superadmin)", querystring: ListQuery },
+    // The tenants are the deployment's: a superadmin of another tenant manages its own tenant's keys, never the list of tenants.
+    config: deployment,
+    list: { summary: "List tenants (superadmin of tenant default)", querystring: ListQuery },
     create: {
-      summary: "Create a tenant with its first admin key (superadmin)",
+      summary: "Create a tenant with its first admin key (superadmin of tenant default)",
       description: "The admin key's secret is shown once, in this answer. The creation is audited in the caller's tenant.",
       body: CreateTenantBody,
       response: CreatedTenant,
     },
-    read: { summary: "Read a tenant (superadmin)" },
+    read: { summary: "Read a tenant (superadmin of tenant default)" },
   });
 };
 

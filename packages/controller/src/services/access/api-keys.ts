@@ -96,19 +96,6 @@ export function createApiKeyService(deps: { audit: AuditWriter; onKeysChanged?: 
     return row;
   };
 
-  /** Revokes a key and records it: DELETE, and a rotation of someone else's key. */
-  async function revokeRecorded(tx: Db, ctx: RequestContext, id: string, how: string): Promise<ApiKeyRow> {
-    const after = await revokeApiKey(tx, ctx.principal.tenantId, id, ctx.now);
-    await audit.record(tx, ctx, {
-      action: "revoke",
-      resource_type: "api_key",
-      resource_id: id,
-      summary: `API key ${after.key_prefix} ${how}`,
-      changes: { revoked_at: { from: null, to: iso(after.revoked_at) } },
-    });
-    return after;
-  }
-
   return {
     async create(tx: Db, ctx: RequestContext, body: CreateApiKeyBody) {
       assertCanGrant(ctx.principal.role, body.role);
@@ -170,23 +157,28 @@ export function createApiKeyService(deps: { audit: AuditWriter; onKeysChanged?: 
       const before = await mustFind(tx, ctx.principal.tenantId, id, true);
       assertCanManage(ctx.principal, before, "revoke");
       if (before.revoked_at) return; // already revoked: nothing changes, nothing to record
-      await revokeRecorded(tx, ctx, id, "revoked");
+      const after = await revokeApiKey(tx, ctx.principal.tenantId, id, ctx.now);
+      await audit.record(tx, ctx, {
+        action: "revoke",
+        resource_type: "api_key",
+        resource_id: id,
+        summary: `API key ${after.key_prefix} revoked`,
+        changes: { revoked_at: { from: null, to: iso(after.revoked_at) } },
+      });
     },
 
     /**
-     * Your own key: a new secret (the old one lasts `grace_seconds`). Anyone else's key is
-     * revoked at once instead: a secret handed to another key's holder would let it act under
-     * that key's name, and a rotation is what you ask for when you believe a secret leaked.
+     * A new secret (the old one lasts `grace_seconds`) for the calling key, or for a key it
+     * outranks: rotation exists to hand out a new secret, and a key that outranks another may
+     * already replace it with one of its own making. An equal rank other than itself is refused
+     * (assertCanManage), so nobody receives a secret to act under a peer's name; node keys only
+     * from the admin role up.
      */
     async rotate(tx: Db, ctx: RequestContext, id: string, body: { grace_seconds?: number | undefined }): Promise<RotatedApiKey> {
       changed(ctx);
       const before = await mustFind(tx, ctx.principal.tenantId, id, true);
       assertCanManage(ctx.principal, before, "rotate");
       if (before.revoked_at) throw new ConflictError("the key is revoked and cannot be rotated");
-      if (before.id !== ctx.principal.keyId) {
-        const after = await revokeRecorded(tx, ctx, id, "revoked by a rotation from another key (no new secret is handed out)");
-        return { ...toApiKey(after), secret: null };
-      }
       const grace = body.grace_seconds ?? 0;
       const secret = newKeySecret(before.key_prefix);
       const after = await rotateApiKeySecret(tx, ctx.principal.tenantId, id, {

@@ -34,24 +34,29 @@ export function roleRank(role: RoleName): number {
   return rank[role];
 }
 
-export const MONITORING_READ = "bgp:monitoring:read";
-
-export function permissionsOf(role: RoleName): string[] {
-  if (role === "node") return ["bgp:node"];
-  const perms = [MONITORING_READ, "bgp:read"];
-  if (roleAtLeast(role, "operator")) perms.push("bgp:write", "bgp:keys:manage");
-  if (roleAtLeast(role, "admin")) perms.push("bgp:admin", "bgp:signing-keys:rotate", "bgp:maintenance:db");
-  if (role === "superadmin") perms.push("bgp:tenants:manage");
-  return perms;
-}
-
 /**
  * The tenant made on the first start: it owns the deployment itself (the controller host's log
- * files and routing daemon), which no other tenant's key may touch, whatever its role.
+ * files and routing daemon, the database's maintenance, the other tenants), which no other
+ * tenant's key may touch, whatever its role.
  */
 export const DEPLOYMENT_TENANT = "default";
 
-/** A superadmin of the deployment's own tenant: the only key that may act on the deployment itself. */
-export function isDeploymentAdmin(principal: { role: RoleName; tenantName: string }): boolean {
-  return principal.role === "superadmin" && principal.tenantName === DEPLOYMENT_TENANT;
+export const MONITORING_READ = "bgp:monitoring:read";
+
+/**
+ * What a key may do, by its role; the deployment's resources (the database's maintenance, the
+ * tenants) only in the deployment's own tenant. Without a tenant name: as in that tenant.
+ */
+export function permissionsOf(role: RoleName, tenantName: string = DEPLOYMENT_TENANT): string[] {
+  if (role === "node") return ["bgp:node"];
+  const perms = [MONITORING_READ, "bgp:read"];
+  if (roleAtLeast(role, "operator")) perms.push("bgp:write", "bgp:keys:manage");
+  if (roleAtLeast(role, "admin")) perms.push("bgp:admin", "bgp:signing-keys:rotate");
+  if (role === "superadmin" && tenantName === DEPLOYMENT_TENANT) perms.push("bgp:maintenance:db", "bgp:tenants:manage");
+  return perms;
+}
+
+/** A key of the deployment's own tenant: the only tenant whose keys may act on the deployment itself. */
+export function inDeploymentTenant(principal: { tenantName: string }): boolean {
+  return principal.tenantName === DEPLOYMENT_TENANT;
 }

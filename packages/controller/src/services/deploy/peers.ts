@@ -61,6 +61,14 @@ export function toPeer(row: PeerRow, speakers: SpeakerRow[]) {
   };
 }
 
+/**
+ * A password is bound to the neighbor it was set for: an update that points the peer at another
+ * address without sending the password again drops it, so nobody who may edit peers can send an
+ * admin's TCP-MD5 secret to a router of their choosing.
+ */
+const movesAway = (before: PeerRow, body: { neighbor_address?: string | undefined }) =>
+  body.neighbor_address !== undefined && body.neighbor_address !== before.neighbor_address;
+
 const AUDITED = [
   "name",
   "neighbor_address",
@@ -182,7 +190,7 @@ export function createPeerService(deps: { audit: AuditWriter; bus: Bus; secrets:
         local_asn: body.local_asn === undefined ? (before.local_asn === null ? null : Number(before.local_asn)) : body.local_asn,
         description: body.description ?? before.description,
         enabled: body.enabled ?? before.enabled,
-        password: body.password === undefined ? kept(before) : seal(body.password),
+        password: body.password !== undefined ? seal(body.password) : movesAway(before, body) ? null : kept(before),
         multihop: body.multihop ?? before.multihop,
         address_families: body.address_families ?? before.address_families,
         export_community_ids: body.export_community_ids ?? before.export_community_ids,

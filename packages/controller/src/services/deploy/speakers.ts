@@ -1,7 +1,7 @@
 import { createHash, randomBytes } from "node:crypto";
-import { ConflictError, NotFoundError } from "@rlc/shared/errors";
+import { ConflictError, ForbiddenError, NotFoundError } from "@rlc/shared/errors";
 import type { Bus } from "../../bus/index.js";
-import { revokeApiKeysBySpeaker } from "../../db/api-keys.js";
+import { countLiveNodeKeys, revokeApiKeysBySpeaker } from "../../db/api-keys.js";
 import type { Db } from "../../db/connect.js";
 import { insertEnrollmentToken } from "../../db/enrollment.js";
 import { listPeerNamesOfSpeaker } from "../../db/peers.js";
@@ -11,11 +11,19 @@ import { afterIdOf } from "../../lib/id-cursor.js";
 import { uuidv7 } from "../../lib/ids.js";
 import { iso, isoRequired } from "../../lib/time.js";
 import { type AuditWriter, changesOf } from "../access/audit.js";
-import type { RequestContext } from "../access/context.js";
+import { type RequestContext, roleAtLeast } from "../access/context.js";
 
 export const ENROLLMENT_TTL_MS = 24 * 3600_000;
 
 export const hashToken = (token: string) => createHash("sha256").update(token).digest();
+
+/**
+ * An enrollment token becomes a node key: the speaker's identity, which receives the signed
+ * bundles with the peers' passwords in them. Handing one out is the admin role's, so no chain of
+ * operator calls (make a speaker, enroll it, add it to an admin's peer) reaches a password.
+ */
+export const ENROLLMENT_ROLE = "admin";
+const mayEnroll = (ctx: RequestContext) => roleAtLeast(ctx.principal.role, ENROLLMENT_ROLE);
 
 type Session = { protocol: string; peer_id?: string | null; bgp_state?: string | null; [k: string]: unknown };
 
@@ -112,7 +120,8 @@ export function createSpeakerService(deps: { audit: AuditWriter; bus: Bus; onKey
         metadata: body.metadata ?? {},
         created_at: ctx.now,
       });
-      const token = body.mode === "remote" ? await newToken(tx, ctx.principal.tenantId, row.id, ctx.now, deps.caHash ?? null) : null;
+      // An operator's speaker is made without one: an admin issues it (POST …/enrollment-token).
+      const token = body.mode === "remote" && mayEnroll(ctx) ? await newToken(tx, ctx.principal.tenantId, row.id, ctx.now, deps.caHash ?? null) : null;
       await deps.audit.record(tx, ctx, {
         action: "create",
         resource_type: "speaker",
@@ -167,9 +176,14 @@ export function createSpeakerService(deps: { audit: AuditWriter; bus: Bus; onKey
       return toSpeaker(after);
     },
 
-    /** 409 while peers name the speaker, unless `force`; revokes its node keys. */
+    /** 409 while peers name the speaker, unless `force`; revokes its node keys, which only an admin may. */
     async remove(tx: Db, ctx: RequestContext, id: string, force: boolean) {
       const row = await mustFind(tx, ctx.principal.tenantId, id, true);
+      if (!mayEnroll(ctx) && (await countLiveNodeKeys(tx, ctx.principal.tenantId, id, ctx.now)) > 0) {
+        throw new ForbiddenError(
+          `the speaker holds a node key (an enrolled router's identity): deleting it revokes the key, which needs the ${ENROLLMENT_ROLE} role or higher`,
+        );
+      }
       const peers = await listPeerNamesOfSpeaker(tx, id);
       if (peers.length && !force) {
         throw new ConflictError(`peers still name this speaker: ${peers.join(", ")}; remove it from them or delete with ?force=true`, { peers });

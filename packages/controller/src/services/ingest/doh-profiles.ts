@@ -53,15 +53,31 @@ const view = (r: DohProfileRow) => ({ name: r.name, url: r.url, method: r.method
 // Set by the client for every query; a profile must not override them.
 const RESERVED_HEADERS = new Set(["host", "content-length", "content-type", "transfer-encoding", "connection", "accept-encoding"]);
 
-/** `********` stands for the stored value of the same header; anything else is a new value. */
-function noMaskedValue(headers: Record<string, string>, stored: Record<string, string>): Record<string, string> {
+/**
+ * `********` stands for the stored value of the same header; anything else is a new value. When
+ * the URL moves to another origin there is no stored value to keep (see `originOf`).
+ */
+function noMaskedValue(headers: Record<string, string>, stored: Record<string, string>, moved = false): Record<string, string> {
   const out: Record<string, string> = {};
   for (const [name, value] of Object.entries(headers)) {
     if (value !== MASKED_SECRET) out[name] = value;
+    else if (moved) throw invalid(`headers.${name}`, `the url moves to another origin, which never receives the stored value: send the value again`);
     else if (Object.hasOwn(stored, name)) out[name] = stored[name]!;
     else throw invalid(`headers.${name}`, `"${MASKED_SECRET}" keeps a stored value, and the profile has no header ${name}`);
   }
   return out;
+}
+
+/**
+ * Header values are bound to the origin (scheme, host, port) they were given for: a token for
+ * one provider must not be sent to a server someone else names by editing the URL.
+ */
+function originOf(url: string): string | null {
+  try {
+    return new URL(url).origin;
+  } catch {
+    return null; // checkProfile refuses it
+  }
 }
 
 const invalid = (path: string, message: string) => new ValidationError(`${path}: ${message}`, [{ path: `body.${path}`, message }]);
@@ -82,7 +98,8 @@ function checkProfile(rules: OutboundRules, p: Pick<DohProfileRow, "url" | "meth
 /**
  * Header values often carry an API token: they are sealed with the data key before they reach
  * the database and every read shows them as `********`. An update may send `********` back for a
- * header it keeps (a profile read, edited and written whole keeps its tokens).
+ * header it keeps (a profile read, edited and written whole keeps its tokens), unless it moves
+ * the URL to another origin: that drops every stored value the request does not send again.
  */
 export function createDohProfileService(deps: { audit: AuditWriter; secrets: SecretBox }) {
   const { audit } = deps;
@@ -145,7 +162,10 @@ export function createDohProfileService(deps: { audit: AuditWriter; secrets: Sec
       const tenantId = ctx.principal.tenantId;
       const before = await mustFind(tx, tenantId, id, true);
       const beforeHeaders = openHeaders(deps.secrets, before);
-      const nextHeaders = body.headers === undefined ? beforeHeaders : noMaskedValue(body.headers, beforeHeaders);
+      // A new origin gets only the values this request sends: the stored ones are dropped.
+      const moved = body.url !== undefined && originOf(body.url) !== originOf(before.url);
+      const kept = moved ? {} : beforeHeaders;
+      const nextHeaders = body.headers === undefined ? kept : noMaskedValue(body.headers, kept, moved);
       const next: DohProfileRow = {
         ...before,
         name: body.name === undefined ? before.name : body.name,

@@ -1,8 +1,9 @@
 import type { DatabaseStatus } from "@rlc/shared/schemas";
-import type { Clock } from "@rlc/shared/time";
 import type { Db } from "../../db/connect.js";
 import { analyzeDatabase, countConnections, findDatabaseSize, listTableStatus } from "../../db/maintenance.js";
 import { iso } from "../../lib/time.js";
+import type { RequestContext } from "../access/context.js";
+import { DB_ANALYZE_LIMIT, takeRateLimit } from "./rate-limit.js";
 
 /** GET /v1/maintenance/db and its ANALYZE: the database the controller uses, as an operator sees it. */
 export function databaseMaintenance() {
@@ -28,10 +29,15 @@ export function databaseMaintenance() {
       };
     },
 
-    async analyze(db: Db, clock: Clock) {
+    /**
+     * Counted in PostgreSQL, not in this process: replicas share nothing else. The count is taken
+     * in the same transaction, so two calls at once run one ANALYZE and refuse the other.
+     */
+    async analyze(tx: Db, ctx: RequestContext) {
+      await takeRateLimit(tx, ctx.principal.tenantId, DB_ANALYZE_LIMIT, ctx.now);
       const started = performance.now();
-      await analyzeDatabase(db);
-      return { analyzed_at: new Date(clock.now()).toISOString(), duration_ms: Math.round(performance.now() - started) };
+      await analyzeDatabase(tx);
+      return { analyzed_at: ctx.now.toISOString(), duration_ms: Math.round(performance.now() - started) };
     },
   };
 }

@@ -30,7 +30,7 @@ import { afterIdOf } from "../../lib/id-cursor.js";
 import { uuidv7 } from "../../lib/ids.js";
 import { iso, isoRequired } from "../../lib/time.js";
 import { type AuditEntry, type AuditWriter, changesOf } from "../access/audit.js";
-import { DEPLOYMENT_TENANT, isDeploymentAdmin, type RequestContext } from "../access/context.js";
+import { DEPLOYMENT_TENANT, inDeploymentTenant, type RequestContext, roleAtLeast } from "../access/context.js";
 import type { RevisionService } from "../revisions/revisions.js";
 import { databaseMaintenance } from "./database-status.js";
 import type { JobContext } from "./job-context.js";
@@ -82,11 +82,25 @@ const RETENTION = {
   },
 } as const;
 
-/** Who writes the records of one run: the key that asked for it, or the scheduler. */
-/** Runtime logs belong to the deployment: a policy that cleans them is its superadmins' to write. */
-function mayCleanLogs(ctx: RequestContext, actions: readonly MaintenanceAction[] | undefined) {
-  if (actions?.some((a) => a.type === "runtime_logs_cleanup") && !isDeploymentAdmin(ctx.principal)) {
-    throw new ForbiddenError(`runtime_logs_cleanup acts on the whole deployment: only superadmins of tenant "${DEPLOYMENT_TENANT}" may schedule it`);
+/**
+ * An audit trail kept for fewer days than this is one an operator could use to erase their own
+ * tracks (the run is audited, but the records before it are gone): shorter ones are an admin's call.
+ */
+export const AUDIT_RETENTION_FLOOR_DAYS = 30;
+
+/**
+ * What the key may put in a policy: runtime logs belong to the deployment, so a policy that
+ * cleans them is written in its tenant only; an audit retention below the floor needs an admin.
+ */
+function mayWrite(ctx: RequestContext, actions: readonly MaintenanceAction[] | undefined) {
+  if (actions?.some((a) => a.type === "runtime_logs_cleanup") && !inDeploymentTenant(ctx.principal)) {
+    throw new ForbiddenError(`runtime_logs_cleanup acts on the whole deployment: only keys of tenant "${DEPLOYMENT_TENANT}" may schedule it`);
+  }
+  const short = actions?.find((a) => a.type === "audit_retention" && a.days < AUDIT_RETENTION_FLOOR_DAYS);
+  if (short && !roleAtLeast(ctx.principal.role, "admin")) {
+    throw new ForbiddenError(
+      `an audit_retention shorter than ${AUDIT_RETENTION_FLOOR_DAYS} days deletes the audit trail of recent changes: it needs the admin role or higher; the key is ${ctx.principal.role}`,
+    );
   }
 }
 
@@ -209,7 +223,7 @@ export function createMaintenanceService(deps: { sql: Sql; audit: AuditWriter; r
     /** An enabled policy first runs one interval after it is created. */
     async create(tx: Db, ctx: RequestContext, body: CreateMaintenancePolicyBody) {
       const tenantId = ctx.principal.tenantId;
-      mayCleanLogs(ctx, body.actions);
+      mayWrite(ctx, body.actions);
       if (await findMaintenancePolicyByName(tx, tenantId, body.name)) throw taken(body.name);
       const row: MaintenancePolicyRow = {
         id: uuidv7(),
@@ -235,7 +249,7 @@ export function createMaintenanceService(deps: { sql: Sql; audit: AuditWriter; r
     /** Enabling a policy or changing its interval starts the countdown afresh; disabling clears it. */
     async update(tx: Db, ctx: RequestContext, id: string, body: UpdateMaintenancePolicyBody) {
       const tenantId = ctx.principal.tenantId;
-      mayCleanLogs(ctx, body.actions);
+      mayWrite(ctx, body.actions);
       const before = await mustFind(tx, tenantId, id, true);
       const name = body.name ?? before.name;
       if (name !== before.name && (await findMaintenancePolicyByName(tx, tenantId, name))) throw taken(name);
