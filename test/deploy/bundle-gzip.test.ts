@@ -46,7 +46,15 @@ describe("bundle download with Accept-Encoding: gzip", () => {
     const bytes = Buffer.from(randomBytes(12 * 1024 * 1024).toString("base64"));
     // The stored bytes come from memory here, so what the loop measures is the compression
     // (reading a large bytea has its own cost, which is not what this test is about).
-    t.controller.deps.services.node.bundle = async () => bytes;
+    t.controller.deps.services.node.bundleReader = async () => ({
+      revision_id: 1,
+      sequence: "1",
+      size: bytes.length,
+      sha256: null,
+      delta: false,
+      parts: null,
+      read: async (offset: number, length: number) => bytes.subarray(offset, offset + length),
+    });
 
     const started = performance.now();
     gzipSync(bytes, { level: 1 });

@@ -5,7 +5,7 @@ import type { Clock } from "@rlc/shared/time";
 import type { FastifyInstance, InjectOptions, LightMyRequestResponse } from "fastify";
 import { inject } from "vitest";
 import { loadConfig } from "../../packages/controller/src/config.js";
-import { type Controller, startController } from "../../packages/controller/src/controller.js";
+import { type Controller, type StartOptions, startController } from "../../packages/controller/src/controller.js";
 import { createTestDatabase, type TestDatabase } from "./db.js";
 
 export interface TestController {
@@ -33,12 +33,19 @@ async function createEmbeddedDatabase(): Promise<TestDatabase & { dataDir: strin
 }
 
 /** A whole controller (migrated database of its own, bootstrap key) built as production builds it. */
-export async function startTestController(opts: { env?: Record<string, string>; clock?: Clock } = {}): Promise<TestController> {
+export async function startTestController(
+  opts: {
+    env?: Record<string, string>;
+    clock?: Clock;
+    /** Listeners for agents (`grpc`), off unless asked. */
+    start?: Pick<StartOptions, "grpc">;
+  } = {},
+): Promise<TestController> {
   const embedded = embeddedRun ? await createEmbeddedDatabase() : null;
   const db = embedded ?? (await createTestDatabase());
   const dbEnv: Record<string, string> = embedded ? { APP_DATA_DIR: embedded.dataDir } : { DATABASE_URL: db.url };
   const config = loadConfig({ ...dbEnv, LOG_LEVEL: "silent", ...opts.env });
-  const controller = await startController(config, { logger: false, ...(opts.clock ? { clock: opts.clock } : {}) });
+  const controller = await startController(config, { logger: false, ...opts.start, ...(opts.clock ? { clock: opts.clock } : {}) });
   const rootKey = controller.bootstrap.secret!;
   return {
     app: controller.app,

@@ -135,6 +135,23 @@ describe("SyncLoop", () => {
     await h.loop.stop();
   });
 
+  it("sync - a controller too busy to send the bundle (controller_busy) is asked again later and no failure is reported", async () => {
+    const h = await harness();
+    await publish(h, 1, 1);
+    const busy = Promise.reject(new ControllerError("controller_busy", "GET /v1/speakers/s/bundle/1: 429 rate_limited"));
+    busy.catch(() => undefined);
+    h.gate.wait = busy;
+    h.loop.trigger({ reason: "start" });
+    const deadline = Date.now() + 3000;
+    while (h.calls.fetch.length === 0 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 1));
+    h.gate.wait = null;
+    while (!(await h.state.readApplied()) && Date.now() < deadline) await new Promise((r) => setTimeout(r, 10));
+    await h.loop.idle();
+    expect(h.calls.fetch).toEqual([1, 1]);
+    expect(h.reports.map((r) => [r.reason, r.error?.code ?? null])).toEqual([["applied", null]]);
+    await h.loop.stop();
+  });
+
   it("sync - a rendered protocol BIRD does not run after configure fails the probation: undo, files back, reported as reverted", async () => {
     const h = await harness();
     const before = configFiles(h);

@@ -25,7 +25,7 @@ import {
 } from "@rlc/shared/bundle";
 import { backoffDelay, type Clock } from "@rlc/shared/time";
 import type { ControllerClient } from "./bundle/controller-client.js";
-import type { DesiredRevision } from "./bundle/http-client.js";
+import { ControllerError, type DesiredRevision } from "./bundle/http-client.js";
 import { fetchVerified, peekIssue } from "./bundle/kept-bundle.js";
 import type { KeptPrefixes } from "./bundle/kept-prefixes.js";
 import { updatePinnedKeys } from "./bundle/signing-keys.js";
@@ -256,6 +256,13 @@ export class SyncLoop {
   }
 
   async #fail(error: unknown, trigger: SyncTrigger, desired: DesiredRevision | null, bytes: Uint8Array | null): Promise<void> {
+    if (error instanceof ControllerError && error.code === "controller_busy") {
+      // The controller's limits (this key's transfers in flight, a full line) say "later", not
+      // "no": nothing failed that the apply waiting on this speaker should hear about.
+      this.#o.log.info("sync: the controller is busy; trying again later", { reason: trigger.reason, error: error.message });
+      this.#scheduleRetry();
+      return;
+    }
     const c = classifyError(error);
     // Read without verifying, only to name the refused bundle and remember the refusal.
     const offered = bytes ? peekIssue(bytes) : { sequence: null, issued_at: null };

@@ -29,6 +29,7 @@ export type ControllerErrorCode =
   | "unauthenticated"
   | "not_found"
   | "controller_error"
+  | "controller_busy"
   | "bad_response"
   | "too_large";
 
@@ -90,6 +91,31 @@ export interface HttpClientOptions {
   /** Default 5 minutes: a million-prefix bundle is tens of MiB. */
   bundleTimeoutMs?: number;
   fetch?: typeof fetch;
+  /**
+   * A 429 or 503 answer (the controller's limits: say, this key's bundle transfers in flight)
+   * is asked again after its Retry-After, this many times (default 3), before the call fails
+   * with `controller_busy`.
+   */
+  busyRetries?: number;
+  /** The longest Retry-After waited for; default 30 s. */
+  maxRetryAfterMs?: number;
+  /** How a Retry-After is waited for (tests pass their own). */
+  sleep?: (ms: number) => Promise<void>;
+  /** Jitter of the waits, in [0, 1); default Math.random. */
+  random?: () => number;
+}
+
+/**
+ * The wait a Retry-After asks for (seconds or an HTTP date), capped, plus up to a quarter more
+ * so that agents refused together do not come back together; 1 s when it says nothing usable.
+ */
+export function retryAfterMs(header: string | null, o: { maxMs: number; random: () => number; now?: number }): number {
+  const value = header?.trim() ?? "";
+  let ms = 1000;
+  if (/^\d+$/.test(value)) ms = Number(value) * 1000;
+  else if (value && !Number.isNaN(Date.parse(value))) ms = Date.parse(value) - (o.now ?? Date.now());
+  const base = Math.min(Math.max(ms, 0), o.maxMs);
+  return Math.round(base * (1 + o.random() / 4));
 }
 
 /** The HTTP node routes, and `POST /v1/speakers/{id}/status` (agent README). */
@@ -99,6 +125,10 @@ export class ControllerHttpClient {
   readonly #timeoutMs: number;
   readonly #bundleTimeoutMs: number;
   readonly #fetch: typeof fetch;
+  readonly #busyRetries: number;
+  readonly #maxRetryAfterMs: number;
+  readonly #sleep: (ms: number) => Promise<void>;
+  readonly #random: () => number;
 
   constructor(options: HttpClientOptions) {
     this.#base = options.baseUrl.replace(/\/+$/, "");
@@ -106,6 +136,10 @@ export class ControllerHttpClient {
     this.#timeoutMs = options.timeoutMs ?? 30_000;
     this.#bundleTimeoutMs = options.bundleTimeoutMs ?? 300_000;
     this.#fetch = options.fetch ?? fetch;
+    this.#busyRetries = options.busyRetries ?? 3;
+    this.#maxRetryAfterMs = options.maxRetryAfterMs ?? 30_000;
+    this.#sleep = options.sleep ?? ((ms) => new Promise((resolve) => setTimeout(resolve, ms)));
+    this.#random = options.random ?? Math.random;
   }
 
   /** `POST /v1/nodes/enroll` with the one-time token as Bearer. */
@@ -143,7 +177,8 @@ export class ControllerHttpClient {
    * check. Any 2xx answer counts; a proxy's 502/503 does not.
    */
   async health(timeoutMs: number): Promise<void> {
-    const res = await this.#request("GET", "/v1/health", { timeoutMs });
+    // Asked once: the probation wants to know whether the controller answers now.
+    const res = await this.#request("GET", "/v1/health", { timeoutMs, once: true });
     await res.body?.cancel();
   }
 
@@ -156,29 +191,39 @@ export class ControllerHttpClient {
   async #request(
     method: string,
     path: string,
-    o: { token?: string; body?: unknown; headers?: Record<string, string>; allow404?: boolean; timeoutMs?: number },
+    o: { token?: string; body?: unknown; headers?: Record<string, string>; allow404?: boolean; timeoutMs?: number; once?: boolean },
   ): Promise<Response> {
     const key = o.token ?? this.#key;
     const headers: Record<string, string> = { accept: "application/json", ...o.headers };
     if (key) headers.authorization = `Bearer ${key}`;
     if (o.body !== undefined) headers["content-type"] = "application/json";
-    let res: Response;
-    try {
-      res = await this.#fetch(this.#base + path, {
-        method,
-        headers,
-        body: o.body === undefined ? undefined : JSON.stringify(o.body),
-        signal: AbortSignal.timeout(o.timeoutMs ?? this.#timeoutMs),
-        redirect: "error",
-      });
-    } catch (cause) {
-      throw new ControllerError("controller_unreachable", `${method} ${path}: ${(cause as Error).message}`, { cause });
+    for (let attempt = 0; ; attempt++) {
+      let res: Response;
+      try {
+        res = await this.#fetch(this.#base + path, {
+          method,
+          headers,
+          body: o.body === undefined ? undefined : JSON.stringify(o.body),
+          signal: AbortSignal.timeout(o.timeoutMs ?? this.#timeoutMs),
+          redirect: "error",
+        });
+      } catch (cause) {
+        throw new ControllerError("controller_unreachable", `${method} ${path}: ${(cause as Error).message}`, { cause });
+      }
+      if (res.ok || (o.allow404 && res.status === 404)) return res;
+      const busy = res.status === 429 || res.status === 503;
+      // The controller's limits say "later", not "no": wait as it asks, then ask again.
+      if (busy && !o.once && attempt < this.#busyRetries) {
+        await res.body?.cancel();
+        await this.#sleep(retryAfterMs(res.headers.get("retry-after"), { maxMs: this.#maxRetryAfterMs, random: this.#random }));
+        continue;
+      }
+      const problem = (await readJson(res, 64 * 1024).catch(() => null)) as { code?: unknown; detail?: unknown } | null;
+      const detail = [problem?.code, problem?.detail].filter((v) => typeof v === "string").join(": ") || res.statusText;
+      const code =
+        res.status === 401 || res.status === 403 ? "unauthenticated" : res.status === 404 ? "not_found" : busy ? "controller_busy" : "controller_error";
+      throw new ControllerError(code, `${method} ${path}: ${res.status} ${detail}`, { status: res.status });
     }
-    if (res.ok || (o.allow404 && res.status === 404)) return res;
-    const problem = (await readJson(res, 64 * 1024).catch(() => null)) as { code?: unknown; detail?: unknown } | null;
-    const detail = [problem?.code, problem?.detail].filter((v) => typeof v === "string").join(": ") || res.statusText;
-    const code = res.status === 401 || res.status === 403 ? "unauthenticated" : res.status === 404 ? "not_found" : "controller_error";
-    throw new ControllerError(code, `${method} ${path}: ${res.status} ${detail}`, { status: res.status });
   }
 }
 

@@ -21,8 +21,9 @@ import type { Sql } from "../db/connect.js";
 import { parseKeySecret } from "../lib/key-secret.js";
 import type { Authenticator } from "../services/access/authenticator.js";
 import type { Principal } from "../services/access/context.js";
+import { type BundleLimiter, createBundleLimiter } from "../services/deploy/bundle-limiter.js";
 import type { NodeService } from "../services/deploy/node.js";
-import { createBuckets, createCounter, createSlots, DEFAULT_GRPC_LIMITS, DeadlineError, type GrpcLimits, withDeadline } from "./limits.js";
+import { createBuckets, createCounter, DEFAULT_GRPC_LIMITS, DeadlineError, type GrpcLimits, withDeadline } from "./limits.js";
 
 export interface AgentServiceDeps {
   sql: Sql;
@@ -33,6 +34,11 @@ export interface AgentServiceDeps {
   authenticator: Authenticator;
   /** Overrides of {@link DEFAULT_GRPC_LIMITS} (tests make them small). */
   limits?: Partial<GrpcLimits>;
+  /**
+   * The places for bundle transfers, shared with the HTTP bundle route (the controller passes
+   * the one its services hold); unset = one of this service's own, from `limits`.
+   */
+  bundles?: BundleLimiter;
   logger: Pick<FastifyBaseLogger, "error" | "warn" | "debug">;
   /** PING period on Watch streams. Default 25 s: the agent reconnects after 90 s of silence. */
   pingMs?: number;
@@ -72,9 +78,9 @@ export interface AgentService {
   handlers: AgentServiceHandlers;
   /** Watch streams open right now (each holds one bus subscription). */
   openWatches(): number;
-  /** GetBundle streams in flight right now. */
+  /** Bundle transfers in flight right now (GetBundle streams, and HTTP downloads when the limiter is shared). */
   openBundles(): number;
-  /** GetBundle streams waiting for a place right now. */
+  /** Bundle transfers waiting for a place right now. */
   waitingBundles(): number;
   /** Ends every Watch stream with OK, so a shutting-down server is not held open by them. */
   endWatches(): void;
@@ -114,8 +120,7 @@ export function createAgentService(deps: AgentServiceDeps): AgentService {
   const chunkBytes = Math.max(1, Math.min(deps.chunkBytes ?? limits.chunkBytes, BUNDLE_CHUNK_MAX_BYTES));
   const watches = new Set<grpc.ServerWritableStream<unknown, WatchEvent>>();
   const watchesByKey = createCounter(limits.watchesPerKey);
-  const bundlesByKey = createCounter(limits.bundlesPerKey);
-  const bundlesAll = createSlots(limits.bundlesTotal, limits.bundlesWaiting);
+  const bundles = deps.bundles ?? createBundleLimiter(limits);
   const watchOpens = createBuckets(limits.watchOpens);
   const authFailures = createBuckets(limits.authFailures);
 
@@ -279,19 +284,14 @@ export function createAgentService(deps: AgentServiceDeps): AgentService {
     },
 
     GetBundle(call) {
-      let releaseKey: (() => void) | null = null;
-      let releaseAll: (() => void) | null = null;
-      const release = () => {
-        releaseKey?.();
-        releaseAll?.();
-      };
+      let release: (() => void) | null = null;
       const ended = new Promise<void>((resolve) => {
         for (const event of ["cancelled", "close", "finish", "error"]) call.once(event, () => resolve());
       });
       let over = false;
       void ended.then(() => {
         over = true;
-        release();
+        release?.();
       });
       void (async () => {
         const principal = await nodePrincipal(call);
@@ -299,12 +299,19 @@ export function createAgentService(deps: AgentServiceDeps): AgentService {
         const revisionId = call.request.revision_id;
         if (!Number.isSafeInteger(revisionId) || revisionId < 1 || revisionId > MAX_REVISION_ID)
           throw new NotFoundError("bundle of revision", String(revisionId));
-        releaseKey = bundlesByKey.acquire(principal.keyId);
-        if (!releaseKey) throw rateLimited(`this key has ${limits.bundlesPerKey} GetBundle streams in flight already`);
-        releaseAll = await bundlesAll.acquire(ended);
-        // The agent may have left while in line, or just as its place came: the place goes back.
+        const place = await bundles.acquire(principal.keyId, ended);
+        if (!place.ok) {
+          // The agent left while in line: nobody to answer.
+          if (place.reason === "gone") return;
+          throw rateLimited(
+            place.reason === "key"
+              ? `this key has ${bundles.limits.bundlesPerKey} bundle transfers in flight already`
+              : "the controller serves too many bundles right now; try again later",
+          );
+        }
+        release = place.release;
+        // The agent may have left just as its place came: the place goes back.
         if (over || call.cancelled) return release();
-        if (!releaseAll) throw rateLimited("the controller serves too many bundles right now; try again later");
         const base = call.request.base_revision_id ?? 0;
         const baseRevisionId = Number.isSafeInteger(base) && base > 0 && base <= MAX_REVISION_ID ? base : null;
         const reader = await deps.node.bundleReader(deps.sql, principal, speakerId, revisionId, baseRevisionId);
@@ -343,7 +350,7 @@ export function createAgentService(deps: AgentServiceDeps): AgentService {
         } while (offset < reader.size);
         if (!call.cancelled) call.end();
       })().catch((error: unknown) => {
-        release();
+        release?.();
         if (!call.cancelled && call.writable) call.emit("error", toServiceError(error, "GetBundle"));
       });
     },
@@ -373,8 +380,8 @@ export function createAgentService(deps: AgentServiceDeps): AgentService {
   return {
     handlers,
     openWatches: () => watches.size,
-    openBundles: () => bundlesAll.held(),
-    waitingBundles: () => bundlesAll.waiting(),
+    openBundles: () => bundles.held(),
+    waitingBundles: () => bundles.waiting(),
     endWatches() {
       for (const stream of [...watches]) stream.end();
     },

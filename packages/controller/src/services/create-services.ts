@@ -2,6 +2,7 @@ import type { Bus } from "../bus/index.js";
 import type { NatsCredentialIssuer } from "../bus/nats-auth.js";
 import type { Config } from "../config.js";
 import type { Sql } from "../db/connect.js";
+import { DEFAULT_GRPC_LIMITS } from "../grpc/limits.js";
 import type { SecretBox } from "../lib/secret-box.js";
 import type { JobMetrics } from "../metrics/controller-metrics.js";
 import type { AsnSource } from "../sources/asn-source.js";
@@ -11,11 +12,14 @@ import { type AuditWriter, createAuditWriter } from "./access/audit.js";
 import { type Authenticator, createAuthenticator } from "./access/authenticator.js";
 import { createNatsCredentialService, type NatsCredentialService } from "./access/nats-credentials.js";
 import { createTenantService } from "./access/tenants.js";
+import { type BundleDownloads, createBundleDownloads } from "./deploy/bundle-downloads.js";
+import { createBundleLimiter } from "./deploy/bundle-limiter.js";
 import { createDeployService, type DeployService } from "./deploy/deploy.js";
+import type { DeflatedPart } from "./deploy/gzip-parts.js";
 import { createLocalBirdService } from "./deploy/local-bird.js";
 import { createNodeService } from "./deploy/node.js";
 import { createPeerService } from "./deploy/peers.js";
-import { createSectionCache, SECTION_CACHE_BYTES, type SectionCache } from "./deploy/section-cache.js";
+import { createKeptBySize, createSectionCache, SECTION_CACHE_BYTES, type SectionCache } from "./deploy/section-cache.js";
 import { createSigningService } from "./deploy/signing.js";
 import { createSpeakerService } from "./deploy/speakers.js";
 import { createCdnSourceService } from "./ingest/cdn-sources.js";
@@ -67,6 +71,8 @@ export interface AppServices {
   ingest: IngestService;
   /** Applying revisions to speakers, issuing and re-issuing their bundles. */
   deploy: DeployService;
+  /** The HTTP bundle route's streams, and the places for bundle transfers that gRPC GetBundle shares. */
+  bundleDownloads: BundleDownloads;
   /** NATS users for agents and dashboards (none without NATS_ACCOUNT_SEED_FILE). */
   natsCredentials: NatsCredentialService;
   /** Seals and opens the secrets kept at rest (data key from APP_SECRET_KEY_FILE or APP_DATA_DIR). */
@@ -126,7 +132,7 @@ export function createServices(opts: {
 }): AppServices {
   const audit = createAuditWriter({ pushEnabled: opts.pushEnabled, ...(opts.onAuditRecorded ? { onRecorded: opts.onAuditRecorded } : {}) });
   const authenticator = createAuthenticator({ sql: opts.sql });
-  const services: Omit<AppServices, "maintenance" | "localBird" | "secretBox" | "ingest" | "deploy"> = {
+  const services: Omit<AppServices, "maintenance" | "localBird" | "secretBox" | "ingest" | "deploy" | "bundleDownloads"> = {
     audit,
     authenticator,
     apiKeys: createApiKeyService({ audit, onKeysChanged: authenticator.invalidate }),
@@ -174,5 +180,13 @@ export function createServices(opts: {
     secretBox: opts.secretBox,
     sections: services.sections,
   });
-  return { ...services, maintenance, localBird, ingest, deploy, secretBox: opts.secretBox };
+  // Made once: the one count of bundle transfers for HTTP and gRPC (controller.ts hands the
+  // limiter to the gRPC service).
+  const bundleDownloads = createBundleDownloads({
+    node: services.node,
+    limiter: createBundleLimiter(DEFAULT_GRPC_LIMITS),
+    compressed: createKeptBySize<DeflatedPart>(SECTION_CACHE_BYTES),
+    chunkBytes: DEFAULT_GRPC_LIMITS.chunkBytes,
+  });
+  return { ...services, maintenance, localBird, ingest, deploy, bundleDownloads, secretBox: opts.secretBox };
 }

@@ -1,4 +1,3 @@
-import { isBundleV2 } from "@rlc/shared/bundle";
 import { ValidationError } from "@rlc/shared/errors";
 import {
   ApplyBody,
@@ -17,7 +16,7 @@ import {
 import type { FastifyPluginAsyncZod } from "fastify-type-provider-zod";
 import { z } from "zod";
 import type { AppDeps } from "../../app-deps.js";
-import { gzipBundle } from "../../services/deploy/bundles.js";
+import { BUNDLE_RETRY_AFTER_S } from "../../services/deploy/bundle-downloads.js";
 import { admin, operator } from "../access.js";
 import { authProblems, jobAccepted, problems, writeProblems } from "../responses.js";
 
@@ -109,22 +108,33 @@ const nodeRoutes: FastifyPluginAsyncZod<{ deps: AppDeps }> = async (app, { deps 
           "The body is an `rl-bundle/2` (`application/octet-stream`: a signed header naming the SHA-256 of the config and of the " +
           "prefix section that follow it; see the agent's README), or the `rl-bundle/1` JSON envelope for a bundle issued before it. " +
           "With `base_revision` (the revision the agent runs and holds the prefixes of), a delta from it when the controller issued one: " +
-          "the same header with the edit script from that revision's prefixes instead of the whole list; otherwise the full bundle.",
+          "the same header with the edit script from that revision's prefixes instead of the whole list; otherwise the full bundle. " +
+          "Bundle transfers share the gRPC GetBundle limits (one count for both transports): a node key has at most 2 in flight, and a " +
+          "controller serves 64 at once, the next ones waiting in line. A third transfer of one key answers 429 `rate_limited`, and a full line " +
+          `503 \`not_ready\`, both with \`Retry-After\` (${BUNDLE_RETRY_AFTER_S.key} s and ${BUNDLE_RETRY_AFTER_S.busy} s): the agent waits and asks again. ` +
+          "The body is streamed from storage; compressed, a revision's prefix section is compressed once per controller for every speaker.",
         params: BundleParams,
         querystring: BundleQuery,
-        response: { 200: SignedBundle, ...authProblems, ...problems(404) },
+        response: { 200: SignedBundle, ...authProblems, ...problems(404, 429, 503) },
       },
       config: nodeOrOperator,
     },
     async (req, reply) => {
       // Another tenant's speaker is a 404 first, as on every route; the tenant's own is a 403 (the node service decides).
-      const bytes = await node.bundle(deps.sql, req.principal!, req.params.speaker_id, req.params.revision_id, req.query.base_revision ?? null);
-      reply.type(isBundleV2(bytes) ? "application/octet-stream" : "application/json");
-      if (/\bgzip\b/.test(String(req.headers["accept-encoding"] ?? ""))) {
-        reply.header("content-encoding", "gzip");
-        return reply.send((await gzipBundle(bytes)) as never);
-      }
-      return reply.send(bytes as never); // the stored bytes, as signed: never re-serialised
+      const gone = new Promise<void>((resolve) => reply.raw.once("close", resolve));
+      const download = await deps.services.bundleDownloads.open(
+        deps.sql,
+        req.principal!,
+        req.params.speaker_id,
+        req.params.revision_id,
+        req.query.base_revision ?? null,
+        { gzip: /\bgzip\b/.test(String(req.headers["accept-encoding"] ?? "")), gone },
+      );
+      reply.type(download.type).header("vary", "accept-encoding");
+      if (download.gzip) reply.header("content-encoding", "gzip");
+      if (download.length !== null) reply.header("content-length", download.length);
+      // The stored bytes, as signed: never re-serialised.
+      return reply.send(download.body as never);
     },
   );
 

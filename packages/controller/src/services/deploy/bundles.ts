@@ -1,6 +1,4 @@
 import { createHash } from "node:crypto";
-import { promisify } from "node:util";
-import { gzip } from "node:zlib";
 import {
   type BundleConfig,
   type BundlePeer,
@@ -49,16 +47,6 @@ export const openPassword =
 
 /** What a rendering that is not the speaker's own bundle (a preview) shows for a password. */
 export const maskPassword: PasswordView = () => MASKED_SECRET;
-
-const gzipAsync = promisify(gzip);
-
-/**
- * A stored bundle (up to 128 MiB) compressed on libuv's thread pool: gzipSync on the event loop
- * held every other request (health checks included) for the whole compression.
- */
-export function gzipBundle(bytes: Buffer): Promise<Buffer> {
-  return gzipAsync(bytes, { level: 1 });
-}
 
 /** A peer row as a bundle carries it: export communities as values, the password as `password` shows it. */
 function bundlePeerOf(p: PeerRow, communityValue: Map<string, string>, password: PasswordView): BundlePeer {

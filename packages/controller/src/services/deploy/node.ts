@@ -49,6 +49,12 @@ function assertReportTimes(body: StatusReportBody): void {
 
 type Gone = () => NotFoundError;
 
+/** An rl-bundle/2 as the signed head, then the section named by its {@link sectionKey}. */
+export interface BundleParts {
+  head: Buffer;
+  section: { key: string; size: number };
+}
+
 /**
  * Format 2: the head (opened once, a few KiB) and then the revision's section, shared by every
  * speaker and opened once for all of them (the cache).
@@ -81,6 +87,11 @@ async function readerV2Of(box: SecretBox, db: Db, tenantId: string, revisionId: 
     /** Not given for format 2: the signed header names the SHA-256 of each part. */
     sha256: null as string | null,
     delta: layout.section_base_revision_id !== 0,
+    /**
+     * The head (this speaker's) and the section (the revision's, the same for every speaker),
+     * for a transport that treats them apart: the HTTP route compresses a section once for all.
+     */
+    parts: { head, section: { key, size: section.size } } as BundleParts | null,
     async read(offset: number, length: number): Promise<Buffer> {
       if (offset < head.length) return head.subarray(offset, Math.min(head.length, offset + length));
       const at = offset - head.length;
@@ -97,6 +108,7 @@ function readerV1Of(box: SecretBox, db: Db, speakerId: string, revisionId: numbe
     size: layout.size,
     sha256: layout.sha256,
     delta: false,
+    parts: null as BundleParts | null,
     async read(offset: number, length: number): Promise<Buffer> {
       if (layout.chunk === null) {
         const data = await readBundleSlice(db, speakerId, revisionId, layout.sequence, offset, length);
@@ -201,24 +213,7 @@ export function createNodeService(deps: {
     },
 
     /**
-     * The signed bundle of `revisionId` for the speaker, whole (the HTTP route). Only the
-     * speaker's own node key receives it: it carries the peers' passwords. `baseRevisionId` is
-     * the revision the agent runs: a delta from it when one was issued, else the full bundle.
-     */
-    async bundle(db: Db, principal: Principal, speakerId: string, revisionId: number, baseRevisionId: number | null = null): Promise<Buffer> {
-      const reader = await this.bundleReader(db, principal, speakerId, revisionId, baseRevisionId);
-      const parts: Buffer[] = [];
-      for (let offset = 0; offset < reader.size; ) {
-        const data = await reader.read(offset, 4 * 1024 * 1024);
-        if (data.length === 0) break;
-        parts.push(data);
-        offset += data.length;
-      }
-      return Buffer.concat(parts);
-    },
-
-    /**
-     * Reads a bundle in slices (gRPC GetBundle): how it is stored is looked up once here, then
+     * Reads a bundle in slices (gRPC GetBundle, the HTTP route): how it is stored is looked up once here, then
      * each slice is one read of the pieces that cover it. Another tenant's speaker is a 404
      * first, as on every route; an operator of the speaker's own tenant gets 403.
      */

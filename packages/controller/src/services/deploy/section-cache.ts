@@ -15,10 +15,31 @@ export const sectionKey = (tenantId: string, s: { revision_id: number; base_revi
  * streams that ask meanwhile.
  */
 export function createSectionCache(maxBytes: number) {
-  const entries = new Map<string, { plain: Promise<Buffer>; size: number }>();
+  const cache = createKeptBySize<Buffer>(maxBytes);
+  return {
+    /** Whether a section of `size` plain bytes is kept: at most half the budget. */
+    keeps: cache.keeps,
+    /** The plain section, from the cache or from `read`. */
+    get: cache.get,
+    /** A section just built (its plain bytes), kept for the streams that will ask for it. */
+    put(key: string, plain: Buffer): void {
+      cache.put(key, plain, plain.length);
+    },
+  };
+}
+
+export type SectionCache = ReturnType<typeof createSectionCache>;
+
+/**
+ * Values made from sections (the opened section, its compressed form), by key, up to `maxBytes`
+ * of the sizes they were put with, least recently used out first; a value made in flight is
+ * shared by whoever asks meanwhile, and one whose making failed is not kept.
+ */
+export function createKeptBySize<T>(maxBytes: number) {
+  const entries = new Map<string, { value: Promise<T>; size: number }>();
   let held = 0;
   const keeps = (size: number) => size <= maxBytes / 2;
-  const add = (key: string, entry: { plain: Promise<Buffer>; size: number }) => {
+  const add = (key: string, entry: { value: Promise<T>; size: number }) => {
     entries.set(key, entry);
     held += entry.size;
     for (const [k, e] of entries) {
@@ -28,35 +49,33 @@ export function createSectionCache(maxBytes: number) {
     }
   };
   return {
-    /** Whether a section of `size` plain bytes is kept: at most half the budget. */
+    /** Whether a value of `size` is kept: at most half the budget. */
     keeps,
-    /** The plain section, from the cache or from `read`. */
-    get(key: string, size: number, read: () => Promise<Buffer>): Promise<Buffer> {
+    /** The value, from the cache or from `make`. */
+    get(key: string, size: number, make: () => Promise<T>): Promise<T> {
       const hit = entries.get(key);
       if (hit) {
         entries.delete(key);
         entries.set(key, hit);
-        return hit.plain;
+        return hit.value;
       }
-      const plain = read();
-      if (!keeps(size)) return plain;
-      const entry = { plain, size };
+      const value = make();
+      if (!keeps(size)) return value;
+      const entry = { value, size };
       add(key, entry);
-      // A failed read is not kept: the next stream reads again.
-      plain.catch(() => {
+      // A failed make is not kept: the next caller makes it again.
+      value.catch(() => {
         if (entries.get(key) === entry) {
           entries.delete(key);
           held -= size;
         }
       });
-      return plain;
+      return value;
     },
-    /** A section just built (its plain bytes), kept for the streams that will ask for it. */
-    put(key: string, plain: Buffer): void {
-      if (!keeps(plain.length) || entries.has(key)) return;
-      add(key, { plain: Promise.resolve(plain), size: plain.length });
+    /** A value made elsewhere, kept unless one is already. */
+    put(key: string, value: T, size: number): void {
+      if (!keeps(size) || entries.has(key)) return;
+      add(key, { value: Promise.resolve(value), size });
     },
   };
 }
-
-export type SectionCache = ReturnType<typeof createSectionCache>;
