@@ -1,3 +1,4 @@
+import { X509Certificate } from "node:crypto";
 import { ControllerError, ControllerHttpClient } from "./bundle/http-client.js";
 import { endpointOf, fetchPinnedCa, pinnedFetch, pinOf } from "./bundle/pinning.js";
 import { keysFromEnrollment } from "./bundle/signing-keys.js";
@@ -91,7 +92,9 @@ export async function ensureEnrolled(o: Omit<EnrollOptions, "token"> & { token: 
 /**
  * An identity with a pin but no CA yet (enrolled over http://, or gRPC was down): the CA is
  * fetched from the gRPC listener (or the https:// controller) and kept. A failure is logged and
- * tried again at the next start; meanwhile gRPC is not used without it.
+ * tried again at the next start; meanwhile gRPC is not used without it. A pinned server
+ * certificate (a leaf pin, GRPC_TLS_PIN=leaf) is taken again at every start: a renewal with the
+ * same key keeps the pin but replaces the certificate TLS trusts; the one kept serves meanwhile.
  */
 export async function ensureControllerCa(
   node: NodeIdentity,
@@ -99,12 +102,15 @@ export async function ensureControllerCa(
   state: StateStore,
   log?: Logger,
 ): Promise<NodeIdentity> {
-  if (node.controller_ca_pem || !node.ca_hash) return node;
+  if (!node.ca_hash) return node;
+  if (node.controller_ca_pem && new X509Certificate(node.controller_ca_pem).ca) return node;
   const target = where.controllerUrl.startsWith("https://") ? where.controllerUrl : (where.grpcUrl ?? node.grpc_endpoint);
   if (!target) return node;
   try {
     const { host, port } = endpointOf(target);
-    const updated = { ...node, controller_ca_pem: await fetchPinnedCa(host, port, node.ca_hash) };
+    const pem = await fetchPinnedCa(host, port, node.ca_hash);
+    if (pem === node.controller_ca_pem) return node;
+    const updated = { ...node, controller_ca_pem: pem };
     await state.writeNode(updated);
     return updated;
   } catch (error) {

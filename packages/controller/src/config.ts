@@ -38,6 +38,11 @@ const ConfigSchema = z.object({
   GRPC_PORT: port.default(50051),
   GRPC_TLS_CERT: optionalString,
   GRPC_TLS_KEY: optionalString,
+  /**
+   * What agents pin of GRPC_TLS_CERT's chain: `ca` = its last certificate, which must be a CA of
+   * the controller's own (self-signed, not a public root); `leaf` = the server certificate itself.
+   */
+  GRPC_TLS_PIN: z.enum(["ca", "leaf"], { error: "must be ca or leaf" }).default("ca"),
   GRPC_MAX_CONNECTIONS_PER_ADDRESS: z.coerce.number().int().min(1).max(1_000_000).default(64),
   /** Plaintext gRPC (a TLS-terminating proxy in front): enrollment tokens then carry no CA hash. */
   GRPC_INSECURE: optionalString.pipe(z.enum(["true", "false"], { error: "must be true or false" }).optional()).transform((v) => v === "true"),

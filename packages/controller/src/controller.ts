@@ -124,7 +124,7 @@ export async function startController(config: Config, opts: StartOptions = {}): 
     const specificHost = config.GRPC_HOST !== "0.0.0.0" && config.GRPC_HOST !== "::" ? [config.GRPC_HOST] : [];
     const grpcTls =
       servesApi && !config.GRPC_INSECURE
-        ? await loadGrpcTls({ sql: db.sql, secretBox, files: grpcFiles, names: specificHost, now: new Date(clock.now()) })
+        ? await loadGrpcTls({ sql: db.sql, secretBox, files: grpcFiles, names: specificHost, now: new Date(clock.now()), pin: config.GRPC_TLS_PIN })
         : null;
     const grpc = servesAgents
       ? await listenGrpc({
@@ -185,6 +185,12 @@ export async function startController(config: Config, opts: StartOptions = {}): 
       );
       app.log.info({ address: grpc.address, tls: grpc.tls, ca_hash: grpcTls?.caHash ?? null }, "gRPC AgentService listening");
       if (!grpc.tls) app.log.warn("gRPC is plaintext (GRPC_INSECURE=true): agents must run with RL_INSECURE=true or reach it through a TLS proxy");
+    }
+    if (grpcTls?.pinned === "leaf") {
+      app.log.warn(
+        { ca_hash: grpcTls.caHash },
+        "GRPC_TLS_PIN=leaf: agents pin the server certificate itself. Renew it with the same key (the hash is its public key's) and restart the agents to take it; a new key needs new enrollment tokens",
+      );
     }
 
     const runsWorkers = config.APP_SERVICE === "app-all" || config.APP_SERVICE === "worker";

@@ -1,3 +1,3 @@
 export { ConfigError, parseEnvironment } from "./config-env.js";
 export * from "./errors.js";
-export { spkiHash } from "./spki.js";
+export { isSelfSigned, publicRootHashes, spkiHash } from "./spki.js";

@@ -1,21 +1,54 @@
-import { generateKeyPair, randomBytes } from "node:crypto";
+import { generateKeyPair, randomBytes, X509Certificate } from "node:crypto";
 import { readFile } from "node:fs/promises";
 import { hostname } from "node:os";
 import { promisify } from "node:util";
-import { spkiHash } from "@rlc/shared";
+import { isSelfSigned, publicRootHashes, spkiHash } from "@rlc/shared";
 import forge from "node-forge";
+import { ConfigError } from "../config.js";
 import type { Db } from "../db/connect.js";
 import { findGrpcTls, insertGrpcTls } from "../db/grpc-tls.js";
 import type { SecretBox } from "../lib/secret-box.js";
 
-/** What the gRPC listener serves and what the enrollment tokens pin. */
+/** What the agents' listeners (gRPC, node HTTPS) serve and what the enrollment tokens pin. */
 export interface GrpcTlsMaterial {
   /** PEM chain: the server certificate, then the CA that the hash names. */
   cert: Buffer;
   key: Buffer;
-  /** `sha256:<hex>` of the CA certificate's SubjectPublicKeyInfo (kubeadm's discovery hash). */
+  /** `sha256:<hex>` of the pinned certificate's SubjectPublicKeyInfo (kubeadm's discovery hash). */
   caHash: string;
   source: "configured" | "generated";
+  /** What the hash names: a CA of the controller's own, or (GRPC_TLS_PIN=leaf) the server certificate. */
+  pinned: GrpcTlsPin;
+}
+
+/** GRPC_TLS_PIN. */
+export type GrpcTlsPin = "ca" | "leaf";
+
+/**
+ * The certificate of a configured chain that agents pin. With `ca`, the chain's last one, which
+ * must be a CA of the controller's own: self-signed and not a public root. A pin on a public CA
+ * (an intermediate, which is not self-signed, or a root) trusts every certificate it issues, to
+ * anyone, and agents compare no host name; so such a chain stops the start rather than hand out
+ * tokens that pin it. With `leaf`, the server certificate itself (agents then trust that
+ * certificate alone; a renewed one must keep its key, see README).
+ */
+export function pinnedOfChain(chain: string[], pin: GrpcTlsPin, publicRoots: ReadonlySet<string>): string {
+  if (pin === "leaf") return chain[0]!;
+  const pem = chain[chain.length - 1]!;
+  const last = new X509Certificate(pem);
+  const problem = !last.ca
+    ? "is not a CA"
+    : !isSelfSigned(last)
+      ? "is not self-signed (an intermediate CA)"
+      : publicRoots.has(spkiHash(last))
+        ? "is a public root CA"
+        : null;
+  if (!problem) return pem;
+  throw new ConfigError(
+    `invalid configuration:\n  GRPC_TLS_CERT: the chain's last certificate (${last.subject.replaceAll("\n", ", ")}) ${problem}: agents pinning it would trust ` +
+      "every certificate it issues. Put a CA of the controller's own last in the file, or set GRPC_TLS_PIN=leaf to pin the server certificate itself, " +
+      "or unset GRPC_TLS_CERT and GRPC_TLS_KEY for the controller's own CA",
+  );
 }
 
 /** The certificates of a PEM bundle, in order. */
@@ -24,10 +57,9 @@ export function pemCertificates(pem: string): string[] {
 }
 
 /**
- * The TLS material of the agents' gRPC listener. Configured files (GRPC_TLS_CERT, GRPC_TLS_KEY)
- * win; the pinned CA is then the last certificate of the chain file (put the CA you want agents
- * to pin there). Otherwise the controller's own, made once and kept in the database so every
- * replica serves the same certificate.
+ * The TLS material of the agents' listeners. Configured files (GRPC_TLS_CERT, GRPC_TLS_KEY) win;
+ * what agents pin is then chosen by `pin` ({@link pinnedOfChain}). Otherwise the controller's
+ * own CA and certificate, made once and kept in the database so every replica serves the same.
  */
 export async function loadGrpcTls(opts: {
   sql: Db;
@@ -36,12 +68,15 @@ export async function loadGrpcTls(opts: {
   /** Names put in the generated certificate besides localhost and this host's name. */
   names: string[];
   now: Date;
+  /** GRPC_TLS_PIN, for configured files; default `ca`. */
+  pin?: GrpcTlsPin;
 }): Promise<GrpcTlsMaterial> {
   if (opts.files) {
     const [cert, key] = await Promise.all([readFile(opts.files.certFile), readFile(opts.files.keyFile)]);
     const chain = pemCertificates(cert.toString("utf8"));
     if (chain.length === 0) throw new Error(`GRPC_TLS_CERT ${opts.files.certFile} holds no PEM certificate`);
-    return { cert, key, caHash: spkiHash(chain[chain.length - 1]!), source: "configured" };
+    const pin = opts.pin ?? "ca";
+    return { cert, key, caHash: spkiHash(pinnedOfChain(chain, pin, publicRootHashes())), source: "configured", pinned: pin };
   }
   const row =
     (await findGrpcTls(opts.sql)) ??
@@ -51,6 +86,7 @@ export async function loadGrpcTls(opts: {
     key: opts.secretBox.open(row.key_sealed),
     caHash: spkiHash(row.ca_pem),
     source: "generated",
+    pinned: "ca",
   };
 }
 
