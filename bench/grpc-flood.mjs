@@ -54,6 +54,8 @@ const child = spawn(
       HTTP_PORT: String(httpPort),
       GRPC_HOST: "127.0.0.1",
       GRPC_PORT: String(grpcPort),
+      NODE_HTTPS_HOST: "127.0.0.1",
+      NODE_HTTPS_PORT: "0",
       LOG_LEVEL: "error",
     },
     stdio: ["ignore", "ignore", "inherit"],

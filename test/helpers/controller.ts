@@ -37,8 +37,8 @@ export async function startTestController(
   opts: {
     env?: Record<string, string>;
     clock?: Clock;
-    /** Listeners for agents (`grpc`), off unless asked. */
-    start?: Pick<StartOptions, "grpc">;
+    /** Listeners for agents (`grpc`, `nodeHttps`), off unless asked. */
+    start?: Pick<StartOptions, "grpc" | "nodeHttps">;
   } = {},
 ): Promise<TestController> {
   const embedded = embeddedRun ? await createEmbeddedDatabase() : null;

@@ -80,8 +80,6 @@ describe.skipIf(reasons.length > 0)(reasons.length > 0 ? `${title} (skipped: ${r
     BIRD_CONFIG_PATH: join(etc, "bird.conf"),
     RL_BIRD_MODE: "full",
     RL_METRICS_LISTEN: "off",
-    // The test controller's HTTP is plain; gRPC stays TLS, pinned by the token's CA hash.
-    RL_INSECURE: "true",
     ...extra,
   });
 
@@ -164,7 +162,9 @@ describe.skipIf(reasons.length > 0)(reasons.length > 0 ? `${title} (skipped: ${r
     });
     agent = spawn("/usr/bin/rl-agent", ["run"], {
       cwd: dir,
-      env: agentEnv({ RL_CONTROLLER_URL: t.url, RL_ENROLLMENT_TOKEN: speaker.enrollment_token, RL_LOG_LEVEL: "info" }),
+      // As an operator sets it up: the controller's agents' HTTPS listener and the token, whose
+      // CA hash is all the agent trusts (no RL_INSECURE, no CA file).
+      env: agentEnv({ RL_CONTROLLER_URL: t.nodeUrl, RL_ENROLLMENT_TOKEN: speaker.enrollment_token, RL_LOG_LEVEL: "info" }),
       stdio: ["ignore", "ignore", "pipe"],
     });
     agent.stderr?.on("data", (chunk: Buffer) => {

@@ -47,6 +47,8 @@ export class ControllerProcess {
         HTTP_PORT: String(port),
         GRPC_HOST: "127.0.0.1",
         GRPC_PORT: "0",
+        NODE_HTTPS_HOST: "127.0.0.1",
+        NODE_HTTPS_PORT: "0",
         LOG_LEVEL: "info",
         ...env,
       },

@@ -11,7 +11,11 @@ export interface VariableDoc {
 }
 
 export const VARIABLES: readonly VariableDoc[] = [
-  { name: "RL_CONTROLLER_URL", default: "", meaning: "the controller's HTTP base, e.g. https://controller.example.net (required by run and enroll)" },
+  {
+    name: "RL_CONTROLLER_URL",
+    default: "",
+    meaning: "the controller's node routes over HTTPS, e.g. https://controller.example.net:8443 (its agents' listener; required by run and enroll)",
+  },
   { name: "RL_GRPC_URL", default: "", meaning: "host:port of the controller's gRPC service; unset = the one enrollment named, or HTTP only" },
   {
     name: "RL_GRPC_TLS_CA",

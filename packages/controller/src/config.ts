@@ -44,6 +44,12 @@ const ConfigSchema = z.object({
    */
   GRPC_TLS_PIN: z.enum(["ca", "leaf"], { error: "must be ca or leaf" }).default("ca"),
   GRPC_MAX_CONNECTIONS_PER_ADDRESS: z.coerce.number().int().min(1).max(1_000_000).default(64),
+  /**
+   * The agents' HTTPS listener: the node routes (enrollment, bundles, status) with gRPC's
+   * certificate, so agents pin one CA for both; `off` = not served.
+   */
+  NODE_HTTPS_HOST: z.string().default("0.0.0.0"),
+  NODE_HTTPS_PORT: z.union([z.literal("off"), port]).default(8443),
   /** Plaintext gRPC (a TLS-terminating proxy in front): enrollment tokens then carry no CA hash. */
   GRPC_INSECURE: optionalString.pipe(z.enum(["true", "false"], { error: "must be true or false" }).optional()).transform((v) => v === "true"),
   APP_SERVICE: z.enum(["app-all", "api", "worker", "scheduler"]).default("app-all"),

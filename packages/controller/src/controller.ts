@@ -20,6 +20,7 @@ import { type BuildInfo, loadBuildInfo } from "./lib/build-info.js";
 import { createSecretBox, loadDataKey } from "./lib/secret-box.js";
 import { createControllerMetrics } from "./metrics/controller-metrics.js";
 import { listenMetrics, type MetricsListener } from "./metrics/listener.js";
+import { listenNodeHttps, type NodeHttpsListener } from "./node-https.js";
 import { bundleReissueTask } from "./scheduler/bundle-reissue.js";
 import { type PeriodicTask, type Scheduler, startScheduler } from "./scheduler/scheduler.js";
 import {
@@ -47,6 +48,8 @@ export interface Controller {
   bootstrap: BootstrapResult;
   /** The agents' gRPC listener (roles app-all and api); with GRPC_PORT=0 its `port` is the one picked. */
   grpc: GrpcListener | null;
+  /** The agents' HTTPS listener (node routes; roles app-all and api); with NODE_HTTPS_PORT=0 its `port` is the one picked. */
+  nodeHttps: NodeHttpsListener | null;
   /** `/metrics`' own listener when METRICS_PORT is set (with METRICS_PORT=0 its `port` is the one picked). */
   metricsListener: MetricsListener | null;
   close(): Promise<void>;
@@ -70,6 +73,11 @@ export interface StartOptions {
    * controllers (tests, benchmarks) opt in, so that they never contend for the default port.
    */
   grpc?: boolean;
+  /**
+   * Serve the node routes over HTTPS on NODE_HTTPS_HOST:NODE_HTTPS_PORT (roles app-all and api),
+   * with the gRPC certificate. server.ts does; in-process controllers opt in, as for `grpc`.
+   */
+  nodeHttps?: boolean;
 }
 
 export function splitCidrs(value: string | undefined): string[] {
@@ -192,6 +200,20 @@ export async function startController(config: Config, opts: StartOptions = {}): 
         "GRPC_TLS_PIN=leaf: agents pin the server certificate itself. Renew it with the same key (the hash is its public key's) and restart the agents to take it; a new key needs new enrollment tokens",
       );
     }
+    const nodePort = config.NODE_HTTPS_PORT;
+    const nodeHttps =
+      opts.nodeHttps === true && servesApi && grpcTls && nodePort !== "off"
+        ? await listenNodeHttps({ app, host: config.NODE_HTTPS_HOST, port: nodePort, tls: grpcTls, config })
+        : null;
+    if (nodeHttps) {
+      closers.unshift(() => nodeHttps.close());
+      app.log.info(
+        { address: nodeHttps.address, ca_hash: grpcTls?.caHash ?? null },
+        "agents' HTTPS listening (node routes; RL_CONTROLLER_URL=https://<host>:<port>)",
+      );
+    } else if (opts.nodeHttps === true && servesApi && !grpcTls) {
+      app.log.info("agents' HTTPS not served: GRPC_INSECURE=true (a TLS proxy in front serves the agents)");
+    }
 
     const runsWorkers = config.APP_SERVICE === "app-all" || config.APP_SERVICE === "worker";
     const runsScheduler = config.APP_SERVICE === "app-all" || config.APP_SERVICE === "scheduler";
@@ -250,6 +272,7 @@ export async function startController(config: Config, opts: StartOptions = {}): 
       db,
       bootstrap,
       grpc,
+      nodeHttps,
       metricsListener,
       async close() {
         for (const close of closers) await close().catch(() => {});

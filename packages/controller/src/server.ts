@@ -10,6 +10,7 @@ async function main() {
   const host = config.HTTP_HOST === "0.0.0.0" || config.HTTP_HOST === "::" ? "127.0.0.1" : config.HTTP_HOST;
   const controller = await startController(config, {
     grpc: true,
+    nodeHttps: true,
     onBootstrap: (bootstrap) =>
       announceBootstrapKey({
         bootstrap,
