@@ -1,6 +1,7 @@
 import { readFile } from "node:fs/promises";
 import { connect, credsAuthenticator, type NatsConnection, type Subscription } from "@nats-io/transport-node";
-import { eventSubjects, internalSubjects } from "@rlc/proto";
+import { eventSubjects, internalSubjects, notificationFromJson } from "@rlc/proto";
+import { verifyNotification } from "@rlc/shared/bundle";
 import { createSystemClock } from "@rlc/shared/time";
 import type { InjectOptions } from "fastify";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -83,7 +84,7 @@ describe.skipIf(!natsServer.available)("NATS with per-agent credentials (a nats-
   beforeAll(async () => {
     nats = await startSecuredNats();
     t = await startLiveController({
-      env: { NATS_URL: nats.url, NATS_CREDS_FILE: nats.init.files.controller_creds, NATS_ACCOUNT_SEED_FILE: nats.init.files.account_signing_seed },
+      env: nats.controllerEnv,
     });
     const tenant = await api(t.rootKey, { method: "POST", url: "/v1/tenants", payload: { name: "other" } });
     expect(tenant.statusCode, tenant.body).toBe(201);
@@ -156,13 +157,19 @@ describe.skipIf(!natsServer.available)("NATS with per-agent credentials (a nats-
 
   it("the controller with its credentials runs the whole flow: notify to the agent's own subscription, status back, live poll answered", async () => {
     const woken: unknown[] = [];
+    const keys = (await api(a.nodeKey, { method: "GET", url: "/v1/nodes/signing-keys" })).json().keys;
+    const clock = createSystemClock();
     const wakeups = startNatsWakeups({
       url: nats.url,
       creds: a.creds,
       tenantId: a.tenantId,
       speakerId: a.speakerId,
-      clock: createSystemClock(),
+      clock,
       log: silentLogger,
+      accept: async (value) => {
+        const checked = verifyNotification(value, { tenantId: a.tenantId, speakerId: a.speakerId, keys, now: clock.now() });
+        return checked.ok ? notificationFromJson(checked.body) : null;
+      },
       onWake: (n) => {
         woken.push(n);
         if (n?.type !== "live_poll") return;

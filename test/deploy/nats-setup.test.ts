@@ -70,20 +70,37 @@ describe("NATS configuration", () => {
     expect(loadConfig({ NATS_URL: "nats://127.0.0.1:4222" }).NATS_CREDS_FILE).toBeUndefined();
   });
 
-  it("`controller nats init DIR` writes the operator, account, controller creds and a server config (secrets 0600), never over an existing one", async () => {
+  it("takes the tenant accounts' authority only whole (operator signing seed, system creds, controller creds, URL), and a stream cap that fits the account", () => {
+    const url = "nats://127.0.0.1:4222";
+    expect(() => loadConfig({ NATS_URL: url, NATS_CREDS_FILE: "/c", NATS_OPERATOR_SEED_FILE: "/o.nk" })).toThrow(/go together/);
+    expect(() => loadConfig({ NATS_URL: url, NATS_SYSTEM_CREDS_FILE: "/s.creds", NATS_OPERATOR_SEED_FILE: "/o.nk" })).toThrow(/go together/);
+    expect(loadConfig({ NATS_URL: url, NATS_CREDS_FILE: "/c", NATS_SYSTEM_CREDS_FILE: "/s", NATS_OPERATOR_SEED_FILE: "/o" })).toMatchObject({
+      NATS_EVENTS_MAX_BYTES: 64 * 1024 * 1024,
+      NATS_TENANT_STORAGE_BYTES: 256 * 1024 * 1024,
+      NATS_TENANT_MAX_CONNECTIONS: 10_000,
+      NATS_EVENTS_REPLICAS: 1,
+    });
+    expect(() => loadConfig({ NATS_URL: url, NATS_EVENTS_MAX_BYTES: String(512 * 1024 * 1024) })).toThrow(/NATS_EVENTS_MAX_BYTES must not exceed/);
+  });
+
+  it("`controller nats init DIR` writes the operator with its signing key, the controller's account and creds, a system user and a server config with a full resolver (secrets 0600), never over an existing one", async () => {
     if (!existsSync(cli)) throw new Error("packages/controller/dist/cli.js is missing: npm test builds it (npm run build)");
     const dir = join(await tempDir(), "nats");
     const { stdout } = await run(process.execPath, [cli, "nats", "init", dir], { env: { ...process.env, DATABASE_URL: "postgres://unused.invalid/x" } });
     const out = JSON.parse(stdout);
     expect(out).toMatchObject({ operator: expect.stringMatching(/^O/), account: expect.stringMatching(/^A/) });
+    expect(out.next).toContain("NATS_OPERATOR_SEED_FILE=");
     const conf = await readFile(out.files.server_config, "utf8");
     expect(conf).toMatch(/^operator: eyJ/m);
-    expect(conf).toMatch(/^resolver: MEMORY$/m);
+    // A NATS-based resolver takes the tenant accounts the controller pushes, without a restart.
+    expect(conf).toMatch(/^resolver \{\n {2}type: full\n/m);
+    expect(conf).not.toMatch(/MEMORY/);
     expect(conf).toContain(`${out.account}: eyJ`);
-    for (const secret of ["controller_creds", "account_signing_seed", "operator_seed", "account_seed", "system_seed"]) {
+    for (const secret of ["controller_creds", "system_creds", "operator_signing_seed", "operator_seed", "account_seed", "system_seed"]) {
       expect(((await stat(out.files[secret])).mode & 0o777).toString(8), secret).toBe("600");
     }
-    expect(await readFile(out.files.account_signing_seed, "utf8")).toMatch(/^SA[A-Z2-7]+\n$/);
+    expect(await readFile(out.files.operator_signing_seed, "utf8")).toMatch(/^SO[A-Z2-7]+\n$/);
+    expect(await readFile(out.files.system_creds, "utf8")).toMatch(/-----BEGIN NATS USER JWT-----/);
     const again = await run(process.execPath, [cli, "nats", "init", dir]).catch((e: { code: number; stderr: string }) => e);
     expect(again).toMatchObject({ code: 1 });
     expect(JSON.parse((again as { stderr: string }).stderr).error).toMatch(/already holds a NATS authority/);

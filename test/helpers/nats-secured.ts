@@ -7,6 +7,8 @@ import { initNatsAuthority, type NatsInitResult } from "../../packages/controlle
 export interface SecuredNats {
   url: string;
   init: NatsInitResult;
+  /** The controller's environment for this server: its own user and the tenant accounts' authority. */
+  controllerEnv: Record<string, string>;
   stop(): Promise<void>;
 }
 
@@ -38,6 +40,12 @@ export async function startSecuredNats(): Promise<SecuredNats> {
   return {
     url,
     init,
+    controllerEnv: {
+      NATS_URL: url,
+      NATS_CREDS_FILE: init.files.controller_creds,
+      NATS_OPERATOR_SEED_FILE: init.files.operator_signing_seed,
+      NATS_SYSTEM_CREDS_FILE: init.files.system_creds,
+    },
     async stop() {
       if (child.exitCode === null) {
         const exited = new Promise((r) => child.once("exit", r));

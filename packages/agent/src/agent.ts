@@ -1,8 +1,9 @@
 import { readFile } from "node:fs/promises";
 import { hostname as osHostname } from "node:os";
 import { join } from "node:path";
-import { type AgentNotification, grpc as grpcNs, loadAgentService } from "@rlc/proto";
+import { type AgentNotification, grpc as grpcNs, loadAgentService, notificationFromJson } from "@rlc/proto";
 import { BirdClient, createProcessRunner, type ProcessRunner } from "@rlc/shared/bird";
+import { verifyNotification } from "@rlc/shared/bundle";
 import { type Clock, createSystemClock } from "@rlc/shared/time";
 import { type ControllerClient, createControllerClient } from "./bundle/controller-client.js";
 import { AgentGrpcClient } from "./bundle/grpc-client.js";
@@ -16,6 +17,7 @@ import { type MetricsServer, startMetricsServer } from "./http/metrics-server.js
 import { createLogger, errorFields, type Logger } from "./log.js";
 import { readNatsCredentials } from "./nats-credentials.js";
 import { type NodeIdentity, StateStore } from "./state.js";
+import { LivePollAnswerer } from "./status/live-polls.js";
 import { StatusReporter } from "./status/reporter.js";
 import { SyncLoop } from "./sync-loop.js";
 import { startPeriodic } from "./timing.js";
@@ -155,12 +157,13 @@ export async function startAgent(config: AgentConfig, deps: AgentDeps): Promise<
   });
   await loop.restoreConfirmedFiles().catch((error: unknown) => log.warn("could not check the files on disk", errorFields(error)));
 
+  const livePolls = new LivePollAnswerer({ report: (pollId) => reporter.report("live_poll", { pollId }), minIntervalMs: 1000, clock });
   const onNotification = (n: AgentNotification, reason: "watch" | "nats") => {
     if (n.type === "new_revision") {
       if (n.speaker_id && n.speaker_id !== speakerId) return log.warn("notification for another speaker ignored", { speaker_id: n.speaker_id });
       loop.trigger({ reason, desired: { revision_id: n.revision_id, digest: n.digest, sequence: n.sequence, issued_at: null } });
     } else if (n.type === "live_poll") {
-      void reporter.report("live_poll", { pollId: n.poll_id });
+      livePolls.poll(n.poll_id);
     }
   };
   const watch = grpc?.watch({ onNotification: (n) => onNotification(n, "watch"), onConnected: () => loop.trigger({ reason: "watch" }) }, async () => {
@@ -178,6 +181,10 @@ export async function startAgent(config: AgentConfig, deps: AgentDeps): Promise<
         clock,
         log,
         onWake: (n) => (n ? onNotification(n, "nats") : loop.trigger({ reason: "nats" })),
+        accept: async (value) => {
+          const checked = verifyNotification(value, { tenantId, speakerId, keys: await state.readSigningKeys(), now: clock.now() });
+          return checked.ok ? notificationFromJson(checked.body) : null;
+        },
       })
     : null;
   const poll = startPeriodic(

@@ -90,7 +90,7 @@ export async function buildApp(deps: AppDeps, opts: { logger?: FastifyServerOpti
   app.setSerializerCompiler(serializerCompiler);
   app.addContentTypeParser("application/merge-patch+json", { parseAs: "string" }, app.getDefaultJsonParser("error", "error"));
 
-  await app.register(errorsPlugin);
+  await app.register(errorsPlugin, { databaseHealth: deps.databaseHealth });
   await app.register(strictRequestsPlugin);
   const origins = corsOrigins(deps.config);
   if (origins.length) {
@@ -106,7 +106,7 @@ export async function buildApp(deps: AppDeps, opts: { logger?: FastifyServerOpti
   await app.register(openapiPlugin, { version: deps.buildInfo.version });
   // With METRICS_PORT, /metrics is that listener's (metrics/listener.ts); requests are counted here still.
   await app.register(metricsPlugin, { registry: deps.metrics.registry, serve: deps.config.METRICS_PORT === undefined });
-  await app.register(authPlugin, { sql: deps.sql, clock: deps.clock, authenticator: deps.services.authenticator });
+  await app.register(authPlugin, { sql: deps.sql, clock: deps.clock, authenticator: deps.services.authenticator, databaseHealth: deps.databaseHealth });
   await app.register(idempotencyPlugin, { sql: deps.sql, clock: deps.clock, secretBox: deps.services.secretBox });
   await app.register(lookupInvalidationPlugin, { bus: deps.bus, invalidate: deps.services.lookup.invalidate });
 

@@ -10,8 +10,13 @@ Commands:
   key create --tenant NAME --role viewer|operator|admin|superadmin [--name NAME]
                                  create an API key in a tenant
   nats init DIR [--listen HOST:PORT]
-                                 write a NATS operator, account, controller credentials and
-                                 server config into DIR (needs no database)
+                                 write a NATS operator (with the signing key that makes one
+                                 account per tenant), the controller's account and credentials
+                                 and a server config into DIR (needs no database)
+  backup FILE                    write the embedded database (APP_DATA_DIR) to FILE; the data key
+                                 (APP_DATA_DIR/secret.key or APP_SECRET_KEY_FILE) is not in it:
+                                 keep it beside the backup. PostgreSQL: pg_dump (README)
+  restore FILE                   restore FILE as the embedded database of an empty APP_DATA_DIR
   help, --help, -h               print this text
 
 Each command prints one JSON object on stdout. The database commands use DATABASE_URL, or the
@@ -31,7 +36,9 @@ type Command =
   | { kind: "migrate" }
   | { kind: "tenant-create"; name: string }
   | { kind: "key-create"; tenant: string; role: ReturnType<typeof Role.parse>; name: string | undefined }
-  | { kind: "nats-init"; dir: string; listen: string | undefined };
+  | { kind: "nats-init"; dir: string; listen: string | undefined }
+  | { kind: "backup"; file: string }
+  | { kind: "restore"; file: string };
 
 function parseCommand(argv: string[]): Command {
   if (argv.length === 0 || argv[0] === "help" || argv.includes("--help") || argv.includes("-h")) return { kind: "help" };
@@ -51,6 +58,10 @@ function parseCommand(argv: string[]): Command {
     const role = Role.safeParse(values.role);
     if (typeof values.tenant !== "string" || !role.success) throw new UsageError("key create needs --tenant NAME and --role viewer|operator|admin|superadmin");
     return { kind: "key-create", tenant: values.tenant, role: role.data, name: typeof values.name === "string" ? values.name : undefined };
+  }
+  if (cmd === "backup" || cmd === "restore") {
+    if (argv.length !== 2) throw new UsageError(`${cmd} takes one FILE`);
+    return { kind: cmd, file: argv[1]! };
   }
   if (cmd === "nats" && sub === "init") {
     const { values, positionals } = strictArgs(rest, { listen: { type: "string" } }, true);
@@ -77,10 +88,11 @@ async function run(command: Exclude<Command, { kind: "help" }>): Promise<unknown
     const result = await initNatsAuthority(command.dir, command.listen ? { listen: command.listen } : {});
     return {
       ...result,
-      next: `nats-server -c ${result.files.server_config}; then run the controller with NATS_CREDS_FILE=${result.files.controller_creds} NATS_ACCOUNT_SEED_FILE=${result.files.account_signing_seed}`,
+      next: `nats-server -c ${result.files.server_config}; then run the controller with NATS_CREDS_FILE=${result.files.controller_creds} NATS_OPERATOR_SEED_FILE=${result.files.operator_signing_seed} NATS_SYSTEM_CREDS_FILE=${result.files.system_creds}`,
     };
   }
   const { loadConfig } = await import("./config.js");
+  if (command.kind === "backup" || command.kind === "restore") return backupOrRestore(command, loadConfig());
   const { openDatabase } = await import("./db/connect.js");
   const { migrate } = await import("./db/migrate.js");
   const { findTenantByName } = await import("./db/tenants.js");
@@ -125,10 +137,24 @@ async function run(command: Exclude<Command, { kind: "help" }>): Promise<unknown
   }
 }
 
+async function backupOrRestore(command: { kind: "backup" | "restore"; file: string }, config: { DATABASE_URL?: string | undefined; APP_DATA_DIR: string }) {
+  if (config.DATABASE_URL) {
+    throw new UsageError(`${command.kind} is for the embedded database; with DATABASE_URL use pg_dump and pg_restore (the README's Operations part)`);
+  }
+  const { backupEmbedded, restoreEmbedded } = await import("./db/embedded-backup.js");
+  if (command.kind === "backup") return { backup: command.file, data_dir: config.APP_DATA_DIR, ...(await backupEmbedded(config.APP_DATA_DIR, command.file)) };
+  return { restored: command.file, data_dir: config.APP_DATA_DIR, ...(await restoreEmbedded(config.APP_DATA_DIR, command.file)) };
+}
+
 async function main(argv: string[]): Promise<void> {
   const command = parseCommand(argv);
   if (command.kind === "help") {
     process.stdout.write(`${usage}\n`);
+    return;
+  }
+  if (command.kind === "backup" || command.kind === "restore") {
+    const { loadConfig } = await import("./config.js");
+    process.stdout.write(`${JSON.stringify(await backupOrRestore(command, loadConfig()))}\n`);
     return;
   }
   process.stdout.write(`${JSON.stringify(await run(command))}\n`);

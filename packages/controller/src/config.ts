@@ -22,6 +22,26 @@ const ConfigSchema = z.object({
     .min(60)
     .max(30 * 86_400)
     .default(3600),
+  /** Each tenant's event stream keeps at most this many bytes (the oldest events go first). */
+  NATS_EVENTS_MAX_BYTES: z.coerce
+    .number()
+    .int()
+    .min(1024 * 1024)
+    .default(64 * 1024 * 1024),
+  /** JetStream replicas of the event streams: 1 on one server, 3 on a three-node cluster. */
+  NATS_EVENTS_REPLICAS: z.coerce.number().int().min(1).max(5).default(1),
+  /** The operator signing key (`SO…`) that signs one NATS account per tenant (`controller nats init`). */
+  NATS_OPERATOR_SEED_FILE: optionalString,
+  /** A system-account user that pushes the tenant accounts to the NATS servers. */
+  NATS_SYSTEM_CREDS_FILE: optionalString,
+  /** Connections one tenant's NATS users may hold at once (agents and monitoring users). */
+  NATS_TENANT_MAX_CONNECTIONS: z.coerce.number().int().min(1).default(10_000),
+  /** JetStream file storage of one tenant's account; its event stream's cap must fit in it. */
+  NATS_TENANT_STORAGE_BYTES: z.coerce
+    .number()
+    .int()
+    .min(1024 * 1024)
+    .default(256 * 1024 * 1024),
   HTTP_HOST: z.string().default("0.0.0.0"),
   HTTP_PORT: port.default(8080),
   // A client that announces a body and never sends it, or never finishes its headers, holds a
@@ -99,6 +119,10 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
 function natsConfigProblem(c: Config): string | null {
   if ((c.NATS_CREDS_FILE || c.NATS_ACCOUNT_SEED_FILE) && !c.NATS_URL) return "NATS_CREDS_FILE and NATS_ACCOUNT_SEED_FILE need NATS_URL";
   if (c.NATS_ACCOUNT_SEED_FILE && !c.NATS_CREDS_FILE) return "NATS_ACCOUNT_SEED_FILE needs NATS_CREDS_FILE (the controller's own user names the account)";
+  if ((c.NATS_OPERATOR_SEED_FILE || c.NATS_SYSTEM_CREDS_FILE) && !(c.NATS_OPERATOR_SEED_FILE && c.NATS_SYSTEM_CREDS_FILE && c.NATS_CREDS_FILE && c.NATS_URL))
+    return "NATS_OPERATOR_SEED_FILE and NATS_SYSTEM_CREDS_FILE go together, with NATS_CREDS_FILE and NATS_URL (all written by `controller nats init`)";
+  if (c.NATS_EVENTS_MAX_BYTES > c.NATS_TENANT_STORAGE_BYTES)
+    return "NATS_EVENTS_MAX_BYTES must not exceed NATS_TENANT_STORAGE_BYTES (the stream lives in the tenant's account)";
   return null;
 }
 

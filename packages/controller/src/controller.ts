@@ -3,7 +3,7 @@ import type { FastifyBaseLogger, FastifyInstance, FastifyServerOptions } from "f
 import { buildApp } from "./app.js";
 import type { AppDeps } from "./app-deps.js";
 import { type Bus, createBus } from "./bus/index.js";
-import { loadCredentialIssuer } from "./bus/nats-auth.js";
+import { loadNatsTenantAuthority, type NatsTenantAuthority } from "./bus/nats-tenants.js";
 import type { Config } from "./config.js";
 import { type Database, openDatabase } from "./db/connect.js";
 import { migrate } from "./db/migrate.js";
@@ -17,7 +17,8 @@ import type { JobHandler } from "./jobs/handler.js";
 import { createJobHandlers } from "./jobs/handlers.js";
 import { startWorker } from "./jobs/worker.js";
 import { type BuildInfo, loadBuildInfo } from "./lib/build-info.js";
-import { createSecretBox, loadDataKey } from "./lib/secret-box.js";
+import { createDatabaseHealth } from "./lib/database-health.js";
+import { createSecretBox } from "./lib/secret-box.js";
 import { createControllerMetrics } from "./metrics/controller-metrics.js";
 import { listenMetrics, type MetricsListener } from "./metrics/listener.js";
 import { listenNodeHttps, type NodeHttpsListener } from "./node-https.js";
@@ -32,6 +33,7 @@ import {
   runtimeLogsAutoTask,
 } from "./scheduler/tasks.js";
 import { type AuditPusher, startAuditPusher } from "./services/access/audit-push.js";
+import { openDataKey } from "./services/access/data-key.js";
 import { sealSecretsAtRest } from "./services/access/secrets-at-rest.js";
 import { type BootstrapResult, bootstrapDefaultTenant } from "./services/access/tenants.js";
 import { createServices } from "./services/create-services.js";
@@ -105,8 +107,24 @@ export async function startController(config: Config, opts: StartOptions = {}): 
     const plainBus = opts.bus ?? (await createBus(config));
     if (!opts.bus) closers.push(() => plainBus.close());
     let eventLog: FastifyBaseLogger | null = null;
+    const natsAuthority: NatsTenantAuthority | null =
+      config.NATS_URL && config.NATS_OPERATOR_SEED_FILE && config.NATS_SYSTEM_CREDS_FILE && config.NATS_CREDS_FILE
+        ? await loadNatsTenantAuthority({
+            url: config.NATS_URL,
+            operatorSeedFile: config.NATS_OPERATOR_SEED_FILE,
+            controllerCredsFile: config.NATS_CREDS_FILE,
+            systemCredsFile: config.NATS_SYSTEM_CREDS_FILE,
+            limits: { maxConnections: config.NATS_TENANT_MAX_CONNECTIONS, storageBytes: config.NATS_TENANT_STORAGE_BYTES },
+          })
+        : null;
+    if (natsAuthority) closers.push(() => natsAuthority.close());
     const bus = withEventHistory(plainBus, {
       maxAgeSeconds: config.NATS_EVENTS_MAX_AGE_SECONDS,
+      maxBytes: config.NATS_EVENTS_MAX_BYTES,
+      replicas: config.NATS_EVENTS_REPLICAS,
+      // With tenant accounts each stream lives in its tenant's account; without, in the one NATS
+      // the controller connects to (development, or a NATS without accounts).
+      ensureStream: natsAuthority ? (tenantId, spec) => natsAuthority.ensureStream(tenantId, spec) : null,
       onError: (tenantId, err) => eventLog?.warn({ err, tenant_id: tenantId }, "event stream not created or updated; events are published without history"),
     });
     const outbound = createOutboundClient({ allowCidrs: splitCidrs(config.APP_OUTBOUND_ALLOW_CIDRS) });
@@ -122,10 +140,8 @@ export async function startController(config: Config, opts: StartOptions = {}): 
     // Bound before the services exist, so enrollment names the port really bound (GRPC_PORT=0).
     const servesApi = config.APP_SERVICE === "app-all" || config.APP_SERVICE === "api";
     const servesAgents = opts.grpc === true && servesApi;
-    const dataKey = await loadDataKey({ file: config.APP_SECRET_KEY_FILE, dataDir: config.APP_DATA_DIR });
+    const dataKey = await openDataKey(db.sql, { file: config.APP_SECRET_KEY_FILE, dataDir: config.APP_DATA_DIR });
     const secretBox = createSecretBox(dataKey.key);
-    const natsIssuer =
-      config.NATS_ACCOUNT_SEED_FILE && config.NATS_CREDS_FILE ? await loadCredentialIssuer(config.NATS_ACCOUNT_SEED_FILE, config.NATS_CREDS_FILE) : null;
     // TLS unless told otherwise; the API roles need the CA hash for the tokens they issue even
     // when this process does not listen for agents itself.
     const grpcFiles = grpcTlsOf(config);
@@ -156,12 +172,20 @@ export async function startController(config: Config, opts: StartOptions = {}): 
       secretBox,
       outbound,
       asnSource,
-      natsIssuer,
+      natsAuthority,
       caHash: grpcTls?.caHash ?? null,
       onAuditRecorded: () => pusher?.wake(),
     });
     const carried = await sealSecretsAtRest(db.sql, { secretBox, signing: services.signing, now: new Date(clock.now()) });
-    const deps: AppDeps = { config, sql: db.sql, clock, bus, buildInfo: opts.buildInfo ?? loadBuildInfo(), outbound, services, metrics };
+    const databaseHealth = createDatabaseHealth({
+      probe: () => db.probe(),
+      onChange: (down, err) =>
+        down
+          ? log?.error({ err }, "the database cannot be reached: requests answer 503 database_unavailable until it answers again")
+          : log?.info("the database answers again"),
+    });
+    closers.push(async () => databaseHealth.close());
+    const deps: AppDeps = { config, sql: db.sql, clock, bus, buildInfo: opts.buildInfo ?? loadBuildInfo(), outbound, services, metrics, databaseHealth };
     const app = await buildApp(deps, opts.logger === undefined ? {} : { logger: opts.logger });
     log = app.log;
     eventLog = app.log;
@@ -174,8 +198,15 @@ export async function startController(config: Config, opts: StartOptions = {}): 
       closers.unshift(() => metricsListener.close());
       app.log.info({ address: metricsListener.address }, "/metrics listening on its own listener");
     }
+    if (config.NATS_ACCOUNT_SEED_FILE && !natsAuthority)
+      app.log.warn(
+        "NATS_ACCOUNT_SEED_FILE is the shared-account layout, in which one tenant's NATS users can publish into another's subjects: no NATS users are minted (agents use gRPC and HTTP). Run `controller nats init` for one account per tenant and set NATS_OPERATOR_SEED_FILE and NATS_SYSTEM_CREDS_FILE",
+      );
     if (dataKey.created)
-      app.log.warn({ path: dataKey.path }, "data key for secrets at rest created; keep it (and back it up): without it sealed secrets cannot be opened");
+      app.log.warn(
+        { path: dataKey.path, key_id: dataKey.keyId },
+        "data key for secrets at rest created and recorded in the database; keep it (and back it up): without it sealed secrets cannot be opened, and every other controller on this database needs the same key (APP_SECRET_KEY_FILE)",
+      );
     if (Object.values(carried).some((n) => n > 0))
       app.log.info(carried, "secrets stored in plain text by an earlier version sealed; tenants given their own signing keys");
     if (grpc) {

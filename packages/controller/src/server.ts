@@ -2,7 +2,10 @@
 import closeWithGrace from "close-with-grace";
 import { ConfigError, loadConfig } from "./config.js";
 import { startController } from "./controller.js";
+import { SchemaTooNewError } from "./db/migrate.js";
+import { installUncaughtRule, isPostgresDriverError } from "./process-guard.js";
 import { announceBootstrapKey } from "./services/access/bootstrap-notice.js";
+import { DataKeyMismatchError } from "./services/access/data-key.js";
 
 /** The process: configuration, start, listen, print where, close gracefully on signals. */
 async function main() {
@@ -26,15 +29,32 @@ async function main() {
   const shown = address.replace("0.0.0.0", "127.0.0.1");
   const db = controller.db.kind === "embedded" ? `embedded PostgreSQL under ${config.APP_DATA_DIR}` : "PostgreSQL (DATABASE_URL)";
   process.stdout.write(`route-list controller listening on ${shown} (${db}; API reference ${shown}/docs)\n`);
-  closeWithGrace({ delay: 10_000 }, async ({ err, signal }) => {
+  // Uncaught exceptions are ours to judge (process-guard.ts); signals and unhandled rejections
+  // close gracefully as before.
+  const grace = closeWithGrace({ delay: 10_000, skip: ["uncaughtException"] }, async ({ err, signal }) => {
     if (err) app.log.error({ err }, "closing after an error");
     else app.log.info({ signal }, "closing");
     await controller.close();
   });
+  installUncaughtRule({
+    survivable: (err) => controller.db.kind !== "embedded" && isPostgresDriverError(err),
+    onSurvived: (err) => {
+      controller.deps.metrics.survivedUncaught("database_driver");
+      app.log.error({ err }, "a database connection failed outside any query; its queries were failed or retried, the process keeps running");
+    },
+    onFatal: (err) => {
+      app.log.error({ err }, "closing after an error");
+      const timer = setTimeout(() => process.exit(1), 10_000);
+      timer.unref();
+      grace.uninstall();
+      void controller.close().finally(() => process.exit(1));
+    },
+  });
 }
 
 main().catch((err) => {
-  if (err instanceof ConfigError) process.stderr.write(`${err.message}\n`);
+  // What an operator must fix (configuration, a key, a database from a newer version) is said plainly, without a stack.
+  if (err instanceof ConfigError || err instanceof DataKeyMismatchError || err instanceof SchemaTooNewError) process.stderr.write(`${err.message}\n`);
   else process.stderr.write(`controller failed to start: ${err instanceof Error ? (err.stack ?? err.message) : String(err)}\n`);
   process.exit(1);
 });

@@ -28,6 +28,7 @@ export const errorStatus = {
   bird_unavailable: 503,
   nats_credentials_unavailable: 503,
   not_ready: 503,
+  database_unavailable: 503,
 } as const;
 
 export type ErrorCode = keyof typeof errorStatus;
@@ -58,6 +59,7 @@ export const errorTitles: Record<ErrorCode, string> = {
   bird_unavailable: "BIRD unavailable",
   nats_credentials_unavailable: "NATS credentials unavailable",
   not_ready: "Not ready",
+  database_unavailable: "Database unavailable",
 };
 
 export const problemTypeBase = "https://route-lists.dev/problems/";

@@ -1,6 +1,7 @@
 import { type ChildProcess, spawn } from "node:child_process";
 import { connect, type NatsConnection } from "@nats-io/transport-node";
-import { type AgentNotification, internalSubjects } from "@rlc/proto";
+import { type AgentNotification, internalSubjects, notificationFromJson } from "@rlc/proto";
+import { generateSigningKey, signNotification, verifyNotification } from "@rlc/shared/bundle";
 import { createSystemClock } from "@rlc/shared/time";
 import { afterEach, describe, expect, it } from "vitest";
 import { freePort } from "../../../../test/helpers/lab-daemons.mjs";
@@ -41,20 +42,37 @@ async function publisher(url: string): Promise<NatsConnection> {
 }
 
 describe.skipIf(!nats.available)("NATS wake-ups", () => {
-  it("wakes on the speaker's notify subject, also when NATS comes up after the agent", async () => {
+  it("wakes on a signed notification on the speaker's subject, also when NATS comes up after the agent; ignores what is unsigned, foreign, a JetStream delivery or not JSON", async () => {
+    const key = await generateSigningKey();
+    const keys = [{ key_id: key.keyId, alg: "ed25519", public_key: Buffer.from(key.publicKey).toString("base64"), status: "active" as const }];
     const port = await freePort();
     const url = `nats://127.0.0.1:${port}`;
     const woken: (AgentNotification | null)[] = [];
-    const wakeups = startNatsWakeups({ url, tenantId: "t1", speakerId: "s1", onWake: (n) => woken.push(n), clock: createSystemClock(), log: silentLogger });
+    const clock = createSystemClock();
+    const wakeups = startNatsWakeups({
+      url,
+      tenantId: "t1",
+      speakerId: "s1",
+      onWake: (n) => woken.push(n),
+      accept: async (value) => {
+        const checked = verifyNotification(value, { tenantId: "t1", speakerId: "s1", keys, now: clock.now() });
+        return checked.ok ? notificationFromJson(checked.body) : null;
+      },
+      clock,
+      log: silentLogger,
+    });
     await new Promise((r) => setTimeout(r, 300)); // the agent's first connect fails: no server yet
     startNats(port);
     cleanups.push(() => wakeups.close());
     const nc = await publisher(url);
     const subject = internalSubjects.notify("t1", "s1");
     expect(subject).toBe("rl.t1.speakers.s1.notify");
+    const signed = (body: Record<string, unknown>, to = { tenant_id: "t1", speaker_id: "s1" }, at = new Date()) =>
+      signNotification(key, { ...body, ...to }, at).then((n) => JSON.stringify(n));
+    const revision = await signed({ type: "new_revision", revision_id: 3, digest: "sha256:ab", sequence: 8 });
     // The subscription exists once the agent connected; publish until it hears.
     await until("the condition", async () => {
-      nc.publish(subject, JSON.stringify({ type: "new_revision", speaker_id: "s1", revision_id: 3, digest: "sha256:ab", sequence: 8 }));
+      nc.publish(subject, revision);
       return woken.length > 0;
     });
     expect(woken[0]).toEqual({ type: "new_revision", speaker_id: "s1", revision_id: 3, digest: "sha256:ab", sequence: 8 });
@@ -62,9 +80,16 @@ describe.skipIf(!nats.available)("NATS wake-ups", () => {
     await new Promise((r) => setTimeout(r, 200)); // the last of the publishes above arrive
     const before = woken.length;
     nc.publish(subject, "not json");
-    nc.publish(internalSubjects.notify("t1", "s2"), JSON.stringify({ type: "live_poll", poll_id: "p" }));
-    nc.publish(subject, JSON.stringify({ type: "live_poll", poll_id: "p1" }));
-    await until("the condition", async () => woken.length >= before + 2);
-    expect(woken.slice(before)).toEqual([null, { type: "live_poll", poll_id: "p1" }]);
+    nc.publish(subject, JSON.stringify({ type: "live_poll", poll_id: "unsigned" }));
+    nc.publish(subject, await signed({ type: "live_poll", poll_id: "for-s2" }, { tenant_id: "t1", speaker_id: "s2" }));
+    nc.publish(subject, await signed({ type: "live_poll", poll_id: "old" }, undefined, new Date(Date.now() - 10 * 60_000)));
+    const tampered = JSON.parse(await signed({ type: "live_poll", poll_id: "p0" }));
+    nc.publish(subject, JSON.stringify({ ...tampered, poll_id: "p9" }));
+    // What a JetStream consumer delivers carries a reply subject: never a wake-up, signed or not.
+    nc.publish(subject, await signed({ type: "live_poll", poll_id: "delivered" }), { reply: "$JS.ACK.S.C.1.1.1.0.0" });
+    nc.publish(subject, await signed({ type: "live_poll", poll_id: "p1" }));
+    await until("the condition", async () => woken.length >= before + 1);
+    await new Promise((r) => setTimeout(r, 200));
+    expect(woken.slice(before)).toEqual([{ type: "live_poll", poll_id: "p1" }]);
   });
 });

@@ -1,5 +1,5 @@
 import { type ConnectionOptions, credsAuthenticator, type NatsConnection, connect as natsConnect } from "@nats-io/transport-node";
-import { type AgentNotification, internalSubjects, notificationFromJson } from "@rlc/proto";
+import { type AgentNotification, internalSubjects } from "@rlc/proto";
 import { backoffDelay, type Clock } from "@rlc/shared/time";
 import { errorFields, type Logger } from "../log.js";
 
@@ -14,11 +14,18 @@ export interface NatsWakeupsOptions {
   tenantId: string;
   speakerId: string;
   /**
-   * A notification, or null for a plain wake-up: a message that is not one, or a reconnect
-   * after which messages may have been missed. Either way only a hint: the sync loop asks the
-   * controller what to do and verifies what it gets, so a forged message costs one request.
+   * A notification the controller signed, or null after a reconnect (messages may have been
+   * missed). Either way only a hint: the sync loop asks the controller what to do and verifies
+   * what it gets.
    */
   onWake(notification: AgentNotification | null): void;
+  /**
+   * The message as a notification when it verifies (signed by a pinned key, for this speaker,
+   * fresh); null otherwise, and it is ignored. A user of the same NATS account can make the
+   * server publish on this subject (a consumer's deliver subject, a JetStream request's reply
+   * subject), so nothing unsigned is acted on, not even as a plain wake-up.
+   */
+  accept(value: unknown): Promise<AgentNotification | null>;
   clock: Clock;
   log: Logger;
   connect?: (options: ConnectionOptions) => Promise<NatsConnection>;
@@ -59,13 +66,19 @@ export function startNatsWakeups(o: NatsWakeupsOptions): { close(): Promise<void
       callback: (error, msg) => {
         // A refused subscription (credentials for another speaker) would otherwise fail silently.
         if (error) return void o.log.warn("NATS subscription refused", { subject, ...errorFields(error) });
+        // The controller publishes plainly: a message with a reply subject or headers is a
+        // JetStream delivery or a request someone else made, never a wake-up of ours.
+        if (msg.reply || msg.headers) return void o.log.debug("NATS message ignored: not a plain publish", { subject });
         let value: unknown = null;
         try {
           value = msg.json();
         } catch {
-          // Not JSON: still a wake-up.
+          return void o.log.debug("NATS message ignored: not JSON", { subject });
         }
-        o.onWake(notificationFromJson(value));
+        void o.accept(value).then(
+          (n) => (n ? o.onWake(n) : o.log.debug("NATS message ignored: not a notification the controller signed", { subject })),
+          (error: unknown) => o.log.warn("NATS message not checked", errorFields(error)),
+        );
       },
     });
     o.log.info("NATS subscribed", { subject });

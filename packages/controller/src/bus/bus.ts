@@ -21,5 +21,11 @@ export interface StreamSpec {
   name: string;
   subjects: string[];
   maxAgeSeconds: number;
+  /** The stream's size cap: past it the oldest messages are dropped. */
+  maxBytes: number;
+  /** The largest message the stream takes. */
+  maxMsgBytes: number;
+  /** JetStream replicas (1 on a single server, 3 on a three-node cluster). */
+  replicas: number;
   description: string;
 }

@@ -1,4 +1,4 @@
-import { jetstreamManager, RetentionPolicy, StorageType } from "@nats-io/jetstream";
+import { DiscardPolicy, type JetStreamManager, jetstreamManager, RetentionPolicy, StorageType } from "@nats-io/jetstream";
 import { type ConnectionOptions, connect, credsAuthenticator, type NatsConnection } from "@nats-io/transport-node";
 import type { Bus, StreamSpec } from "./bus.js";
 
@@ -89,8 +89,21 @@ const NS_PER_S = 1_000_000_000;
 
 /** Creates the stream, or updates its subjects and max age when they differ; limits retention, file storage. */
 export async function ensureStream(nc: NatsConnection, spec: StreamSpec): Promise<"created" | "updated" | "unchanged"> {
-  const jsm = await jetstreamManager(nc, { checkAPI: false });
+  return ensureStreamOn(await jetstreamManager(nc, { checkAPI: false }), spec);
+}
+
+/**
+ * The stream as `spec` says, bounded: at most `maxBytes` (the oldest events go first), no message
+ * over `maxMsgBytes`, kept `maxAgeSeconds`. Created, or brought to the spec when it differs.
+ */
+export async function ensureStreamOn(jsm: JetStreamManager, spec: StreamSpec): Promise<"created" | "updated" | "unchanged"> {
   const maxAge = spec.maxAgeSeconds * NS_PER_S;
+  const bounds = {
+    max_age: maxAge,
+    max_bytes: spec.maxBytes,
+    max_msg_size: spec.maxMsgBytes,
+    discard: DiscardPolicy.Old,
+  };
   const existing = await jsm.streams.info(spec.name).catch((error: Error) => {
     if (/stream not found/i.test(error.message)) return null;
     throw error;
@@ -100,14 +113,22 @@ export async function ensureStream(nc: NatsConnection, spec: StreamSpec): Promis
       name: spec.name,
       subjects: spec.subjects,
       description: spec.description,
-      max_age: maxAge,
       retention: RetentionPolicy.Limits,
       storage: StorageType.File,
+      num_replicas: spec.replicas,
+      ...bounds,
     });
     return "created";
   }
   const c = existing.config;
-  if (c.max_age === maxAge && c.subjects.length === spec.subjects.length && spec.subjects.every((s) => c.subjects.includes(s))) return "unchanged";
-  await jsm.streams.update(spec.name, { ...c, subjects: spec.subjects, max_age: maxAge, description: spec.description });
+  const same =
+    c.max_age === maxAge &&
+    c.max_bytes === spec.maxBytes &&
+    c.max_msg_size === spec.maxMsgBytes &&
+    c.discard === DiscardPolicy.Old &&
+    c.subjects.length === spec.subjects.length &&
+    spec.subjects.every((s) => c.subjects.includes(s));
+  if (same) return "unchanged";
+  await jsm.streams.update(spec.name, { ...c, subjects: spec.subjects, description: spec.description, ...bounds });
   return "updated";
 }

@@ -74,6 +74,12 @@ export const outsideTransaction = <T>(fn: () => T): T => inTransaction.exit(fn);
 export interface Database {
   sql: Sql;
   kind: "postgres" | "embedded";
+  /**
+   * One trivial query on a connection of its own (PostgreSQL; the embedded database's one
+   * connection otherwise): what the health monitor and readiness ask, never queued behind the
+   * pool's work.
+   */
+  probe(): Promise<void>;
   close(): Promise<void>;
 }
 
@@ -87,6 +93,13 @@ export interface OpenDatabaseOptions {
 const baseOptions = (applicationName: string) =>
   ({
     onnotice: () => {},
+    // A server that does not answer a new connection within this is treated as gone (the
+    // default, 30 s, held every request that long during an outage).
+    connect_timeout: 5,
+    // The wait before a failed connection is opened again, which grows with each failure of
+    // the pool: postgres.js's own curve reaches 20 s after seven, so a pool that met a minute's
+    // outage stayed shut for 20 s after the database was back. Here it stops at 2 s.
+    backoff: (failures: number) => (0.5 + Math.random() / 2) * Math.min(0.1 * 2 ** failures, 2),
     connection: {
       application_name: applicationName,
       // A process that dies or hangs inside a transaction must not hold its locks (and the
@@ -103,7 +116,16 @@ export async function openDatabase(options: OpenDatabaseOptions): Promise<Databa
   const applicationName = options.applicationName ?? "rl-controller";
   if (options.url) {
     const sql = guardPool(postgres(options.url, { ...baseOptions(applicationName), max: options.max ?? 10 }));
-    return { sql, kind: "postgres", close: () => sql.end({ timeout: 5 }) };
+    const probeSql = postgres(options.url, { ...baseOptions(`${applicationName} probe`), max: 1, connect_timeout: 2, idle_timeout: 60 });
+    return {
+      sql,
+      kind: "postgres",
+      probe: async () => void (await probeSql`SELECT 1`),
+      close: async () => {
+        await probeSql.end({ timeout: 1 });
+        await sql.end({ timeout: 5 });
+      },
+    };
   }
   return openEmbedded(options.dataDir, applicationName);
 }
@@ -134,6 +156,7 @@ async function openEmbedded(dataDir: string, applicationName: string): Promise<D
   return {
     sql,
     kind: "embedded",
+    probe: async () => void (await sql`SELECT 1`),
     async close() {
       await sql.end({ timeout: 5 });
       await server.stop();

@@ -8,6 +8,17 @@ export const MIGRATION_LOCK = ADVISORY_LOCKS.migration;
 
 const migrationsDir = fileURLToPath(new URL("../../migrations/", import.meta.url));
 
+/** The database holds migrations this build does not have: a newer controller runs on it. */
+export class SchemaTooNewError extends Error {
+  override name = "SchemaTooNewError";
+  constructor(readonly migrations: string[]) {
+    super(
+      `the database's schema is newer than this controller knows (migrations ${migrations.join(", ")} are not in this build): ` +
+        "run the controller version that migrated it (or a newer one), or restore a backup taken before that upgrade",
+    );
+  }
+}
+
 export interface MigrationResult {
   applied: string[];
   current: number;
@@ -24,7 +35,13 @@ export async function migrate(sql: Sql): Promise<MigrationResult> {
     await lockForTransaction(tx, MIGRATION_LOCK);
     await tx`CREATE TABLE IF NOT EXISTS schema_migrations (
       version integer PRIMARY KEY, name text NOT NULL, applied_at timestamptz NOT NULL DEFAULT now())`;
-    const done = new Set((await tx<{ version: number }[]>`SELECT version FROM schema_migrations`).map((r) => r.version));
+    const rows = await tx<{ version: number; name: string }[]>`SELECT version, name FROM schema_migrations ORDER BY version`;
+    const done = new Set(rows.map((r) => r.version));
+    // A database a newer controller migrated: this one would read tables it does not know as if
+    // it did, and write rows the newer one cannot trust. It refuses before touching anything.
+    const known = new Set(files.map((f) => Number(f.slice(0, 4))));
+    const unknown = rows.filter((r) => !known.has(r.version));
+    if (unknown.length) throw new SchemaTooNewError(unknown.map((r) => r.name));
     const applied: string[] = [];
     for (const file of files) {
       const version = Number(file.slice(0, 4));

@@ -1,11 +1,24 @@
 import { eventStreamName, eventSubjects, parseEventSubject } from "@rlc/proto";
+import type { StreamSpec } from "../bus/bus.js";
 import type { Bus } from "../bus/index.js";
+
+/** The largest event a stream takes: a status report is at most 64 KiB, its event a little more. */
+export const EVENT_MAX_BYTES = 128 * 1024;
 
 const RETRY_AFTER_FAILURE_MS = 60_000;
 
 export interface EventHistoryOptions {
   /** How long a tenant's stream keeps events (NATS_EVENTS_MAX_AGE_SECONDS). */
   maxAgeSeconds: number;
+  /** Each stream's size cap (NATS_EVENTS_MAX_BYTES): past it the oldest events go. */
+  maxBytes: number;
+  /** JetStream replicas of each stream (NATS_EVENTS_REPLICAS). */
+  replicas: number;
+  /**
+   * Keeps a tenant's stream: in the tenant's own NATS account when the controller has the
+   * accounts' authority; null = on the bus's own connection (one account, development).
+   */
+  ensureStream?: ((tenantId: string, spec: StreamSpec) => Promise<unknown>) | null;
   /** Told when a stream could not be created or updated (the events are still published). */
   onError: (tenantId: string, error: unknown) => void;
 }
@@ -17,7 +30,8 @@ export interface EventHistoryOptions {
  * remember it. On the in-process bus (no `ensureStream`) it is the bus itself: no history.
  */
 export function withEventHistory(bus: Bus, o: EventHistoryOptions): Bus & { ensureTenants(tenantIds: string[]): Promise<void> } {
-  const ensureStream = bus.ensureStream?.bind(bus);
+  const onBus = bus.ensureStream?.bind(bus);
+  const ensureStream = o.ensureStream ?? (onBus ? (_tenantId: string, spec: StreamSpec) => onBus(spec) : null);
   if (!ensureStream) return { ...bus, ensureTenants: async () => {} };
   const ready = new Set<string>();
   const pending = new Map<string, Promise<void>>();
@@ -26,10 +40,13 @@ export function withEventHistory(bus: Bus, o: EventHistoryOptions): Bus & { ensu
   const ensure = (tenantId: string): Promise<void> => {
     let p = pending.get(tenantId);
     if (!p) {
-      p = ensureStream({
+      p = ensureStream(tenantId, {
         name: eventStreamName(tenantId),
         subjects: [eventSubjects.tenant(tenantId)],
         maxAgeSeconds: o.maxAgeSeconds,
+        maxBytes: o.maxBytes,
+        maxMsgBytes: EVENT_MAX_BYTES,
+        replicas: o.replicas,
         description: `Events of tenant ${tenantId} (rl.v1), kept ${o.maxAgeSeconds} s`,
       }).then(
         () => {
@@ -49,7 +66,7 @@ export function withEventHistory(bus: Bus, o: EventHistoryOptions): Bus & { ensu
     kind: bus.kind,
     subscribe: (subject, handler) => bus.subscribe(subject, handler),
     health: () => bus.health(),
-    ensureStream,
+    ...(onBus ? { ensureStream: onBus } : {}),
     close: () => bus.close(),
     publish(subject, message) {
       const event = parseEventSubject(subject);
@@ -58,7 +75,8 @@ export function withEventHistory(bus: Bus, o: EventHistoryOptions): Bus & { ensu
       void ensure(event.tenantId).then(() => bus.publish(subject, message));
     },
     async ensureTenants(tenantIds) {
-      await Promise.all(tenantIds.map(ensure));
+      // A few at a time: with tenant accounts each one is a connection of its own.
+      for (let i = 0; i < tenantIds.length; i += 8) await Promise.all(tenantIds.slice(i, i + 8).map(ensure));
     },
   };
 }

@@ -29,6 +29,8 @@ export interface ControllerMetrics {
   jobs: JobMetrics;
   /** Exposes this process's scheduler role (only processes that run a scheduler call it). */
   watchScheduler(scheduler: { isLeader(): boolean }): void;
+  /** An error that escaped every promise (a database driver's timer) and that the process survived. */
+  survivedUncaught(source: "database_driver"): void;
 }
 
 const RUN_BUCKETS = [0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300, 600, 1800];
@@ -101,9 +103,17 @@ export function createControllerMetrics(o: { sql: Sql; clock: Clock; bus: Bus; o
     },
   });
 
+  const survived = counter(
+    "rlc_process_uncaught_errors_survived_total",
+    "Errors that escaped every promise of this process (a database driver's timer after its connection closed) and were logged while the process kept running.",
+    ["source"],
+  );
+  survived.inc({ source: "database_driver" }, 0);
+
   return {
     registry,
     fleet,
+    survivedUncaught: (source) => survived.inc({ source }),
     watchScheduler(scheduler) {
       // Registered only here: a process without a scheduler shows no series rather than a 0.
       new Gauge({

@@ -1,8 +1,9 @@
-import { ForbiddenError } from "@rlc/shared/errors";
+import { AppError, ForbiddenError } from "@rlc/shared/errors";
 import type { Clock } from "@rlc/shared/time";
 import type { FastifyInstance } from "fastify";
 import fp from "fastify-plugin";
 import type { Sql } from "../db/connect.js";
+import type { DatabaseHealth } from "../lib/database-health.js";
 import type { Authenticator } from "../services/access/authenticator.js";
 import type { RequestContext } from "../services/access/context.js";
 import { type Access, accessOf, refusal } from "./access.js";
@@ -13,7 +14,10 @@ import { type Access, accessOf, refusal } from "./access.js";
  * on how the URL was spelled (the router decodes and normalises, so a test of the raw URL can be
  * walked around), and every matched route needs a key unless it declares itself public.
  */
-export default fp(async function authPlugin(app: FastifyInstance, opts: { sql: Sql; clock: Clock; authenticator: Authenticator }) {
+export default fp(async function authPlugin(
+  app: FastifyInstance,
+  opts: { sql: Sql; clock: Clock; authenticator: Authenticator; databaseHealth?: DatabaseHealth },
+) {
   app.decorateRequest("principal", null);
   app.decorateRequest("ctx", function ctx(this: import("fastify").FastifyRequest): RequestContext {
     if (!this.principal) throw new Error("ctx() on a route without a principal");
@@ -35,6 +39,11 @@ export default fp(async function authPlugin(app: FastifyInstance, opts: { sql: S
       accessByRoute.set(config, access);
     }
     if (access.kind === "public") return;
+    // Every other route needs the database, starting with the key: while it cannot be reached
+    // the answer is immediate, not a wait on a connection that will not come.
+    if (opts.databaseHealth?.isDown()) {
+      throw new AppError("database_unavailable", "the database cannot be reached; retry shortly", { headers: { "retry-after": "5" } });
+    }
     const principal = await opts.authenticator.authenticate(req.headers.authorization, new Date(opts.clock.now()));
     req.principal = principal;
     const refused = refusal(access, principal);

@@ -3,6 +3,7 @@ import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from
 import fp from "fastify-plugin";
 import { hasZodFastifySchemaValidationErrors, isResponseSerializationError } from "fastify-type-provider-zod";
 import FindMyWay from "find-my-way";
+import { type DatabaseHealth, isConnectionError } from "../lib/database-health.js";
 import { problemBody } from "../lib/problem.js";
 
 export function sendProblem(
@@ -52,7 +53,7 @@ function fastifyCode(err: FastifyError): { code: ErrorCode; detail: string } | n
 const METHODS = ["GET", "POST", "PUT", "PATCH", "DELETE"] as const;
 
 /** problem+json for every error the server produces, 404 and 405 included. */
-export default fp(async function errorsPlugin(app: FastifyInstance) {
+export default fp(async function errorsPlugin(app: FastifyInstance, opts: { databaseHealth?: DatabaseHealth } = {}) {
   // A mirror of the route table, to tell "no such path" (404) from "path without this method" (405).
   const routes = FindMyWay({ ignoreTrailingSlash: false });
   app.addHook("onRoute", (route) => {
@@ -97,6 +98,13 @@ export default fp(async function errorsPlugin(app: FastifyInstance) {
     }
     const mapped = fastifyCode(err);
     if (mapped) return sendProblem(req, reply, mapped.code, mapped.detail);
+    // The database went away under this request: a transaction was rolled back (or never
+    // began), so nothing was half-written; the caller may retry.
+    if (isConnectionError(err)) {
+      opts.databaseHealth?.noteError(err);
+      req.log.warn({ err }, "database unreachable");
+      return sendProblem(req, reply, "database_unavailable", "the database cannot be reached; retry shortly", { headers: { "retry-after": "5" } });
+    }
     req.log.error({ err }, "unhandled error");
     return sendProblem(req, reply, "internal", "internal error");
   });

@@ -1,5 +1,5 @@
 import type { Bus } from "../bus/index.js";
-import type { NatsCredentialIssuer } from "../bus/nats-auth.js";
+import type { NatsTenantAuthority } from "../bus/nats-tenants.js";
 import type { Config } from "../config.js";
 import type { Sql } from "../db/connect.js";
 import { DEFAULT_GRPC_LIMITS } from "../grpc/limits.js";
@@ -12,10 +12,12 @@ import { type AuditWriter, createAuditWriter } from "./access/audit.js";
 import { type Authenticator, createAuthenticator } from "./access/authenticator.js";
 import { createNatsCredentialService, type NatsCredentialService } from "./access/nats-credentials.js";
 import { createTenantService } from "./access/tenants.js";
+import { type AgentNotifier, createAgentNotifier } from "./deploy/agent-notifier.js";
 import { type BundleDownloads, createBundleDownloads } from "./deploy/bundle-downloads.js";
 import { createBundleLimiter } from "./deploy/bundle-limiter.js";
 import { createDeployService, type DeployService } from "./deploy/deploy.js";
 import type { DeflatedPart } from "./deploy/gzip-parts.js";
+import { createLivePolls, type LivePolls } from "./deploy/live-status.js";
 import { createLocalBirdService } from "./deploy/local-bird.js";
 import { createNodeService } from "./deploy/node.js";
 import { createPeerService } from "./deploy/peers.js";
@@ -73,20 +75,25 @@ export interface AppServices {
   deploy: DeployService;
   /** The HTTP bundle route's streams, and the places for bundle transfers that gRPC GetBundle shares. */
   bundleDownloads: BundleDownloads;
-  /** NATS users for agents and dashboards (none without NATS_ACCOUNT_SEED_FILE). */
+  /** NATS users for agents and dashboards, in their tenant's account (none without NATS_OPERATOR_SEED_FILE). */
   natsCredentials: NatsCredentialService;
+  /** Signed wake-ups of the agents (new revision, live poll). */
+  notifier: AgentNotifier;
+  /** `GET /v1/speakers?live=true`: the agents polled, coalesced per speaker. */
+  livePolls: LivePolls;
   /** Seals and opens the secrets kept at rest (data key from APP_SECRET_KEY_FILE or APP_DATA_DIR). */
   secretBox: SecretBox;
 }
 
 /** Speakers, peers, signing and the node side (enrollment, bundles, status reports). */
 function deployServices(
-  opts: { config: Config; sql: Sql; bus: Bus; secretBox: SecretBox; natsIssuer?: NatsCredentialIssuer | null; caHash?: string | null | undefined },
+  opts: { config: Config; sql: Sql; bus: Bus; secretBox: SecretBox; natsAuthority?: NatsTenantAuthority | null; caHash?: string | null | undefined },
   audit: AuditWriter,
   authenticator: Authenticator,
 ) {
-  const natsCredentials = createNatsCredentialService({ issuer: opts.natsIssuer ?? null, audit });
+  const natsCredentials = createNatsCredentialService({ authority: opts.natsAuthority ?? null, audit });
   const signing = createSigningService({ sql: opts.sql, audit, secrets: opts.secretBox, keyFile: opts.config.BUNDLE_SIGNING_KEY_FILE });
+  const notifier = createAgentNotifier({ bus: opts.bus, sql: opts.sql, signing, now: () => new Date() });
   // Opened bundle sections, shared by the apply that builds them and the streams that serve them.
   const sections = createSectionCache(SECTION_CACHE_BYTES);
   const grpcHost = opts.config.GRPC_HOST === "0.0.0.0" || opts.config.GRPC_HOST === "::" ? null : opts.config.GRPC_HOST;
@@ -94,6 +101,8 @@ function deployServices(
     signing,
     sections,
     natsCredentials,
+    notifier,
+    livePolls: createLivePolls({ bus: opts.bus, notifier }),
     speakers: createSpeakerService({ audit, bus: opts.bus, onKeysChanged: authenticator.invalidate, caHash: opts.caHash ?? null }),
     peers: createPeerService({ audit, bus: opts.bus, secrets: opts.secretBox }),
     node: createNodeService({
@@ -124,8 +133,8 @@ export function createServices(opts: {
   /** The client every fetch of a source goes through, and the ASN prefix source (null = none configured). */
   outbound: OutboundClient;
   asnSource: AsnSource | null;
-  /** Signs NATS users (NATS_ACCOUNT_SEED_FILE); null = none minted. */
-  natsIssuer?: NatsCredentialIssuer | null;
+  /** Keeps the tenants' NATS accounts and signs their users (NATS_OPERATOR_SEED_FILE); null = none minted. */
+  natsAuthority?: NatsTenantAuthority | null;
   /** `sha256:<hex>` of the gRPC CA, carried by every enrollment token; null = plaintext gRPC. */
   caHash?: string | null;
   onAuditRecorded?: () => void;
@@ -176,6 +185,7 @@ export function createServices(opts: {
     bus: opts.bus,
     audit,
     signing: services.signing,
+    notifier: services.notifier,
     revisions: opts.revisions,
     secretBox: opts.secretBox,
     sections: services.sections,

@@ -33,6 +33,13 @@ export {
   verifyKeyStatement,
 } from "./key-statement.js";
 export {
+  NOTIFICATION_MAX_AGE_MS,
+  type NotificationCheck,
+  type NotificationSignature,
+  signNotification,
+  verifyNotification,
+} from "./notification.js";
+export {
   BIRD_DEFAULTS,
   type BirdSettings,
   type BundleCommunity,

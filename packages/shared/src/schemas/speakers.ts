@@ -273,34 +273,73 @@ export const SignedBundle = z
 const RevisionNumber = z.number().int().min(0).max(2147483647);
 const SequenceNumber = z.number().int().min(0).max(Number.MAX_SAFE_INTEGER);
 
+/**
+ * The largest status report the controller takes (its JSON), over HTTP or gRPC: room for a few
+ * hundred BGP sessions. Reports are kept per speaker and relayed as events, so their size is
+ * bounded like everything else a router can send.
+ */
+export const STATUS_REPORT_MAX_BYTES = 64 * 1024;
+
+const nullableText = (max: number) => z.string().max(max).nullable().optional();
+
+/**
+ * A status report as the controller accepts it: the fields agents send (SentStatusReport), each
+ * optional so that an older agent is heard, and nothing else: an unknown key is refused, so
+ * only what the controller knows reaches the speaker's row and its events.
+ */
 export const StatusReport = z
-  .looseObject({
+  .strictObject({
     speaker_id: Uuid,
     reason: ReportReason,
     poll_id: z.string().max(100).nullable().optional(),
     applied_revision_id: RevisionNumber.nullable().optional(),
     applied_sequence: SequenceNumber.nullable().optional(),
-    applied_digest: z.string().nullable().optional(),
-    applied_at: z.string().nullable().optional(),
+    applied_digest: nullableText(200),
+    applied_at: nullableText(64),
     error: z
-      .looseObject({
+      .strictObject({
         code: z.string().max(100),
         message: z.string().max(10000),
         revision_id: RevisionNumber.nullable().optional(),
         sequence: SequenceNumber.nullable().optional(),
-        at: z.string().nullable().optional(),
+        at: nullableText(64),
+        check: nullableText(200),
+        sessions: z.array(z.string().max(200)).max(1000).optional(),
       })
       .nullable()
       .optional(),
-    bird: z.looseObject({ reachable: z.boolean() }).nullable().optional(),
+    bird: z
+      .strictObject({
+        reachable: z.boolean(),
+        version: nullableText(100),
+        router_id: nullableText(100),
+        server_time: nullableText(100),
+        last_reconfiguration: nullableText(100),
+      })
+      .nullable()
+      .optional(),
     sessions: z
-      .array(z.looseObject({ protocol: z.string() }))
+      .array(
+        z.strictObject({
+          protocol: z.string().max(200),
+          peer_id: z.string().max(100).nullable().optional(),
+          neighbor_address: nullableText(100),
+          remote_asn: z.number().int().min(0).max(4294967295).nullable().optional(),
+          state: nullableText(100),
+          bgp_state: nullableText(100),
+          since: nullableText(100),
+          routes_imported: z.number().int().min(0).nullable().optional(),
+          routes_exported: z.number().int().min(0).nullable().optional(),
+          last_error: nullableText(1000),
+        }),
+      )
       .max(10000)
       .optional(),
     agent_version: singleLineText().max(64).nullable().optional(),
-    reported_at: z.string().nullable().optional(),
+    reported_at: nullableText(64),
   })
   // PostgreSQL's jsonb refuses NUL characters: refused here as bad input, never a 500.
   .refine((v) => !JSON.stringify(v).includes("\\u0000"), "must not contain NUL characters")
-  .meta({ id: "StatusReport" });
+  .refine((v) => Buffer.byteLength(JSON.stringify(v)) <= STATUS_REPORT_MAX_BYTES, `must be at most ${STATUS_REPORT_MAX_BYTES} bytes of JSON`)
+  .meta({ id: "StatusReport", description: `An agent's status report: the known fields only, at most ${STATUS_REPORT_MAX_BYTES} bytes of JSON.` });
 export type StatusReport = z.infer<typeof StatusReport>;

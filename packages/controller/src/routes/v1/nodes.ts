@@ -11,6 +11,7 @@ import {
   SigningKey,
   SigningKeyList,
   SpeakerParams,
+  STATUS_REPORT_MAX_BYTES,
   StatusReport,
 } from "@rlc/shared/schemas";
 import type { FastifyPluginAsyncZod } from "fastify-type-provider-zod";
@@ -148,6 +149,9 @@ const nodeRoutes: FastifyPluginAsyncZod<{ deps: AppDeps }> = async (app, { deps 
         body: StatusReport,
         response: { 204: z.undefined(), ...writeProblems, ...problems(404) },
       },
+      // The report's own cap is on its JSON; twice that leaves room for whitespace, and a body
+      // far past it is refused before it is parsed.
+      bodyLimit: 2 * STATUS_REPORT_MAX_BYTES,
       config: nodeOrOperator,
     },
     async (req, reply) => {

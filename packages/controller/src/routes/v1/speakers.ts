@@ -15,7 +15,6 @@ import {
 import type { FastifyPluginAsyncZod } from "fastify-type-provider-zod";
 import { z } from "zod";
 import type { AppDeps } from "../../app-deps.js";
-import { pollLiveStatus } from "../../services/deploy/live-status.js";
 import { admin, operator } from "../access.js";
 import { resourceRoutes } from "../resource-routes.js";
 import { authProblems, jobAccepted, problems, writeProblems } from "../responses.js";
@@ -44,7 +43,7 @@ const speakerRoutes: FastifyPluginAsyncZod<{ deps: AppDeps }> = async (app, { de
     async (req) => {
       const { page, rows } = await speakers.list(deps.sql, req.ctx(), req.query);
       if (!req.query.live) return page;
-      const { live, polls } = await pollLiveStatus(deps.bus, rows, req.query.live_timeout_ms);
+      const { live, polls } = await deps.services.livePolls.poll(rows, req.query.live_timeout_ms);
       return { ...page, items: page.items.map((s) => ({ ...s, live: live.get(s.id) })), polls };
     },
   );

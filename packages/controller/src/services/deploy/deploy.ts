@@ -1,4 +1,3 @@
-import { internalSubjects } from "@rlc/proto";
 import { ConflictError, NotFoundError, ValidationError } from "@rlc/shared/errors";
 import type { Bus } from "../../bus/index.js";
 import { listBundlesExpiringBefore } from "../../db/bundles.js";
@@ -8,6 +7,7 @@ import { findSpeakerById, listAllSpeakers, setDesiredRevision, setDesiredRevisio
 import type { AuditWriter } from "../access/audit.js";
 import type { RequestContext } from "../access/context.js";
 import { enqueueJob } from "../operations/jobs.js";
+import type { AgentNotifier } from "./agent-notifier.js";
 import { ensureDeltaSection, prepareSections } from "./bundle-sections.js";
 import { type BundleDeps, type IssueContext, issueBundle, issueBundles, issueContext } from "./bundles.js";
 
@@ -45,6 +45,8 @@ export interface DeployDeps extends BundleDeps {
   sql: Sql;
   bus: Bus;
   audit: AuditWriter;
+  /** Wakes the agents, signed (the bus alone carries no proof of who sent a wake-up). */
+  notifier: AgentNotifier;
 }
 
 interface ApplyScope {
@@ -116,13 +118,7 @@ export function createDeployService(deps: DeployDeps) {
 
   const scopeOf = (ctx: RequestContext): ApplyScope => ({ tenantId: ctx.principal.tenantId, now: ctx.now, afterCommit: ctx.afterCommit });
   const notify = (tenantId: string, speakerId: string, revisionId: number, b: { digest: string; sequence: number }) =>
-    deps.bus.publish(internalSubjects.notify(tenantId, speakerId), {
-      type: "new_revision",
-      speaker_id: speakerId,
-      revision_id: revisionId,
-      digest: b.digest,
-      sequence: b.sequence,
-    });
+    void deps.notifier.notify(tenantId, speakerId, { type: "new_revision", revision_id: revisionId, digest: b.digest, sequence: b.sequence }).catch(() => {}); // a wake-up is a hint: the agent's poll finds the revision all the same
 
   return {
     /** Enqueues an apply of `req` for the caller, in the caller's transaction. */

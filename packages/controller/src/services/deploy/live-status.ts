@@ -1,7 +1,8 @@
-import { eventSubjects, internalSubjects, parseEventSubject } from "@rlc/proto";
+import { eventSubjects, parseEventSubject } from "@rlc/proto";
 import type { Bus } from "../../bus/index.js";
 import type { SpeakerRow } from "../../db/speakers.js";
 import { uuidv7 } from "../../lib/ids.js";
+import type { AgentNotifier } from "./agent-notifier.js";
 import type { reportedSessions } from "./speakers.js";
 
 type Report = {
@@ -55,44 +56,79 @@ function speakerOfStatusSubject(tenantId: string, subject: string): string | nul
   return p?.kind === "status" && p.tenantId === tenantId ? p.speakerId : null;
 }
 
+type Answer = { report: Report; at: Date };
+
+/** However many callers ask, one speaker is polled at most once in this long; later callers join that poll. */
+export const LIVE_POLL_MIN_INTERVAL_MS = 2000;
+
 /**
  * `GET /v1/speakers?live=true`: asks every listed speaker's agent for a fresh report at once
  * (over the bus, so whichever replica holds the agent's stream relays it), waits at most
- * `timeoutMs`, and marks the silent ones stale with their last report.
+ * `timeoutMs`, and marks the silent ones stale with their last report. Polls are coalesced: a
+ * speaker polled less than `LIVE_POLL_MIN_INTERVAL_MS` ago (and not left unanswered) is not
+ * asked again, the caller shares that poll's answer, so many viewers polling at once cost each
+ * router one report.
  */
-export async function pollLiveStatus(bus: Bus, speakers: SpeakerRow[], timeoutMs: number) {
-  const requestedAt = new Date();
-  const polls = new Map(speakers.map((s) => [s.id, uuidv7()]));
-  const answers = new Map<string, { report: Report; at: Date }>();
-  let done: (() => void) | null = null;
-  const unsubscribes = [...new Set(speakers.map((s) => s.tenant_id))].map((tenantId) =>
-    bus.subscribe(eventSubjects.status(tenantId, "*"), (message, subject) => {
-      // The speaker is the one the subject names, never what the message says: NATS lets an
-      // agent publish only on its own status subject, so a poll_id answered on another
-      // speaker's subject (or a speaker_id claimed in the body) proves nothing.
-      const speakerId = speakerOfStatusSubject(tenantId, subject);
-      const report = message as Report;
-      if (!speakerId || typeof report !== "object" || report === null) return;
-      const pollId = polls.get(speakerId);
-      if (!pollId || report.poll_id !== pollId || answers.has(speakerId)) return;
-      answers.set(speakerId, { report, at: new Date() });
-      if (answers.size === polls.size) done?.();
-    }),
-  );
-  try {
-    for (const s of speakers) bus.publish(internalSubjects.notify(s.tenant_id, s.id), { type: "live_poll", poll_id: polls.get(s.id) });
-    if (speakers.length) {
-      await new Promise<void>((resolve) => {
-        const timer = setTimeout(resolve, timeoutMs);
-        done = () => {
-          clearTimeout(timer);
-          resolve();
-        };
+export function createLivePolls(deps: { bus: Bus; notifier: AgentNotifier; minIntervalMs?: number }) {
+  const minIntervalMs = deps.minIntervalMs ?? LIVE_POLL_MIN_INTERVAL_MS;
+  const recent = new Map<string, { startedAt: number; answer: Promise<Answer | null> }>();
+
+  const pollOne = (s: SpeakerRow, timeoutMs: number): Promise<Answer | null> => {
+    const now = Date.now();
+    const joined = recent.get(s.id);
+    if (joined && now - joined.startedAt < minIntervalMs) return joined.answer;
+    const pollId = uuidv7();
+    const answer = new Promise<Answer | null>((resolve) => {
+      const unsubscribe = deps.bus.subscribe(eventSubjects.status(s.tenant_id, s.id), (message, subject) => {
+        // The speaker is the one the subject names, never what the message says: only the
+        // controller publishes status events, after checking the reporting node key.
+        const report = message as Report;
+        if (speakerOfStatusSubject(s.tenant_id, subject) !== s.id || typeof report !== "object" || report === null) return;
+        if (report.poll_id !== pollId) return;
+        clearTimeout(timer);
+        unsubscribe();
+        resolve({ report, at: new Date() });
       });
-    }
-  } finally {
-    for (const u of unsubscribes) u();
-  }
+      const timer = setTimeout(() => {
+        unsubscribe();
+        resolve(null);
+      }, timeoutMs);
+      deps.notifier.notify(s.tenant_id, s.id, { type: "live_poll", poll_id: pollId }).catch(() => {});
+    });
+    const entry = { startedAt: now, answer };
+    recent.set(s.id, entry);
+    // A poll nobody answered is not shared: the next caller asks again.
+    void answer.then((a) => {
+      if (!a && recent.get(s.id) === entry) recent.delete(s.id);
+    });
+    for (const [id, r] of recent) if (now - r.startedAt >= minIntervalMs) recent.delete(id);
+    return answer;
+  };
+
+  return {
+    async poll(speakers: SpeakerRow[], timeoutMs: number) {
+      const requestedAt = new Date();
+      const answers = new Map<string, Answer>();
+      await Promise.all(
+        speakers.map(async (s) => {
+          // A joined poll may have been asked with a longer wait: this caller waits its own.
+          let timer: NodeJS.Timeout | undefined;
+          const own = new Promise<null>((r) => {
+            timer = setTimeout(() => r(null), timeoutMs);
+          });
+          const answer = await Promise.race([pollOne(s, timeoutMs), own]);
+          clearTimeout(timer);
+          if (answer) answers.set(s.id, answer);
+        }),
+      );
+      return liveResult(speakers, answers, requestedAt, timeoutMs);
+    },
+  };
+}
+
+export type LivePolls = ReturnType<typeof createLivePolls>;
+
+function liveResult(speakers: SpeakerRow[], answers: Map<string, Answer>, requestedAt: Date, timeoutMs: number) {
   const live = new Map<string, ReturnType<typeof liveOf>>();
   const pollList = speakers.map((s) => {
     const answer = answers.get(s.id);
@@ -106,7 +142,8 @@ export async function pollLiveStatus(bus: Bus, speakers: SpeakerRow[], timeoutMs
       speaker_id: s.id,
       requested_at: requestedAt.toISOString(),
       answered_at: answer ? answer.at.toISOString() : null,
-      latency_ms: answer ? answer.at.getTime() - requestedAt.getTime() : null,
+      // A joined poll may have been answered before this caller asked.
+      latency_ms: answer ? Math.max(0, answer.at.getTime() - requestedAt.getTime()) : null,
       ok: Boolean(answer),
       error: answer ? null : `no answer within ${timeoutMs} ms`,
     };

@@ -1,5 +1,5 @@
 import type { StatusReportEvent } from "@rlc/proto";
-import { ForbiddenError, NotFoundError, UnauthenticatedError, ValidationError } from "@rlc/shared/errors";
+import { AppError, ForbiddenError, NotFoundError, UnauthenticatedError, ValidationError } from "@rlc/shared/errors";
 import type { Bus } from "../../bus/index.js";
 import { revokeApiKeysBySpeaker } from "../../db/api-keys.js";
 import { readBundleSectionSlice } from "../../db/bundle-sections.js";
@@ -12,6 +12,7 @@ import { sessionChanges } from "../../events/session-changes.js";
 import { openPieces, sealedRange } from "../../lib/sealed-envelope.js";
 import type { SecretBox } from "../../lib/secret-box.js";
 import { isoRequired } from "../../lib/time.js";
+import { createBuckets } from "../../lib/token-buckets.js";
 import { mintApiKey } from "../access/api-keys.js";
 import type { AuditWriter } from "../access/audit.js";
 import type { Principal } from "../access/context.js";
@@ -45,6 +46,32 @@ function assertReportTimes(body: StatusReportBody): void {
       throw new ValidationError(`invalid report: ${field} must be an RFC 3339 date-time`);
     }
   }
+}
+
+/**
+ * Status reports one speaker may send: a burst of 20, then one every 500 ms. An agent reports on
+ * start, per apply, when a session changes and per live poll (at most one a second), far below.
+ */
+export const STATUS_REPORT_RATE = { burst: 20, everyMs: 500 };
+
+/** The event of a report: the fields the controller knows, never whatever else a body carried. */
+function statusEvent(body: StatusReportBody, tenantId: string, speakerId: string, now: Date): StatusReportEvent {
+  const known = [
+    "reason",
+    "poll_id",
+    "applied_revision_id",
+    "applied_sequence",
+    "applied_digest",
+    "applied_at",
+    "error",
+    "bird",
+    "sessions",
+    "agent_version",
+    "reported_at",
+  ] as const;
+  const event: Record<string, unknown> = { tenant_id: tenantId, speaker_id: speakerId, received_at: now.toISOString() };
+  for (const k of known) if (body[k] !== undefined) event[k] = body[k];
+  return event as StatusReportEvent;
 }
 
 type Gone = () => NotFoundError;
@@ -143,6 +170,8 @@ export function createNodeService(deps: {
   sections?: SectionCache;
 }) {
   const sections = deps.sections ?? createSectionCache(SECTION_CACHE_BYTES);
+  // Per process: a replica counts what reaches it (an agent reports to one replica at a time).
+  const reports = createBuckets(STATUS_REPORT_RATE);
   /** A node key reaches only its own speaker (404 otherwise); operators reach any of the tenant's. */
   const speakerFor = async (db: Db, principal: Principal, speakerId: string): Promise<SpeakerRow> => {
     if (principal.role === "node" && principal.speakerId !== speakerId) throw new NotFoundError("speaker", speakerId);
@@ -233,6 +262,11 @@ export function createNodeService(deps: {
     /** Records what the agent runs and sees, then relays it to every replica (live polls, apply jobs). */
     async report(principal: Principal, speakerId: string, body: StatusReportBody, now: Date) {
       if (principal.role === "node" && principal.speakerId !== speakerId) throw new NotFoundError("speaker", speakerId);
+      if (!reports.take(speakerId, now.getTime())) {
+        throw new AppError("rate_limited", "too many status reports for this speaker; at most 2 a second after a burst of 20", {
+          headers: { "retry-after": "1" },
+        });
+      }
       assertReportTimes(body);
       const applied = body.applied_revision_id ?? null;
       // One statement a report (a thousand agents report within seconds of an apply): the row
@@ -249,8 +283,7 @@ export function createNodeService(deps: {
       });
       if (!before) throw new NotFoundError("speaker", speakerId);
       // Recorded (committed) first; the sessions compared with the report this one replaces.
-      const event = { ...body, tenant_id: before.tenant_id, speaker_id: speakerId, received_at: now.toISOString() } as StatusReportEvent;
-      publishEvent(deps.bus, "status", event);
+      publishEvent(deps.bus, "status", statusEvent(body, before.tenant_id, speakerId, now));
       for (const change of sessionChanges(before.tenant_id, speakerId, before.last_report, body, now)) publishEvent(deps.bus, "session", change);
     },
   };
