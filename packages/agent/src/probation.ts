@@ -21,6 +21,8 @@ export interface ProbationDeps {
 export interface BirdBaseline {
   /** `Last reconfiguration on` of `show status`: BIRD shows it again once it runs the previous config. */
   lastReconfiguration: string | null;
+  /** BIRD's version from the same `show status`: what a revert looks like depends on it. */
+  version: string | null;
   sessions: BgpSessionLive[];
 }
 
@@ -37,8 +39,10 @@ export interface ProbationRun {
 export async function readBaseline(deps: Pick<ProbationDeps, "bird" | "clock" | "timeZone">): Promise<BirdBaseline> {
   const status = await deps.bird.command("show status");
   const protocols = await deps.bird.command("show protocols all");
+  const shown = parseShowStatus(status.text, { timeZone: deps.timeZone });
   return {
-    lastReconfiguration: parseShowStatus(status.text, { timeZone: deps.timeZone }).last_reconfiguration,
+    lastReconfiguration: shown.last_reconfiguration,
+    version: shown.version,
     sessions: parseProtocolsAll(protocols.text, { now: new Date(deps.clock.now()), timeZone: deps.timeZone }).sessions,
   };
 }
@@ -91,9 +95,22 @@ export interface RevertResult {
 }
 
 /**
+ * BIRD 2 keeps the load time with each configuration, so `configure undo` and its timer's revert
+ * show the previous configuration's time again. BIRD 3 stamps the revert itself with a new time
+ * (captured: status/fixtures/undo-3.1.8.txt, timer-3.1.8.txt).
+ */
+const STAMPS_REVERTS = /^[3-9]\./;
+export const birdStampsReverts = (version: string | null) => STAMPS_REVERTS.test(version ?? "");
+
+/** Two readings of one reconfiguration can differ by a millisecond (BIRD's monotonic clock shown as wall time). */
+const SAME_RECONFIGURATION_MS = 5;
+
+/**
  * `configure undo` at once (the previous files go back first); when BIRD refuses it, waits for
- * BIRD's own timer. Then waits until `show status` gives the previous configuration's load time
- * again: BIRD keeps it with the configuration, so it comes back exactly when the old one runs.
+ * BIRD's own timer. Then waits until `show status` shows the previous configuration running:
+ * on BIRD 2 its load time comes back; on BIRD 3 a reconfiguration later than the one on
+ * probation is the revert (nothing else configures BIRD meanwhile), and `Nothing to do` to the
+ * undo says the timer already did it.
  */
 export async function revertAndVerify(
   deps: ProbationDeps,
@@ -103,29 +120,43 @@ export async function revertAndVerify(
   verifyMs = 15_000,
 ): Promise<RevertResult> {
   const { clock, log } = deps;
+  const stamps = birdStampsReverts(baseline.version);
+  const onProbation = stamps ? await reconfiguredAt(deps).catch(() => null) : null;
   let how: RevertResult["how"] = "undo";
   try {
     const reply = await undo();
     // 0019 "Nothing to do": the timer had already put the old configuration back.
     if (reply.code === 19) how = "timer";
+    if (reply.code === 19 && stamps) return { how, verified: true };
   } catch (error) {
     how = "timer";
     log.warn("configure undo refused; BIRD's timer reverts", errorFields(error));
     const wait = timerEndsAt - clock.now();
     if (wait > 0) await clock.sleep(wait);
   }
-  if (baseline.lastReconfiguration === null) return { how, verified: false };
+  const back = stamps
+    ? onProbation === null
+      ? null
+      : (shown: string | null) => shown !== null && Date.parse(shown) > Date.parse(onProbation) + SAME_RECONFIGURATION_MS
+    : baseline.lastReconfiguration === null
+      ? null
+      : (shown: string | null) => shown === baseline.lastReconfiguration;
+  if (back === null) return { how, verified: false };
   const deadline = clock.now() + verifyMs;
   for (;;) {
     try {
-      const status = parseShowStatus((await deps.bird.command("show status")).text, { timeZone: deps.timeZone });
-      if (status.last_reconfiguration === baseline.lastReconfiguration) return { how, verified: true };
+      if (back(await reconfiguredAt(deps))) return { how, verified: true };
     } catch (error) {
       log.warn("BIRD did not answer after the undo", errorFields(error));
     }
     if (clock.now() >= deadline) return { how, verified: false };
     await clock.sleep(200);
   }
+}
+
+/** `Last reconfiguration` of `show status`, as RFC 3339. */
+async function reconfiguredAt(deps: ProbationDeps): Promise<string | null> {
+  return parseShowStatus((await deps.bird.command("show status")).text, { timeZone: deps.timeZone }).last_reconfiguration;
 }
 
 /**

@@ -1,5 +1,5 @@
 import { execFileSync } from "node:child_process";
-import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { describe, expect, it, onTestFinished } from "vitest";
@@ -57,6 +57,44 @@ describe("validateBirdConfig", () => {
     const runner = stderrOf("bird: /gone.conf:1:0 No protocol is specified in the config file\n");
     const error = (await validateBirdConfig("/gone.conf", { runner }).catch((e: unknown) => e)) as BirdConfigError;
     expect(error.excerpt).toBe("/gone.conf:1:0 No protocol is specified in the config file");
+  });
+});
+
+/** Captured `bird -p` stderr and the files it was about (fixtures/README.md). */
+const captured = (name: string) => readFileSync(new URL(`./fixtures/${name}`, import.meta.url), "utf8");
+const CAPTURED_VERSIONS = ["2.0.12", "2.17.6", "3.1.8"];
+
+describe("validateBirdConfig on the stderr of each BIRD version (captured)", () => {
+  it.each(CAPTURED_VERSIONS)("BIRD %s: an error in an included file is located, with its line under a caret", async (version) => {
+    const runner = stderrOf(captured(`bird-p-include-${version}.txt`));
+    const error = (await validateBirdConfig("/tmp/cap/main.conf", { runner, readText: async () => captured("bird-p-include.conf") }).catch(
+      (e: unknown) => e,
+    )) as BirdConfigError;
+    expect(error.location).toEqual({ file: "/tmp/cap/inc.conf", line: 3, column: 18 });
+    expect(error.birdMessage).toBe("Invalid IPv4 prefix 10.0.0.1/8, maybe you wanted 10.0.0.0/8");
+    expect(error.excerpt.split("\n").slice(1)).toEqual([" 3 |   route 10.0.0.1/8 blackhole;", "   |                  ^"]);
+  });
+
+  it.each(CAPTURED_VERSIONS)("BIRD %s: a peer with a password reports the real error, not the MD5 warning before it", async (version) => {
+    const runner = stderrOf(captured(`bird-p-password-${version}.txt`));
+    const error = (await validateBirdConfig("/tmp/cap/bad2.conf", { runner, readText: async () => captured("bird-p-password.conf") }).catch(
+      (e: unknown) => e,
+    )) as BirdConfigError;
+    expect(error.location).toEqual({ file: "/tmp/cap/bad2.conf", line: 9, column: 1 });
+    expect(error.birdMessage).toBe("EBGP requires explicit import policy");
+    expect(error.excerpt).not.toContain("secret");
+  });
+
+  it("a bird -p that only warns and then times out names the warning without BIRD 3's stamp", async () => {
+    const runner: ProcessRunner = async () => ({
+      code: null,
+      signal: "SIGTERM",
+      timedOut: true,
+      stdout: "",
+      stderr: "bird: 2026-11-27 05:33:32.193 [0001] <WARN> /x.conf:9:1: Missing authentication option, assuming MD5\n",
+    });
+    const error = await validateBirdConfig("/x.conf", { runner, timeoutMs: 300 }).catch((e: unknown) => e);
+    expect((error as Error).message).toBe("bird -p did not finish within 300 ms: /x.conf:9:1: Missing authentication option, assuming MD5");
   });
 });
 

@@ -1,5 +1,6 @@
 import { readFile } from "node:fs/promises";
 import { execa } from "execa";
+import { birdErrorLine } from "./stderr.js";
 
 export interface ProcessResult {
   /** Exit code; null when the process was killed (see `signal`). */
@@ -83,18 +84,19 @@ const LOCATED = /^(?:bird: )?(.+?):(\d+):(\d+) (.*)$/;
 
 /**
  * `bird -p -c <file>`: BIRD parses the config (and every file it includes) and exits, silent
- * with 0 when it is good, 1 with `bird: <file>:<line>:<col> <message>` on stderr when not.
+ * with 0 when it is good, 1 with `bird: <file>:<line>:<col> <message>` on stderr when not (BIRD 3
+ * stamps the line, and 2.17 and 3.x may warn first: stderr.ts picks the error out).
  * Throws {@link BirdConfigError} when BIRD refuses the file.
  */
 export async function validateBirdConfig(configPath: string, options: ValidateOptions): Promise<void> {
   const result = await options.runner(options.birdBin ?? "bird", ["-p", "-c", configPath], { timeoutMs: options.timeoutMs ?? 30_000 });
   if (result.code === 0) return;
   if (result.timedOut) {
-    const stderr = result.stderr.trim().split("\n")[0];
+    const stderr = birdErrorLine(result.stderr);
     throw new BirdConfigError(`bird -p did not finish within ${options.timeoutMs ?? 30_000} ms${stderr ? `: ${stderr}` : ""}`, null, "");
   }
-  const firstLine = (result.stderr.trim() || result.stdout.trim()).split("\n")[0] ?? "";
-  const error = parseBirdError(firstLine || `bird -p exited with ${result.code ?? result.signal}`);
+  const line = birdErrorLine(result.stderr) || birdErrorLine(result.stdout);
+  const error = parseBirdError(line || `bird -p exited with ${result.code ?? result.signal}`);
   let source: string | null = null;
   if (error.location) {
     source = await (options.readText ?? ((p: string) => readFile(p, "utf8")))(error.location.file).catch(() => null);
