@@ -1,14 +1,18 @@
-// `npm test`: install and build when needed, make sure PostgreSQL, NATS and the end-to-end
-// tools are there, run every test, and print one closing line "N passed, N failed, N skipped".
+// `npm test`: install and build when needed, make sure PostgreSQL, NATS, the end-to-end tools
+// and the BIRD matrix's Debian 13 roots are there, run every test, and print one closing line
+// "N passed, N failed, N skipped".
 import { spawnSync } from "node:child_process";
 import { existsSync, mkdirSync, readFileSync, rmSync } from "node:fs";
 import { join } from "node:path";
+import { ensureBirdRoots } from "./bird-roots.mjs";
 import { ensureBuilt, ensureInstalled, root } from "./lib.mjs";
 import { ensureAptTools, ensureNats, ensurePostgres } from "./services.mjs";
 
 ensureInstalled();
 ensureBuilt();
 ensureAptTools();
+// BIRD 2.17 and 3.1 (Debian 13) beside the machine's: made once, cached outside the repository.
+ensureBirdRoots();
 const databaseUrl = await ensurePostgres();
 const natsUrl = await ensureNats();
 
@@ -21,8 +25,9 @@ mkdirSync(outDir, { recursive: true });
  * `npm test -- <filter>` passes the filter to both; `TEST_DB=postgres|embedded` runs one.
  */
 const runs = [
-  { name: "postgres", config: "vitest.config.ts" },
-  { name: "embedded", config: "vitest.embedded.config.ts" },
+  { name: "postgres", config: "vitest.config.ts", env: {} },
+  // The BIRD matrix is no database's business: the embedded run takes the machine's BIRD only.
+  { name: "embedded", config: "vitest.embedded.config.ts", env: { RLC_BIRDS: process.env.RLC_BIRDS ?? "host" } },
 ].filter((r) => !process.env.TEST_DB || process.env.TEST_DB === r.name);
 
 let status = 0;
@@ -34,7 +39,7 @@ for (const run of runs) {
   const r = spawnSync(
     "npx",
     ["vitest", "run", "-c", run.config, "--reporter=default", "--reporter=json", `--outputFile.json=${results}`, ...process.argv.slice(2)],
-    { cwd: root, stdio: "inherit", env: { ...process.env, TEST_DB: run.name, TEST_DATABASE_URL: databaseUrl, TEST_NATS_URL: natsUrl } },
+    { cwd: root, stdio: "inherit", env: { ...process.env, ...run.env, TEST_DB: run.name, TEST_DATABASE_URL: databaseUrl, TEST_NATS_URL: natsUrl } },
   );
   if (existsSync(results)) {
     const report = JSON.parse(readFileSync(results, "utf8"));

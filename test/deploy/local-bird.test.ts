@@ -2,20 +2,21 @@ import type { ChildProcess } from "node:child_process";
 import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { afterAll, beforeAll, expect, it } from "vitest";
 import { BirdClient } from "../../packages/shared/src/bird/birdc.js";
 import { freePort, lastReconfiguration, sameReconfiguration, startProcess, stopProcess } from "../helpers/bird-lab.js";
+import { describeEachBird } from "../helpers/bird-versions.js";
 import { startTestController, type TestController } from "../helpers/controller.js";
-import { tool } from "../helpers/tools.js";
 import { untilJobDone } from "../helpers/wait.js";
 
-// POST /v1/bird/reload and GET /v1/bird/status against a real BIRD 2 on this host, which the
+// POST /v1/bird/reload and GET /v1/bird/status against a real BIRD on this host (each of the
+// matrix, helpers/bird-versions.ts), which the
 // controller drives through the agent's renderer, `bird -p` and configure/confirm code.
 
-const missing = ["bird"].filter((bin) => !tool(bin).available);
 const title = "the local speaker: the controller drives the BIRD on its own host";
 
-describe.skipIf(missing.length > 0)(missing.length > 0 ? `${title} (skipped: bird not on PATH)` : title, () => {
+describeEachBird(title, [], (b) => {
+  const path = process.env.PATH;
   let dir = "";
   let include = "";
   let bird: ChildProcess | null = null;
@@ -53,7 +54,9 @@ describe.skipIf(missing.length > 0)(missing.length > 0 ? `${title} (skipped: bir
       join(etc, "bird.conf"),
       [`log "${dir}/bird.log" all;`, "router id 127.0.0.1;", "timeformat protocol iso long;", "protocol device {", "}", `include "${include}";`, ""].join("\n"),
     );
-    bird = startProcess("bird", ["-f", "-c", join(etc, "bird.conf"), "-s", join(dir, "bird.ctl"), "-P", join(dir, "bird.pid")], join(dir, "bird.out"));
+    // The controller runs `bird -p` from PATH: this BIRD's, for the time of this suite.
+    process.env.PATH = b.env.PATH;
+    bird = startProcess(b.bird, ["-f", "-c", join(etc, "bird.conf"), "-s", join(dir, "bird.ctl"), "-P", join(dir, "bird.pid")], join(dir, "bird.out"));
     birdc = new BirdClient({ socketPath: join(dir, "bird.ctl"), timeoutMs: 5000 });
     const deadline = Date.now() + 10_000;
     while (
@@ -85,6 +88,7 @@ describe.skipIf(missing.length > 0)(missing.length > 0 ? `${title} (skipped: bir
     birdc?.close();
     await Promise.all([t?.close(), bare?.close()]);
     await stopProcess(bird);
+    process.env.PATH = path;
     if (dir) rmSync(dir, { recursive: true, force: true });
   });
 
@@ -104,7 +108,7 @@ describe.skipIf(missing.length > 0)(missing.length > 0 ? `${title} (skipped: bir
     expect((await call(viewer, "GET", "/v1/bird/status")).statusCode).toBe(403);
     const status = await call(t.rootKey, "GET", "/v1/bird/status");
     expect(status.statusCode, status.body).toBe(200);
-    expect(status.json()).toMatchObject({ speaker_id: null, bird: { reachable: true, version: "2.0.12", router_id: "127.0.0.1" }, sessions: [] });
+    expect(status.json()).toMatchObject({ speaker_id: null, bird: { reachable: true, version: b.version, router_id: "127.0.0.1" }, sessions: [] });
     expect((await call(viewer, "POST", "/v1/bird/reload")).statusCode).toBe(403);
     expect((await call(null, "GET", "/v1/bird/status")).statusCode).toBe(401);
     const none = await call(t.rootKey, "POST", "/v1/bird/reload");

@@ -84,11 +84,13 @@ export interface BirdLab {
 /**
  * BIRD in full mode on a bare `etc/bird.conf` (the agent writes the real one) with its socket in
  * `dir`, answering before this returns, and GoBGP peering with it: the router of the end-to-end tests.
+ * `birdBin`: which BIRD (helpers/bird-versions.ts), by default the one on PATH.
  */
-export async function startBirdLab(dir: string, etc: string): Promise<BirdLab> {
+export async function startBirdLab(dir: string, etc: string, birdBin = "bird"): Promise<BirdLab> {
   const [birdPort, gobgpPort, apiPort] = [await freePort("127.0.0.1"), await freePort("127.0.0.2"), await freePort()];
   writeFileSync(join(etc, "bird.conf"), ["router id 127.0.0.1;", "protocol device {", "}", ""].join("\n"));
   const bird = await startBird({
+    bin: birdBin,
     config: join(etc, "bird.conf"),
     socketPath: join(dir, "bird.ctl"),
     pidFile: join(dir, "bird.pid"),

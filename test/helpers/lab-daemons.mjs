@@ -63,11 +63,12 @@ function birdGreets(socketPath) {
 }
 
 /**
- * BIRD in front on `config`, its control socket at `socketPath`, answering before this returns.
- * @param {{ config: string, socketPath: string, pidFile: string, logFile: string, timeoutMs?: number }} o
+ * BIRD in front on `config`, its control socket at `socketPath`, answering before this returns;
+ * `bin` is the `bird` to run (default: the one on PATH).
+ * @param {{ bin?: string, config: string, socketPath: string, pidFile: string, logFile: string, timeoutMs?: number }} o
  */
 export async function startBird(o) {
-  const bird = startProcess("bird", ["-f", "-c", o.config, "-s", o.socketPath, "-P", o.pidFile], o.logFile);
+  const bird = startProcess(o.bin ?? "bird", ["-f", "-c", o.config, "-s", o.socketPath, "-P", o.pidFile], o.logFile);
   const deadline = Date.now() + (o.timeoutMs ?? 10_000);
   while (!(await birdGreets(o.socketPath))) {
     if (Date.now() > deadline || bird.exitCode !== null) {

@@ -3,6 +3,7 @@ import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "n
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
+import { describeEachBird } from "../../../../../test/helpers/bird-versions.js";
 import type { BundlePayload } from "../../bundle/index.js";
 import { type RenderOptions, renderBirdConfig } from "./render.js";
 import { peerIdFromProtocol, peerProtocolName, RenderError } from "./values.js";
@@ -17,15 +18,6 @@ interface Fixture {
   options: RenderOptions;
   payload: BundlePayload;
 }
-
-const birdPath = (() => {
-  try {
-    return execFileSync("sh", ["-c", "command -v bird"], { encoding: "utf8" }).trim() || null;
-  } catch {
-    return null;
-  }
-})();
-const CI = process.env.CI === "true";
 
 const base = (): BundlePayload => structuredClone(fixtures.find((f) => f.name === "include-basic")?.payload as BundlePayload);
 
@@ -54,25 +46,19 @@ describe("renderBirdConfig - golden files", () => {
   });
 });
 
-describe("renderBirdConfig - bird -p accepts the output", () => {
+describeEachBird("renderBirdConfig - bird -p accepts the output", [], (b) => {
   const dirs: string[] = [];
   afterAll(() => {
     for (const d of dirs) rmSync(d, { recursive: true, force: true });
   });
 
-  if (CI && !birdPath) {
-    it("bird is installed (CI=true)", () => {
-      throw new Error("bird is not on PATH, and CI=true requires it");
-    });
-  }
-
-  it.skipIf(!birdPath).each(fixtures)("$name in full mode parses with bird -p (skipped: bird not on PATH)", ({ payload }) => {
+  it.each(fixtures)("$name in full mode parses with bird -p", ({ payload }) => {
     const dir = mkdtempSync(join(tmpdir(), "rl-render-"));
     dirs.push(dir);
     const { files, entry } = renderBirdConfig(payload, { mode: "full" });
     for (const [file, text] of Object.entries(files)) writeFileSync(join(dir, file), text);
     // Throws with BIRD's stderr (file:line:col message) when it refuses the config.
-    execFileSync(birdPath as string, ["-p", "-c", join(dir, entry)], { stdio: "pipe" });
+    execFileSync(b.bird, ["-p", "-c", join(dir, entry)], { stdio: "pipe" });
   });
 });
 
