@@ -13,6 +13,32 @@ describe("parseProtocolsAll", () => {
     expect(sessions[0]).toEqual(ESTABLISHED_A1);
   });
 
+  // BIRD 3 adds `Created:`, import/export state and `RX limit` columns; 2.17 is 2.0's layout.
+  it.each([
+    ["2.17.6", "2026-11-27T05:50:12.000Z"],
+    ["3.1.8", "2026-11-27T05:50:19.000Z"],
+  ])("reads BIRD %s's Established session and the routes it exports (Debian 13)", (version, since) => {
+    const { sessions, protocols } = parseProtocolsAll(protocolsFixture(`established-${version}`), {
+      now: new Date("2026-11-27T06:00:00Z"),
+      timeZone: "utc",
+    });
+    expect(sessions).toEqual([
+      {
+        protocol: "rl_peer_0192f3a40000700080000000000000e1",
+        peer_id: "0192f3a4-0000-7000-8000-0000000000e1",
+        neighbor_address: "127.0.0.2",
+        remote_asn: 65001,
+        state: "up",
+        bgp_state: "Established",
+        since,
+        routes_imported: 0,
+        routes_exported: 5, // 3 IPv4 + 2 IPv6
+        last_error: null,
+      },
+    ]);
+    expect(protocols.map((p) => p.state)).toEqual(Array(7).fill("up"));
+  });
+
   it("reads an Active session with its last error", () => {
     const { sessions } = parseProtocolsAll(protocolsFixture("established"), options);
     expect(sessions[1]).toMatchObject({ peer_id: A2, state: "start", bgp_state: "Active", last_error: "Socket: Connection refused" });
