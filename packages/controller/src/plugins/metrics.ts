@@ -1,3 +1,4 @@
+import { Problem } from "@rlc/shared/schemas";
 import type { FastifyInstance } from "fastify";
 import fp from "fastify-plugin";
 import { Counter, Histogram, type Registry } from "prom-client";
@@ -75,7 +76,11 @@ export function metricsRoute(app: FastifyInstance, registry: Registry): void {
           "and the standard process metrics (`process_*`, `nodejs_*`). No series names or labels a tenant or a speaker: the per-tenant detail is " +
           "`GET /v1/metrics`, with a key. The README's Metrics section lists them all. With `METRICS_PORT` set it is served on that listener only.",
         security: [],
-        response: { 200: { description: "The metrics", content: { "text/plain": { schema: z.string() } } } },
+        response: {
+          200: { description: "The metrics", content: { "text/plain": { schema: z.string() } } },
+          // On the API's listener (plugins/strict-requests.ts): the scrape takes no parameter.
+          400: { description: "A query parameter (`validation_failed`)", content: { "application/problem+json": { schema: Problem } } },
+        },
       },
       config: { auth: "public" },
     },

@@ -33,6 +33,36 @@ function transform(doc: TransformInput) {
   };
 }
 
+/**
+ * The document without the schemas no operation reaches. Every zod schema with an `id` is in
+ * the registry the transform reads, so the document would also carry the events' payloads
+ * (they belong to /v1/asyncapi.json), the `…Input` twin of every response-only schema and
+ * pieces only other schemas inline: names a reader and a generated client would take for API.
+ */
+export function withoutUnusedSchemas<T extends object>(doc: T): T {
+  const components = (doc as { components?: { schemas?: Record<string, unknown> } }).components;
+  const schemas = components?.schemas;
+  if (!schemas) return doc;
+  const reached = new Set<string>();
+  const walk = (node: unknown): void => {
+    if (Array.isArray(node)) for (const item of node) walk(item);
+    else if (node && typeof node === "object") {
+      for (const [key, value] of Object.entries(node)) {
+        if (key === "$ref" && typeof value === "string" && value.startsWith("#/components/schemas/")) {
+          const name = decodeURIComponent(value.slice("#/components/schemas/".length));
+          if (!reached.has(name)) {
+            reached.add(name);
+            walk(schemas[name]);
+          }
+        } else walk(value);
+      }
+    }
+  };
+  walk({ ...doc, components: { ...components, schemas: {} } });
+  const kept = Object.fromEntries(Object.entries(schemas).filter(([name]) => reached.has(name)));
+  return { ...doc, components: { ...components, schemas: kept } };
+}
+
 /** The OpenAPI 3.1 document, generated from the same zod schemas that validate requests. */
 export default fp(async function openapiPlugin(app: FastifyInstance, opts: { version: string }) {
   const withBodyLimits = collectBodyLimits(app);
@@ -42,19 +72,23 @@ export default fp(async function openapiPlugin(app: FastifyInstance, opts: { ver
       info: {
         title: "Route-list controller API",
         version: opts.version,
+        license: { name: "Apache-2.0", url: "https://www.apache.org/licenses/LICENSE-2.0" },
         description:
           "Turns lists of ASNs, domains, IP ranges and CDN feeds into community-tagged BGP announcements. " +
           "Errors are RFC 9457 problem+json with a stable `code`. Every POST, PATCH and DELETE accepts `Idempotency-Key`. " +
           "Collections are keyset-paginated with `cursor` and `limit` (1..500, default 50). " +
           "Each operation that takes a body states its size limit in bytes as `x-body-limit` (1 MiB unless stated); a larger body is a 413.",
       },
+      // Relative: the document is served by the controller it describes, on whatever address it
+      // was reached, so "Try it out" and generated clients call that same controller.
+      servers: [{ url: "/", description: "The controller serving this document" }],
       components: {
         securitySchemes: { bearer: { type: "http", scheme: "bearer", description: "`rlk_<prefix>_<secret>`" } },
       },
       security: [{ bearer: [] }],
     },
     transform,
-    transformObject: (doc) => withBodyLimits(jsonSchemaTransformObject(doc) as never),
+    transformObject: (doc) => withoutUnusedSchemas(withBodyLimits(jsonSchemaTransformObject(doc) as never)),
   });
   // The reference pages are public like the document they show.
   await app.register(async (docs) => {

@@ -8,11 +8,14 @@ import fp from "fastify-plugin";
  * - Query parameters: a route that declares a `querystring` schema validates it strictly (the
  *   schemas are strict objects); a /v1 route that declares none accepts no query parameter at
  *   all, so `POST /v1/modules?dry=true` is a 400 `validation_failed` instead of a module made
- *   by someone who thought they asked for a dry run.
+ *   by someone who thought they asked for a dry run. The unversioned probes (`/health`,
+ *   `/version`, `/metrics`) read no parameter either, and answer the same 400 to one.
  * - Bodies: only the media types a route parses. Fastify's built-in `text/plain` parser would
  *   hand a string to a JSON schema and answer 400; without it a wrong Content-Type is the 415
  *   `unsupported_media_type` it is (the CSV import registers its own types).
  */
+const PROBES = new Set(["/health", "/version", "/metrics"]);
+
 export default fp(async function strictRequestsPlugin(app: FastifyInstance) {
   app.removeContentTypeParser("text/plain");
 
@@ -27,7 +30,7 @@ export default fp(async function strictRequestsPlugin(app: FastifyInstance) {
   };
 
   app.addHook("onRoute", (route) => {
-    if (!route.url.startsWith("/v1/") || route.schema?.querystring) return;
+    if (!(route.url.startsWith("/v1/") || PROBES.has(route.url)) || route.schema?.querystring) return;
     const existing = route.preValidation ? (Array.isArray(route.preValidation) ? route.preValidation : [route.preValidation]) : [];
     route.preValidation = [rejectQuery, ...existing] as typeof route.preValidation;
   });

@@ -10,8 +10,9 @@ const publicRoutes: FastifyPluginAsyncZod<{ deps: AppDeps }> = async (app, { dep
   const cfg = { auth: "public" as const };
   const health = async () => ({ status: "ok" as const });
   const version = async () => ({ ...deps.buildInfo, api: "v1" as const, node: process.version });
-  const healthSchema = { tags: ["health"], security: [], response: { 200: Health } };
-  const versionSchema = { tags: ["health"], security: [], response: { 200: Version } };
+  // The 400 is a query parameter: these routes read none, and say so rather than ignore one.
+  const healthSchema = { tags: ["health"], security: [], response: { 200: Health, ...problems(400) } };
+  const versionSchema = { tags: ["health"], security: [], response: { 200: Version, ...problems(400) } };
 
   app.get("/v1/health", { schema: { ...healthSchema, summary: "Liveness" }, config: cfg }, health);
   app.get("/health", { schema: { ...healthSchema, summary: "Liveness (root)" }, config: cfg }, health);
@@ -20,7 +21,7 @@ const publicRoutes: FastifyPluginAsyncZod<{ deps: AppDeps }> = async (app, { dep
 
   app.get(
     "/v1/ready",
-    { schema: { tags: ["health"], summary: "Readiness: database and NATS", security: [], response: { 200: Ready, ...problems(503) } }, config: cfg },
+    { schema: { tags: ["health"], summary: "Readiness: database and NATS", security: [], response: { 200: Ready, ...problems(400, 503) } }, config: cfg },
     async () => {
       const checks = await readinessChecks(deps);
       const down = Object.entries(checks)
