@@ -1,28 +1,35 @@
 #!/usr/bin/env node
-// `npm run package`: the agent as routers take it, under dist/packages/:
-//   rl-agent-linux-x64           one executable (Node's single executable application): Node itself
-//                                with the agent bundled into it, agent.proto and libsodium included,
-//                                so the router needs no Node (Debian 12's nodejs is too old anyway);
-//   rl-agent_<version>_amd64.deb that executable as /usr/bin/rl-agent, its systemd unit, a commented
-//                                /etc/rl-agent/agent.env, a system user and /var/lib/rl-agent.
-// Only Node, npm's own dependencies (esbuild, postject) and dpkg-deb: no packaging tool to install.
-// `--skip-build` reuses the workspaces' dist/ (npm test has built them); `--no-lintian` skips
-// Debian's lintian, which otherwise runs (and must pass) where it is installed.
+// `npm run package`: the agent as routers take it, under dist/packages/, for x64 and arm64:
+//   rl-agent-linux-<x64|arm64>          one executable (Node's single executable application): Node
+//                                       24 LTS (scripts/node-dist.mjs) with the agent bundled into it,
+//                                       agent.proto and libsodium included, so the router needs no
+//                                       Node (Debian 12's nodejs is too old anyway);
+//   rl-agent_<version>_<amd64|arm64>.deb that executable as /usr/bin/rl-agent, its systemd unit, a
+//                                       commented /etc/rl-agent/agent.env, a system user and
+//                                       /var/lib/rl-agent.
+// Only Node, npm's own dependencies (esbuild, postject), the registry's node-linux-* packages and
+// dpkg-deb: no packaging tool to install. `--skip-build` reuses the workspaces' dist/ (npm test
+// has built them); `--no-lintian` skips Debian's lintian, which otherwise runs (and must pass)
+// where it is installed; `--arch=x64` or `--arch=arm64` builds one architecture.
 import { spawnSync } from "node:child_process";
 import { chmodSync, copyFileSync, mkdirSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs";
 import { createRequire } from "node:module";
 import { join } from "node:path";
 import { gzipSync } from "node:zlib";
 import { ensureBuilt, ensureInstalled, mustRun, root } from "./lib.mjs";
+import { EMBEDDED_NODE, nodeBinary } from "./node-dist.mjs";
 import { debianChangelog, debianControl, debianScripts, envFileText, LINTIAN_OVERRIDES, manPage } from "./package-deb.mjs";
 
 const args = new Set(process.argv.slice(2));
 const outDir = join(root, "dist", "packages");
 const work = join(root, "dist", "package-work");
 const version = JSON.parse(readFileSync(join(root, "packages/agent/package.json"), "utf8")).version;
-const arch = process.arch === "x64" ? { node: "x64", deb: "amd64" } : process.arch === "arm64" ? { node: "arm64", deb: "arm64" } : null;
-if (!arch || process.platform !== "linux") {
-  process.stderr.write(`npm run package builds on Linux x64 or arm64 only (this is ${process.platform}/${process.arch})\n`);
+/** Each architecture as Node, Debian and `file` name it. */
+const ARCHES = { x64: { node: "x64", deb: "amd64", elf: "x86-64" }, arm64: { node: "arm64", deb: "arm64", elf: "ARM aarch64" } };
+const only = [...args].find((a) => a.startsWith("--arch="))?.slice("--arch=".length);
+const targets = Object.values(ARCHES).filter((a) => !only || a.node === only);
+if (!(process.arch in ARCHES) || process.platform !== "linux" || targets.length === 0) {
+  process.stderr.write(`npm run package builds on Linux x64 or arm64, for x64 and/or arm64 (this is ${process.platform}/${process.arch}, --arch=${only})\n`);
   process.exit(1);
 }
 
@@ -41,7 +48,7 @@ async function bundle(file) {
     outfile: file,
     bundle: true,
     platform: "node",
-    target: "node20",
+    target: "node24",
     format: "cjs",
     // The sources read these from disk beside their package; the executable has no package.
     define: { __RL_AGENT_PROTO__: JSON.stringify(proto), __RL_AGENT_VERSION__: JSON.stringify(version) },
@@ -56,16 +63,23 @@ async function bundle(file) {
   if (result.errors.length > 0) process.exit(1);
 }
 
-/** Node's single executable application: a copy of this node with the bundle injected. */
-function singleExecutable(bundleFile, exe) {
+/** The blob Node's single executable application runs, made by the embedded Node itself (no code cache: one blob fits both architectures). */
+function seaBlob(bundleFile) {
   const blob = join(work, "sea-prep.blob");
   const seaConfig = join(work, "sea-config.json");
   writeFileSync(seaConfig, JSON.stringify({ main: bundleFile, output: blob, disableExperimentalSEAWarning: true, useCodeCache: false }));
-  mustRun(process.execPath, ["--experimental-sea-config", seaConfig], { stdio: ["ignore", "ignore", "inherit"] });
-  step("injecting the bundle into a copy of node (postject)");
+  mustRun(nodeBinary(process.arch), ["--experimental-sea-config", seaConfig], { stdio: ["ignore", "ignore", "inherit"] });
+  return blob;
+}
+
+/** A copy of the embedded Node for `arch` with the blob injected; checked to run (this machine's architecture) or to be an ELF of `arch`. */
+function singleExecutable(blob, arch, exe) {
+  const node = nodeBinary(arch.node);
+  step(`injecting the bundle into a copy of Node ${EMBEDDED_NODE} for ${arch.node} (postject)`);
   // Node's official builds carry their symbols: stripped first, the executable loses about a
-  // third of its size and postject has less to rewrite. Without strip, an unstripped copy.
-  if (spawnSync("strip", ["--strip-all", "-o", exe, process.execPath], { stdio: "ignore" }).status !== 0) copyFileSync(process.execPath, exe);
+  // third of its size and postject has less to rewrite. binutils' strip knows the other
+  // architecture's ELF on most machines; where it does not, an unstripped copy.
+  if (spawnSync("strip", ["--strip-all", "-o", exe, node], { stdio: "ignore" }).status !== 0) copyFileSync(node, exe);
   chmodSync(exe, 0o755);
   const postject = join(root, "node_modules", "postject", "dist", "cli.js");
   // postject warns about the ELF notes it leaves alone; only a failure is worth showing.
@@ -76,6 +90,15 @@ function singleExecutable(bundleFile, exe) {
     process.stderr.write(`postject failed (exit ${inject.status})\n${inject.stdout}${inject.stderr}\n`);
     process.exit(1);
   }
+  if (arch.node !== process.arch) {
+    step(`checking ${exe} is an ELF for ${arch.node}`);
+    const kind = spawnSync("file", ["-b", exe], { encoding: "utf8" });
+    if (kind.status === 0 && !kind.stdout.includes(arch.elf)) {
+      process.stderr.write(`${exe} is not an ${arch.elf} executable: ${kind.stdout}\n`);
+      process.exit(1);
+    }
+    return;
+  }
   step("checking the executable runs without node on PATH");
   const check = spawnSync(exe, ["--version"], { encoding: "utf8", env: { PATH: "/usr/bin:/bin" } });
   if (check.status !== 0 || check.stdout.trim() !== version) {
@@ -85,8 +108,8 @@ function singleExecutable(bundleFile, exe) {
 }
 
 /** The .deb by hand: a staging tree, DEBIAN/ control files, `dpkg-deb --build`. */
-async function debian(exe, debFile) {
-  const tree = join(work, "deb");
+async function debian(exe, arch, debFile) {
+  const tree = join(work, `deb-${arch.deb}`);
   rmSync(tree, { recursive: true, force: true });
   const put = (path, content, mode = 0o644) => {
     const file = join(tree, path);
@@ -136,22 +159,26 @@ async function main() {
   mkdirSync(work, { recursive: true });
   mkdirSync(outDir, { recursive: true });
   const bundleFile = join(work, "rl-agent.cjs");
-  const exe = join(outDir, `rl-agent-linux-${arch.node}`);
-  const debFile = join(outDir, `rl-agent_${version}_${arch.deb}.deb`);
+  if (spawnSync("dpkg-deb", ["--version"], { stdio: "ignore" }).status !== 0) {
+    process.stderr.write("dpkg-deb not found: the .deb cannot be built (apt-get install dpkg)\n");
+    process.exit(1);
+  }
 
   step("bundling the agent (esbuild)");
   await bundle(bundleFile);
-  step(`single executable ${exe}`);
-  singleExecutable(bundleFile, exe);
-  if (spawnSync("dpkg-deb", ["--version"], { stdio: "ignore" }).status !== 0) {
-    process.stderr.write("dpkg-deb not found: the .deb is skipped (apt-get install dpkg)\n");
-    process.exit(1);
-  }
-  step(`debian package ${debFile}`);
-  await debian(exe, debFile);
-  if (!args.has("--no-lintian") && spawnSync("lintian", ["--version"], { stdio: "ignore" }).status === 0) {
-    step("lintian");
-    mustRun("lintian", ["--fail-on", "error", debFile]);
+  step(`Node ${EMBEDDED_NODE} for ${targets.map((a) => a.node).join(" and ")} (node-linux-* from the npm registry, cached)`);
+  const blob = seaBlob(bundleFile);
+  for (const arch of targets) {
+    const exe = join(outDir, `rl-agent-linux-${arch.node}`);
+    const debFile = join(outDir, `rl-agent_${version}_${arch.deb}.deb`);
+    step(`single executable ${exe}`);
+    singleExecutable(blob, arch, exe);
+    step(`debian package ${debFile}`);
+    await debian(exe, arch, debFile);
+    if (!args.has("--no-lintian") && spawnSync("lintian", ["--version"], { stdio: "ignore" }).status === 0) {
+      step("lintian");
+      mustRun("lintian", ["--fail-on", "error", debFile]);
+    }
   }
   rmSync(work, { recursive: true, force: true });
   step("done");

@@ -7,9 +7,9 @@ import type { BirdClient } from "../../packages/shared/src/bird/birdc.js";
 import { type Rib, startBirdLab, stopProcess, waitForRibs } from "../helpers/bird-lab.js";
 import { type LiveController, startLiveController, until, untilJobDone } from "../helpers/live-controller.js";
 
-// What an operator does on a router: `npm run package`'s .deb installed with dpkg, the agent run
-// as /usr/bin/rl-agent on a PATH without node, against a live controller, real BIRD and GoBGP;
-// then removed and purged. It changes the machine (a package, a system user), so it needs root;
+// What an operator does on a router: `npm run package`'s amd64 .deb installed with dpkg, the agent
+// run as /usr/bin/rl-agent on a PATH without node, against a live controller, real BIRD and GoBGP;
+// then removed and purged (the arm64 .deb is inspected with dpkg-deb and file). It changes the machine (a package, a system user), so it needs root;
 // outside CI it is skipped with the reason, with CI=true a missing precondition fails it.
 
 const root = join(import.meta.dirname, "../..");
@@ -21,7 +21,7 @@ function preconditions(): string[] {
   const reasons: string[] = [];
   if (process.getuid?.() !== 0) reasons.push("not root (dpkg -i changes the machine)");
   if (process.arch !== "x64" || process.platform !== "linux") reasons.push(`not linux/x64 (${process.platform}/${process.arch})`);
-  for (const bin of ["dpkg-deb", "dpkg", "bird", "birdc", "gobgpd", "gobgp"]) {
+  for (const bin of ["dpkg-deb", "dpkg", "file", "bird", "birdc", "gobgpd", "gobgp"]) {
     if (spawnSync("sh", ["-c", `command -v ${bin}`], { stdio: "ignore" }).status !== 0) reasons.push(`${bin} is not installed`);
   }
   if (reasons.length > 0 && process.env.CI === "true") throw new Error(`CI=true and the package test cannot run: ${reasons.join("; ")}`);
@@ -150,6 +150,26 @@ describe.skipIf(reasons.length > 0)(reasons.length > 0 ? `${title} (skipped: ${r
     expect(help.stdout).toContain("RL_CONTROLLER_URL");
     expect(help.stdout).toContain("RL_POLL_SECONDS");
     expect(sh("/usr/bin/rl-agent", ["--version"], { PATH: noNodePath }).stdout.trim()).toBe(version);
+  });
+
+  it("/usr/bin/rl-agent embeds Node 24 LTS, not the building machine's Node", () => {
+    // NODE_OPTIONS reaches a single executable's Node: a preloaded file prints its version and exits.
+    const probe = join(dir, "node-version.cjs");
+    writeFileSync(probe, "process.stdout.write(process.version); process.exit(0);\n");
+    const shown = sh("/usr/bin/rl-agent", ["--version"], { PATH: noNodePath, NODE_OPTIONS: `--require ${probe}` });
+    expect(shown.stdout).toMatch(/^v24\.\d+\.\d+$/);
+  });
+
+  it("the arm64 .deb carries an aarch64 executable of the same agent, its control naming arm64", () => {
+    const armDeb = join(root, "dist/packages", `rl-agent_${version}_arm64.deb`);
+    expect(sh("dpkg-deb", ["--field", armDeb, "Package", "Architecture", "Version"]).stdout).toBe(
+      `Package: rl-agent\nArchitecture: arm64\nVersion: ${version}\n`,
+    );
+    const tree = join(dir, "arm64");
+    expect(sh("dpkg-deb", ["-x", armDeb, tree]).status).toBe(0);
+    expect(sh("file", ["-b", join(tree, "usr/bin/rl-agent")]).stdout).toMatch(/^ELF 64-bit LSB .*ARM aarch64/);
+    expect(sh("file", ["-b", join(root, "dist/packages/rl-agent-linux-arm64")]).stdout).toMatch(/^ELF 64-bit LSB .*ARM aarch64/);
+    expect(existsSync(join(tree, "lib/systemd/system/rl-agent.service")) && existsSync(join(tree, "etc/rl-agent/agent.env"))).toBe(true);
   });
 
   it("the packaged agent enrolls, applies a revision to BIRD (GoBGP holds its routes) and status says in sync", async () => {
