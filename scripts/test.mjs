@@ -6,6 +6,7 @@ import { existsSync, mkdirSync, readFileSync, rmSync } from "node:fs";
 import { join } from "node:path";
 import { ensureBirdRoots } from "./bird-roots.mjs";
 import { ensureBuilt, ensureInstalled, root } from "./lib.mjs";
+import { EMBEDDED_NODE, nodeBinary } from "./node-dist.mjs";
 import { ensureAptTools, ensureNats, ensurePostgres } from "./services.mjs";
 
 ensureInstalled();
@@ -30,6 +31,14 @@ const runs = [
   { name: "embedded", config: "vitest.embedded.config.ts", env: { RLC_BIRDS: process.env.RLC_BIRDS ?? "host" } },
 ].filter((r) => !process.env.TEST_DB || process.env.TEST_DB === r.name);
 
+/**
+ * RLC_TEST_NODE=24 runs vitest (and so every test process it forks) on the Node 24 LTS the agent
+ * embeds (scripts/node-dist.mjs) instead of this machine's Node: CI runs the unit and API suites
+ * so (`.ci/run`), so that nothing in the code is tied to one Node.
+ */
+const vitest = process.env.RLC_TEST_NODE === "24" ? [nodeBinary(process.arch), join(root, "node_modules/vitest/vitest.mjs")] : ["npx", "vitest"];
+if (process.env.RLC_TEST_NODE === "24") process.stdout.write(`vitest on Node ${EMBEDDED_NODE} (${vitest[0]})\n`);
+
 let status = 0;
 const totals = { passed: 0, failed: 0, skipped: 0, broken: 0 };
 for (const run of runs) {
@@ -37,8 +46,8 @@ for (const run of runs) {
   rmSync(results, { force: true });
   process.stdout.write(`\n== tests on ${run.name} ==\n`);
   const r = spawnSync(
-    "npx",
-    ["vitest", "run", "-c", run.config, "--reporter=default", "--reporter=json", `--outputFile.json=${results}`, ...process.argv.slice(2)],
+    vitest[0],
+    [...vitest.slice(1), "run", "-c", run.config, "--reporter=default", "--reporter=json", `--outputFile.json=${results}`, ...process.argv.slice(2)],
     { cwd: root, stdio: "inherit", env: { ...process.env, ...run.env, TEST_DB: run.name, TEST_DATABASE_URL: databaseUrl, TEST_NATS_URL: natsUrl } },
   );
   if (existsSync(results)) {
