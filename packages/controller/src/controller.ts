@@ -210,18 +210,18 @@ export async function startController(config: Config, opts: StartOptions = {}): 
     if (Object.values(carried).some((n) => n > 0))
       app.log.info(carried, "secrets stored in plain text by an earlier version sealed; tenants given their own signing keys");
     if (grpc) {
-      grpc.serve(
-        createAgentService({
-          sql: db.sql,
-          bus,
-          clock,
-          node: services.node,
-          authenticator: services.authenticator,
-          logger: app.log,
-          // The HTTP bundle route's places: one count per key and in all, whichever transport.
-          bundles: services.bundleDownloads.limiter,
-        }),
-      );
+      const agentService = createAgentService({
+        sql: db.sql,
+        bus,
+        clock,
+        node: services.node,
+        authenticator: services.authenticator,
+        logger: app.log,
+        // The HTTP bundle route's places: one count per key and in all, whichever transport.
+        bundles: services.bundleDownloads.limiter,
+      });
+      grpc.serve(agentService);
+      metrics.watchAgentStreams(agentService);
       app.log.info({ address: grpc.address, tls: grpc.tls, ca_hash: grpcTls?.caHash ?? null }, "gRPC AgentService listening");
       if (!grpc.tls) app.log.warn("gRPC is plaintext (GRPC_INSECURE=true): agents must run with RL_INSECURE=true or reach it through a TLS proxy");
     }

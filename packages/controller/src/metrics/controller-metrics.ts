@@ -29,6 +29,8 @@ export interface ControllerMetrics {
   jobs: JobMetrics;
   /** Exposes this process's scheduler role (only processes that run a scheduler call it). */
   watchScheduler(scheduler: { isLeader(): boolean }): void;
+  /** Exposes the agents' Watch streams this process holds (only processes that serve gRPC call it). */
+  watchAgentStreams(service: { openWatches(): number }): void;
   /** An error that escaped every promise (a database driver's timer) and that the process survived. */
   survivedUncaught(source: "database_driver"): void;
 }
@@ -122,6 +124,17 @@ export function createControllerMetrics(o: { sql: Sql; clock: Clock; bus: Bus; o
         registers,
         collect() {
           this.set(scheduler.isLeader() ? 1 : 0);
+        },
+      });
+    },
+    watchAgentStreams(service) {
+      // Per process, as the scheduler role: which replica the agents are connected to.
+      new Gauge({
+        name: "rlc_grpc_watch_streams",
+        help: "Agents' Watch streams open on this process's gRPC listener; absent in processes that serve no gRPC.",
+        registers,
+        collect() {
+          this.set(service.openWatches());
         },
       });
     },
