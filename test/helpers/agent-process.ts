@@ -6,9 +6,12 @@ const root = join(import.meta.dirname, "../..");
 /**
  * `rl-agent run` from its sources, as an operator runs it: full BIRD mode, enrolled with a
  * one-time token, plain HTTP to the controller and TLS gRPC pinned by the token's CA hash.
- * `log()` answers what it has written to stderr so far.
+ * `log()` answers what it has written to stderr so far. `env` adds or overrides variables.
  */
-export function startAgentProcess(opts: { controllerUrl: string; enrollmentToken: string; dir: string; etc: string }): { child: ChildProcess; log(): string } {
+export function startAgentProcess(opts: { controllerUrl: string; enrollmentToken: string; dir: string; etc: string; env?: Record<string, string> }): {
+  child: ChildProcess;
+  log(): string;
+} {
   let log = "";
   const child = spawn(process.execPath, ["--import", "tsx", join(root, "packages/agent/src/main.ts"), "run"], {
     cwd: root,
@@ -24,6 +27,7 @@ export function startAgentProcess(opts: { controllerUrl: string; enrollmentToken
       RL_BIRD_MODE: "full",
       RL_METRICS_LISTEN: "off",
       RL_LOG_LEVEL: "info",
+      ...opts.env,
     },
     stdio: ["ignore", "ignore", "pipe"],
   });

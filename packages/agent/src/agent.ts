@@ -10,7 +10,7 @@ import { AgentGrpcClient } from "./bundle/grpc-client.js";
 import { ControllerHttpClient } from "./bundle/http-client.js";
 import { startNatsWakeups } from "./bundle/nats-wakeups.js";
 import { pinnedFetch, pinnedGrpcCredentials } from "./bundle/pinning.js";
-import { type AgentConfig, requireControllerUrl, splitHostPort } from "./config.js";
+import { type AgentConfig, requireControllerUrls, splitHostPort } from "./config.js";
 import { enrollmentSettings, ensureEnrolled } from "./enroll.js";
 import { AgentMetrics } from "./http/metrics.js";
 import { type MetricsServer, startMetricsServer } from "./http/metrics-server.js";
@@ -72,7 +72,7 @@ export async function startAgent(config: AgentConfig, deps: AgentDeps): Promise<
   const tuning = deps.tuning ?? {};
   const state = new StateStore(config.stateDir);
   await state.init();
-  const baseUrl = requireControllerUrl(config);
+  const baseUrls = requireControllerUrls(config);
   if (config.insecure) {
     log.warn(
       "RL_INSECURE=true: the controller is not authenticated (http:// and plaintext gRPC allowed, enrollment without a CA hash); anyone on the path can read the node key and forge answers",
@@ -96,18 +96,25 @@ export async function startAgent(config: AgentConfig, deps: AgentDeps): Promise<
   const bird = new BirdClient({ socketPath: config.birdSocket });
   const caPem = identity.controller_ca_pem ?? null;
   const http = new ControllerHttpClient({
-    baseUrl,
+    baseUrl: baseUrls,
     nodeKey: identity.api_key,
-    ...(caPem && baseUrl.startsWith("https://") ? { fetch: pinnedFetch(caPem) } : {}),
+    ...(caPem && baseUrls.some((u) => u.startsWith("https://")) ? { fetch: pinnedFetch(caPem) } : {}),
+    onMove: (from, to) => {
+      log.warn("controller URL unreachable; moving to the next", { from, to });
+      metrics.setEndpoint("http", to);
+    },
   });
-  const grpcUrl = config.grpcUrl ?? identity.grpc_endpoint ?? undefined;
+  metrics.setEndpoint("http", http.endpoint);
+  // RL_GRPC_URL lists the replicas; enrollment names only the one that enrolled the agent.
+  const grpcUrls = config.grpcUrls.length > 0 ? config.grpcUrls : identity.grpc_endpoint ? [identity.grpc_endpoint] : [];
   const credentials = await grpcCredentialsFor(config, identity);
-  if (grpcUrl && !credentials)
-    log.warn("gRPC not used: the controller's CA named by the pin is not known yet (HTTP only until a start fetches it)", { address: grpcUrl });
+  if (grpcUrls.length > 0 && !credentials)
+    log.warn("gRPC not used: the controller's CA named by the pin is not known yet (HTTP only until a start fetches it)", { address: grpcUrls.join(",") });
   const grpc =
-    grpcUrl && credentials
+    grpcUrls.length > 0 && credentials
       ? new AgentGrpcClient({
-          address: grpcUrl,
+          address: grpcUrls,
+          onEndpoint: (address) => metrics.setEndpoint("grpc", address),
           credentials,
           nodeKey: identity.api_key,
           speakerId,
@@ -117,6 +124,8 @@ export async function startAgent(config: AgentConfig, deps: AgentDeps): Promise<
           watchIdleMs: tuning.watchIdleMs,
         })
       : null;
+  if (grpc) metrics.setEndpoint("grpc", grpc.endpoint);
+  log.info("controller endpoints", { http: baseUrls, grpc: grpcUrls, using_http: http.endpoint, using_grpc: grpc?.endpoint ?? null });
   const client = createControllerClient({
     http,
     grpc,

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { ConfigError, loadConfig, requireControllerUrl, splitHostPort } from "./config.js";
+import { ConfigError, loadConfig, requireControllerUrls, splitHostPort } from "./config.js";
 
 describe("loadConfig", () => {
   it("refuses an http:// controller unless RL_INSECURE=true; takes RL_CA_HASH", () => {
@@ -7,7 +7,7 @@ describe("loadConfig", () => {
       /RL_CONTROLLER_URL: must be https:\/\/ \(http:\/\/ only with RL_INSECURE=true\)/,
     );
     expect(loadConfig({ RL_CONTROLLER_URL: "http://controller.example.net", RL_INSECURE: "true" })).toMatchObject({
-      controllerUrl: "http://controller.example.net",
+      controllerUrls: ["http://controller.example.net"],
       insecure: true,
     });
     expect(loadConfig({ RL_CA_HASH: `sha256:${"AB".repeat(32)}` }).caHash).toBe(`sha256:${"ab".repeat(32)}`);
@@ -16,8 +16,8 @@ describe("loadConfig", () => {
 
   it("fills the documented defaults", () => {
     expect(loadConfig({})).toEqual({
-      controllerUrl: undefined,
-      grpcUrl: undefined,
+      controllerUrls: [],
+      grpcUrls: [],
       grpcTlsCa: undefined,
       caHash: undefined,
       insecure: false,
@@ -48,8 +48,8 @@ describe("loadConfig", () => {
       RL_POLL_SECONDS: "5",
     });
     expect(c).toMatchObject({
-      controllerUrl: "https://controller.example.net",
-      grpcUrl: "controller.example.net:50051",
+      controllerUrls: ["https://controller.example.net"],
+      grpcUrls: ["controller.example.net:50051"],
       enrollmentToken: "token",
       stateDir: "/srv/rl",
       birdMode: "full",
@@ -58,7 +58,22 @@ describe("loadConfig", () => {
       metricsListen: null,
       pollSeconds: 5,
     });
-    expect(requireControllerUrl(c)).toBe("https://controller.example.net");
+    expect(requireControllerUrls(c)).toEqual(["https://controller.example.net"]);
+  });
+
+  it("takes a list of controller replicas for HTTP and gRPC, in order, without repeats", () => {
+    const c = loadConfig({
+      RL_CONTROLLER_URL: "https://a.example.net:8443/, https://b.example.net:8443,https://a.example.net:8443",
+      RL_GRPC_URL: "a.example.net:50051,[2001:db8::2]:50051, a.example.net:50051",
+    });
+    expect(c.controllerUrls).toEqual(["https://a.example.net:8443", "https://b.example.net:8443"]);
+    expect(c.grpcUrls).toEqual(["a.example.net:50051", "[2001:db8::2]:50051"]);
+    expect(() => loadConfig({ RL_GRPC_URL: "a.example.net:50051,b.example.net" })).toThrow(/RL_GRPC_URL: must be host:port or a comma-separated list/);
+    expect(() => loadConfig({ RL_GRPC_URL: "a.example.net:50051,b.example.net:70000" })).toThrow(/RL_GRPC_URL: port must be 0\.\.65535/);
+    expect(() => loadConfig({ RL_CONTROLLER_URL: "https://a.example.net,ftp://b.example.net" })).toThrow(
+      /RL_CONTROLLER_URL: must be an http:\/\/ or https:\/\/ URL/,
+    );
+    expect(() => loadConfig({ RL_CONTROLLER_URL: "https://a.example.net,http://b.example.net" })).toThrow(/http:\/\/ only with RL_INSECURE=true/);
   });
 
   it("lists every bad variable with what it should be", () => {
@@ -86,7 +101,7 @@ describe("loadConfig", () => {
 
   it("wants an absolute BIRD_CONFIG_PATH, and a controller URL only where it is used", () => {
     expect(() => loadConfig({ BIRD_CONFIG_PATH: "rl-routes.conf" })).toThrow(/BIRD_CONFIG_PATH: must be an absolute path/);
-    expect(() => requireControllerUrl(loadConfig({}))).toThrow(/RL_CONTROLLER_URL: required/);
+    expect(() => requireControllerUrls(loadConfig({}))).toThrow(/RL_CONTROLLER_URL: required/);
   });
 
   it("splitHostPort - IPv4, names and bracketed IPv6", () => {

@@ -11,8 +11,32 @@ const optionalString = z
 const HOST_PORT = /^(?:\[[0-9A-Fa-f:.]+\]|[A-Za-z0-9.-]+):\d{1,5}$/;
 // Only the range: the form is the regex's to report.
 const validPort = (v: string) => !(Number(v.slice(v.lastIndexOf(":") + 1)) > 65535);
-const hostPort = (example: string) =>
-  optionalString.pipe(z.string().regex(HOST_PORT, `must be host:port, e.g. ${example}`).refine(validPort, "port must be 0..65535").optional());
+
+/** A comma-separated list: items trimmed, empty ones and repeats dropped. */
+const listItems = (value: string) => [...new Set(value.split(",").map((v) => v.trim()))].filter(Boolean);
+const isHttpUrl = (v: string) => URL.canParse(v) && /^https?:$/.test(new URL(v).protocol) && new URL(v).hostname !== "";
+
+/** One endpoint or several (a controller's replicas), tried in turn: the agent moves on when one fails. */
+const hostPorts = (example: string) =>
+  optionalString
+    .pipe(
+      z
+        .string()
+        .refine((v) => listItems(v).every((i) => HOST_PORT.test(i)), `must be host:port or a comma-separated list of them, e.g. ${example}`)
+        .refine((v) => listItems(v).every(validPort), "port must be 0..65535")
+        .transform(listItems)
+        .optional(),
+    )
+    .transform((v) => v ?? []);
+const httpUrls = optionalString
+  .pipe(
+    z
+      .string()
+      .refine((v) => listItems(v).every(isHttpUrl), "must be an http:// or https:// URL, or a comma-separated list of them")
+      .transform((v) => [...new Set(listItems(v).map((u) => u.replace(/\/+$/, "")))])
+      .optional(),
+  )
+  .transform((v) => v ?? []);
 
 const seconds = (min: number, max: number, fallback: number) =>
   optionalString
@@ -29,8 +53,8 @@ const path = (fallback: string) => optionalString.transform((v) => resolve(v ?? 
 
 /** Every environment variable the agent reads (see the agent README). */
 const Schema = z.object({
-  RL_CONTROLLER_URL: optionalString.pipe(z.url({ protocol: /^https?$/, error: "must be an http:// or https:// URL" }).optional()),
-  RL_GRPC_URL: hostPort("controller.example.net:50051"),
+  RL_CONTROLLER_URL: httpUrls,
+  RL_GRPC_URL: hostPorts("controller-a.example.net:50051,controller-b.example.net:50051"),
   RL_GRPC_TLS_CA: optionalString,
   RL_CA_HASH: optionalString.pipe(
     z
@@ -63,10 +87,13 @@ const Schema = z.object({
 });
 
 export interface AgentConfig {
-  /** HTTP base of the controller, e.g. `https://controller.example.net`. */
-  controllerUrl: string | undefined;
-  /** `host:port` of the controller's gRPC service; otherwise the one enrollment named, or none. */
-  grpcUrl: string | undefined;
+  /**
+   * HTTP bases of the controller, e.g. `https://controller.example.net:8443`: one, or one per
+   * replica (the agent moves to the next when one is unreachable); empty when unset.
+   */
+  controllerUrls: string[];
+  /** `host:port` of the controller's gRPC service, or of each replica's; empty = the one enrollment named, or none. */
+  grpcUrls: string[];
   /** CA file to trust for gRPC over TLS instead of the pinned controller CA. */
   grpcTlsCa: string | undefined;
   /** `sha256:<hex>` of the controller CA's public key; otherwise the one the token carries. */
@@ -98,13 +125,13 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
   const e = parseEnvironment(Schema, env);
   const mode = e.RL_BIRD_MODE;
   const configPath = e.BIRD_CONFIG_PATH ?? (mode === "full" ? "/etc/bird/bird.conf" : "/etc/bird/rl-routes.conf");
-  if (e.RL_CONTROLLER_URL?.startsWith("http://") && !e.RL_INSECURE) {
+  if (e.RL_CONTROLLER_URL.some((u) => u.startsWith("http://")) && !e.RL_INSECURE) {
     throw new ConfigError("invalid configuration:\n  RL_CONTROLLER_URL: must be https:// (http:// only with RL_INSECURE=true)");
   }
   if (!isAbsolute(configPath)) throw new ConfigError(`invalid configuration:\n  BIRD_CONFIG_PATH: must be an absolute path, got ${configPath}`);
   return {
-    controllerUrl: e.RL_CONTROLLER_URL?.replace(/\/+$/, ""),
-    grpcUrl: e.RL_GRPC_URL,
+    controllerUrls: e.RL_CONTROLLER_URL,
+    grpcUrls: e.RL_GRPC_URL,
     grpcTlsCa: e.RL_GRPC_TLS_CA ? resolve(e.RL_GRPC_TLS_CA) : undefined,
     caHash: e.RL_CA_HASH?.toLowerCase(),
     insecure: e.RL_INSECURE,
@@ -123,10 +150,11 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
   };
 }
 
-/** `run` and `enroll` talk to the controller; `status` and `protocols` do not need it. */
-export function requireControllerUrl(config: AgentConfig): string {
-  if (!config.controllerUrl) throw new ConfigError("invalid configuration:\n  RL_CONTROLLER_URL: required (the controller's HTTP base URL)");
-  return config.controllerUrl;
+/** `run` and `enroll` talk to the controller; `status` and `protocols` do not need it. Answers one URL or more. */
+export function requireControllerUrls(config: AgentConfig): [string, ...string[]] {
+  const [first, ...rest] = config.controllerUrls;
+  if (!first) throw new ConfigError("invalid configuration:\n  RL_CONTROLLER_URL: required (the controller's HTTP base URL)");
+  return [first, ...rest];
 }
 
 /** Splits `host:port` / `[v6]:port` for a listener. */

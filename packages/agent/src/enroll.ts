@@ -2,7 +2,7 @@ import { X509Certificate } from "node:crypto";
 import { ControllerError, ControllerHttpClient } from "./bundle/http-client.js";
 import { endpointOf, fetchPinnedCa, pinnedFetch, pinOf } from "./bundle/pinning.js";
 import { keysFromEnrollment } from "./bundle/signing-keys.js";
-import { type AgentConfig, requireControllerUrl } from "./config.js";
+import { type AgentConfig, requireControllerUrls } from "./config.js";
 import type { Logger } from "./log.js";
 import { writeNatsCredentials } from "./nats-credentials.js";
 import type { NodeIdentity, StateStore } from "./state.js";
@@ -70,11 +70,15 @@ export async function enroll(o: EnrollOptions): Promise<NodeIdentity> {
   return pin && !caPem ? ensureControllerCa(node, { grpcUrl: o.grpcUrl, controllerUrl: o.controllerUrl }, o.state, o.log) : node;
 }
 
-/** What the configuration says of enrolling: the controller, how it is pinned, and the token. */
+/**
+ * What the configuration says of enrolling: the controller, how it is pinned, and the token.
+ * With several replicas listed, the first enrolls and gives the CA: any would do (they share the
+ * database and the CA), and enrolling is a step an operator watches.
+ */
 export function enrollmentSettings(config: AgentConfig) {
   return {
-    controllerUrl: requireControllerUrl(config),
-    grpcUrl: config.grpcUrl,
+    controllerUrl: requireControllerUrls(config)[0],
+    grpcUrl: config.grpcUrls[0],
     caHash: config.caHash,
     insecure: config.insecure,
     token: config.enrollmentToken,

@@ -14,9 +14,15 @@ export const VARIABLES: readonly VariableDoc[] = [
   {
     name: "RL_CONTROLLER_URL",
     default: "",
-    meaning: "the controller's node routes over HTTPS, e.g. https://controller.example.net:8443 (its agents' listener; required by run and enroll)",
+    meaning:
+      "the controller's node routes over HTTPS, e.g. https://controller.example.net:8443 (its agents' listener; required by run and enroll); several replicas comma-separated, the next used when one is unreachable (enrollment uses the first)",
   },
-  { name: "RL_GRPC_URL", default: "", meaning: "host:port of the controller's gRPC service; unset = the one enrollment named, or HTTP only" },
+  {
+    name: "RL_GRPC_URL",
+    default: "",
+    meaning:
+      "host:port of the controller's gRPC service, or of each replica comma-separated (the next used when one fails); unset = the one enrollment named, or HTTP only",
+  },
   {
     name: "RL_GRPC_TLS_CA",
     default: "",

@@ -15,11 +15,15 @@ import {
 import { BundleReceiver, type BundleReceiverOptions, type ReceivedBundle } from "@rlc/shared/bundle";
 import { backoffDelay, type Clock } from "@rlc/shared/time";
 import { errorFields, type Logger } from "../log.js";
+import { EndpointRing } from "./endpoint-ring.js";
 import { ControllerError } from "./http-client.js";
 
 export interface GrpcClientOptions {
-  /** `host:port`. */
-  address: string;
+  /**
+   * `host:port`, or several (the replicas of one controller): calls go to one of them, and a
+   * failure there (the Watch stream lost, UNAVAILABLE, a deadline) moves them to the next.
+   */
+  address: string | readonly string[];
   /** How the channel trusts the controller (pinning.ts); plaintext only with RL_INSECURE. */
   credentials: grpc.ChannelCredentials;
   nodeKey: string;
@@ -32,6 +36,8 @@ export interface GrpcClientOptions {
   watchIdleMs?: number;
   /** Reconnect backoff. Default 1 s doubling to 30 s, with jitter. */
   backoff?: { baseMs: number; maxMs: number };
+  /** Told the endpoint now in use after each move (for the agent's status). */
+  onEndpoint?: (address: string) => void;
 }
 
 /** How a bundle is fetched, whatever the transport. */
@@ -52,16 +58,36 @@ export interface WatchHandlers {
   onConnected(): void;
 }
 
-/** Watch, GetBundle and ReportStatus for one speaker, with its node key on every call. */
+/**
+ * Watch, GetBundle and ReportStatus for one speaker, with its node key on every call, to the
+ * endpoint in use (one channel per endpoint, each connected when first used).
+ */
 export class AgentGrpcClient {
-  readonly #client: AgentServiceClient;
+  readonly #clients = new Map<string, AgentServiceClient>();
+  readonly #endpoints: EndpointRing;
   readonly #o: GrpcClientOptions;
 
   constructor(options: GrpcClientOptions) {
     this.#o = options;
-    // A bundle is megabytes: with HTTP/2's default 64 KiB window the controller waits for a
-    // window update every 64 KiB; 4 MiB lets it send a bundle in a few turns.
-    this.#client = new options.service.Client(options.address, options.credentials, { "grpc-node.flow_control_window": 4 * 1024 * 1024 });
+    const addresses = typeof options.address === "string" ? [options.address] : options.address;
+    this.#endpoints = new EndpointRing(addresses, (from, to) => {
+      options.log.warn("gRPC endpoint failed; moving to the next", { from, to });
+      options.onEndpoint?.(to);
+    });
+    for (const address of addresses) {
+      // A bundle is megabytes: with HTTP/2's default 64 KiB window the controller waits for a
+      // window update every 64 KiB; 4 MiB lets it send a bundle in a few turns.
+      this.#clients.set(address, new options.service.Client(address, options.credentials, { "grpc-node.flow_control_window": 4 * 1024 * 1024 }));
+    }
+  }
+
+  /** The endpoint the next call goes to. */
+  get endpoint(): string {
+    return this.#endpoints.current;
+  }
+
+  #client(address: string): AgentServiceClient {
+    return this.#clients.get(address)!;
   }
 
   /**
@@ -76,11 +102,15 @@ export class AgentGrpcClient {
     const done = (async () => {
       let attempt = 0;
       while (!abort.signal.aborted) {
-        const outcome = await this.#watchOnce(handlers, await request(), abort.signal).catch((error: unknown) => ({ heard: false, error }));
+        const address = this.#endpoints.current;
+        const outcome = await this.#watchOnce(address, handlers, await request(), abort.signal).catch((error: unknown) => ({ heard: false, error }));
         if (abort.signal.aborted) break;
         if (outcome.heard) attempt = 0;
+        // Lost, ended or silent: that replica is gone or going; another may hold the stream. A
+        // refusal (a revoked key, an unknown speaker) would be the same on every replica.
+        if (outcome.error instanceof ControllerError && outcome.error.code === "controller_unreachable") this.#endpoints.failed(address);
         const wait = backoffDelay(attempt++, backoff, this.#o.random);
-        log.warn("gRPC watch stream ended; reconnecting", { address: this.#o.address, in_ms: wait, ...errorFields(outcome.error) });
+        log.warn("gRPC watch stream ended; reconnecting", { address, next: this.#endpoints.current, in_ms: wait, ...errorFields(outcome.error) });
         await clock.sleep(wait, abort.signal);
       }
     })();
@@ -92,10 +122,10 @@ export class AgentGrpcClient {
     };
   }
 
-  #watchOnce(handlers: WatchHandlers, request: WatchRequest, signal: AbortSignal): Promise<{ heard: boolean; error: unknown }> {
+  #watchOnce(address: string, handlers: WatchHandlers, request: WatchRequest, signal: AbortSignal): Promise<{ heard: boolean; error: unknown }> {
     return new Promise((resolve) => {
       let heard = false;
-      const call = this.#client.watch(request, bearerMetadata(this.#o.nodeKey));
+      const call = this.#client(address).watch(request, bearerMetadata(this.#o.nodeKey));
       // Real timers: the watchdog measures silence on a socket, not the agent's clock.
       let idle: NodeJS.Timeout | undefined;
       const arm = () => {
@@ -106,6 +136,7 @@ export class AgentGrpcClient {
       const connected = () => {
         if (heard) return;
         heard = true;
+        this.#o.log.info("gRPC watch stream up", { address });
         handlers.onConnected();
       };
       const finish = (error: unknown) => {
@@ -139,7 +170,8 @@ export class AgentGrpcClient {
     const { maxBytes, timeoutMs = 300_000, baseRevisionId = null, onHead } = options;
     return new Promise((resolve, reject) => {
       const request = { speaker_id: this.#o.speakerId, revision_id: revisionId, base_revision_id: baseRevisionId ?? 0 };
-      const call = this.#client.getBundle(request, bearerMetadata(this.#o.nodeKey), {
+      const address = this.#endpoints.current;
+      const call = this.#client(address).getBundle(request, bearerMetadata(this.#o.nodeKey), {
         deadline: Date.now() + timeoutMs,
       });
       let settled = false;
@@ -175,7 +207,10 @@ export class AgentGrpcClient {
           fail(error as Error);
         }
       });
-      call.on("error", (error: grpc.ServiceError) => fail(mapGrpcError(error, "GetBundle")));
+      call.on("error", (error: grpc.ServiceError) => {
+        if (!settled) this.#unaryFailed(address, error);
+        fail(mapGrpcError(error, "GetBundle"));
+      });
       call.on("end", () => {
         if (settled) return;
         if (!receiver || receiver.size !== total) {
@@ -190,15 +225,26 @@ export class AgentGrpcClient {
   }
 
   reportStatus(report: StatusReport, timeoutMs = 10_000): Promise<void> {
+    const address = this.#endpoints.current;
     return new Promise((resolve, reject) => {
-      this.#client.reportStatus(statusReportToProto(report), bearerMetadata(this.#o.nodeKey), { deadline: Date.now() + timeoutMs }, (error) =>
-        error ? reject(mapGrpcError(error, "ReportStatus")) : resolve(),
-      );
+      this.#client(address).reportStatus(statusReportToProto(report), bearerMetadata(this.#o.nodeKey), { deadline: Date.now() + timeoutMs }, (error) => {
+        if (!error) return resolve();
+        this.#unaryFailed(address, error);
+        reject(mapGrpcError(error, "ReportStatus"));
+      });
     });
   }
 
+  /**
+   * A call that found no controller there, or none answering in time, moves the next calls to
+   * another endpoint (this one falls back to HTTP). CANCELLED is the agent's own doing.
+   */
+  #unaryFailed(address: string, error: grpc.ServiceError): void {
+    if (error.code === grpc.status.UNAVAILABLE || error.code === grpc.status.DEADLINE_EXCEEDED) this.#endpoints.failed(address);
+  }
+
   close(): void {
-    this.#client.close();
+    for (const client of this.#clients.values()) client.close();
   }
 }
 

@@ -44,6 +44,39 @@ describe("ControllerHttpClient and the controller's limits", () => {
     expect(calls).toHaveLength(1);
   });
 
+  it("a replica that refuses the connection sends the request to the next one, which later requests keep using until it fails in turn", async () => {
+    const refused = () => {
+      throw new TypeError("fetch failed: connect ECONNREFUSED");
+    };
+    const { fetch, calls } = scripted([refused, latest, latest, refused, latest]);
+    const moves: string[] = [];
+    const client = new ControllerHttpClient({
+      baseUrl: ["https://a/", "https://b"],
+      nodeKey: "k",
+      fetch,
+      onMove: (from, to) => void moves.push(`${from} -> ${to}`),
+    });
+    expect(await client.latest("s")).toMatchObject({ revision_id: 3 });
+    expect(client.endpoint).toBe("https://b");
+    expect(await client.latest("s")).toMatchObject({ revision_id: 3 });
+    // b gone too: round-robin, back to a.
+    expect(await client.latest("s")).toMatchObject({ revision_id: 3 });
+    expect(calls.map((u) => new URL(u).host)).toEqual(["a", "b", "b", "b", "a"]);
+    expect(moves).toEqual(["https://a -> https://b", "https://b -> https://a"]);
+  });
+
+  it("with every replica unreachable the request fails once each was tried; a refusal of the request itself moves nothing", async () => {
+    const refused = () => {
+      throw new TypeError("fetch failed");
+    };
+    const { fetch, calls } = scripted([refused, refused, problem(401, "unauthenticated")]);
+    const client = new ControllerHttpClient({ baseUrl: ["https://a", "https://b"], nodeKey: "k", fetch });
+    await expect(client.latest("s")).rejects.toMatchObject({ code: "controller_unreachable" });
+    expect(calls.map((u) => new URL(u).host)).toEqual(["a", "b"]);
+    await expect(client.latest("s")).rejects.toMatchObject({ code: "unauthenticated" });
+    expect(client.endpoint).toBe("https://a");
+  });
+
   it("Retry-After in seconds or as a date, capped, with a quarter of jitter at most; 1 s when it says nothing", () => {
     const o = { maxMs: 30_000, random: () => 0, now: Date.parse("2026-01-01T00:00:00Z") };
     expect(retryAfterMs("2", o)).toBe(2000);

@@ -1,6 +1,7 @@
 import type { SigningKeyJson, StatusReport } from "@rlc/proto";
 import { BundleError, BundleReceiver, type ReceivedBundle } from "@rlc/shared/bundle";
 import { z } from "zod";
+import { EndpointRing } from "./endpoint-ring.js";
 import type { FetchBundleOptions } from "./grpc-client.js";
 
 /** The speaker's desired revision, as a notification or `revisions/latest` names it. */
@@ -82,8 +83,11 @@ const LatestSchema = z.object({
 const KeysSchema = z.object({ keys: z.array(KeySchema) });
 
 export interface HttpClientOptions {
-  /** The controller's HTTP base, e.g. `https://controller.example.net`. */
-  baseUrl: string;
+  /**
+   * The controller's HTTP base, e.g. `https://controller.example.net`, or several (its
+   * replicas): requests go to one, and one that reaches no controller there is sent to the next.
+   */
+  baseUrl: string | readonly string[];
   /** The node key; null before enrollment. */
   nodeKey: string | null;
   /** Per request. Default 30 s; a bundle download gets `bundleTimeoutMs`. */
@@ -103,6 +107,8 @@ export interface HttpClientOptions {
   sleep?: (ms: number) => Promise<void>;
   /** Jitter of the waits, in [0, 1); default Math.random. */
   random?: () => number;
+  /** Told of each move to another base (for the log and the agent's status). */
+  onMove?: (from: string, to: string) => void;
 }
 
 /**
@@ -120,7 +126,7 @@ export function retryAfterMs(header: string | null, o: { maxMs: number; random: 
 
 /** The HTTP node routes, and `POST /v1/speakers/{id}/status` (agent README). */
 export class ControllerHttpClient {
-  readonly #base: string;
+  readonly #bases: EndpointRing;
   readonly #key: string | null;
   readonly #timeoutMs: number;
   readonly #bundleTimeoutMs: number;
@@ -131,7 +137,11 @@ export class ControllerHttpClient {
   readonly #random: () => number;
 
   constructor(options: HttpClientOptions) {
-    this.#base = options.baseUrl.replace(/\/+$/, "");
+    const bases = typeof options.baseUrl === "string" ? [options.baseUrl] : options.baseUrl;
+    this.#bases = new EndpointRing(
+      bases.map((b) => b.replace(/\/+$/, "")),
+      options.onMove,
+    );
     this.#key = options.nodeKey;
     this.#timeoutMs = options.timeoutMs ?? 30_000;
     this.#bundleTimeoutMs = options.bundleTimeoutMs ?? 300_000;
@@ -140,6 +150,11 @@ export class ControllerHttpClient {
     this.#maxRetryAfterMs = options.maxRetryAfterMs ?? 30_000;
     this.#sleep = options.sleep ?? ((ms) => new Promise((resolve) => setTimeout(resolve, ms)));
     this.#random = options.random ?? Math.random;
+  }
+
+  /** The base the next request goes to. */
+  get endpoint(): string {
+    return this.#bases.current;
   }
 
   /** `POST /v1/nodes/enroll` with the one-time token as Bearer. */
@@ -197,10 +212,15 @@ export class ControllerHttpClient {
     const headers: Record<string, string> = { accept: "application/json", ...o.headers };
     if (key) headers.authorization = `Bearer ${key}`;
     if (o.body !== undefined) headers["content-type"] = "application/json";
-    for (let attempt = 0; ; attempt++) {
+    // Each base is tried at most once per request: a replica that is gone refuses at once, so
+    // the next one answers in the same call.
+    let unreached = 0;
+    let busyWaits = 0;
+    for (;;) {
       let res: Response;
+      const base = this.#bases.current;
       try {
-        res = await this.#fetch(this.#base + path, {
+        res = await this.#fetch(base + path, {
           method,
           headers,
           body: o.body === undefined ? undefined : JSON.stringify(o.body),
@@ -208,12 +228,15 @@ export class ControllerHttpClient {
           redirect: "error",
         });
       } catch (cause) {
+        this.#bases.failed(base);
+        if (++unreached < this.#bases.size) continue;
         throw new ControllerError("controller_unreachable", `${method} ${path}: ${(cause as Error).message}`, { cause });
       }
       if (res.ok || (o.allow404 && res.status === 404)) return res;
       const busy = res.status === 429 || res.status === 503;
       // The controller's limits say "later", not "no": wait as it asks, then ask again.
-      if (busy && !o.once && attempt < this.#busyRetries) {
+      if (busy && !o.once && busyWaits < this.#busyRetries) {
+        busyWaits += 1;
         await res.body?.cancel();
         await this.#sleep(retryAfterMs(res.headers.get("retry-after"), { maxMs: this.#maxRetryAfterMs, random: this.#random }));
         continue;

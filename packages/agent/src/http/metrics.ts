@@ -40,6 +40,7 @@ export class AgentMetrics {
   readonly #reverts = new Map<string, number>();
   #lastProbation: { result: "confirmed" | "reverted"; check: string | null; seconds: number } | null = null;
   #onProbation: { revision_id: number; since: string } | null = null;
+  readonly #endpoints: { http: string | null; grpc: string | null } = { http: null, grpc: null };
 
   constructor(info: { version: string; speakerId: string | null; now?: () => number }) {
     this.#info = { version: info.version, speaker_id: info.speakerId };
@@ -76,6 +77,11 @@ export class AgentMetrics {
     this.#lastProbation = { result, check, seconds: durationMs / 1000 };
   }
 
+  /** The controller endpoint the next call of `transport` goes to (one replica's, when several are configured). */
+  setEndpoint(transport: "http" | "grpc", address: string): void {
+    this.#endpoints[transport] = address;
+  }
+
   recordFallback(operation: string): void {
     this.#fallbacks.set(operation, (this.#fallbacks.get(operation) ?? 0) + 1);
   }
@@ -104,6 +110,7 @@ export class AgentMetrics {
     last_applied_revision_id: number | null;
     on_probation: { revision_id: number; since: string } | null;
     last_probation: { result: "confirmed" | "reverted"; check: string | null; seconds: number } | null;
+    controller_endpoints: { http: string | null; grpc: string | null };
   } {
     return {
       ok: this.#birdUp !== false,
@@ -112,6 +119,7 @@ export class AgentMetrics {
       last_applied_revision_id: this.#applied?.revision_id ?? null,
       on_probation: this.#onProbation,
       last_probation: this.#lastProbation,
+      controller_endpoints: { ...this.#endpoints },
     };
   }
 

@@ -1,0 +1,113 @@
+import { createServer } from "node:net";
+import { grpc, loadAgentService, type StatusReport } from "@rlc/proto";
+import { createSystemClock } from "@rlc/shared/time";
+import { afterEach, describe, expect, it } from "vitest";
+import { fixtureContent } from "../../../../test/helpers/agent-fakes.js";
+import { type StandInController, startStandInController } from "../../../../test/helpers/stand-in-controller.js";
+import { until } from "../../../../test/helpers/wait.js";
+import { silentLogger } from "../log.js";
+import { AgentGrpcClient } from "./grpc-client.js";
+
+// Two replicas of one controller (stand-ins with the same speaker and node key): the client uses
+// one, and moves to the other when it is lost.
+
+const cleanups: (() => Promise<void> | void)[] = [];
+afterEach(async () => {
+  for (const c of cleanups.splice(0).reverse()) await c();
+});
+
+async function replica(): Promise<StandInController> {
+  const c = await startStandInController();
+  cleanups.push(() => c.close());
+  return c;
+}
+
+function client(addresses: string[], key: string, speakerId: string, moves: string[] = []): AgentGrpcClient {
+  const c = new AgentGrpcClient({
+    address: addresses,
+    credentials: grpc.credentials.createInsecure(),
+    nodeKey: key,
+    speakerId,
+    service: loadAgentService(),
+    clock: createSystemClock(),
+    log: silentLogger,
+    backoff: { baseMs: 50, maxMs: 200 },
+    onEndpoint: (address) => moves.push(address),
+  });
+  cleanups.push(() => c.close());
+  return c;
+}
+
+/** An address where nothing listens: a replica that is gone. */
+async function deadAddress(): Promise<string> {
+  const server = createServer();
+  await new Promise<void>((r) => server.listen(0, "127.0.0.1", r));
+  const port = (server.address() as { port: number }).port;
+  await new Promise((r) => server.close(r));
+  return `127.0.0.1:${port}`;
+}
+
+function report(speakerId: string): StatusReport {
+  return {
+    speaker_id: speakerId,
+    reason: "sessions_changed",
+    poll_id: null,
+    applied_revision_id: null,
+    applied_sequence: null,
+    applied_digest: null,
+    applied_at: null,
+    error: null,
+    bird: { reachable: false, version: null, router_id: null, server_time: null, last_reconfiguration: null },
+    sessions: [],
+    agent_version: "test",
+    reported_at: new Date().toISOString(),
+  };
+}
+
+const watches = (c: StandInController) => c.grpcCalls.filter((call) => call === "Watch").length;
+
+describe("AgentGrpcClient with several controller endpoints", () => {
+  it("the Watch stream moves to the next replica when its own is lost, and back round-robin when that one goes too", async () => {
+    const [a, b] = [await replica(), await replica()];
+    const moves: string[] = [];
+    const grpcClient = client([a.grpcAddress, b.grpcAddress], a.nodeKey, a.speakerId, moves);
+    let connects = 0;
+    const watch = grpcClient.watch({ onNotification: () => undefined, onConnected: () => connects++ }, async () => ({
+      speaker_id: a.speakerId,
+      agent_version: "test",
+      applied_revision_id: 0,
+      applied_sequence: 0,
+    }));
+    cleanups.push(() => watch.stop());
+    await until("the stream on the first replica", async () => connects === 1);
+    expect([watches(a), watches(b), grpcClient.endpoint]).toEqual([1, 0, a.grpcAddress]);
+
+    await a.stopGrpc();
+    await until("the stream on the second replica", async () => connects === 2, 5000);
+    expect([watches(a), watches(b), grpcClient.endpoint]).toEqual([1, 1, b.grpcAddress]);
+
+    await a.startGrpc();
+    await b.stopGrpc();
+    await until("the stream back on the first replica", async () => connects === 3, 5000);
+    expect([watches(a), watches(b), grpcClient.endpoint]).toEqual([2, 1, a.grpcAddress]);
+    expect(moves).toEqual([b.grpcAddress, a.grpcAddress]);
+  });
+
+  it("a bundle or a report that finds no controller moves the next calls to the other replica", async () => {
+    const b = await replica();
+    const issue = await b.publish(fixtureContent());
+    const grpcClient = client([await deadAddress(), b.grpcAddress], b.nodeKey, b.speakerId);
+    await expect(grpcClient.fetchBundle(1, { maxBytes: 1_000_000 })).rejects.toMatchObject({ code: "controller_unreachable" });
+    expect(grpcClient.endpoint).toBe(b.grpcAddress);
+    expect(Buffer.from((await grpcClient.fetchBundle(1, { maxBytes: 1_000_000 })).bytes).equals(issue.bytes)).toBe(true);
+    await grpcClient.reportStatus(report(b.speakerId));
+    expect(b.reports.map((r) => r.via)).toEqual(["grpc"]);
+  });
+
+  it("a refusal is what every replica would answer: the client stays where it is", async () => {
+    const [a, b] = [await replica(), await replica()];
+    const grpcClient = client([a.grpcAddress, b.grpcAddress], "rlk_wrong", a.speakerId);
+    await expect(grpcClient.reportStatus(report(a.speakerId))).rejects.toMatchObject({ code: "unauthenticated" });
+    expect(grpcClient.endpoint).toBe(a.grpcAddress);
+  });
+});
