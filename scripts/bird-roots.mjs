@@ -73,7 +73,10 @@ export function ensureBirdRoots() {
     return;
   }
   try {
-    if (!has("debootstrap")) run("apt-get", ["install", "-y", "-qq", "--no-install-recommends", "debootstrap"]);
+    if (!has("debootstrap")) {
+      run("apt-get", ["update", "-qq"]);
+      run("apt-get", ["install", "-y", "-qq", "--no-install-recommends", "debootstrap"]);
+    }
     const base = join(birdRootsDir(), "trixie-base");
     if (!existsSync(join(base, ".rlc-base"))) {
       say(`making a Debian 13 root for BIRD ${missing.map((r) => r.series).join(" and ")} in ${birdRootsDir()} (about a minute, once)…`);

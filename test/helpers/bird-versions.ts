@@ -42,11 +42,17 @@ function hostBird(): BirdUnderTest {
 }
 
 function rootBirds(): BirdUnderTest[] {
+  // chroot and the wrappers' bind mounts need root, whoever made the roots.
+  const root = process.getuid?.() === 0;
   return birdRoots().map((r) => ({
     version: r.version || r.series,
     source: `Debian 13 ${r.pkg}`,
-    available: Boolean(r.version),
-    reason: r.version ? "" : `no Debian 13 root with ${r.pkg} in ${r.root} (npm test makes it with debootstrap when run as root)`,
+    available: Boolean(r.version) && root,
+    reason: !r.version
+      ? `no Debian 13 root with ${r.pkg} in ${r.root} (npm test makes it with debootstrap when run as root)`
+      : root
+        ? ""
+        : "not root (the Debian 13 BIRDs run through chroot)",
     bird: join(r.bin, "bird"),
     birdc: join(r.bin, "birdc"),
     env: { ...process.env, PATH: `${r.bin}:${process.env.PATH ?? ""}` },
