@@ -16,8 +16,9 @@ import type { BundlePrefix, BundlePrefixes } from "./payload.js";
 import { diffPrefixLines } from "./prefix-delta.js";
 import { columnOf, decodePrefixSection, encodePrefixSection, prefixLines } from "./prefix-section.js";
 import { BundleReceiver, receiveBundle } from "./receive.js";
-import { signBundle, signingKeyFromSeed, verifyBundle } from "./sign.js";
+import { signBundle, signingKeyFromSeed } from "./sign.js";
 import { NOW, pin, refusal, SPEAKER, seed, TENANT } from "./signing.test-helper.js";
+import { verifyBundle } from "./verify-bundle.js";
 
 const config = (revision: number): BundleConfig => ({
   tenant_id: TENANT,

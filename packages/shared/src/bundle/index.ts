@@ -90,5 +90,5 @@ export {
   signingKeyFromSeed,
   type VerifiedBundle,
   type VerifyOptions,
-  verifyBundle,
 } from "./sign.js";
+export { verifyBundle } from "./verify-bundle.js";

@@ -1,8 +1,9 @@
 import { describe, expect, it } from "vitest";
 import { canonicalJson } from "./canonical-json.js";
 import { type BundleContent, type BundlePayload, buildBundlePayload, computeBundleDigest } from "./payload.js";
-import { keyIdOf, type SignedBundle, signBundle, signingKeyFromSeed, verifyBundle } from "./sign.js";
+import { keyIdOf, type SignedBundle, signBundle, signingKeyFromSeed } from "./sign.js";
 import { NOW, pin, refusal, SPEAKER, seed, TENANT } from "./signing.test-helper.js";
+import { verifyBundle } from "./verify-bundle.js";
 
 const content: BundleContent = {
   tenant_id: TENANT,

@@ -1,9 +1,9 @@
 import { createHash, randomBytes } from "node:crypto";
 import { createRequire } from "node:module";
-import { isBundleV2, type ReceivedBundle, verifyBundleV2 } from "./bundle-v2.js";
-import { canonicalJsonBytes, parseJsonBytes } from "./canonical-json.js";
+import type { ReceivedBundle } from "./bundle-v2.js";
+import { canonicalJsonBytes } from "./canonical-json.js";
 import { BundleError } from "./errors.js";
-import { type BundlePayload, computeBundleDigest } from "./payload.js";
+import type { BundlePayload } from "./payload.js";
 
 // libsodium-wrappers 0.7.16's ESM build imports a file its package does not ship
 // (dist/modules-esm/libsodium.mjs), so the CommonJS build is loaded instead. Where a plain
@@ -98,40 +98,6 @@ export async function signBundle(payload: BundlePayload, secretKey: Uint8Array, 
 }
 
 /**
- * Checks a signed bundle (`rl-bundle/2` bytes go to {@link verifyBundleV2}) in the order that spends the least on a hostile one: size, envelope,
- * key, then the signature over the raw payload bytes; only signed bytes are ever parsed. Then
- * speaker, tenant, sequence, expiry and digest. Throws {@link BundleError}.
- */
-export async function verifyBundle(
-  input: Uint8Array | string | SignedBundle,
-  pinnedKeys: readonly PinnedKey[],
-  options: VerifyOptions,
-): Promise<VerifiedBundle> {
-  const maxBytes = options.maxBytes ?? DEFAULT_MAX_BUNDLE_BYTES;
-  if (isBundleV2(input)) {
-    const v2 = await verifyBundleV2(input as Uint8Array, pinnedKeys, { ...options, maxBytes });
-    return { payload: v2.payload, payloadBytes: v2.payloadBytes, keyId: v2.keyId, prefixSection: v2.prefixSection, section: v2.header.section };
-  }
-  const envelope = readEnvelope(input, maxBytes);
-  const key = findKey(pinnedKeys, envelope.key_id);
-  const payloadBytes = fromBase64(envelope.payload, "payload");
-  if (typeof input === "object" && !(input instanceof Uint8Array) && payloadBytes.length > maxBytes) {
-    throw new BundleError("too_large", `bundle payload has ${payloadBytes.length} bytes, the cap is ${maxBytes}`);
-  }
-  await sodium.ready;
-  if (!verifyDetached(fromBase64(envelope.signature, "signature"), payloadBytes, key)) {
-    throw new BundleError("bad_signature", `signature does not verify with key ${envelope.key_id}`);
-  }
-  const payload = parsePayload(payloadBytes);
-  checkAddressee(payload, options);
-  const digest = computeBundleDigest(payload);
-  if (digest !== payload.digest) {
-    throw new BundleError("digest_mismatch", `payload digest ${payload.digest} does not match its content (${digest})`);
-  }
-  return { payload, payloadBytes, keyId: envelope.key_id };
-}
-
-/**
  * The checks of a signed bundle of either format, on what its signed part says: for this
  * speaker and tenant, above the last applied sequence, not expired.
  */
@@ -167,45 +133,14 @@ export function verifyDetached(signature: Uint8Array, message: Uint8Array, publi
   }
 }
 
+/** libsodium, once its WebAssembly is loaded (verifyDetached needs it ready). */
+export async function sodiumReady(): Promise<void> {
+  await sodium.ready;
+}
+
 export async function signDetached(message: Uint8Array, secretKey: Uint8Array): Promise<Uint8Array> {
   await sodium.ready;
   return sodium.crypto_sign_detached(message, secretKey);
-}
-
-function readEnvelope(input: Uint8Array | string | SignedBundle, maxBytes: number): SignedBundle {
-  let value: unknown = input;
-  if (typeof input === "string" || input instanceof Uint8Array) {
-    const size = typeof input === "string" ? Buffer.byteLength(input) : input.length;
-    if (size > maxBytes) throw new BundleError("too_large", `bundle has ${size} bytes, the cap is ${maxBytes}`);
-    try {
-      value = JSON.parse(typeof input === "string" ? input : Buffer.from(input.buffer, input.byteOffset, input.length).toString("utf8"));
-    } catch (cause) {
-      throw new BundleError("malformed", "bundle envelope is not JSON", { cause });
-    }
-  }
-  const e = value as Partial<SignedBundle> | null;
-  if (!e || typeof e !== "object" || typeof e.key_id !== "string" || typeof e.payload !== "string" || typeof e.signature !== "string") {
-    throw new BundleError("malformed", "bundle envelope lacks key_id, payload or signature");
-  }
-  if (e.format !== BUNDLE_FORMAT || e.alg !== SIGNING_ALG) {
-    throw new BundleError("unsupported_format", `bundle format ${String(e.format)}/${String(e.alg)} is not ${BUNDLE_FORMAT}/${SIGNING_ALG}`);
-  }
-  return e as SignedBundle;
-}
-
-function parsePayload(bytes: Uint8Array): BundlePayload {
-  const p = parseJsonBytes(bytes, "signed payload") as Partial<BundlePayload> | null;
-  const ok =
-    p !== null &&
-    typeof p === "object" &&
-    !Array.isArray(p) &&
-    typeof p.speaker_id === "string" &&
-    typeof p.tenant_id === "string" &&
-    Number.isSafeInteger(p.sequence) &&
-    typeof p.expires_at === "string" &&
-    typeof p.digest === "string";
-  if (!ok) throw new BundleError("malformed", "signed payload lacks speaker_id, tenant_id, sequence, expires_at or digest");
-  return p as BundlePayload;
 }
 
 export function toBase64(bytes: Uint8Array): string {
