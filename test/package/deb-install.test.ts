@@ -4,6 +4,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { BirdClient } from "../../packages/shared/src/bird/birdc.js";
+import { birdRoots } from "../../scripts/bird-roots.mjs";
 import { type Rib, startBirdLab, stopProcess, waitForRibs } from "../helpers/bird-lab.js";
 import { type LiveController, startLiveController, until, untilJobDone } from "../helpers/live-controller.js";
 
@@ -158,6 +159,26 @@ describe.skipIf(reasons.length > 0)(reasons.length > 0 ? `${title} (skipped: ${r
     writeFileSync(probe, "process.stdout.write(process.version); process.exit(0);\n");
     const shown = sh("/usr/bin/rl-agent", ["--version"], { PATH: noNodePath, NODE_OPTIONS: `--require ${probe}` });
     expect(shown.stdout).toMatch(/^v24\.\d+\.\d+$/);
+  });
+
+  const trixie = birdRoots().find((r) => r.version);
+  const noTrixie = process.env.CI === "true" ? "" : trixie ? "" : " (skipped: no Debian 13 root; npm test makes it as root)";
+  it.skipIf(Boolean(noTrixie))(`the amd64 executable runs on Debian 13 too (a trixie root's libc)${noTrixie}`, () => {
+    if (!trixie) throw new Error("CI=true and no Debian 13 root (scripts/bird-roots.mjs)");
+    // The root sees this machine's /tmp at the same path: the package's files unpacked there run inside it.
+    const tree = mkdtempSync(join(tmpdir(), "rl-package-trixie-"));
+    try {
+      expect(sh("dpkg-deb", ["-x", debFile, tree]).status).toBe(0);
+      const probe = join(tree, "node-version.cjs");
+      writeFileSync(probe, "process.stdout.write(process.version); process.exit(0);\n");
+      const env = { PATH: "/usr/bin:/bin" };
+      // Through the root's BIRD wrapper's mounts: they are in place once a BIRD of that root has run.
+      sh(join(trixie.bin, "bird"), ["--version"]);
+      expect(sh("/usr/sbin/chroot", [trixie.root, join(tree, "usr/bin/rl-agent"), "--version"], env).stdout.trim()).toBe(version);
+      expect(sh("/usr/sbin/chroot", [trixie.root, "env", `NODE_OPTIONS=--require ${probe}`, join(tree, "usr/bin/rl-agent"), "--version"], env).stdout).toMatch(/^v24\./);
+    } finally {
+      rmSync(tree, { recursive: true, force: true });
+    }
   });
 
   it("the arm64 .deb carries an aarch64 executable of the same agent, its control naming arm64", () => {
