@@ -284,3 +284,17 @@ describe("refresh and revisions", () => {
     expect((await t.call(key, { method: "GET", url: `/v1/modules/${F}` })).json().snapshot.prefix_count_v4).toBe(0);
   });
 });
+
+describe("refresh requests", () => {
+  it("are audited: who asked for which module's refresh, under the job they queued", async () => {
+    const mod = (await t.call(key, { method: "POST", url: "/v1/modules", payload: { name: "audited-refresh", type: "IP_RANGES" } })).json();
+    const one = await t.call(key, { method: "POST", url: `/v1/modules/${mod.id}/refresh` });
+    expect(one.statusCode, one.body).toBe(202);
+    const all = await t.call(key, { method: "POST", url: "/v1/modules/refresh", payload: { force: true } });
+    expect(all.statusCode, all.body).toBe(202);
+    const records = (await t.call(key, { method: "GET", url: "/v1/audit?resource_type=job&action=run" })).json().items;
+    const of = (jobId: string) => records.find((r: { resource_id: string }) => r.resource_id === jobId);
+    expect(of(one.json().job_id)).toMatchObject({ action: "run", resource_type: "job", summary: expect.stringContaining(`of module ${mod.id}`) });
+    expect(of(all.json().job_id)).toMatchObject({ summary: expect.stringContaining("of every enabled module requested (force)") });
+  });
+});

@@ -172,6 +172,7 @@ export function createServices(opts: {
     configPath: opts.config.BIRD_CONFIG_PATH,
   });
   const ingest = createIngestService({
+    audit,
     metrics: opts.metrics,
     sql: opts.sql,
     bus: opts.bus,

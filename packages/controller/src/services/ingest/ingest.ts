@@ -9,6 +9,7 @@ import type { SecretBox } from "../../lib/secret-box.js";
 import type { JobMetrics } from "../../metrics/controller-metrics.js";
 import type { AsnSource } from "../../sources/asn-source.js";
 import type { OutboundClient } from "../../sources/outbound.js";
+import type { AuditWriter } from "../access/audit.js";
 import type { RequestContext } from "../access/context.js";
 import type { JobContext } from "../operations/job-context.js";
 import { enqueueJob } from "../operations/jobs.js";
@@ -35,6 +36,8 @@ export interface IngestDeps {
   secretBox: SecretBox;
   /** Sources fetched at once within a module (collect.ts's default when left out). */
   concurrency?: number;
+  /** Records the refresh requests, as every other request that changes something. */
+  audit: AuditWriter;
 }
 
 /** The ingest use cases: asking for a refresh, and doing it (the module_ingest job). */
@@ -50,7 +53,7 @@ export function createIngestService(deps: IngestDeps) {
     async requestRefresh(tx: Db, ctx: RequestContext, moduleIds: string[] | null, force: boolean) {
       const tenantId = ctx.principal.tenantId;
       if (moduleIds && !(await moduleExists(tx, tenantId, moduleIds[0]!))) throw new NotFoundError("module", moduleIds[0]);
-      return enqueueJob(tx, deps.bus, {
+      const job = await enqueueJob(tx, deps.bus, {
         tenantId,
         type: "module_ingest",
         params: { module_ids: moduleIds, force },
@@ -58,6 +61,13 @@ export function createIngestService(deps: IngestDeps) {
         now: ctx.now,
         afterCommit: ctx.afterCommit,
       });
+      await deps.audit.record(tx, ctx, {
+        action: "run",
+        resource_type: "job",
+        resource_id: job.id,
+        summary: `refresh ${moduleIds ? `of module ${moduleIds[0]}` : "of every enabled module"} requested${force ? " (force)" : ""} (job ${job.id})`,
+      });
+      return job;
     },
 
     /**
