@@ -179,6 +179,7 @@ export async function startController(config: Config, opts: StartOptions = {}): 
     const carried = await sealSecretsAtRest(db.sql, { secretBox, signing: services.signing, now: new Date(clock.now()) });
     const databaseHealth = createDatabaseHealth({
       probe: () => db.probe(),
+      monitor: db.kind === "postgres",
       onChange: (down, err) =>
         down
           ? log?.error({ err }, "the database cannot be reached: requests answer 503 database_unavailable until it answers again")

@@ -52,15 +52,36 @@ export interface DatabaseHealth {
  */
 export function createDatabaseHealth(o: {
   probe: () => Promise<void>;
+  /**
+   * False for the embedded database: it lives in this process, so "unreachable" cannot happen,
+   * and its one connection is busy for as long as a long write runs (a probe would wait on it
+   * and call that an outage). Then nothing is probed on a timer and nothing is ever down.
+   */
+  monitor?: boolean;
   upProbeMs?: number;
   downProbeMs?: number;
   onChange?: (down: boolean, err?: unknown) => void;
 }): DatabaseHealth {
+  if (o.monitor === false) {
+    return {
+      isDown: () => false,
+      downSince: () => null,
+      noteError: () => {},
+      check: (timeoutMs) =>
+        withTimeout(o.probe(), timeoutMs).then(
+          () => true,
+          () => false,
+        ),
+      close: () => {},
+    };
+  }
   const upProbeMs = o.upProbeMs ?? 2000;
   const downProbeMs = o.downProbeMs ?? 1000;
   let since: Date | null = null;
   let timer: NodeJS.Timeout | null = null;
   let closed = false;
+  /** Probes in a row that got no answer in time: one slow answer is not an outage, two are. */
+  let slow = 0;
 
   const markDown = (err: unknown) => {
     if (since !== null || closed) return;
@@ -82,11 +103,12 @@ export function createDatabaseHealth(o: {
   };
   const check = async (timeoutMs: number) => {
     try {
-      await withTimeout(o.probe(), timeoutMs, "CONNECT_TIMEOUT");
+      await withTimeout(o.probe(), timeoutMs);
+      slow = 0;
       markUp();
       return true;
     } catch (err) {
-      markDown(err);
+      if (isConnectionError(err) || ++slow >= 2) markDown(err);
       return false;
     }
   };

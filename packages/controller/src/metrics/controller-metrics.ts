@@ -106,7 +106,7 @@ export function createControllerMetrics(o: { sql: Sql; clock: Clock; bus: Bus; o
   });
 
   const survived = counter(
-    "rlc_process_uncaught_errors_survived_total",
+    "rlc_uncaught_errors_survived_total",
     "Errors that escaped every promise of this process (a database driver's timer after its connection closed) and were logged while the process kept running.",
     ["source"],
   );
