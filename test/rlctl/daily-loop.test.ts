@@ -83,8 +83,10 @@ describe.skipIf(missing.length > 0)(missing.length > 0 ? `${title} (skipped: ${m
       500,
     );
     const [header, row] = established.stdout.split("\n");
-    expect(header!.split(/\s{2,}/)).toEqual(["SPEAKER", "SYNC", "REV", "AGENT", "SESSION", "NEIGHBOR", "STATE", "BGP", "SINCE", "ROUTES IN/OUT"]);
-    expect(row).toMatch(new RegExp(`^edge-lab\\s+in_sync\\s+${current!.revision_id}\\s+live\\s+\\S+\\s+127\\.0\\.0\\.2 AS65001\\s+up\\s+Established\\s`));
+    expect(header!.split(/\s{2,}/)).toEqual(["SPEAKER", "SYNC", "REV", "AGENT", "BIRD", "SESSION", "NEIGHBOR", "STATE", "BGP", "SINCE", "ROUTES IN/OUT"]);
+    expect(row).toMatch(
+      new RegExp(`^edge-lab\\s+in_sync\\s+${current!.revision_id}\\s+live\\s+\\d+\\.\\d+\\.\\d+\\s+\\S+\\s+127\\.0\\.0\\.2 AS65001\\s+up\\s+Established\\s`),
+    );
 
     // --watch with --count stops by itself: two tables, one after the other, each with its time line.
     const watched = await run("speakers", "status", "--watch", "--interval", "1", "--count", "2");

@@ -28,6 +28,8 @@ const sessionColumns = (ctx: Ctx): Column<Row>[] => [
   { header: "SYNC", value: (r) => coloured(ctx, r.speaker.sync_status) },
   { header: "REV", value: (r) => r.speaker.live?.revision_id ?? r.speaker.applied_revision_id },
   { header: "AGENT", value: (r) => (r.speaker.live?.reachable ? "live" : r.speaker.live?.stale ? "stale" : "-") },
+  // Which BIRD the agent drives: 2.x and 3.x differ (probation, bird -p's messages).
+  { header: "BIRD", value: (r) => r.speaker.live?.bird?.version },
   { header: "SESSION", value: (r) => r.session?.protocol },
   { header: "NEIGHBOR", value: (r) => (r.session ? `${r.session.neighbor_address ?? "-"} AS${r.session.remote_asn ?? "?"}` : null) },
   { header: "STATE", value: (r) => (r.session ? coloured(ctx, r.session.state) : null) },
