@@ -175,7 +175,9 @@ describe.skipIf(reasons.length > 0)(reasons.length > 0 ? `${title} (skipped: ${r
       // Through the root's BIRD wrapper's mounts: they are in place once a BIRD of that root has run.
       sh(join(trixie.bin, "bird"), ["--version"]);
       expect(sh("/usr/sbin/chroot", [trixie.root, join(tree, "usr/bin/rl-agent"), "--version"], env).stdout.trim()).toBe(version);
-      expect(sh("/usr/sbin/chroot", [trixie.root, "env", `NODE_OPTIONS=--require ${probe}`, join(tree, "usr/bin/rl-agent"), "--version"], env).stdout).toMatch(/^v24\./);
+      expect(sh("/usr/sbin/chroot", [trixie.root, "env", `NODE_OPTIONS=--require ${probe}`, join(tree, "usr/bin/rl-agent"), "--version"], env).stdout).toMatch(
+        /^v24\./,
+      );
     } finally {
       rmSync(tree, { recursive: true, force: true });
     }
