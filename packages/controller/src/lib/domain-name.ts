@@ -1,4 +1,4 @@
-import { domainToASCII } from "node:url";
+import { domainToASCII, domainToUnicode } from "node:url";
 import { accept, refuse, type ValueResult } from "./value-result.js";
 
 // ASCII characters a domain may be written with. Everything else ASCII is refused before
@@ -35,6 +35,12 @@ export function normaliseDomain(input: string): ValueResult<string> {
     if (label === "") return refuse("a label is empty (two dots in a row, or a leading dot)");
     if (label.length > 63) return refuse(`label "${label.slice(0, 20)}…" is longer than 63 characters`);
     if (!LABEL.test(label)) return refuse(`label "${label}" must be letters, digits and hyphens, not starting or ending with a hyphen`);
+    // Node 20's domainToASCII refuses a punycode label that does not decode (`xn--zz`); Node 22
+    // and 24 keep it as it is. A label that decodes to itself, or to nothing, is not punycode.
+    if (label.startsWith("xn--")) {
+      const decoded = domainToUnicode(label);
+      if (decoded === "" || decoded.startsWith("xn--")) return refuse("not a valid internationalised domain name");
+    }
   }
   if (ALL_DIGITS.test(labels[labels.length - 1]!)) return refuse("the top-level label is all digits: an IP address is not a domain");
   return accept(ascii);
