@@ -1,7 +1,7 @@
 // The BIRD versions the routers of the field run, beside the machine's own: Debian 13's bird2
 // (2.17) and bird3 (3.1), each installed in a trixie root made with debootstrap, and run through
-// thin `bird`/`birdc`/`birdcl` wrappers that chroot into it (../shared/peers/README.md has the
-// recipe). The roots are made once and cached outside the repository; the real-BIRD tests find
+// thin `bird`/`birdc`/`birdcl` wrappers that chroot into it, with /tmp, /run/bird and /proc
+// bind-mounted at the same paths so sockets and config files are where the tests put them. The roots are made once and cached outside the repository; the real-BIRD tests find
 // them through test/helpers/bird-versions.ts.
 import { spawnSync } from "node:child_process";
 import { chmodSync, existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";

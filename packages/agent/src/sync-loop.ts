@@ -1,98 +1,34 @@
 import { readFile } from "node:fs/promises";
 import { dirname, join } from "node:path";
-import type { ReportReasonJson, StatusErrorJson } from "@rlc/proto";
 import {
-  type BirdControl,
   type BirdReply,
   birdReadable,
   loadBirdConfig,
   type PendingApply,
-  type ProcessRunner,
   type RenderedConfig,
   renderBirdConfig,
   renderOptionsFor,
   StaticsCache,
   writeFileAtomic,
 } from "@rlc/shared/bird";
-import {
-  BundleError,
-  type BundleHeadV2,
-  type BundlePayload,
-  type PinnedKey,
-  type ReceivedBundle,
-  type VerifyOptions,
-  verifyBundleHeadV2,
-} from "@rlc/shared/bundle";
-import { backoffDelay, type Clock } from "@rlc/shared/time";
-import type { ControllerClient } from "./bundle/controller-client.js";
+import { BundleError, type BundlePayload, type ReceivedBundle, type VerifyOptions } from "@rlc/shared/bundle";
+import { backoffDelay } from "@rlc/shared/time";
 import { ControllerError, type DesiredRevision } from "./bundle/http-client.js";
 import { fetchVerified, peekIssue } from "./bundle/kept-bundle.js";
 import type { KeptPrefixes } from "./bundle/kept-prefixes.js";
 import { updatePinnedKeys } from "./bundle/signing-keys.js";
-import { type VerifiedKept, verifyKept } from "./bundle/verify-kept.js";
+import { headCheck, type VerifiedKept, verifyKept } from "./bundle/verify-kept.js";
 import { ConfirmedRevision } from "./confirmed.js";
-import type { AgentMetrics } from "./http/metrics.js";
-import { errorFields, type Logger } from "./log.js";
+import { errorFields } from "./log.js";
 import { type BirdBaseline, type ProbationDeps, probationWindowMs, readBaseline, revertAndVerify, runProbation } from "./probation.js";
-import type { AppliedRecord, RefusedIssue, StateStore } from "./state.js";
+import type { AppliedRecord, RefusedIssue } from "./state.js";
 import { type ProbationVerdict, planProbation } from "./status/probation-rules.js";
 import { classifyError, SyncError } from "./sync-errors.js";
 import { pickIssue, sameIssue } from "./sync-issue.js";
 
-export interface SyncLoopOptions {
-  client: Pick<ControllerClient, "latest" | "fetchBundle" | "signingKeys">;
-  state: StateStore;
-  reporter: { report(reason: ReportReasonJson): Promise<boolean>; setError(error: StatusErrorJson | null): void };
-  bird: BirdControl;
-  runner: ProcessRunner;
-  birdBin?: string;
-  metrics: AgentMetrics;
-  clock: Clock;
-  log: Logger;
-  speakerId: string;
-  tenantId: string;
-  birdMode: "include" | "full";
-  /** The file the agent owns (BIRD_CONFIG_PATH); the other rendered files go beside it. */
-  birdConfigPath: string;
-  stagingDir: string;
-  /**
-   * The shortest probation window this router accepts (RL_HEALTH_WAIT_SECONDS); the bundle's
-   * `bird.confirm_after_seconds` sets it otherwise.
-   */
-  healthWaitMs: number;
-  /**
-   * One round trip to the controller (its HTTP health route), for the probation's controller
-   * check; absent = not checked.
-   */
-  controllerHealth?: (timeoutMs: number) => Promise<void>;
-  /** Between two looks at the sessions during the probation. Default 500 ms. */
-  probationSampleMs?: number;
-  maxBundleBytes?: number;
-  /** Backoff of the retries after a passing failure. Default 2 s doubling to 5 min. */
-  retry?: { baseMs: number; maxMs: number };
-  random?: () => number;
-}
+import { type SyncLoopOptions, type SyncTrigger, stepTimer } from "./sync-options.js";
 
-/** Why a sync was asked for, and what the asker knows of the desired revision. */
-export interface SyncTrigger {
-  reason: "start" | "watch" | "nats" | "poll" | "retry" | "manual";
-  /** When absent, the loop asks the controller (`revisions/latest`). */
-  desired?: DesiredRevision;
-}
-
-/** Milliseconds between marks, per step name (a step marked twice, as a fetch after a refused delta, adds up). */
-function stepTimer(clock: Clock) {
-  let last = clock.now();
-  const spent: Record<string, number> = {};
-  return {
-    mark(step: string) {
-      const now = clock.now();
-      spent[step] = (spent[step] ?? 0) + (now - last);
-      last = now;
-    },
-    spent: () => ({ ...spent }),
-  };
-}
+export type { SyncLoopOptions, SyncTrigger };
 
 export type SyncResult = "applied" | "up_to_date" | "already_refused" | "no_revision" | "failed";
 
@@ -187,7 +123,7 @@ export class SyncLoop {
       log.info("sync: fetching bundle", { reason: trigger.reason, revision_id: desired.revision_id });
 
       const steps = stepTimer(this.#o.clock);
-      const onHead = this.#headCheck(await state.readSigningKeys(), this.#verifyOptions(applied));
+      const onHead = headCheck(await state.readSigningKeys(), this.#verifyOptions(applied));
       const fetchBundle = async (r: number, b: number | null) => {
         const got = await this.#o.client.fetchBundle(r, { baseRevisionId: b, onHead });
         steps.mark("fetch");
@@ -318,21 +254,6 @@ export class SyncLoop {
       lastSequence: applied?.sequence ?? null,
       now: this.#o.clock.now(),
       maxBytes: this.#o.maxBundleBytes,
-    };
-  }
-
-  /**
-   * The check of an rl-bundle/2's signed head as it arrives (key, signature, speaker, tenant,
-   * sequence, expiry): a refusal there stops the transfer and stands as the verifier's would. A
-   * key not pinned yet passes on to {@link #verify}, which refreshes the pinned keys first.
-   */
-  #headCheck(keys: readonly PinnedKey[], options: Omit<VerifyOptions, "base" | "received">) {
-    return (head: BundleHeadV2) => {
-      try {
-        verifyBundleHeadV2(head, keys, options);
-      } catch (error) {
-        if (!(error instanceof BundleError) || error.code !== "unknown_key") throw error;
-      }
     };
   }
 

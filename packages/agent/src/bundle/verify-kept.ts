@@ -1,6 +1,7 @@
 import {
   BundleError,
   type BundleHeaderV2,
+  type BundleHeadV2,
   type BundlePayload,
   checkConfigV2,
   isBundleV2,
@@ -10,6 +11,7 @@ import {
   type VerifiedBundle,
   type VerifyOptions,
   verifyBundle,
+  verifyBundleHeadV2,
 } from "@rlc/shared/bundle";
 import { applyKeptDelta, type KeptPrefixes, keptPrefixes } from "./kept-prefixes.js";
 
@@ -76,4 +78,19 @@ function readJson<T>(bytes: Uint8Array, what: string): T {
   }
   if (value === null || typeof value !== "object" || Array.isArray(value)) throw new BundleError("malformed", `bundle ${what} is not an object`);
   return value as T;
+}
+
+/**
+ * The check of an rl-bundle/2's signed head as it arrives (key, signature, speaker, tenant,
+ * sequence, expiry): a refusal there stops the transfer and stands as the verifier's would. A
+ * key not pinned yet passes on to the sync loop's verify, which refreshes the pinned keys first.
+ */
+export function headCheck(keys: readonly PinnedKey[], options: Omit<VerifyOptions, "base" | "received">) {
+  return (head: BundleHeadV2) => {
+    try {
+      verifyBundleHeadV2(head, keys, options);
+    } catch (error) {
+      if (!(error instanceof BundleError) || error.code !== "unknown_key") throw error;
+    }
+  };
 }
