@@ -77,7 +77,8 @@ export default fp(async function openapiPlugin(app: FastifyInstance, opts: { ver
           "Turns lists of ASNs, domains, IP ranges and CDN feeds into community-tagged BGP announcements. " +
           "Errors are RFC 9457 problem+json with a stable `code`. Every POST, PATCH and DELETE accepts `Idempotency-Key`. " +
           "Collections are keyset-paginated with `cursor` and `limit` (1..500, default 50). " +
-          "Each operation that takes a body states its size limit in bytes as `x-body-limit` (1 MiB unless stated); a larger body is a 413.",
+          "Each operation that takes a body states its size limit in bytes as `x-body-limit` (1 MiB unless stated); a larger body is a 413. " +
+          "While the database cannot be reached, every operation that needs it answers 503 `database_unavailable` with `Retry-After` at once.",
       },
       // Relative: the document is served by the controller it describes, on whatever address it
       // was reached, so "Try it out" and generated clients call that same controller.
