@@ -8,7 +8,7 @@ import { until } from "../helpers/wait.js";
 import { assertBuilt, type ControllerProcess, newBootstrapKey, startControllerProcess } from "../process-roles/controller-process.js";
 
 // PostgreSQL unreachable for a while (every connection reset, new ones refused), then back.
-// Bounded here to 8 s; the behaviour does not depend on the length (README, Operations).
+// Bounded here to 8 s; the behaviour does not depend on the length (docs/operate.md, "Faults and recovery").
 const OUTAGE_MS = 8000;
 
 async function timed(fn: () => Promise<Response>): Promise<{ status: number; ms: number; body: any }> {
@@ -65,7 +65,7 @@ describe("a controller whose PostgreSQL becomes unreachable, then comes back", (
     }
     expect(c.alive).toBe(true);
     // Every answer during the outage: 503 and its reason, none held until the database
-    // returns. (The bound is a client's patience, far above what is measured: README, Operations.)
+    // returns. (The bound is a client's patience, far above what is measured: docs/operate.md, "Faults and recovery".)
     for (const a of answers) {
       expect(a.status, JSON.stringify(a)).toBe(503);
       expect(a.ms, JSON.stringify(a)).toBeLessThan(3000);

@@ -77,7 +77,7 @@ export function birdsUnderTest(): BirdUnderTest[] {
  */
 export function describeEachBird(title: string, needs: string[], body: (b: BirdUnderTest) => void, options: { except?: string[] } = {}): void {
   const missingTools = needs.filter((bin) => !tool(bin).available);
-  // `except`: versions (prefixes) a long suite leaves out to keep npm test's time; README says which.
+  // `except`: versions (prefixes) a long suite leaves out to keep npm test's time; docs/testing.md says which.
   const chosen = birdsUnderTest().filter((b) => !options.except?.some((e) => b.version.startsWith(e)));
   for (const b of chosen) {
     const name = `${title} — BIRD ${b.version} (${b.source})`;

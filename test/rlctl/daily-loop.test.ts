@@ -6,7 +6,7 @@ import { until } from "../helpers/live-controller.js";
 import { tool } from "../helpers/tools.js";
 import { ensureRlctlBuilt, rlctl, rlctlOk, startRlctl, tempHome } from "./run-rlctl.js";
 
-// The operator's daily loop with rlctl, as README's example session runs it, against a real
+// The operator's daily loop with rlctl, as docs/rlctl.md's example session runs it, against a real
 // controller, an enrolled rl-agent driving BIRD, and GoBGP as BIRD's peer (the console lab):
 // a module and its entries, a refresh, the diff of two revisions, an apply followed speaker by
 // speaker, the BGP session up in `speakers status`, then the jobs and the audit journal.

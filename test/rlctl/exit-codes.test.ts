@@ -4,7 +4,7 @@ import { startFeedServer } from "../helpers/feeds.js";
 import { type LiveController, startLiveController, until } from "../helpers/live-controller.js";
 import { ensureRlctlBuilt, rlctl, rlctlOk, startRlctl, tempHome, untilStderr } from "./run-rlctl.js";
 
-// What rlctl answers when things go wrong, by exit code (rlctl --help and the README list them):
+// What rlctl answers when things go wrong, by exit code (rlctl --help and docs/rlctl.md list them):
 // a misused command line, a missing or refused key, something that does not exist, input the
 // controller refuses, and Ctrl-C while following a job, which leaves the job running.
 

@@ -15,7 +15,7 @@ Commands:
                                  and a server config into DIR (needs no database)
   backup FILE                    write the embedded database (APP_DATA_DIR) to FILE; the data key
                                  (APP_DATA_DIR/secret.key or APP_SECRET_KEY_FILE) is not in it:
-                                 keep it beside the backup. PostgreSQL: pg_dump (README)
+                                 keep it beside the backup. PostgreSQL: pg_dump (docs/operate.md)
   restore FILE                   restore FILE as the embedded database of an empty APP_DATA_DIR
   help, --help, -h               print this text
 
@@ -139,7 +139,7 @@ async function run(command: Exclude<Command, { kind: "help" }>): Promise<unknown
 
 async function backupOrRestore(command: { kind: "backup" | "restore"; file: string }, config: { DATABASE_URL?: string | undefined; APP_DATA_DIR: string }) {
   if (config.DATABASE_URL) {
-    throw new UsageError(`${command.kind} is for the embedded database; with DATABASE_URL use pg_dump and pg_restore (the README's Operations part)`);
+    throw new UsageError(`${command.kind} is for the embedded database; with DATABASE_URL use pg_dump and pg_restore (docs/operate.md, "Backup and restore")`);
   }
   const { backupEmbedded, restoreEmbedded } = await import("./db/embedded-backup.js");
   if (command.kind === "backup") return { backup: command.file, data_dir: config.APP_DATA_DIR, ...(await backupEmbedded(config.APP_DATA_DIR, command.file)) };

@@ -8,7 +8,7 @@ const optionalString = z
   .optional()
   .transform((v) => (v === undefined || v.trim() === "" ? undefined : v.trim()));
 
-/** Every environment variable the controller reads (listed in the README); bad values fail at start with a message. */
+/** Every environment variable the controller reads (listed in docs/configure.md); bad values fail at start with a message. */
 const ConfigSchema = z.object({
   DATABASE_URL: optionalString,
   APP_DATA_DIR: z.string().default("./data"),
@@ -45,7 +45,7 @@ const ConfigSchema = z.object({
   HTTP_HOST: z.string().default("0.0.0.0"),
   HTTP_PORT: port.default(8080),
   // A client that announces a body and never sends it, or never finishes its headers, holds a
-  // socket and its parser: these bound how long (see README, "Limits").
+  // socket and its parser: these bound how long (see docs/security.md, "Limits").
   HTTP_HEADERS_TIMEOUT_MS: millis(10_000),
   HTTP_REQUEST_TIMEOUT_MS: millis(60_000),
   HTTP_IDLE_TIMEOUT_MS: millis(120_000),

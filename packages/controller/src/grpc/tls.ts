@@ -30,7 +30,7 @@ export type GrpcTlsPin = "ca" | "leaf";
  * (an intermediate, which is not self-signed, or a root) trusts every certificate it issues, to
  * anyone, and agents compare no host name; so such a chain stops the start rather than hand out
  * tokens that pin it. With `leaf`, the server certificate itself (agents then trust that
- * certificate alone; a renewed one must keep its key, see README).
+ * certificate alone; a renewed one must keep its key, see docs/security.md).
  */
 export function pinnedOfChain(chain: string[], pin: GrpcTlsPin, publicRoots: ReadonlySet<string>): string {
   if (pin === "leaf") return chain[0]!;

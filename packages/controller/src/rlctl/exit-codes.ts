@@ -1,6 +1,6 @@
 import { ApiError } from "@rlc/client";
 
-/** rlctl's exit codes; `rlctl --help` and the README list them. */
+/** rlctl's exit codes; `rlctl --help` and docs/rlctl.md list them. */
 export const ExitCode = {
   ok: 0,
   /** Anything else: a 5xx, an answer rlctl did not expect. */
