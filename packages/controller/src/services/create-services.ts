@@ -6,6 +6,7 @@ import { DEFAULT_GRPC_LIMITS } from "../grpc/limits.js";
 import type { SecretBox } from "../lib/secret-box.js";
 import type { JobMetrics } from "../metrics/controller-metrics.js";
 import type { AsnSource } from "../sources/asn-source.js";
+import { countrySourceOf } from "../sources/country-source.js";
 import type { OutboundClient } from "../sources/outbound.js";
 import { createApiKeyService } from "./access/api-keys.js";
 import { type AuditWriter, createAuditWriter } from "./access/audit.js";
@@ -32,6 +33,7 @@ import { createMaintenanceService } from "./operations/maintenance.js";
 import { createRuntimeLogService } from "./operations/runtime-logs.js";
 import { createSettingsService } from "./operations/settings.js";
 import type { RevisionStore } from "./revisions/revision-store.js";
+import { createRevisionCommitter } from "./revisions/revision-commit.js";
 import { createRevisionService } from "./revisions/revisions.js";
 import { createCatalogService } from "./route-lists/catalog.js";
 import { createCommunityService } from "./route-lists/communities.js";
@@ -39,6 +41,7 @@ import { createCsvService } from "./route-lists/csv.js";
 import { createEntryService } from "./route-lists/entries.js";
 import { createLookupService } from "./route-lists/lookup.js";
 import { createModuleService } from "./route-lists/modules.js";
+import { createIrrSource } from "../sources/irr-source.js";
 
 /**
  * Builds every service the controller's transports share: the HTTP routes, the job handlers, the
@@ -141,13 +144,13 @@ export function createServices(opts: {
 }): AppServices {
   const audit = createAuditWriter({ pushEnabled: opts.pushEnabled, ...(opts.onAuditRecorded ? { onRecorded: opts.onAuditRecorded } : {}) });
   const authenticator = createAuthenticator({ sql: opts.sql });
-  const services: Omit<AppServices, "maintenance" | "localBird" | "secretBox" | "ingest" | "deploy" | "bundleDownloads"> = {
+  const services: Omit<AppServices, "revisions" | "maintenance" | "localBird" | "secretBox" | "ingest" | "deploy" | "bundleDownloads"> = {
     audit,
     authenticator,
     apiKeys: createApiKeyService({ audit, onKeysChanged: authenticator.invalidate }),
     tenants: createTenantService({ audit }),
     settings: createSettingsService({ audit }),
-    jobs: createJobService({ audit, bus: opts.bus }),
+    jobs: createJobService({ audit, bus: opts.bus, sql: opts.sql }),
     runtimeLogs: createRuntimeLogService({ config: opts.config, sql: opts.sql }),
     modules: createModuleService({ audit }),
     entries: createEntryService({ audit }),
@@ -156,11 +159,23 @@ export function createServices(opts: {
     cdnSources: createCdnSourceService({ audit }),
     csv: createCsvService({ audit }),
     catalog: createCatalogService(),
-    revisions: createRevisionService({ audit, revisions: opts.revisions, bus: opts.bus }),
     lookup: createLookupService({ revisions: opts.revisions, budgetBytes: opts.config.LOOKUP_CACHE_MAX_MB * 1024 * 1024 }),
     ...deployServices(opts, audit, authenticator),
   };
-  const maintenance = createMaintenanceService({ sql: opts.sql, audit, revisions: services.revisions, runtimeLogs: services.runtimeLogs });
+  const deploy = createDeployService({
+    sql: opts.sql,
+    bus: opts.bus,
+    audit,
+    signing: services.signing,
+    notifier: services.notifier,
+    revisions: opts.revisions,
+    secretBox: opts.secretBox,
+    sections: services.sections,
+  });
+  // A revision is committed in one place (ingest and rollback), with the sections deploy builds for it.
+  const committer = createRevisionCommitter({ revisions: opts.revisions, bus: opts.bus, sections: deploy });
+  const revisions = createRevisionService({ audit, revisions: opts.revisions, committer });
+  const maintenance = createMaintenanceService({ sql: opts.sql, audit, revisions, runtimeLogs: services.runtimeLogs });
   const localBird = createLocalBirdService({
     sql: opts.sql,
     audit,
@@ -176,20 +191,18 @@ export function createServices(opts: {
     metrics: opts.metrics,
     sql: opts.sql,
     bus: opts.bus,
-    revisions: opts.revisions,
+    committer,
     outbound: opts.outbound,
     asnSource: opts.asnSource,
+    irrSource: opts.config.IRR_SOURCE
+      ? createIrrSource(opts.config.IRR_SOURCE, {
+          ...(opts.config.IRR_SOURCES ? { sources: opts.config.IRR_SOURCES } : {}),
+          maxMembers: opts.config.IRR_MAX_MEMBERS,
+          timeLimitMs: opts.config.IRR_TIME_LIMIT_SECONDS * 1000,
+        })
+      : null,
+    countrySource: countrySourceOf(opts.config, opts.outbound),
     secretBox: opts.secretBox,
-  });
-  const deploy = createDeployService({
-    sql: opts.sql,
-    bus: opts.bus,
-    audit,
-    signing: services.signing,
-    notifier: services.notifier,
-    revisions: opts.revisions,
-    secretBox: opts.secretBox,
-    sections: services.sections,
   });
   // Made once: the one count of bundle transfers for HTTP and gRPC (controller.ts hands the
   // limiter to the gRPC service).
@@ -199,5 +212,5 @@ export function createServices(opts: {
     compressed: createKeptBySize<DeflatedPart>(SECTION_CACHE_BYTES),
     chunkBytes: DEFAULT_GRPC_LIMITS.chunkBytes,
   });
-  return { ...services, maintenance, localBird, ingest, deploy, bundleDownloads, secretBox: opts.secretBox };
+  return { ...services, revisions, maintenance, localBird, ingest, deploy, bundleDownloads, secretBox: opts.secretBox };
 }

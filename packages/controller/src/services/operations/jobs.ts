@@ -122,9 +122,19 @@ export function jobFailure(row: JobRow): AppError {
   return new AppError(code, error.detail ?? "the job failed", { extra: { job_id: row.id } });
 }
 
-export function createJobService(deps: { audit: AuditWriter; bus: Bus }) {
+export function createJobService(deps: { audit: AuditWriter; bus: Bus; sql: Sql }) {
   const bus = deps.bus;
   return {
+    /**
+     * A `?wait=true` request's wait: the job once it has succeeded, or as it is when `timeoutMs`
+     * passes with the job still queued or running; a job that failed or was cancelled throws its
+     * problem (with `job_id`), as the request would have.
+     */
+    async waitFor(tenantId: string, jobId: string, timeoutMs: number): Promise<Job> {
+      const row = await waitForJob(deps.sql, bus, tenantId, jobId, timeoutMs);
+      if (row.status === "failed" || row.status === "cancelled") throw jobFailure(row);
+      return toJob(row);
+    },
     async list(db: Db, ctx: RequestContext, q: { cursor?: string | undefined; limit: number; type?: string | undefined; status?: string | undefined }) {
       const afterId = afterIdOf(q.cursor);
       const rows = await listJobs(db, ctx.principal.tenantId, { afterId, limit: q.limit, type: q.type, status: q.status });
