@@ -1,4 +1,5 @@
 import { createHash } from "node:crypto";
+import type { AgentAnnouncement } from "@rlc/shared/bundle";
 import type {
   BirdInfo as BirdInfoSchema,
   ReportedSession,
@@ -50,7 +51,13 @@ const orZero = (v: number | null | undefined): number => v ?? 0;
 const orNull = (v: string | null | undefined): string | null => (v ? v : null);
 const positiveOrNull = (v: number | null | undefined): number | null => (typeof v === "number" && v > 0 ? v : null);
 
-export function statusReportToProto(r: StatusReport): ReportStatusRequest {
+/** The proto's announcement fields: empty lists for an agent that announces nothing. */
+export function announcementToProto(a: AgentAnnouncement | null): { bundle_formats: string[]; capabilities: string[] } {
+  return { bundle_formats: a ? [...a.bundle_formats] : [], capabilities: a ? [...a.capabilities] : [] };
+}
+
+/** The report as ReportStatusRequest, with what the agent accepts (null: nothing, as the release before sent). */
+export function statusReportToProto(r: StatusReport, announced: AgentAnnouncement | null = null): ReportStatusRequest {
   return {
     speaker_id: r.speaker_id,
     reason: REASONS[r.reason] ?? "REPORT_REASON_UNSPECIFIED",
@@ -80,6 +87,7 @@ export function statusReportToProto(r: StatusReport): ReportStatusRequest {
     sessions: r.sessions.map(sessionToProto),
     agent_version: r.agent_version,
     reported_at: r.reported_at,
+    ...announcementToProto(announced),
   };
 }
 

@@ -5,6 +5,7 @@
 export * as grpc from "@grpc/grpc-js";
 export {
   type AgentNotification,
+  announcementToProto,
   type BgpSessionLiveJson,
   type BirdInfoJson,
   bundleChunks,

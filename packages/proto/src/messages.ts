@@ -19,6 +19,9 @@ export interface EnrollRequest {
   hostname: string;
   agent_version: string;
   public_key: string;
+  /** What the agent accepts; empty on an agent of the release before announcements. */
+  bundle_formats?: string[];
+  capabilities?: string[];
 }
 
 export interface SigningKey {
@@ -46,6 +49,9 @@ export interface WatchRequest {
   agent_version: string;
   applied_revision_id: number;
   applied_sequence: number;
+  /** What the agent accepts; empty on an agent of the release before announcements. */
+  bundle_formats?: string[];
+  capabilities?: string[];
 }
 
 export interface WatchEvent {
@@ -63,6 +69,9 @@ export interface GetBundleRequest {
   revision_id: number;
   /** The revision the agent runs and holds the prefixes of (0 = none): a delta from it may come. */
   base_revision_id?: number;
+  /** What the agent accepts; empty on an agent of the release before announcements. */
+  bundle_formats?: string[];
+  capabilities?: string[];
 }
 
 export interface BundleChunk {
@@ -117,6 +126,9 @@ export interface ReportStatusRequest {
   sessions: BgpSessionLive[];
   agent_version: string;
   reported_at: string;
+  /** What the agent accepts; empty on an agent of the release before announcements. */
+  bundle_formats?: string[];
+  capabilities?: string[];
 }
 
 export type ReportStatusResponse = Record<string, never>;

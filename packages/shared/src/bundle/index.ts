@@ -1,6 +1,9 @@
 // The signed bundle that carries a revision to one speaker: canonical JSON, payload types and
 // digest, Ed25519 signing and verification, key statements for rotation; `rl-bundle/2` (a
-// signed header over hashed config and prefix sections) with its delta bundles.
+// signed header over hashed config and prefix sections) with its delta bundles; `rl-bundle/1`
+// written for an agent of the release before, and what agents announce they accept.
+
+export { type BundleV1Options, bundleV1FromV2 } from "./bundle-v1.js";
 export {
   BUNDLE_FORMAT_V2,
   type BundleConfig,
@@ -24,6 +27,21 @@ export {
 } from "./bundle-v2.js";
 export { canonicalJson, canonicalJsonBytes } from "./canonical-json.js";
 export { BundleError, type BundleErrorCode } from "./errors.js";
+export {
+  AGENT_CAPABILITIES,
+  type AgentAnnouncement,
+  type AgentCapability,
+  ANNOUNCEMENT_HEADERS,
+  announcedList,
+  announcementHeaders,
+  announcementOf,
+  BUNDLE_FORMATS,
+  type BundleFormatName,
+  bundleFormatFor,
+  CURRENT_ANNOUNCEMENT,
+  hasCapability,
+  isOldAgent,
+} from "./formats.js";
 export {
   KEY_STATEMENT_FORMAT,
   type KeyStatement,
