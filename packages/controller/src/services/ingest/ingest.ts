@@ -1,10 +1,8 @@
-import { AppError, NotFoundError } from "@rlc/shared/errors";
+import { NotFoundError } from "@rlc/shared/errors";
 import type { Bus } from "../../bus/index.js";
-import { type Db, type Sql, withSavepoint } from "../../db/connect.js";
+import type { Db, Sql } from "../../db/connect.js";
 import { type IngestModuleRow, listIngestModules, moduleExists, updateCdnSourceStatus, updateModuleRefreshed } from "../../db/ingest-inputs.js";
-import { findCurrentRevision, insertRevision, lockTenantRevisions, type RevisionRow } from "../../db/revisions.js";
 import { bumpSnapshotGeneration, listSnapshotPrefixes, replaceModuleSnapshot } from "../../db/snapshots.js";
-import { publishRevisionCreated } from "../../events/publish.js";
 import type { SecretBox } from "../../lib/secret-box.js";
 import type { JobMetrics } from "../../metrics/controller-metrics.js";
 import type { AsnSource } from "../../sources/asn-source.js";
@@ -14,8 +12,8 @@ import type { RequestContext } from "../access/context.js";
 import type { JobContext } from "../operations/job-context.js";
 import { enqueueJob } from "../operations/jobs.js";
 import { readTenantSettings } from "../operations/settings.js";
-import { type BogonSettings, buildRevision, countDistinct, withdrawnCount } from "../revisions/revision-build.js";
-import { encodeContent, type RevisionStore } from "../revisions/revision-store.js";
+import { type BogonSettings, buildRevision, countDistinct } from "../revisions/revision-build.js";
+import type { RevisionCommitter } from "../revisions/revision-commit.js";
 import { type CollectDeps, type CollectedModule, collectedPrefixes, collectModule } from "./collect.js";
 
 export interface IngestParams {
@@ -29,7 +27,6 @@ export interface IngestDeps {
   metrics?: JobMetrics | undefined;
   sql: Sql;
   bus: Bus;
-  revisions: RevisionStore;
   outbound: OutboundClient;
   asnSource: AsnSource | null;
   /** Opens the DoH profiles' sealed header values. */
@@ -38,6 +35,8 @@ export interface IngestDeps {
   concurrency?: number;
   /** Records the refresh requests, as every other request that changes something. */
   audit: AuditWriter;
+  /** Guards and commits the revision a refresh builds, with its bundle sections. */
+  committer: RevisionCommitter;
 }
 
 /** The ingest use cases: asking for a refresh, and doing it (the module_ingest job). */
@@ -82,18 +81,7 @@ export function createIngestService(deps: IngestDeps) {
      * in sources/ (ASN file load 1.6 s, CDN text parse 2.5 s for 850k lines), aggregate 2.2-3.3 s
      * (aggregateTagged about half), snapshot write 0.5-0.8 s, revision write 0.3-0.5 s.
      */
-    async refresh(
-      job: Pick<JobContext, "job" | "signal" | "now" | "progress" | "checkpoint" | "complete">,
-      options: {
-        /**
-         * Runs in the transaction that commits a new revision, after its row: what an apply of
-         * it needs (its bundle sections) commits with it. A failure there is rolled back to a
-         * savepoint, named in the result's `sections_error`, and only costs the apply that
-         * build; the revision commits all the same.
-         */
-        prepare?: (tx: Db, revisionId: number) => Promise<void>;
-      } = {},
-    ) {
+    async refresh(job: Pick<JobContext, "job" | "signal" | "now" | "progress" | "checkpoint" | "complete">) {
       const started = Date.now();
       const tenantId = job.job.tenant_id;
       const params = job.job.params as unknown as IngestParams;
@@ -145,23 +133,13 @@ export function createIngestService(deps: IngestDeps) {
       await job.checkpoint();
       lap("aggregate");
 
-      let created: RevisionRow | null = null;
+      const afterCommit: (() => void)[] = [];
       const result = await job.complete(async (tx) => {
-        await lockTenantRevisions(tx, tenantId);
-        const current = await findCurrentRevision(tx, tenantId);
+        const current = await deps.committer.lockCurrent(tx, tenantId);
         const unchanged = current?.digest === built.digest;
-        if (current && !unchanged && !params.force) {
-          const before = await deps.revisions.content(tx, tenantId, current.revision_id);
-          const total = current.prefix_count_v4 + current.prefix_count_v6;
-          const withdrawn = before ? withdrawnCount(before, built.content) : 0;
+        if (!unchanged) {
           const maxDrop = typeof settings.revision_guard_max_drop_percent === "number" ? settings.revision_guard_max_drop_percent : 50;
-          if (total > 0 && (withdrawn * 100) / total > maxDrop) {
-            throw new AppError(
-              "revision_guard_tripped",
-              `the refresh would withdraw ${withdrawn} of the current revision's ${total} prefixes (more than ${maxDrop}%); refresh with "force": true to accept it`,
-              { extra: { withdrawn_count: withdrawn, current_count: total, max_drop_percent: maxDrop, current_revision_id: current.revision_id } },
-            );
-          }
+          await deps.committer.guard(tx, tenantId, current, built.content, maxDrop, params.force);
         }
         lap("guard");
         const now = job.now();
@@ -185,36 +163,35 @@ export function createIngestService(deps: IngestDeps) {
         if (collected.size) await bumpSnapshotGeneration(tx, tenantId);
         lap("snapshot_write");
         let revisionId = current?.revision_id ?? null;
+        let sectionsError: string | null = null;
         if (!unchanged) {
-          revisionId = (current?.revision_id ?? 0) + 1;
-          created = {
-            tenant_id: tenantId,
-            revision_id: revisionId,
-            created_at: now,
-            created_by: job.job.created_by,
-            reason: "ingest",
-            rolled_back_from: null,
-            digest: built.digest,
-            prefix_count_v4: built.content.v4.prefixes.length,
-            prefix_count_v6: built.content.v6.prefixes.length,
-            input_prefix_count: built.input_prefix_count,
-            dropped_prefix_count: built.dropped_prefix_count,
-            modules: built.modules,
-          };
-          await insertRevision(tx, { ...created, content: encodeContent(built.content) });
-          deps.revisions.remember(tenantId, revisionId, built.content);
+          const committed = await deps.committer.commit(
+            tx,
+            tenantId,
+            current,
+            {
+              created_at: now,
+              created_by: job.job.created_by,
+              reason: "ingest",
+              rolled_back_from: null,
+              digest: built.digest,
+              prefix_count_v4: built.content.v4.prefixes.length,
+              prefix_count_v6: built.content.v6.prefixes.length,
+              input_prefix_count: built.input_prefix_count,
+              dropped_prefix_count: built.dropped_prefix_count,
+              modules: built.modules,
+              content: built.content,
+            },
+            (fn) => afterCommit.push(fn),
+          );
+          revisionId = committed.row.revision_id;
+          // Said in the result rather than failing the refresh: the revision stands, and the first
+          // apply of it builds what could not be built here.
+          sectionsError = committed.sections_error;
+          timings.sections_write += committed.sections_ms;
+          mark += committed.sections_ms;
         }
         lap("revision_write");
-        // Said in the result rather than failing the refresh: the revision stands, and the first
-        // apply of it builds what could not be built here.
-        let sectionsError: string | null = null;
-        if (!unchanged && revisionId !== null && options.prepare) {
-          const id = revisionId;
-          await withSavepoint(tx, (sp) => options.prepare!(sp, id)).catch((error: unknown) => {
-            sectionsError = error instanceof Error ? error.message : String(error);
-          });
-          lap("sections_write");
-        }
         return {
           revision_id: revisionId,
           unchanged,
@@ -231,7 +208,7 @@ export function createIngestService(deps: IngestDeps) {
         };
       });
       // `complete` returns once the revision has committed with the job's end.
-      if (created) publishRevisionCreated(deps.bus, created);
+      for (const fn of afterCommit) fn();
       return result;
     },
   };

@@ -1,7 +1,6 @@
 import { RenderError, renderBirdConfig } from "@rlc/shared/bird";
 import { AppError, ConflictError, NotFoundError } from "@rlc/shared/errors";
 import { containsAddress, diffTagged, parseAddress } from "@rlc/shared/prefix";
-import type { Bus } from "../../bus/index.js";
 import { listCommunityValues } from "../../db/communities.js";
 import type { Db } from "../../db/connect.js";
 import { listCommunityTitles } from "../../db/ingest-inputs.js";
@@ -10,20 +9,19 @@ import {
   findCurrentRevision,
   findRevision,
   findRevisionContent,
-  insertRevision,
   listRevisionIds,
   listRevisions,
   lockTenantRevisions,
   type RevisionRow,
 } from "../../db/revisions.js";
 import { findSpeakerById, listAllSpeakers, listProtectedRevisionIds } from "../../db/speakers.js";
-import { publishRevisionCreated } from "../../events/publish.js";
 import { decodeCursor, encodeCursor, toPage } from "../../lib/cursor.js";
 import { isoRequired } from "../../lib/time.js";
 import type { AuditEntry, AuditWriter } from "../access/audit.js";
 import type { RequestContext } from "../access/context.js";
 import { bundlePeersOf, maskPassword } from "../deploy/bundles.js";
 import { readTenantSettings } from "../operations/settings.js";
+import type { RevisionCommitter } from "./revision-commit.js";
 import { type RevisionContent, type RevisionFamily, taggedPrefixes } from "./revision-content.js";
 import type { RevisionStore } from "./revision-store.js";
 
@@ -39,7 +37,7 @@ export function toRevision(row: RevisionRow, currentId: number | null, appliedTo
     prefix_count_v6: row.prefix_count_v6,
     input_prefix_count: row.input_prefix_count,
     dropped_prefix_count: row.dropped_prefix_count,
-    modules: row.modules,
+    modules: row.modules.map((m) => ({ action: "announce" as const, excluded_prefix_count: 0, ...m })),
     // Filled from the speakers' reports once deploys exist (speakers and apply).
     applied_to: appliedTo,
     is_current: row.revision_id === currentId,
@@ -74,7 +72,7 @@ function renderPreview(...args: Parameters<typeof renderBirdConfig>): ReturnType
   }
 }
 
-export function createRevisionService(deps: { audit: AuditWriter; revisions: RevisionStore; bus: Bus }) {
+export function createRevisionService(deps: { audit: AuditWriter; revisions: RevisionStore; committer: RevisionCommitter }) {
   const mustFind = async (db: Db, tenantId: string, id: number) => {
     const row = await findRevision(db, tenantId, id);
     if (!row) throw new NotFoundError("revision", id);
@@ -248,21 +246,17 @@ export function createRevisionService(deps: { audit: AuditWriter; revisions: Rev
     /** A new revision with the old content, which becomes current. */
     async rollback(tx: Db, ctx: RequestContext, id: number) {
       const tenantId = ctx.principal.tenantId;
-      await lockTenantRevisions(tx, tenantId);
-      const old = await mustFind(tx, tenantId, id);
+      const current = await deps.committer.lockCurrent(tx, tenantId);
+      const { tenant_id: _tenant, revision_id: _id, ...old } = await mustFind(tx, tenantId, id);
       const data = await findRevisionContent(tx, tenantId, id);
-      const current = await findCurrentRevision(tx, tenantId);
-      const revisionId = (current?.revision_id ?? 0) + 1;
-      const row: RevisionRow = {
-        ...old,
-        revision_id: revisionId,
-        created_at: ctx.now,
-        created_by: `key:${ctx.principal.keyPrefix}`,
-        reason: "rollback",
-        rolled_back_from: id,
-      };
-      await insertRevision(tx, { ...row, content: data! });
-      ctx.afterCommit(() => publishRevisionCreated(deps.bus, { ...row, tenant_id: tenantId }));
+      const { row } = await deps.committer.commit(
+        tx,
+        tenantId,
+        current,
+        { ...old, created_at: ctx.now, created_by: `key:${ctx.principal.keyPrefix}`, reason: "rollback", rolled_back_from: id, content: data! },
+        ctx.afterCommit,
+      );
+      const revisionId = row.revision_id;
       await deps.audit.record(tx, ctx, {
         action: "rollback",
         resource_type: "revision",

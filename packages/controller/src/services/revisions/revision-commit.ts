@@ -1,0 +1,95 @@
+import { AppError } from "@rlc/shared/errors";
+import type { Bus } from "../../bus/index.js";
+import { type Db, withSavepoint } from "../../db/connect.js";
+import { findCurrentRevision, insertRevision, lockTenantRevisions, type RevisionRow } from "../../db/revisions.js";
+import { publishRevisionCreated } from "../../events/publish.js";
+import { type RevisionContent, withdrawnCount } from "./revision-content.js";
+import { encodeContent, type RevisionStore } from "./revision-store.js";
+
+/**
+ * What an apply of a new revision needs built with it (deploy's bundle sections). Typed here, so
+ * that revisions import nothing of deploy: create-services.ts hands the deploy service in.
+ */
+export interface RevisionSections {
+  prepareSections(tx: Db, tenantId: string, revisionId: number): Promise<void>;
+}
+
+/** A revision to commit: the row's own fields (the id and the time are the committer's). */
+export type NewRevision = Omit<RevisionRow, "tenant_id" | "revision_id" | "created_at">;
+
+export interface CommittedRevision {
+  row: RevisionRow;
+  /** Set when the sections could not be built: the revision stands, its first apply builds them. */
+  sections_error: string | null;
+  /** Milliseconds spent writing the row, and building the sections. */
+  write_ms: number;
+  sections_ms: number;
+}
+
+/**
+ * The one place a revision is committed: the tenant's revision lock, the guard against a refresh
+ * that withdraws too much, the row, the decoded copy kept in memory, the sections an apply of it
+ * needs, and the revision.created event once the transaction commits. Ingest and rollback call it.
+ */
+export function createRevisionCommitter(deps: { revisions: RevisionStore; bus: Bus; sections?: RevisionSections | undefined }) {
+  return {
+    /** Takes the tenant's revision lock for the transaction and answers the current revision. */
+    async lockCurrent(tx: Db, tenantId: string): Promise<RevisionRow | undefined> {
+      await lockTenantRevisions(tx, tenantId);
+      return findCurrentRevision(tx, tenantId);
+    },
+
+    /**
+     * Refuses a content that would withdraw more than `maxDropPercent` of the current revision's
+     * prefixes (revision_guard_tripped, 409), unless forced.
+     */
+    async guard(tx: Db, tenantId: string, current: RevisionRow | undefined, next: RevisionContent, maxDropPercent: number, force: boolean) {
+      if (!current || force) return;
+      const before = await deps.revisions.content(tx, tenantId, current.revision_id);
+      const total = current.prefix_count_v4 + current.prefix_count_v6;
+      const withdrawn = before ? withdrawnCount(before, next) : 0;
+      if (total > 0 && (withdrawn * 100) / total > maxDropPercent) {
+        throw new AppError(
+          "revision_guard_tripped",
+          `the refresh would withdraw ${withdrawn} of the current revision's ${total} prefixes (more than ${maxDropPercent}%); refresh with "force": true to accept it`,
+          { extra: { withdrawn_count: withdrawn, current_count: total, max_drop_percent: maxDropPercent, current_revision_id: current.revision_id } },
+        );
+      }
+    },
+
+    /**
+     * Inserts the revision after `current` (the caller holds the lock: lockCurrent), with its
+     * content given decoded (kept in memory for the first readers) or as the stored bytes (a
+     * rollback's copy). The sections are built in a savepoint: their failure is only reported.
+     * `afterCommit` runs the revision.created event once the caller's transaction has committed.
+     */
+    async commit(
+      tx: Db,
+      tenantId: string,
+      current: RevisionRow | undefined,
+      revision: NewRevision & { created_at: Date; content: RevisionContent | Buffer },
+      afterCommit: (fn: () => void) => void,
+    ): Promise<CommittedRevision> {
+      const started = Date.now();
+      const { content, ...fields } = revision;
+      const row: RevisionRow = { ...fields, tenant_id: tenantId, revision_id: (current?.revision_id ?? 0) + 1 };
+      await insertRevision(tx, { ...row, content: Buffer.isBuffer(content) ? content : encodeContent(content) });
+      const written = Date.now();
+      let sectionsError: string | null = null;
+      if (deps.sections) {
+        const sections = deps.sections;
+        await withSavepoint(tx, (sp) => sections.prepareSections(sp, tenantId, row.revision_id)).catch((error: unknown) => {
+          sectionsError = error instanceof Error ? error.message : String(error);
+        });
+      }
+      afterCommit(() => {
+        // Kept only once committed: a rolled-back id is taken again by the next revision.
+        if (!Buffer.isBuffer(content)) deps.revisions.remember(tenantId, row.revision_id, content);
+        publishRevisionCreated(deps.bus, row);
+      });
+      return { row, sections_error: sectionsError, write_ms: written - started, sections_ms: Date.now() - written };
+    },
+  };
+}
+
+export type RevisionCommitter = ReturnType<typeof createRevisionCommitter>;
