@@ -74,7 +74,7 @@ export function metricsRoute(app: FastifyInstance, registry: Registry): void {
           "this process's job runs, applies and failed sources, the deployment's totals over all tenants (`rlc_deployment_*`: jobs, speakers by sync status, " +
           "failing modules; read from the database at scrape time, cached 2 s), the audit outbox, scheduler role, bus state, " +
           "and the standard process metrics (`process_*`, `nodejs_*`). No series names or labels a tenant or a speaker: the per-tenant detail is " +
-          "`GET /v1/metrics`, with a key. The README's Metrics section lists them all. With `METRICS_PORT` set it is served on that listener only.",
+          "`GET /v1/metrics`, with a key. docs/metrics.md in the repository lists them all. With `METRICS_PORT` set it is served on that listener only.",
         security: [],
         response: {
           200: { description: "The metrics", content: { "text/plain": { schema: z.string() } } },
