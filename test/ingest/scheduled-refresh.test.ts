@@ -23,7 +23,7 @@ it("modules with refresh_interval_minutes are refreshed by the scheduler, once p
   const untimed = await t.call(t.rootKey, { method: "POST", url: "/v1/modules", payload: { name: "manual", type: "IP_RANGES" } });
   expect(untimed.statusCode).toBe(201);
 
-  const task = moduleRefreshTask(t.controller.db.sql, t.controller.deps.bus);
+  const task = moduleRefreshTask(t.controller.deps.services.periodic);
   await task.run(new Date());
   await task.run(new Date()); // the first job is still pending (or done just now): no second one
   const jobs = await ingestJobs();

@@ -1,6 +1,5 @@
 import { eventSubjects } from "@rlc/proto";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { evaluateAwaitingApplies } from "../../packages/controller/src/jobs/apply-awaiting.js";
 import { startAwaitingEvaluator } from "../../packages/controller/src/jobs/awaiting-evaluator.js";
 import { createJobHandlers } from "../../packages/controller/src/jobs/handlers.js";
 import { startWorker, type Worker } from "../../packages/controller/src/jobs/worker.js";
@@ -57,7 +56,7 @@ beforeAll(async () => {
     quickSlots: 0,
     pollMs: 50,
   });
-  evaluator = startAwaitingEvaluator({ sql: sql(), bus: c.deps.bus, clock: c.deps.clock, logger: silent });
+  evaluator = startAwaitingEvaluator({ bus: c.deps.bus, clock: c.deps.clock, logger: silent, deploy: c.deps.services.deploy });
   const mod = (await call(t.rootKey, "POST", "/v1/modules", { name: "await", type: "IP_RANGES" })).json();
   await call(t.rootKey, "POST", `/v1/modules/${mod.id}/ip-range-entries`, { cidr: "11.9.0.0/16" });
   const refreshed = await call(t.rootKey, "POST", `/v1/modules/${mod.id}/refresh?wait=true`);
@@ -133,7 +132,7 @@ describe("awaiting jobs", () => {
     const s = await speaker("never-answers", false);
     const id = await apply([s.id], 1);
     await statusIs(id, "awaiting");
-    const sweep = awaitingSweepTask(sql(), t.controller.deps.bus, t.controller.deps.clock);
+    const sweep = awaitingSweepTask(t.controller.deps.services.deploy, t.controller.deps.clock);
     await sweep.run(new Date());
     expect((await jobOf(id)).status).toBe("awaiting"); // not due yet
     await new Promise((r) => setTimeout(r, 1100));
@@ -157,7 +156,7 @@ describe("awaiting jobs", () => {
       at: new Date().toISOString(),
     };
     expect((await report(edge, { reason: "apply_failed", error: fetchFailed })).statusCode).toBe(204);
-    await evaluateAwaitingApplies({ sql: sql(), bus: t.controller.deps.bus, now: () => new Date() });
+    await t.controller.deps.services.deploy.evaluateAwaiting(() => new Date());
     expect(await jobOf(id)).toMatchObject({ status: "awaiting", progress: { done: 0, total: 1 } });
 
     await report(edge, { reason: "applied", applied_revision_id: revisionId, applied_sequence: latest.sequence, applied_digest: latest.digest });
@@ -178,7 +177,7 @@ describe("awaiting jobs", () => {
     };
     expect((await report(edge, { reason: "apply_failed", error })).statusCode).toBe(204);
     await new Promise((r) => setTimeout(r, 1100));
-    await awaitingSweepTask(sql(), t.controller.deps.bus, t.controller.deps.clock).run(new Date());
+    await awaitingSweepTask(t.controller.deps.services.deploy, t.controller.deps.clock).run(new Date());
     const j = await statusIs(id, "failed");
     expect(j.result.speakers).toEqual([{ speaker_id: edge.id, status: "failed", error: expect.objectContaining({ code: "fetch_failed" }) }]);
   });
@@ -205,7 +204,7 @@ describe("awaiting jobs", () => {
     await evaluator?.stop(); // only the racing evaluations below end it
     evaluator = undefined;
     await report(edge, { reason: "applied", applied_revision_id: revisionId, applied_sequence: latest.sequence, applied_digest: latest.digest });
-    const ends = await Promise.all(Array.from({ length: 6 }, () => evaluateAwaitingApplies({ sql: sql(), bus: t.controller.deps.bus, now: () => new Date() })));
+    const ends = await Promise.all(Array.from({ length: 6 }, () => t.controller.deps.services.deploy.evaluateAwaiting(() => new Date())));
     expect(ends.reduce((a, b) => a + b, 0)).toBe(1);
     expect(await jobOf(id)).toMatchObject({ status: "succeeded", result: { speakers: [{ speaker_id: edge.id, status: "applied" }] } });
   });

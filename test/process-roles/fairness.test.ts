@@ -32,7 +32,7 @@ async function start(name: string, service: "app-all" | "worker" | "api", extra:
 }
 
 beforeAll(async () => {
-  assertBuilt(["jobs/apply-awaiting.js", "jobs/awaiting-evaluator.js"]);
+  assertBuilt(["services/deploy/apply-awaiting.js", "jobs/awaiting-evaluator.js"]);
   db = await createTestDatabase();
   sql = postgres(db.url, { max: 2, onnotice: () => {} });
   dataDir = await mkdtemp(join(tmpdir(), "rlc-fair-"));

@@ -89,7 +89,7 @@ describe("scheduler", () => {
   it("the automatic runtime-log cleanup follows each tenant's settings and records auto:scheduler", async () => {
     await writeFile(join(dir, "big.log"), "x".repeat(5000));
     await writeFile(join(dir, "small.log"), "y");
-    const task = runtimeLogsAutoTask(t.controller.db.sql, t.controller.deps.services.runtimeLogs);
+    const task = runtimeLogsAutoTask(t.controller.deps.services.periodic);
     await task.run(new Date());
     expect((await stat(join(dir, "big.log"))).size).toBe(5000); // not enabled yet
 

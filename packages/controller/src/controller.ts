@@ -279,18 +279,18 @@ export async function startController(config: Config, opts: StartOptions = {}): 
       });
       closers.unshift(() => worker.stop());
       // Agents' reports end awaiting applies here, as they arrive (the sweep is the safety net).
-      const evaluator = startAwaitingEvaluator({ sql: db.sql, bus, clock, logger: app.log, metrics: metrics.jobs });
+      const evaluator = startAwaitingEvaluator({ bus, clock, logger: app.log, deploy: services.deploy });
       closers.unshift(() => evaluator.stop());
     }
     if (runsScheduler) {
       const tasks: PeriodicTask[] = [
-        idempotencyExpiryTask(db.sql),
-        runtimeLogsAutoTask(db.sql, services.runtimeLogs),
-        moduleRefreshTask(db.sql, bus),
+        idempotencyExpiryTask(services.periodic),
+        runtimeLogsAutoTask(services.periodic),
+        moduleRefreshTask(services.periodic),
         maintenancePolicyTask(services.maintenance, bus),
         revisionRetentionTask(services.maintenance, bus),
         bundleReissueTask(services.deploy),
-        awaitingSweepTask(db.sql, bus, clock, metrics.jobs),
+        awaitingSweepTask(services.deploy, clock),
       ];
       const s = startScheduler({ db, clock, logger: app.log, tasks, ...(opts.electionMs ? { electionMs: opts.electionMs } : {}) });
       scheduler = s;

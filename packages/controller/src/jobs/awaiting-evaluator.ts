@@ -2,22 +2,28 @@ import { eventSubjects, parseEventSubject } from "@rlc/proto";
 import type { Clock } from "@rlc/shared/time";
 import type { FastifyBaseLogger } from "fastify";
 import type { Bus } from "../bus/index.js";
-import type { Sql } from "../db/connect.js";
-import type { JobMetrics } from "../metrics/controller-metrics.js";
-import { evaluateAwaitingApplies } from "./apply-awaiting.js";
+import type { DeployService } from "../services/deploy/deploy.js";
 
 /**
  * Listens on the bus for the speakers' status reports (every replica's, relayed by the one that
- * recorded it) and evaluates that tenant's awaiting applies. Evaluations of one tenant run one
- * after another in this process, and a burst of reports while one runs costs one more run, not
- * one per report; other replicas doing the same is safe (see evaluateAwaitingApplies).
+ * recorded it) and has that tenant's awaiting applies evaluated (DeployService.evaluateAwaiting).
+ * Evaluations of one tenant run one after another in this process, and a burst of reports while
+ * one runs costs one more run, not one per report; other replicas doing the same is safe (the
+ * jobs are row-locked and each end is conditional).
  * The first report is evaluated at once; runs that follow are at least `gapMs` apart, so the
  * reports of a thousand agents arriving over seconds cost a run per gap, each rewriting the
  * job's progress once, rather than a run per handful of reports.
  */
-export function startAwaitingEvaluator(deps: { sql: Sql; bus: Bus; clock: Clock; logger: FastifyBaseLogger; metrics?: JobMetrics; gapMs?: number }) {
+export function startAwaitingEvaluator(deps: {
+  bus: Bus;
+  clock: Clock;
+  logger: FastifyBaseLogger;
+  deploy: Pick<DeployService, "evaluateAwaiting">;
+  gapMs?: number;
+}) {
   const gapMs = deps.gapMs ?? 250;
   const state = new Map<string, { running: Promise<void>; again: boolean }>();
+  const now = () => new Date(deps.clock.now());
   let stopped = false;
 
   const evaluate = (tenantId: string) => {
@@ -32,7 +38,7 @@ export function startAwaitingEvaluator(deps: { sql: Sql; bus: Bus; clock: Clock;
       do {
         entry.again = false;
         try {
-          await evaluateAwaitingApplies({ sql: deps.sql, bus: deps.bus, now: () => new Date(deps.clock.now()), metrics: deps.metrics }, { tenantId });
+          await deps.deploy.evaluateAwaiting(now, { tenantId });
         } catch (err) {
           deps.logger.warn({ err, tenant_id: tenantId }, "evaluating awaiting jobs failed; the sweep will");
         }

@@ -20,7 +20,7 @@ export function createJobHandlers(deps: JobDeps): JobHandler[] {
     moduleIngestJob(deps.services),
     maintenancePolicyRunJob(deps.services),
     revisionPruneJob(deps.services),
-    applyJob({ sql: deps.sql, bus: deps.bus, deploy: deps.services.deploy }),
+    applyJob(deps.services),
     peerReconcileJob(deps.services),
   ];
 }

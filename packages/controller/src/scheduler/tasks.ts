@@ -1,74 +1,25 @@
 import type { Clock } from "@rlc/shared/time";
 import type { Bus } from "../bus/index.js";
-import type { Sql } from "../db/connect.js";
-import { deleteExpiredIdempotencyRecords } from "../db/idempotency.js";
-import { listModulesDueForRefresh } from "../db/ingest-inputs.js";
-import { findLastRun, recordRun } from "../db/scheduler.js";
-import { findSettings } from "../db/settings.js";
-import { findTenantByName } from "../db/tenants.js";
-import { evaluateAwaitingApplies } from "../jobs/apply-awaiting.js";
-import type { JobMetrics } from "../metrics/controller-metrics.js";
-import { DEPLOYMENT_TENANT } from "../services/access/context.js";
-import { enqueueJob } from "../services/operations/jobs.js";
+import type { DeployService } from "../services/deploy/deploy.js";
 import type { MaintenanceService } from "../services/operations/maintenance.js";
-import { autoPolicyOf, type RuntimeLogService } from "../services/operations/runtime-logs.js";
+import type { PeriodicService } from "../services/operations/periodic.js";
 import type { PeriodicTask } from "./scheduler.js";
 
+// Each task is one call of a service: the work, its SQL and its rules live in services/.
+
 /** Idempotency answers are kept 24 hours. */
-export function idempotencyExpiryTask(sql: Sql): PeriodicTask {
-  return {
-    name: "idempotency_expiry",
-    everyMs: 10 * 60_000,
-    async run(now) {
-      await deleteExpiredIdempotencyRecords(sql, new Date(now.getTime() - 24 * 3600_000));
-    },
-  };
+export function idempotencyExpiryTask(periodic: Pick<PeriodicService, "expireIdempotencyRecords">): PeriodicTask {
+  return { name: "idempotency_expiry", everyMs: 10 * 60_000, run: (now) => periodic.expireIdempotencyRecords(now) };
 }
 
-/**
- * The `runtime_logs_auto_*` policy of the deployment's tenant, recorded as `auto:scheduler`
- * (the log files are the deployment's; other tenants' settings of that name are ignored).
- */
-export function runtimeLogsAutoTask(sql: Sql, logs: RuntimeLogService, everyMs = 60_000): PeriodicTask {
-  return {
-    name: "runtime_logs_auto",
-    everyMs,
-    async run(now) {
-      if (!logs.available) return;
-      const home = await findTenantByName(sql, DEPLOYMENT_TENANT);
-      if (!home) return;
-      const policy = autoPolicyOf((await findSettings(sql, home.id)).settings);
-      if (!policy.enabled) return;
-      const last = await findLastRun(sql, "runtime_logs_auto", home.id);
-      if (last && now.getTime() - last.getTime() < policy.intervalMinutes * 60_000) return;
-      await logs.autoRun(home.id, now, { actor: "auto:scheduler", actorPrefix: "auto:scheduler" }, false);
-      await recordRun(sql, "runtime_logs_auto", home.id, now);
-    },
-  };
+/** The deployment tenant's `runtime_logs_auto_*` policy, recorded as `auto:scheduler`. */
+export function runtimeLogsAutoTask(periodic: Pick<PeriodicService, "runRuntimeLogsAuto">, everyMs = 60_000): PeriodicTask {
+  return { name: "runtime_logs_auto", everyMs, run: (now) => periodic.runRuntimeLogsAuto(now) };
 }
 
 /** Modules with `refresh_interval_minutes` are refreshed on their own. */
-export function moduleRefreshTask(sql: Sql, bus: Bus, everyMs = 30_000): PeriodicTask {
-  return {
-    name: "module_refresh",
-    everyMs,
-    async run(now) {
-      for (const due of await listModulesDueForRefresh(sql, now)) {
-        const after: (() => void)[] = [];
-        await sql.begin((tx) =>
-          enqueueJob(tx, bus, {
-            tenantId: due.tenant_id,
-            type: "module_ingest",
-            params: { module_ids: [due.id], force: false },
-            createdBy: "auto:scheduler",
-            now,
-            afterCommit: (f) => after.push(f),
-          }),
-        );
-        for (const f of after) f();
-      }
-    },
-  };
+export function moduleRefreshTask(periodic: Pick<PeriodicService, "enqueueDueRefreshes">, everyMs = 30_000): PeriodicTask {
+  return { name: "module_refresh", everyMs, run: (now) => periodic.enqueueDueRefreshes(now) };
 }
 
 /** Enabled maintenance policies whose next_run_at has come get one run job each. */
@@ -85,12 +36,6 @@ export function revisionRetentionTask(maintenance: MaintenanceService, bus: Bus,
  * Ends awaiting jobs whose deadline has passed (their pending speakers: `timeout`), and
  * evaluates the others too, in case a report's notice was lost on the bus.
  */
-export function awaitingSweepTask(sql: Sql, bus: Bus, clock: Clock, metrics?: JobMetrics, everyMs = 2000): PeriodicTask {
-  return {
-    name: "awaiting_sweep",
-    everyMs,
-    async run() {
-      await evaluateAwaitingApplies({ sql, bus, now: () => new Date(clock.now()), metrics });
-    },
-  };
+export function awaitingSweepTask(deploy: Pick<DeployService, "evaluateAwaiting">, clock: Clock, everyMs = 2000): PeriodicTask {
+  return { name: "awaiting_sweep", everyMs, run: async () => void (await deploy.evaluateAwaiting(() => new Date(clock.now()))) };
 }

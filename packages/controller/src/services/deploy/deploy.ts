@@ -4,10 +4,13 @@ import { listBundlesExpiringBefore } from "../../db/bundles.js";
 import type { Db, Sql } from "../../db/connect.js";
 import { findCurrentRevision, findRevision } from "../../db/revisions.js";
 import { findSpeakerById, listAllSpeakers, setDesiredRevision, setDesiredRevisions, setDispatchStatus } from "../../db/speakers.js";
+import type { JobMetrics } from "../../metrics/controller-metrics.js";
 import type { AuditWriter } from "../access/audit.js";
 import type { RequestContext } from "../access/context.js";
+import type { JobContext } from "../operations/job-context.js";
 import { enqueueJob } from "../operations/jobs.js";
 import type { AgentNotifier } from "./agent-notifier.js";
+import { evaluateAwaiting, runApply } from "./apply-awaiting.js";
 import { ensureDeltaSection, prepareSections } from "./bundle-sections.js";
 import { type BundleDeps, type IssueContext, issueBundle, issueBundles, issueContext } from "./bundles.js";
 
@@ -47,6 +50,8 @@ export interface DeployDeps extends BundleDeps {
   audit: AuditWriter;
   /** Wakes the agents, signed (the bus alone carries no proof of who sent a wake-up). */
   notifier: AgentNotifier;
+  /** Counts each apply's end and duration (the controller's /metrics). */
+  metrics?: JobMetrics | undefined;
 }
 
 interface ApplyScope {
@@ -120,6 +125,36 @@ export function createDeployService(deps: DeployDeps) {
   const notify = (tenantId: string, speakerId: string, revisionId: number, b: { digest: string; sequence: number }) =>
     void deps.notifier.notify(tenantId, speakerId, { type: "new_revision", revision_id: revisionId, digest: b.digest, sequence: b.sequence }).catch(() => {}); // a wake-up is a hint: the agent's poll finds the revision all the same
 
+  /**
+   * An apply job's issuing, in batches of ISSUE_BATCH speakers: each batch sets its speakers'
+   * desired revision and stores their signed bundles in one transaction, and its agents are
+   * woken as soon as it commits, so the first ones fetch while the next batch is signed. The
+   * desired revision stays in the database, so an agent that is offline now applies it when
+   * it connects. A failing batch fails the job; the batches before it stay issued (each
+   * speaker's desired revision and bundle commit together).
+   */
+  async function issue(tenantId: string, req: IssueRequest, now: () => Date): Promise<Issued> {
+    const out: Issued = { issued: [], deleted: [] };
+    // On the pool, before the batches: the refresh committed the sections with the revision,
+    // so this finds them (or builds one it could not, joining a build under way in this
+    // process), and the deltas from the revisions these speakers run are ready before the
+    // first batch's transaction opens.
+    const ctx = await issueContext(deps.sql, deps, tenantId, req.revision_id);
+    await prepareDeltas(ctx, req.speaker_ids);
+    for (let i = 0; i < req.speaker_ids.length; i += ISSUE_BATCH) {
+      const batch = req.speaker_ids.slice(i, i + ISSUE_BATCH);
+      const issued = await deps.sql.begin(async (tx) => {
+        const speakers = await setDesiredRevisions(tx, tenantId, batch, req.revision_id, now());
+        return issueBundles(tx, deps, ctx, speakers, now(), { forceConfirm: req.force_confirm === true });
+      });
+      const found = new Set(issued.map((b) => b.speaker_id));
+      out.deleted.push(...batch.filter((id) => !found.has(id)));
+      out.issued.push(...issued);
+      for (const b of issued) notify(tenantId, b.speaker_id, req.revision_id, b);
+    }
+    return out;
+  }
+
   return {
     /** Enqueues an apply of `req` for the caller, in the caller's transaction. */
     apply: (tx: Db, ctx: RequestContext, req: ApplyRequest) => startApply(tx, scopeOf(ctx), req, `key:${ctx.principal.keyPrefix}`),
@@ -154,35 +189,17 @@ export function createDeployService(deps: DeployDeps) {
       });
     },
 
+    issue,
+
+    /** The apply job's one call: issue the bundles, park the job awaiting the agents (apply-awaiting.ts). */
+    runApply: (ctx: JobContext) => runApply(deps, issue, ctx),
+
     /**
-     * An apply job's issuing, in batches of ISSUE_BATCH speakers: each batch sets its speakers'
-     * desired revision and stores their signed bundles in one transaction, and its agents are
-     * woken as soon as it commits, so the first ones fetch while the next batch is signed. The
-     * desired revision stays in the database, so an agent that is offline now applies it when
-     * it connects. A failing batch fails the job; the batches before it stay issued (each
-     * speaker's desired revision and bundle commit together).
+     * Ends the awaiting applies (of one tenant, or every tenant's for the deadline sweep) whose
+     * speakers all reported or whose deadline passed, and records the others' progress; answers
+     * how many ended. Called on a speaker's report and by the scheduler's sweep.
      */
-    async issue(tenantId: string, req: IssueRequest, now: () => Date): Promise<Issued> {
-      const out: Issued = { issued: [], deleted: [] };
-      // On the pool, before the batches: the refresh committed the sections with the revision,
-      // so this finds them (or builds one it could not, joining a build under way in this
-      // process), and the deltas from the revisions these speakers run are ready before the
-      // first batch's transaction opens.
-      const ctx = await issueContext(deps.sql, deps, tenantId, req.revision_id);
-      await prepareDeltas(ctx, req.speaker_ids);
-      for (let i = 0; i < req.speaker_ids.length; i += ISSUE_BATCH) {
-        const batch = req.speaker_ids.slice(i, i + ISSUE_BATCH);
-        const issued = await deps.sql.begin(async (tx) => {
-          const speakers = await setDesiredRevisions(tx, tenantId, batch, req.revision_id, now());
-          return issueBundles(tx, deps, ctx, speakers, now(), { forceConfirm: req.force_confirm === true });
-        });
-        const found = new Set(issued.map((b) => b.speaker_id));
-        out.deleted.push(...batch.filter((id) => !found.has(id)));
-        out.issued.push(...issued);
-        for (const b of issued) notify(tenantId, b.speaker_id, req.revision_id, b);
-      }
-      return out;
-    },
+    evaluateAwaiting: (now: () => Date, f: { tenantId?: string } = {}) => evaluateAwaiting(deps, now, f),
 
     /** A new revision's prefix sections, built before an apply asks for them (bundle-sections.ts). */
     prepareSections: (db: Db, tenantId: string, revisionId: number) => prepareSections(db, deps, tenantId, revisionId),

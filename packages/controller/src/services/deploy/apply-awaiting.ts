@@ -1,11 +1,12 @@
-import { AppError } from "@rlc/shared/errors";
-import type { Bus } from "../bus/index.js";
-import type { Db, Sql } from "../db/connect.js";
-import { finishAwaitingJob, type JobRow, lockAwaitingJobs, updateAwaiting } from "../db/jobs.js";
-import { listSpeakersByIds, type SpeakerRow, setDispatchStatus } from "../db/speakers.js";
-import { publishApplyOutcome, publishJobFinished, type RecordedOutcome } from "../events/publish.js";
-import type { JobMetrics } from "../metrics/controller-metrics.js";
-import { problemOf } from "./problem.js";
+import type { Bus } from "../../bus/index.js";
+import type { Db, Sql } from "../../db/connect.js";
+import { finishAwaitingJob, type JobRow, lockAwaitingJobs, updateAwaiting } from "../../db/jobs.js";
+import { listSpeakersByIds, type SpeakerRow, setDispatchStatus } from "../../db/speakers.js";
+import { publishApplyOutcome, publishJobFinished, type RecordedOutcome } from "../../events/publish.js";
+import { problemBody } from "../../lib/problem.js";
+import type { JobMetrics } from "../../metrics/controller-metrics.js";
+import type { JobContext } from "../operations/job-context.js";
+import type { Issued, IssueRequest } from "./deploy.js";
 
 export interface ApplyParams {
   revision_id: number;
@@ -66,11 +67,17 @@ function applyFailure(revisionId: number, speakers: ApplyOutcome[]) {
   const detail = failed.map((f) =>
     `${f.speaker_id}: ${(f.error as { code?: string } | null)?.code ?? f.status} ${(f.error as { message?: string } | null)?.message ?? ""}`.trim(),
   );
-  return problemOf(
-    new AppError("apply_failed", `revision ${revisionId} failed on ${failed.length} speaker(s): ${detail.join("; ")}`, {
-      extra: { revision_id: revisionId, speakers },
-    }),
-  );
+  return problemBody("apply_failed", `revision ${revisionId} failed on ${failed.length} speaker(s): ${detail.join("; ")}`, {
+    extra: { revision_id: revisionId, speakers },
+  });
+}
+
+/** What the evaluation of awaiting applies needs, handed to the deploy service at construction. */
+export interface AwaitingDeps {
+  sql: Sql;
+  bus: Bus;
+  /** Counts each apply's end and duration (the controller's /metrics); the replica that ends it counts it. */
+  metrics?: JobMetrics | undefined;
 }
 
 /** A speaker's outcome decided by an evaluation, published once its transaction has committed. */
@@ -133,29 +140,25 @@ async function evaluateOne(
  * number of replicas at once: the jobs are row-locked, and each end is an UPDATE … WHERE
  * status = 'awaiting'.
  */
-export async function evaluateAwaitingApplies(
-  deps: { sql: Sql; bus: Bus; now: () => Date; metrics?: JobMetrics | undefined },
-  f: { tenantId?: string } = {},
-): Promise<number> {
+export async function evaluateAwaiting(deps: AwaitingDeps, now: () => Date, f: { tenantId?: string } = {}): Promise<number> {
   const ended: Ended[] = [];
   const outcomes: DecidedOutcome[] = [];
-  let now = deps.now();
+  let at = now();
   await deps.sql.begin(async (tx) => {
     const jobs = await lockAwaitingJobs(tx, { type: "apply", ...(f.tenantId ? { tenantId: f.tenantId } : {}) });
-    now = deps.now();
+    at = now();
     for (const job of jobs) {
       // Only the speakers the job still waits for: late in a large apply, a report concerns a few.
       const a = job.awaiting as unknown as ApplyAwaiting;
       const resolved = new Set(a.outcomes.map((o) => o.speaker_id));
       const pending = a.issued.filter((i) => !resolved.has(i.speaker_id)).map((i) => i.speaker_id);
       const speakers = new Map((await listSpeakersByIds(tx, job.tenant_id, pending)).map((s) => [s.id, s]));
-      const end = await evaluateOne(tx, job, speakers, now, outcomes);
-      if (end) ended.push({ job, ...end, at: now });
+      const end = await evaluateOne(tx, job, speakers, at, outcomes);
+      if (end) ended.push({ job, ...end, at });
     }
   });
-  for (const o of outcomes)
-    publishApplyOutcome(deps.bus, { tenantId: o.job.tenant_id, jobId: o.job.id, revisionId: o.revisionId, outcome: o.outcome, at: now });
-  for (const e of ended) publishJobFinished(deps.bus, { ...e.job, status: e.status, error: e.error, finished_at: now }, now);
+  for (const o of outcomes) publishApplyOutcome(deps.bus, { tenantId: o.job.tenant_id, jobId: o.job.id, revisionId: o.revisionId, outcome: o.outcome, at });
+  for (const e of ended) publishJobFinished(deps.bus, { ...e.job, status: e.status, error: e.error, finished_at: at }, at);
   for (const e of ended) recordApplyEnd(deps.metrics, e);
   return ended.length;
 }
@@ -166,4 +169,31 @@ function recordApplyEnd(metrics: JobMetrics | undefined, o: Ended) {
   const started = o.job.started_at ?? o.job.created_at;
   metrics.applyEnded(o.status, Math.max(0, (o.at.getTime() - started.getTime()) / 1000));
   if (o.status === "failed") metrics.failed(o.job.type, "apply_failed");
+}
+
+/**
+ * The apply job's work: issues each speaker's bundle (`issue`, in batches) and parks the job as
+ * `awaiting`, so no worker slot waits for the agents; their reports (through the bus) or the
+ * scheduler's deadline sweep end it (evaluateAwaiting), whatever the agents' state now. The
+ * evaluation at the end settles the speakers already on this bundle (a re-push) and the reports
+ * that came in while issuing.
+ */
+export async function runApply(
+  deps: AwaitingDeps,
+  issue: (tenantId: string, req: IssueRequest, now: () => Date) => Promise<Issued>,
+  ctx: JobContext,
+): Promise<undefined> {
+  const p = ctx.job.params as unknown as ApplyParams;
+  await ctx.checkpoint();
+  const { issued, deleted } = await issue(ctx.job.tenant_id, p, ctx.now);
+  const awaiting: ApplyAwaiting = {
+    revision_id: p.revision_id,
+    timeout_seconds: p.timeout_seconds,
+    issued,
+    outcomes: deleted.map((id) => ({ speaker_id: id, status: "deleted", error: null })),
+  };
+  const deadline = new Date(ctx.now().getTime() + p.timeout_seconds * 1000);
+  await ctx.park({ awaiting, deadline, done: 0, total: issued.length });
+  await evaluateAwaiting(deps, ctx.now, { tenantId: ctx.job.tenant_id });
+  return undefined;
 }
