@@ -100,6 +100,12 @@ const ConfigSchema = z.object({
   JOBS_TENANT_MAX_QUEUED: z.coerce.number().int().min(1).max(100_000).default(100),
   /** Memory budget of the lookup's in-memory views of all tenants together (least recently used go first). */
   LOOKUP_CACHE_MAX_MB: z.coerce.number().int().min(1).max(1_000_000).default(1024),
+  /**
+   * `incremental`: a refresh of a few modules rebuilds only the address blocks they changed, from the
+   * tenant's last build kept in memory (the same revision byte for byte); `full` rebuilds from every
+   * module's snapshot each time, for comparison.
+   */
+  REFRESH_MODE: z.enum(["incremental", "full"], { error: "must be incremental or full" }).default("incremental"),
   LOG_LEVEL: z.enum(["fatal", "error", "warn", "info", "debug", "trace", "silent"]).default("info"),
 });
 

@@ -30,10 +30,10 @@ import { createDohProfileService } from "./ingest/doh-profiles.js";
 import { createIngestService, type IngestService } from "./ingest/ingest.js";
 import { createJobService } from "./operations/jobs.js";
 import { createMaintenanceService } from "./operations/maintenance.js";
-import { createPeriodicService, type PeriodicService } from "./operations/periodic.js";
 import { createRuntimeLogService } from "./operations/runtime-logs.js";
 import { createSettingsService } from "./operations/settings.js";
 import type { RevisionStore } from "./revisions/revision-store.js";
+import { createRevisionBuilder } from "./revisions/revision-builder.js";
 import { createRevisionCommitter } from "./revisions/revision-commit.js";
 import { createRevisionService } from "./revisions/revisions.js";
 import { createCatalogService } from "./route-lists/catalog.js";
@@ -72,8 +72,6 @@ export interface AppServices {
   /** The opened bundle sections this process keeps for GetBundle (shared by node and deploy). */
   sections: SectionCache;
   maintenance: ReturnType<typeof createMaintenanceService>;
-  /** The scheduler's housekeeping: idempotency expiry, the runtime-log auto cleanup, due refreshes. */
-  periodic: PeriodicService;
   localBird: ReturnType<typeof createLocalBirdService>;
   /** Refreshing modules: the module_ingest job's work. */
   ingest: IngestService;
@@ -147,7 +145,7 @@ export function createServices(opts: {
 }): AppServices {
   const audit = createAuditWriter({ pushEnabled: opts.pushEnabled, ...(opts.onAuditRecorded ? { onRecorded: opts.onAuditRecorded } : {}) });
   const authenticator = createAuthenticator({ sql: opts.sql });
-  const services: Omit<AppServices, "revisions" | "maintenance" | "periodic" | "localBird" | "secretBox" | "ingest" | "deploy" | "bundleDownloads"> = {
+  const services: Omit<AppServices, "revisions" | "maintenance" | "localBird" | "secretBox" | "ingest" | "deploy" | "bundleDownloads"> = {
     audit,
     authenticator,
     apiKeys: createApiKeyService({ audit, onKeysChanged: authenticator.invalidate }),
@@ -168,7 +166,6 @@ export function createServices(opts: {
   const deploy = createDeployService({
     sql: opts.sql,
     bus: opts.bus,
-    metrics: opts.metrics,
     audit,
     signing: services.signing,
     notifier: services.notifier,
@@ -196,6 +193,7 @@ export function createServices(opts: {
     sql: opts.sql,
     bus: opts.bus,
     committer,
+    builder: createRevisionBuilder({ full: opts.config.REFRESH_MODE === "full" }),
     outbound: opts.outbound,
     asnSource: opts.asnSource,
     irrSource: opts.config.IRR_SOURCE
@@ -216,6 +214,5 @@ export function createServices(opts: {
     compressed: createKeptBySize<DeflatedPart>(SECTION_CACHE_BYTES),
     chunkBytes: DEFAULT_GRPC_LIMITS.chunkBytes,
   });
-  const periodic = createPeriodicService({ sql: opts.sql, bus: opts.bus, runtimeLogs: services.runtimeLogs });
-  return { ...services, revisions, maintenance, periodic, localBird, ingest, deploy, bundleDownloads, secretBox: opts.secretBox };
+  return { ...services, revisions, maintenance, localBird, ingest, deploy, bundleDownloads, secretBox: opts.secretBox };
 }

@@ -2,7 +2,7 @@ import { NotFoundError } from "@rlc/shared/errors";
 import type { Bus } from "../../bus/index.js";
 import type { Db, Sql } from "../../db/connect.js";
 import { type IngestModuleRow, listIngestModules, moduleExists, updateCdnSourceStatus, updateModuleRefreshed } from "../../db/ingest-inputs.js";
-import { bumpSnapshotGeneration, listSnapshotPrefixes, replaceModuleSnapshot } from "../../db/snapshots.js";
+import { bumpSnapshotGeneration, replaceModuleSnapshot } from "../../db/snapshots.js";
 import type { SecretBox } from "../../lib/secret-box.js";
 import type { JobMetrics } from "../../metrics/controller-metrics.js";
 import type { AsnSource } from "../../sources/asn-source.js";
@@ -12,7 +12,8 @@ import type { RequestContext } from "../access/context.js";
 import type { JobContext } from "../operations/job-context.js";
 import { enqueueJob } from "../operations/jobs.js";
 import { readTenantSettings } from "../operations/settings.js";
-import { type BogonSettings, buildRevision, countDistinct } from "../revisions/revision-build.js";
+import { type BogonSettings, countDistinct } from "../revisions/revision-build.js";
+import type { RevisionBuilder } from "../revisions/revision-builder.js";
 import type { RevisionCommitter } from "../revisions/revision-commit.js";
 import { type CollectDeps, type CollectedModule, collectedPrefixes, collectModule } from "./collect.js";
 
@@ -37,6 +38,8 @@ export interface IngestDeps {
   audit: AuditWriter;
   /** Guards and commits the revision a refresh builds, with its bundle sections. */
   committer: RevisionCommitter;
+  /** Builds the revision, from the tenant's last build when it can (REFRESH_MODE). */
+  builder: RevisionBuilder;
 }
 
 /** The ingest use cases: asking for a refresh, and doing it (the module_ingest job). */
@@ -114,26 +117,27 @@ export function createIngestService(deps: IngestDeps) {
       lap("collect");
 
       const enabled = modules.filter((m) => m.enabled);
-      const stored = await listSnapshotPrefixes(
+      // Every module's part from the tenant's last build when the snapshots are as it saw them
+      // (only what the collected modules changed is rebuilt), else from the stored snapshots.
+      const build = await deps.builder.build(
         deps.sql,
-        enabled.filter((m) => !collected.has(m.id)).map((m) => m.id),
-      );
-      const built = buildRevision(
+        tenantId,
         enabled.map((m: IngestModuleRow) => ({
           module_id: m.id,
           name: m.name,
           community: m.community,
-          prefixes: collected.has(m.id) ? collectedPrefixes(collected.get(m.id)!) : (stored.get(m.id) ?? []),
         })),
+        new Map([...collected].map(([id, c]) => [id, collectedPrefixes(c)])),
         bird,
       );
-      stored.clear();
+      const built = build.built;
       // Distinct collected prefixes per module; a disabled module is outside the revision.
       const counts = new Map([...collected.values()].map((c) => [c.module_id, built.collected.get(c.module_id) ?? countDistinct(collectedPrefixes(c))]));
       await job.checkpoint();
       lap("aggregate");
 
       const afterCommit: (() => void)[] = [];
+      let generation = "";
       const result = await job.complete(async (tx) => {
         const current = await deps.committer.lockCurrent(tx, tenantId);
         const unchanged = current?.digest === built.digest;
@@ -161,6 +165,7 @@ export function createIngestService(deps: IngestDeps) {
           for (const s of c.cdn) await updateCdnSourceStatus(tx, s.id, { ...s, at: now });
         }
         if (collected.size) await bumpSnapshotGeneration(tx, tenantId);
+        generation = await deps.builder.generationOf(tx, tenantId);
         lap("snapshot_write");
         let revisionId = current?.revision_id ?? null;
         let sectionsError: string | null = null;
@@ -197,6 +202,7 @@ export function createIngestService(deps: IngestDeps) {
           unchanged,
           duration_ms: Date.now() - started,
           timings_ms: timings,
+          build: build.incremental ? "incremental" : "full",
           modules: [...collected.values()].map((c) => ({
             module_id: c.module_id,
             prefix_count: counts.get(c.module_id)!.v4 + counts.get(c.module_id)!.v6,
@@ -208,6 +214,7 @@ export function createIngestService(deps: IngestDeps) {
         };
       });
       // `complete` returns once the revision has committed with the job's end.
+      build.keep(generation, collected.size > 0);
       for (const fn of afterCommit) fn();
       return result;
     },

@@ -1,7 +1,7 @@
 import { aggregateTagged, isSorted, parsePrefixTexts, type TaggedPrefix } from "@rlc/shared/prefix";
 import { attributeModules, maskModules } from "./revision-attribution.js";
 import { digestOf, type RevisionContent, RevisionFamily, type RevisionTag } from "./revision-content.js";
-import { type BogonSettings, filterModules, type ModulePairs } from "./revision-input.js";
+import { type BogonSettings, type FilteredInput, filterModules, type ModulePairs } from "./revision-input.js";
 
 export type { RevisionContent, RevisionEntry } from "./revision-content.js";
 export { digestOf, withdrawnCount } from "./revision-content.js";
@@ -73,7 +73,8 @@ function sameMask(masks: Uint32Array, a: number, b: number, MW: number): boolean
  * with three removeBogons passes, a union pass and the Map-of-Sets attribution, and ~1 GB of
  * objects.
  */
-export function buildRevision(input: ModuleInput[], bird: BogonSettings = {}): BuiltRevision {
+/** buildRevision, with what an incremental rebuild starts from (revision-incremental.ts). */
+export function buildRevisionWithState(input: ModuleInput[], bird: BogonSettings = {}): { built: BuiltRevision; filtered: FilteredInput; bird: BogonSettings } {
   // Module indexes follow the ids' order, so each prefix's module_ids come out sorted.
   const modules = [...input].sort((a, b) => (a.module_id < b.module_id ? -1 : a.module_id > b.module_id ? 1 : 0));
   const filtered = filterModules(modules, bird);
@@ -100,7 +101,7 @@ export function buildRevision(input: ModuleInput[], bird: BogonSettings = {}): B
     for (const m of tag.modules) announcedBy[m]! += perTag[k]!;
   });
   const indexOf = new Map(modules.map((m, mi) => [m.module_id, mi]));
-  return {
+  const built: BuiltRevision = {
     content,
     digest: digestOf(content),
     input_prefix_count: filtered.distinct,
@@ -108,4 +109,9 @@ export function buildRevision(input: ModuleInput[], bird: BogonSettings = {}): B
     modules: input.map((m) => ({ module_id: m.module_id, name: m.name, community: m.community, prefix_count: announcedBy[indexOf.get(m.module_id)!]! })),
     collected: new Map(modules.map((m, mi) => [m.module_id, filtered.counts[mi]!])),
   };
+  return { built, filtered, bird };
+}
+
+export function buildRevision(input: ModuleInput[], settings: BogonSettings = {}): BuiltRevision {
+  return buildRevisionWithState(input, settings).built;
 }

@@ -6,7 +6,7 @@ import {
   isSorted,
   lastAddress,
   newTables,
-  type PrefixTable,
+  PrefixTable,
   type PrefixTables,
   parsePrefixTexts,
   pushPrefixText,
@@ -82,6 +82,11 @@ export interface FilteredInput {
   bogons: number;
   /** Distinct collected prefixes of each module, per family. */
   counts: { v4: number; v6: number }[];
+  /** The pairs of v4 and v6 without the pieces (what `distinct` counts), and the pieces alone, sorted. */
+  raw: { v4: ModulePairs; v6: ModulePairs };
+  pieces: { v4: ModulePairs; v6: ModulePairs };
+  /** Each module's distinct collected prefixes that the filter drops or cuts, as keys. */
+  bogonKeys: { v4: Set<string>; v6: Set<string> }[];
 }
 
 /**
@@ -145,11 +150,23 @@ export function filterModules(modules: readonly { community: string | null; pref
       counts[tags[k]!]![fam]++;
       if (k === 0 || table.lens[k] !== table.lens[k - 1] || compareWords(table.words, k * table.W, table.words, (k - 1) * table.W, table.W) !== 0) distinct++;
     }
+    raw[fam] = pieces[fam].count ? { table: copyTable(sorted.table), tags: sorted.tags.slice() } : sorted;
+    piecePairs[fam] = sortedPairs(pieces[fam], Uint32Array.from(pieceModule[fam]), modules.length);
     return withPieces(sorted, pieces[fam], pieceModule[fam], modules.length);
   };
+  const raw = {} as FilteredInput["raw"];
+  const piecePairs = {} as FilteredInput["pieces"];
   const v4 = pairsOf("v4");
   const v6 = pairsOf("v6");
-  return { aggregateInputs, v4, v6, distinct, bogons: bogonKeys.size, counts };
+  return { aggregateInputs, v4, v6, distinct, bogons: bogonKeys.size, counts, raw, pieces: piecePairs, bogonKeys: bogonCounts };
+}
+
+function copyTable(t: PrefixTable): PrefixTable {
+  const out = new PrefixTable(t.family, t.count);
+  out.words.set(t.words.subarray(0, t.count * t.W));
+  out.lens.set(t.lens.subarray(0, t.count));
+  out.count = t.count;
+  return out;
 }
 
 /** The sorted pairs with the pieces that the bogon filter left of cut prefixes (rare). */
