@@ -35,6 +35,7 @@ async function waitPort(host, port, ms) {
 const APT_TOOLS = [
   { bins: ["bird", "birdc"], pkg: "bird2" },
   { bins: ["gobgpd", "gobgp"], pkg: "gobgpd" },
+  { bins: ["bgpq4"], pkg: "bgpq4" },
   { bins: ["unbound", "unbound-control"], pkg: "unbound" },
   { bins: ["promtool"], pkg: "prometheus" },
   { bins: ["chromium"], pkg: "chromium" },

@@ -84,6 +84,25 @@ const ConfigSchema = z.object({
   AUTH_AUDIT_INGEST_SECRET: optionalString,
   ASN_SOURCE: optionalString,
   ASN_SOURCE_URL: optionalString,
+  /** The IRR server AS-SET entries are expanded through: `whois://host[:port]` (port 43), IRRd's query protocol. */
+  IRR_SOURCE: optionalString.pipe(
+    z
+      .string()
+      .regex(/^whois:\/\/[^/\s]+\/?$/, "must be whois://host[:port]")
+      .optional(),
+  ),
+  /** The IRR sources (`!s`) a set without a pinned source is looked up in, comma-separated. */
+  IRR_SOURCES: optionalString.pipe(
+    z
+      .string()
+      .regex(/^[A-Za-z0-9_-]+(,[A-Za-z0-9_-]+)*$/, "must be source names separated by commas, such as RIPE,RADB")
+      .optional()
+      .transform((v) => (v === undefined ? undefined : v.toUpperCase().split(","))),
+  ),
+  /** An AS-SET with more member ASNs fails (and keeps its last good members). */
+  IRR_MAX_MEMBERS: z.coerce.number().int().min(1).max(1_000_000).default(20_000),
+  /** One AS-SET's expansion at most, in seconds. */
+  IRR_TIME_LIMIT_SECONDS: z.coerce.number().int().min(1).max(3600).default(60),
   BUNDLE_SIGNING_KEY_FILE: optionalString,
   APP_SECRET_KEY_FILE: optionalString,
   BIRD_CONTROL_SOCKET: optionalString,

@@ -37,7 +37,10 @@ export async function stageImportRows(db: Db, rows: StagedRows): Promise<void> {
     FROM unnest(${rows.ids}::uuid[], ${rows.values}::text[], ${rows.comments}::text[], ${flags}::text[]) AS u(id, value, comment, flag)`;
 }
 
-const matches = (db: Db, kind: EntryKind) => (kind === "as" ? db`e.asn = s.value::bigint` : kind === "domain" ? db`e.domain = s.value` : db`e.cidr = s.value`);
+// An AS entry's CSV value is an ASN (digits) or an AS-SET name (never all digits).
+const asMatch = (db: Db) => db`CASE WHEN s.value ~ '^[0-9]+$' THEN e.asn = s.value::bigint ELSE e.as_set = s.value END`;
+
+const matches = (db: Db, kind: EntryKind) => (kind === "as" ? asMatch(db) : kind === "domain" ? db`e.domain = s.value` : db`e.cidr = s.value`);
 
 const differs = (db: Db, kind: EntryKind, cols: ImportColumns) => db`
   ((${cols.comment}::boolean AND e.comment <> s.comment)
@@ -89,8 +92,9 @@ export async function insertStagedEntries(db: Db, kind: EntryKind, tenantId: str
   const rows =
     kind === "as"
       ? await db`
-          INSERT INTO as_entries (id, tenant_id, module_id, asn, comment, created_at, updated_at)
-          SELECT s.id, ${tenantId}, ${moduleId}, s.value::bigint, s.comment, ${now}, ${now} ${fresh}`
+          INSERT INTO as_entries (id, tenant_id, module_id, asn, as_set, comment, created_at, updated_at)
+          SELECT s.id, ${tenantId}, ${moduleId}, CASE WHEN s.value ~ '^[0-9]+$' THEN s.value::bigint END,
+                 CASE WHEN s.value ~ '^[0-9]+$' THEN NULL ELSE s.value END, s.comment, ${now}, ${now} ${fresh}`
       : kind === "domain"
         ? await db`
           INSERT INTO domain_entries (id, tenant_id, module_id, domain, include_subdomains, comment, created_at, updated_at)

@@ -15,7 +15,9 @@ interface EntryBase {
 }
 
 export interface AsEntryRow extends EntryBase {
-  asn: number;
+  /** Exactly one of asn and as_set is set. */
+  asn: number | null;
+  as_set: string | null;
 }
 export interface DomainEntryRow extends EntryBase {
   domain: string;
@@ -42,7 +44,7 @@ export function entryTable(db: Db, kind: EntryKind) {
 // asn is bigint (postgres.js reads int8 as a string); it fits a double exactly.
 const columns = (db: Db, kind: EntryKind) =>
   kind === "as"
-    ? db`id, tenant_id, module_id, asn::float8 AS asn, comment, created_at, updated_at`
+    ? db`id, tenant_id, module_id, asn::float8 AS asn, as_set, comment, created_at, updated_at`
     : kind === "domain"
       ? db`id, tenant_id, module_id, domain, include_subdomains, comment, created_at, updated_at`
       : db`id, tenant_id, module_id, cidr, comment, created_at, updated_at`;
@@ -93,7 +95,7 @@ export const listEntriesForExport = <K extends EntryKind>(
 
 /** Every entry of the tenant's modules of one kind, in value order (the catalog). */
 export async function listAllEntriesOfTenant<K extends EntryKind>(db: Db, kind: K, tenantId: string): Promise<EntryRowOf[K][]> {
-  const order = kind === "as" ? db`asn` : kind === "domain" ? db`domain` : db`network, cidr`;
+  const order = kind === "as" ? db`asn NULLS LAST, as_set` : kind === "domain" ? db`domain` : db`network, cidr`;
   return db<EntryRowOf[K][]>`
     SELECT ${columns(db, kind)} FROM ${entryTable(db, kind)} WHERE tenant_id = ${tenantId} ORDER BY module_id, ${order}`;
 }
@@ -112,9 +114,9 @@ export async function countEntries(db: Db, kind: EntryKind, tenantId: string, mo
 
 export async function insertAsEntry(db: Db, row: AsEntryRow): Promise<boolean> {
   const rows = await db`
-    INSERT INTO as_entries (id, tenant_id, module_id, asn, comment, created_at, updated_at)
-    VALUES (${row.id}, ${row.tenant_id}, ${row.module_id}, ${row.asn}, ${row.comment}, ${row.created_at}, ${row.updated_at})
-    ON CONFLICT (module_id, asn) DO NOTHING RETURNING id`;
+    INSERT INTO as_entries (id, tenant_id, module_id, asn, as_set, comment, created_at, updated_at)
+    VALUES (${row.id}, ${row.tenant_id}, ${row.module_id}, ${row.asn}, ${row.as_set}, ${row.comment}, ${row.created_at}, ${row.updated_at})
+    ON CONFLICT DO NOTHING RETURNING id`;
   return rows.length === 1;
 }
 
@@ -138,7 +140,7 @@ export async function insertIpRangeEntry(db: Db, row: IpRangeEntryRow): Promise<
 
 export async function updateAsEntry(db: Db, row: AsEntryRow): Promise<void> {
   await db`
-    UPDATE as_entries SET asn = ${row.asn}, comment = ${row.comment}, updated_at = ${row.updated_at}
+    UPDATE as_entries SET asn = ${row.asn}, as_set = ${row.as_set}, comment = ${row.comment}, updated_at = ${row.updated_at}
     WHERE tenant_id = ${row.tenant_id} AND module_id = ${row.module_id} AND id = ${row.id}`;
 }
 

@@ -23,8 +23,13 @@ export async function listIngestModules(db: Db, tenantId: string): Promise<Inges
 }
 
 export async function listModuleAsns(db: Db, moduleId: string): Promise<number[]> {
-  const rows = await db<{ asn: string }[]>`SELECT asn::text AS asn FROM as_entries WHERE module_id = ${moduleId} ORDER BY asn`;
+  const rows = await db<{ asn: string }[]>`SELECT asn::text AS asn FROM as_entries WHERE module_id = ${moduleId} AND asn IS NOT NULL ORDER BY asn`;
   return rows.map((r) => Number(r.asn));
+}
+
+export async function listModuleAsSets(db: Db, moduleId: string): Promise<string[]> {
+  const rows = await db<{ as_set: string }[]>`SELECT as_set FROM as_entries WHERE module_id = ${moduleId} AND as_set IS NOT NULL ORDER BY as_set`;
+  return rows.map((r) => r.as_set);
 }
 
 export async function listModuleDomains(db: Db, moduleId: string): Promise<{ name: string; include_subdomains: boolean }[]> {

@@ -9,6 +9,8 @@ export interface SnapshotGroup {
   prefixes: string[];
   /** DOMAINS: when each address was last returned (epoch ms, parallel to prefixes); else null. */
   seen_at: number[] | null;
+  /** The AS-SET an `asn` group's ASN is a member of; absent (stored '') for an ASN entered as itself. */
+  via?: string;
 }
 
 // Arrays travel as one joined text each and are split by the other side (string_to_array,
@@ -22,7 +24,7 @@ const splitText = (text: string | null, sep: string): string[] => (text ? text.s
 /** Replaces a module's snapshot: one row per group, in a few multi-row statements. */
 export async function replaceModuleSnapshot(db: Db, tenantId: string, moduleId: string, groups: readonly SnapshotGroup[]): Promise<void> {
   await db`DELETE FROM snapshots WHERE module_id = ${moduleId}`;
-  let chunk: { source: string; origin: string; prefixes: string; seen: string | null }[] = [];
+  let chunk: { source: string; origin: string; via: string; prefixes: string; seen: string | null }[] = [];
   let chars = 0;
   const flush = async () => {
     if (!chunk.length) return;
@@ -30,16 +32,16 @@ export async function replaceModuleSnapshot(db: Db, tenantId: string, moduleId: 
     chunk = [];
     chars = 0;
     await db`
-      INSERT INTO snapshots (tenant_id, module_id, source, origin, prefixes, seen_at)
-      SELECT ${tenantId}::uuid, ${moduleId}::uuid, s, o, string_to_array(p, ' '), string_to_array(t, ' ')::timestamptz[]
-      FROM unnest(${rows.map((r) => r.source)}::text[], ${rows.map((r) => r.origin)}::text[],
-                  ${rows.map((r) => r.prefixes)}::text[], ${rows.map((r) => r.seen)}::text[]) AS x(s, o, p, t)`;
+      INSERT INTO snapshots (tenant_id, module_id, source, origin, via, prefixes, seen_at)
+      SELECT ${tenantId}::uuid, ${moduleId}::uuid, s, o, v, string_to_array(p, ' '), string_to_array(t, ' ')::timestamptz[]
+      FROM unnest(${rows.map((r) => r.source)}::text[], ${rows.map((r) => r.origin)}::text[], ${rows.map((r) => r.via)}::text[],
+                  ${rows.map((r) => r.prefixes)}::text[], ${rows.map((r) => r.seen)}::text[]) AS x(s, o, v, p, t)`;
   };
   for (const g of groups) {
     const prefixes = g.prefixes.join(" ");
     const seen = g.seen_at ? g.seen_at.map((ms) => new Date(ms).toISOString()).join(" ") : null;
     if (chars > 0 && chars + prefixes.length > CHUNK_CHARS) await flush();
-    chunk.push({ source: g.source, origin: g.origin, prefixes, seen });
+    chunk.push({ source: g.source, origin: g.origin, via: g.via ?? "", prefixes, seen });
     chars += prefixes.length;
   }
   await flush();
@@ -48,6 +50,7 @@ export async function replaceModuleSnapshot(db: Db, tenantId: string, moduleId: 
 interface GroupRow {
   source: SnapshotSource;
   origin: string;
+  via: string;
   prefixes: string;
   seen_at: string | null;
 }
@@ -57,21 +60,22 @@ const toGroup = (r: GroupRow): SnapshotGroup => ({
   origin: r.origin,
   prefixes: splitText(r.prefixes, " "),
   seen_at: r.seen_at === null ? null : splitText(r.seen_at, " ").map(Number),
+  ...(r.via ? { via: r.via } : {}),
 });
 
 /** A module's snapshot groups, all of them or those of one source. */
 export async function listSnapshotGroups(db: Db, moduleId: string, source?: SnapshotSource): Promise<SnapshotGroup[]> {
   const rows = await db<GroupRow[]>`
-    SELECT source, origin, array_to_string(prefixes, ' ') AS prefixes, (SELECT string_agg((extract(epoch FROM t) * 1000)::bigint::text, ' ' ORDER BY i) FROM unnest(seen_at) WITH ORDINALITY AS u(t, i)) AS seen_at
-    FROM snapshots WHERE module_id = ${moduleId} ${source ? db`AND source = ${source}` : db``} ORDER BY source, origin`;
+    SELECT source, origin, via, array_to_string(prefixes, ' ') AS prefixes, (SELECT string_agg((extract(epoch FROM t) * 1000)::bigint::text, ' ' ORDER BY i) FROM unnest(seen_at) WITH ORDINALITY AS u(t, i)) AS seen_at
+    FROM snapshots WHERE module_id = ${moduleId} ${source ? db`AND source = ${source}` : db``} ORDER BY source, origin, via`;
   return rows.map(toGroup);
 }
 
-/** One source's group of a module's snapshot (what a failed source keeps). */
-export async function findSnapshotGroup(db: Db, moduleId: string, source: SnapshotSource, origin: string): Promise<SnapshotGroup | undefined> {
+/** One source's group of a module's snapshot (what a failed source keeps); `via` '' for an ASN entered as itself. */
+export async function findSnapshotGroup(db: Db, moduleId: string, source: SnapshotSource, origin: string, via = ""): Promise<SnapshotGroup | undefined> {
   const [row] = await db<GroupRow[]>`
-    SELECT source, origin, array_to_string(prefixes, ' ') AS prefixes, (SELECT string_agg((extract(epoch FROM t) * 1000)::bigint::text, ' ' ORDER BY i) FROM unnest(seen_at) WITH ORDINALITY AS u(t, i)) AS seen_at
-    FROM snapshots WHERE module_id = ${moduleId} AND source = ${source} AND origin = ${origin}`;
+    SELECT source, origin, via, array_to_string(prefixes, ' ') AS prefixes, (SELECT string_agg((extract(epoch FROM t) * 1000)::bigint::text, ' ' ORDER BY i) FROM unnest(seen_at) WITH ORDINALITY AS u(t, i)) AS seen_at
+    FROM snapshots WHERE module_id = ${moduleId} AND source = ${source} AND origin = ${origin} AND via = ${via}`;
   return row ? toGroup(row) : undefined;
 }
 
@@ -91,8 +95,8 @@ export async function listSnapshotPrefixes(db: Db, moduleIds: string[]): Promise
 /** Every group of a tenant's snapshots, with its module (the lookup's snapshot layer). */
 export async function listTenantSnapshotGroups(db: Db, tenantId: string): Promise<(SnapshotGroup & { module_id: string })[]> {
   const rows = await db<(GroupRow & { module_id: string })[]>`
-    SELECT module_id, source, origin, array_to_string(prefixes, ' ') AS prefixes, NULL AS seen_at
-    FROM snapshots WHERE tenant_id = ${tenantId} ORDER BY module_id, source, origin`;
+    SELECT module_id, source, origin, via, array_to_string(prefixes, ' ') AS prefixes, NULL AS seen_at
+    FROM snapshots WHERE tenant_id = ${tenantId} ORDER BY module_id, source, origin, via`;
   return rows.map((r) => ({ module_id: r.module_id, ...toGroup(r) }));
 }
 
@@ -103,6 +107,14 @@ export async function listDomainAddresses(db: Db, moduleIds: string[], domains: 
     SELECT module_id, origin, p AS prefix FROM snapshots, unnest(prefixes) AS p
     WHERE module_id = ANY(${moduleIds}::uuid[]) AND source = 'domain' AND origin = ANY(${domains}::text[])
     ORDER BY module_id, origin, p`;
+}
+
+/** The member ASN groups an AS-SET gave at the last refresh (what a failed expansion keeps). */
+export async function listSnapshotGroupsVia(db: Db, moduleId: string, via: string): Promise<SnapshotGroup[]> {
+  const rows = await db<GroupRow[]>`
+    SELECT source, origin, via, array_to_string(prefixes, ' ') AS prefixes, NULL AS seen_at
+    FROM snapshots WHERE module_id = ${moduleId} AND source = 'asn' AND via = ${via} ORDER BY origin`;
+  return rows.map(toGroup);
 }
 
 export async function bumpSnapshotGeneration(db: Db, tenantId: string): Promise<void> {

@@ -14,7 +14,18 @@ const entryShape = {
   ...timestamps,
 };
 
-export const AsEntry = z.object({ ...entryShape, asn: z.number().int().min(1).max(4294967295) }).meta({ id: "AsEntry" });
+export const AsEntry = z
+  .object({
+    ...entryShape,
+    asn: z.number().int().min(1).max(4294967295).nullable().describe("The ASN, or null when the entry names an AS-SET."),
+    as_set: z
+      .string()
+      .nullable()
+      .describe("The AS-SET, expanded through the IRR server (`IRR_SOURCE`) at each refresh, or null when the entry holds an ASN.")
+      .meta({ example: "AS-EXAMPLE" }),
+  })
+  .describe("Exactly one of `asn` and `as_set` is set.")
+  .meta({ id: "AsEntry" });
 export type AsEntry = z.infer<typeof AsEntry>;
 
 export const DomainEntry = z.object({ ...entryShape, domain: z.string(), include_subdomains: z.boolean() }).meta({ id: "DomainEntry" });
@@ -34,9 +45,19 @@ const RemovedPrefix = z
   .optional()
   .describe("Removed: an AS entry holds an ASN only, so sending it is a 400.");
 
-export const CreateAsEntryBody = z.strictObject({ asn: AsnInput, comment: Comment.optional(), prefix: RemovedPrefix });
+export const AsSetInput = nonEmptyText(255)
+  .describe(
+    "An AS-SET name (`AS-EXAMPLE`, hierarchical `AS64500:AS-CUSTOMERS`), optionally pinned to one IRR source (`RIPE::AS-EXAMPLE`); stored upper case. Its members are expanded through the IRR server at each refresh and each member ASN's prefixes come from the ASN source.",
+  )
+  .meta({ example: "AS-EXAMPLE" });
+
+export const CreateAsEntryBody = z
+  .strictObject({ asn: AsnInput.optional(), as_set: AsSetInput.optional(), comment: Comment.optional(), prefix: RemovedPrefix })
+  .describe("Exactly one of `asn` and `as_set`.");
 export type CreateAsEntryBody = z.infer<typeof CreateAsEntryBody>;
-export const UpdateAsEntryBody = z.strictObject({ asn: AsnInput.optional(), comment: Comment.optional(), prefix: RemovedPrefix });
+export const UpdateAsEntryBody = z
+  .strictObject({ asn: AsnInput.optional(), as_set: AsSetInput.optional(), comment: Comment.optional(), prefix: RemovedPrefix })
+  .describe("At most one of `asn` and `as_set`: giving one turns the entry into that kind.");
 export type UpdateAsEntryBody = z.infer<typeof UpdateAsEntryBody>;
 
 const domainFields = {

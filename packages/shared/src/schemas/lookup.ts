@@ -22,6 +22,7 @@ export const LookupMatch = z
       prefix: z.string().optional(),
       source: z.enum(["asn", "domain", "ip_range", "cdn"]),
       origin: z.string(),
+      via: z.string().optional().describe("The AS-SET entry through which the ASN `origin` came (absent for an ASN entered as itself)."),
       addresses: z.array(z.string()).optional(),
     }),
   ])

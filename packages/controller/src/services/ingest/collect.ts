@@ -13,12 +13,16 @@ import type { AsnSource } from "../../sources/asn-source.js";
 import { parseJsonFeed, parseTextFeed } from "../../sources/cdn-parse.js";
 import type { DohResolverPolicy } from "../../sources/doh-lookup.js";
 import { resolveDomains } from "../../sources/doh-resolver.js";
+import type { IrrSession } from "../../sources/irr-source.js";
 import type { OutboundClient } from "../../sources/outbound.js";
+import { type AsSetOutcome, collectAsSets } from "./collect-as-sets.js";
 import { openHeaders } from "./doh-profiles.js";
 
 export interface CollectDeps {
   outbound: OutboundClient;
   asnSource: AsnSource | null;
+  /** The refresh's IRR session, which expands AS-SET entries (`IRR_SOURCE`); null or absent = none configured. */
+  irr?: IrrSession | null;
   /** Opens the DoH profiles' sealed header values, sent with each query. */
   services: { secretBox: SecretBox };
   /** Sources fetched at once within a module. Default 8. */
@@ -39,6 +43,8 @@ export interface CollectedModule {
   sources_failed: number;
   warnings: CollectWarning[];
   cdn: { id: string; ok: boolean; error: string | null; prefix_count: number | null }[];
+  /** AS_PREFIXES: each AS-SET entry's expansion. */
+  as_sets?: AsSetOutcome[];
 }
 
 const DEFAULT_POLICY: DohResolverPolicy = { strategy: "failover", record_types: ["A", "AAAA"], timeout_ms: 3000, attempts: 2, keep_previous_minutes: 1440 };
@@ -106,6 +112,16 @@ export async function collectModule(db: Db, deps: CollectDeps, module: IngestMod
     }
   });
 
+  let asSets: AsSetOutcome[] | undefined;
+  if (module.type === "AS_PREFIXES") {
+    const sets = await collectAsSets(db, { asnSource: deps.asnSource, irr: deps.irr ?? null, concurrency: limit }, module.id, signal);
+    groups.push(...sets.groups);
+    for (const w of sets.warnings) warnings.push({ module_id: module.id, ...w });
+    ok += sets.ok;
+    failed += sets.failed;
+    if (sets.as_sets.length) asSets = sets.as_sets;
+  }
+
   if (module.type === "DOMAINS") {
     const domains = await listModuleDomains(db, module.id);
     if (domains.length) {
@@ -165,5 +181,5 @@ export async function collectModule(db: Db, deps: CollectDeps, module: IngestMod
     }
   });
 
-  return { module_id: module.id, groups, sources_ok: ok, sources_failed: failed, warnings, cdn };
+  return { module_id: module.id, groups, sources_ok: ok, sources_failed: failed, warnings, cdn, ...(asSets ? { as_sets: asSets } : {}) };
 }

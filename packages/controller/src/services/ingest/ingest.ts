@@ -6,6 +6,7 @@ import { bumpSnapshotGeneration, replaceModuleSnapshot } from "../../db/snapshot
 import type { SecretBox } from "../../lib/secret-box.js";
 import type { JobMetrics } from "../../metrics/controller-metrics.js";
 import type { AsnSource } from "../../sources/asn-source.js";
+import type { IrrSource } from "../../sources/irr-source.js";
 import type { OutboundClient } from "../../sources/outbound.js";
 import type { AuditWriter } from "../access/audit.js";
 import type { RequestContext } from "../access/context.js";
@@ -30,6 +31,8 @@ export interface IngestDeps {
   bus: Bus;
   outbound: OutboundClient;
   asnSource: AsnSource | null;
+  /** Expands AS-SET entries (`IRR_SOURCE`): one session, so one connection, per refresh. */
+  irrSource?: IrrSource | null;
   /** Opens the DoH profiles' sealed header values. */
   secretBox: SecretBox;
   /** Sources fetched at once within a module (collect.ts's default when left out). */
@@ -104,14 +107,19 @@ export function createIngestService(deps: IngestDeps) {
       const collected = new Map<string, CollectedModule>();
       let done = 0;
       await job.progress(0, targets.length);
-      for (const m of targets) {
-        await job.checkpoint();
-        collected.set(m.id, await collectModule(deps.sql, collectDeps, m, job.now(), job.signal));
-        deps.metrics?.sourcesFailed(
-          tenantId,
-          collected.get(m.id)!.warnings.map((w) => w.source),
-        );
-        await job.progress(++done, targets.length);
+      const irr = deps.irrSource?.session(job.signal) ?? null;
+      try {
+        for (const m of targets) {
+          await job.checkpoint();
+          collected.set(m.id, await collectModule(deps.sql, { ...collectDeps, irr }, m, job.now(), job.signal));
+          deps.metrics?.sourcesFailed(
+            tenantId,
+            collected.get(m.id)!.warnings.map((w) => w.source),
+          );
+          await job.progress(++done, targets.length);
+        }
+      } finally {
+        irr?.close();
       }
       await job.checkpoint();
       lap("collect");
@@ -208,6 +216,7 @@ export function createIngestService(deps: IngestDeps) {
             prefix_count: counts.get(c.module_id)!.v4 + counts.get(c.module_id)!.v6,
             sources_ok: c.sources_ok,
             sources_failed: c.sources_failed,
+            ...(c.as_sets ? { as_sets: c.as_sets } : {}),
           })),
           warnings: [...collected.values()].flatMap((c) => c.warnings),
           ...(sectionsError === null ? {} : { sections_error: sectionsError }),

@@ -204,7 +204,8 @@ export function createCsvService(deps: { audit: AuditWriter }) {
           if (batch.length === 0) return;
           let text = "";
           for (const r of batch as unknown as Record<string, unknown>[]) {
-            const value = String(r[ENTRY_KINDS[kind].field]);
+            // An AS module's one value column holds the ASN or, for an AS-SET entry, the set's name.
+            const value = String(kind === "as" ? (r.asn ?? r.as_set) : r[ENTRY_KINDS[kind].field]);
             text += csvRow(kind === "domain" ? [value, String(r.include_subdomains), String(r.comment)] : [value, String(r.comment)]);
           }
           yield text;

@@ -20,6 +20,7 @@ import {
 } from "../../db/entries.js";
 import type { ModuleRow } from "../../db/modules.js";
 import { isForeignKeyViolation, isUniqueViolation } from "../../db/pg-errors.js";
+import { normaliseAsnOrSet, normaliseAsSet } from "../../lib/as-set.js";
 import { normaliseAsn } from "../../lib/asn.js";
 import { type Page, toPage } from "../../lib/cursor.js";
 import { normaliseDomain } from "../../lib/domain-name.js";
@@ -41,7 +42,7 @@ export interface EntryOf {
 
 /** Bodies after schema validation; values are normalised here, the same way as CSV rows. */
 export interface EntryInputOf {
-  as: { asn?: number | string | undefined; comment?: string | undefined };
+  as: { asn?: number | string | undefined; as_set?: string | undefined; comment?: string | undefined };
   domain: { domain?: string | undefined; include_subdomains?: boolean | undefined; comment?: string | undefined };
   ip_range: { cidr?: string | undefined; comment?: string | undefined };
 }
@@ -59,7 +60,7 @@ export function kindOfModule(type: ModuleType): EntryKind {
 
 /** The canonical value of one written value of `kind` (a JSON field or a CSV cell). */
 export function normaliseEntryValue(kind: EntryKind, value: number | string): ValueResult<string | number> {
-  if (kind === "as") return normaliseAsn(value);
+  if (kind === "as") return normaliseAsnOrSet(value);
   if (typeof value !== "string") return { ok: false, message: "must be a string" };
   if (kind === "domain") return normaliseDomain(value);
   return normaliseCidr(value);
@@ -97,7 +98,7 @@ const base = (row: EntryRowOf[EntryKind]) => ({
   updated_at: isoRequired(row.updated_at),
 });
 
-export const toAsEntry = (row: AsEntryRow): AsEntry => ({ ...base(row), asn: Number(row.asn) });
+export const toAsEntry = (row: AsEntryRow): AsEntry => ({ ...base(row), asn: row.asn === null ? null : Number(row.asn), as_set: row.as_set ?? null });
 export const toDomainEntry = (row: DomainEntryRow): DomainEntry => ({ ...base(row), domain: row.domain, include_subdomains: row.include_subdomains });
 export const toIpRangeEntry = (row: IpRangeEntryRow): IpRangeEntry => ({ ...base(row), cidr: row.cidr });
 
@@ -108,12 +109,39 @@ export function toEntry<K extends EntryKind>(kind: K, row: EntryRowOf[K]): Entry
 }
 
 function entryValue(kind: EntryKind, row: EntryRowOf[EntryKind]): string | number {
-  return kind === "as" ? Number((row as AsEntryRow).asn) : kind === "domain" ? (row as DomainEntryRow).domain : (row as IpRangeEntryRow).cidr;
+  return kind === "as" ? asValue(row as AsEntryRow) : kind === "domain" ? (row as DomainEntryRow).domain : (row as IpRangeEntryRow).cidr;
 }
 
+const asValue = (row: AsEntryRow): string | number => (row.asn === null ? row.as_set! : Number(row.asn));
+
 function display(kind: EntryKind, value: string | number): string {
-  return kind === "as" ? `AS${value}` : String(value);
+  return kind === "as" && typeof value === "number" ? `AS${value}` : String(value);
 }
+
+/**
+ * An AS entry's value from a body: `asn` (a number) or `as_set` (a name), at most one; on
+ * create exactly one. The CSV's one column takes either (normaliseAsnOrSet).
+ */
+function asBodyValue(input: EntryInputOf["as"], required: boolean): number | string | undefined {
+  if (input.asn !== undefined && input.as_set !== undefined) {
+    throw new ValidationError("give asn or as_set, not both", [{ path: "body.as_set", message: "an AS entry holds an ASN or an AS-SET, not both" }]);
+  }
+  if (input.as_set !== undefined) {
+    const set = normaliseAsSet(input.as_set);
+    if (!set.ok) throw new ValidationError(`as_set: ${set.message}`, [{ path: "body.as_set", message: set.message }]);
+    return set.value;
+  }
+  if (input.asn !== undefined) {
+    const asn = normaliseAsn(input.asn);
+    if (!asn.ok) throw new ValidationError(`asn: ${asn.message}`, [{ path: "body.asn", message: asn.message }]);
+    return asn.value;
+  }
+  if (required) throw new ValidationError("asn or as_set is required", [{ path: "body.asn", message: "give an ASN (asn) or an AS-SET (as_set)" }]);
+  return undefined;
+}
+
+/** Sets an AS row's asn or as_set from a value of either kind, clearing the other. */
+const asColumns = (value: number | string) => (typeof value === "number" ? { asn: value, as_set: null } : { asn: null, as_set: value });
 
 function checkModuleType(kind: EntryKind, module: ModuleRow) {
   const want = ENTRY_KINDS[kind].moduleType;
@@ -146,10 +174,13 @@ async function updateRow(tx: Db, kind: EntryKind, row: EntryRowOf[EntryKind]): P
   return updateIpRangeEntry(tx, row as IpRangeEntryRow);
 }
 
-const AUDITED = ["asn", "domain", "include_subdomains", "cidr", "comment"] as const;
+const AUDITED = ["asn", "as_set", "domain", "include_subdomains", "cidr", "comment"] as const;
 const auditView = (row: EntryRowOf[EntryKind]) => {
   const r = row as unknown as Record<string, unknown>;
-  return Object.fromEntries(AUDITED.filter((k) => k in r).map((k) => [k, k === "asn" ? Number(r[k]) : r[k]])) as Record<(typeof AUDITED)[number], unknown>;
+  return Object.fromEntries(AUDITED.filter((k) => k in r).map((k) => [k, k === "asn" && r[k] !== null ? Number(r[k]) : r[k]])) as Record<
+    (typeof AUDITED)[number],
+    unknown
+  >;
 };
 
 export function createEntryService(deps: { audit: AuditWriter }) {
@@ -166,8 +197,7 @@ export function createEntryService(deps: { audit: AuditWriter }) {
       const module = await mustFindModule(tx, ctx.principal.tenantId, moduleId);
       checkModuleType(kind, module);
       const input = body as EntryInputOf["domain"] & EntryInputOf["as"] & EntryInputOf["ip_range"];
-      const raw = kind === "as" ? input.asn : kind === "domain" ? input.domain : input.cidr;
-      const value = normalised(kind, raw!);
+      const value = kind === "as" ? asBodyValue(input, true)! : normalised(kind, (kind === "domain" ? input.domain : input.cidr)!);
       const common = {
         id: uuidv7(),
         tenant_id: module.tenant_id,
@@ -178,7 +208,7 @@ export function createEntryService(deps: { audit: AuditWriter }) {
       };
       const row = (
         kind === "as"
-          ? { ...common, asn: value }
+          ? { ...common, ...asColumns(value) }
           : kind === "domain"
             ? { ...common, domain: value, include_subdomains: input.include_subdomains ?? false }
             : { ...common, cidr: value }
@@ -228,10 +258,11 @@ export function createEntryService(deps: { audit: AuditWriter }) {
       const module = await mustFindModule(tx, ctx.principal.tenantId, moduleId);
       const before = await mustFind(tx, kind, module, id, true);
       const input = body as EntryInputOf["domain"] & EntryInputOf["as"] & EntryInputOf["ip_range"];
-      const raw = kind === "as" ? input.asn : kind === "domain" ? input.domain : input.cidr;
-      const value = raw === undefined ? entryValue(kind, before) : normalised(kind, raw);
+      const raw = kind === "as" ? asBodyValue(input, false) : kind === "domain" ? input.domain : input.cidr;
+      const value = raw === undefined ? entryValue(kind, before) : kind === "as" ? raw : normalised(kind, raw);
       const after = { ...before, comment: input.comment ?? before.comment, updated_at: ctx.now } as Record<string, unknown>;
-      after[ENTRY_KINDS[kind].field] = value;
+      if (kind === "as") Object.assign(after, asColumns(value));
+      else after[ENTRY_KINDS[kind].field] = value;
       if (kind === "domain" && input.include_subdomains !== undefined) after.include_subdomains = input.include_subdomains;
       const row = after as unknown as EntryRowOf[K];
       const changes = changesOf(auditView(before), auditView(row), AUDITED);

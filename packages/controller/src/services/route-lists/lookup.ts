@@ -33,7 +33,7 @@ const moduleFields = (m: LookupModuleRow) => ({
  */
 interface SnapshotIndex {
   groupOf: Uint32Array;
-  groups: { module_id: string; source: SnapshotSource; origin: string }[];
+  groups: { module_id: string; source: SnapshotSource; origin: string; via?: string }[];
   index: PrefixTextIndex;
 }
 
@@ -125,7 +125,7 @@ async function buildSnapshotIndex(db: Db, tenantId: string): Promise<SnapshotInd
     for (const p of r.prefixes) prefixes.push(p);
   });
   const index = buildPrefixTextIndex(prefixes);
-  return { groupOf, groups: rows.map((r) => ({ module_id: r.module_id, source: r.source, origin: r.origin })), index };
+  return { groupOf, groups: rows.map((r) => ({ module_id: r.module_id, source: r.source, origin: r.origin, ...(r.via ? { via: r.via } : {}) })), index };
 }
 
 /**
@@ -266,7 +266,15 @@ export function createLookupService(deps: { revisions: RevisionStore; now?: () =
     for (const i of snapshot.index.lookup(address)) {
       const g = snapshot.groups[snapshot.groupOf[i]!]!;
       const m = view.modules.get(g.module_id);
-      if (m) matches.push({ layer: "snapshot", ...moduleFields(m), prefix: snapshot.index.text(i), source: g.source, origin: g.origin });
+      if (m)
+        matches.push({
+          layer: "snapshot",
+          ...moduleFields(m),
+          prefix: snapshot.index.text(i),
+          source: g.source,
+          origin: g.origin,
+          ...(g.via ? { via: g.via } : {}),
+        });
     }
     const best = rev ? rev.index.longest(address) : -1;
     let revision: { revision_id: number; prefix: string; communities: string[] } | null = null;
