@@ -5,6 +5,7 @@ import { JobsPage } from "./pages/jobs.js";
 import { LookupPage } from "./pages/lookup.js";
 import { ModulePage } from "./pages/module.js";
 import { ModulesPage } from "./pages/modules.js";
+import { PeerPage, PeersPage } from "./pages/peers.js";
 import { RefreshPage } from "./pages/refresh.js";
 import { DiffPage, RevisionsPage } from "./pages/revisions.js";
 import { RouterPage } from "./pages/router.js";
@@ -12,22 +13,26 @@ import { RoutersPage } from "./pages/routers.js";
 import { SettingsPage } from "./pages/settings.js";
 import { SignIn } from "./pages/sign-in.js";
 import { Link, match, usePath } from "./router.js";
-import { makeSession, type Session, SessionContext, type SessionInfo, storedInfo, storedKey, storeKey } from "./session.js";
+import { makeSession, type Role, type Session, SessionContext, type SessionInfo, storedInfo, storedKey, storeKey } from "./session.js";
 import { ThemeToggle } from "./theme.js";
 
-const NAV = [
+/** The menu: each page with the least role that sees it (the API's role for reading it). */
+const NAV: readonly (readonly [string, string, Role?])[] = [
   ["/modules", "Modules"],
   ["/refresh", "Refresh"],
   ["/revisions", "Revisions"],
   ["/routers", "Routers"],
+  ["/peers", "Peers"],
   ["/lookup", "Lookup"],
   ["/jobs", "Jobs"],
   ["/audit", "Audit"],
   ["/settings", "Settings"],
-] as const;
+];
 
 function routeOf(path: string) {
   let p: Record<string, string> | null;
+  if (path === "/peers") return <PeersPage />;
+  if ((p = match("/peers/:id", path))) return <PeerPage id={p.id ?? ""} />;
   if (path === "/" || path === "/modules") return <ModulesPage />;
   if ((p = match("/modules/:id", path))) return <ModulePage id={p.id ?? ""} />;
   if (path === "/refresh") return <RefreshPage />;
@@ -96,7 +101,7 @@ export function App() {
           Menu
         </button>
         <nav id="nav" class={menuOpen ? "open" : ""} aria-label="Pages">
-          {NAV.map(([href, label]) => (
+          {NAV.filter(([, , role]) => !role || session.can(role)).map(([href, label]) => (
             <Link key={href} href={href} aria-current={section === href ? "page" : undefined}>
               {label}
             </Link>

@@ -4,7 +4,9 @@ import { Link } from "../router.js";
 import { useSession } from "../session.js";
 import { type Column, DataTable, useItems } from "../table.js";
 import { ActionButton, Ago, Badge, ErrorBox, Page } from "../ui.js";
+import { EnrollmentPanel } from "./enrollment.js";
 import { JobProgress, type JobView, watchJob } from "./job-watch.js";
+import { SpeakerForm } from "./speaker-form.js";
 
 type Speaker = Schema<"Speaker">;
 const SYNC_TONE = { in_sync: "ok", out_of_sync: "warn", unknown: "info", error: "bad" } as const;
@@ -41,6 +43,8 @@ export function RoutersPage() {
   const { api, can } = useSession();
   const speakers = useItems(() => api.GET("/v1/speakers", { params: { query: { limit: 500 } } }), []);
   const [job, setJob] = useState<JobView | null>(null);
+  const [adding, setAdding] = useState(false);
+  const [enroll, setEnroll] = useState<{ name: string; token: string | null; expiresAt: string | null } | null>(null);
   const [stop, setStop] = useState<(() => void) | null>(null);
   useEffect(() => () => stop?.(), [stop]);
   // An apply started elsewhere (a rollback with apply) is followed here: /routers?job=<id>.
@@ -82,19 +86,42 @@ export function RoutersPage() {
       title="Routers"
       actions={
         can("operator") ? (
-          <ActionButton
-            label="Apply current revision"
-            kind="primary"
-            testId="apply"
-            action={async () => follow((await ok(api.POST("/v1/apply", { body: { timeout_seconds: 60 } }))).job_id)}
-          />
+          <>
+            <button type="button" aria-expanded={adding} onClick={() => setAdding(!adding)}>
+              New router
+            </button>
+            <ActionButton
+              label="Apply current revision"
+              kind="primary"
+              testId="apply"
+              action={async () => follow((await ok(api.POST("/v1/apply", { body: { timeout_seconds: 60 } }))).job_id)}
+            />
+          </>
         ) : null
       }
     >
       <ErrorBox error={speakers.error} />
+      {adding ? (
+        <SpeakerForm
+          submit="Create router"
+          onCancel={() => setAdding(false)}
+          onSave={async (body) => {
+            const created = await ok(api.POST("/v1/speakers", { body }));
+            setAdding(false);
+            setEnroll({ name: created.name, token: created.enrollment_token, expiresAt: created.enrollment_token_expires_at });
+            speakers.reload();
+          }}
+        />
+      ) : null}
+      {enroll?.token ? <EnrollmentPanel speakerName={enroll.name} token={enroll.token} expiresAt={enroll.expiresAt} onDone={() => setEnroll(null)} /> : null}
+      {enroll && !enroll.token ? (
+        <p class="card" role="status">
+          Router {enroll.name} created. Its enrollment token is an admin's to issue: an admin opens the router and presses "New enrollment token".
+        </p>
+      ) : null}
       {job ? <JobProgress job={job} /> : null}
       <DataTable testId="speakers" columns={[...columns, job && thisApply]} rows={speakers.data} rowKey={(s) => s.id} />
-      {speakers.data?.length === 0 ? <p class="muted">No speakers yet: create one with the API or rlctl and enroll its agent.</p> : null}
+      {speakers.data?.length === 0 ? <p class="muted">No routers yet.</p> : null}
     </Page>
   );
 }

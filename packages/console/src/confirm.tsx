@@ -1,0 +1,53 @@
+import { useEffect, useRef, useState } from "preact/hooks";
+import { ErrorBox } from "./ui.js";
+
+/**
+ * A destructive action that asks once: the first press shows the question with "Yes" and
+ * "Cancel" in its place (focus moves to "Cancel", Escape cancels); only "Yes" runs it.
+ */
+export function ConfirmButton(props: { label: string; question: string; yes?: string; action: () => Promise<unknown>; testId?: string }) {
+  const [asking, setAsking] = useState(false);
+  const [busy, setBusy] = useState(false);
+  const [error, setError] = useState<Error | null>(null);
+  const cancel = useRef<HTMLButtonElement>(null);
+  useEffect(() => {
+    if (asking) cancel.current?.focus();
+  }, [asking]);
+  if (!asking)
+    return (
+      <span class="action">
+        <button type="button" class="danger" data-testid={props.testId} onClick={() => setAsking(true)}>
+          {props.label}
+        </button>
+        <ErrorBox error={error} />
+      </span>
+    );
+  return (
+    // biome-ignore lint/a11y/useSemanticElements: an inline question beside its row, not a modal dialog
+    <span class="confirm" role="group" aria-label={props.question} onKeyDown={(e) => e.key === "Escape" && setAsking(false)}>
+      <span>{props.question}</span>{" "}
+      <button
+        type="button"
+        class="danger"
+        disabled={busy}
+        onClick={async () => {
+          setBusy(true);
+          setError(null);
+          try {
+            await props.action();
+          } catch (e) {
+            setError(e as Error);
+          } finally {
+            setBusy(false);
+            setAsking(false);
+          }
+        }}
+      >
+        {busy ? "…" : (props.yes ?? `Yes, ${props.label.toLowerCase()}`)}
+      </button>{" "}
+      <button type="button" ref={cancel} onClick={() => setAsking(false)}>
+        Cancel
+      </button>
+    </span>
+  );
+}

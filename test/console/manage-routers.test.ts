@@ -1,0 +1,171 @@
+import type { ChildProcess } from "node:child_process";
+import { mkdirSync, mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import type { Browser, Page } from "playwright-core";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { startAgentProcess } from "../helpers/agent-process.js";
+import { type BirdLab, startBirdLab, stopProcess } from "../helpers/bird-lab.js";
+import { chromiumTool, ensureConsoleBuilt, launchChromium } from "../helpers/browser.js";
+import { type LiveController, startLiveController, until, untilJobDone } from "../helpers/live-controller.js";
+import { tool } from "../helpers/tools.js";
+import { signIn, writeShot } from "./console-steps.js";
+
+// An operator's day with routers, in a real browser against a listening controller: a router is
+// created in the console, its one-time token copied from the page enrolls a real rl-agent (which
+// drives BIRD), a peer created in the console (GoBGP on 127.0.0.2) turns Established on it, and
+// the routers page shows it in sync.
+
+const missing = [...["bird", "birdc", "gobgpd", "gobgp"].filter((bin) => !tool(bin).available), ...(chromiumTool().available ? [] : ["chromium"])];
+const title = "console: create a router, enroll its agent from the copied token, create a peer and see its session";
+const natsUrl = process.env.TEST_NATS_URL || "nats://127.0.0.1:4222";
+
+describe.skipIf(missing.length > 0)(missing.length > 0 ? `${title} (skipped: ${missing.join(", ")} not on PATH)` : title, () => {
+  let t: LiveController;
+  let bird: BirdLab;
+  let agent: { child: ChildProcess; log(): string } | null = null;
+  let browser: Browser;
+  let page: Page;
+  let dir = "";
+  let speakerId = "";
+  let peerId = "";
+
+  const api = async (method: "GET" | "POST" | "PATCH" | "DELETE", url: string, payload?: object) => {
+    const res = await t.call(t.rootKey, method, url, payload);
+    if (res.statusCode >= 300) throw new Error(`${method} ${url}: ${res.statusCode} ${res.body}`);
+    return res.statusCode === 204 ? null : res.json();
+  };
+  const text = (selector: string) => page.locator(selector).first().innerText();
+
+  beforeAll(async () => {
+    ensureConsoleBuilt();
+    dir = mkdtempSync(join(tmpdir(), "rl-console-manage-"));
+    const etc = join(dir, "etc");
+    mkdirSync(etc);
+    bird = await startBirdLab(dir, etc);
+    t = await startLiveController({ env: { NATS_URL: natsUrl } });
+    await api("PATCH", "/v1/settings", { BIRD: { confirm_after_seconds: 2 } });
+    // A revision to apply: one module with two prefixes.
+    const community = await api("POST", "/v1/communities", { community: "65000:100", title: "via-vpn" });
+    const mod = await api("POST", "/v1/modules", { name: "vpn", type: "IP_RANGES", community_id: community.id });
+    for (const cidr of ["11.1.0.0/16", "2a00:1::/32"]) await api("POST", `/v1/modules/${mod.id}/ip-range-entries`, { cidr });
+    const refresh = await api("POST", "/v1/modules/refresh", {});
+    expect((await untilJobDone(t, refresh.job_id)).status).toBe("succeeded");
+    browser = await launchChromium();
+    const context = await browser.newContext({ viewport: { width: 1280, height: 800 } });
+    await context.grantPermissions(["clipboard-read", "clipboard-write"], { origin: t.url });
+    page = await context.newPage();
+    await page.goto(`${t.url}/console/routers`);
+    await signIn(page, t.rootKey);
+  }, 180_000);
+
+  afterAll(async () => {
+    await browser?.close();
+    if (t) {
+      for (const job of (await t.call(t.rootKey, "GET", "/v1/jobs?status=awaiting")).json().items ?? [])
+        await t.call(t.rootKey, "POST", `/v1/jobs/${job.job_id}/cancel`);
+    }
+    await stopProcess(agent?.child ?? null);
+    await bird?.stop();
+    await t?.close();
+    if (dir) rmSync(dir, { recursive: true, force: true });
+  }, 60_000);
+
+  it("creates a router: the API's error shows under the field it names, then the token is shown once and copied with the install snippet", async () => {
+    await page.click("button:text-is('New router')");
+    await page.fill("#new-speaker-name", "edge-new");
+    await page.fill("#new-speaker-router_id", "300.1.1.1");
+    await page.fill("#new-speaker-asn", "65000");
+    await page.click("summary:has-text('BGP addresses')");
+    await page.fill("[id='new-speaker-policies_json.local_ip']", "127.0.0.1");
+    await page.fill("[id='new-speaker-policies_json.local_port']", String(bird.birdPort));
+    // GoBGP drops routes whose next hop is a loopback address.
+    await page.fill("[id='new-speaker-policies_json.next_hop_ipv4']", "198.51.100.254");
+    await page.fill("[id='new-speaker-policies_json.next_hop_ipv6']", "2001:db8::254");
+    await page.click("button:text-is('Create router')");
+    const fieldError = page.locator("[data-field-error=router_id]");
+    await fieldError.waitFor();
+    expect(await fieldError.innerText()).toMatch(/\S/);
+    expect(await page.getAttribute("#new-speaker-router_id", "aria-invalid")).toBe("true");
+    expect((await api("GET", "/v1/speakers")).items).toEqual([]);
+
+    await page.fill("#new-speaker-router_id", "127.0.0.1");
+    await page.click("button:text-is('Create router')");
+    await page.locator("[data-testid=enrollment]").waitFor();
+    const token = await page.inputValue("[data-testid=enrollment-token]");
+    expect(token).toMatch(/^rlt_/);
+    expect(await text("[data-testid=agent-env]")).toContain(`RL_ENROLLMENT_TOKEN=${token}`);
+    expect(await text("[data-testid=install-snippet]")).toMatch(/sudo apt install \.\/rl-agent_.+_amd64\.deb/);
+    await page.click("[data-testid=copy-token]");
+    await page.locator("[data-testid=enrollment] [role=status]", { hasText: "Copied." }).first().waitFor();
+    const copied = await page.evaluate(() => navigator.clipboard.readText());
+    expect(copied).toBe(token);
+    await writeShot(page, "routers-new-router-token");
+    const speaker = (await api("GET", "/v1/speakers")).items.find((s: any) => s.name === "edge-new");
+    speakerId = speaker.id;
+
+    // The token copied from the page enrolls a real agent.
+    agent = startAgentProcess({ controllerUrl: t.url, enrollmentToken: copied, dir, etc: join(dir, "etc") });
+    const enrolling = agent;
+    await until("the agent to enroll", async () => (await api("GET", `/v1/speakers/${speakerId}`)).enrolled_at, 90_000, 250).catch((error: Error) => {
+      throw new Error(`${error.message}; agent log: ${enrolling.log().slice(-2000)}`);
+    });
+    await page.click("button:text-is('I have copied it')");
+    expect(await page.locator("[data-testid=enrollment]").count()).toBe(0);
+  }, 150_000);
+
+  it("creates a peer on that router; its session per router turns Established and the router is in sync", async () => {
+    await page.click("nav >> text=Peers");
+    await page.click("button:text-is('New peer')");
+    await page.fill("#new-peer-name", "gobgp");
+    await page.fill("#new-peer-neighbor_address", "127.0.0.2");
+    await page.fill("#new-peer-neighbor_port", String(bird.gobgpPort));
+    await page.fill("#new-peer-remote_asn", "65001");
+    await page.fill("#new-peer-multihop", "yes");
+    await page.check("fieldset:has-text('Routers that carry it') >> label:has-text('edge-new') >> input");
+    await page.click("button:text-is('Create peer')");
+    await page.waitForURL(/\/console\/peers\/[0-9a-f-]{36}$/);
+    peerId = page.url().split("/").pop() ?? "";
+    await expect.poll(() => text("[data-testid=peer-session-state]"), { timeout: 90_000, interval: 500 }).toBe("Established");
+    expect(await text("[data-testid=peer-sessions]")).toContain("edge-new");
+    await writeShot(page, "peer-session");
+
+    await page.click("[data-testid=peer-sessions] a:has-text('edge-new')");
+    await page.waitForURL(new RegExp(`/console/routers/${speakerId}$`));
+    // The router names the BGP protocol by its peer, with a link back.
+    await expect.poll(() => text("[data-testid=sessions]"), { timeout: 30_000 }).toContain("gobgp");
+    expect(await text("[data-testid=router-peers]")).toContain("gobgp");
+    await page.click("nav >> text=Routers");
+    await expect.poll(() => text("[data-testid=speakers]"), { timeout: 60_000 }).toMatch(/edge-new[\s\S]*in_sync/);
+  }, 150_000);
+
+  it("edits the peer: the password is write-only (set, never shown, then removed)", async () => {
+    await page.goto(`${t.url}/console/peers/${peerId}`);
+    await page.click("button:text-is('Edit')");
+    const box = `[id='peer-${peerId}-password']`;
+    expect(await page.inputValue(box)).toBe("");
+    await page.fill(box, "s3cret-md5");
+    await page.click("button:text-is('Save peer')");
+    await expect.poll(() => text("[data-testid=peer-password]")).toContain("set");
+    expect((await api("GET", `/v1/peers/${peerId}`)).password_set).toBe(true);
+    expect(await page.content()).not.toContain("s3cret-md5");
+    await page.click("button:text-is('Edit')");
+    expect(await page.inputValue(box)).toBe("");
+    await page.check("label:has-text('Remove the password') >> input");
+    await page.click("button:text-is('Save peer')");
+    await expect.poll(() => text("[data-testid=peer-password]")).toBe("none");
+    expect((await api("GET", `/v1/peers/${peerId}`)).password_set).toBe(false);
+  }, 60_000);
+
+  it("deleting a peer asks once: Cancel keeps it, Yes deletes it", async () => {
+    await page.click("[data-testid=delete-peer]");
+    await page.locator("[role=group][aria-label^='Delete peer gobgp']").waitFor();
+    expect(await page.evaluate(() => document.activeElement?.textContent)).toBe("Cancel");
+    await page.keyboard.press("Enter");
+    expect((await api("GET", `/v1/peers/${peerId}`)).name).toBe("gobgp");
+    await page.click("[data-testid=delete-peer]");
+    await page.click("button:text-is('Yes, delete')");
+    await page.waitForURL(/\/console\/peers$/);
+    expect((await t.call(t.rootKey, "GET", `/v1/peers/${peerId}`)).statusCode).toBe(404);
+  }, 60_000);
+});
