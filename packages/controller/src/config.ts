@@ -103,6 +103,13 @@ const ConfigSchema = z.object({
   IRR_MAX_MEMBERS: z.coerce.number().int().min(1).max(1_000_000).default(20_000),
   /** One AS-SET's expansion at most, in seconds. */
   IRR_TIME_LIMIT_SECONDS: z.coerce.number().int().min(1).max(3600).default(60),
+  /** COUNTRY modules' source: `ripestat` (at ASN_SOURCE_URL) or `delegated:<path-or-URL>[,…]` (the RIRs' delegated statistics). */
+  COUNTRY_SOURCE: optionalString.pipe(
+    z
+      .string()
+      .regex(/^(ripestat|delegated:[^,]+(,[^,]+)*)$/, "must be ripestat or delegated:<path-or-URL>[,<path-or-URL>…]")
+      .optional(),
+  ),
   BUNDLE_SIGNING_KEY_FILE: optionalString,
   APP_SECRET_KEY_FILE: optionalString,
   BIRD_CONTROL_SOCKET: optionalString,

@@ -28,6 +28,7 @@ describe("modules - create and read", () => {
       type: "AS_PREFIXES",
       description: "",
       enabled: true,
+      action: "announce",
       community_id: null,
       doh_profile_id: null,
       doh_profile_ids: [],

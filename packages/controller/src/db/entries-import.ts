@@ -40,7 +40,8 @@ export async function stageImportRows(db: Db, rows: StagedRows): Promise<void> {
 // An AS entry's CSV value is an ASN (digits) or an AS-SET name (never all digits).
 const asMatch = (db: Db) => db`CASE WHEN s.value ~ '^[0-9]+$' THEN e.asn = s.value::bigint ELSE e.as_set = s.value END`;
 
-const matches = (db: Db, kind: EntryKind) => (kind === "as" ? asMatch(db) : kind === "domain" ? db`e.domain = s.value` : db`e.cidr = s.value`);
+const matches = (db: Db, kind: EntryKind) =>
+  kind === "as" ? asMatch(db) : kind === "domain" ? db`e.domain = s.value` : kind === "country" ? db`e.country = s.value` : db`e.cidr = s.value`;
 
 const differs = (db: Db, kind: EntryKind, cols: ImportColumns) => db`
   ((${cols.comment}::boolean AND e.comment <> s.comment)
@@ -99,7 +100,11 @@ export async function insertStagedEntries(db: Db, kind: EntryKind, tenantId: str
         ? await db`
           INSERT INTO domain_entries (id, tenant_id, module_id, domain, include_subdomains, comment, created_at, updated_at)
           SELECT s.id, ${tenantId}, ${moduleId}, s.value, s.flag, s.comment, ${now}, ${now} ${fresh}`
-        : await db`
+        : kind === "country"
+          ? await db`
+          INSERT INTO country_entries (id, tenant_id, module_id, country, comment, created_at, updated_at)
+          SELECT s.id, ${tenantId}, ${moduleId}, s.value, s.comment, ${now}, ${now} ${fresh}`
+          : await db`
           INSERT INTO ip_range_entries (id, tenant_id, module_id, cidr, network, comment, created_at, updated_at)
           SELECT s.id, ${tenantId}, ${moduleId}, s.value, s.value::cidr, s.comment, ${now}, ${now} ${fresh}`;
   return rows.count;

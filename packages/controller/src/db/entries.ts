@@ -1,9 +1,9 @@
 import type { Db } from "./connect.js";
 
-// The three entry collections of a module. Reads and deletes are shared, keyed by EntryKind;
+// The entry collections of a module. Reads and deletes are shared, keyed by EntryKind;
 // writes differ by column and are one function per kind.
 
-export type EntryKind = "as" | "domain" | "ip_range";
+export type EntryKind = "as" | "domain" | "ip_range" | "country";
 
 interface EntryBase {
   id: string;
@@ -26,14 +26,18 @@ export interface DomainEntryRow extends EntryBase {
 export interface IpRangeEntryRow extends EntryBase {
   cidr: string;
 }
-export type EntryRow = AsEntryRow | DomainEntryRow | IpRangeEntryRow;
+export interface CountryEntryRow extends EntryBase {
+  country: string;
+}
+export type EntryRow = AsEntryRow | DomainEntryRow | IpRangeEntryRow | CountryEntryRow;
 export interface EntryRowOf {
   as: AsEntryRow;
   domain: DomainEntryRow;
   ip_range: IpRangeEntryRow;
+  country: CountryEntryRow;
 }
 
-export const ENTRY_TABLES: Record<EntryKind, string> = { as: "as_entries", domain: "domain_entries", ip_range: "ip_range_entries" };
+export const ENTRY_TABLES: Record<EntryKind, string> = { as: "as_entries", domain: "domain_entries", ip_range: "ip_range_entries", country: "country_entries" };
 
 /** The kind's table as an escaped identifier. */
 export function entryTable(db: Db, kind: EntryKind) {
@@ -47,7 +51,9 @@ const columns = (db: Db, kind: EntryKind) =>
     ? db`id, tenant_id, module_id, asn::float8 AS asn, as_set, comment, created_at, updated_at`
     : kind === "domain"
       ? db`id, tenant_id, module_id, domain, include_subdomains, comment, created_at, updated_at`
-      : db`id, tenant_id, module_id, cidr, comment, created_at, updated_at`;
+      : kind === "country"
+        ? db`id, tenant_id, module_id, country, comment, created_at, updated_at`
+        : db`id, tenant_id, module_id, cidr, comment, created_at, updated_at`;
 
 export async function findEntryById<K extends EntryKind>(
   db: Db,
@@ -95,7 +101,7 @@ export const listEntriesForExport = <K extends EntryKind>(
 
 /** Every entry of the tenant's modules of one kind, in value order (the catalog). */
 export async function listAllEntriesOfTenant<K extends EntryKind>(db: Db, kind: K, tenantId: string): Promise<EntryRowOf[K][]> {
-  const order = kind === "as" ? db`asn NULLS LAST, as_set` : kind === "domain" ? db`domain` : db`network, cidr`;
+  const order = kind === "as" ? db`asn NULLS LAST, as_set` : kind === "domain" ? db`domain` : kind === "country" ? db`country` : db`network, cidr`;
   return db<EntryRowOf[K][]>`
     SELECT ${columns(db, kind)} FROM ${entryTable(db, kind)} WHERE tenant_id = ${tenantId} ORDER BY module_id, ${order}`;
 }
@@ -153,5 +159,19 @@ export async function updateDomainEntry(db: Db, row: DomainEntryRow): Promise<vo
 export async function updateIpRangeEntry(db: Db, row: IpRangeEntryRow): Promise<void> {
   await db`
     UPDATE ip_range_entries SET cidr = ${row.cidr}, network = ${row.cidr}::cidr, comment = ${row.comment}, updated_at = ${row.updated_at}
+    WHERE tenant_id = ${row.tenant_id} AND module_id = ${row.module_id} AND id = ${row.id}`;
+}
+
+export async function insertCountryEntry(db: Db, row: CountryEntryRow): Promise<boolean> {
+  const rows = await db`
+    INSERT INTO country_entries (id, tenant_id, module_id, country, comment, created_at, updated_at)
+    VALUES (${row.id}, ${row.tenant_id}, ${row.module_id}, ${row.country}, ${row.comment}, ${row.created_at}, ${row.updated_at})
+    ON CONFLICT (module_id, country) DO NOTHING RETURNING id`;
+  return rows.length === 1;
+}
+
+export async function updateCountryEntry(db: Db, row: CountryEntryRow): Promise<void> {
+  await db`
+    UPDATE country_entries SET country = ${row.country}, comment = ${row.comment}, updated_at = ${row.updated_at}
     WHERE tenant_id = ${row.tenant_id} AND module_id = ${row.module_id} AND id = ${row.id}`;
 }

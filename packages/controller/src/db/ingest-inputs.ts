@@ -1,3 +1,4 @@
+import type { ModuleType } from "@rlc/shared/schemas";
 import type { Db } from "./connect.js";
 import type { DohProfileRow as StoredDohProfileRow } from "./doh-profiles.js";
 
@@ -5,8 +6,10 @@ import type { DohProfileRow as StoredDohProfileRow } from "./doh-profiles.js";
 export interface IngestModuleRow {
   id: string;
   name: string;
-  type: "AS_PREFIXES" | "DOMAINS" | "IP_RANGES";
+  type: ModuleType;
   enabled: boolean;
+  /** `exclude`: its prefixes are cut out of what the tenant announces. */
+  action: "announce" | "exclude";
   community: string | null;
   doh_resolver_policy: Record<string, unknown>;
   collected_at: Date | null;
@@ -16,7 +19,7 @@ export interface IngestModuleRow {
 
 export async function listIngestModules(db: Db, tenantId: string): Promise<IngestModuleRow[]> {
   return db<IngestModuleRow[]>`
-    SELECT m.id, m.name, m.type, m.enabled, c.community, m.doh_resolver_policy, m.collected_at,
+    SELECT m.id, m.name, m.type, m.enabled, m.action, c.community, m.doh_resolver_policy, m.collected_at,
            m.refresh_interval_minutes, m.last_refreshed_at
     FROM modules m LEFT JOIN communities c ON c.tenant_id = m.tenant_id AND c.id = m.community_id
     WHERE m.tenant_id = ${tenantId} ORDER BY m.id`;
@@ -39,6 +42,11 @@ export async function listModuleDomains(db: Db, moduleId: string): Promise<{ nam
 
 export async function listModuleIpRanges(db: Db, moduleId: string): Promise<{ id: string; cidr: string }[]> {
   return db<{ id: string; cidr: string }[]>`SELECT id, cidr FROM ip_range_entries WHERE module_id = ${moduleId} ORDER BY id`;
+}
+
+export async function listModuleCountries(db: Db, moduleId: string): Promise<string[]> {
+  const rows = await db<{ country: string }[]>`SELECT country FROM country_entries WHERE module_id = ${moduleId} ORDER BY country`;
+  return rows.map((r) => r.country);
 }
 
 export interface CdnSourceRow {

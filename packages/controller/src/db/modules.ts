@@ -1,4 +1,4 @@
-import type { DohResolverPolicy, ModuleType } from "@rlc/shared/schemas";
+import type { DohResolverPolicy, ModuleAction, ModuleType } from "@rlc/shared/schemas";
 import type { Db } from "./connect.js";
 import { type KeysetPage, keysetPage, whereEquals } from "./tenant-table.js";
 
@@ -9,6 +9,7 @@ export interface ModuleRow {
   type: ModuleType;
   description: string;
   enabled: boolean;
+  action: ModuleAction;
   community_id: string | null;
   /** From module_doh_profiles, in position order. */
   doh_profile_ids: string[];
@@ -25,7 +26,7 @@ export interface ModuleRow {
 
 export type ModuleWrite = Pick<
   ModuleRow,
-  "name" | "description" | "enabled" | "community_id" | "doh_resolver_policy" | "refresh_interval_minutes" | "updated_at"
+  "name" | "description" | "enabled" | "action" | "community_id" | "doh_resolver_policy" | "refresh_interval_minutes" | "updated_at"
 >;
 
 const moduleColumns = (db: Db) => db`
@@ -33,9 +34,9 @@ const moduleColumns = (db: Db) => db`
 
 export async function insertModule(db: Db, row: Omit<ModuleRow, "doh_profile_ids">): Promise<void> {
   await db`
-    INSERT INTO modules (id, tenant_id, name, type, description, enabled, community_id, doh_resolver_policy, refresh_interval_minutes,
+    INSERT INTO modules (id, tenant_id, name, type, description, enabled, action, community_id, doh_resolver_policy, refresh_interval_minutes,
                          last_refreshed_at, last_refresh_error, prefix_count_v4, prefix_count_v6, collected_at, created_at, updated_at)
-    VALUES (${row.id}, ${row.tenant_id}, ${row.name}, ${row.type}, ${row.description}, ${row.enabled}, ${row.community_id},
+    VALUES (${row.id}, ${row.tenant_id}, ${row.name}, ${row.type}, ${row.description}, ${row.enabled}, ${row.action}, ${row.community_id},
             ${db.json(row.doh_resolver_policy as never)}, ${row.refresh_interval_minutes}, ${row.last_refreshed_at}, ${row.last_refresh_error},
             ${row.prefix_count_v4}, ${row.prefix_count_v6}, ${row.collected_at}, ${row.created_at}, ${row.updated_at})`;
 }
@@ -81,7 +82,7 @@ export async function listAllModules(db: Db, tenantId: string): Promise<ModuleRo
 export async function updateModule(db: Db, tenantId: string, id: string, patch: ModuleWrite): Promise<void> {
   await db`
     UPDATE modules
-    SET name = ${patch.name}, description = ${patch.description}, enabled = ${patch.enabled}, community_id = ${patch.community_id},
+    SET name = ${patch.name}, description = ${patch.description}, enabled = ${patch.enabled}, action = ${patch.action}, community_id = ${patch.community_id},
         doh_resolver_policy = ${db.json(patch.doh_resolver_policy as never)}, refresh_interval_minutes = ${patch.refresh_interval_minutes},
         updated_at = ${patch.updated_at}
     WHERE tenant_id = ${tenantId} AND id = ${id}`;
@@ -107,7 +108,8 @@ export async function countModuleEntries(db: Db, tenantId: string, id: string): 
   const [row] = await db<{ entries: number; sources: number }[]>`
     SELECT (SELECT count(*) FROM as_entries WHERE tenant_id = ${tenantId} AND module_id = ${id})::int
          + (SELECT count(*) FROM domain_entries WHERE tenant_id = ${tenantId} AND module_id = ${id})::int
-         + (SELECT count(*) FROM ip_range_entries WHERE tenant_id = ${tenantId} AND module_id = ${id})::int AS entries,
+         + (SELECT count(*) FROM ip_range_entries WHERE tenant_id = ${tenantId} AND module_id = ${id})::int
+         + (SELECT count(*) FROM country_entries WHERE tenant_id = ${tenantId} AND module_id = ${id})::int AS entries,
            (SELECT count(*) FROM cdn_sources WHERE tenant_id = ${tenantId} AND module_id = ${id})::int AS sources`;
   return row ?? { entries: 0, sources: 0 };
 }

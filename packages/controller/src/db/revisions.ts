@@ -12,7 +12,15 @@ export interface RevisionRow {
   prefix_count_v6: number;
   input_prefix_count: number;
   dropped_prefix_count: number;
-  modules: { module_id: string; name: string; community: string | null; prefix_count: number }[];
+  /** `action` and `excluded_prefix_count` are absent from revisions made before exclude modules. */
+  modules: {
+    module_id: string;
+    name: string;
+    community: string | null;
+    prefix_count: number;
+    action?: "announce" | "exclude";
+    excluded_prefix_count?: number;
+  }[];
 }
 
 // Every column but the content, which only the readers of the prefixes load.

@@ -1,6 +1,6 @@
 import type { Db } from "./connect.js";
 
-export type SnapshotSource = "asn" | "domain" | "ip_range" | "cdn";
+export type SnapshotSource = "asn" | "domain" | "ip_range" | "cdn" | "country";
 
 /** What one source of a module gave: one row of `snapshots`. */
 export interface SnapshotGroup {

@@ -11,6 +11,7 @@ export const AuditResourceType = z.enum([
   "as_entry",
   "domain_entry",
   "ip_range_entry",
+  "country_entry",
   "cdn_source",
   "community",
   "doh_profile",

@@ -2,7 +2,7 @@ import { z } from "zod";
 import { CdnSource } from "./cdn-sources.js";
 import { Community } from "./communities.js";
 import { DohProfile } from "./doh-profiles.js";
-import { AsEntry, DomainEntry, IpRangeEntry } from "./entries.js";
+import { AsEntry, CountryEntry, DomainEntry, IpRangeEntry } from "./entries.js";
 import { Module } from "./modules.js";
 
 export const CatalogModule = Module.extend({
@@ -11,6 +11,7 @@ export const CatalogModule = Module.extend({
     asns: z.array(AsEntry),
     domains: z.array(DomainEntry),
     ip_ranges: z.array(IpRangeEntry),
+    countries: z.array(CountryEntry),
   }),
   cdn_sources: z.array(CdnSource),
 }).meta({ id: "CatalogModule" });

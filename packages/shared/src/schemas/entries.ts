@@ -34,6 +34,11 @@ export type DomainEntry = z.infer<typeof DomainEntry>;
 export const IpRangeEntry = z.object({ ...entryShape, cidr: z.string() }).meta({ id: "IpRangeEntry" });
 export type IpRangeEntry = z.infer<typeof IpRangeEntry>;
 
+export const CountryEntry = z
+  .object({ ...entryShape, country: z.string().describe("ISO 3166-1 alpha-2, upper case.").meta({ example: "NL" }) })
+  .meta({ id: "CountryEntry" });
+export type CountryEntry = z.infer<typeof CountryEntry>;
+
 export const AsnInput = z
   .union([z.number().int(), z.string().max(16)])
   .describe("1..4294967295, as a number or as text (`13335`, `AS13335`, `as13335`); stored as a number.")
@@ -85,6 +90,15 @@ export const CreateIpRangeEntryBody = z.strictObject({ cidr: CidrInput, comment:
 export type CreateIpRangeEntryBody = z.infer<typeof CreateIpRangeEntryBody>;
 export const UpdateIpRangeEntryBody = z.strictObject({ cidr: CidrInput.optional(), comment: Comment.optional() });
 export type UpdateIpRangeEntryBody = z.infer<typeof UpdateIpRangeEntryBody>;
+
+const CountryInput = nonEmptyText(16)
+  .describe("ISO 3166-1 alpha-2 (`NL`, `nl`); stored upper case. Anything else (`NLD`, `N1`, `XX`) is a 400.")
+  .meta({ example: "NL" });
+
+export const CreateCountryEntryBody = z.strictObject({ country: CountryInput, comment: Comment.optional() });
+export type CreateCountryEntryBody = z.infer<typeof CreateCountryEntryBody>;
+export const UpdateCountryEntryBody = z.strictObject({ country: CountryInput.optional(), comment: Comment.optional() });
+export type UpdateCountryEntryBody = z.infer<typeof UpdateCountryEntryBody>;
 
 export const EntryListQuery = listQuery();
 

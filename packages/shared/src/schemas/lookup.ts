@@ -1,12 +1,13 @@
 import { z } from "zod";
 import { Uuid } from "./common.js";
+import { ModuleType } from "./modules.js";
 
 export const LookupQuery = z.strictObject({ q: z.string().min(1).max(260).describe("An IPv4 or IPv6 address, or an FQDN.") });
 
 const MatchBase = {
   module_id: Uuid,
   module_name: z.string(),
-  module_type: z.enum(["AS_PREFIXES", "DOMAINS", "IP_RANGES"]),
+  module_type: ModuleType,
   enabled: z.boolean(),
   community_id: Uuid.nullable(),
   community: z.string().nullable(),
@@ -20,7 +21,7 @@ export const LookupMatch = z
       layer: z.literal("snapshot"),
       ...MatchBase,
       prefix: z.string().optional(),
-      source: z.enum(["asn", "domain", "ip_range", "cdn"]),
+      source: z.enum(["asn", "domain", "ip_range", "cdn", "country"]),
       origin: z.string(),
       via: z.string().optional().describe("The AS-SET entry through which the ASN `origin` came (absent for an ASN entered as itself)."),
       addresses: z.array(z.string()).optional(),

@@ -2,11 +2,18 @@ import { z } from "zod";
 import { listQuery, optionalFields, QueryBoolean, Timestamp, timestamps, Uuid } from "./common.js";
 import { nameText, storableText } from "./text.js";
 
-export const ModuleType = z.enum(["AS_PREFIXES", "DOMAINS", "IP_RANGES"]).meta({
+export const ModuleType = z.enum(["AS_PREFIXES", "DOMAINS", "IP_RANGES", "COUNTRY"]).meta({
   id: "ModuleType",
   description: "Fixed when the module is created.",
 });
 export type ModuleType = z.infer<typeof ModuleType>;
+
+export const ModuleAction = z.enum(["announce", "exclude"]).meta({
+  id: "ModuleAction",
+  description:
+    '`announce`: the module\'s prefixes are announced with its community. `exclude` ("never steer"): its prefixes are cut out of every prefix the tenant announces, the rest kept as the fewest CIDRs around the hole, as `BIRD.exclude_prefixes` does; its community is not used.',
+});
+export type ModuleAction = z.infer<typeof ModuleAction>;
 
 /** Policy defaults; a policy written in part is completed with these. */
 export const DOH_RESOLVER_POLICY_DEFAULTS = {
@@ -63,6 +70,7 @@ export const Module = z
     type: ModuleType,
     description: z.string(),
     enabled: z.boolean(),
+    action: ModuleAction,
     community_id: Uuid.nullable(),
     doh_profile_id: Uuid.nullable().describe("Legacy single form: `doh_profile_ids[0]` or null."),
     doh_profile_ids: z.array(Uuid),
@@ -89,6 +97,7 @@ const DohProfileId = Uuid.nullable().describe("Legacy: sets `doh_profile_ids` to
 const writableShape = {
   description: Description.optional(),
   enabled: z.boolean().optional(),
+  action: ModuleAction.optional().describe("Default `announce`."),
   community_id: Uuid.nullable().optional(),
   doh_profile_id: DohProfileId.optional(),
   doh_profile_ids: DohProfileIds.optional(),

@@ -15,7 +15,21 @@ export const Revision = z
     prefix_count_v6: z.number().int(),
     input_prefix_count: z.number().int(),
     dropped_prefix_count: z.number().int(),
-    modules: z.array(z.object({ module_id: Uuid, name: z.string(), community: z.string().nullable(), prefix_count: z.number().int() })),
+    modules: z.array(
+      z.object({
+        module_id: Uuid,
+        name: z.string(),
+        community: z.string().nullable(),
+        prefix_count: z.number().int().describe("Announced prefixes the module is attributed to; 0 for an exclude module."),
+        action: z.enum(["announce", "exclude"]),
+        excluded_prefix_count: z
+          .number()
+          .int()
+          .describe(
+            "Announce module: its distinct collected prefixes that exclude modules cut or dropped. Exclude module: the announce modules' distinct collected prefixes it cut or dropped.",
+          ),
+      }),
+    ),
     applied_to: z.array(z.object({ speaker_id: Uuid, applied_at: Timestamp })),
     is_current: z.boolean(),
   })

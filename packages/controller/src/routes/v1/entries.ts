@@ -1,6 +1,8 @@
 import {
   AsEntry,
+  CountryEntry,
   CreateAsEntryBody,
+  CreateCountryEntryBody,
   CreateDomainEntryBody,
   CreateIpRangeEntryBody,
   DomainEntry,
@@ -9,6 +11,7 @@ import {
   ModuleEntryParams,
   ModuleParams,
   UpdateAsEntryBody,
+  UpdateCountryEntryBody,
   UpdateDomainEntryBody,
   UpdateIpRangeEntryBody,
 } from "@rlc/shared/schemas";
@@ -18,7 +21,7 @@ import type { AppDeps } from "../../app-deps.js";
 import type { EntryKind } from "../../services/route-lists/entries.js";
 import { resourceRoutes } from "../resource-routes.js";
 
-/** The three entry collections differ only by schemas, path and words. */
+/** The entry collections differ only by schemas, path and words. */
 const collections = [
   {
     kind: "as",
@@ -49,6 +52,17 @@ const collections = [
     noun: "IP-range entry",
     a: "an IP-range entry",
     rules: "Canonical CIDR; a bare address is a /32 or /128; host bits set is a 400 naming the network. Only on IP_RANGES modules.",
+  },
+  {
+    kind: "country",
+    path: "country-entries",
+    item: CountryEntry,
+    create: CreateCountryEntryBody,
+    update: UpdateCountryEntryBody,
+    noun: "country entry",
+    a: "a country entry",
+    rules:
+      "`country`: an ISO 3166-1 alpha-2 code, stored upper case (`nl` is `NL`); anything else is a 400. Refresh collects the country's address space from `COUNTRY_SOURCE`. Only on COUNTRY modules.",
   },
 ] as const satisfies readonly {
   kind: EntryKind;

@@ -3,6 +3,7 @@ import {
   type IngestModuleRow,
   listEnabledCdnSources,
   listModuleAsns,
+  listModuleCountries,
   listModuleDohProfiles,
   listModuleDomains,
   listModuleIpRanges,
@@ -11,6 +12,7 @@ import { findSnapshotGroup, listSnapshotGroups, type SnapshotGroup, type Snapsho
 import type { SecretBox } from "../../lib/secret-box.js";
 import type { AsnSource } from "../../sources/asn-source.js";
 import { parseJsonFeed, parseTextFeed } from "../../sources/cdn-parse.js";
+import type { CountrySource } from "../../sources/country-source.js";
 import type { DohResolverPolicy } from "../../sources/doh-lookup.js";
 import { resolveDomains } from "../../sources/doh-resolver.js";
 import type { IrrSession } from "../../sources/irr-source.js";
@@ -23,6 +25,8 @@ export interface CollectDeps {
   asnSource: AsnSource | null;
   /** The refresh's IRR session, which expands AS-SET entries (`IRR_SOURCE`); null or absent = none configured. */
   irr?: IrrSession | null;
+  /** Where COUNTRY modules' address space comes from (`COUNTRY_SOURCE`); null or absent = none configured. */
+  countrySource?: CountrySource | null;
   /** Opens the DoH profiles' sealed header values, sent with each query. */
   services: { secretBox: SecretBox };
   /** Sources fetched at once within a module. Default 8. */
@@ -74,7 +78,7 @@ export function collectedPrefixes(c: CollectedModule): string[] {
 
 /**
  * Collects one module afresh: IP ranges as they are, each ASN's announced
- * prefixes, each domain's addresses through the module's DoH profiles, each enabled CDN
+ * prefixes, each country's address space, each domain's addresses through the module's DoH profiles, each enabled CDN
  * source. A source that fails keeps its group of the previous snapshot (read from the
  * database only then) and is reported as a warning; one failing source never fails the others.
  */
@@ -121,6 +125,19 @@ export async function collectModule(db: Db, deps: CollectDeps, module: IngestMod
     failed += sets.failed;
     if (sets.as_sets.length) asSets = sets.as_sets;
   }
+
+  const countries = module.type === "COUNTRY" ? await listModuleCountries(db, module.id) : [];
+  await mapLimit(countries, limit, async (country) => {
+    try {
+      if (!deps.countrySource) throw new Error("no country source is configured (COUNTRY_SOURCE)");
+      groups.push({ source: "country", origin: country, prefixes: await deps.countrySource.prefixesOf(country, { signal }), seen_at: null });
+      ok++;
+    } catch (err) {
+      if (signal.aborted) throw signal.reason ?? err;
+      fail(`country:${country}`, messageOf(err));
+      await keepPrevious("country", country);
+    }
+  });
 
   if (module.type === "DOMAINS") {
     const domains = await listModuleDomains(db, module.id);

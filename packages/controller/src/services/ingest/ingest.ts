@@ -6,6 +6,7 @@ import { bumpSnapshotGeneration, replaceModuleSnapshot } from "../../db/snapshot
 import type { SecretBox } from "../../lib/secret-box.js";
 import type { JobMetrics } from "../../metrics/controller-metrics.js";
 import type { AsnSource } from "../../sources/asn-source.js";
+import type { CountrySource } from "../../sources/country-source.js";
 import type { IrrSource } from "../../sources/irr-source.js";
 import type { OutboundClient } from "../../sources/outbound.js";
 import type { AuditWriter } from "../access/audit.js";
@@ -33,6 +34,8 @@ export interface IngestDeps {
   asnSource: AsnSource | null;
   /** Expands AS-SET entries (`IRR_SOURCE`): one session, so one connection, per refresh. */
   irrSource?: IrrSource | null;
+  /** COUNTRY modules' source (`COUNTRY_SOURCE`); null or absent = none configured. */
+  countrySource?: CountrySource | null;
   /** Opens the DoH profiles' sealed header values. */
   secretBox: SecretBox;
   /** Sources fetched at once within a module (collect.ts's default when left out). */
@@ -50,6 +53,7 @@ export function createIngestService(deps: IngestDeps) {
   const collectDeps: CollectDeps = {
     outbound: deps.outbound,
     asnSource: deps.asnSource,
+    countrySource: deps.countrySource ?? null,
     services: { secretBox: deps.secretBox },
     ...(deps.concurrency ? { concurrency: deps.concurrency } : {}),
   };
@@ -134,6 +138,7 @@ export function createIngestService(deps: IngestDeps) {
           module_id: m.id,
           name: m.name,
           community: m.community,
+          action: m.action,
         })),
         new Map([...collected].map(([id, c]) => [id, collectedPrefixes(c)])),
         bird,

@@ -10,7 +10,7 @@ import type { RequestContext } from "../access/context.js";
 import { toCdnSource } from "../ingest/cdn-sources.js";
 import { toDohProfile } from "../ingest/doh-profiles.js";
 import { toCommunity } from "./communities.js";
-import { toAsEntry, toDomainEntry, toIpRangeEntry } from "./entries.js";
+import { toAsEntry, toCountryEntry, toDomainEntry, toIpRangeEntry } from "./entries.js";
 import { toModule } from "./modules.js";
 
 function groupBy<T extends { module_id: string }>(items: T[]): Map<string, T[]> {
@@ -24,7 +24,7 @@ function groupBy<T extends { module_id: string }>(items: T[]): Map<string, T[]> 
 }
 
 /**
- * The tenant's whole configuration in one read: seven queries whatever the number of modules, in
+ * The tenant's whole configuration in one read: eight queries whatever the number of modules, in
  * one REPEATABLE READ transaction so the parts agree with each other.
  */
 export function createCatalogService() {
@@ -32,19 +32,21 @@ export function createCatalogService() {
     async read(sql: Sql, ctx: RequestContext): Promise<Catalog> {
       const tenantId = ctx.principal.tenantId;
       return sql.begin("isolation level repeatable read read only", async (tx) => {
-        const [modules, communities, profiles, asns, domains, ranges, sources] = [
+        const [modules, communities, profiles, asns, domains, ranges, countries, sources] = [
           await listAllModules(tx, tenantId),
           await listAllCommunities(tx, tenantId),
           await listAllDohProfiles(tx, tenantId),
           await listAllEntriesOfTenant(tx, "as", tenantId),
           await listAllEntriesOfTenant(tx, "domain", tenantId),
           await listAllEntriesOfTenant(tx, "ip_range", tenantId),
+          await listAllEntriesOfTenant(tx, "country", tenantId),
           await listAllCdnSourcesOfTenant(tx, tenantId),
         ];
         const communityById = new Map(communities.map((c) => [c.id, toCommunity(c)]));
         const asByModule = groupBy(asns.map(toAsEntry));
         const domainsByModule = groupBy(domains.map(toDomainEntry));
         const rangesByModule = groupBy(ranges.map(toIpRangeEntry));
+        const countriesByModule = groupBy(countries.map(toCountryEntry));
         const sourcesByModule = groupBy(sources.map(toCdnSource));
         const catalogModules: CatalogModule[] = modules.map((row) => ({
           ...toModule(row),
@@ -53,6 +55,7 @@ export function createCatalogService() {
             asns: asByModule.get(row.id) ?? [],
             domains: domainsByModule.get(row.id) ?? [],
             ip_ranges: rangesByModule.get(row.id) ?? [],
+            countries: countriesByModule.get(row.id) ?? [],
           },
           cdn_sources: sourcesByModule.get(row.id) ?? [],
         }));

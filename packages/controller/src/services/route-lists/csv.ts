@@ -27,6 +27,7 @@ export const CSV_COLUMNS: Record<EntryKind, readonly string[]> = {
   as: ["asn", "comment"],
   domain: ["domain", "include_subdomains", "comment"],
   ip_range: ["cidr", "comment"],
+  country: ["country", "comment"],
 };
 
 const EXPORT_BATCH = 5000;

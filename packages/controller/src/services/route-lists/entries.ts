@@ -1,9 +1,10 @@
 import { ConflictError, NotFoundError, ValidationError } from "@rlc/shared/errors";
 import { formatCidrValue, parseCidrValue } from "@rlc/shared/prefix";
-import type { AsEntry, AuditResourceType, DomainEntry, IpRangeEntry, ModuleType } from "@rlc/shared/schemas";
+import type { AsEntry, AuditResourceType, CountryEntry, DomainEntry, IpRangeEntry, ModuleType } from "@rlc/shared/schemas";
 import type { Db } from "../../db/connect.js";
 import {
   type AsEntryRow,
+  type CountryEntryRow,
   type DomainEntryRow,
   deleteEntry,
   type EntryKind,
@@ -11,10 +12,12 @@ import {
   findEntryById,
   type IpRangeEntryRow,
   insertAsEntry,
+  insertCountryEntry,
   insertDomainEntry,
   insertIpRangeEntry,
   listEntries,
   updateAsEntry,
+  updateCountryEntry,
   updateDomainEntry,
   updateIpRangeEntry,
 } from "../../db/entries.js";
@@ -38,6 +41,7 @@ export interface EntryOf {
   as: AsEntry;
   domain: DomainEntry;
   ip_range: IpRangeEntry;
+  country: CountryEntry;
 }
 
 /** Bodies after schema validation; values are normalised here, the same way as CSV rows. */
@@ -45,6 +49,7 @@ export interface EntryInputOf {
   as: { asn?: number | string | undefined; as_set?: string | undefined; comment?: string | undefined };
   domain: { domain?: string | undefined; include_subdomains?: boolean | undefined; comment?: string | undefined };
   ip_range: { cidr?: string | undefined; comment?: string | undefined };
+  country: { country?: string | undefined; comment?: string | undefined };
 }
 
 /** Per kind: the module type it belongs to, its value field and how to read, write and show it. */
@@ -52,10 +57,11 @@ export const ENTRY_KINDS = {
   as: { moduleType: "AS_PREFIXES", field: "asn", resource: "as_entry", label: "AS entry" },
   domain: { moduleType: "DOMAINS", field: "domain", resource: "domain_entry", label: "domain entry" },
   ip_range: { moduleType: "IP_RANGES", field: "cidr", resource: "ip_range_entry", label: "IP-range entry" },
+  country: { moduleType: "COUNTRY", field: "country", resource: "country_entry", label: "country entry" },
 } as const satisfies Record<EntryKind, { moduleType: ModuleType; field: string; resource: AuditResourceType; label: string }>;
 
 export function kindOfModule(type: ModuleType): EntryKind {
-  return type === "AS_PREFIXES" ? "as" : type === "DOMAINS" ? "domain" : "ip_range";
+  return type === "AS_PREFIXES" ? "as" : type === "DOMAINS" ? "domain" : type === "COUNTRY" ? "country" : "ip_range";
 }
 
 /** The canonical value of one written value of `kind` (a JSON field or a CSV cell). */
@@ -63,6 +69,7 @@ export function normaliseEntryValue(kind: EntryKind, value: number | string): Va
   if (kind === "as") return normaliseAsnOrSet(value);
   if (typeof value !== "string") return { ok: false, message: "must be a string" };
   if (kind === "domain") return normaliseDomain(value);
+  if (kind === "country") return normaliseCountry(value);
   return normaliseCidr(value);
 }
 
@@ -90,6 +97,26 @@ function normaliseCidr(input: string): ValueResult<string> {
   return parsed.masked ? refuse(`host bits set in ${text}: did you mean ${canonical}`) : accept(canonical);
 }
 
+/** ISO 3166-1 alpha-2 codes: the officially assigned ones, and `AP`, `EU` and `UK`, which the registries use as well. */
+const COUNTRIES = new Set(
+  (
+    "AD AE AF AG AI AL AM AO AQ AR AS AT AU AW AX AZ BA BB BD BE BF BG BH BI BJ BL BM BN BO BQ BR BS BT BV BW BY BZ CA CC CD CF CG CH CI CK CL CM CN " +
+    "CO CR CU CV CW CX CY CZ DE DJ DK DM DO DZ EC EE EG EH ER ES ET FI FJ FK FM FO FR GA GB GD GE GF GG GH GI GL GM GN GP GQ GR GS GT GU GW GY HK HM " +
+    "HN HR HT HU ID IE IL IM IN IO IQ IR IS IT JE JM JO JP KE KG KH KI KM KN KP KR KW KY KZ LA LB LC LI LK LR LS LT LU LV LY MA MC MD ME MF MG MH MK " +
+    "ML MM MN MO MP MQ MR MS MT MU MV MW MX MY MZ NA NC NE NF NG NI NL NO NP NR NU NZ OM PA PE PF PG PH PK PL PM PN PR PS PT PW PY QA RE RO RS RU RW " +
+    "SA SB SC SD SE SG SH SI SJ SK SL SM SN SO SR SS ST SV SX SY SZ TC TD TF TG TH TJ TK TL TM TN TO TR TT TV TW TZ UA UG UM US UY UZ VA VC VE VG VI " +
+    "VN VU WF WS YE YT ZA ZM ZW AP EU UK"
+  ).split(" "),
+);
+
+/** A country code, upper-cased; refused unless it is an assigned ISO 3166-1 alpha-2 code. */
+function normaliseCountry(input: string): ValueResult<string> {
+  const code = input.trim().toUpperCase();
+  const quoted = `"${input.trim().slice(0, 20)}"`;
+  if (!/^[A-Z]{2}$/.test(code)) return refuse(`${quoted} is not an ISO 3166-1 alpha-2 country code (two letters, such as NL)`);
+  return COUNTRIES.has(code) ? accept(code) : refuse(`${quoted} is not an assigned ISO 3166-1 alpha-2 country code`);
+}
+
 const base = (row: EntryRowOf[EntryKind]) => ({
   id: row.id,
   module_id: row.module_id,
@@ -101,16 +128,23 @@ const base = (row: EntryRowOf[EntryKind]) => ({
 export const toAsEntry = (row: AsEntryRow): AsEntry => ({ ...base(row), asn: row.asn === null ? null : Number(row.asn), as_set: row.as_set ?? null });
 export const toDomainEntry = (row: DomainEntryRow): DomainEntry => ({ ...base(row), domain: row.domain, include_subdomains: row.include_subdomains });
 export const toIpRangeEntry = (row: IpRangeEntryRow): IpRangeEntry => ({ ...base(row), cidr: row.cidr });
+export const toCountryEntry = (row: CountryEntryRow): CountryEntry => ({ ...base(row), country: row.country });
 
 export function toEntry<K extends EntryKind>(kind: K, row: EntryRowOf[K]): EntryOf[K] {
   if (kind === "as") return toAsEntry(row as AsEntryRow) as EntryOf[K];
   if (kind === "domain") return toDomainEntry(row as DomainEntryRow) as EntryOf[K];
+  if (kind === "country") return toCountryEntry(row as CountryEntryRow) as EntryOf[K];
   return toIpRangeEntry(row as IpRangeEntryRow) as EntryOf[K];
 }
 
 function entryValue(kind: EntryKind, row: EntryRowOf[EntryKind]): string | number {
+  if (kind === "country") return (row as CountryEntryRow).country;
   return kind === "as" ? asValue(row as AsEntryRow) : kind === "domain" ? (row as DomainEntryRow).domain : (row as IpRangeEntryRow).cidr;
 }
+
+type AnyEntryInput = EntryInputOf["domain"] & EntryInputOf["as"] & EntryInputOf["ip_range"] & EntryInputOf["country"];
+const rawValue = (kind: EntryKind, input: AnyEntryInput) =>
+  kind === "as" ? input.asn : kind === "domain" ? input.domain : kind === "country" ? input.country : input.cidr;
 
 const asValue = (row: AsEntryRow): string | number => (row.asn === null ? row.as_set! : Number(row.asn));
 
@@ -165,16 +199,18 @@ const duplicate = (kind: EntryKind, module: ModuleRow, value: string | number) =
 async function insertRow(tx: Db, kind: EntryKind, row: EntryRowOf[EntryKind]): Promise<boolean> {
   if (kind === "as") return insertAsEntry(tx, row as AsEntryRow);
   if (kind === "domain") return insertDomainEntry(tx, row as DomainEntryRow);
+  if (kind === "country") return insertCountryEntry(tx, row as CountryEntryRow);
   return insertIpRangeEntry(tx, row as IpRangeEntryRow);
 }
 
 async function updateRow(tx: Db, kind: EntryKind, row: EntryRowOf[EntryKind]): Promise<void> {
   if (kind === "as") return updateAsEntry(tx, row as AsEntryRow);
   if (kind === "domain") return updateDomainEntry(tx, row as DomainEntryRow);
+  if (kind === "country") return updateCountryEntry(tx, row as CountryEntryRow);
   return updateIpRangeEntry(tx, row as IpRangeEntryRow);
 }
 
-const AUDITED = ["asn", "as_set", "domain", "include_subdomains", "cidr", "comment"] as const;
+const AUDITED = ["asn", "as_set", "domain", "include_subdomains", "cidr", "country", "comment"] as const;
 const auditView = (row: EntryRowOf[EntryKind]) => {
   const r = row as unknown as Record<string, unknown>;
   return Object.fromEntries(AUDITED.filter((k) => k in r).map((k) => [k, k === "asn" && r[k] !== null ? Number(r[k]) : r[k]])) as Record<
@@ -196,8 +232,8 @@ export function createEntryService(deps: { audit: AuditWriter }) {
     async create<K extends EntryKind>(tx: Db, ctx: RequestContext, kind: K, moduleId: string, body: EntryInputOf[K]): Promise<EntryOf[K]> {
       const module = await mustFindModule(tx, ctx.principal.tenantId, moduleId);
       checkModuleType(kind, module);
-      const input = body as EntryInputOf["domain"] & EntryInputOf["as"] & EntryInputOf["ip_range"];
-      const value = kind === "as" ? asBodyValue(input, true)! : normalised(kind, (kind === "domain" ? input.domain : input.cidr)!);
+      const input = body as AnyEntryInput;
+      const value = kind === "as" ? asBodyValue(input, true)! : normalised(kind, rawValue(kind, input)!);
       const common = {
         id: uuidv7(),
         tenant_id: module.tenant_id,
@@ -211,7 +247,7 @@ export function createEntryService(deps: { audit: AuditWriter }) {
           ? { ...common, ...asColumns(value) }
           : kind === "domain"
             ? { ...common, domain: value, include_subdomains: input.include_subdomains ?? false }
-            : { ...common, cidr: value }
+            : { ...common, [ENTRY_KINDS[kind].field]: value }
       ) as EntryRowOf[K];
       let inserted: boolean;
       try {
@@ -257,8 +293,8 @@ export function createEntryService(deps: { audit: AuditWriter }) {
     async update<K extends EntryKind>(tx: Db, ctx: RequestContext, kind: K, moduleId: string, id: string, body: EntryInputOf[K]): Promise<EntryOf[K]> {
       const module = await mustFindModule(tx, ctx.principal.tenantId, moduleId);
       const before = await mustFind(tx, kind, module, id, true);
-      const input = body as EntryInputOf["domain"] & EntryInputOf["as"] & EntryInputOf["ip_range"];
-      const raw = kind === "as" ? asBodyValue(input, false) : kind === "domain" ? input.domain : input.cidr;
+      const input = body as AnyEntryInput;
+      const raw = kind === "as" ? asBodyValue(input, false) : rawValue(kind, input);
       const value = raw === undefined ? entryValue(kind, before) : kind === "as" ? raw : normalised(kind, raw);
       const after = { ...before, comment: input.comment ?? before.comment, updated_at: ctx.now } as Record<string, unknown>;
       if (kind === "as") Object.assign(after, asColumns(value));

@@ -38,6 +38,7 @@ export function toModule(row: ModuleRow): Module {
     type: row.type,
     description: row.description,
     enabled: row.enabled,
+    action: row.action,
     community_id: row.community_id,
     doh_profile_id: row.doh_profile_ids[0] ?? null,
     doh_profile_ids: row.doh_profile_ids,
@@ -93,7 +94,17 @@ function completePolicy(base: DohResolverPolicy, input: DohResolverPolicyInput):
 
 const defaultPolicy = (): DohResolverPolicy => ({ ...DOH_RESOLVER_POLICY_DEFAULTS, record_types: [...DOH_RESOLVER_POLICY_DEFAULTS.record_types] });
 
-const AUDITED = ["name", "type", "description", "enabled", "community_id", "doh_profile_ids", "doh_resolver_policy", "refresh_interval_minutes"] as const;
+const AUDITED = [
+  "name",
+  "type",
+  "description",
+  "enabled",
+  "action",
+  "community_id",
+  "doh_profile_ids",
+  "doh_resolver_policy",
+  "refresh_interval_minutes",
+] as const;
 const auditView = (m: Module) => Object.fromEntries(AUDITED.map((k) => [k, m[k]])) as Record<(typeof AUDITED)[number], unknown>;
 
 export function createModuleService(deps: { audit: AuditWriter }) {
@@ -139,6 +150,7 @@ export function createModuleService(deps: { audit: AuditWriter }) {
         type: body.type,
         description: body.description ?? "",
         enabled: body.enabled ?? true,
+        action: body.action ?? "announce",
         community_id: communityId,
         doh_profile_ids: profileIds,
         doh_resolver_policy: completePolicy(defaultPolicy(), body.doh_resolver_policy ?? {}),
@@ -205,6 +217,7 @@ export function createModuleService(deps: { audit: AuditWriter }) {
         name,
         description: body.description ?? before.description,
         enabled: body.enabled ?? before.enabled,
+        action: body.action ?? before.action,
         community_id: communityId,
         doh_resolver_policy: policy,
         refresh_interval_minutes: body.refresh_interval_minutes === undefined ? before.refresh_interval_minutes : body.refresh_interval_minutes,
