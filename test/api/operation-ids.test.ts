@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { operationIds } from "../../packages/controller/src/routes/operation-ids.js";
+import { operationIds } from "../../packages/controller/src/routes/table.js";
 import { startTestController, type TestController } from "../helpers/controller.js";
 
 let t: TestController;

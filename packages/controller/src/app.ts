@@ -1,7 +1,7 @@
 import { randomUUID } from "node:crypto";
 import type { ServerOptions } from "node:http";
 import cors from "@fastify/cors";
-import Fastify, { type FastifyInstance, type FastifyServerOptions } from "fastify";
+import Fastify, { type FastifyInstance, type FastifyServerOptions, type RouteOptions } from "fastify";
 import { serializerCompiler, validatorCompiler } from "fastify-type-provider-zod";
 import { type Config, corsOrigins } from "./config.js";
 import authPlugin from "./plugins/auth.js";
@@ -15,30 +15,7 @@ import securityHeadersPlugin from "./plugins/security-headers.js";
 import strictRequestsPlugin from "./plugins/strict-requests.js";
 import "./plugins/types.js";
 import type { AppDeps } from "./app-deps.js";
-import publicRoutes from "./routes/public.js";
-import apiKeyRoutes from "./routes/v1/api-keys.js";
-import auditRoutes from "./routes/v1/audit.js";
-import birdRoutes from "./routes/v1/bird.js";
-import catalogRoutes from "./routes/v1/catalog.js";
-import cdnSourceRoutes from "./routes/v1/cdn-sources.js";
-import communityRoutes from "./routes/v1/communities.js";
-import csvRoutes from "./routes/v1/csv.js";
-import dohProfileRoutes from "./routes/v1/doh-profiles.js";
-import entryRoutes from "./routes/v1/entries.js";
-import jobRoutes from "./routes/v1/jobs.js";
-import lookupRoutes from "./routes/v1/lookup.js";
-import maintenanceRoutes from "./routes/v1/maintenance.js";
-import metricsRoutes from "./routes/v1/metrics.js";
-import moduleRoutes from "./routes/v1/modules.js";
-import natsRoutes from "./routes/v1/nats.js";
-import nodeRoutes from "./routes/v1/nodes.js";
-import peerRoutes from "./routes/v1/peers.js";
-import refreshRoutes from "./routes/v1/refresh.js";
-import revisionRoutes from "./routes/v1/revisions.js";
-import runtimeLogRoutes from "./routes/v1/runtime-logs.js";
-import settingsRoutes from "./routes/v1/settings.js";
-import speakerRoutes from "./routes/v1/speakers.js";
-import tenantRoutes from "./routes/v1/tenants.js";
+import { operationIds, operationKey, type RouteFile, routeTable } from "./routes/table.js";
 
 const REQUEST_ID_RE = /^[A-Za-z0-9._:-]{1,128}$/;
 
@@ -67,6 +44,16 @@ export function loggerOptions(level: string): FastifyServerOptions["logger"] {
       censor: "[redacted]",
     },
   };
+}
+
+/** A route its file registers without an `operationId` in the route table stops the start: clients are generated from the ids. */
+function requireOperationId(file: RouteFile, route: RouteOptions) {
+  if ((route.schema as { hide?: boolean } | undefined)?.hide) return;
+  for (const method of [route.method].flat()) {
+    if (method === "HEAD") continue;
+    const key = operationKey(method, route.url);
+    if (!file.operationIds[key]) throw new Error(`${key} has no operationId in routes/table.ts`);
+  }
 }
 
 /** Builds the HTTP app: plugins, then routes. The same app serves production and the tests. */
@@ -103,37 +90,19 @@ export async function buildApp(deps: AppDeps, opts: { logger?: FastifyServerOpti
   }
   await app.register(securityHeadersPlugin);
   // The document's plugin first: it sees only routes added after it (/metrics is one).
-  await app.register(openapiPlugin, { version: deps.buildInfo.version });
+  await app.register(openapiPlugin, { version: deps.buildInfo.version, operationId: (method, url) => operationIds[operationKey(method, url)] });
   // With METRICS_PORT, /metrics is that listener's (metrics/listener.ts); requests are counted here still.
   await app.register(metricsPlugin, { registry: deps.metrics.registry, serve: deps.config.METRICS_PORT === undefined });
   await app.register(authPlugin, { sql: deps.sql, clock: deps.clock, authenticator: deps.services.authenticator, databaseHealth: deps.databaseHealth });
   await app.register(idempotencyPlugin, { sql: deps.sql, clock: deps.clock, secretBox: deps.services.secretBox });
   await app.register(lookupInvalidationPlugin, { bus: deps.bus, invalidate: deps.services.lookup.invalidate });
 
-  await app.register(publicRoutes, { deps });
-  await app.register(apiKeyRoutes, { deps });
-  await app.register(tenantRoutes, { deps });
-  await app.register(settingsRoutes, { deps });
-  await app.register(auditRoutes, { deps });
-  await app.register(metricsRoutes, { deps });
-  await app.register(jobRoutes, { deps });
-  await app.register(runtimeLogRoutes, { deps });
-  await app.register(moduleRoutes, { deps });
-  await app.register(entryRoutes, { deps });
-  await app.register(csvRoutes, { deps });
-  await app.register(cdnSourceRoutes, { deps });
-  await app.register(communityRoutes, { deps });
-  await app.register(dohProfileRoutes, { deps });
-  await app.register(catalogRoutes, { deps });
-  await app.register(revisionRoutes, { deps });
-  await app.register(refreshRoutes, { deps });
-  await app.register(lookupRoutes, { deps });
-  await app.register(speakerRoutes, { deps });
-  await app.register(natsRoutes, { deps });
-  await app.register(peerRoutes, { deps });
-  await app.register(nodeRoutes, { deps });
-  await app.register(maintenanceRoutes, { deps });
-  await app.register(birdRoutes, { deps });
+  for (const file of routeTable) {
+    await app.register(async (scope) => {
+      scope.addHook("onRoute", (route) => requireOperationId(file, route));
+      await scope.register(file.routes, { deps });
+    });
+  }
   if (deps.config.APP_CONSOLE) {
     const dir = consoleDir(deps.config.APP_CONSOLE_DIR);
     if (consoleBuilt(dir)) await app.register(consolePlugin, { dir });

@@ -4,24 +4,26 @@ import type { FastifyInstance } from "fastify";
 import fp from "fastify-plugin";
 import { jsonSchemaTransform, jsonSchemaTransformObject } from "fastify-type-provider-zod";
 import { asyncApiDocument } from "../events/asyncapi.js";
-import { operationIds, operationKey } from "../routes/operation-ids.js";
 import { accessExtensions, accessOf, accessSentence } from "./access.js";
 import { collectBodyLimits } from "./body-limits.js";
 
 type TransformInput = Parameters<typeof jsonSchemaTransform>[0];
 
+/** The stable `operationId` of a route (its method, its Fastify path), from the route table `app.ts` registers. */
+export type OperationIdOf = (method: string, fastifyUrl: string) => string | undefined;
+
 /**
- * The zod transform, then the operation's stable `operationId` (from one table, so route files
- * need not carry it) and who may call it: `x-min-role` and a sentence in the description.
+ * The zod transform, then the operation's stable `operationId` (from the route table, so route
+ * files need not carry it) and who may call it: `x-min-role` and a sentence in the description.
  */
-function transform(doc: TransformInput) {
+const transformWith = (operationIdOf: OperationIdOf) => (doc: TransformInput) => {
   const out = jsonSchemaTransform(doc) as { schema: Record<string, unknown>; url: string };
   const route = (doc as { route?: { config?: Parameters<typeof accessOf>[0]; method: string | string[] } }).route;
   if (!route || out.schema?.hide) return out;
   const access = accessOf(route.config, route.method);
   const description = typeof out.schema.description === "string" ? `${out.schema.description}\n\n` : "";
   const method = Array.isArray(route.method) ? route.method.filter((m) => m !== "HEAD")[0] : route.method;
-  const operationId = method ? operationIds[operationKey(method, out.url)] : undefined;
+  const operationId = method ? operationIdOf(method, out.url) : undefined;
   return {
     ...out,
     schema: {
@@ -31,7 +33,7 @@ function transform(doc: TransformInput) {
       description: `${description}${accessSentence(access)}`,
     },
   };
-}
+};
 
 /**
  * The document without the schemas no operation reaches. Every zod schema with an `id` is in
@@ -64,7 +66,7 @@ export function withoutUnusedSchemas<T extends object>(doc: T): T {
 }
 
 /** The OpenAPI 3.1 document, generated from the same zod schemas that validate requests. */
-export default fp(async function openapiPlugin(app: FastifyInstance, opts: { version: string }) {
+export default fp(async function openapiPlugin(app: FastifyInstance, opts: { version: string; operationId: OperationIdOf }) {
   const withBodyLimits = collectBodyLimits(app);
   await app.register(swagger, {
     openapi: {
@@ -88,7 +90,7 @@ export default fp(async function openapiPlugin(app: FastifyInstance, opts: { ver
       },
       security: [{ bearer: [] }],
     },
-    transform,
+    transform: transformWith(opts.operationId),
     transformObject: (doc) => withoutUnusedSchemas(withBodyLimits(jsonSchemaTransformObject(doc) as never)),
   });
   // The reference pages are public like the document they show.

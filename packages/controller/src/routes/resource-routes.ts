@@ -28,38 +28,121 @@ import { authProblems, problems, writeProblems } from "./responses.js";
  * "Delete {one}". A service whose calls differ from these (another name, no context, an extra
  * argument) is adapted where the resource is declared.
  */
-export interface Resource {
+/**
+ * What the `:name` path parameters of a Fastify path hand a service, in path order: each as its
+ * `params` schema parses it (a string where the schema does not name it).
+ */
+type PathArgs<P extends string, Parsed> = P extends `${string}:${infer Name}/${infer Rest}`
+  ? [Name extends keyof Parsed ? Parsed[Name] : string, ...PathArgs<`/${Rest}`, Parsed>]
+  : P extends `${string}:${infer Name}`
+    ? [Name extends keyof Parsed ? Parsed[Name] : string]
+    : [];
+
+/** A schema's parsed value, or nothing when the operation declares no such schema. */
+type Parsed<S> = S extends z.ZodType ? [z.output<S>] : [];
+/** The parsed value of an optional schema, or an empty object. */
+type Output<S> = S extends z.ZodType ? z.output<S> : object;
+
+/**
+ * The service calls of the standard routes a resource declares, typed by its path parameters
+ * (as its `params` schemas parse them), leading and write arguments, the parsed query and body.
+ * A service whose method takes other arguments does not compile; a declared operation whose
+ * method the service lacks fails at start-up.
+ */
+export type ResourceService<
+  P extends string,
+  Id extends string,
+  ItemParams,
+  ParentParams,
+  Lead extends readonly unknown[],
+  Write extends readonly unknown[],
+  ListQuery,
+  CreateBody,
+  UpdateBody,
+  RemoveQuery,
+> = (ListQuery extends z.ZodType
+  ? { list?: (db: Db, ctx: RequestContext, ...args: [...Lead, ...PathArgs<P, Output<ParentParams>>, ...Parsed<ListQuery>]) => Promise<unknown> }
+  : object) &
+  (CreateBody extends z.ZodType
+    ? { create?: (tx: Db, ctx: RequestContext, ...args: [...Lead, ...PathArgs<P, Output<ParentParams>>, ...Parsed<CreateBody>, ...Write]) => Promise<object> }
+    : object) &
+  (UpdateBody extends z.ZodType
+    ? {
+        update?: (
+          tx: Db,
+          ctx: RequestContext,
+          ...args: [...Lead, ...PathArgs<`${P}/:${Id}`, Output<ItemParams>>, ...Parsed<UpdateBody>, ...Write]
+        ) => Promise<unknown>;
+      }
+    : object) & {
+    get?: (db: Db, ctx: RequestContext, ...args: [...Lead, ...PathArgs<`${P}/:${Id}`, Output<ItemParams>>]) => Promise<unknown>;
+    remove?: (tx: Db, ctx: RequestContext, ...args: [...Lead, ...PathArgs<`${P}/:${Id}`, Output<ItemParams>>, ...Parsed<RemoveQuery>]) => Promise<unknown>;
+  };
+
+export interface Resource<
+  P extends string = string,
+  Id extends string = string,
+  ItemParams extends z.ZodType = z.ZodType,
+  ParentParams extends z.ZodType | undefined = z.ZodType | undefined,
+  Lead extends readonly unknown[] = readonly unknown[],
+  Write extends readonly unknown[] = readonly unknown[],
+  ListQuery extends z.ZodType | undefined = z.ZodType | undefined,
+  CreateBody extends z.ZodType | undefined = z.ZodType | undefined,
+  UpdateBody extends z.ZodType | undefined = z.ZodType | undefined,
+  RemoveQuery extends z.ZodType | undefined = z.ZodType | undefined,
+> {
   tags: string[];
   /** The collection's path in Fastify form, e.g. `/v1/communities` or `/v1/modules/:module_id/cdn-sources`. */
-  path: string;
+  path: P;
   /** The item's path parameter (`id`, `module_id`, …): the item routes are `{path}/:{id}`. */
-  id: string;
+  id: Id;
   /** The schema of the item routes' path parameters. */
-  params: z.ZodType;
+  params: ItemParams;
   /** The schema of the collection routes' path parameters, for a collection inside another resource (they also answer 404 then). */
-  parentParams?: z.ZodType;
+  parentParams?: ParentParams;
   /** "a community" and "communities": the words of the default summaries. */
   one: string;
   many: string;
   /** The item as answered by list (in a page), create, read and update. */
   item: z.ZodType;
-  service: ResourceService;
+  service: NoInfer<ResourceService<P, Id, ItemParams, ParentParams, Lead, Write, ListQuery, CreateBody, UpdateBody, RemoveQuery>>;
   /** Values passed before the path parameters on every call (e.g. the kind of entry). */
-  leadingArgs?: readonly unknown[];
+  leadingArgs?: Lead;
   /** Values passed after the body on create and update (e.g. the outbound rules a URL is checked against). */
-  writeArgs?: readonly unknown[];
+  writeArgs?: Write;
   /** The member of a created item that names it in its Location (default `id`). */
   createdId?: string;
   /** Who may call every route (see plugins/access.ts); none: the default of the method. */
   config?: FastifyContextConfig;
   /** Who may call create, update and remove, where it differs from `config`. */
   writeConfig?: FastifyContextConfig;
-  list?: Operation & { querystring: z.ZodType };
-  create?: Operation & { body: z.ZodType };
+  list?: Operation & { querystring: ListQuery & z.ZodType };
+  create?: Operation & { body: CreateBody & z.ZodType };
   read?: Operation;
-  update?: Operation & { body: z.ZodType };
+  update?: Operation & { body: UpdateBody & z.ZodType };
   /** A delete with a `querystring` hands the parsed query to `service.remove` after the id. */
-  remove?: Operation & { querystring?: z.ZodType };
+  remove?: Operation & { querystring?: RemoveQuery };
+}
+
+/**
+ * A resource declared apart from the call that registers its routes (a file that puts its own
+ * routes between the collection and the item routes), typed as `resourceRoutes` would type it.
+ */
+export function resource<
+  const P extends string,
+  const Id extends string,
+  ItemParams extends z.ZodType,
+  ParentParams extends z.ZodType | undefined = undefined,
+  const Lead extends readonly unknown[] = [],
+  const Write extends readonly unknown[] = [],
+  ListQuery extends z.ZodType | undefined = undefined,
+  CreateBody extends z.ZodType | undefined = undefined,
+  UpdateBody extends z.ZodType | undefined = undefined,
+  RemoveQuery extends z.ZodType | undefined = undefined,
+>(
+  r: Resource<P, Id, ItemParams, ParentParams, Lead, Write, ListQuery, CreateBody, UpdateBody, RemoveQuery>,
+): Resource<P, Id, ItemParams, ParentParams, Lead, Write, ListQuery, CreateBody, UpdateBody, RemoveQuery> {
+  return r;
 }
 
 /** Where one operation differs from the standard one. */
@@ -72,16 +155,8 @@ export interface Operation {
   problems?: number[];
 }
 
-type Call = (db: Db, ctx: RequestContext, ...args: any[]) => Promise<any>;
-
-/** The service calls of the standard routes; a resource needs only those of the operations it declares. */
-export interface ResourceService {
-  list?: Call;
-  create?: Call;
-  get?: Call;
-  update?: Call;
-  remove?: Call;
-}
+/** A declared service call as the helpers make it: the arguments are put together from the request at run time. */
+type Call = (db: Db, ctx: RequestContext, ...args: unknown[]) => Promise<unknown>;
 
 type App = Parameters<FastifyPluginAsyncZod>[0];
 type Deps = Pick<AppDeps, "sql">;
@@ -91,14 +166,25 @@ type Params = Record<string, unknown>;
 const parameterNames = (path: string) => [...path.matchAll(/:([A-Za-z0-9_]+)/g)].map((m) => m[1]!);
 
 /** The service call of a declared operation, bound to its service; a resource that declares one its service lacks fails at start-up. */
-function method(service: ResourceService, name: keyof ResourceService): Call {
-  const call = service[name];
+function method(service: object, name: "list" | "create" | "get" | "update" | "remove"): Call {
+  const call = (service as Record<string, Call | undefined>)[name];
   if (!call) throw new Error(`the resource's service has no ${name}()`);
   return call.bind(service);
 }
 
 /** The collection routes (list, create) of a resource, as far as it declares them. */
-export function collectionRoutes(app: App, deps: Deps, r: Resource) {
+export function collectionRoutes<
+  const P extends string,
+  const Id extends string,
+  ItemParams extends z.ZodType,
+  ParentParams extends z.ZodType | undefined = undefined,
+  const Lead extends readonly unknown[] = [],
+  const Write extends readonly unknown[] = [],
+  ListQuery extends z.ZodType | undefined = undefined,
+  CreateBody extends z.ZodType | undefined = undefined,
+  UpdateBody extends z.ZodType | undefined = undefined,
+  RemoveQuery extends z.ZodType | undefined = undefined,
+>(app: App, deps: Deps, r: Resource<P, Id, ItemParams, ParentParams, Lead, Write, ListQuery, CreateBody, UpdateBody, RemoveQuery>) {
   const parents = (req: FastifyRequest) => [...(r.leadingArgs ?? []), ...parameterNames(r.path).map((n) => (req.params as Params)[n])];
   // A collection inside another resource answers 404 when that one does not exist.
   const nested = r.parentParams ? { params: r.parentParams } : {};
@@ -120,15 +206,26 @@ export function collectionRoutes(app: App, deps: Deps, r: Resource) {
     const standard: Standard = { method: "POST", url: r.path, summary: `Create ${r.one}`, request: { ...nested, body }, status: 201, answer: r.item, missing };
     addRoute(app, r, op, standard, (req, reply) =>
       req.mutate(reply, async (tx, ctx) => {
-        const created = await create(tx, ctx, ...parents(req), req.body, ...(r.writeArgs ?? []));
-        return { status: 201, body: created, headers: { location: `${fill(r.path, req.params as Params)}/${created[createdId]}` } };
+        const created = (await create(tx, ctx, ...parents(req), req.body, ...(r.writeArgs ?? []))) as Record<string, unknown>;
+        return { status: 201, body: created, headers: { location: `${fill(r.path, req.params as Params)}/${String(created[createdId])}` } };
       }),
     );
   }
 }
 
 /** The item routes (read, update, remove) of a resource, as far as it declares them. */
-export function itemRoutes(app: App, deps: Deps, r: Resource) {
+export function itemRoutes<
+  const P extends string,
+  const Id extends string,
+  ItemParams extends z.ZodType,
+  ParentParams extends z.ZodType | undefined = undefined,
+  const Lead extends readonly unknown[] = [],
+  const Write extends readonly unknown[] = [],
+  ListQuery extends z.ZodType | undefined = undefined,
+  CreateBody extends z.ZodType | undefined = undefined,
+  UpdateBody extends z.ZodType | undefined = undefined,
+  RemoveQuery extends z.ZodType | undefined = undefined,
+>(app: App, deps: Deps, r: Resource<P, Id, ItemParams, ParentParams, Lead, Write, ListQuery, CreateBody, UpdateBody, RemoveQuery>) {
   const url = `${r.path}/:${r.id}`;
   const ids = (req: FastifyRequest) => [...(r.leadingArgs ?? []), ...parameterNames(url).map((n) => (req.params as Params)[n])];
   const item = { url, request: { params: r.params }, missing: [404] };
@@ -163,7 +260,18 @@ export function itemRoutes(app: App, deps: Deps, r: Resource) {
 }
 
 /** Both: the collection routes, then the item routes. */
-export function resourceRoutes(app: App, deps: Deps, r: Resource) {
+export function resourceRoutes<
+  const P extends string,
+  const Id extends string,
+  ItemParams extends z.ZodType,
+  ParentParams extends z.ZodType | undefined = undefined,
+  const Lead extends readonly unknown[] = [],
+  const Write extends readonly unknown[] = [],
+  ListQuery extends z.ZodType | undefined = undefined,
+  CreateBody extends z.ZodType | undefined = undefined,
+  UpdateBody extends z.ZodType | undefined = undefined,
+  RemoveQuery extends z.ZodType | undefined = undefined,
+>(app: App, deps: Deps, r: Resource<P, Id, ItemParams, ParentParams, Lead, Write, ListQuery, CreateBody, UpdateBody, RemoveQuery>) {
   collectionRoutes(app, deps, r);
   itemRoutes(app, deps, r);
 }
@@ -188,7 +296,13 @@ interface Standard {
  * same; reads answer the standard problems of a read, the others those of a write, and reads
  * and writes take the resource's `config` and `writeConfig` for access.
  */
-function addRoute(app: App, r: Resource, op: Operation, standard: Standard, handler: (req: FastifyRequest, reply: FastifyReply) => Promise<unknown>) {
+function addRoute(
+  app: App,
+  r: Pick<Resource, "tags" | "config" | "writeConfig">,
+  op: Operation,
+  standard: Standard,
+  handler: (req: FastifyRequest, reply: FastifyReply) => Promise<unknown>,
+) {
   const reads = standard.method === "GET";
   const config = reads ? r.config : (r.writeConfig ?? r.config);
   app.route<RouteGenericInterface, FastifyContextConfig>({

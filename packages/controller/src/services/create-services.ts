@@ -9,7 +9,7 @@ import type { AsnSource } from "../sources/asn-source.js";
 import { countrySourceOf } from "../sources/country-source.js";
 import type { OutboundClient } from "../sources/outbound.js";
 import { createApiKeyService } from "./access/api-keys.js";
-import { type AuditWriter, createAuditWriter } from "./access/audit.js";
+import { type AuditLog, type AuditWriter, createAuditLog, createAuditWriter } from "./access/audit.js";
 import { type Authenticator, createAuthenticator } from "./access/authenticator.js";
 import { createNatsCredentialService, type NatsCredentialService } from "./access/nats-credentials.js";
 import { createTenantService } from "./access/tenants.js";
@@ -28,6 +28,7 @@ import { createSpeakerService } from "./deploy/speakers.js";
 import { createCdnSourceService } from "./ingest/cdn-sources.js";
 import { createDohProfileService } from "./ingest/doh-profiles.js";
 import { createIngestService, type IngestService } from "./ingest/ingest.js";
+import { createOutboundRules } from "./ingest/outbound-rules.js";
 import { createJobService } from "./operations/jobs.js";
 import { createMaintenanceService } from "./operations/maintenance.js";
 import { createRuntimeLogService } from "./operations/runtime-logs.js";
@@ -50,6 +51,8 @@ import { createIrrSource } from "../sources/irr-source.js";
  */
 export interface AppServices {
   audit: AuditWriter;
+  /** `GET /v1/audit`: the journal the writer above keeps. */
+  auditLog: AuditLog;
   authenticator: Authenticator;
   apiKeys: ReturnType<typeof createApiKeyService>;
   tenants: ReturnType<typeof createTenantService>;
@@ -101,13 +104,14 @@ function deployServices(
   // Opened bundle sections, shared by the apply that builds them and the streams that serve them.
   const sections = createSectionCache(SECTION_CACHE_BYTES);
   const grpcHost = opts.config.GRPC_HOST === "0.0.0.0" || opts.config.GRPC_HOST === "::" ? null : opts.config.GRPC_HOST;
+  const speakers = createSpeakerService({ audit, bus: opts.bus, onKeysChanged: authenticator.invalidate, caHash: opts.caHash ?? null });
   return {
     signing,
     sections,
     natsCredentials,
     notifier,
-    livePolls: createLivePolls({ bus: opts.bus, notifier }),
-    speakers: createSpeakerService({ audit, bus: opts.bus, onKeysChanged: authenticator.invalidate, caHash: opts.caHash ?? null }),
+    livePolls: createLivePolls({ bus: opts.bus, notifier, sql: opts.sql, speakers }),
+    speakers,
     peers: createPeerService({ audit, bus: opts.bus, secrets: opts.secretBox }),
     node: createNodeService({
       sections,
@@ -145,8 +149,11 @@ export function createServices(opts: {
 }): AppServices {
   const audit = createAuditWriter({ pushEnabled: opts.pushEnabled, ...(opts.onAuditRecorded ? { onRecorded: opts.onAuditRecorded } : {}) });
   const authenticator = createAuthenticator({ sql: opts.sql });
+  // The outbound policy a saved URL is checked against (a CDN source's, a DoH profile's), built once.
+  const rules = createOutboundRules(opts.outbound, opts.config.APP_OUTBOUND_ALLOW_CIDRS);
   const services: Omit<AppServices, "revisions" | "maintenance" | "localBird" | "secretBox" | "ingest" | "deploy" | "bundleDownloads"> = {
     audit,
+    auditLog: createAuditLog({ sql: opts.sql }),
     authenticator,
     apiKeys: createApiKeyService({ audit, onKeysChanged: authenticator.invalidate }),
     tenants: createTenantService({ audit }),
@@ -156,8 +163,8 @@ export function createServices(opts: {
     modules: createModuleService({ audit }),
     entries: createEntryService({ audit }),
     communities: createCommunityService({ audit }),
-    dohProfiles: createDohProfileService({ audit, secrets: opts.secretBox }),
-    cdnSources: createCdnSourceService({ audit }),
+    dohProfiles: createDohProfileService({ audit, secrets: opts.secretBox, rules }),
+    cdnSources: createCdnSourceService({ audit, sql: opts.sql, outbound: opts.outbound, rules }),
     csv: createCsvService({ audit }),
     catalog: createCatalogService(),
     lookup: createLookupService({ revisions: opts.revisions, budgetBytes: opts.config.LOOKUP_CACHE_MAX_MB * 1024 * 1024 }),
@@ -176,7 +183,7 @@ export function createServices(opts: {
   // A revision is committed in one place (ingest and rollback), with the sections deploy builds for it.
   const committer = createRevisionCommitter({ revisions: opts.revisions, bus: opts.bus, sections: deploy });
   const revisions = createRevisionService({ audit, revisions: opts.revisions, committer });
-  const maintenance = createMaintenanceService({ sql: opts.sql, audit, revisions, runtimeLogs: services.runtimeLogs });
+  const maintenance = createMaintenanceService({ sql: opts.sql, bus: opts.bus, audit, revisions, runtimeLogs: services.runtimeLogs });
   const localBird = createLocalBirdService({
     sql: opts.sql,
     audit,

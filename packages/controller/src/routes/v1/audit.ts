@@ -1,7 +1,6 @@
 import { AuditListQuery, AuditRecord, page } from "@rlc/shared/schemas";
 import type { FastifyPluginAsyncZod } from "fastify-type-provider-zod";
 import type { AppDeps } from "../../app-deps.js";
-import { listAudit } from "../../services/access/audit.js";
 import { MONITORING_READ } from "../../services/access/context.js";
 import { authProblems } from "../responses.js";
 
@@ -17,7 +16,7 @@ const auditRoutes: FastifyPluginAsyncZod<{ deps: AppDeps }> = async (app, { deps
       },
       config: { permission: MONITORING_READ },
     },
-    async (req) => listAudit(deps.sql, req.principal!.tenantId, req.query),
+    async (req) => deps.services.auditLog.list(req.ctx(), req.query),
   );
 };
 

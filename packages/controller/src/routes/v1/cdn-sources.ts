@@ -12,9 +12,8 @@ import {
 import type { FastifyRequest } from "fastify";
 import type { FastifyPluginAsyncZod } from "fastify-type-provider-zod";
 import type { AppDeps } from "../../app-deps.js";
-import { createOutboundRules } from "../../services/ingest/outbound-rules.js";
 import { operator } from "../access.js";
-import { collectionRoutes, itemRoutes, type Resource } from "../resource-routes.js";
+import { collectionRoutes, resource as declareResource, itemRoutes } from "../resource-routes.js";
 import { problems, writeProblems } from "../responses.js";
 
 const tags = ["cdn-sources"];
@@ -26,14 +25,13 @@ const previewDescription =
 
 const cdnSourceRoutes: FastifyPluginAsyncZod<{ deps: AppDeps }> = async (app, { deps }) => {
   const sources = deps.services.cdnSources;
-  const rules = createOutboundRules(deps.outbound, deps.config.APP_OUTBOUND_ALLOW_CIDRS);
   // Before the body is parsed, so malformed calls count too (every call but a 429 counts).
   const rateLimited = async (req: FastifyRequest, _reply: unknown, payload: unknown) => {
-    await sources.countPreviewCall(deps.sql, req.principal!.tenantId, new Date(deps.clock.now()));
+    await sources.countPreviewCall(req.ctx());
     return payload;
   };
 
-  const resource: Resource = {
+  const resource = declareResource({
     tags,
     path: "/v1/modules/:module_id/cdn-sources",
     id: "source_id",
@@ -42,9 +40,8 @@ const cdnSourceRoutes: FastifyPluginAsyncZod<{ deps: AppDeps }> = async (app, { 
     one: "a CDN source",
     many: "CDN sources",
     item: CdnSource,
+    // A source's URL is checked against the outbound policy when it is written (the service holds the rules).
     service: sources,
-    // A source's URL is checked against the outbound policy when it is written.
-    writeArgs: [rules],
     list: { summary: "List a module's CDN sources", querystring: CdnSourceListQuery },
     create: {
       summary: "Add a CDN source",
@@ -56,7 +53,7 @@ const cdnSourceRoutes: FastifyPluginAsyncZod<{ deps: AppDeps }> = async (app, { 
     read: {},
     update: { description: "Switching `format` to text drops the `json_path`.", body: UpdateCdnSourceBody },
     remove: {},
-  };
+  });
   collectionRoutes(app, deps, resource);
 
   app.post(
@@ -73,7 +70,7 @@ const cdnSourceRoutes: FastifyPluginAsyncZod<{ deps: AppDeps }> = async (app, { 
       config: operator,
       preParsing: rateLimited,
     },
-    async (req) => sources.preview(deps.sql, req.ctx(), req.params.module_id, req.body, deps.outbound),
+    async (req) => sources.preview(req.ctx(), req.params.module_id, req.body),
   );
 
   itemRoutes(app, deps, resource);
@@ -92,7 +89,7 @@ const cdnSourceRoutes: FastifyPluginAsyncZod<{ deps: AppDeps }> = async (app, { 
       config: operator,
       preParsing: rateLimited,
     },
-    async (req) => sources.previewSaved(deps.sql, req.ctx(), req.params.module_id, req.params.source_id, deps.outbound),
+    async (req) => sources.previewSaved(req.ctx(), req.params.module_id, req.params.source_id),
   );
 };
 

@@ -1,7 +1,6 @@
 import { CreateDohProfileBody, DohProfile, DohProfileListQuery, IdParams, UpdateDohProfileBody } from "@rlc/shared/schemas";
 import type { FastifyPluginAsyncZod } from "fastify-type-provider-zod";
 import type { AppDeps } from "../../app-deps.js";
-import { createOutboundRules } from "../../services/ingest/outbound-rules.js";
 import { resourceRoutes } from "../resource-routes.js";
 
 const dohProfileRoutes: FastifyPluginAsyncZod<{ deps: AppDeps }> = async (app, { deps }) => {
@@ -13,9 +12,8 @@ const dohProfileRoutes: FastifyPluginAsyncZod<{ deps: AppDeps }> = async (app, {
     one: "a DoH profile",
     many: "DoH profiles",
     item: DohProfile,
+    // A profile's URL is checked against the outbound policy when it is written (the service holds the rules).
     service: deps.services.dohProfiles,
-    // A profile's URL is checked against the outbound policy when it is written.
-    writeArgs: [createOutboundRules(deps.outbound, deps.config.APP_OUTBOUND_ALLOW_CIDRS)],
     list: { querystring: DohProfileListQuery },
     create: {
       description:

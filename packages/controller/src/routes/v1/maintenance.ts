@@ -76,7 +76,7 @@ const maintenanceRoutes: FastifyPluginAsyncZod<{ deps: AppDeps }> = async (app, 
     },
     async (req, reply) =>
       req.mutate(reply, async (tx, ctx) => {
-        return jobAccepted(await maintenance.requestRun(tx, ctx, deps.bus, req.params.policy_id));
+        return jobAccepted(await maintenance.requestRun(tx, ctx, req.params.policy_id));
       }),
   );
 
@@ -113,7 +113,7 @@ const maintenanceRoutes: FastifyPluginAsyncZod<{ deps: AppDeps }> = async (app, 
       },
       config: deployment,
     },
-    async (req) => maintenance.databaseStatus(deps.sql, req.ctx().now),
+    async (req) => maintenance.databaseStatus(req.ctx()),
   );
 
   app.post(

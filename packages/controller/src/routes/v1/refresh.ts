@@ -1,10 +1,10 @@
 import { Job, JobAccepted, RefreshBody, RefreshQuery, Uuid } from "@rlc/shared/schemas";
+import type { FastifyReply, FastifyRequest } from "fastify";
 import type { FastifyPluginAsyncZod } from "fastify-type-provider-zod";
 import { z } from "zod";
 import type { AppDeps } from "../../app-deps.js";
-import { jobFailure, toJob, waitForJob } from "../../services/operations/jobs.js";
 import { operator } from "../access.js";
-import { jobAccepted, jobAcceptedBody, problems, writeProblems } from "../responses.js";
+import { jobAccepted, problems, writeProblems } from "../responses.js";
 
 const tags = ["refresh"];
 const ModuleParams = z.strictObject({ module_id: Uuid });
@@ -23,19 +23,19 @@ const refreshRoutes: FastifyPluginAsyncZod<{ deps: AppDeps }> = async (app, { de
     response: { 200: Job, 202: JobAccepted, ...writeProblems, ...problems(404, 429) },
   };
 
-  const refresh = async (req: any, reply: any, moduleIds: string[] | null) => {
-    const accepted = await req.mutate(reply, async (tx: any, ctx: any) =>
+  type RefreshRequest = Pick<FastifyRequest, "mutate" | "ctx"> & { body: z.output<typeof RefreshBody>; query: z.output<typeof RefreshQuery> };
+  const refresh = async (req: RefreshRequest, reply: FastifyReply, moduleIds: string[] | null) => {
+    const accepted = await req.mutate(reply, async (tx, ctx) =>
       jobAccepted(await deps.services.ingest.requestRefresh(tx, ctx, moduleIds, req.body.force ?? false)),
     );
     if (!req.query.wait) return accepted;
-    const row = await waitForJob(deps.sql, deps.bus, req.principal.tenantId, accepted.job_id, WAIT_MS);
-    if (row.status === "succeeded") {
+    const job = await deps.services.jobs.waitFor(req.ctx().principal.tenantId, accepted.job_id, WAIT_MS);
+    if (job.status === "succeeded") {
       reply.code(200);
-      return toJob(row);
+      return job;
     }
-    if (row.status === "failed" || row.status === "cancelled") throw jobFailure(row);
     reply.code(202);
-    return jobAcceptedBody(row);
+    return { job_id: job.job_id, type: job.type, status: job.status };
   };
 
   app.post(

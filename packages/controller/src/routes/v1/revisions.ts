@@ -19,7 +19,7 @@ import type { FastifyPluginAsyncZod } from "fastify-type-provider-zod";
 import { z } from "zod";
 import type { AppDeps } from "../../app-deps.js";
 import { operator } from "../access.js";
-import { collectionRoutes, itemRoutes, type Resource } from "../resource-routes.js";
+import { collectionRoutes, resource as declareResource, itemRoutes } from "../resource-routes.js";
 import { authProblems, problems, writeProblems } from "../responses.js";
 
 const tags = ["revisions"];
@@ -27,7 +27,7 @@ const tags = ["revisions"];
 const revisionRoutes: FastifyPluginAsyncZod<{ deps: AppDeps }> = async (app, { deps }) => {
   const revisions = deps.services.revisions;
 
-  const resource: Resource = {
+  const resource = declareResource({
     tags,
     path: "/v1/revisions",
     id: "revision_id",
@@ -38,7 +38,7 @@ const revisionRoutes: FastifyPluginAsyncZod<{ deps: AppDeps }> = async (app, { d
     service: revisions,
     list: { summary: "List revisions (newest first)", querystring: RevisionListQuery },
     read: {},
-  };
+  });
   collectionRoutes(app, deps, resource);
 
   // Registered before /v1/revisions/:revision_id so "prune" is never read as an id.

@@ -40,12 +40,7 @@ const speakerRoutes: FastifyPluginAsyncZod<{ deps: AppDeps }> = async (app, { de
         },
       },
     },
-    async (req) => {
-      const { page, rows } = await speakers.list(deps.sql, req.ctx(), req.query);
-      if (!req.query.live) return page;
-      const { live, polls } = await deps.services.livePolls.poll(rows, req.query.live_timeout_ms);
-      return { ...page, items: page.items.map((s) => ({ ...s, live: live.get(s.id) })), polls };
-    },
+    async (req) => deps.services.livePolls.list(req.ctx(), req.query),
   );
 
   // The list (above) polls the agents; the other standard routes are the helper's.

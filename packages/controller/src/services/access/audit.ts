@@ -118,8 +118,15 @@ export function toAuditRecord(row: AuditRow): AuditRecord {
   };
 }
 
-export async function listAudit(db: Db, tenantId: string, q: Omit<AuditFilter, "afterId"> & { cursor?: string | undefined }): Promise<Page<AuditRecord>> {
-  const afterId = afterIdOf(q.cursor);
-  const rows = await listAuditRecords(db, tenantId, { ...q, afterId });
-  return toPage(rows, q.limit, (r) => [r.id], toAuditRecord);
+/** The journal as `GET /v1/audit` reads it: the calling key's tenant, keyset-paginated. */
+export function createAuditLog(deps: { sql: Db }) {
+  return {
+    async list(ctx: Pick<RequestContext, "principal">, q: Omit<AuditFilter, "afterId"> & { cursor?: string | undefined }): Promise<Page<AuditRecord>> {
+      const afterId = afterIdOf(q.cursor);
+      const rows = await listAuditRecords(deps.sql, ctx.principal.tenantId, { ...q, afterId });
+      return toPage(rows, q.limit, (r) => [r.id], toAuditRecord);
+    },
+  };
 }
+
+export type AuditLog = ReturnType<typeof createAuditLog>;

@@ -1,9 +1,11 @@
 import { eventSubjects, parseEventSubject } from "@rlc/proto";
 import type { Bus } from "../../bus/index.js";
+import type { Sql } from "../../db/connect.js";
 import type { SpeakerRow } from "../../db/speakers.js";
 import { uuidv7 } from "../../lib/ids.js";
+import type { RequestContext } from "../access/context.js";
 import type { AgentNotifier } from "./agent-notifier.js";
-import type { reportedSessions } from "./speakers.js";
+import type { reportedSessions, SpeakerService } from "./speakers.js";
 
 type Report = {
   poll_id?: string | null;
@@ -69,7 +71,7 @@ export const LIVE_POLL_MIN_INTERVAL_MS = 2000;
  * asked again, the caller shares that poll's answer, so many viewers polling at once cost each
  * router one report.
  */
-export function createLivePolls(deps: { bus: Bus; notifier: AgentNotifier; minIntervalMs?: number }) {
+export function createLivePolls(deps: { bus: Bus; notifier: AgentNotifier; sql: Sql; speakers: Pick<SpeakerService, "list">; minIntervalMs?: number }) {
   const minIntervalMs = deps.minIntervalMs ?? LIVE_POLL_MIN_INTERVAL_MS;
   const recent = new Map<string, { startedAt: number; answer: Promise<Answer | null> }>();
 
@@ -105,7 +107,7 @@ export function createLivePolls(deps: { bus: Bus; notifier: AgentNotifier; minIn
     return answer;
   };
 
-  return {
+  const polls = {
     async poll(speakers: SpeakerRow[], timeoutMs: number) {
       const requestedAt = new Date();
       const answers = new Map<string, Answer>();
@@ -123,7 +125,19 @@ export function createLivePolls(deps: { bus: Bus; notifier: AgentNotifier; minIn
       );
       return liveResult(speakers, answers, requestedAt, timeoutMs);
     },
+
+    /**
+     * `GET /v1/speakers`: a page of speakers; with `live`, each speaker's agent polled (see
+     * above), its answer as the speaker's `live` and every poll in `polls` beside the items.
+     */
+    async list(ctx: RequestContext, q: { cursor?: string | undefined; limit: number; live: boolean; live_timeout_ms: number }) {
+      const { page, rows } = await deps.speakers.list(deps.sql, ctx, q);
+      if (!q.live) return page;
+      const { live, polls: answered } = await polls.poll(rows, q.live_timeout_ms);
+      return { ...page, items: page.items.map((s) => ({ ...s, live: live.get(s.id) })), polls: answered };
+    },
   };
+  return polls;
 }
 
 export type LivePolls = ReturnType<typeof createLivePolls>;

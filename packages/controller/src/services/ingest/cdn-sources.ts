@@ -2,6 +2,7 @@ import { AppError, ConflictError, NotFoundError, ValidationError } from "@rlc/sh
 import type { CdnPreview, CdnPreviewBody, CdnSource, CreateCdnSourceBody, UpdateCdnSourceBody } from "@rlc/shared/schemas";
 import { type CdnSourceRow, deleteCdnSource, findCdnSourceById, insertCdnSource, listCdnSources, updateCdnSource } from "../../db/cdn-sources.js";
 import type { Db } from "../../db/connect.js";
+import { findModuleById } from "../../db/modules.js";
 import { isForeignKeyViolation, isUniqueViolation } from "../../db/pg-errors.js";
 import { type Page, toPage } from "../../lib/cursor.js";
 import { afterIdOf } from "../../lib/id-cursor.js";
@@ -13,7 +14,6 @@ import { type OutboundClient, OutboundError, OutboundHttpError, OutboundRefusedE
 import { type AuditWriter, changesOf } from "../access/audit.js";
 import type { RequestContext } from "../access/context.js";
 import { CDN_PREVIEW_LIMIT, takeRateLimit } from "../operations/rate-limit.js";
-import { mustFindModule } from "../route-lists/modules.js";
 import { type OutboundRules, savedUrl } from "./outbound-rules.js";
 
 export function toCdnSource(row: CdnSourceRow): CdnSource {
@@ -92,7 +92,18 @@ function previewOf(url: string, fetchedBytes: number, durationMs: number, parsed
   };
 }
 
-export function createCdnSourceService(deps: { audit: AuditWriter }) {
+/**
+ * `sql` serves the previews (they read and write nothing else); `outbound` fetches them and
+ * `rules`, the outbound policy, checks a URL when a source is written.
+ */
+/** The module a source belongs to, or 404 (ingest sits below route-lists: it reads the row, not the module service). */
+async function mustFindModule(db: Db, tenantId: string, id: string) {
+  const row = await findModuleById(db, tenantId, id);
+  if (!row) throw new NotFoundError("module", id);
+  return row;
+}
+
+export function createCdnSourceService(deps: { audit: AuditWriter; sql: Db; outbound: OutboundClient; rules: OutboundRules }) {
   const { audit } = deps;
   const mustFind = async (db: Db, tenantId: string, moduleId: string, id: string, forUpdate = false) => {
     const row = await findCdnSourceById(db, tenantId, moduleId, id, forUpdate);
@@ -113,11 +124,11 @@ export function createCdnSourceService(deps: { audit: AuditWriter }) {
   }
 
   return {
-    async create(tx: Db, ctx: RequestContext, moduleId: string, body: CreateCdnSourceBody, rules: OutboundRules): Promise<CdnSource> {
+    async create(tx: Db, ctx: RequestContext, moduleId: string, body: CreateCdnSourceBody): Promise<CdnSource> {
       const module = await mustFindModule(tx, ctx.principal.tenantId, moduleId);
       const format = body.format ?? "text";
       const jsonPath = checkFormat(format, body.json_path ?? null, "body");
-      const url = savedUrl(rules, body.url, "url").href;
+      const url = savedUrl(deps.rules, body.url, "url").href;
       const row: CdnSourceRow = {
         id: uuidv7(),
         tenant_id: module.tenant_id,
@@ -163,7 +174,7 @@ export function createCdnSourceService(deps: { audit: AuditWriter }) {
       return toCdnSource(await mustFind(db, module.tenant_id, module.id, id));
     },
 
-    async update(tx: Db, ctx: RequestContext, moduleId: string, id: string, body: UpdateCdnSourceBody, rules: OutboundRules): Promise<CdnSource> {
+    async update(tx: Db, ctx: RequestContext, moduleId: string, id: string, body: UpdateCdnSourceBody): Promise<CdnSource> {
       const module = await mustFindModule(tx, ctx.principal.tenantId, moduleId);
       const before = await mustFind(tx, module.tenant_id, module.id, id, true);
       const format = body.format ?? before.format;
@@ -171,7 +182,7 @@ export function createCdnSourceService(deps: { audit: AuditWriter }) {
       const pathWritten = body.json_path !== undefined ? body.json_path : format === "text" ? null : before.json_path;
       const after: CdnSourceRow = {
         ...before,
-        url: body.url === undefined ? before.url : savedUrl(rules, body.url, "url").href,
+        url: body.url === undefined ? before.url : savedUrl(deps.rules, body.url, "url").href,
         format,
         json_path: checkFormat(format, pathWritten, "body"),
         enabled: body.enabled ?? before.enabled,
@@ -210,11 +221,12 @@ export function createCdnSourceService(deps: { audit: AuditWriter }) {
     },
 
     /** Counts one preview call of the tenant, or throws 429 `rate_limited` (10 a minute per tenant). */
-    countPreviewCall: (db: Db, tenantId: string, now: Date) => takeRateLimit(db, tenantId, CDN_PREVIEW_LIMIT, now),
+    countPreviewCall: (ctx: Pick<RequestContext, "principal" | "now">) => takeRateLimit(deps.sql, ctx.principal.tenantId, CDN_PREVIEW_LIMIT, ctx.now),
 
     /** Fetches and parses a URL the way refresh would, saving nothing. */
-    async preview(db: Db, ctx: RequestContext, moduleId: string, body: CdnPreviewBody, outbound: OutboundClient): Promise<CdnPreview> {
-      await mustFindModule(db, ctx.principal.tenantId, moduleId);
+    async preview(ctx: RequestContext, moduleId: string, body: CdnPreviewBody): Promise<CdnPreview> {
+      const { outbound } = deps;
+      await mustFindModule(deps.sql, ctx.principal.tenantId, moduleId);
       const format = body.format ?? "text";
       const jsonPath = checkFormat(format, body.json_path ?? null, "body");
       let url: string;
@@ -226,10 +238,10 @@ export function createCdnSourceService(deps: { audit: AuditWriter }) {
       return fetchAndParse(outbound, { url, format, jsonPath }, "body.url");
     },
 
-    async previewSaved(db: Db, ctx: RequestContext, moduleId: string, id: string, outbound: OutboundClient): Promise<CdnPreview> {
-      const module = await mustFindModule(db, ctx.principal.tenantId, moduleId);
-      const source = await mustFind(db, module.tenant_id, module.id, id);
-      return fetchAndParse(outbound, { url: source.url, format: source.format, jsonPath: source.json_path }, "source.url");
+    async previewSaved(ctx: RequestContext, moduleId: string, id: string): Promise<CdnPreview> {
+      const module = await mustFindModule(deps.sql, ctx.principal.tenantId, moduleId);
+      const source = await mustFind(deps.sql, module.tenant_id, module.id, id);
+      return fetchAndParse(deps.outbound, { url: source.url, format: source.format, jsonPath: source.json_path }, "source.url");
     },
   };
 }

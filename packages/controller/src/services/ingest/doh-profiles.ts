@@ -101,7 +101,8 @@ function checkProfile(rules: OutboundRules, p: Pick<DohProfileRow, "url" | "meth
  * header it keeps (a profile read, edited and written whole keeps its tokens), unless it moves
  * the URL to another origin: that drops every stored value the request does not send again.
  */
-export function createDohProfileService(deps: { audit: AuditWriter; secrets: SecretBox }) {
+/** `rules`, the outbound policy, checks a profile's URL when it is written. */
+export function createDohProfileService(deps: { audit: AuditWriter; secrets: SecretBox; rules: OutboundRules }) {
   const { audit } = deps;
   const mustFind = async (db: Db, tenantId: string, id: string, forUpdate = false) => {
     const row = await findDohProfileById(db, tenantId, id, forUpdate);
@@ -115,10 +116,10 @@ export function createDohProfileService(deps: { audit: AuditWriter; secrets: Sec
   };
 
   return {
-    async create(tx: Db, ctx: RequestContext, body: CreateDohProfileBody, rules: OutboundRules): Promise<DohProfile> {
+    async create(tx: Db, ctx: RequestContext, body: CreateDohProfileBody): Promise<DohProfile> {
       const tenantId = ctx.principal.tenantId;
       const draft = { url: body.url, method: body.method ?? "GET", format: body.format ?? "wire", headers: body.headers ?? {} };
-      const url = checkProfile(rules, draft);
+      const url = checkProfile(deps.rules, draft);
       const name = body.name ?? null;
       await assertNameFree(tx, tenantId, name, null);
       const row: DohProfileRow = {
@@ -158,7 +159,7 @@ export function createDohProfileService(deps: { audit: AuditWriter; secrets: Sec
       return toDohProfile(await mustFind(db, ctx.principal.tenantId, id));
     },
 
-    async update(tx: Db, ctx: RequestContext, id: string, body: UpdateDohProfileBody, rules: OutboundRules): Promise<DohProfile> {
+    async update(tx: Db, ctx: RequestContext, id: string, body: UpdateDohProfileBody): Promise<DohProfile> {
       const tenantId = ctx.principal.tenantId;
       const before = await mustFind(tx, tenantId, id, true);
       const beforeHeaders = openHeaders(deps.secrets, before);
@@ -176,7 +177,7 @@ export function createDohProfileService(deps: { audit: AuditWriter; secrets: Sec
         headers: nextHeaders,
         updated_at: ctx.now,
       };
-      next.url = checkProfile(rules, next);
+      next.url = checkProfile(deps.rules, next);
       if (next.name !== before.name) await assertNameFree(tx, tenantId, next.name, id);
       const changes = changesOf(view(before), view(next), FIELDS);
       const headersChanged = JSON.stringify(beforeHeaders) !== JSON.stringify(nextHeaders);

@@ -6,15 +6,15 @@ import type { RequestContext } from "../access/context.js";
 import { DB_ANALYZE_LIMIT, takeRateLimit } from "./rate-limit.js";
 
 /** GET /v1/maintenance/db and its ANALYZE: the database the controller uses, as an operator sees it. */
-export function databaseMaintenance() {
+export function databaseMaintenance(sql: Db) {
   return {
     /** Sizes, row estimates, dead tuples and connections of the database the controller uses. */
-    async databaseStatus(db: Db, now: Date): Promise<DatabaseStatus> {
-      const size = await findDatabaseSize(db);
-      const tables = await listTableStatus(db);
-      const connections = await countConnections(db);
+    async databaseStatus(ctx: Pick<RequestContext, "now">): Promise<DatabaseStatus> {
+      const size = await findDatabaseSize(sql);
+      const tables = await listTableStatus(sql);
+      const connections = await countConnections(sql);
       return {
-        collected_at: now.toISOString(),
+        collected_at: ctx.now.toISOString(),
         database: { name: size.name, size_bytes: size.size_bytes, server_version: size.server_version },
         tables: tables.map((t) => ({
           schema: t.schema,

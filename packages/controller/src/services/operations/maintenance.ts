@@ -106,7 +106,7 @@ function mayWrite(ctx: RequestContext, actions: readonly MaintenanceAction[] | u
 
 type RecordAs = (tx: Db, now: Date, entry: AuditEntry) => Promise<unknown>;
 
-export function createMaintenanceService(deps: { sql: Sql; audit: AuditWriter; revisions: RevisionService; runtimeLogs: RuntimeLogService }) {
+export function createMaintenanceService(deps: { sql: Sql; bus: Bus; audit: AuditWriter; revisions: RevisionService; runtimeLogs: RuntimeLogService }) {
   const { audit } = deps;
   const mustFind = async (db: Db, tenantId: string, id: string, forUpdate = false) => {
     const row = await findMaintenancePolicyById(db, tenantId, id, forUpdate);
@@ -283,7 +283,7 @@ export function createMaintenanceService(deps: { sql: Sql; audit: AuditWriter; r
     },
 
     /** `POST …/run`: a `maintenance_policy_run` job in the caller's transaction. */
-    async requestRun(tx: Db, ctx: RequestContext, bus: Bus, id: string): Promise<JobRow> {
+    async requestRun(tx: Db, ctx: RequestContext, id: string): Promise<JobRow> {
       const p = ctx.principal;
       await mustFind(tx, p.tenantId, id);
       const params: PolicyRunParams = {
@@ -292,7 +292,7 @@ export function createMaintenanceService(deps: { sql: Sql; audit: AuditWriter; r
         requested_by: { key_id: p.keyId, key_prefix: p.keyPrefix, role: p.role },
         request_id: ctx.requestId,
       };
-      return enqueueJob(tx, bus, {
+      return enqueueJob(tx, deps.bus, {
         tenantId: p.tenantId,
         type: "maintenance_policy_run",
         params: params as unknown as Record<string, unknown>,
@@ -365,7 +365,7 @@ export function createMaintenanceService(deps: { sql: Sql; audit: AuditWriter; r
     },
 
     ...maintenanceScheduling({ sql: deps.sql, revisions: deps.revisions }),
-    ...databaseMaintenance(),
+    ...databaseMaintenance(deps.sql),
   };
 }
 
