@@ -46,3 +46,27 @@ export async function seriousViolations(page: Page): Promise<string[]> {
     .filter((v) => v.impact === "serious" || v.impact === "critical")
     .map((v) => `${v.id} (${v.impact}): ${v.help} at ${v.nodes.map((n) => n.target.join(" ")).join(", ")}`);
 }
+
+/**
+ * Tabs from the form's first control through to its last and answers the controls (by name or
+ * text) that keyboard focus never reached: every field, checkbox, select and button of a form
+ * must be reachable without a mouse.
+ */
+export async function keyboardPass(page: Page, formSelector: string): Promise<string[]> {
+  const form = page.locator(formSelector);
+  const controls = await form.locator("input:not([disabled]), select, textarea, button:not([disabled]), summary").evaluateAll((els) =>
+    els.map((el, i) => {
+      el.setAttribute("data-kbd", String(i));
+      return (el.getAttribute("name") ?? el.textContent ?? "").trim() || `#${i}`;
+    }),
+  );
+  await form.locator("[data-kbd='0']").focus();
+  const reached = new Set<string>(["0"]);
+  for (let i = 0; i < controls.length * 2 + 5; i++) {
+    await page.keyboard.press("Tab");
+    const at = await page.evaluate(() => document.activeElement?.getAttribute("data-kbd") ?? null);
+    if (at === null) break;
+    reached.add(at);
+  }
+  return controls.filter((_, i) => !reached.has(String(i)));
+}

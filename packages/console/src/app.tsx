@@ -1,8 +1,12 @@
 import { useEffect, useState } from "preact/hooks";
 import { connect, ok } from "./api.js";
+import { ApiKeysPage } from "./pages/api-keys.js";
 import { AuditPage } from "./pages/audit.js";
+import { CommunitiesPage } from "./pages/communities.js";
+import { DohProfilesPage } from "./pages/doh-profiles.js";
 import { JobsPage } from "./pages/jobs.js";
 import { LookupPage } from "./pages/lookup.js";
+import { MaintenancePage } from "./pages/maintenance.js";
 import { ModulePage } from "./pages/module.js";
 import { ModulesPage } from "./pages/modules.js";
 import { PeerPage, PeersPage } from "./pages/peers.js";
@@ -12,25 +16,52 @@ import { RouterPage } from "./pages/router.js";
 import { RoutersPage } from "./pages/routers.js";
 import { SettingsPage } from "./pages/settings.js";
 import { SignIn } from "./pages/sign-in.js";
+import { SigningKeysPage } from "./pages/signing-keys.js";
+import { TenantsPage } from "./pages/tenants.js";
 import { Link, match, usePath } from "./router.js";
 import { makeSession, type Role, type Session, SessionContext, type SessionInfo, storedInfo, storedKey, storeKey } from "./session.js";
 import { ThemeToggle } from "./theme.js";
 
-/** The menu: each page with the least role that sees it (the API's role for reading it). */
-const NAV: readonly (readonly [string, string, Role?])[] = [
+/**
+ * The menu: each page with the least role that sees it (the API's role for reading it);
+ * "deployment" pages are for tenant `default`'s superadmins only.
+ */
+const NAV: readonly (readonly [string, string, (Role | "deployment")?])[] = [
   ["/modules", "Modules"],
   ["/refresh", "Refresh"],
   ["/revisions", "Revisions"],
   ["/routers", "Routers"],
   ["/peers", "Peers"],
+  ["/communities", "Communities"],
+  ["/doh-profiles", "DoH"],
   ["/lookup", "Lookup"],
   ["/jobs", "Jobs"],
   ["/audit", "Audit"],
+  ["/api-keys", "API keys", "operator"],
+  ["/maintenance", "Maintenance", "operator"],
+  ["/signing-keys", "Signing keys"],
+  ["/tenants", "Tenants", "deployment"],
   ["/settings", "Settings"],
 ];
 
+function allowed(session: Session, role: Role | "deployment" | undefined): boolean {
+  if (role === "deployment") return session.info.role === "superadmin" && session.info.tenant_name === "default";
+  return !role || session.can(role);
+}
+
+function gate(session: Session, path: string, page: preact.JSX.Element) {
+  const entry = NAV.find(([href]) => path === href || path.startsWith(`${href}/`));
+  return allowed(session, entry?.[2]) ? page : <p class="page">This page is not for a {session.info.role} key.</p>;
+}
+
 function routeOf(path: string) {
   let p: Record<string, string> | null;
+  if (path === "/communities") return <CommunitiesPage />;
+  if (path === "/doh-profiles") return <DohProfilesPage />;
+  if (path === "/api-keys") return <ApiKeysPage />;
+  if (path === "/maintenance") return <MaintenancePage />;
+  if (path === "/signing-keys") return <SigningKeysPage />;
+  if (path === "/tenants") return <TenantsPage />;
   if (path === "/peers") return <PeersPage />;
   if ((p = match("/peers/:id", path))) return <PeerPage id={p.id ?? ""} />;
   if (path === "/" || path === "/modules") return <ModulesPage />;
@@ -101,7 +132,7 @@ export function App() {
           Menu
         </button>
         <nav id="nav" class={menuOpen ? "open" : ""} aria-label="Pages">
-          {NAV.filter(([, , role]) => !role || session.can(role)).map(([href, label]) => (
+          {NAV.filter(([, , role]) => allowed(session, role)).map(([href, label]) => (
             <Link key={href} href={href} aria-current={section === href ? "page" : undefined}>
               {label}
             </Link>
@@ -115,7 +146,7 @@ export function App() {
           Sign out
         </button>
       </header>
-      <main id="main">{routeOf(path)}</main>
+      <main id="main">{gate(session, path, routeOf(path))}</main>
     </SessionContext.Provider>
   );
 }

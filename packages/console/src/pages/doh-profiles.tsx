@@ -1,0 +1,129 @@
+import { useState } from "preact/hooks";
+import { ok, type Schema } from "../api.js";
+import { ConfirmButton } from "../confirm.js";
+import { ApiFormView, Field, num, useApiForm } from "../fields.js";
+import { Choice } from "../form.js";
+import { useSession } from "../session.js";
+import { DataTable, type MaybeColumn, useItems } from "../table.js";
+import { ErrorBox, Page } from "../ui.js";
+
+type Profile = Schema<"DohProfile">;
+interface ProfileBody {
+  name: string | null;
+  url: string;
+  method: "GET" | "POST";
+  format: "wire" | "json";
+  timeout_ms?: number;
+}
+
+function ProfileForm(props: { profile?: Profile; onSave: (body: ProfileBody) => Promise<unknown>; onCancel?: () => void }) {
+  const p = props.profile;
+  const form = useApiForm(p ? `doh-${p.id}` : "new-doh");
+  const [name, setName] = useState(p?.name ?? "");
+  const [url, setUrl] = useState(p?.url ?? "");
+  const [method, setMethod] = useState<ProfileBody["method"]>(p?.method ?? "GET");
+  const [format, setFormat] = useState<ProfileBody["format"]>(p?.format ?? "wire");
+  const [timeout, setTimeoutMs] = useState(p ? String(p.timeout_ms) : "");
+  return (
+    <ApiFormView
+      form={form}
+      label={p ? `Edit DoH profile ${p.name ?? p.url}` : "New DoH profile"}
+      submit={p ? "Save profile" : "Create profile"}
+      action={() => props.onSave({ name: name.trim() || null, url: url.trim(), method, format, ...(timeout ? { timeout_ms: num(timeout) } : {}) })}
+      extra={
+        props.onCancel ? (
+          <button type="button" onClick={props.onCancel}>
+            Cancel
+          </button>
+        ) : null
+      }
+    >
+      <div class="grid">
+        <Field label="Name" name="name" value={name} onInput={setName} input={{ maxLength: 64 }} />
+        <Field
+          label="URL (https)"
+          name="url"
+          value={url}
+          onInput={setUrl}
+          input={{ required: true, type: "url", maxLength: 2048, placeholder: "https://dns.example/dns-query" }}
+        />
+        <Choice label="Method" name="method" value={method} onChange={(v) => setMethod(v as ProfileBody["method"])} options={["GET", "POST"]} />
+        <Choice
+          label="Format"
+          name="format"
+          value={format}
+          onChange={(v) => setFormat(v as ProfileBody["format"])}
+          options={[
+            ["wire", "wire (RFC 8484)"],
+            ["json", "json (dns-json)"],
+          ]}
+        />
+        <Field
+          label="Timeout (ms)"
+          name="timeout_ms"
+          value={timeout}
+          onInput={setTimeoutMs}
+          input={{ type: "number", min: 100, max: 30000, placeholder: "3000" }}
+        />
+      </div>
+    </ApiFormView>
+  );
+}
+
+/** The resolvers DOMAINS modules ask over DNS-over-HTTPS (operator+ writes). */
+export function DohProfilesPage() {
+  const { api, can } = useSession();
+  const profiles = useItems(() => api.GET("/v1/doh-profiles", { params: { query: { limit: 500 } } }), []);
+  const [editing, setEditing] = useState<string | null>(null);
+  const current = profiles.data?.find((p) => p.id === editing);
+  const columns: MaybeColumn<Profile>[] = [
+    { header: "Name", cell: (p) => p.name ?? <span class="muted">unnamed</span> },
+    { header: "URL", wrap: true, cell: (p) => <code>{p.url}</code> },
+    { header: "Method", cell: (p) => p.method },
+    { header: "Format", cell: (p) => p.format },
+    { header: "Timeout", num: true, cell: (p) => `${p.timeout_ms} ms` },
+    can("operator") && {
+      header: "Actions",
+      cell: (p) => (
+        <span class="row">
+          <button type="button" onClick={() => setEditing(editing === p.id ? null : p.id)}>
+            Edit
+          </button>
+          <ConfirmButton
+            label="Delete"
+            question={`Delete DoH profile ${p.name ?? p.url}?`}
+            action={async () => {
+              await ok(api.DELETE("/v1/doh-profiles/{id}", { params: { path: { id: p.id } } }));
+              profiles.reload();
+            }}
+          />
+        </span>
+      ),
+    },
+  ];
+  return (
+    <Page title="DoH profiles">
+      <ErrorBox error={profiles.error} />
+      {current ? (
+        <ProfileForm
+          key={current.id}
+          profile={current}
+          onCancel={() => setEditing(null)}
+          onSave={async (body) => {
+            await ok(api.PATCH("/v1/doh-profiles/{id}", { params: { path: { id: current.id } }, body }));
+            setEditing(null);
+            profiles.reload();
+          }}
+        />
+      ) : can("operator") ? (
+        <ProfileForm
+          onSave={async (body) => {
+            await ok(api.POST("/v1/doh-profiles", { body }));
+            profiles.reload();
+          }}
+        />
+      ) : null}
+      <DataTable testId="doh-profiles" loaded={Boolean(profiles.data)} columns={columns} rows={profiles.data} rowKey={(p) => p.id} />
+    </Page>
+  );
+}
