@@ -1,7 +1,7 @@
 import { randomUUID } from "node:crypto";
 import type { ServerOptions } from "node:http";
 import cors from "@fastify/cors";
-import Fastify, { type FastifyInstance, type FastifyServerOptions, type RouteOptions } from "fastify";
+import Fastify, { type FastifyInstance, type FastifyServerOptions } from "fastify";
 import { serializerCompiler, validatorCompiler } from "fastify-type-provider-zod";
 import { type Config, corsOrigins } from "./config.js";
 import authPlugin from "./plugins/auth.js";
@@ -15,7 +15,7 @@ import securityHeadersPlugin from "./plugins/security-headers.js";
 import strictRequestsPlugin from "./plugins/strict-requests.js";
 import "./plugins/types.js";
 import type { AppDeps } from "./app-deps.js";
-import { operationIds, operationKey, type RouteFile, routeTable } from "./routes/table.js";
+import { operationIds, operationKey, registerRoutes } from "./routes/table.js";
 
 const REQUEST_ID_RE = /^[A-Za-z0-9._:-]{1,128}$/;
 
@@ -44,16 +44,6 @@ export function loggerOptions(level: string): FastifyServerOptions["logger"] {
       censor: "[redacted]",
     },
   };
-}
-
-/** A route its file registers without an `operationId` in the route table stops the start: clients are generated from the ids. */
-function requireOperationId(file: RouteFile, route: RouteOptions) {
-  if ((route.schema as { hide?: boolean } | undefined)?.hide) return;
-  for (const method of [route.method].flat()) {
-    if (method === "HEAD") continue;
-    const key = operationKey(method, route.url);
-    if (!file.operationIds[key]) throw new Error(`${key} has no operationId in routes/table.ts`);
-  }
 }
 
 /** Builds the HTTP app: plugins, then routes. The same app serves production and the tests. */
@@ -97,12 +87,7 @@ export async function buildApp(deps: AppDeps, opts: { logger?: FastifyServerOpti
   await app.register(idempotencyPlugin, { sql: deps.sql, clock: deps.clock, secretBox: deps.services.secretBox });
   await app.register(lookupInvalidationPlugin, { bus: deps.bus, invalidate: deps.services.lookup.invalidate });
 
-  for (const file of routeTable) {
-    await app.register(async (scope) => {
-      scope.addHook("onRoute", (route) => requireOperationId(file, route));
-      await scope.register(file.routes, { deps });
-    });
-  }
+  await registerRoutes(app, deps);
   if (deps.config.APP_CONSOLE) {
     const dir = consoleDir(deps.config.APP_CONSOLE_DIR);
     if (consoleBuilt(dir)) await app.register(consolePlugin, { dir });

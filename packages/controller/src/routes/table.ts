@@ -1,3 +1,4 @@
+import type { FastifyInstance, RouteOptions } from "fastify";
 import type { FastifyPluginAsyncZod } from "fastify-type-provider-zod";
 import type { AppDeps } from "../app-deps.js";
 import publicRoutes from "./public.js";
@@ -236,4 +237,24 @@ export const operationIds: Readonly<Record<string, string>> = Object.assign({}, 
 /** "GET /v1/modules/{module_id}" for a Fastify route (`/v1/modules/:module_id`) and one method. */
 export function operationKey(method: string, fastifyUrl: string): string {
   return `${method.toUpperCase()} ${fastifyUrl.replace(/:([A-Za-z0-9_]+)/g, "{$1}")}`;
+}
+
+/** A route its file registers without an `operationId` in its row stops the start: clients are generated from the ids. */
+function requireOperationId(file: RouteFile, route: RouteOptions) {
+  if ((route.schema as { hide?: boolean } | undefined)?.hide) return;
+  for (const method of [route.method].flat()) {
+    if (method === "HEAD") continue;
+    const key = operationKey(method, route.url);
+    if (!file.operationIds[key]) throw new Error(`${key} has no operationId in routes/table.ts`);
+  }
+}
+
+/** Registers every route file of the table, in its order, each checked against its row's ids. */
+export async function registerRoutes(app: FastifyInstance, deps: AppDeps, table: readonly RouteFile[] = routeTable) {
+  for (const file of table) {
+    await app.register(async (scope) => {
+      scope.addHook("onRoute", (route) => requireOperationId(file, route));
+      await scope.register(file.routes, { deps });
+    });
+  }
 }
