@@ -103,6 +103,17 @@ const ConfigSchema = z.object({
   IRR_MAX_MEMBERS: z.coerce.number().int().min(1).max(1_000_000).default(20_000),
   /** One AS-SET's expansion at most, in seconds. */
   IRR_TIME_LIMIT_SECONDS: z.coerce.number().int().min(1).max(3600).default(60),
+  /** The VRPs modules with an `rpki_policy` are validated against: `file:<path>` or an http(s) URL of rpki-client's or Routinator's JSON. */
+  RPKI_VRP_SOURCE: optionalString.pipe(
+    z
+      .string()
+      .regex(/^(file:.+|https?:\/\/.+)$/, "must be file:<path> or an http(s):// URL")
+      .optional(),
+  ),
+  /** The VRP document is read again when older than this; 0 reads it at every use. */
+  RPKI_REFRESH_MINUTES: z.coerce.number().int().min(0).max(1440).default(10),
+  /** A VRP document built longer ago than this makes validation unavailable (nothing is dropped). */
+  RPKI_MAX_AGE_HOURS: z.coerce.number().int().min(1).max(8760).default(24),
   /** COUNTRY modules' source: `ripestat` (at ASN_SOURCE_URL) or `delegated:<path-or-URL>[,…]` (the RIRs' delegated statistics). */
   COUNTRY_SOURCE: optionalString.pipe(
     z

@@ -8,6 +8,7 @@ export interface IngestModuleRow {
   name: string;
   type: ModuleType;
   enabled: boolean;
+  rpki_policy: "off" | "report" | "drop_invalid";
   /** `exclude`: its prefixes are cut out of what the tenant announces. */
   action: "announce" | "exclude";
   community: string | null;
@@ -19,7 +20,7 @@ export interface IngestModuleRow {
 
 export async function listIngestModules(db: Db, tenantId: string): Promise<IngestModuleRow[]> {
   return db<IngestModuleRow[]>`
-    SELECT m.id, m.name, m.type, m.enabled, m.action, c.community, m.doh_resolver_policy, m.collected_at,
+    SELECT m.id, m.name, m.type, m.enabled, m.rpki_policy, m.action, c.community, m.doh_resolver_policy, m.collected_at,
            m.refresh_interval_minutes, m.last_refreshed_at
     FROM modules m LEFT JOIN communities c ON c.tenant_id = m.tenant_id AND c.id = m.community_id
     WHERE m.tenant_id = ${tenantId} ORDER BY m.id`;

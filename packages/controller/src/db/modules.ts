@@ -9,6 +9,7 @@ export interface ModuleRow {
   type: ModuleType;
   description: string;
   enabled: boolean;
+  rpki_policy: "off" | "report" | "drop_invalid";
   action: ModuleAction;
   community_id: string | null;
   /** From module_doh_profiles, in position order. */
@@ -26,7 +27,7 @@ export interface ModuleRow {
 
 export type ModuleWrite = Pick<
   ModuleRow,
-  "name" | "description" | "enabled" | "action" | "community_id" | "doh_resolver_policy" | "refresh_interval_minutes" | "updated_at"
+  "name" | "description" | "enabled" | "rpki_policy" | "action" | "community_id" | "doh_resolver_policy" | "refresh_interval_minutes" | "updated_at"
 >;
 
 const moduleColumns = (db: Db) => db`
@@ -34,9 +35,9 @@ const moduleColumns = (db: Db) => db`
 
 export async function insertModule(db: Db, row: Omit<ModuleRow, "doh_profile_ids">): Promise<void> {
   await db`
-    INSERT INTO modules (id, tenant_id, name, type, description, enabled, action, community_id, doh_resolver_policy, refresh_interval_minutes,
+    INSERT INTO modules (id, tenant_id, name, type, description, enabled, rpki_policy, action, community_id, doh_resolver_policy, refresh_interval_minutes,
                          last_refreshed_at, last_refresh_error, prefix_count_v4, prefix_count_v6, collected_at, created_at, updated_at)
-    VALUES (${row.id}, ${row.tenant_id}, ${row.name}, ${row.type}, ${row.description}, ${row.enabled}, ${row.action}, ${row.community_id},
+    VALUES (${row.id}, ${row.tenant_id}, ${row.name}, ${row.type}, ${row.description}, ${row.enabled}, ${row.rpki_policy}, ${row.action}, ${row.community_id},
             ${db.json(row.doh_resolver_policy as never)}, ${row.refresh_interval_minutes}, ${row.last_refreshed_at}, ${row.last_refresh_error},
             ${row.prefix_count_v4}, ${row.prefix_count_v6}, ${row.collected_at}, ${row.created_at}, ${row.updated_at})`;
 }
@@ -82,7 +83,7 @@ export async function listAllModules(db: Db, tenantId: string): Promise<ModuleRo
 export async function updateModule(db: Db, tenantId: string, id: string, patch: ModuleWrite): Promise<void> {
   await db`
     UPDATE modules
-    SET name = ${patch.name}, description = ${patch.description}, enabled = ${patch.enabled}, action = ${patch.action}, community_id = ${patch.community_id},
+    SET name = ${patch.name}, description = ${patch.description}, enabled = ${patch.enabled}, rpki_policy = ${patch.rpki_policy}, action = ${patch.action}, community_id = ${patch.community_id},
         doh_resolver_policy = ${db.json(patch.doh_resolver_policy as never)}, refresh_interval_minutes = ${patch.refresh_interval_minutes},
         updated_at = ${patch.updated_at}
     WHERE tenant_id = ${tenantId} AND id = ${id}`;

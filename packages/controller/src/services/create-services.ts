@@ -7,7 +7,9 @@ import type { SecretBox } from "../lib/secret-box.js";
 import type { JobMetrics } from "../metrics/controller-metrics.js";
 import type { AsnSource } from "../sources/asn-source.js";
 import { countrySourceOf } from "../sources/country-source.js";
+import { createIrrSource } from "../sources/irr-source.js";
 import type { OutboundClient } from "../sources/outbound.js";
+import { createRpkiValidator } from "../sources/rpki-source.js";
 import { createApiKeyService } from "./access/api-keys.js";
 import { type AuditLog, type AuditWriter, createAuditLog, createAuditWriter } from "./access/audit.js";
 import { type Authenticator, createAuthenticator } from "./access/authenticator.js";
@@ -29,13 +31,14 @@ import { createCdnSourceService } from "./ingest/cdn-sources.js";
 import { createDohProfileService } from "./ingest/doh-profiles.js";
 import { createIngestService, type IngestService } from "./ingest/ingest.js";
 import { createOutboundRules } from "./ingest/outbound-rules.js";
+import { createRpkiDryRunService, type RpkiDryRunService } from "./ingest/rpki-dry-run.js";
 import { createJobService } from "./operations/jobs.js";
 import { createMaintenanceService } from "./operations/maintenance.js";
 import { createRuntimeLogService } from "./operations/runtime-logs.js";
 import { createSettingsService } from "./operations/settings.js";
-import type { RevisionStore } from "./revisions/revision-store.js";
 import { createRevisionBuilder } from "./revisions/revision-builder.js";
 import { createRevisionCommitter } from "./revisions/revision-commit.js";
+import type { RevisionStore } from "./revisions/revision-store.js";
 import { createRevisionService } from "./revisions/revisions.js";
 import { createCatalogService } from "./route-lists/catalog.js";
 import { createCommunityService } from "./route-lists/communities.js";
@@ -43,7 +46,6 @@ import { createCsvService } from "./route-lists/csv.js";
 import { createEntryService } from "./route-lists/entries.js";
 import { createLookupService } from "./route-lists/lookup.js";
 import { createModuleService } from "./route-lists/modules.js";
-import { createIrrSource } from "../sources/irr-source.js";
 
 /**
  * Builds every service the controller's transports share: the HTTP routes, the job handlers, the
@@ -68,6 +70,7 @@ export interface AppServices {
   catalog: ReturnType<typeof createCatalogService>;
   revisions: ReturnType<typeof createRevisionService>;
   lookup: ReturnType<typeof createLookupService>;
+  rpkiDryRun: RpkiDryRunService;
   signing: ReturnType<typeof createSigningService>;
   speakers: ReturnType<typeof createSpeakerService>;
   peers: ReturnType<typeof createPeerService>;
@@ -151,6 +154,15 @@ export function createServices(opts: {
   const authenticator = createAuthenticator({ sql: opts.sql });
   // The outbound policy a saved URL is checked against (a CDN source's, a DoH profile's), built once.
   const rules = createOutboundRules(opts.outbound, opts.config.APP_OUTBOUND_ALLOW_CIDRS);
+  // Read on first use and again every RPKI_REFRESH_MINUTES (sources/rpki-source.ts).
+  const rpki = opts.config.RPKI_VRP_SOURCE
+    ? createRpkiValidator({
+        spec: opts.config.RPKI_VRP_SOURCE,
+        outbound: opts.outbound,
+        refreshMinutes: opts.config.RPKI_REFRESH_MINUTES,
+        maxAgeHours: opts.config.RPKI_MAX_AGE_HOURS,
+      })
+    : null;
   const services: Omit<AppServices, "revisions" | "maintenance" | "localBird" | "secretBox" | "ingest" | "deploy" | "bundleDownloads"> = {
     audit,
     auditLog: createAuditLog({ sql: opts.sql }),
@@ -167,7 +179,8 @@ export function createServices(opts: {
     cdnSources: createCdnSourceService({ audit, sql: opts.sql, outbound: opts.outbound, rules }),
     csv: createCsvService({ audit }),
     catalog: createCatalogService(),
-    lookup: createLookupService({ revisions: opts.revisions, budgetBytes: opts.config.LOOKUP_CACHE_MAX_MB * 1024 * 1024 }),
+    lookup: createLookupService({ revisions: opts.revisions, budgetBytes: opts.config.LOOKUP_CACHE_MAX_MB * 1024 * 1024, rpki }),
+    rpkiDryRun: createRpkiDryRunService({ rpki }),
     ...deployServices(opts, audit, authenticator),
   };
   const deploy = createDeployService({
@@ -195,6 +208,7 @@ export function createServices(opts: {
     configPath: opts.config.BIRD_CONFIG_PATH,
   });
   const ingest = createIngestService({
+    rpki,
     audit,
     metrics: opts.metrics,
     sql: opts.sql,

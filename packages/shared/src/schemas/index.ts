@@ -13,6 +13,7 @@ export * from "./maintenance.js";
 export * from "./modules.js";
 export * from "./peers.js";
 export * from "./revisions.js";
+export * from "./rpki.js";
 export * from "./runtime-logs.js";
 export * from "./settings.js";
 export * from "./speakers.js";

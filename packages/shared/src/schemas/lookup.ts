@@ -23,6 +23,12 @@ export const LookupMatch = z
       prefix: z.string().optional(),
       source: z.enum(["asn", "domain", "ip_range", "cdn", "country"]),
       origin: z.string(),
+      rpki: z
+        .enum(["valid", "invalid", "not_found", "unavailable"])
+        .optional()
+        .describe(
+          "An ASN origin's prefix validated against the VRPs (RFC 6811), when `RPKI_VRP_SOURCE` is set: `unavailable` while the VRP document is missing or too old.",
+        ),
       via: z.string().optional().describe("The AS-SET entry through which the ASN `origin` came (absent for an ASN entered as itself)."),
       addresses: z.array(z.string()).optional(),
     }),

@@ -8,6 +8,13 @@ export const ModuleType = z.enum(["AS_PREFIXES", "DOMAINS", "IP_RANGES", "COUNTR
 });
 export type ModuleType = z.infer<typeof ModuleType>;
 
+export const RpkiPolicy = z.enum(["off", "report", "drop_invalid"]).meta({
+  id: "RpkiPolicy",
+  description:
+    "RPKI origin validation (RFC 6811) of the prefixes of the module's AS entries (ASNs and AS-SET members) against `RPKI_VRP_SOURCE`: `off` validates nothing; `report` counts valid, invalid and not-found prefixes and names the invalid ones in the refresh's warnings, keeping them; `drop_invalid` also leaves the invalid ones out of the revision (never the not-found ones). While validation is unavailable (no document, or one older than `RPKI_MAX_AGE_HOURS`) nothing is dropped.",
+});
+export type RpkiPolicy = z.infer<typeof RpkiPolicy>;
+
 export const ModuleAction = z.enum(["announce", "exclude"]).meta({
   id: "ModuleAction",
   description:
@@ -70,6 +77,7 @@ export const Module = z
     type: ModuleType,
     description: z.string(),
     enabled: z.boolean(),
+    rpki_policy: RpkiPolicy,
     action: ModuleAction,
     community_id: Uuid.nullable(),
     doh_profile_id: Uuid.nullable().describe("Legacy single form: `doh_profile_ids[0]` or null."),
@@ -97,6 +105,7 @@ const DohProfileId = Uuid.nullable().describe("Legacy: sets `doh_profile_ids` to
 const writableShape = {
   description: Description.optional(),
   enabled: z.boolean().optional(),
+  rpki_policy: RpkiPolicy.optional().describe("Default `off`."),
   action: ModuleAction.optional().describe("Default `announce`."),
   community_id: Uuid.nullable().optional(),
   doh_profile_id: DohProfileId.optional(),

@@ -20,6 +20,7 @@ export const Revision = z
         module_id: Uuid,
         name: z.string(),
         community: z.string().nullable(),
+        rpki_dropped: z.number().int().optional().describe("RPKI-invalid prefixes `rpki_policy: drop_invalid` left out; absent for a module not validated."),
         prefix_count: z.number().int().describe("Announced prefixes the module is attributed to; 0 for an exclude module."),
         action: z.enum(["announce", "exclude"]),
         excluded_prefix_count: z
@@ -103,6 +104,16 @@ export const RevisionPruneResult = z
   })
   .meta({ id: "RevisionPruneResult" });
 
-export const RefreshBody = optionalBody(z.strictObject({ force: z.boolean().optional() }));
+export const RefreshBody = optionalBody(
+  z.strictObject({
+    force: z.boolean().optional(),
+    dry_run: z
+      .boolean()
+      .optional()
+      .describe(
+        "Enqueue nothing: answer 200 with what RPKI origin validation of the current snapshot finds and what `rpki_policy: drop_invalid` would drop (RpkiDryRun).",
+      ),
+  }),
+);
 export const RefreshQuery = z.strictObject({ wait: queryFlag() });
 export const JobAccepted = z.object({ job_id: Uuid, type: z.string(), status: z.string() }).meta({ id: "JobAccepted" });

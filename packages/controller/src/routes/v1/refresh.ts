@@ -1,4 +1,4 @@
-import { Job, JobAccepted, RefreshBody, RefreshQuery, Uuid } from "@rlc/shared/schemas";
+import { Job, JobAccepted, RefreshBody, RefreshQuery, RpkiDryRun, Uuid } from "@rlc/shared/schemas";
 import type { FastifyReply, FastifyRequest } from "fastify";
 import type { FastifyPluginAsyncZod } from "fastify-type-provider-zod";
 import { z } from "zod";
@@ -14,13 +14,14 @@ const refreshRoutes: FastifyPluginAsyncZod<{ deps: AppDeps }> = async (app, { de
   const describe =
     "Enqueues a module_ingest job (202 with Location). `?wait=true` waits up to 60 s: 200 with the job when it succeeded, " +
     "its problem (with `job_id`) when it failed — 422 `revision_guard_tripped` when the refresh would withdraw too much, 409 when cancelled — " +
-    "or 202 when still running. `force: true` skips the mass-withdrawal guard.";
+    "or 202 when still running. `force: true` skips the mass-withdrawal guard. " +
+    "`dry_run: true` enqueues nothing and answers 200 with what RPKI origin validation of the current snapshot finds and what `rpki_policy: drop_invalid` would drop.";
   const schema = {
     tags,
     description: describe,
     body: RefreshBody,
     querystring: RefreshQuery,
-    response: { 200: Job, 202: JobAccepted, ...writeProblems, ...problems(404, 429) },
+    response: { 200: z.union([Job, RpkiDryRun]), 202: JobAccepted, ...writeProblems, ...problems(404, 429) },
   };
 
   type RefreshRequest = Pick<FastifyRequest, "mutate" | "ctx"> & { body: z.output<typeof RefreshBody>; query: z.output<typeof RefreshQuery> };
@@ -44,11 +45,12 @@ const refreshRoutes: FastifyPluginAsyncZod<{ deps: AppDeps }> = async (app, { de
       schema: { ...schema, summary: "Refresh a module: collect it afresh and build a revision of all enabled modules", params: ModuleParams },
       config: operator,
     },
-    async (req, reply) => refresh(req, reply, [req.params.module_id]),
+    async (req, reply) =>
+      req.body?.dry_run ? deps.services.rpkiDryRun.run(deps.sql, req.principal!.tenantId, req.params.module_id) : refresh(req, reply, [req.params.module_id]),
   );
 
   app.post("/v1/modules/refresh", { schema: { ...schema, summary: "Refresh every enabled module in one job" }, config: operator }, async (req, reply) =>
-    refresh(req, reply, null),
+    req.body?.dry_run ? deps.services.rpkiDryRun.run(deps.sql, req.principal!.tenantId, null) : refresh(req, reply, null),
   );
 };
 

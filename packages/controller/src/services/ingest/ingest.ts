@@ -9,6 +9,7 @@ import type { AsnSource } from "../../sources/asn-source.js";
 import type { CountrySource } from "../../sources/country-source.js";
 import type { IrrSource } from "../../sources/irr-source.js";
 import type { OutboundClient } from "../../sources/outbound.js";
+import type { RpkiValidator } from "../../sources/rpki-source.js";
 import type { AuditWriter } from "../access/audit.js";
 import type { RequestContext } from "../access/context.js";
 import type { JobContext } from "../operations/job-context.js";
@@ -18,6 +19,7 @@ import { type BogonSettings, countDistinct } from "../revisions/revision-build.j
 import type { RevisionBuilder } from "../revisions/revision-builder.js";
 import type { RevisionCommitter } from "../revisions/revision-commit.js";
 import { type CollectDeps, type CollectedModule, collectedPrefixes, collectModule } from "./collect.js";
+import { checkRpki, rpkiReport, withRpkiDropped } from "./rpki-check.js";
 
 export interface IngestParams {
   /** null: every enabled module. */
@@ -34,6 +36,8 @@ export interface IngestDeps {
   asnSource: AsnSource | null;
   /** Expands AS-SET entries (`IRR_SOURCE`): one session, so one connection, per refresh. */
   irrSource?: IrrSource | null;
+  /** The VRPs modules with an `rpki_policy` are validated against (`RPKI_VRP_SOURCE`); null or absent = none configured. */
+  rpki?: RpkiValidator | null;
   /** COUNTRY modules' source (`COUNTRY_SOURCE`); null or absent = none configured. */
   countrySource?: CountrySource | null;
   /** Opens the DoH profiles' sealed header values. */
@@ -129,6 +133,8 @@ export function createIngestService(deps: IngestDeps) {
       lap("collect");
 
       const enabled = modules.filter((m) => m.enabled);
+      // Validated modules go to the build as collected, so a new VRP set reaches them too.
+      const rpki = await checkRpki(deps.sql, deps.rpki ?? null, modules, collected);
       // Every module's part from the tenant's last build when the snapshots are as it saw them
       // (only what the collected modules changed is rebuilt), else from the stored snapshots.
       const build = await deps.builder.build(
@@ -140,7 +146,7 @@ export function createIngestService(deps: IngestDeps) {
           community: m.community,
           action: m.action,
         })),
-        new Map([...collected].map(([id, c]) => [id, collectedPrefixes(c)])),
+        new Map([...[...collected].map(([id, c]) => [id, collectedPrefixes(c)] as const), ...[...rpki.modules].map(([id, r]) => [id, r.prefixes] as const)]),
         bird,
       );
       const built = build.built;
@@ -197,7 +203,7 @@ export function createIngestService(deps: IngestDeps) {
               prefix_count_v6: built.content.v6.prefixes.length,
               input_prefix_count: built.input_prefix_count,
               dropped_prefix_count: built.dropped_prefix_count,
-              modules: built.modules,
+              modules: withRpkiDropped(built.modules, rpki),
               content: built.content,
             },
             (fn) => afterCommit.push(fn),
@@ -222,8 +228,10 @@ export function createIngestService(deps: IngestDeps) {
             sources_ok: c.sources_ok,
             sources_failed: c.sources_failed,
             ...(c.as_sets ? { as_sets: c.as_sets } : {}),
+            ...rpkiReport(rpki, c.module_id).part,
           })),
-          warnings: [...collected.values()].flatMap((c) => c.warnings),
+          warnings: [...collected.values()].flatMap((c) => [...c.warnings, ...rpkiReport(rpki, c.module_id).warnings]),
+          ...(rpki.status ? { rpki: rpki.status } : {}),
           ...(sectionsError === null ? {} : { sections_error: sectionsError }),
         };
       });

@@ -12,10 +12,18 @@ import {
 } from "../../db/lookup.js";
 import { listDomainAddresses, listTenantSnapshotGroups, type SnapshotSource } from "../../db/snapshots.js";
 import { normaliseDomain } from "../../lib/domain-name.js";
+import type { RpkiValidator } from "../../sources/rpki-source.js";
+import type { RpkiState } from "../../sources/rpki-vrps.js";
 import type { RevisionTag } from "../revisions/revision-content.js";
 import type { RevisionStore } from "../revisions/revision-store.js";
 
 const byFamilyThenText = (a: string, b: string) => Number(a.includes(":")) - Number(b.includes(":")) || (a < b ? -1 : a > b ? 1 : 0);
+
+/** The RFC 6811 state of a snapshot prefix whose origin is an ASN, when a VRP source is configured. */
+function rpkiOf(rpki: RpkiValidator | null | undefined, g: { source: string; origin: string }, prefix: string): { rpki?: RpkiState | "unavailable" } {
+  if (!rpki || g.source !== "asn") return {};
+  return { rpki: rpki.peek()?.validate(prefix, Number(g.origin)) ?? "unavailable" };
+}
 
 const moduleFields = (m: LookupModuleRow) => ({
   module_id: m.id,
@@ -158,7 +166,13 @@ async function buildSnapshotIndex(db: Db, tenantId: string): Promise<SnapshotInd
  * ratio fell only because the bare route's rose with it), so it is not used.
  * Domain lookups still read their entries and addresses from the database (small indexed reads).
  */
-export function createLookupService(deps: { revisions: RevisionStore; now?: () => number; budgetBytes?: number }) {
+export function createLookupService(deps: {
+  revisions: RevisionStore;
+  now?: () => number;
+  budgetBytes?: number;
+  /** Gives snapshot matches of an ASN origin their RPKI state (`RPKI_VRP_SOURCE`). */
+  rpki?: RpkiValidator | null;
+}) {
   const now = deps.now ?? Date.now;
   const budget = deps.budgetBytes ?? DEFAULT_LOOKUP_BUDGET_BYTES;
   type Slot = { view: TenantView | null; checkedAt: number; pending: Promise<TenantView> | null; generation: number };
@@ -274,6 +288,7 @@ export function createLookupService(deps: { revisions: RevisionStore; now?: () =
           source: g.source,
           origin: g.origin,
           ...(g.via ? { via: g.via } : {}),
+          ...rpkiOf(deps.rpki, g, snapshot.index.text(i)),
         });
     }
     const best = rev ? rev.index.longest(address) : -1;

@@ -1,0 +1,100 @@
+import fc from "fast-check";
+import { describe, expect, it } from "vitest";
+import { parseVrpDocument, type RpkiState, VrpIndex } from "./rpki-vrps.js";
+
+// The brute-force model: RFC 6811 §2 read literally, over a list.
+interface Roa {
+  network: bigint;
+  length: number;
+  family: 4 | 6;
+  asn: number;
+  maxLength: number;
+}
+const bits = (f: 4 | 6) => (f === 4 ? 32 : 128);
+const maskOf = (v: bigint, len: number, f: 4 | 6) => (len === 0 ? 0n : (v >> BigInt(bits(f) - len)) << BigInt(bits(f) - len));
+
+function model(roas: Roa[], route: { network: bigint; length: number; family: 4 | 6 }, origin: number): RpkiState {
+  const covering = roas.filter((r) => r.family === route.family && r.length <= route.length && maskOf(route.network, r.length, r.family) === r.network);
+  if (covering.length === 0) return "not_found";
+  return covering.some((r) => origin !== 0 && r.asn === origin && route.length <= r.maxLength) ? "valid" : "invalid";
+}
+
+function text(network: bigint, length: number, family: 4 | 6): string {
+  if (family === 4) return `${[24n, 16n, 8n, 0n].map((s) => (network >> s) & 255n).join(".")}/${length}`;
+  const groups: string[] = [];
+  for (let i = 7; i >= 0; i--) groups.push(((network >> BigInt(i * 16)) & 0xffffn).toString(16));
+  return `${groups.join(":")}/${length}`;
+}
+
+// Addresses from a small space (a few bits varied under a fixed top) so that VRPs and routes overlap often.
+const arbPrefix = (family: 4 | 6) =>
+  fc
+    .record({ high: fc.integer({ min: 0, max: 15 }), length: fc.integer({ min: family === 4 ? 4 : 16, max: family === 4 ? 32 : 64 }) })
+    .map(({ high, length }) => {
+      const top = family === 4 ? 0x0a000000n : 0x20010db8n << 96n;
+      const shift = BigInt(bits(family) - (family === 4 ? 12 : 40));
+      const network = maskOf(top | (BigInt(high) << shift), length, family);
+      return { network, length, family };
+    });
+const arbAsn = fc.constantFrom(0, 13335, 15169, 64500);
+const arbRoa = (family: 4 | 6): fc.Arbitrary<Roa> =>
+  fc
+    .tuple(arbPrefix(family), arbAsn, fc.integer({ min: 0, max: 24 }))
+    .map(([p, asn, extra]) => ({ ...p, asn, maxLength: Math.min(bits(family), p.length + extra) }));
+
+describe("RFC 6811 origin validation", () => {
+  for (const family of [4, 6] as const) {
+    it(`IPv${family}: the index decides as the brute-force model does`, () => {
+      fc.assert(
+        fc.property(
+          fc.array(arbRoa(family), { maxLength: 30 }),
+          fc.array(fc.tuple(arbPrefix(family), arbAsn), { minLength: 1, maxLength: 30 }),
+          (roas, routes) => {
+            const index = new VrpIndex();
+            for (const r of roas) expect(index.add(text(r.network, r.length, r.family), r.asn, r.maxLength)).toBe(true);
+            for (const [route, origin] of routes) {
+              expect(index.validate(text(route.network, route.length, route.family), origin)).toBe(model(roas, route, origin));
+            }
+          },
+        ),
+        { numRuns: 300 },
+      );
+    });
+  }
+
+  it("reads rpki-client's and Routinator's documents: valid, invalid by origin, invalid by length, not found", () => {
+    const rpkiClient = parseVrpDocument(
+      JSON.stringify({
+        metadata: { buildtime: "2026-11-27T08:00:00Z", roas: 2 },
+        roas: [
+          { asn: 13335, prefix: "1.1.1.0/24", maxLength: 24, ta: "apnic" },
+          { asn: 13335, prefix: "2606:4700::/32", maxLength: 48, ta: "arin" },
+          { asn: 13335, prefix: "bad", maxLength: 24, ta: "x" },
+        ],
+      }),
+    );
+    expect(rpkiClient.generatedAt.toISOString()).toBe("2026-11-27T08:00:00.000Z");
+    expect(rpkiClient.skipped).toBe(1);
+    const routinator = parseVrpDocument(
+      JSON.stringify({
+        metadata: { generated: 1795766400, generatedTime: "2026-11-27T08:00:00Z" },
+        roas: [{ asn: "AS13335", prefix: "1.1.1.0/24", maxLength: 24, ta: "apnic" }],
+      }),
+    );
+    expect(routinator.generatedAt.getTime()).toBe(1795766400 * 1000);
+    for (const { index } of [rpkiClient, routinator]) {
+      expect(index.validate("1.1.1.0/24", 13335)).toBe("valid");
+      expect(index.validate("1.1.1.0/24", 64500)).toBe("invalid");
+      expect(index.validate("1.1.1.0/25", 13335)).toBe("invalid");
+      expect(index.validate("8.8.8.0/24", 15169)).toBe("not_found");
+    }
+    expect(rpkiClient.index.validate("2606:4700:10::/44", 13335)).toBe("valid");
+    expect(rpkiClient.index.validate("2606:4700:10::/56", 13335)).toBe("invalid");
+  });
+
+  it("refuses a document that is not JSON, has no roas or no build time", () => {
+    expect(() => parseVrpDocument("<html>")).toThrow(/not JSON/);
+    expect(() => parseVrpDocument(JSON.stringify({ metadata: { buildtime: "2026-11-27T08:00:00Z" } }))).toThrow(/no roas/);
+    expect(() => parseVrpDocument(JSON.stringify({ roas: [] }))).toThrow(/when it was built/);
+  });
+});
