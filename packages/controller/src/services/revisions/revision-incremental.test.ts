@@ -66,9 +66,9 @@ describe("rebuildRevision", () => {
           state = inc!.state;
         }
       }),
-      { numRuns: 300 },
+      { numRuns: 200 },
     );
-  });
+  }, 120_000);
 
   it("gives the full build's revision with the default blocks too", () => {
     fc.assert(
@@ -80,7 +80,7 @@ describe("rebuildRevision", () => {
       }),
       { numRuns: 100 },
     );
-  });
+  }, 60_000);
 
   it("declines, for a full build, when the modules, their communities or the bogon settings differ from the last build's", () => {
     const input: ModuleInput[] = [

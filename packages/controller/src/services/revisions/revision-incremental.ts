@@ -1,4 +1,5 @@
 import { compareWords, formatPrefix, lastAddress, PrefixTable, parsePrefixTexts } from "@rlc/shared/prefix";
+import { Blocks, keyOf, maskTo, wideKeys, widen } from "./revision-blocks.js";
 import { type BogonSettings, type BuiltRevision, buildRevision, buildRevisionWithState, type ModuleInput } from "./revision-build.js";
 import { digestOf, type RevisionContent, RevisionFamily, type RevisionTag } from "./revision-content.js";
 import { filterModules, type ModulePairs } from "./revision-input.js";
@@ -65,14 +66,19 @@ export function buildWithState(input: ModuleInput[], settings: BogonSettings): {
 /** The pairs of `p` whose module `keep` says, in order. */
 function select(p: ModulePairs, keep: (m: number) => boolean): ModulePairs {
   const t = p.table;
+  const W = t.W;
   const out = new PrefixTable(t.family, Math.max(1, t.count));
-  const tags: number[] = [];
+  const tags = new Uint32Array(t.count);
+  let n = 0;
   for (let i = 0; i < t.count; i++) {
     if (!keep(p.tags[i]!)) continue;
-    out.push(t.words, i * t.W, t.lens[i]!);
-    tags.push(p.tags[i]!);
+    if (W === 1) out.words[n] = t.words[i]!;
+    else out.words.set(t.words.subarray(i * 4, i * 4 + 4), n * 4);
+    out.lens[n] = t.lens[i]!;
+    tags[n++] = p.tags[i]!;
   }
-  return { table: out, tags: Uint32Array.from(tags) };
+  out.count = n;
+  return { table: out, tags: tags.subarray(0, n) };
 }
 
 const comparePair = (a: ModulePairs, i: number, b: ModulePairs, j: number) => {
@@ -82,68 +88,35 @@ const comparePair = (a: ModulePairs, i: number, b: ModulePairs, j: number) => {
 
 /** Two sorted pair lists merged; `onlyOne` receives the pairs found in one of them only. */
 function merge(a: ModulePairs, b: ModulePairs, onlyOne?: (p: ModulePairs, i: number) => void): ModulePairs {
+  if (!onlyOne && b.table.count === 0) return a;
+  if (!onlyOne && a.table.count === 0) return b;
+  const W = a.table.W;
   const out = new PrefixTable(a.table.family, Math.max(1, a.table.count + b.table.count));
   const tags = new Uint32Array(a.table.count + b.table.count);
+  let n = 0;
+  const take = (p: ModulePairs, i: number) => {
+    if (W === 1) out.words[n] = p.table.words[i]!;
+    else out.words.set(p.table.words.subarray(i * 4, i * 4 + 4), n * 4);
+    out.lens[n] = p.table.lens[i]!;
+    tags[n++] = p.tags[i]!;
+  };
   let i = 0;
   let j = 0;
-  const W = a.table.W;
   while (i < a.table.count || j < b.table.count) {
     const c = i >= a.table.count ? 1 : j >= b.table.count ? -1 : comparePair(a, i, b, j);
     if (c === 0) {
-      tags[out.count] = a.tags[i]!;
-      out.push(a.table.words, i * W, a.table.lens[i]!);
-      i++;
+      take(a, i++);
       j++;
     } else if (c < 0) {
       onlyOne?.(a, i);
-      tags[out.count] = a.tags[i]!;
-      out.push(a.table.words, i * W, a.table.lens[i]!);
-      i++;
+      take(a, i++);
     } else {
       onlyOne?.(b, j);
-      tags[out.count] = b.tags[j]!;
-      out.push(b.table.words, j * W, b.table.lens[j]!);
-      j++;
+      take(b, j++);
     }
   }
-  return { table: out, tags: tags.subarray(0, out.count) };
-}
-
-/** Blocks of one family: aligned prefixes, sorted, none inside another. */
-class Blocks {
-  starts: Uint32Array[] = [];
-  lens: number[] = [];
-  constructor(readonly W: 1 | 4) {}
-  add(words: Uint32Array, at: number, len: number) {
-    const w = Uint32Array.from(words.subarray(at, at + this.W));
-    maskTo(w, len);
-    this.starts.push(w);
-    this.lens.push(len);
-  }
-  /** Sorts, and drops every block inside another. */
-  normalize() {
-    const order = this.starts.map((_, k) => k).sort((x, y) => compareWords(this.starts[x]!, 0, this.starts[y]!, 0, this.W) || this.lens[x]! - this.lens[y]!);
-    const starts: Uint32Array[] = [];
-    const lens: number[] = [];
-    const last = new Uint32Array(this.W);
-    for (const k of order) {
-      if (starts.length) {
-        lastAddress(starts[starts.length - 1]!, 0, lens[lens.length - 1]!, this.W, last);
-        if (compareWords(this.starts[k]!, 0, last, 0, this.W) <= 0) continue; // inside the one before
-      }
-      starts.push(this.starts[k]!);
-      lens.push(this.lens[k]!);
-    }
-    this.starts = starts;
-    this.lens = lens;
-  }
-}
-
-function maskTo(w: Uint32Array, len: number) {
-  for (let k = 0; k < w.length; k++) {
-    const bits = Math.min(32, Math.max(0, len - k * 32));
-    w[k] = bits === 0 ? 0 : bits === 32 ? w[k]! : (w[k]! & ~(2 ** (32 - bits) - 1)) >>> 0;
-  }
+  out.count = n;
+  return { table: out, tags: tags.subarray(0, n) };
 }
 
 /** First index of sorted `t` whose address is >= words (or > when `after`). */
@@ -225,9 +198,10 @@ export function rebuildRevision(
   });
 
   const oldParsed = { v4: parsedWide(state.content.v4, "v4", bits.v4), v6: parsedWide(state.content.v6, "v6", bits.v6) };
+  const wide = { v4: wideKeys(effective.v4, oldParsed.v4, bits.v4), v6: wideKeys(effective.v6, oldParsed.v6, bits.v6) };
   let part: BuiltRevision;
   for (;;) {
-    for (const fam of FAMS) widen(blocks[fam], effective[fam], oldParsed[fam], bits[fam]);
+    for (const fam of FAMS) widen(blocks[fam], wide[fam]);
     const inputs = modules.map((m) => ({ module_id: m.module_id, name: m.name, community: m.community, prefixes: [] as string[] }));
     for (const fam of FAMS) {
       const e = effective[fam];
@@ -299,35 +273,6 @@ function parsedWide(f: RevisionFamily, fam: Fam, blockLen: number): PrefixTable 
   const wide: string[] = [];
   for (const p of f.prefixes) if (Number(p.slice(p.lastIndexOf("/") + 1)) < blockLen) wide.push(p);
   return parsePrefixTexts(wide)[fam];
-}
-
-/** A prefix as a key: its address masked to `len`, and `len`. */
-function keyOf(words: Uint32Array, len: number): string {
-  const w = Uint32Array.from(words);
-  maskTo(w, len);
-  return `${w.join(".")}/${len}`;
-}
-
-/**
- * Widens each block until no module prefix and no prefix of the last content is shorter than
- * it and overlaps it (contains it): to the widest such prefix.
- */
-function widen(b: Blocks, effective: ModulePairs, oldWide: PrefixTable, blockLen: number) {
-  const e = effective.table;
-  const wide = new Set<string>();
-  for (let i = 0; i < e.count; i++) if (e.lens[i]! < blockLen) wide.add(keyOf(e.words.subarray(i * e.W, i * e.W + e.W), e.lens[i]!));
-  for (let i = 0; i < oldWide.count; i++) wide.add(keyOf(oldWide.words.subarray(i * e.W, i * e.W + e.W), oldWide.lens[i]!));
-  if (!wide.size) return;
-  for (let k = 0; k < b.starts.length; k++) {
-    for (let len = 0; len < b.lens[k]!; len++) {
-      if (wide.has(keyOf(b.starts[k]!, len))) {
-        b.lens[k] = len;
-        maskTo(b.starts[k]!, len);
-        break;
-      }
-    }
-  }
-  b.normalize();
 }
 
 /**

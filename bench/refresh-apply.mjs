@@ -1,0 +1,224 @@
+// One CDN module's feed changes by 1% in a tenant with ~1.2M collected prefixes over ~20 modules
+// (an AS_PREFIXES module from the file ASN source, @ip-location-db/asn, and 19 CDN text feeds
+// served locally): POST refresh of that module → revision, incremental (the tenant's last build
+// reused) beside a full rebuild of the same change in the same run; the full refresh of the whole
+// tenant with its peak RSS; the diff of the two revisions; lookup p99 against a bare Fastify route.
+// Prints figures beside the targets of issue 30; asserts no time. The machine is shared: one run
+// is noisy, compare ratios within it.
+//
+//   npx turbo run build && node bench/refresh-apply.mjs
+//   BENCH_CDN_MODULES=19 BENCH_CDN_PREFIXES=55000 node bench/refresh-apply.mjs
+
+import { createServer } from "node:http";
+import { createRequire } from "node:module";
+import { dirname, join } from "node:path";
+import { performance } from "node:perf_hooks";
+import Fastify from "fastify";
+import postgres from "postgres";
+import { loadConfig } from "../packages/controller/dist/config.js";
+import { startController } from "../packages/controller/dist/controller.js";
+import { closedLoopLoad } from "./http-load.mjs";
+import { publicSlash24s, xorshift } from "./random.mjs";
+
+const require = createRequire(import.meta.url);
+const asnDir = dirname(require.resolve("@ip-location-db/asn/package.json"));
+const adminUrl = process.env.TEST_DATABASE_URL || "postgres://postgres@127.0.0.1:5432/postgres";
+const dbName = `rlc_bench_${process.pid}`;
+const KEY = `rlk_BENCHKEY_${"r".repeat(43)}`;
+const CDN_MODULES = Number(process.env.BENCH_CDN_MODULES || 19);
+const CDN_PREFIXES = Number(process.env.BENCH_CDN_PREFIXES || 55_000);
+const ASNS = Number(process.env.BENCH_ASNS || 400);
+const median = (xs) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
+const s = (ms) => `${(ms / 1000).toFixed(2)} s`;
+
+// Deterministic feeds: module k gets its own /24s (IPv4) and /48s (IPv6, one in ten).
+const rnd = xorshift(7);
+const all = publicSlash24s(CDN_MODULES * CDN_PREFIXES, rnd);
+const feeds = [];
+for (let k = 0; k < CDN_MODULES; k++) {
+  const v4 = all.slice(k * CDN_PREFIXES, (k + 1) * CDN_PREFIXES);
+  const v6 = Array.from({ length: Math.floor(CDN_PREFIXES / 10) }, (_, i) => `2a0${k % 10}:${(k * 4096 + i).toString(16)}::/48`);
+  feeds.push([...v4, ...v6]);
+}
+const texts = feeds.map((f) => `${f.join("\n")}\n`);
+// The build alone, in this process (no HTTP, no database): a full build of every module against
+// the rebuild of one module's 1% change from the last build, and the diff the API answers.
+{
+  const { buildRevision } = await import("../packages/controller/dist/services/revisions/revision-build.js");
+  const { buildWithState, rebuildRevision } = await import("../packages/controller/dist/services/revisions/revision-incremental.js");
+  const { encodeContent } = await import("../packages/controller/dist/services/revisions/revision-store.js");
+  const { taggedPrefixes } = await import("../packages/controller/dist/services/revisions/revision-content.js");
+  const { diffTagged } = await import("@rlc/shared/prefix");
+  const asnLike = publicSlash24s(200_000, xorshift(11)).map((p, i) => (i % 4 === 0 ? p.replace(/\.\d+\.0\/24$/, ".0.0/16") : p));
+  const input = [
+    { module_id: "00000000-0000-0000-0000-0000000000aa", name: "asn-like", community: "65000:1", prefixes: asnLike },
+    ...feeds.map((f, k) => ({
+      module_id: `00000000-0000-0000-0000-0000000001${String(k).padStart(2, "0")}`,
+      name: `cdn-${k}`,
+      community: `65000:${100 + (k % 5)}`,
+      prefixes: f,
+    })),
+  ];
+  const total = input.reduce((n, m) => n + m.prefixes.length, 0);
+  let t = performance.now();
+  const first = buildWithState(input, {});
+  const buildMs = performance.now() - t;
+  t = performance.now();
+  encodeContent(first.built.content);
+  const encodeMs = performance.now() - t;
+  const n = Math.floor(CDN_PREFIXES / 100);
+  const freshOnes = publicSlash24s(n, xorshift(99)).map((p) => p.replace(/^(\d+)\./, (_, a) => `${(Number(a) % 80) + 100}.`));
+  const changed = input.map((m, i) => (i === 4 ? { ...m, prefixes: [...freshOnes, ...m.prefixes.slice(n)] } : m));
+  t = performance.now();
+  const inc = rebuildRevision(first.state, changed, {}, new Set([input[4].module_id]));
+  const incMs = performance.now() - t;
+  t = performance.now();
+  const full = buildRevision(changed, {});
+  const fullMs = performance.now() - t;
+  const same = encodeContent(inc.built.content).equals(encodeContent(full.content));
+  t = performance.now();
+  const d = diffTagged(taggedPrefixes(first.built.content), taggedPrefixes(inc.built.content));
+  const diffMs = performance.now() - t;
+  console.log(
+    `build alone (in process): ${input.length} modules, ${total.toLocaleString()} collected prefixes, ${(first.built.content.v4.length + first.built.content.v6.length).toLocaleString()} announced`,
+  );
+  console.log(`  full build ${s(buildMs)}, its encoding ${s(encodeMs)}`);
+  console.log(`  one module's 1% change: rebuild ${s(incMs)} vs full build ${s(fullMs)} = ${(fullMs / incMs).toFixed(1)}×; same bytes: ${same ? "yes" : "NO"}`);
+  console.log(`  diff of the two contents (${d.added.length} added, ${d.removed.length} removed, ${d.changed.length} changed) ${(diffMs).toFixed(0)} ms`);
+}
+if (process.env.BENCH_BUILD_ONLY) process.exit(0);
+
+const feedServer = createServer((req, res) => res.writeHead(200).end(texts[Number(req.url.slice(1))] ?? ""));
+await new Promise((r) => feedServer.listen(0, "127.0.0.1", r));
+const feedBase = `http://127.0.0.1:${feedServer.address().port}`;
+
+const admin = postgres(adminUrl, { max: 1, onnotice: () => {} });
+await admin.unsafe(`CREATE DATABASE ${dbName}`);
+const dbUrl = new URL(adminUrl);
+dbUrl.pathname = `/${dbName}`;
+
+let peakRss = 0;
+const rssTimer = setInterval(() => (peakRss = Math.max(peakRss, process.memoryUsage().rss)), 50);
+const controller = await startController(
+  loadConfig({
+    DATABASE_URL: dbUrl.toString(),
+    LOG_LEVEL: process.env.LOG_LEVEL || "silent",
+    BOOTSTRAP_API_KEY: KEY,
+    APP_OUTBOUND_ALLOW_CIDRS: "127.0.0.0/8",
+    ASN_SOURCE: `file:${join(asnDir, "asn-ipv4.csv")},${join(asnDir, "asn-ipv6.csv")}`,
+    HTTP_HOST: "127.0.0.1",
+    HTTP_PORT: "0",
+  }),
+  { logger: Boolean(process.env.LOG_LEVEL) },
+);
+const app = controller.app;
+const call = async (method, url, payload) => {
+  const res = await app.inject({ method, url, headers: { authorization: `Bearer ${KEY}` }, ...(payload ? { payload } : {}) });
+  if (res.statusCode >= 400) throw new Error(`${method} ${url}: ${res.statusCode} ${res.body}`);
+  return res.json();
+};
+const refreshed = async (url, payload) => {
+  let job = await call("POST", `${url}?wait=true`, payload);
+  while (job.status !== "succeeded" && job.status !== "failed") {
+    await new Promise((r) => setTimeout(r, 100));
+    job = await call("GET", `/v1/jobs/${job.job_id}`);
+  }
+  if (job.status !== "succeeded") throw new Error(`refresh failed: ${JSON.stringify(job.error)}`);
+  return job;
+};
+/** Replaces 1% of feed k's IPv4 prefixes with fresh ones (or puts the original back). */
+const fresh = publicSlash24s(CDN_MODULES * CDN_PREFIXES + CDN_PREFIXES, xorshift(7)).slice(CDN_MODULES * CDN_PREFIXES);
+const changeFeed = (k, back) => {
+  const n = Math.floor(CDN_PREFIXES / 100);
+  const list = back ? feeds[k] : [...fresh.slice(0, n), ...feeds[k].slice(n)];
+  texts[k] = `${list.join("\n")}\n`;
+};
+
+try {
+  const asnCommunity = await call("POST", "/v1/communities", { community: "65000:1", title: "asn" });
+  const asnModule = await call("POST", "/v1/modules", { name: "top-asns", type: "AS_PREFIXES", community_id: asnCommunity.id });
+  const top = (await import("node:fs")).readFileSync(join(asnDir, "asn-ipv4.csv"), "utf8").split("\n");
+  const counts = new Map();
+  for (const r of top) {
+    const asn = r.split(",")[2];
+    if (asn) counts.set(asn, (counts.get(asn) ?? 0) + 1);
+  }
+  for (const [asn] of [...counts].sort((a, b) => b[1] - a[1]).slice(0, ASNS))
+    await call("POST", `/v1/modules/${asnModule.id}/as-entries`, { asn: Number(asn) });
+  const cdn = [];
+  for (let k = 0; k < CDN_MODULES; k++) {
+    const c = await call("POST", "/v1/communities", { community: `65000:${100 + (k % 5)}`, title: `cdn ${k % 5}` }).catch(() => null);
+    const community = c ?? (await call("GET", "/v1/communities?limit=100")).items.find((x) => x.community === `65000:${100 + (k % 5)}`);
+    const m = await call("POST", "/v1/modules", { name: `cdn-${k}`, type: "IP_RANGES", community_id: community.id });
+    await call("POST", `/v1/modules/${m.id}/cdn-sources`, { url: `${feedBase}/${k}`, format: "text" });
+    cdn.push(m.id);
+  }
+
+  peakRss = process.memoryUsage().rss;
+  const rssBefore = peakRss;
+  let t = performance.now();
+  const first = await refreshed("/v1/modules/refresh");
+  const fullMs = performance.now() - t;
+  const collected = first.result.modules.reduce((n, m) => n + m.prefix_count, 0);
+  const rev1 = await call("GET", `/v1/revisions/${first.result.revision_id}`);
+  console.log(
+    `tenant: ${first.result.modules.length} modules, ${collected.toLocaleString()} collected prefixes, revision ${(rev1.prefix_count_v4 + rev1.prefix_count_v6).toLocaleString()} prefixes`,
+  );
+  console.log(`full refresh of every module   ${s(fullMs)}  (target ≤ 8 s), phases (ms) ${JSON.stringify(first.result.timings_ms)}`);
+  console.log(`  peak RSS                     ${(peakRss / 2 ** 20).toFixed(0)} MiB, before ${(rssBefore / 2 ** 20).toFixed(0)} MiB  (target ≤ 600 MiB)`);
+
+  // One CDN module's feed, 1% changed: incremental.
+  const k = 3;
+  changeFeed(k, false);
+  t = performance.now();
+  const inc = await refreshed(`/v1/modules/${cdn[k]}/refresh`);
+  const incMs = performance.now() - t;
+  // The same change back, built in full: snapshots written "elsewhere" since the last build
+  // (the generation moved) make the controller read and build every module, as REFRESH_MODE=full does.
+  changeFeed(k, true);
+  await controller.db.sql`UPDATE tenant_generations SET snapshot_generation = snapshot_generation + 1`;
+  t = performance.now();
+  const full = await refreshed(`/v1/modules/${cdn[k]}/refresh`);
+  const fullChangeMs = performance.now() - t;
+  const rev3 = await call("GET", `/v1/revisions/${full.result.revision_id}`);
+  console.log(`one module, 1% of its feed changed (${Math.floor(CDN_PREFIXES / 100)} prefixes): POST refresh → revision`);
+  console.log(`  incremental                  ${s(incMs)}  (${inc.result.build}; target ≤ 1.0 s), phases (ms) ${JSON.stringify(inc.result.timings_ms)}`);
+  console.log(`  full, the same change back   ${s(fullChangeMs)}  (${full.result.build}), phases (ms) ${JSON.stringify(full.result.timings_ms)}`);
+  console.log(`  full / incremental           ${(fullChangeMs / incMs).toFixed(1)}×  (target ≥ 8×)`);
+  console.log(`  the change put back gives the first revision again: ${rev3.digest === rev1.digest ? "yes" : "NO"} (digest)`);
+
+  const diffTimes = [];
+  let diff;
+  for (let i = 0; i < 3; i++) {
+    t = performance.now();
+    diff = await call("GET", `/v1/revisions/${first.result.revision_id}/diff/${inc.result.revision_id}?limit=10`);
+    diffTimes.push(performance.now() - t);
+  }
+  console.log(
+    `diff of the two revisions: added ${diff.added_count}, removed ${diff.removed_count}, changed ${diff.changed_count}; first ${diffTimes[0].toFixed(0)} ms, median of 3 ${median(diffTimes).toFixed(0)} ms  (target ≤ 300 ms)`,
+  );
+
+  const address = await app.listen({ host: "127.0.0.1", port: 0 });
+  const bare = Fastify();
+  bare.get("/bare", async () => ({ ok: true }));
+  const bareAddress = await bare.listen({ host: "127.0.0.1", port: 0 });
+  const targets = feeds[0].slice(0, 2000).map((p) => p.replace("0/24", "7").replace("::/48", "::7"));
+  await call("GET", `/v1/lookup?q=${targets[0]}`);
+  const rounds = [];
+  for (let i = 0; i < 2; i++) {
+    const b = await closedLoopLoad(bareAddress, () => "/bare", 2, KEY);
+    const l = await closedLoopLoad(address, (n) => `/v1/lookup?q=${targets[n % targets.length]}`, 2, KEY);
+    rounds.push({ b, l });
+  }
+  console.log(
+    `lookup p99 ${median(rounds.map((r) => r.l.p99)).toFixed(2)} ms vs bare route ${median(rounds.map((r) => r.b.p99)).toFixed(2)} ms = ${median(rounds.map((r) => r.l.p99 / r.b.p99)).toFixed(2)}×  (target ≤ 1.2×; 2 rounds of 2 s)`,
+  );
+  console.log("not measured here: agents notified and on probation (the fan-out harness, bench/fanout.mjs, with 200 agents)");
+  await bare.close();
+} finally {
+  clearInterval(rssTimer);
+  await controller.close();
+  feedServer.close();
+  await admin.unsafe(`DROP DATABASE IF EXISTS ${dbName} WITH (FORCE)`);
+  await admin.end();
+}
