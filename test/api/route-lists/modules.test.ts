@@ -29,6 +29,7 @@ describe("modules - create and read", () => {
       description: "",
       enabled: true,
       action: "announce",
+      rpki_policy: "off",
       community_id: null,
       doh_profile_id: null,
       doh_profile_ids: [],
