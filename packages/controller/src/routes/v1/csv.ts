@@ -39,7 +39,7 @@ const csvRoutes: FastifyPluginAsyncZod<{ deps: AppDeps }> = async (app, { deps }
       },
     },
     async (req, reply) => {
-      const { module, chunks } = await csv.export(deps.sql, req.ctx(), req.params.module_id);
+      const { module, chunks } = await csv.export(req.ctx(), req.params.module_id);
       reply.header("content-type", "text/csv; charset=utf-8").header("content-disposition", `attachment; filename="${fileName(module.name)}"`);
       return reply.send(Readable.from(chunks, { objectMode: false }) as never);
     },
@@ -67,7 +67,7 @@ const csvRoutes: FastifyPluginAsyncZod<{ deps: AppDeps }> = async (app, { deps }
       },
     },
     async (req, reply) => {
-      const prepared = await csv.prepareImport(deps.sql, req.ctx(), req.params.module_id, req.body);
+      const prepared = await csv.prepareImport(req.ctx(), req.params.module_id, req.body);
       return req.mutate(reply, async (tx, ctx) => ({
         status: 200,
         body: await csv.import(tx, ctx, prepared, { mode: req.query.mode ?? "merge", dryRun: req.query.dry_run }),

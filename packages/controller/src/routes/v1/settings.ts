@@ -10,7 +10,7 @@ const settingsRoutes: FastifyPluginAsyncZod<{ deps: AppDeps }> = async (app, { d
   const settings = deps.services.settings;
 
   app.get("/v1/settings", { schema: { tags, summary: "The tenant's settings", response: { 200: Settings, ...authProblems } } }, async (req) =>
-    settings.get(deps.sql, req.ctx()),
+    settings.get(req.ctx()),
   );
 
   app.patch(

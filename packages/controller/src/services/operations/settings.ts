@@ -69,10 +69,11 @@ function assertWithinCap(before: Record<string, unknown>, after: Record<string, 
 
 const toSettings = (row: SettingsRow) => ({ settings: row.settings, updated_at: iso(row.updated_at) });
 
-export function createSettingsService(deps: { audit: AuditWriter }) {
+/** `sql` serves the reads; a patch runs in the caller's transaction. */
+export function createSettingsService(deps: { audit: AuditWriter; sql: Db }) {
   return {
-    async get(db: Db, ctx: RequestContext) {
-      return toSettings(await findSettings(db, ctx.principal.tenantId));
+    async get(ctx: Pick<RequestContext, "principal">) {
+      return toSettings(await findSettings(deps.sql, ctx.principal.tenantId));
     },
     async patch(tx: Db, ctx: RequestContext, patch: Record<string, unknown>) {
       const deploymentKeys = Object.keys(patch).filter(isDeploymentSetting);

@@ -189,12 +189,14 @@ function slice(rows: StagedRows, from: number, to: number): StagedRows {
   };
 }
 
-export function createCsvService(deps: { audit: AuditWriter }) {
+/** `sql` serves the export and an import's preparation (outside the import's transaction); the import runs in the caller's. */
+export function createCsvService(deps: { audit: AuditWriter; sql: Db }) {
   const { audit } = deps;
 
   return {
     /** Finds the module first (404 before any byte is sent), then streams it. */
-    async export(db: Db, ctx: RequestContext, moduleId: string): Promise<CsvExport> {
+    async export(ctx: RequestContext, moduleId: string): Promise<CsvExport> {
+      const db = deps.sql;
       const module = await mustFindModule(db, ctx.principal.tenantId, moduleId);
       const kind = kindOfModule(module.type);
       async function* chunks(): AsyncGenerator<string> {
@@ -222,7 +224,8 @@ export function createCsvService(deps: { audit: AuditWriter }) {
      * parseEntryCsv) holds no database connection. One bad row answers 400 listing the first
      * 100 bad rows and counting all of them.
      */
-    async prepareImport(db: Db, ctx: RequestContext, moduleId: string, text: string): Promise<PreparedImport> {
+    async prepareImport(ctx: RequestContext, moduleId: string, text: string): Promise<PreparedImport> {
+      const db = deps.sql;
       const module = await mustFindModule(db, ctx.principal.tenantId, moduleId);
       const parsed = await parseEntryCsv(kindOfModule(module.type), text);
       if (parsed.errorCount > 0) {
