@@ -21,6 +21,7 @@ import { createDatabaseHealth } from "./lib/database-health.js";
 import { createSecretBox } from "./lib/secret-box.js";
 import { createControllerMetrics } from "./metrics/controller-metrics.js";
 import { listenMetrics, type MetricsListener } from "./metrics/listener.js";
+import { registerRpkiMetrics } from "./metrics/rpki-metrics.js";
 import { listenNodeHttps, type NodeHttpsListener } from "./node-https.js";
 import { bundleReissueTask } from "./scheduler/bundle-reissue.js";
 import { type PeriodicTask, type Scheduler, startScheduler } from "./scheduler/scheduler.js";
@@ -176,6 +177,7 @@ export async function startController(config: Config, opts: StartOptions = {}): 
       caHash: grpcTls?.caHash ?? null,
       onAuditRecorded: () => pusher?.wake(),
     });
+    registerRpkiMetrics(metrics.registry, services.rpki);
     const carried = await sealSecretsAtRest(db.sql, { secretBox, signing: services.signing, now: new Date(clock.now()) });
     const databaseHealth = createDatabaseHealth({
       probe: () => db.probe(),

@@ -9,7 +9,7 @@ import type { AsnSource } from "../sources/asn-source.js";
 import { countrySourceOf } from "../sources/country-source.js";
 import { createIrrSource } from "../sources/irr-source.js";
 import type { OutboundClient } from "../sources/outbound.js";
-import { createRpkiValidator } from "../sources/rpki-source.js";
+import { createRpkiValidator, type RpkiValidator } from "../sources/rpki-source.js";
 import { createApiKeyService } from "./access/api-keys.js";
 import { type AuditLog, type AuditWriter, createAuditLog, createAuditWriter } from "./access/audit.js";
 import { type Authenticator, createAuthenticator } from "./access/authenticator.js";
@@ -71,6 +71,8 @@ export interface AppServices {
   revisions: ReturnType<typeof createRevisionService>;
   lookup: ReturnType<typeof createLookupService>;
   rpkiDryRun: RpkiDryRunService;
+  /** The VRP document (`RPKI_VRP_SOURCE`), for the metrics; null = none configured. */
+  rpki: RpkiValidator | null;
   signing: ReturnType<typeof createSigningService>;
   speakers: ReturnType<typeof createSpeakerService>;
   peers: ReturnType<typeof createPeerService>;
@@ -181,6 +183,7 @@ export function createServices(opts: {
     catalog: createCatalogService(),
     lookup: createLookupService({ revisions: opts.revisions, budgetBytes: opts.config.LOOKUP_CACHE_MAX_MB * 1024 * 1024, rpki }),
     rpkiDryRun: createRpkiDryRunService({ rpki }),
+    rpki,
     ...deployServices(opts, audit, authenticator),
   };
   const deploy = createDeployService({
