@@ -180,7 +180,7 @@ export function createServices(opts: {
     dohProfiles: createDohProfileService({ audit, secrets: opts.secretBox, rules }),
     cdnSources: createCdnSourceService({ audit, sql: opts.sql, outbound: opts.outbound, rules }),
     csv: createCsvService({ audit, sql: opts.sql }),
-    catalog: createCatalogService(),
+    catalog: createCatalogService({ sql: opts.sql }),
     lookup: createLookupService({ revisions: opts.revisions, budgetBytes: opts.config.LOOKUP_CACHE_MAX_MB * 1024 * 1024, rpki }),
     rpkiDryRun: createRpkiDryRunService({ rpki }),
     rpki,

@@ -16,7 +16,7 @@ const catalogRoutes: FastifyPluginAsyncZod<{ deps: AppDeps }> = async (app, { de
         response: { 200: Catalog, ...authProblems },
       },
     },
-    async (req) => deps.services.catalog.read(deps.sql, req.ctx()),
+    async (req) => deps.services.catalog.read(req.ctx()),
   );
 };
 

@@ -27,11 +27,11 @@ function groupBy<T extends { module_id: string }>(items: T[]): Map<string, T[]> 
  * The tenant's whole configuration in one read: eight queries whatever the number of modules, in
  * one REPEATABLE READ transaction so the parts agree with each other.
  */
-export function createCatalogService() {
+export function createCatalogService(deps: { sql: Sql }) {
   return {
-    async read(sql: Sql, ctx: RequestContext): Promise<Catalog> {
+    async read(ctx: Pick<RequestContext, "principal">): Promise<Catalog> {
       const tenantId = ctx.principal.tenantId;
-      return sql.begin("isolation level repeatable read read only", async (tx) => {
+      return deps.sql.begin("isolation level repeatable read read only", async (tx) => {
         const [modules, communities, profiles, asns, domains, ranges, countries, sources] = [
           await listAllModules(tx, tenantId),
           await listAllCommunities(tx, tenantId),
