@@ -1,5 +1,6 @@
 // The runtime import graph of packages/*/src (type-only imports left out: they vanish at build)
-// and its cycles, for the test that keeps the house free of them (test/package/import-cycles).
+// and its cycles, for the test that keeps the house free of them (test/package/import-cycles);
+// with type imports, for the test of the controller's areas' order (test/package/import-order).
 import { existsSync, readdirSync, readFileSync, statSync } from "node:fs";
 import { dirname, join, relative, resolve } from "node:path";
 
@@ -7,8 +8,12 @@ const SOURCE = /\.tsx?$/;
 const LEFT_OUT = /\.test\.tsx?$|\.d\.ts$|\.test-helper\.ts$/;
 const IMPORT = /^(import|export)\s([^;]*?)\sfrom\s+"(\.[^"]+)"/gms;
 
-/** Every source file under `root`/packages/*\/src, with the files it imports at run time. */
-export function importGraph(root) {
+/**
+ * Every source file under `root`/packages/*\/src, with the files it imports at run time; with
+ * `types: true`, also those it imports for their types only (a dependency all the same, which
+ * the areas' order of test/package/import-order counts).
+ */
+export function importGraph(root, { types = false } = {}) {
   const files = [];
   const walk = (dir) => {
     for (const name of readdirSync(dir)) {
@@ -23,7 +28,7 @@ export function importGraph(root) {
   for (const file of files) {
     const deps = [];
     for (const m of readFileSync(file, "utf8").matchAll(IMPORT)) {
-      if (m[2].trimStart().startsWith("type ")) continue;
+      if (!types && m[2].trimStart().startsWith("type ")) continue;
       const target = resolve(dirname(file), m[3]).replace(/\.js$/, "");
       const found = [`${target}.ts`, `${target}.tsx`, join(target, "index.ts")].find((p) => existsSync(p));
       if (found) deps.push(relative(root, found));

@@ -81,7 +81,7 @@ export async function buildApp(deps: AppDeps, opts: { logger?: FastifyServerOpti
   await app.register(securityHeadersPlugin);
   // The document's plugin first: it sees only routes added after it (/metrics is one).
   await app.register(openapiPlugin, { version: deps.buildInfo.version, operationId: (method, url) => operationIds[operationKey(method, url)] });
-  // With METRICS_PORT, /metrics is that listener's (metrics/listener.ts); requests are counted here still.
+  // With METRICS_PORT, /metrics is that listener's (metrics-listener.ts); requests are counted here still.
   await app.register(metricsPlugin, { registry: deps.metrics.registry, serve: deps.config.METRICS_PORT === undefined });
   await app.register(authPlugin, { sql: deps.sql, clock: deps.clock, authenticator: deps.services.authenticator, databaseHealth: deps.databaseHealth });
   await app.register(idempotencyPlugin, { sql: deps.sql, clock: deps.clock, secretBox: deps.services.secretBox });

@@ -11,7 +11,7 @@ import { revisionPruneJob } from "./revision-prune-job.js";
 export interface JobDeps {
   sql: Sql;
   bus: Bus;
-  services: Pick<AppServices, "ingest" | "deploy" | "revisions" | "maintenance" | "audit">;
+  services: Pick<AppServices, "ingest" | "deploy" | "maintenance">;
 }
 
 /** Every job type's handler, one file each: each one call of a service. */

@@ -56,6 +56,10 @@ export function createSecretBox(key: Buffer): SecretBox {
  */
 export const MASKED_SECRET = "********";
 
+/** Each value of a map sealed (a DoH profile's header values), the names kept in the clear. */
+export const sealEach = (box: SecretBox, values: Record<string, string>): Record<string, string> =>
+  Object.fromEntries(Object.entries(values).map(([name, value]) => [name, box.seal(value)]));
+
 /** True for a value `seal` produced (so a migration can tell sealed from legacy plain text). */
 export const isSealed = (value: string) => value.startsWith(PREFIX);
 

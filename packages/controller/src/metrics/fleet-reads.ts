@@ -14,7 +14,7 @@ import {
   type SpeakerReportRow,
   type SpeakerSyncGroupRow,
 } from "../db/fleet-metrics.js";
-import { syncStatusOf } from "../services/deploy/speakers.js";
+import { syncStatusOf } from "../lib/speaker-sync.js";
 import { cachedBy, within } from "./scrape-cache.js";
 
 /** How long one answer of a query serves scrapes: a scrape storm costs one query per figure per window. */

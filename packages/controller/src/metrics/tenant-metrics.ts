@@ -1,15 +1,6 @@
 import type { Clock } from "@rlc/shared/time";
 import { Counter, Gauge, Registry } from "prom-client";
-import { DEPLOYMENT_TENANT, type RoleName } from "../services/access/context.js";
 import { ageSeconds, type FleetReads, SYNC_STATUSES, type TenantScope } from "./fleet-reads.js";
-
-/**
- * Whose fleet detail a key reads: its own tenant's, or every tenant's for a superadmin of the
- * deployment's tenant (who runs the deployment, and so its Prometheus).
- */
-export function fleetScopeOf(principal: { tenantId: string; tenantName: string; role: RoleName }): TenantScope {
-  return principal.role === "superadmin" && principal.tenantName === DEPLOYMENT_TENANT ? null : principal.tenantId;
-}
 
 export interface TenantMetrics {
   contentType: string;

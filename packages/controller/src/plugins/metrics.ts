@@ -8,7 +8,7 @@ import { z } from "zod";
  * `/metrics` on the controller's public registry (metrics/controller-metrics.ts: process, jobs,
  * deployment-wide totals), plus request counts and latency by route pattern and status. With
  * `serve: false` (METRICS_PORT set) the requests are still counted, and `/metrics` is answered
- * by its own listener (metrics/listener.ts) instead of this app.
+ * by its own listener (metrics-listener.ts) instead of this app.
  */
 type Labels = { method: string; route: string; status: string };
 

@@ -18,6 +18,7 @@ import { createTenantService } from "./access/tenants.js";
 import { type AgentNotifier, createAgentNotifier } from "./deploy/agent-notifier.js";
 import { type BundleDownloads, createBundleDownloads } from "./deploy/bundle-downloads.js";
 import { createBundleLimiter } from "./deploy/bundle-limiter.js";
+import { previewPeersOf } from "./deploy/bundles.js";
 import { createDeployService, type DeployService } from "./deploy/deploy.js";
 import type { DeflatedPart } from "./deploy/gzip-parts.js";
 import { createLivePolls, type LivePolls } from "./deploy/live-status.js";
@@ -180,7 +181,7 @@ export function createServices(opts: {
     dohProfiles: createDohProfileService({ audit, secrets: opts.secretBox, rules }),
     cdnSources: createCdnSourceService({ audit, sql: opts.sql, outbound: opts.outbound, rules }),
     csv: createCsvService({ audit, sql: opts.sql }),
-    catalog: createCatalogService({ sql: opts.sql }),
+    catalog: createCatalogService(),
     lookup: createLookupService({ revisions: opts.revisions, budgetBytes: opts.config.LOOKUP_CACHE_MAX_MB * 1024 * 1024, rpki }),
     rpkiDryRun: createRpkiDryRunService({ rpki }),
     rpki,
@@ -198,7 +199,7 @@ export function createServices(opts: {
   });
   // A revision is committed in one place (ingest and rollback), with the sections deploy builds for it.
   const committer = createRevisionCommitter({ revisions: opts.revisions, bus: opts.bus, sections: deploy });
-  const revisions = createRevisionService({ audit, revisions: opts.revisions, committer });
+  const revisions = createRevisionService({ audit, revisions: opts.revisions, committer, previewPeers: previewPeersOf });
   const maintenance = createMaintenanceService({ sql: opts.sql, bus: opts.bus, audit, revisions, runtimeLogs: services.runtimeLogs });
   const localBird = createLocalBirdService({
     sql: opts.sql,

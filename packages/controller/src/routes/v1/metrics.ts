@@ -1,8 +1,7 @@
 import type { FastifyPluginAsyncZod } from "fastify-type-provider-zod";
 import { z } from "zod";
 import type { AppDeps } from "../../app-deps.js";
-import { fleetScopeOf } from "../../metrics/tenant-metrics.js";
-import { MONITORING_READ } from "../../services/access/context.js";
+import { fleetScopeOf, MONITORING_READ } from "../../services/access/context.js";
 import { authProblems } from "../responses.js";
 
 const metricsRoutes: FastifyPluginAsyncZod<{ deps: AppDeps }> = async (app, { deps }) => {

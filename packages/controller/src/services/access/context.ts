@@ -44,6 +44,15 @@ export const DEPLOYMENT_TENANT = "default";
 export const MONITORING_READ = "bgp:monitoring:read";
 
 /**
+ * Whose fleet detail (`GET /v1/metrics`) a key reads: its own tenant's id, or null (every
+ * tenant) for a superadmin of the deployment's tenant, who runs the deployment and so its
+ * Prometheus.
+ */
+export function fleetScopeOf(principal: { tenantId: string; tenantName: string; role: RoleName }): string | null {
+  return principal.role === "superadmin" && principal.tenantName === DEPLOYMENT_TENANT ? null : principal.tenantId;
+}
+
+/**
  * What a key may do, by its role; the deployment's resources (the database's maintenance, the
  * tenants) only in the deployment's own tenant. Without a tenant name: as in that tenant.
  */

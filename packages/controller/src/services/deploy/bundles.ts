@@ -76,6 +76,14 @@ export async function bundlePeersOf(
 }
 
 /**
+ * A speaker's peers as its bundle would carry them, for a reader (a revision's preview): a
+ * peer's password shows as the mask, never opened.
+ */
+export async function previewPeersOf(db: Db, tenantId: string, speakerId: string): Promise<BundlePeer[]> {
+  return bundlePeersOf(db, speakerId, await listCommunityValues(db, tenantId), maskPassword);
+}
+
+/**
  * What every speaker's bundle of one revision shares: the prefix section, the tenant's BIRD
  * settings and communities, the signing key, and the delta sections by base revision (each
  * built once). Read once per apply, not once per speaker.

@@ -9,6 +9,7 @@ import { deleteSpeaker, findSpeakerById, findSpeakerByName, insertSpeaker, listS
 import { toPage } from "../../lib/cursor.js";
 import { afterIdOf } from "../../lib/id-cursor.js";
 import { uuidv7 } from "../../lib/ids.js";
+import { syncStatusOf } from "../../lib/speaker-sync.js";
 import { iso, isoRequired } from "../../lib/time.js";
 import { type AuditWriter, changesOf } from "../access/audit.js";
 import { type RequestContext, roleAtLeast } from "../access/context.js";
@@ -33,14 +34,8 @@ export function reportedSessions(row: SpeakerRow): Session[] {
   return Array.isArray(sessions) ? sessions : [];
 }
 
-export function syncStatusOf(
-  row: Pick<SpeakerRow, "last_report_at" | "dispatch_status" | "last_error" | "desired_revision_id" | "applied_revision_id">,
-): "in_sync" | "out_of_sync" | "unknown" | "error" {
-  if (row.last_report_at === null) return "unknown";
-  if (row.dispatch_status === "failed" || (row.last_error && row.applied_revision_id !== row.desired_revision_id)) return "error";
-  if (row.desired_revision_id !== null && row.applied_revision_id !== row.desired_revision_id) return "out_of_sync";
-  return "in_sync";
-}
+// The rule lives in lib/ so that the fleet gauges (metrics/, below the services) apply it too.
+export { syncStatusOf };
 
 export function toSpeaker(row: SpeakerRow) {
   return {

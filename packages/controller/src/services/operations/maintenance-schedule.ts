@@ -1,9 +1,12 @@
+import type { RevisionPruneEstimate, RevisionPruneResult as RevisionPruneResultSchema } from "@rlc/shared/schemas";
+import type { z } from "zod";
 import type { Bus } from "../../bus/index.js";
-import type { Sql } from "../../db/connect.js";
+import type { Db, Sql } from "../../db/connect.js";
 import { claimDueMaintenancePolicies, hasActiveJob, setMaintenancePolicyNextRun } from "../../db/maintenance.js";
 import { findLastRun, listTenantIdsWithSettings, recordRun } from "../../db/scheduler.js";
+import type { AuditEntry, AuditWriter } from "../access/audit.js";
 import type { RoleName } from "../access/context.js";
-import type { RevisionService } from "../revisions/revisions.js";
+import type { JobContext } from "./job-context.js";
 import { enqueueJob } from "./jobs.js";
 
 const MINUTE = 60_000;
@@ -18,9 +21,36 @@ export interface PolicyRunParams {
   request_id: string | null;
 }
 
-/** The scheduler's side of maintenance: enqueueing policy runs and revision prunes when due. */
-export function maintenanceScheduling(deps: { sql: Sql; revisions: RevisionService }) {
+/**
+ * What maintenance asks of the revisions it prunes. Operations sits below revisions in the areas'
+ * order (services/README.md), so it names what it needs here and create-services.ts hands it the
+ * revision service, which answers it.
+ */
+type PruneEstimate = z.infer<typeof RevisionPruneEstimate>;
+type RevisionPruneResult = z.infer<typeof RevisionPruneResultSchema>;
+
+export interface RevisionPruning {
+  pruneEstimate(db: Db, tenantId: string, now: Date): Promise<PruneEstimate>;
+  pruneWith(tx: Db, tenantId: string, now: Date, dryRun: boolean, record: (entry: AuditEntry) => Promise<unknown>): Promise<RevisionPruneResult>;
+}
+
+/** The scheduler's side of maintenance: enqueueing policy runs and revision prunes when due, and the prune job's work. */
+export function maintenanceScheduling(deps: { sql: Sql; revisions: RevisionPruning; audit: AuditWriter }) {
   return {
+    /**
+     * The revision_prune job's work: the revisions past the tenant's retention (never the
+     * current one) deleted, with their audit record, in the transaction that ends the job. The
+     * actor is whoever enqueued it (`auto:scheduler`).
+     */
+    async runRevisionPrune(ctx: JobContext): Promise<RevisionPruneResult> {
+      const tenantId = ctx.job.tenant_id;
+      const actor = ctx.job.created_by ?? "auto:scheduler";
+      return ctx.complete(async (tx) => {
+        const now = ctx.now();
+        return deps.revisions.pruneWith(tx, tenantId, now, false, (entry) => deps.audit.recordSystem(tx, tenantId, now, { ...entry, actor }));
+      });
+    },
+
     /**
      * The scheduler's pass: each enabled policy whose time has come gets one run job (none when
      * one is still queued or running) and its next_run_at moves one interval past `now`, so a

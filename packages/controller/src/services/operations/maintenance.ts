@@ -31,11 +31,10 @@ import { uuidv7 } from "../../lib/ids.js";
 import { iso, isoRequired } from "../../lib/time.js";
 import { type AuditEntry, type AuditWriter, changesOf } from "../access/audit.js";
 import { DEPLOYMENT_TENANT, inDeploymentTenant, type RequestContext, roleAtLeast } from "../access/context.js";
-import type { RevisionService } from "../revisions/revisions.js";
 import { databaseMaintenance } from "./database-status.js";
 import type { JobContext } from "./job-context.js";
 import { enqueueJob } from "./jobs.js";
-import { maintenanceScheduling, type PolicyRunParams } from "./maintenance-schedule.js";
+import { maintenanceScheduling, type PolicyRunParams, type RevisionPruning } from "./maintenance-schedule.js";
 import type { Actor, AutoPolicy, RuntimeLogService } from "./runtime-logs.js";
 
 const MINUTE = 60_000;
@@ -106,7 +105,7 @@ function mayWrite(ctx: RequestContext, actions: readonly MaintenanceAction[] | u
 
 type RecordAs = (tx: Db, now: Date, entry: AuditEntry) => Promise<unknown>;
 
-export function createMaintenanceService(deps: { sql: Sql; bus: Bus; audit: AuditWriter; revisions: RevisionService; runtimeLogs: RuntimeLogService }) {
+export function createMaintenanceService(deps: { sql: Sql; bus: Bus; audit: AuditWriter; revisions: RevisionPruning; runtimeLogs: RuntimeLogService }) {
   const { audit } = deps;
   const mustFind = async (db: Db, tenantId: string, id: string, forUpdate = false) => {
     const row = await findMaintenancePolicyById(db, tenantId, id, forUpdate);
@@ -364,7 +363,7 @@ export function createMaintenanceService(deps: { sql: Sql; bus: Bus; audit: Audi
       return result;
     },
 
-    ...maintenanceScheduling({ sql: deps.sql, revisions: deps.revisions }),
+    ...maintenanceScheduling({ sql: deps.sql, revisions: deps.revisions, audit }),
     ...databaseMaintenance(deps.sql),
   };
 }

@@ -1,7 +1,7 @@
 import { RenderError, renderBirdConfig } from "@rlc/shared/bird";
+import type { BundlePeer } from "@rlc/shared/bundle";
 import { AppError, ConflictError, NotFoundError } from "@rlc/shared/errors";
 import { containsAddress, diffTagged, parseAddress } from "@rlc/shared/prefix";
-import { listCommunityValues } from "../../db/communities.js";
 import type { Db } from "../../db/connect.js";
 import { listCommunityTitles } from "../../db/ingest-inputs.js";
 import {
@@ -19,7 +19,6 @@ import { decodeCursor, encodeCursor, toPage } from "../../lib/cursor.js";
 import { isoRequired } from "../../lib/time.js";
 import type { AuditEntry, AuditWriter } from "../access/audit.js";
 import type { RequestContext } from "../access/context.js";
-import { bundlePeersOf, maskPassword } from "../deploy/bundles.js";
 import { readTenantSettings } from "../operations/settings.js";
 import type { RevisionCommitter } from "./revision-commit.js";
 import { type RevisionContent, type RevisionFamily, taggedPrefixes } from "./revision-content.js";
@@ -72,7 +71,14 @@ function renderPreview(...args: Parameters<typeof renderBirdConfig>): ReturnType
   }
 }
 
-export function createRevisionService(deps: { audit: AuditWriter; revisions: RevisionStore; committer: RevisionCommitter }) {
+/**
+ * A speaker's peers as its bundle carries them, passwords masked, for a preview. Deploy answers
+ * it (previewPeersOf): revisions sits below deploy in the areas' order, so it is handed over in
+ * create-services.ts rather than imported.
+ */
+export type PreviewPeers = (db: Db, tenantId: string, speakerId: string) => Promise<BundlePeer[]>;
+
+export function createRevisionService(deps: { audit: AuditWriter; revisions: RevisionStore; committer: RevisionCommitter; previewPeers: PreviewPeers }) {
   const mustFind = async (db: Db, tenantId: string, id: number) => {
     const row = await findRevision(db, tenantId, id);
     if (!row) throw new NotFoundError("revision", id);
@@ -162,7 +168,7 @@ export function createRevisionService(deps: { audit: AuditWriter; revisions: Rev
       if (speakerId !== undefined && !speaker) throw new NotFoundError("speaker", speakerId);
       const communityList = [...communityTitles].map(([community, title]) => ({ id: community, community, title }));
       // A preview is read by viewers: a peer's password renders as a mask, never opened.
-      const peers = speaker ? await bundlePeersOf(db, speaker.id, await listCommunityValues(db, ctx.principal.tenantId), maskPassword) : [];
+      const peers = speaker ? await deps.previewPeers(db, ctx.principal.tenantId, speaker.id) : [];
       const c = await content(db, ctx.principal.tenantId, id);
       const perTag = new Int32Array(c.tags.length);
       for (const list of [c.v4, c.v6]) for (const t of list.tags) perTag[t]!++;

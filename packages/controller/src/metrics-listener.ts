@@ -1,9 +1,9 @@
 import Fastify from "fastify";
 import { serializerCompiler, validatorCompiler } from "fastify-type-provider-zod";
 import type { Registry } from "prom-client";
-import { httpTimeouts } from "../app.js";
-import type { Config } from "../config.js";
-import { metricsRoute } from "../plugins/metrics.js";
+import { httpTimeouts } from "./app.js";
+import type { Config } from "./config.js";
+import { metricsRoute } from "./plugins/metrics.js";
 
 /** METRICS_HOST's default: `/metrics` takes no key, so its own listener is reached from this host only unless told. */
 export const METRICS_DEFAULT_HOST = "127.0.0.1";
