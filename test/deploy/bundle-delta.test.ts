@@ -3,7 +3,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { ensureDeltaSection, ensureFullSection } from "../../packages/controller/src/services/deploy/bundle-sections.js";
 import { createRevisionStore } from "../../packages/controller/src/services/revisions/revision-store.js";
 import type { AgentServiceClient } from "../../packages/proto/src/index.js";
-import { agentClient, getBundle, reportStatus } from "../helpers/agent-grpc.js";
+import { AGENT_HEADERS, agentClient, getBundle, reportStatus } from "../helpers/agent-grpc.js";
 import { type LiveController, startLiveController, until } from "../helpers/live-controller.js";
 
 // rl-bundle/2 on the controller: the prefix section is stored once per revision for every
@@ -91,7 +91,11 @@ describe("rl-bundle/2 sections and deltas", () => {
     const full = await bytesOf(s, second);
     const delta = await bytesOf(s, second, first);
     expect(delta.length).toBeLessThan(full.length);
-    const http = await t.call(s.key, "GET", `/v1/speakers/${s.id}/bundle/${second}?base_revision=${first}`);
+    const http = await t.controller.app.inject({
+      method: "GET",
+      url: `/v1/speakers/${s.id}/bundle/${second}?base_revision=${first}`,
+      headers: { authorization: `Bearer ${s.key}`, ...AGENT_HEADERS },
+    });
     expect(http.statusCode).toBe(200);
     expect(http.rawPayload.equals(delta)).toBe(true);
     const opts = { speakerId: s.id, tenantId: s.tenant, lastSequence: 1, now: new Date() };

@@ -5,7 +5,7 @@ import { verifyBundle } from "@rlc/shared/bundle";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { ControllerHttpClient } from "../../packages/agent/src/bundle/http-client.js";
 import { type BundleChunk, bearerMetadata, grpc } from "../../packages/proto/src/index.js";
-import { agentClient } from "../helpers/agent-grpc.js";
+import { AGENT_HEADERS, agentClient } from "../helpers/agent-grpc.js";
 import { startTestController, type TestController } from "../helpers/controller.js";
 import { until } from "../helpers/wait.js";
 
@@ -70,7 +70,7 @@ interface Answer {
 /** One GET on a connection of its own: its status and headers, then its raw body (not decompressed). */
 function get(path: string, key: string, headers: Record<string, string> = {}): Promise<Answer> {
   return new Promise((resolve, reject) => {
-    const req = request(`${base}${path}`, { agent: false, headers: { authorization: `Bearer ${key}`, ...headers } }, (res) => {
+    const req = request(`${base}${path}`, { agent: false, headers: { authorization: `Bearer ${key}`, ...AGENT_HEADERS, ...headers } }, (res) => {
       const chunks: Buffer[] = [];
       const body = new Promise<Buffer>((done, failed) => {
         res.on("data", (c: Buffer) => chunks.push(c));

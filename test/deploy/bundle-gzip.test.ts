@@ -4,6 +4,7 @@ import type { AddressInfo } from "node:net";
 import { monitorEventLoopDelay } from "node:perf_hooks";
 import { gunzipSync, gzipSync } from "node:zlib";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { AGENT_HEADERS } from "../helpers/agent-grpc.js";
 import { startTestController, type TestController } from "../helpers/controller.js";
 
 // Bundles reach 128 MiB; compressing one on the event loop held every other request (health
@@ -68,6 +69,7 @@ describe("bundle download with Accept-Encoding: gzip", () => {
     const download = get(`${base}/v1/speakers/${enrolled.speaker_id}/bundle/1`, {
       authorization: `Bearer ${enrolled.api_key}`,
       "accept-encoding": "gzip",
+      ...AGENT_HEADERS,
     }).finally(() => {
       done = true;
     });

@@ -8,7 +8,7 @@ import { SEALED_BYTES_OVERHEAD } from "../../packages/controller/src/lib/secret-
 import { issueBundle } from "../../packages/controller/src/services/deploy/bundles.js";
 import { createRevisionStore } from "../../packages/controller/src/services/revisions/revision-store.js";
 import type { AgentServiceClient } from "../../packages/proto/src/index.js";
-import { agentClient, getBundle } from "../helpers/agent-grpc.js";
+import { AGENT_HEADERS, agentClient, getBundle } from "../helpers/agent-grpc.js";
 import { type LiveController, startLiveController } from "../helpers/live-controller.js";
 
 // A stored bundle holds the peers' passwords inside its signed payload: the database keeps it
@@ -47,7 +47,11 @@ const sectionSize = async () =>
     .size;
 
 async function viaHttp(): Promise<Buffer> {
-  const res = await t.call(nodeKey, "GET", `/v1/speakers/${speakerId}/bundle/${revisionId}`);
+  const res = await t.controller.app.inject({
+    method: "GET",
+    url: `/v1/speakers/${speakerId}/bundle/${revisionId}`,
+    headers: { authorization: `Bearer ${nodeKey}`, ...AGENT_HEADERS },
+  });
   expect(res.statusCode, res.body).toBe(200);
   return res.rawPayload;
 }

@@ -15,7 +15,7 @@ import { type GrpcListener, listenGrpc } from "../../packages/controller/src/grp
 import { loadGrpcTls } from "../../packages/controller/src/grpc/tls.js";
 import { bundleReissueTask } from "../../packages/controller/src/scheduler/bundle-reissue.js";
 import { type AgentServiceClient, grpc } from "../../packages/proto/src/index.js";
-import { agentClient, codeOf, enroll, getBundle, reportStatus, watch } from "../helpers/agent-grpc.js";
+import { AGENT_HEADERS, agentClient, codeOf, enroll, getBundle, reportStatus, watch } from "../helpers/agent-grpc.js";
 import { type LiveController, startLiveController, until, untilJobDone } from "../helpers/live-controller.js";
 
 // AgentService over a real listener (GRPC_PORT=0) with a real grpc-js client playing the agent.
@@ -94,7 +94,11 @@ describe("gRPC AgentService", () => {
     const bytes = Buffer.concat(chunks.map((c) => c.data));
     // rl-bundle/2 names the SHA-256 of each part in its signed header: no hash of the whole.
     expect(chunks[0]).toMatchObject({ offset: 0, total_size: bytes.length, revision_id: revisionId, sha256: "" });
-    const http = await t.call(nodeKey, "GET", `/v1/speakers/${speakerId}/bundle/${revisionId}`);
+    const http = await t.controller.app.inject({
+      method: "GET",
+      url: `/v1/speakers/${speakerId}/bundle/${revisionId}`,
+      headers: { authorization: `Bearer ${nodeKey}`, ...AGENT_HEADERS },
+    });
     expect(bytes.equals(http.rawPayload)).toBe(true);
     const keys = (await t.call(nodeKey, "GET", "/v1/nodes/signing-keys")).json().keys;
     const verified = await verifyBundle(bytes, keys, { speakerId, tenantId, lastSequence: null, now: new Date() });

@@ -1,5 +1,6 @@
 import { verifyBundle, verifyKeyStatement } from "@rlc/shared/bundle";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { AGENT_HEADERS } from "../helpers/agent-grpc.js";
 import { startTestController, type TestController } from "../helpers/controller.js";
 import { untilJobDone } from "../helpers/wait.js";
 
@@ -73,7 +74,7 @@ describe("speakers, enrollment, bundles and apply over HTTP (the agent's side pl
     const bundle = await t.app.inject({
       method: "GET",
       url: `/v1/speakers/${speakerId}/bundle/${revisionId}`,
-      headers: { authorization: `Bearer ${nodeKey}` },
+      headers: { authorization: `Bearer ${nodeKey}`, ...AGENT_HEADERS },
     });
     expect(bundle.statusCode).toBe(200);
     const verified = await verifyBundle(
@@ -87,7 +88,7 @@ describe("speakers, enrollment, bundles and apply over HTTP (the agent's side pl
     const gz = await t.app.inject({
       method: "GET",
       url: `/v1/speakers/${speakerId}/bundle/${revisionId}`,
-      headers: { authorization: `Bearer ${nodeKey}`, "accept-encoding": "gzip" },
+      headers: { authorization: `Bearer ${nodeKey}`, "accept-encoding": "gzip", ...AGENT_HEADERS },
     });
     expect(gz.headers["content-encoding"]).toBe("gzip");
 

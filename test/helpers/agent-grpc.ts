@@ -1,5 +1,6 @@
 import {
   type AgentServiceClient,
+  announcementToProto,
   type BundleChunk,
   bearerMetadata,
   type EnrollResponse,
@@ -9,6 +10,10 @@ import {
   type WatchEvent,
   type WatchRequest,
 } from "../../packages/proto/src/index.js";
+import { type AgentAnnouncement, announcementHeaders, CURRENT_ANNOUNCEMENT } from "../../packages/shared/src/bundle/index.js";
+
+/** The HTTP headers of this release's agent: what it accepts (a request without them is from an agent of the release before). */
+export const AGENT_HEADERS = announcementHeaders(CURRENT_ANNOUNCEMENT);
 
 // A plain grpc-js AgentService client for tests, each call turned into a promise or a recorded
 // stream, so a test can say what the controller answered without the agent's own client logic.
@@ -79,10 +84,18 @@ export function watch(client: AgentServiceClient, key: string | null, request: P
   };
 }
 
-export function getBundle(client: AgentServiceClient, key: string | null, speakerId: string, revisionId: number, baseRevisionId = 0): Promise<BundleChunk[]> {
+/** GetBundle as this release's agent asks it (`announced`: what it accepts; null: an agent of the release before). */
+export function getBundle(
+  client: AgentServiceClient,
+  key: string | null,
+  speakerId: string,
+  revisionId: number,
+  baseRevisionId = 0,
+  announced: AgentAnnouncement | null = CURRENT_ANNOUNCEMENT,
+): Promise<BundleChunk[]> {
   return new Promise((resolve, reject) => {
     const chunks: BundleChunk[] = [];
-    const request = { speaker_id: speakerId, revision_id: revisionId, base_revision_id: baseRevisionId };
+    const request = { speaker_id: speakerId, revision_id: revisionId, base_revision_id: baseRevisionId, ...announcementToProto(announced) };
     const call = client.getBundle(request, metadataOf(key), { deadline: Date.now() + 30_000 });
     call.on("data", (c: BundleChunk) => chunks.push(c));
     call.on("error", reject);

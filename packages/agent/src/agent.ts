@@ -98,6 +98,7 @@ export async function startAgent(config: AgentConfig, deps: AgentDeps): Promise<
   const http = new ControllerHttpClient({
     baseUrl: baseUrls,
     nodeKey: identity.api_key,
+    announcement: config.announcement,
     ...(caPem && baseUrls.some((u) => u.startsWith("https://")) ? { fetch: pinnedFetch(caPem) } : {}),
     onMove: (from, to) => {
       log.warn("controller URL unreachable; moving to the next", { from, to });
@@ -122,6 +123,7 @@ export async function startAgent(config: AgentConfig, deps: AgentDeps): Promise<
           clock,
           log,
           watchIdleMs: tuning.watchIdleMs,
+          announcement: config.announcement,
         })
       : null;
   if (grpc) metrics.setEndpoint("grpc", grpc.endpoint);

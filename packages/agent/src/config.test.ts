@@ -1,3 +1,4 @@
+import { CURRENT_ANNOUNCEMENT } from "@rlc/shared/bundle";
 import { describe, expect, it } from "vitest";
 import { ConfigError, loadConfig, requireControllerUrls, splitHostPort } from "./config.js";
 
@@ -33,7 +34,14 @@ describe("loadConfig", () => {
       pollSeconds: 30,
       healthWaitSeconds: 0,
       logLevel: "info",
+      announcement: CURRENT_ANNOUNCEMENT,
     });
+  });
+
+  it("RL_BUNDLE_FORMATS=rl-bundle/1 makes the agent of the release before: it announces nothing", () => {
+    expect(loadConfig({ RL_BUNDLE_FORMATS: "rl-bundle/1" }).announcement).toBeNull();
+    expect(loadConfig({ RL_BUNDLE_FORMATS: "rl-bundle/2, rl-bundle/1" }).announcement).toEqual(CURRENT_ANNOUNCEMENT);
+    expect(() => loadConfig({ RL_BUNDLE_FORMATS: "rl-bundle/3" })).toThrow(/RL_BUNDLE_FORMATS/);
   });
 
   it("takes every variable, and bird.conf itself in full mode", () => {

@@ -1,5 +1,6 @@
 import { isAbsolute, resolve } from "node:path";
 import { ConfigError, parseEnvironment } from "@rlc/shared";
+import { type AgentAnnouncement, CURRENT_ANNOUNCEMENT } from "@rlc/shared/bundle";
 import { z } from "zod";
 
 const optionalString = z
@@ -83,6 +84,9 @@ const Schema = z.object({
     ),
   RL_POLL_SECONDS: seconds(1, 86_400, 30),
   RL_HEALTH_WAIT_SECONDS: seconds(0, 300, 0),
+  RL_BUNDLE_FORMATS: optionalString
+    .transform((v) => v?.replaceAll(" ", ""))
+    .pipe(z.enum(["rl-bundle/2,rl-bundle/1", "rl-bundle/1"], { error: "must be rl-bundle/2,rl-bundle/1 (the default) or rl-bundle/1" }).optional()),
   RL_LOG_LEVEL: optionalString.pipe(z.enum(["debug", "info", "warn", "error", "silent"]).optional()).transform((v) => v ?? "info"),
 });
 
@@ -116,6 +120,11 @@ export interface AgentConfig {
   /** How long sessions are watched after `configure timeout` before confirming; 0 = one check. */
   healthWaitSeconds: number;
   logLevel: "debug" | "info" | "warn" | "error" | "silent";
+  /**
+   * What the agent announces it accepts; null with `RL_BUNDLE_FORMATS=rl-bundle/1`: the agent of
+   * the release before, which announces nothing and reads rl-bundle/1 only.
+   */
+  announcement: AgentAnnouncement | null;
 }
 
 export { ConfigError };
@@ -147,6 +156,7 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     pollSeconds: e.RL_POLL_SECONDS,
     healthWaitSeconds: e.RL_HEALTH_WAIT_SECONDS,
     logLevel: e.RL_LOG_LEVEL,
+    announcement: e.RL_BUNDLE_FORMATS === "rl-bundle/1" ? null : CURRENT_ANNOUNCEMENT,
   };
 }
 

@@ -1,4 +1,5 @@
 import { X509Certificate } from "node:crypto";
+import type { AgentAnnouncement } from "@rlc/shared/bundle";
 import { ControllerError, ControllerHttpClient } from "./bundle/http-client.js";
 import { endpointOf, fetchPinnedCa, pinnedFetch, pinOf } from "./bundle/pinning.js";
 import { keysFromEnrollment } from "./bundle/signing-keys.js";
@@ -26,6 +27,8 @@ export interface EnrollOptions {
   agentVersion: string;
   now: () => number;
   log?: Logger;
+  /** What the agent announces (config.ts `announcement`); default this release's. */
+  announcement?: AgentAnnouncement | null;
 }
 
 /**
@@ -51,7 +54,12 @@ export async function enroll(o: EnrollOptions): Promise<NodeIdentity> {
     const { host, port } = endpointOf(o.controllerUrl);
     caPem = await fetchPinnedCa(host, port, pin);
   }
-  const http = new ControllerHttpClient({ baseUrl: o.controllerUrl, nodeKey: null, ...(caPem ? { fetch: pinnedFetch(caPem) } : {}) });
+  const http = new ControllerHttpClient({
+    baseUrl: o.controllerUrl,
+    nodeKey: null,
+    ...(caPem ? { fetch: pinnedFetch(caPem) } : {}),
+    ...(o.announcement !== undefined ? { announcement: o.announcement } : {}),
+  });
   const result = await http.enroll(o.token, { hostname: o.hostname, agent_version: o.agentVersion });
   await o.state.writeSigningKeys(keysFromEnrollment(result.signing_keys));
   if (result.nats_credentials) await writeNatsCredentials(o.state.dir, result.nats_credentials);
@@ -82,6 +90,7 @@ export function enrollmentSettings(config: AgentConfig) {
     caHash: config.caHash,
     insecure: config.insecure,
     token: config.enrollmentToken,
+    announcement: config.announcement,
   };
 }
 

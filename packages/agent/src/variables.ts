@@ -50,6 +50,11 @@ export const VARIABLES: readonly VariableDoc[] = [
     meaning: "the shortest probation window this router accepts, whatever the tenant's BIRD.confirm_after_seconds",
   },
   { name: "RL_LOG_LEVEL", default: "info", meaning: "debug, info, warn, error or silent; JSON lines on stderr" },
+  {
+    name: "RL_BUNDLE_FORMATS",
+    default: "rl-bundle/2,rl-bundle/1",
+    meaning: "rl-bundle/1: act as the agent of the release before (announce nothing, read rl-bundle/1 only), to try an upgrade path",
+  },
 ];
 
 /** The variables as `--help` lists them: name, default, meaning. */

@@ -122,6 +122,22 @@ const ConfigSchema = z.object({
       .optional(),
   ),
   BUNDLE_SIGNING_KEY_FILE: optionalString,
+  /**
+   * The bundle formats served to agents, comma-separated; each agent gets the newest of them it
+   * announced (`rl-bundle/1` when it announced nothing). `rl-bundle/1` alone acts as a controller
+   * of the release before rl-bundle/2 did.
+   */
+  BUNDLE_FORMATS: optionalString.pipe(
+    z
+      .string()
+      .regex(/^\s*rl-bundle\/[12]\s*(,\s*rl-bundle\/[12]\s*)*$/, "must be rl-bundle/2, rl-bundle/1 or both, comma-separated")
+      .optional()
+      .transform((v) => {
+        const listed = v === undefined ? null : new Set(v.split(",").map((f) => f.trim()));
+        // Newest first, whatever the order written.
+        return (["rl-bundle/2", "rl-bundle/1"] as const).filter((f) => listed === null || listed.has(f));
+      }),
+  ),
   APP_SECRET_KEY_FILE: optionalString,
   BIRD_CONTROL_SOCKET: optionalString,
   BIRD_CONFIG_PATH: optionalString,

@@ -2,6 +2,7 @@ import {
   type AgentNotification,
   type AgentServiceClient,
   type AgentServiceDefinition,
+  announcementToProto,
   BUNDLE_CHUNK_MAX_BYTES,
   type BundleChunk,
   bearerMetadata,
@@ -12,9 +13,10 @@ import {
   type WatchEvent,
   type WatchRequest,
 } from "@rlc/proto";
-import { BundleReceiver, type BundleReceiverOptions, type ReceivedBundle } from "@rlc/shared/bundle";
+import { BundleReceiver, type BundleReceiverOptions, CURRENT_ANNOUNCEMENT, type ReceivedBundle } from "@rlc/shared/bundle";
 import { backoffDelay, type Clock } from "@rlc/shared/time";
 import { errorFields, type Logger } from "../log.js";
+import { type Announcement, deltaBase, headCheckFor } from "./announcement.js";
 import { EndpointRing } from "./endpoint-ring.js";
 import { ControllerError } from "./http-client.js";
 
@@ -38,6 +40,8 @@ export interface GrpcClientOptions {
   backoff?: { baseMs: number; maxMs: number };
   /** Told the endpoint now in use after each move (for the agent's status). */
   onEndpoint?: (address: string) => void;
+  /** What the agent announces on every call (announcement.ts); default this release's. */
+  announcement?: Announcement;
 }
 
 /** How a bundle is fetched, whatever the transport. */
@@ -66,9 +70,11 @@ export class AgentGrpcClient {
   readonly #clients = new Map<string, AgentServiceClient>();
   readonly #endpoints: EndpointRing;
   readonly #o: GrpcClientOptions;
+  readonly #announced: Announcement;
 
   constructor(options: GrpcClientOptions) {
     this.#o = options;
+    this.#announced = options.announcement === undefined ? CURRENT_ANNOUNCEMENT : options.announcement;
     const addresses = typeof options.address === "string" ? [options.address] : options.address;
     this.#endpoints = new EndpointRing(addresses, (from, to) => {
       options.log.warn("gRPC endpoint failed; moving to the next", { from, to });
@@ -125,7 +131,7 @@ export class AgentGrpcClient {
   #watchOnce(address: string, handlers: WatchHandlers, request: WatchRequest, signal: AbortSignal): Promise<{ heard: boolean; error: unknown }> {
     return new Promise((resolve) => {
       let heard = false;
-      const call = this.#client(address).watch(request, bearerMetadata(this.#o.nodeKey));
+      const call = this.#client(address).watch({ ...request, ...announcementToProto(this.#announced) }, bearerMetadata(this.#o.nodeKey));
       // Real timers: the watchdog measures silence on a socket, not the agent's clock.
       let idle: NodeJS.Timeout | undefined;
       const arm = () => {
@@ -167,9 +173,15 @@ export class AgentGrpcClient {
    * `baseRevisionId` a delta from it may come.
    */
   fetchBundle(revisionId: number, options: FetchBundleOptions): Promise<ReceivedBundle> {
-    const { maxBytes, timeoutMs = 300_000, baseRevisionId = null, onHead } = options;
+    const { maxBytes, timeoutMs = 300_000 } = options;
+    const onHead = headCheckFor(this.#announced, options.onHead);
     return new Promise((resolve, reject) => {
-      const request = { speaker_id: this.#o.speakerId, revision_id: revisionId, base_revision_id: baseRevisionId ?? 0 };
+      const request = {
+        speaker_id: this.#o.speakerId,
+        revision_id: revisionId,
+        base_revision_id: deltaBase(this.#announced, options.baseRevisionId) ?? 0,
+        ...announcementToProto(this.#announced),
+      };
       const address = this.#endpoints.current;
       const call = this.#client(address).getBundle(request, bearerMetadata(this.#o.nodeKey), {
         deadline: Date.now() + timeoutMs,
@@ -227,11 +239,16 @@ export class AgentGrpcClient {
   reportStatus(report: StatusReport, timeoutMs = 10_000): Promise<void> {
     const address = this.#endpoints.current;
     return new Promise((resolve, reject) => {
-      this.#client(address).reportStatus(statusReportToProto(report), bearerMetadata(this.#o.nodeKey), { deadline: Date.now() + timeoutMs }, (error) => {
-        if (!error) return resolve();
-        this.#unaryFailed(address, error);
-        reject(mapGrpcError(error, "ReportStatus"));
-      });
+      this.#client(address).reportStatus(
+        statusReportToProto(report, this.#announced),
+        bearerMetadata(this.#o.nodeKey),
+        { deadline: Date.now() + timeoutMs },
+        (error) => {
+          if (!error) return resolve();
+          this.#unaryFailed(address, error);
+          reject(mapGrpcError(error, "ReportStatus"));
+        },
+      );
     });
   }
 

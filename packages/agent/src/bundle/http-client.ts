@@ -1,6 +1,7 @@
 import type { SigningKeyJson, StatusReport } from "@rlc/proto";
-import { BundleError, BundleReceiver, type ReceivedBundle } from "@rlc/shared/bundle";
+import { announcementHeaders, BundleError, BundleReceiver, CURRENT_ANNOUNCEMENT, type ReceivedBundle } from "@rlc/shared/bundle";
 import { z } from "zod";
+import { type Announcement, deltaBase, headCheckFor } from "./announcement.js";
 import { EndpointRing } from "./endpoint-ring.js";
 import type { FetchBundleOptions } from "./grpc-client.js";
 
@@ -109,6 +110,8 @@ export interface HttpClientOptions {
   random?: () => number;
   /** Told of each move to another base (for the log and the agent's status). */
   onMove?: (from: string, to: string) => void;
+  /** What the agent announces, in headers on every request (announcement.ts); default this release's. */
+  announcement?: Announcement;
 }
 
 /**
@@ -135,8 +138,10 @@ export class ControllerHttpClient {
   readonly #maxRetryAfterMs: number;
   readonly #sleep: (ms: number) => Promise<void>;
   readonly #random: () => number;
+  readonly #announced: Announcement;
 
   constructor(options: HttpClientOptions) {
+    this.#announced = options.announcement === undefined ? CURRENT_ANNOUNCEMENT : options.announcement;
     const bases = typeof options.baseUrl === "string" ? [options.baseUrl] : options.baseUrl;
     this.#bases = new EndpointRing(
       bases.map((b) => b.replace(/\/+$/, "")),
@@ -175,10 +180,11 @@ export class ControllerHttpClient {
 
   /** `GET /v1/speakers/{id}/bundle/{revision_id}`, gzip welcome; taken in by a BundleReceiver, capped. */
   async fetchBundle(speakerId: string, revisionId: number, options: Omit<FetchBundleOptions, "timeoutMs">): Promise<ReceivedBundle> {
-    const query = options.baseRevisionId ? `?base_revision=${options.baseRevisionId}` : "";
+    const base = deltaBase(this.#announced, options.baseRevisionId);
+    const query = base ? `?base_revision=${base}` : "";
     const path = `/v1/speakers/${encodeURIComponent(speakerId)}/bundle/${revisionId}${query}`;
     const res = await this.#request("GET", path, { headers: { "accept-encoding": "gzip" }, timeoutMs: this.#bundleTimeoutMs });
-    return receiveBundle(res, options.maxBytes, options.onHead);
+    return receiveBundle(res, options.maxBytes, headCheckFor(this.#announced, options.onHead));
   }
 
   /** `GET /v1/nodes/signing-keys`. */
@@ -209,7 +215,7 @@ export class ControllerHttpClient {
     o: { token?: string; body?: unknown; headers?: Record<string, string>; allow404?: boolean; timeoutMs?: number; once?: boolean },
   ): Promise<Response> {
     const key = o.token ?? this.#key;
-    const headers: Record<string, string> = { accept: "application/json", ...o.headers };
+    const headers: Record<string, string> = { accept: "application/json", ...announcementHeaders(this.#announced), ...o.headers };
     if (key) headers.authorization = `Bearer ${key}`;
     if (o.body !== undefined) headers["content-type"] = "application/json";
     // Each base is tried at most once per request: a replica that is gone refuses at once, so

@@ -1,3 +1,4 @@
+import type { AgentAnnouncement } from "@rlc/shared/bundle";
 import type { Db } from "./connect.js";
 import { type KeysetPage, tenantTable } from "./tenant-table.js";
 
@@ -14,6 +15,8 @@ export interface SpeakerRow {
   enrolled_at: Date | null;
   last_seen_at: Date | null;
   agent_version: string | null;
+  /** What the agent announced it accepts at its last contact; null: nothing (an older agent), or no contact yet. */
+  agent_accepts: AgentAnnouncement | null;
   desired_revision_id: number | null;
   applied_revision_id: number | null;
   applied_sequence: string | null;
@@ -63,10 +66,22 @@ export function listSpeakers(db: Db, tenantId: string, page: KeysetPage): Promis
   return speakers.list(db, tenantId, page);
 }
 
-export async function markSpeakerEnrolled(db: Db, id: string, p: { hostname: string; agent_version: string; at: Date }): Promise<void> {
+export async function markSpeakerEnrolled(
+  db: Db,
+  id: string,
+  p: { hostname: string; agent_version: string; at: Date; accepts: AgentAnnouncement | null },
+): Promise<void> {
   await db`
-    UPDATE speakers SET hostname = ${p.hostname}, agent_version = ${p.agent_version}, enrolled_at = ${p.at}, last_seen_at = ${p.at}, updated_at = ${p.at}
+    UPDATE speakers SET hostname = ${p.hostname}, agent_version = ${p.agent_version}, enrolled_at = ${p.at}, last_seen_at = ${p.at}, updated_at = ${p.at},
+      agent_accepts = ${p.accepts === null ? null : db.json(p.accepts as never)}
     WHERE id = ${id}`;
+}
+
+/** What the agent announced as it opened its Watch stream (null: nothing). */
+export async function recordAgentAccepts(db: Db, tenantId: string, id: string, accepts: AgentAnnouncement | null): Promise<void> {
+  await db`
+    UPDATE speakers SET agent_accepts = ${accepts === null ? null : db.json(accepts as never)}
+    WHERE tenant_id = ${tenantId} AND id = ${id} AND agent_accepts IS DISTINCT FROM ${accepts === null ? null : db.json(accepts as never)}`;
 }
 
 /** Sets the desired revision and takes the next bundle sequence; answers the new sequence. */
@@ -110,6 +125,7 @@ export async function recordSpeakerReport(
   p: {
     at: Date;
     agent_version: string | null;
+    accepts: AgentAnnouncement | null;
     applied_revision_id: number | null;
     applied_sequence: number | null;
     applied_at: string | null;
@@ -121,7 +137,7 @@ export async function recordSpeakerReport(
   const [r] = await db<Pick<SpeakerRow, "tenant_id" | "last_report">[]>`
     WITH old AS (SELECT id, tenant_id, last_report, desired_revision_id, bundle_sequence FROM speakers WHERE tenant_id = ${tenantId} AND id = ${id} FOR UPDATE)
     UPDATE speakers s SET last_seen_at = ${p.at}, last_report_at = ${p.at}, last_report = ${db.json(p.report as never)},
-      agent_version = COALESCE(${p.agent_version}, s.agent_version),
+      agent_version = COALESCE(${p.agent_version}, s.agent_version), agent_accepts = ${p.accepts === null ? null : db.json(p.accepts as never)},
       applied_revision_id = ${p.applied_revision_id}, applied_sequence = ${p.applied_sequence},
       applied_at = ${p.applied_at}, last_error = ${p.error === null ? null : db.json(p.error as never)},
       dispatch_status = CASE

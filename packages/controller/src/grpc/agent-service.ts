@@ -12,6 +12,7 @@ import {
   statusReportFromProto,
   type WatchEvent,
 } from "@rlc/proto";
+import { type AgentAnnouncement, announcementOf } from "@rlc/shared/bundle";
 import { AppError, ForbiddenError, NotFoundError, UnauthenticatedError, ValidationError } from "@rlc/shared/errors";
 import { EnrollBody, StatusReport } from "@rlc/shared/schemas";
 import type { Clock } from "@rlc/shared/time";
@@ -24,6 +25,10 @@ import type { Principal } from "../services/access/context.js";
 import { type BundleLimiter, createBundleLimiter } from "../services/deploy/bundle-limiter.js";
 import type { NodeService } from "../services/deploy/node.js";
 import { createBuckets, createCounter, DEFAULT_GRPC_LIMITS, DeadlineError, type GrpcLimits, withDeadline } from "./limits.js";
+
+/** What a request says the agent accepts (null: nothing, an agent of the release before announcements). */
+const announcedIn = (request: { bundle_formats?: string[] | null; capabilities?: string[] | null }): AgentAnnouncement | null =>
+  announcementOf(request.bundle_formats, request.capabilities);
 
 export interface AgentServiceDeps {
   sql: Sql;
@@ -189,7 +194,7 @@ export function createAgentService(deps: AgentServiceDeps): AgentService {
         }
         if (hasNul(body.data)) throw new ValidationError("invalid enrollment: NUL characters are not allowed");
         const token = bearerFromMetadata(call.metadata);
-        const answer = await deps.node.enroll(token ? `Bearer ${token}` : undefined, body.data, new Date(deps.clock.now()));
+        const answer = await deps.node.enroll(token ? `Bearer ${token}` : undefined, body.data, new Date(deps.clock.now()), announcedIn(call.request));
         return {
           speaker_id: answer.speaker_id,
           tenant_id: answer.tenant_id,
@@ -236,6 +241,8 @@ export function createAgentService(deps: AgentServiceDeps): AgentService {
         if (!release) throw rateLimited(`this key holds ${limits.watchesPerKey} Watch streams already`);
         const speakerId = speakerOf(principal, call.request.speaker_id);
         await deps.node.speakerFor(deps.sql, principal, speakerId);
+        const accepts = announcedIn(call.request);
+        await deps.node.announced(deps.sql, principal, speakerId, accepts);
         if (closed || call.cancelled) return cleanup();
         // From here on, cleanup() (the agent went away) undoes what is set up below it.
         // Subscribed before the desired revision is read, so an apply committed in between is
@@ -314,7 +321,7 @@ export function createAgentService(deps: AgentServiceDeps): AgentService {
         if (over || call.cancelled) return release();
         const base = call.request.base_revision_id ?? 0;
         const baseRevisionId = Number.isSafeInteger(base) && base > 0 && base <= MAX_REVISION_ID ? base : null;
-        const reader = await deps.node.bundleReader(deps.sql, principal, speakerId, revisionId, baseRevisionId);
+        const reader = await deps.node.bundleReader(deps.sql, principal, speakerId, revisionId, baseRevisionId, announcedIn(call.request));
         // Read from storage one chunk at a time and sent at the pace the agent takes them: a
         // stream holds about one chunk, and one whose reader stops taking is cut after the idle
         // deadline rather than held open.
@@ -369,7 +376,7 @@ export function createAgentService(deps: AgentServiceDeps): AgentService {
         }
         if (!Number.isSafeInteger(report.applied_sequence ?? 0)) throw new ValidationError("invalid report: applied_sequence is out of range");
         if (hasNul(report)) throw new ValidationError("invalid report: NUL characters are not allowed");
-        await deps.node.report(principal, speakerId, parsed.data, new Date(deps.clock.now()));
+        await deps.node.report(principal, speakerId, parsed.data, new Date(deps.clock.now()), announcedIn(call.request));
       }).then(
         () => callback(null, {}),
         (error: unknown) => callback(toServiceError(error, "ReportStatus")),

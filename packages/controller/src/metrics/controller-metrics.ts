@@ -19,6 +19,8 @@ export interface JobMetrics {
   applyEnded(status: "succeeded" | "failed", seconds: number): void;
   /** Sources of a refresh that failed (`asn:64500`, `domain:example.com`, `cdn:<id>`): counted by kind. */
   sourcesFailed(tenantId: string, sources: string[]): void;
+  /** A bundle transfer began, in this format (`rl-bundle/1` to agents of the release before). */
+  bundleServed?(format: string): void;
 }
 
 export interface ControllerMetrics {
@@ -112,6 +114,13 @@ export function createControllerMetrics(o: { sql: Sql; clock: Clock; bus: Bus; o
   );
   survived.inc({ source: "database_driver" }, 0);
 
+  const bundlesServed = counter(
+    "rlc_bundles_served_total",
+    "Bundle transfers this process began, by format: rl-bundle/1 goes to agents that announced nothing (older than the controller; GET /v1/speakers warns of them).",
+    ["format"],
+  );
+  for (const format of ["rl-bundle/2", "rl-bundle/1"]) bundlesServed.inc({ format }, 0);
+
   return {
     registry,
     fleet,
@@ -142,6 +151,7 @@ export function createControllerMetrics(o: { sql: Sql; clock: Clock; bus: Bus; o
       ran: (type, outcome, seconds) => runs.observe({ type, outcome }, seconds),
       failed: (type, code) => failures.inc({ type, code }),
       applyEnded: (status, seconds) => applies.observe({ status }, seconds),
+      bundleServed: (format) => bundlesServed.inc({ format }),
       sourcesFailed(tenantId, failed) {
         for (const s of failed) {
           const kind = sourceKind(s);

@@ -100,7 +100,15 @@ export interface AppServices {
 
 /** Speakers, peers, signing and the node side (enrollment, bundles, status reports). */
 function deployServices(
-  opts: { config: Config; sql: Sql; bus: Bus; secretBox: SecretBox; natsAuthority?: NatsTenantAuthority | null; caHash?: string | null | undefined },
+  opts: {
+    config: Config;
+    sql: Sql;
+    bus: Bus;
+    secretBox: SecretBox;
+    natsAuthority?: NatsTenantAuthority | null;
+    caHash?: string | null | undefined;
+    metrics?: JobMetrics | undefined;
+  },
   audit: AuditWriter,
   authenticator: Authenticator,
 ) {
@@ -131,6 +139,7 @@ function deployServices(
       natsUrl: opts.config.NATS_URL ?? null,
       natsCredentials,
       onKeysChanged: authenticator.invalidate,
+      served: { formats: opts.config.BUNDLE_FORMATS, ...(opts.metrics?.bundleServed ? { onServed: opts.metrics.bundleServed } : {}) },
     }),
   };
 }

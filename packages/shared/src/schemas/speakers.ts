@@ -121,6 +121,20 @@ export const Speaker = z
     enrolled_at: Timestamp.nullable(),
     last_seen_at: Timestamp.nullable(),
     agent_version: z.string().nullable(),
+    agent_accepts: z
+      .object({
+        bundle_formats: z.array(z.string()).meta({ description: "Bundle formats the agent reads, newest first (`rl-bundle/2`, `rl-bundle/1`)." }),
+        capabilities: z.array(z.string()).meta({ description: "Features it knows (`delta`, `force_confirm`); the controller sends no other." }),
+      })
+      .nullable()
+      .meta({
+        description:
+          "What the agent announced it accepts at its last enrollment, Watch or status report; null when it announced nothing (an agent of the release before " +
+          "announcements, served `rl-bundle/1` and no feature) or has not been heard from.",
+      }),
+    warnings: z.array(z.object({ code: z.string(), message: z.string() })).meta({
+      description: "`agent_outdated`: the agent accepts no `rl-bundle/2` (it is served `rl-bundle/1`, without deltas or `force_confirm`): upgrade it.",
+    }),
     desired_revision_id: z.number().int().nullable(),
     applied_revision_id: z.number().int().nullable(),
     dispatch_status: z.enum(["idle", "pending", "dispatched", "failed"]),

@@ -18,6 +18,7 @@ import type { FastifyPluginAsyncZod } from "fastify-type-provider-zod";
 import { z } from "zod";
 import type { AppDeps } from "../../app-deps.js";
 import { BUNDLE_RETRY_AFTER_S } from "../../services/deploy/bundle-downloads.js";
+import { ANNOUNCEMENT_HEADERS_TEXT, announcedInHeaders } from "../../services/deploy/served-format.js";
 import { admin, operator } from "../access.js";
 import { authProblems, jobAccepted, problems, writeProblems } from "../responses.js";
 
@@ -36,6 +37,7 @@ const nodeRoutes: FastifyPluginAsyncZod<{ deps: AppDeps }> = async (app, { deps 
       schema: {
         tags,
         summary: "Enroll an agent: spend a one-time enrollment token (Bearer) for a node key",
+        description: ANNOUNCEMENT_HEADERS_TEXT,
         security: [{ bearer: [] }],
         body: EnrollBody,
         response: { 201: EnrollResult, ...problems(400, 401, 413) },
@@ -44,7 +46,7 @@ const nodeRoutes: FastifyPluginAsyncZod<{ deps: AppDeps }> = async (app, { deps 
     },
     async (req, reply) => {
       reply.code(201);
-      return node.enroll(req.headers.authorization, req.body, new Date(deps.clock.now()));
+      return node.enroll(req.headers.authorization, req.body, new Date(deps.clock.now()), announcedInHeaders(req.headers));
     },
   );
 
@@ -88,6 +90,9 @@ const nodeRoutes: FastifyPluginAsyncZod<{ deps: AppDeps }> = async (app, { deps 
       schema: {
         tags,
         summary: "The speaker's desired revision and its bundle (node key of that speaker)",
+        description:
+          "For the speaker's node key the digest is the one its agent knows the bundle by: the one it reported while it runs this very bundle (revision and sequence), " +
+          "so that an agent served `rl-bundle/1` (whose digest differs), restarted or upgraded, finds itself up to date.",
         params: SpeakerParams,
         response: { 200: LatestRevision, ...authProblems, ...problems(404) },
       },
@@ -106,9 +111,11 @@ const nodeRoutes: FastifyPluginAsyncZod<{ deps: AppDeps }> = async (app, { deps 
           "A bundle carries the peers' BGP passwords in plain text, so only the speaker's own node key receives it; any other key gets 403 " +
           "(a masked copy would no longer match its signature). Operators see what a bundle renders to with " +
           "`GET /v1/revisions/{revision_id}/preview?speaker_id=`, passwords masked. " +
-          "The body is an `rl-bundle/2` (`application/octet-stream`: a signed header naming the SHA-256 of the config and of the " +
-          "prefix section that follow it; see the agent's README), or the `rl-bundle/1` JSON envelope for a bundle issued before it. " +
-          "With `base_revision` (the revision the agent runs and holds the prefixes of), a delta from it when the controller issued one: " +
+          "The body is the newest format the agent accepts: an `rl-bundle/2` (`application/octet-stream`: a signed header naming the SHA-256 of the config and of the " +
+          "prefix section that follow it; see the agent's README), or the `rl-bundle/1` JSON envelope (for an agent that announces nothing, a controller set to " +
+          "`BUNDLE_FORMATS=rl-bundle/1`, or a bundle issued before rl-bundle/2). " +
+          `${ANNOUNCEMENT_HEADERS_TEXT} ` +
+          "With `base_revision` (the revision the agent runs and holds the prefixes of) and the `delta` capability, a delta from it when the controller issued one: " +
           "the same header with the edit script from that revision's prefixes instead of the whole list; otherwise the full bundle. " +
           "Bundle transfers share the gRPC GetBundle limits (one count for both transports): a node key has at most 2 in flight, and a " +
           "controller serves 64 at once, the next ones waiting in line. A third transfer of one key answers 429 `rate_limited`, and a full line " +
@@ -129,7 +136,7 @@ const nodeRoutes: FastifyPluginAsyncZod<{ deps: AppDeps }> = async (app, { deps 
         req.params.speaker_id,
         req.params.revision_id,
         req.query.base_revision ?? null,
-        { gzip: /\bgzip\b/.test(String(req.headers["accept-encoding"] ?? "")), gone },
+        { gzip: /\bgzip\b/.test(String(req.headers["accept-encoding"] ?? "")), gone, accepts: announcedInHeaders(req.headers) },
       );
       reply.type(download.type).header("vary", "accept-encoding");
       if (download.gzip) reply.header("content-encoding", "gzip");
@@ -145,6 +152,7 @@ const nodeRoutes: FastifyPluginAsyncZod<{ deps: AppDeps }> = async (app, { deps 
       schema: {
         tags,
         summary: "The agent's status report (HTTP fallback of gRPC ReportStatus)",
+        description: `Recorded on the speaker (\`GET /v1/speakers\`), with what the agent accepts. ${ANNOUNCEMENT_HEADERS_TEXT}`,
         params: SpeakerParams,
         body: StatusReport,
         response: { 204: z.undefined(), ...writeProblems, ...problems(404) },
@@ -160,7 +168,7 @@ const nodeRoutes: FastifyPluginAsyncZod<{ deps: AppDeps }> = async (app, { deps 
       if (req.body.speaker_id !== req.params.speaker_id) {
         throw new ValidationError("speaker_id in the body differs from the path", [{ path: "body.speaker_id", message: "must equal the path's speaker_id" }]);
       }
-      await node.report(req.principal!, req.params.speaker_id, req.body as never, new Date(deps.clock.now()));
+      await node.report(req.principal!, req.params.speaker_id, req.body as never, new Date(deps.clock.now()), announcedInHeaders(req.headers));
       return reply.code(204).send();
     },
   );

@@ -1,5 +1,6 @@
 import { pipeline, Readable } from "node:stream";
 import { createGzip } from "node:zlib";
+import type { AgentAnnouncement } from "@rlc/shared/bundle";
 import { AppError } from "@rlc/shared/errors";
 import type { Db } from "../../db/connect.js";
 import type { Principal } from "../access/context.js";
@@ -89,7 +90,7 @@ export function createBundleDownloads(deps: BundleDownloadDeps) {
       speakerId: string,
       revisionId: number,
       baseRevisionId: number | null,
-      o: { gzip: boolean; gone: Promise<unknown> },
+      o: { gzip: boolean; gone: Promise<unknown>; accepts?: AgentAnnouncement | null },
     ): Promise<BundleDownload> {
       const place = await deps.limiter.acquire(principal.keyId, o.gone);
       if (!place.ok) {
@@ -105,7 +106,7 @@ export function createBundleDownloads(deps: BundleDownloadDeps) {
         });
       }
       try {
-        const reader = await deps.node.bundleReader(db, principal, speakerId, revisionId, baseRevisionId);
+        const reader = await deps.node.bundleReader(db, principal, speakerId, revisionId, baseRevisionId, o.accepts ?? null);
         const type = reader.parts ? "application/octet-stream" : "application/json";
         let download: BundleDownload;
         const gzipped = o.gzip ? await gzippedParts(reader) : null;

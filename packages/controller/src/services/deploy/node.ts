@@ -1,4 +1,5 @@
 import type { StatusReportEvent } from "@rlc/proto";
+import { type AgentAnnouncement, BUNDLE_FORMATS } from "@rlc/shared/bundle";
 import { AppError, ForbiddenError, NotFoundError, UnauthenticatedError, ValidationError } from "@rlc/shared/errors";
 import type { Bus } from "../../bus/index.js";
 import { revokeApiKeysBySpeaker } from "../../db/api-keys.js";
@@ -6,7 +7,7 @@ import { readBundleSectionSlice } from "../../db/bundle-sections.js";
 import { type BundleLayout, findBundleLayout, findBundleMeta, readBundleSlice } from "../../db/bundles.js";
 import type { Db, Sql } from "../../db/connect.js";
 import { spendEnrollmentToken } from "../../db/enrollment.js";
-import { findSpeakerById, markSpeakerEnrolled, recordSpeakerReport, type SpeakerRow } from "../../db/speakers.js";
+import { findSpeakerById, markSpeakerEnrolled, recordAgentAccepts, recordSpeakerReport, type SpeakerRow } from "../../db/speakers.js";
 import { publishEvent } from "../../events/publish.js";
 import { sessionChanges } from "../../events/session-changes.js";
 import { openPieces, sealedRange } from "../../lib/sealed-envelope.js";
@@ -18,6 +19,7 @@ import type { AuditWriter } from "../access/audit.js";
 import type { Principal } from "../access/context.js";
 import type { NatsCredentialService } from "../access/nats-credentials.js";
 import { createSectionCache, SECTION_CACHE_BYTES, type SectionCache, sectionKey } from "./section-cache.js";
+import { digestKnownBy, mayDelta, readerV1FromV2, type ServedFormats, servedFormat } from "./served-format.js";
 import type { SigningService } from "./signing.js";
 import { hashToken } from "./speakers.js";
 
@@ -168,7 +170,10 @@ export function createNodeService(deps: {
   onKeysChanged?: () => void;
   /** Opened prefix sections kept (tests share or shrink it); default 64 MiB. */
   sections?: SectionCache;
+  /** The bundle formats served (default: every one, newest first) and the count of each served. */
+  served?: ServedFormats;
 }) {
+  const served: ServedFormats = deps.served ?? { formats: BUNDLE_FORMATS };
   const sections = deps.sections ?? createSectionCache(SECTION_CACHE_BYTES);
   // Per process: a replica counts what reaches it (an agent reports to one replica at a time).
   const reports = createBuckets(STATUS_REPORT_RATE);
@@ -188,7 +193,8 @@ export function createNodeService(deps: {
   return {
     speakerFor,
 
-    async enroll(authorization: string | undefined, body: { hostname: string; agent_version: string }, now: Date) {
+    /** Spends an enrollment token; `accepts` is what the agent announced (null: nothing). */
+    async enroll(authorization: string | undefined, body: { hostname: string; agent_version: string }, now: Date, accepts: AgentAnnouncement | null = null) {
       const token = authorization ? /^Bearer\s+(\S+)\s*$/i.exec(authorization)?.[1] : undefined;
       if (!token) throw new UnauthenticatedError("the enrollment token goes in Authorization: Bearer");
       const result = await deps.sql.begin(async (tx) => {
@@ -202,7 +208,7 @@ export function createNodeService(deps: {
         const key = await mintApiKey(tx, { tenantId: speaker.tenant_id, name: `node ${speaker.name}`, role: "node", now, speakerId: speaker.id });
         // Only this speaker's subjects: another router's credentials can neither read nor forge them.
         const nats = deps.natsUrl && deps.natsCredentials ? await deps.natsCredentials.forAgent(speaker.tenant_id, speaker.id) : null;
-        await markSpeakerEnrolled(tx, speaker.id, { hostname: body.hostname, agent_version: body.agent_version, at: now });
+        await markSpeakerEnrolled(tx, speaker.id, { hostname: body.hostname, agent_version: body.agent_version, at: now, accepts });
         await deps.audit.recordSystem(tx, speaker.tenant_id, now, {
           actor: "enrollment",
           action: "update",
@@ -225,6 +231,7 @@ export function createNodeService(deps: {
       };
     },
 
+    /** The speaker's desired revision and its bundle's digest, as its agent knows the bundle (see digestKnownBy). */
     async latest(db: Db, principal: Principal, speakerId: string) {
       const speaker = await speakerFor(db, principal, speakerId);
       if (speaker.desired_revision_id === null) throw new NotFoundError("desired revision of speaker", speakerId);
@@ -234,7 +241,7 @@ export function createNodeService(deps: {
       return {
         speaker_id: speakerId,
         revision_id: bundle.revision_id,
-        digest: bundle.digest,
+        digest: principal.role === "node" ? digestKnownBy(speaker, bundle) : bundle.digest,
         sequence: Number(bundle.sequence),
         issued_at: isoRequired(bundle.issued_at),
         bundle_url: `/v1/speakers/${speakerId}/bundle/${bundle.revision_id}`,
@@ -246,7 +253,14 @@ export function createNodeService(deps: {
      * each slice is one read of the pieces that cover it. Another tenant's speaker is a 404
      * first, as on every route; an operator of the speaker's own tenant gets 403.
      */
-    async bundleReader(db: Db, principal: Principal, speakerId: string, revisionId: number, baseRevisionId: number | null = null) {
+    async bundleReader(
+      db: Db,
+      principal: Principal,
+      speakerId: string,
+      revisionId: number,
+      baseRevisionId: number | null = null,
+      accepts: AgentAnnouncement | null = null,
+    ): Promise<BundleReader> {
       if (principal.role !== "node") {
         await speakerFor(db, principal, speakerId);
         throw new ForbiddenError("a bundle carries the peers' passwords: only the speaker's node key receives it (see the revision preview)");
@@ -255,12 +269,25 @@ export function createNodeService(deps: {
       // answers for the speaker too (a speaker's bundles go with it): one query a fetch.
       if (principal.speakerId !== speakerId) throw new NotFoundError("speaker", speakerId);
       const gone = () => new NotFoundError(`bundle of revision ${revisionId} for speaker`, speakerId);
-      const layout = await findBundleLayout(db, principal.tenantId, speakerId, revisionId, baseRevisionId);
+      // The newest format the agent announced; a delta only to an agent that announced it.
+      const format = servedFormat(served, accepts);
+      const layout = await findBundleLayout(db, principal.tenantId, speakerId, revisionId, mayDelta(format, accepts) ? baseRevisionId : null);
       if (!layout) throw gone();
-      return layout.format === 2 ? readerV2(db, principal.tenantId, revisionId, layout, gone) : readerV1(db, speakerId, revisionId, layout, gone);
+      if (layout.format !== 2) {
+        served.onServed?.("rl-bundle/1");
+        return readerV1(db, speakerId, revisionId, layout, gone);
+      }
+      const v2 = await readerV2(db, principal.tenantId, revisionId, layout, gone);
+      served.onServed?.(format);
+      return format === "rl-bundle/2" ? v2 : readerV1FromV2(db, deps.signing, principal.tenantId, v2, v2.parts!.head.length, accepts);
+    },
+    /** Records what the agent announced as it opened its Watch stream (null: nothing, an older agent). */
+    async announced(db: Db, principal: Principal, speakerId: string, accepts: AgentAnnouncement | null) {
+      if (principal.role !== "node" || principal.speakerId !== speakerId) throw new NotFoundError("speaker", speakerId);
+      await recordAgentAccepts(db, principal.tenantId, speakerId, accepts);
     },
     /** Records what the agent runs and sees, then relays it to every replica (live polls, apply jobs). */
-    async report(principal: Principal, speakerId: string, body: StatusReportBody, now: Date) {
+    async report(principal: Principal, speakerId: string, body: StatusReportBody, now: Date, accepts: AgentAnnouncement | null = null) {
       if (principal.role === "node" && principal.speakerId !== speakerId) throw new NotFoundError("speaker", speakerId);
       if (!reports.take(speakerId, now.getTime())) {
         throw new AppError("rate_limited", "too many status reports for this speaker; at most 2 a second after a burst of 20", {
@@ -274,6 +301,7 @@ export function createNodeService(deps: {
       const before = await recordSpeakerReport(deps.sql, principal.tenantId, speakerId, {
         at: now,
         agent_version: body.agent_version ?? null,
+        accepts,
         applied_revision_id: applied,
         applied_sequence: body.applied_sequence ?? null,
         applied_at: body.applied_at ?? null,

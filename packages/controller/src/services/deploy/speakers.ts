@@ -1,4 +1,5 @@
 import { createHash, randomBytes } from "node:crypto";
+import { isOldAgent } from "@rlc/shared/bundle";
 import { ConflictError, ForbiddenError, NotFoundError } from "@rlc/shared/errors";
 import type { Bus } from "../../bus/index.js";
 import { countLiveNodeKeys, revokeApiKeysBySpeaker } from "../../db/api-keys.js";
@@ -37,6 +38,23 @@ export function reportedSessions(row: SpeakerRow): Session[] {
 // The rule lives in lib/ so that the fleet gauges (metrics/, below the services) apply it too.
 export { syncStatusOf };
 
+/**
+ * What an operator should know of the speaker's agent: `agent_outdated` when it announced no
+ * rl-bundle/2 at its last contact (an agent of the release before announcements): it is served
+ * rl-bundle/1 and none of the features it did not announce.
+ */
+export function speakerWarnings(row: Pick<SpeakerRow, "mode" | "last_seen_at" | "agent_accepts" | "agent_version">): { code: string; message: string }[] {
+  if (row.mode !== "remote" || row.last_seen_at === null || !isOldAgent(row.agent_accepts)) return [];
+  return [
+    {
+      code: "agent_outdated",
+      message:
+        `the agent (${row.agent_version ?? "version unknown"}) accepts ${row.agent_accepts ? row.agent_accepts.bundle_formats.join(", ") : "rl-bundle/1 only (it announces nothing)"}: ` +
+        "it is served rl-bundle/1, without deltas or force_confirm; upgrade it",
+    },
+  ];
+}
+
 export function toSpeaker(row: SpeakerRow) {
   return {
     speaker_id: row.id,
@@ -51,6 +69,8 @@ export function toSpeaker(row: SpeakerRow) {
     enrolled_at: iso(row.enrolled_at),
     last_seen_at: iso(row.last_seen_at),
     agent_version: row.agent_version,
+    agent_accepts: row.agent_accepts,
+    warnings: speakerWarnings(row),
     desired_revision_id: row.desired_revision_id,
     applied_revision_id: row.applied_revision_id,
     dispatch_status: row.dispatch_status,
