@@ -13,7 +13,7 @@ const SRC = "packages/controller/src/";
 const AREAS = ["access", "operations", "revisions", "ingest", "route-lists", "deploy"];
 
 /** Folders of the controller that sit below the services: what metrics/ may import. */
-const BELOW_SERVICES = ["lib", "db", "bus", "events"];
+const BELOW_SERVICES = ["lib", "db", "bus", "events", "sources"];
 /** What no service and no Fastify plugin may import: the transports and the process around them. */
 const TRANSPORTS = ["routes", "jobs", "scheduler", "grpc", "rlctl"];
 /**
@@ -84,7 +84,7 @@ describe("the controller's areas import in one direction", () => {
       [at("plugins/openapi.ts"), [at("routes/operation-ids.ts"), at("events/asyncapi.ts")]],
     ]);
     expect(orderViolations(graph)).toEqual([
-      "metrics/fleet-reads.ts -> services/deploy/speakers.ts (metrics/ imports only lib, db, bus, events)",
+      "metrics/fleet-reads.ts -> services/deploy/speakers.ts (metrics/ imports only lib, db, bus, events, sources)",
       "plugins/openapi.ts -> routes/operation-ids.ts (a plugin imports no route, job, scheduler, gRPC or process file)",
       "services/operations/jobs.ts -> jobs/worker.ts (a service imports no transport, plugin or process file)",
       "services/revisions/revisions.ts -> services/deploy/bundles.ts (revisions may not import deploy, which comes after it)",
