@@ -133,7 +133,9 @@ export const Speaker = z
           "announcements, served `rl-bundle/1` and no feature) or has not been heard from.",
       }),
     warnings: z.array(z.object({ code: z.string(), message: z.string() })).meta({
-      description: "`agent_outdated`: the agent accepts no `rl-bundle/2` (it is served `rl-bundle/1`, without deltas or `force_confirm`): upgrade it.",
+      description:
+        "`agent_outdated`: the agent accepts no `rl-bundle/2` (it is served `rl-bundle/1`, without deltas or `force_confirm`): upgrade it. " +
+        "`agent_older`: the agent's version is of an older release than the controller's (`GET /version`), by major.minor.patch.",
     }),
     desired_revision_id: z.number().int().nullable(),
     applied_revision_id: z.number().int().nullable(),

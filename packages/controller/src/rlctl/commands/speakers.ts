@@ -21,6 +21,9 @@ const speakerColumns = (ctx: Ctx): Column<Speaker>[] => [
   { header: "DESIRED", value: (s) => s.desired_revision_id },
   { header: "APPLIED", value: (s) => s.applied_revision_id },
   { header: "LAST SEEN", value: (s) => s.last_seen_at },
+  // Which agents are older than the controller (agent_older), or speak only rl-bundle/1 (agent_outdated).
+  { header: "AGENT", value: (s) => s.agent_version },
+  { header: "WARNINGS", value: (s) => s.warnings.map((w) => w.code).join(",") || null },
 ];
 
 const sessionColumns = (ctx: Ctx): Column<Row>[] => [

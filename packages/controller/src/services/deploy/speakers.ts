@@ -7,6 +7,7 @@ import type { Db } from "../../db/connect.js";
 import { insertEnrollmentToken } from "../../db/enrollment.js";
 import { listPeerNamesOfSpeaker } from "../../db/peers.js";
 import { deleteSpeaker, findSpeakerById, findSpeakerByName, insertSpeaker, listSpeakers, type SpeakerRow, updateSpeaker } from "../../db/speakers.js";
+import { loadBuildInfo } from "../../lib/build-info.js";
 import { toPage } from "../../lib/cursor.js";
 import { afterIdOf } from "../../lib/id-cursor.js";
 import { uuidv7 } from "../../lib/ids.js";
@@ -38,21 +39,49 @@ export function reportedSessions(row: SpeakerRow): Session[] {
 // The rule lives in lib/ so that the fleet gauges (metrics/, below the services) apply it too.
 export { syncStatusOf };
 
+/** `major.minor.patch` of a version (`1.4.0-dev.3+gabc1234` → [1, 4, 0]); null when it is none. */
+function coreOf(version: string | null): [number, number, number] | null {
+  const m = version ? /^v?(\d+)\.(\d+)\.(\d+)/.exec(version) : null;
+  return m ? [Number(m[1]), Number(m[2]), Number(m[3])] : null;
+}
+
+/** Whether `agent` is of an older release than `controller` (by major.minor.patch; builds between two tags compare as their tag). */
+export function olderRelease(agent: string | null, controller: string): boolean {
+  const a = coreOf(agent);
+  const c = coreOf(controller);
+  if (!a || !c) return false;
+  for (let i = 0; i < 3; i++) if (a[i] !== c[i]) return a[i]! < c[i]!;
+  return false;
+}
+
+/** This controller's version (`git describe`, see lib/build-info.ts), read once. */
+let controllerVersion: string | null = null;
+const ownVersion = () => (controllerVersion ??= loadBuildInfo().version);
+
 /**
  * What an operator should know of the speaker's agent: `agent_outdated` when it announced no
  * rl-bundle/2 at its last contact (an agent of the release before announcements): it is served
- * rl-bundle/1 and none of the features it did not announce.
+ * rl-bundle/1 and none of the features it did not announce; `agent_older` when its version is
+ * of an older release than this controller's.
  */
-export function speakerWarnings(row: Pick<SpeakerRow, "mode" | "last_seen_at" | "agent_accepts" | "agent_version">): { code: string; message: string }[] {
-  if (row.mode !== "remote" || row.last_seen_at === null || !isOldAgent(row.agent_accepts)) return [];
-  return [
-    {
+export function speakerWarnings(
+  row: Pick<SpeakerRow, "mode" | "last_seen_at" | "agent_accepts" | "agent_version">,
+  controller: string = ownVersion(),
+): { code: string; message: string }[] {
+  if (row.mode !== "remote" || row.last_seen_at === null) return [];
+  const warnings: { code: string; message: string }[] = [];
+  if (isOldAgent(row.agent_accepts)) {
+    warnings.push({
       code: "agent_outdated",
       message:
         `the agent (${row.agent_version ?? "version unknown"}) accepts ${row.agent_accepts ? row.agent_accepts.bundle_formats.join(", ") : "rl-bundle/1 only (it announces nothing)"}: ` +
         "it is served rl-bundle/1, without deltas or force_confirm; upgrade it",
-    },
-  ];
+    });
+  }
+  if (olderRelease(row.agent_version, controller)) {
+    warnings.push({ code: "agent_older", message: `the agent runs ${row.agent_version}, older than this controller's ${controller}` });
+  }
+  return warnings;
 }
 
 export function toSpeaker(row: SpeakerRow) {
