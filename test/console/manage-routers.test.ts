@@ -9,7 +9,7 @@ import { type BirdLab, startBirdLab, stopProcess } from "../helpers/bird-lab.js"
 import { chromiumTool, ensureConsoleBuilt, launchChromium } from "../helpers/browser.js";
 import { type LiveController, startLiveController, until, untilJobDone } from "../helpers/live-controller.js";
 import { tool } from "../helpers/tools.js";
-import { signIn, writeShot } from "./console-steps.js";
+import { keyboardPass, seriousViolations, signIn, writeShot } from "./console-steps.js";
 
 // An operator's day with routers, in a real browser against a listening controller: a router is
 // created in the console, its one-time token copied from the page enrolls a real rl-agent (which
@@ -82,6 +82,7 @@ describe.skipIf(missing.length > 0)(missing.length > 0 ? `${title} (skipped: ${m
     // GoBGP drops routes whose next hop is a loopback address.
     await page.fill("[id='new-speaker-policies_json.next_hop_ipv4']", "198.51.100.254");
     await page.fill("[id='new-speaker-policies_json.next_hop_ipv6']", "2001:db8::254");
+    expect(await keyboardPass(page, "form[aria-label='New router']"), "controls Tab never reached").toEqual([]);
     await page.click("button:text-is('Create router')");
     const fieldError = page.locator("[data-field-error=router_id]");
     await fieldError.waitFor();
@@ -117,6 +118,7 @@ describe.skipIf(missing.length > 0)(missing.length > 0 ? `${title} (skipped: ${m
   it("creates a peer on that router; its session per router turns Established and the router is in sync", async () => {
     await page.click("nav >> text=Peers");
     await page.click("button:text-is('New peer')");
+    expect(await keyboardPass(page, "form[aria-label='New peer']"), "controls Tab never reached").toEqual([]);
     await page.fill("#new-peer-name", "gobgp");
     await page.fill("#new-peer-neighbor_address", "127.0.0.2");
     await page.fill("#new-peer-neighbor_port", String(bird.gobgpPort));
@@ -137,6 +139,10 @@ describe.skipIf(missing.length > 0)(missing.length > 0 ? `${title} (skipped: ${m
     expect(await text("[data-testid=router-peers]")).toContain("gobgp");
     await page.click("nav >> text=Routers");
     await expect.poll(() => text("[data-testid=speakers]"), { timeout: 60_000 }).toMatch(/edge-new[\s\S]*in_sync/);
+    // The apply the peer queued names its router, linked.
+    await page.click("nav >> text=Jobs");
+    await page.selectOption(".filters select >> nth=0", "apply");
+    await page.locator("[data-testid=jobs] a", { hasText: "edge-new" }).first().waitFor({ timeout: 15_000 });
   }, 150_000);
 
   it("edits the peer: the password is write-only (set, never shown, then removed)", async () => {
@@ -146,18 +152,72 @@ describe.skipIf(missing.length > 0)(missing.length > 0 ? `${title} (skipped: ${m
     expect(await page.inputValue(box)).toBe("");
     await page.fill(box, "s3cret-md5");
     await page.click("button:text-is('Save peer')");
-    await expect.poll(() => text("[data-testid=peer-password]")).toContain("set");
+    await expect.poll(() => text("[data-testid=peer-password]"), { timeout: 15_000 }).toContain("set");
     expect((await api("GET", `/v1/peers/${peerId}`)).password_set).toBe(true);
     expect(await page.content()).not.toContain("s3cret-md5");
     await page.click("button:text-is('Edit')");
     expect(await page.inputValue(box)).toBe("");
     await page.check("label:has-text('Remove the password') >> input");
     await page.click("button:text-is('Save peer')");
-    await expect.poll(() => text("[data-testid=peer-password]")).toBe("none");
+    await expect.poll(() => text("[data-testid=peer-password]"), { timeout: 15_000 }).toBe("none");
     expect((await api("GET", `/v1/peers/${peerId}`)).password_set).toBe(false);
   }, 60_000);
 
+  it("the pictures draw the numbers the API gives: prefixes per revision, per community, the fleet's state; axe finds nothing serious", async () => {
+    // A second revision: one prefix more.
+    const mod = (await api("GET", "/v1/modules")).items[0];
+    await api("POST", `/v1/modules/${mod.id}/ip-range-entries`, { cidr: "11.2.0.0/16" });
+    expect((await untilJobDone(t, (await api("POST", "/v1/modules/refresh", {})).job_id)).status).toBe("succeeded");
+    const revisions = (await api("GET", "/v1/revisions")).items.sort((a: any, b: any) => a.revision_id - b.revision_id);
+    expect(revisions.length).toBe(2);
+
+    await page.goto(`${t.url}/console/revisions`);
+    const drawn = async (testId: string) => {
+      await page.locator(`[data-testid=${testId}] canvas`).first().waitFor();
+      return JSON.parse((await page.getAttribute(`[data-testid=${testId}]`, "data-points")) ?? "null");
+    };
+    const lines = await drawn("chart-revisions");
+    expect(lines.x).toEqual(revisions.map((r: any) => Math.floor(Date.parse(r.created_at) / 1000)));
+    expect(lines.series[0]).toEqual({ label: "IPv4", values: revisions.map((r: any) => r.prefix_count_v4) });
+    expect(lines.series[1]).toEqual({ label: "IPv6", values: revisions.map((r: any) => r.prefix_count_v6) });
+    // The guard's line: the default 50% of the current revision's 3 prefixes may be withdrawn, so no fewer than 2 may stay.
+    expect(lines.series[3].values).toEqual([2, 2]);
+    const numbers = await page.locator("[data-testid=revisions-numbers] tbody tr").allInnerTexts();
+    expect(
+      numbers.map((r) =>
+        r
+          .split("\t")
+          .filter((_, i) => i !== 1)
+          .join(" "),
+      ),
+    ).toEqual(revisions.map((r: any) => `${r.revision_id} ${r.prefix_count_v4} ${r.prefix_count_v6} ${r.prefix_count_v4 + r.prefix_count_v6}`));
+
+    const current = revisions[revisions.length - 1];
+    const preview = await api("GET", `/v1/revisions/${current.revision_id}/preview`);
+    const bars = await drawn("chart-communities");
+    expect(bars.series[0].values).toEqual(preview.by_community.map((g: any) => g.prefix_count));
+    expect(bars.series[0].values).toEqual([3]);
+    expect(await page.locator("[data-testid=communities-numbers] tbody").innerText()).toContain("65000:100 via-vpn\t3");
+    await writeShot(page, "revisions-pictures");
+    expect(await seriousViolations(page)).toEqual([]);
+
+    await page.click("nav >> text=Routers");
+    // The one router's state as the API reports it: failed on an error, in sync, else pending (it reported just now: not stale).
+    const [s] = (await api("GET", "/v1/speakers")).items;
+    expect(Date.now() - Date.parse(s.last_seen_at)).toBeLessThan(5 * 60_000);
+    const state = s.dispatch_status === "failed" || s.sync_status === "error" ? "failed" : s.sync_status === "in_sync" ? "in sync" : "pending";
+    const fleet = await drawn("chart-fleet");
+    expect(fleet.series[0].values).toEqual(["in sync", "pending", "failed", "stale"].map((x) => (x === state ? 1 : 0)));
+    expect(await page.locator(`[data-testid=fleet-numbers] tr[data-state='${state}'] td`).innerText()).toBe("1");
+    await writeShot(page, "routers-fleet");
+    expect(await seriousViolations(page)).toEqual([]);
+    await page.goto(`${t.url}/console/peers/${peerId}`);
+    await page.locator("[data-testid=peer-session-state]").first().waitFor();
+    expect(await seriousViolations(page)).toEqual([]);
+  }, 120_000);
+
   it("deleting a peer asks once: Cancel keeps it, Yes deletes it", async () => {
+    await page.goto(`${t.url}/console/peers/${peerId}`);
     await page.click("[data-testid=delete-peer]");
     await page.locator("[role=group][aria-label^='Delete peer gobgp']").waitFor();
     expect(await page.evaluate(() => document.activeElement?.textContent)).toBe("Cancel");

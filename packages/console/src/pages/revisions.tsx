@@ -1,4 +1,5 @@
 import { type Api, ok, type Schema } from "../api.js";
+import { PrefixesPerCommunity, RevisionsOverTime } from "../charts/revision-charts.js";
 import { Link, navigate } from "../router.js";
 import { useSession } from "../session.js";
 import { type Column, DataTable, useItems } from "../table.js";
@@ -48,6 +49,15 @@ function revisionColumns(api: Api, operator: boolean): Column<Schema<"Revision">
         )),
     },
     {
+      header: "Modules",
+      cell: (r) =>
+        r.modules.map((m) => (
+          <span key={m.module_id} class="chip">
+            <Link href={`/modules/${m.module_id}`}>{m.name}</Link>
+          </span>
+        )),
+    },
+    {
       header: "v4 / v6",
       num: true,
       cell: (r) => (
@@ -71,9 +81,14 @@ function revisionColumns(api: Api, operator: boolean): Column<Schema<"Revision">
 export function RevisionsPage() {
   const { api, can } = useSession();
   const list = useItems(() => api.GET("/v1/revisions", { params: { query: { limit: 100 } } }), []);
+  const current = list.data?.find((r) => r.is_current);
   return (
     <Page title="Revisions">
       <ErrorBox error={list.error} />
+      <div class="pictures">
+        {list.data ? <RevisionsOverTime revisions={list.data} /> : null}
+        {current ? <PrefixesPerCommunity revisionId={current.revision_id} /> : null}
+      </div>
       <DataTable
         testId="revisions"
         columns={revisionColumns(api, can("operator"))}

@@ -1,5 +1,6 @@
 import { useEffect, useState } from "preact/hooks";
 import { ok, type Schema } from "../api.js";
+import { FleetChart } from "../charts/fleet-chart.js";
 import { Link } from "../router.js";
 import { useSession } from "../session.js";
 import { type Column, DataTable, useItems } from "../table.js";
@@ -120,6 +121,7 @@ export function RoutersPage() {
         </p>
       ) : null}
       {job ? <JobProgress job={job} /> : null}
+      {speakers.data?.length ? <FleetChart speakers={speakers.data} /> : null}
       <DataTable testId="speakers" columns={[...columns, job && thisApply]} rows={speakers.data} rowKey={(s) => s.id} />
       {speakers.data?.length === 0 ? <p class="muted">No routers yet.</p> : null}
     </Page>

@@ -1,0 +1,110 @@
+import { ok, type Schema } from "../api.js";
+import { useSession } from "../session.js";
+import { useLoad } from "../ui.js";
+import { Chart } from "./chart.js";
+
+type Revision = Schema<"Revision">;
+
+/** The guard's default when the setting is absent (as the controller's ingest reads it). */
+const GUARD_DEFAULT_PERCENT = 50;
+
+/**
+ * Prefixes per revision over time, IPv4 and IPv6 and their total, with the guard's line: a
+ * refresh that withdraws more than `revision_guard_max_drop_percent` of the current revision's
+ * prefixes needs force, so the line is the fewest prefixes a refresh that only withdraws may
+ * leave. The table beside it holds the same numbers.
+ */
+export function RevisionsOverTime({ revisions }: { revisions: Revision[] }) {
+  const { api } = useSession();
+  const settings = useLoad(() => ok(api.GET("/v1/settings", {})), []);
+  const s = settings.data?.settings as { revision_guard_max_drop_percent?: number } | undefined;
+  const percent = typeof s?.revision_guard_max_drop_percent === "number" ? s.revision_guard_max_drop_percent : GUARD_DEFAULT_PERCENT;
+  const rows = [...revisions].sort((a, b) => a.revision_id - b.revision_id);
+  const current = rows.find((r) => r.is_current);
+  const total = current ? current.prefix_count_v4 + current.prefix_count_v6 : 0;
+  const floor = total - Math.floor((total * percent) / 100);
+  if (rows.length === 0) return null;
+  return (
+    <section class="picture" aria-labelledby="revisions-over-time">
+      <h2 id="revisions-over-time">Prefixes per revision</h2>
+      <Chart
+        label={`Prefixes per revision over time: ${rows.length} revisions; the current one has ${total}. The table beside lists them.`}
+        kind="lines"
+        testId="chart-revisions"
+        x={rows.map((r) => Math.floor(Date.parse(r.created_at) / 1000))}
+        series={[
+          { label: "IPv4", values: rows.map((r) => r.prefix_count_v4), color: "--accent" },
+          { label: "IPv6", values: rows.map((r) => r.prefix_count_v6), color: "--ok" },
+          { label: "total", values: rows.map((r) => r.prefix_count_v4 + r.prefix_count_v6), color: "--text" },
+          { label: `guard (${percent}% withdrawn)`, values: rows.map(() => floor), color: "--bad", dash: true },
+        ]}
+      />
+      <details class="numbers" open>
+        <summary>The numbers</summary>
+        <table data-testid="revisions-numbers">
+          <caption class="muted">
+            Guard: a refresh may withdraw up to {percent}% of the current revision's prefixes without force (it may leave no fewer than {floor}).
+          </caption>
+          <thead>
+            <tr>
+              <th>Revision</th>
+              <th>When</th>
+              <th class="num">IPv4</th>
+              <th class="num">IPv6</th>
+              <th class="num">Total</th>
+            </tr>
+          </thead>
+          <tbody>
+            {rows.map((r) => (
+              <tr key={r.revision_id} data-revision={r.revision_id}>
+                <td>{r.revision_id}</td>
+                <td>{new Date(r.created_at).toLocaleString()}</td>
+                <td class="num">{r.prefix_count_v4}</td>
+                <td class="num">{r.prefix_count_v6}</td>
+                <td class="num">{r.prefix_count_v4 + r.prefix_count_v6}</td>
+              </tr>
+            ))}
+          </tbody>
+        </table>
+      </details>
+    </section>
+  );
+}
+
+/** Prefixes per community of the current revision, as its speakers receive them (the preview's counts). */
+export function PrefixesPerCommunity({ revisionId }: { revisionId: number }) {
+  const { api } = useSession();
+  const preview = useLoad(() => ok(api.GET("/v1/revisions/{revision_id}/preview", { params: { path: { revision_id: revisionId } } })), [revisionId]);
+  const groups = preview.data?.by_community ?? [];
+  if (groups.length === 0) return null;
+  const name = (g: (typeof groups)[number]) => `${g.community ?? "none"}${g.title ? ` ${g.title}` : ""}`;
+  return (
+    <section class="picture" aria-labelledby="per-community">
+      <h2 id="per-community">Prefixes per community (revision {revisionId})</h2>
+      <Chart
+        label={`Prefixes per community of revision ${revisionId}: ${groups.map((g) => `${name(g)} ${g.prefix_count}`).join(", ")}.`}
+        kind="bars"
+        testId="chart-communities"
+        x={groups.map((_, i) => i)}
+        xLabels={groups.map((g) => g.community ?? "none")}
+        series={[{ label: "prefixes", values: groups.map((g) => g.prefix_count), color: "--accent" }]}
+      />
+      <table data-testid="communities-numbers">
+        <thead>
+          <tr>
+            <th>Community</th>
+            <th class="num">Prefixes</th>
+          </tr>
+        </thead>
+        <tbody>
+          {groups.map((g) => (
+            <tr key={name(g)}>
+              <td>{name(g)}</td>
+              <td class="num">{g.prefix_count}</td>
+            </tr>
+          ))}
+        </tbody>
+      </table>
+    </section>
+  );
+}
