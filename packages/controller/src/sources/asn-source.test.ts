@@ -104,20 +104,25 @@ describe("createAsnSource - file", () => {
     expect(() => createAsnSource("file:")).toThrow(/empty file path/);
   });
 
-  it("announcedPrefixes - the @ip-location-db/asn IPv4 table loads in seconds and lists AS13335's 1.1.1.0/24", async () => {
+  it("announcedPrefixes - the @ip-location-db/asn IPv4 table is read once into an index that answers every later ASN", async () => {
+    // A copy of the real table (~412k ranges), removed after the first answer: the second ASN is
+    // answered from the index in memory, not by reading the file again. (How fast it loads is
+    // bench/'s business, not a test's.)
     const pkg = createRequire(import.meta.url).resolve("@ip-location-db/asn/package.json");
-    const source = createAsnSource(`file:${join(dirname(pkg), "asn-ipv4.csv")}`);
-    const started = performance.now();
-    const prefixes = await source.announcedPrefixes(13335);
-    const loadMs = performance.now() - started;
-    expect(prefixes).toContain("1.1.1.0/24");
-    expect(prefixes.length).toBeGreaterThan(100);
-    // Measured ~1 s on a 2-core machine under load; the bound leaves room for slower CI.
-    expect(loadMs).toBeLessThan(8_000);
-    const lookup = performance.now();
-    expect(await source.announcedPrefixes(15169)).toContain("8.8.8.0/24");
-    expect(performance.now() - lookup).toBeLessThan(200);
-  }, 20_000);
+    const dir = await mkdtemp(join(tmpdir(), "rlc-asn-"));
+    const copy = join(dir, "asn-ipv4.csv");
+    await copyFile(join(dirname(pkg), "asn-ipv4.csv"), copy);
+    try {
+      const source = createAsnSource(`file:${copy}`);
+      const prefixes = await source.announcedPrefixes(13335);
+      expect(prefixes).toContain("1.1.1.0/24");
+      expect(prefixes.length).toBeGreaterThan(100);
+      await unlink(copy);
+      expect(await source.announcedPrefixes(15169)).toContain("8.8.8.0/24");
+    } finally {
+      await rm(dir, { recursive: true, force: true });
+    }
+  }, 60_000);
 });
 
 describe("createAsnSource - ripestat", () => {
