@@ -64,7 +64,7 @@ describe.skipIf(missing.length > 0)(missing.length > 0 ? `${title} (skipped: chr
     expect(await row().locator("[data-testid=key-last-used]").innerText()).toBe("never");
     expect((await api(secret, "GET", "/v1/auth/session")).role).toBe("operator");
     await page.reload();
-    await expect.poll(() => row().locator("[data-testid=key-last-used]").innerText()).toMatch(/s ago/);
+    await expect.poll(() => row().locator("[data-testid=key-last-used]").innerText(), { timeout: 15_000 }).toMatch(/s ago/);
 
     await row().locator("button:text-is('Rotate')").click();
     await page.click("button:text-is('Yes, rotate')");
@@ -77,7 +77,7 @@ describe.skipIf(missing.length > 0)(missing.length > 0 ? `${title} (skipped: chr
 
     await row().locator("button:text-is('Revoke')").click();
     await page.click("button:text-is('Yes, revoke')");
-    await expect.poll(() => row().innerText()).toContain("revoked");
+    await expect.poll(() => row().innerText(), { timeout: 15_000 }).toContain("revoked");
     expect((await t.call(rotated, "GET", "/v1/auth/session")).statusCode).toBe(401);
   }, 90_000);
 
@@ -94,7 +94,7 @@ describe.skipIf(missing.length > 0)(missing.length > 0 ? `${title} (skipped: chr
     await row.locator("button:text-is('Edit')").click();
     await page.fill("[aria-label^='Edit community'] input[name=title]", "via-tunnel");
     await page.click("button:text-is('Save community')");
-    await expect.poll(() => text("[data-testid=communities]")).toContain("via-tunnel");
+    await expect.poll(() => text("[data-testid=communities]"), { timeout: 15_000 }).toContain("via-tunnel");
     expect((await api(t.rootKey, "GET", "/v1/communities")).items.map((c: any) => c.title)).toEqual(["via-tunnel"]);
 
     await page.click("nav >> text=DoH");
@@ -109,7 +109,7 @@ describe.skipIf(missing.length > 0)(missing.length > 0 ? `${title} (skipped: chr
     await page.locator("[data-testid=doh-profiles] td:text-is('quad9')").waitFor();
     await page.locator("[data-testid=doh-profiles] tr", { hasText: "quad9" }).locator("button:text-is('Delete')").click();
     await page.click("button:text-is('Yes, delete')");
-    await expect.poll(async () => (await api(t.rootKey, "GET", "/v1/doh-profiles")).items.length).toBe(0);
+    await expect.poll(async () => (await api(t.rootKey, "GET", "/v1/doh-profiles")).items.length, { timeout: 15_000 }).toBe(0);
   }, 60_000);
 
   it("a maintenance policy's dry run shows what the API says a run would delete", async () => {
@@ -137,7 +137,7 @@ describe.skipIf(missing.length > 0)(missing.length > 0 ? `${title} (skipped: chr
     const after = (await api(t.rootKey, "GET", "/v1/nodes/signing-keys")).keys;
     const active = after.find((k: any) => k.status === "active");
     expect(after.length).toBe(before.length + 1);
-    await expect.poll(() => admin.locator("tr", { hasText: active.key_id }).innerText()).toContain("active");
+    await expect.poll(() => admin.locator("tr", { hasText: active.key_id }).innerText(), { timeout: 15_000 }).toContain("active");
     // An admin of tenant default is no superadmin: no Tenants page.
     expect(await admin.locator("nav a", { hasText: "Tenants" }).count()).toBe(0);
     await admin.context().close();

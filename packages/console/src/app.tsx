@@ -1,5 +1,5 @@
 import { useEffect, useState } from "preact/hooks";
-import { connect, ok } from "./api.js";
+import { ApiError, connect, ok } from "./api.js";
 import { ApiKeysPage } from "./pages/api-keys.js";
 import { AuditPage } from "./pages/audit.js";
 import { CommunitiesPage } from "./pages/communities.js";
@@ -110,9 +110,13 @@ export function App() {
     const key = storedKey();
     if (!key) return;
     signIn(key)
-      .catch(() => {
-        storeKey(null);
-        setSession(null);
+      .catch((error: Error) => {
+        // Only a refused key signs out; a busy or unreachable controller (503, a lost
+        // connection) keeps the remembered session, and the pages show their own errors.
+        if ((error instanceof ApiError && (error.status === 401 || error.status === 403)) || !storedInfo()) {
+          storeKey(null);
+          setSession(null);
+        }
       })
       .finally(() => setChecking(false));
   }, []);
