@@ -6,7 +6,7 @@ import { claimJob } from "../../packages/controller/src/db/jobs.js";
 import type { JobContext, JobHandler } from "../../packages/controller/src/jobs/handler.js";
 import { INTERNAL_JOB_DETAIL } from "../../packages/controller/src/jobs/problem.js";
 import { startWorker, type Worker } from "../../packages/controller/src/jobs/worker.js";
-import { enqueueJob, setTenantMaxQueued } from "../../packages/controller/src/services/operations/jobs.js";
+import { enqueueJob } from "../../packages/controller/src/services/operations/jobs.js";
 import { startTestController, type TestController } from "../helpers/controller.js";
 import { until } from "../helpers/wait.js";
 
@@ -71,7 +71,9 @@ const startW = (handler: JobHandler, extra: Partial<Parameters<typeof startWorke
 beforeAll(async () => {
   // The test runs its own steerable workers: its controller runs none (the api role), so no
   // registered handler (revision_prune has one) races them for the jobs.
-  t = await startTestController({ env: { APP_SERVICE: "api" } });
+  // A queue cap of 2 (JOBS_TENANT_MAX_QUEUED): the cap test fills it; the others enqueue as
+  // "test", which no cap bounds.
+  t = await startTestController({ env: { APP_SERVICE: "api", JOBS_TENANT_MAX_QUEUED: "2" } });
   tenantA = (await t.call(t.rootKey, { method: "GET", url: "/v1/auth/session" })).json().tenant_id;
   const b = (await t.call(t.rootKey, { method: "POST", url: "/v1/tenants", payload: { name: "jobs-b" } })).json();
   tenantB = b.tenant_id;
@@ -259,24 +261,19 @@ describe("job queue", () => {
   });
 
   it("an API caller over the tenant's queue cap gets 429 too_many_jobs with Retry-After", async () => {
-    setTenantMaxQueued(2);
-    try {
-      const m = (await t.call(keyB, { method: "POST", url: "/v1/modules", payload: { name: "capped", type: "IP_RANGES" } })).json();
-      const refresh = () => t.call(keyB, { method: "POST", url: `/v1/modules/${m.id}/refresh` });
-      expect((await refresh()).statusCode).toBe(202);
-      expect((await refresh()).statusCode).toBe(202);
-      const over = await refresh();
-      expect(over.statusCode).toBe(429);
-      expect(over.headers["retry-after"]).toBe("10");
-      expect(over.json()).toMatchObject({ code: "too_many_jobs", status: 429, queued_jobs: 2, max_queued_jobs: 2 });
-      const queued = (await t.call(keyB, { method: "GET", url: "/v1/jobs?status=queued" })).json().items;
-      expect(queued).toHaveLength(2);
-      // Another tenant is not held by B's queue.
-      const other = await t.call(t.rootKey, { method: "POST", url: "/v1/modules", payload: { name: "free", type: "IP_RANGES" } });
-      expect((await t.call(t.rootKey, { method: "POST", url: `/v1/modules/${other.json().id}/refresh` })).statusCode).toBe(202);
-      await t.controller.db.sql`UPDATE jobs SET status = 'cancelled' WHERE status = 'queued'`;
-    } finally {
-      setTenantMaxQueued(100);
-    }
+    const m = (await t.call(keyB, { method: "POST", url: "/v1/modules", payload: { name: "capped", type: "IP_RANGES" } })).json();
+    const refresh = () => t.call(keyB, { method: "POST", url: `/v1/modules/${m.id}/refresh` });
+    expect((await refresh()).statusCode).toBe(202);
+    expect((await refresh()).statusCode).toBe(202);
+    const over = await refresh();
+    expect(over.statusCode).toBe(429);
+    expect(over.headers["retry-after"]).toBe("10");
+    expect(over.json()).toMatchObject({ code: "too_many_jobs", status: 429, queued_jobs: 2, max_queued_jobs: 2 });
+    const queued = (await t.call(keyB, { method: "GET", url: "/v1/jobs?status=queued" })).json().items;
+    expect(queued).toHaveLength(2);
+    // Another tenant is not held by B's queue.
+    const other = await t.call(t.rootKey, { method: "POST", url: "/v1/modules", payload: { name: "free", type: "IP_RANGES" } });
+    expect((await t.call(t.rootKey, { method: "POST", url: `/v1/modules/${other.json().id}/refresh` })).statusCode).toBe(202);
+    await t.controller.db.sql`UPDATE jobs SET status = 'cancelled' WHERE status = 'queued'`;
   });
 });

@@ -1,7 +1,7 @@
 import { AppError, NotFoundError } from "@rlc/shared/errors";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { publishJobFinished } from "../../packages/controller/src/events/publish.js";
-import { enqueueJob } from "../../packages/controller/src/services/operations/jobs.js";
+import { createJobService, enqueueJob } from "../../packages/controller/src/services/operations/jobs.js";
 import { startTestController, type TestController } from "../helpers/controller.js";
 
 // The api role runs no worker: the test ends each job itself, as a worker would (the row, then
@@ -74,5 +74,24 @@ describe("the job queue's waitFor", () => {
     const id = await enqueue();
     const other = (await t.call(t.rootKey, { method: "POST", url: "/v1/tenants", payload: { name: "wait-other" } })).json();
     await expect(jobs().waitFor(other.tenant_id, id, 1_000)).rejects.toBeInstanceOf(NotFoundError);
+  });
+});
+
+describe("the job queue's cap is its own (a constructor argument)", () => {
+  it("two queues on one database each refuse API work past their own cap, and other work not at all", async () => {
+    const c = t.controller;
+    const tenant = (await t.call(t.rootKey, { method: "POST", url: "/v1/tenants", payload: { name: "capped-queues" } })).json().tenant_id;
+    const one = createJobService({ audit: c.deps.services.audit, bus: c.deps.bus, sql: c.db.sql, tenantMaxQueued: 1 });
+    const three = createJobService({ audit: c.deps.services.audit, bus: c.deps.bus, sql: c.db.sql, tenantMaxQueued: 3 });
+    const enqueueOn = (queue: typeof one, createdBy: string) =>
+      c.db.sql.begin((tx) => queue.enqueue(tx, { tenantId: tenant, type: "revision_prune", params: {}, createdBy, now: new Date(), afterCommit: () => {} }));
+    await enqueueOn(one, "key:abc");
+    await expect(enqueueOn(one, "key:abc")).rejects.toMatchObject({ code: "too_many_jobs", extra: { queued_jobs: 1, max_queued_jobs: 1 } });
+    await enqueueOn(three, "key:abc");
+    await enqueueOn(three, "key:abc");
+    await expect(enqueueOn(three, "key:abc")).rejects.toMatchObject({ code: "too_many_jobs", extra: { queued_jobs: 3, max_queued_jobs: 3 } });
+    // The scheduler's and the jobs' own follow-ups are paced by their schedule, not the cap.
+    await enqueueOn(one, "auto:scheduler");
+    await c.db.sql`UPDATE jobs SET status = 'cancelled' WHERE tenant_id = ${tenant} AND status = 'queued'`;
   });
 });

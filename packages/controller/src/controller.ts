@@ -38,7 +38,6 @@ import { openDataKey } from "./services/access/data-key.js";
 import { sealSecretsAtRest } from "./services/access/secrets-at-rest.js";
 import { type BootstrapResult, bootstrapDefaultTenant } from "./services/access/tenants.js";
 import { createServices } from "./services/create-services.js";
-import { setTenantMaxQueued } from "./services/operations/jobs.js";
 import { createRevisionStore } from "./services/revisions/revision-store.js";
 import { type AsnSource, createAsnSource } from "./sources/asn-source.js";
 import { createOutboundClient } from "./sources/outbound.js";
@@ -267,7 +266,6 @@ export async function startController(config: Config, opts: StartOptions = {}): 
       const p = pusher;
       closers.unshift(() => p.stop());
     }
-    setTenantMaxQueued(config.JOBS_TENANT_MAX_QUEUED);
     const handlers = opts.jobHandlers ?? createJobHandlers({ sql: db.sql, bus, services });
     if (runsWorkers && handlers.length) {
       const worker = startWorker({

@@ -33,8 +33,9 @@ import { createDohProfileService } from "./ingest/doh-profiles.js";
 import { createIngestService, type IngestService } from "./ingest/ingest.js";
 import { createOutboundRules } from "./ingest/outbound-rules.js";
 import { createRpkiDryRunService, type RpkiDryRunService } from "./ingest/rpki-dry-run.js";
-import { createJobService } from "./operations/jobs.js";
+import { createJobService, type JobQueue } from "./operations/jobs.js";
 import { createMaintenanceService } from "./operations/maintenance.js";
+import { createPeriodicService, type PeriodicService } from "./operations/periodic.js";
 import { createRuntimeLogService } from "./operations/runtime-logs.js";
 import { createSettingsService } from "./operations/settings.js";
 import { createRevisionBuilder } from "./revisions/revision-builder.js";
@@ -81,6 +82,8 @@ export interface AppServices {
   /** The opened bundle sections this process keeps for GetBundle (shared by node and deploy). */
   sections: SectionCache;
   maintenance: ReturnType<typeof createMaintenanceService>;
+  /** The scheduler's housekeeping: idempotency expiry, the runtime-log auto cleanup, due refreshes. */
+  periodic: PeriodicService;
   localBird: ReturnType<typeof createLocalBirdService>;
   /** Refreshing modules: the module_ingest job's work. */
   ingest: IngestService;
@@ -111,6 +114,7 @@ function deployServices(
   },
   audit: AuditWriter,
   authenticator: Authenticator,
+  queue: JobQueue,
 ) {
   const natsCredentials = createNatsCredentialService({ authority: opts.natsAuthority ?? null, audit });
   const signing = createSigningService({ sql: opts.sql, audit, secrets: opts.secretBox, keyFile: opts.config.BUNDLE_SIGNING_KEY_FILE });
@@ -126,7 +130,7 @@ function deployServices(
     notifier,
     livePolls: createLivePolls({ bus: opts.bus, notifier, sql: opts.sql, speakers }),
     speakers,
-    peers: createPeerService({ audit, bus: opts.bus, secrets: opts.secretBox }),
+    peers: createPeerService({ audit, secrets: opts.secretBox, queue }),
     node: createNodeService({
       sections,
       sql: opts.sql,
@@ -175,14 +179,16 @@ export function createServices(opts: {
         maxAgeHours: opts.config.RPKI_MAX_AGE_HOURS,
       })
     : null;
-  const services: Omit<AppServices, "revisions" | "maintenance" | "localBird" | "secretBox" | "ingest" | "deploy" | "bundleDownloads"> = {
+  // The one job queue, with the per-tenant cap of queued API work: every service that starts a job enqueues on it.
+  const jobs = createJobService({ audit, bus: opts.bus, sql: opts.sql, tenantMaxQueued: opts.config.JOBS_TENANT_MAX_QUEUED });
+  const services: Omit<AppServices, "revisions" | "maintenance" | "periodic" | "localBird" | "secretBox" | "ingest" | "deploy" | "bundleDownloads"> = {
     audit,
     auditLog: createAuditLog({ sql: opts.sql }),
     authenticator,
     apiKeys: createApiKeyService({ audit, onKeysChanged: authenticator.invalidate }),
     tenants: createTenantService({ audit }),
     settings: createSettingsService({ audit, sql: opts.sql }),
-    jobs: createJobService({ audit, bus: opts.bus, sql: opts.sql }),
+    jobs,
     runtimeLogs: createRuntimeLogService({ config: opts.config, sql: opts.sql }),
     modules: createModuleService({ audit }),
     entries: createEntryService({ audit }),
@@ -190,15 +196,17 @@ export function createServices(opts: {
     dohProfiles: createDohProfileService({ audit, secrets: opts.secretBox, rules }),
     cdnSources: createCdnSourceService({ audit, sql: opts.sql, outbound: opts.outbound, rules }),
     csv: createCsvService({ audit, sql: opts.sql }),
-    catalog: createCatalogService(),
+    catalog: createCatalogService({ sql: opts.sql }),
     lookup: createLookupService({ revisions: opts.revisions, budgetBytes: opts.config.LOOKUP_CACHE_MAX_MB * 1024 * 1024, rpki }),
     rpkiDryRun: createRpkiDryRunService({ rpki }),
     rpki,
-    ...deployServices(opts, audit, authenticator),
+    ...deployServices(opts, audit, authenticator, jobs),
   };
   const deploy = createDeployService({
     sql: opts.sql,
     bus: opts.bus,
+    queue: jobs,
+    metrics: opts.metrics,
     audit,
     signing: services.signing,
     notifier: services.notifier,
@@ -209,7 +217,7 @@ export function createServices(opts: {
   // A revision is committed in one place (ingest and rollback), with the sections deploy builds for it.
   const committer = createRevisionCommitter({ revisions: opts.revisions, bus: opts.bus, sections: deploy });
   const revisions = createRevisionService({ audit, revisions: opts.revisions, committer, previewPeers: previewPeersOf });
-  const maintenance = createMaintenanceService({ sql: opts.sql, bus: opts.bus, audit, revisions, runtimeLogs: services.runtimeLogs });
+  const maintenance = createMaintenanceService({ sql: opts.sql, queue: jobs, audit, revisions, runtimeLogs: services.runtimeLogs });
   const localBird = createLocalBirdService({
     sql: opts.sql,
     audit,
@@ -221,6 +229,7 @@ export function createServices(opts: {
     configPath: opts.config.BIRD_CONFIG_PATH,
   });
   const ingest = createIngestService({
+    queue: jobs,
     rpki,
     audit,
     metrics: opts.metrics,
@@ -248,5 +257,6 @@ export function createServices(opts: {
     compressed: createKeptBySize<DeflatedPart>(SECTION_CACHE_BYTES),
     chunkBytes: DEFAULT_GRPC_LIMITS.chunkBytes,
   });
-  return { ...services, revisions, maintenance, localBird, ingest, deploy, bundleDownloads, secretBox: opts.secretBox };
+  const periodic = createPeriodicService({ sql: opts.sql, queue: jobs, runtimeLogs: services.runtimeLogs });
+  return { ...services, revisions, maintenance, periodic, localBird, ingest, deploy, bundleDownloads, secretBox: opts.secretBox };
 }

@@ -8,7 +8,7 @@ import type { JobMetrics } from "../../metrics/controller-metrics.js";
 import type { AuditWriter } from "../access/audit.js";
 import type { RequestContext } from "../access/context.js";
 import type { JobContext } from "../operations/job-context.js";
-import { enqueueJob } from "../operations/jobs.js";
+import type { JobQueue } from "../operations/jobs.js";
 import type { AgentNotifier } from "./agent-notifier.js";
 import { evaluateAwaiting, runApply } from "./apply-awaiting.js";
 import { ensureDeltaSection, prepareSections } from "./bundle-sections.js";
@@ -52,6 +52,8 @@ export interface DeployDeps extends BundleDeps {
   notifier: AgentNotifier;
   /** Counts each apply's end and duration (the controller's /metrics). */
   metrics?: JobMetrics | undefined;
+  /** The job queue an apply is enqueued on (with the tenant's queue cap). */
+  queue: Pick<JobQueue, "enqueue">;
 }
 
 interface ApplyScope {
@@ -96,7 +98,7 @@ export function createDeployService(deps: DeployDeps) {
       speakerIds = [...new Set(req.speaker_ids)];
     }
     if (!speakerIds.length) throw new ConflictError("there is no speaker to apply to: create one first");
-    const job = await enqueueJob(tx, deps.bus, {
+    const job = await deps.queue.enqueue(tx, {
       tenantId,
       type: "apply",
       params: {

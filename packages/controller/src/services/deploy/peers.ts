@@ -1,5 +1,4 @@
 import { ConflictError, NotFoundError, ValidationError } from "@rlc/shared/errors";
-import type { Bus } from "../../bus/index.js";
 import type { Db } from "../../db/connect.js";
 import {
   countExistingCommunities,
@@ -21,7 +20,7 @@ import type { SecretBox } from "../../lib/secret-box.js";
 import { isoRequired } from "../../lib/time.js";
 import { type AuditWriter, changesOf } from "../access/audit.js";
 import type { RequestContext } from "../access/context.js";
-import { enqueueJob } from "../operations/jobs.js";
+import type { JobQueue } from "../operations/jobs.js";
 import { reportedSessions } from "./speakers.js";
 
 /** The session fields, derived from the speakers' last reports; the password only as `password_set`. */
@@ -88,7 +87,7 @@ const AUDITED = [
  * The password is write-only: sealed with the data key before it reaches the database, shown as
  * `password_set`, opened only to sign the bundle of a speaker the peer is on.
  */
-export function createPeerService(deps: { audit: AuditWriter; bus: Bus; secrets: SecretBox }) {
+export function createPeerService(deps: { audit: AuditWriter; secrets: SecretBox; queue: Pick<JobQueue, "enqueue"> }) {
   const seal = (password: string | null) => (password === null ? null : deps.secrets.seal(password));
   /** The stored password as it must be written back: sealed (a row not yet carried over is sealed now). */
   const kept = (row: PeerRow) => (row.password === null || row.password_sealed ? row.password : deps.secrets.seal(row.password));
@@ -113,7 +112,7 @@ export function createPeerService(deps: { audit: AuditWriter; bus: Bus; secrets:
   };
   /** The peer_reconcile job of a peer change: no ingest, then an apply to the affected speakers. */
   const reconcile = (tx: Db, ctx: RequestContext, peerId: string, speakerIds: string[]) =>
-    enqueueJob(tx, deps.bus, {
+    deps.queue.enqueue(tx, {
       tenantId: ctx.principal.tenantId,
       type: "peer_reconcile",
       params: { peer_id: peerId, speaker_ids: [...new Set(speakerIds)] },

@@ -13,7 +13,7 @@ import type { RpkiValidator } from "../../sources/rpki-source.js";
 import type { AuditWriter } from "../access/audit.js";
 import type { RequestContext } from "../access/context.js";
 import type { JobContext } from "../operations/job-context.js";
-import { enqueueJob } from "../operations/jobs.js";
+import type { JobQueue } from "../operations/jobs.js";
 import { readTenantSettings } from "../operations/settings.js";
 import { type BogonSettings, countDistinct } from "../revisions/revision-build.js";
 import type { RevisionBuilder } from "../revisions/revision-builder.js";
@@ -32,6 +32,8 @@ export interface IngestDeps {
   metrics?: JobMetrics | undefined;
   sql: Sql;
   bus: Bus;
+  /** The job queue a refresh request enqueues its module_ingest job on (with the tenant's queue cap). */
+  queue: Pick<JobQueue, "enqueue">;
   outbound: OutboundClient;
   asnSource: AsnSource | null;
   /** Expands AS-SET entries (`IRR_SOURCE`): one session, so one connection, per refresh. */
@@ -66,7 +68,7 @@ export function createIngestService(deps: IngestDeps) {
     async requestRefresh(tx: Db, ctx: RequestContext, moduleIds: string[] | null, force: boolean) {
       const tenantId = ctx.principal.tenantId;
       if (moduleIds && !(await moduleExists(tx, tenantId, moduleIds[0]!))) throw new NotFoundError("module", moduleIds[0]);
-      const job = await enqueueJob(tx, deps.bus, {
+      const job = await deps.queue.enqueue(tx, {
         tenantId,
         type: "module_ingest",
         params: { module_ids: moduleIds, force },

@@ -30,14 +30,8 @@ export function toJob(row: JobRow): Job {
   };
 }
 
-/** Jobs one tenant may have queued (waiting for a worker) before API calls that add more get a 429. */
+/** Jobs one tenant may have queued (waiting for a worker) before API calls that add more get a 429 (JOBS_TENANT_MAX_QUEUED's default). */
 export const DEFAULT_TENANT_MAX_QUEUED = 100;
-let tenantMaxQueued = DEFAULT_TENANT_MAX_QUEUED;
-
-/** Sets the per-tenant queue cap of this process (JOBS_TENANT_MAX_QUEUED; the controller calls it at start). */
-export function setTenantMaxQueued(n: number): void {
-  tenantMaxQueued = n;
-}
 
 /** Seconds a caller refused with `too_many_jobs` is told to wait: about what a few jobs take. */
 const QUEUE_FULL_RETRY_AFTER_S = 10;
@@ -45,23 +39,26 @@ const QUEUE_FULL_RETRY_AFTER_S = 10;
 /** Work asked through the API (`key:…`) is bounded; the scheduler's and jobs' own follow-ups are not (their pace is their schedule). */
 const isBounded = (createdBy: string | null) => createdBy?.startsWith("key:") ?? false;
 
+/** A job to enqueue: whose, what, who asked, and where its transaction's after-commit hooks go. */
+export interface EnqueueInput {
+  tenantId: string;
+  type: JobType;
+  params: Record<string, unknown>;
+  /** `key:<prefix>` for work asked through the API (bounded by the tenant's queue cap), else the scheduler's or a job's name. */
+  createdBy: string | null;
+  now: Date;
+  afterCommit: (fn: () => void) => void;
+  maxAttempts?: number;
+}
+
 /**
  * Enqueues a job in the caller's transaction (so a change and its job commit together) and
- * wakes the workers once that transaction has committed.
+ * wakes the workers once that transaction has committed. Work asked through the API is refused
+ * (429 `too_many_jobs`) while the tenant has `tenantMaxQueued` jobs waiting. Services enqueue
+ * through the queue service (`JobQueue.enqueue`), which holds the configured cap; this is what
+ * it runs.
  */
-export async function enqueueJob(
-  tx: Db,
-  bus: Bus,
-  input: {
-    tenantId: string;
-    type: JobType;
-    params: Record<string, unknown>;
-    createdBy: string | null;
-    now: Date;
-    afterCommit: (fn: () => void) => void;
-    maxAttempts?: number;
-  },
-): Promise<JobRow> {
+export async function enqueueJob(tx: Db, bus: Bus, input: EnqueueInput, tenantMaxQueued = DEFAULT_TENANT_MAX_QUEUED): Promise<JobRow> {
   if (isBounded(input.createdBy)) {
     await lockTenantQueue(tx, input.tenantId);
     const queued = await countQueuedJobs(tx, input.tenantId);
@@ -122,9 +119,17 @@ export function jobFailure(row: JobRow): AppError {
   return new AppError(code, error.detail ?? "the job failed", { extra: { job_id: row.id } });
 }
 
-export function createJobService(deps: { audit: AuditWriter; bus: Bus; sql: Sql }) {
+/**
+ * The job queue: enqueueing (with the per-tenant cap it is built with), waiting for, listing,
+ * reading and cancelling jobs. Services that start work take it at construction.
+ */
+export function createJobService(deps: { audit: AuditWriter; bus: Bus; sql: Sql; tenantMaxQueued?: number | undefined }) {
   const bus = deps.bus;
+  const tenantMaxQueued = deps.tenantMaxQueued ?? DEFAULT_TENANT_MAX_QUEUED;
   return {
+    /** Enqueues a job in the caller's transaction; see enqueueJob. */
+    enqueue: (tx: Db, input: EnqueueInput): Promise<JobRow> => enqueueJob(tx, bus, input, tenantMaxQueued),
+
     /**
      * A `?wait=true` request's wait: the job once it has succeeded, or as it is when `timeoutMs`
      * passes with the job still queued or running; a job that failed or was cancelled throws its
@@ -170,3 +175,6 @@ export function createJobService(deps: { audit: AuditWriter; bus: Bus; sql: Sql 
     },
   };
 }
+
+/** The job queue service, as the services that enqueue work take it. */
+export type JobQueue = ReturnType<typeof createJobService>;

@@ -7,7 +7,6 @@ import {
   type UpdateMaintenancePolicyBody,
   Uuid,
 } from "@rlc/shared/schemas";
-import type { Bus } from "../../bus/index.js";
 import type { Db, Sql } from "../../db/connect.js";
 import { deleteFinishedJobsBefore, type JobRow } from "../../db/jobs.js";
 import {
@@ -33,7 +32,7 @@ import { type AuditEntry, type AuditWriter, changesOf } from "../access/audit.js
 import { DEPLOYMENT_TENANT, inDeploymentTenant, type RequestContext, roleAtLeast } from "../access/context.js";
 import { databaseMaintenance } from "./database-status.js";
 import type { JobContext } from "./job-context.js";
-import { enqueueJob } from "./jobs.js";
+import type { JobQueue } from "./jobs.js";
 import { maintenanceScheduling, type PolicyRunParams, type RevisionPruning } from "./maintenance-schedule.js";
 import type { Actor, AutoPolicy, RuntimeLogService } from "./runtime-logs.js";
 
@@ -105,7 +104,13 @@ function mayWrite(ctx: RequestContext, actions: readonly MaintenanceAction[] | u
 
 type RecordAs = (tx: Db, now: Date, entry: AuditEntry) => Promise<unknown>;
 
-export function createMaintenanceService(deps: { sql: Sql; bus: Bus; audit: AuditWriter; revisions: RevisionPruning; runtimeLogs: RuntimeLogService }) {
+export function createMaintenanceService(deps: {
+  sql: Sql;
+  queue: Pick<JobQueue, "enqueue">;
+  audit: AuditWriter;
+  revisions: RevisionPruning;
+  runtimeLogs: RuntimeLogService;
+}) {
   const { audit } = deps;
   const mustFind = async (db: Db, tenantId: string, id: string, forUpdate = false) => {
     const row = await findMaintenancePolicyById(db, tenantId, id, forUpdate);
@@ -291,7 +296,7 @@ export function createMaintenanceService(deps: { sql: Sql; bus: Bus; audit: Audi
         requested_by: { key_id: p.keyId, key_prefix: p.keyPrefix, role: p.role },
         request_id: ctx.requestId,
       };
-      return enqueueJob(tx, deps.bus, {
+      return deps.queue.enqueue(tx, {
         tenantId: p.tenantId,
         type: "maintenance_policy_run",
         params: params as unknown as Record<string, unknown>,

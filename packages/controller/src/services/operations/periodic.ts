@@ -1,4 +1,3 @@
-import type { Bus } from "../../bus/index.js";
 import type { Sql } from "../../db/connect.js";
 import { deleteExpiredIdempotencyRecords } from "../../db/idempotency.js";
 import { listModulesDueForRefresh } from "../../db/ingest-inputs.js";
@@ -6,7 +5,7 @@ import { findLastRun, recordRun } from "../../db/scheduler.js";
 import { findSettings } from "../../db/settings.js";
 import { findTenantByName } from "../../db/tenants.js";
 import { DEPLOYMENT_TENANT } from "../access/context.js";
-import { enqueueJob } from "./jobs.js";
+import type { JobQueue } from "./jobs.js";
 import { autoPolicyOf, type RuntimeLogService } from "./runtime-logs.js";
 
 /** Idempotency answers are kept 24 hours. */
@@ -18,8 +17,8 @@ const IDEMPOTENCY_KEEP_MS = 24 * 3600_000;
  * service. Each method does one tick for every tenant that needs it; anything that takes time is
  * a job, so it is retried, cancellable and visible in `/v1/jobs`.
  */
-export function createPeriodicService(deps: { sql: Sql; bus: Bus; runtimeLogs: RuntimeLogService }) {
-  const { sql, bus } = deps;
+export function createPeriodicService(deps: { sql: Sql; queue: Pick<JobQueue, "enqueue">; runtimeLogs: RuntimeLogService }) {
+  const { sql } = deps;
   return {
     /** Forgets the idempotency answers older than a day. */
     async expireIdempotencyRecords(now: Date): Promise<void> {
@@ -47,7 +46,7 @@ export function createPeriodicService(deps: { sql: Sql; bus: Bus; runtimeLogs: R
       for (const due of await listModulesDueForRefresh(sql, now)) {
         const after: (() => void)[] = [];
         await sql.begin((tx) =>
-          enqueueJob(tx, bus, {
+          deps.queue.enqueue(tx, {
             tenantId: due.tenant_id,
             type: "module_ingest",
             params: { module_ids: [due.id], force: false },
