@@ -19,11 +19,14 @@ import { gzipSync } from "node:zlib";
 import { ensureBuilt, ensureInstalled, mustRun, root } from "./lib.mjs";
 import { EMBEDDED_NODE, nodeBinary } from "./node-dist.mjs";
 import { debianChangelog, debianControl, debianScripts, envFileText, LINTIAN_OVERRIDES, manPage } from "./package-deb.mjs";
+import { debianVersion, releaseVersion } from "./version.mjs";
 
 const args = new Set(process.argv.slice(2));
 const outDir = join(root, "dist", "packages");
 const work = join(root, "dist", "package-work");
-const version = JSON.parse(readFileSync(join(root, "packages/agent/package.json"), "utf8")).version;
+// From the repository's tags (scripts/version.mjs); what `rl-agent --version` and its reports say.
+const version = releaseVersion(root, JSON.parse(readFileSync(join(root, "packages/agent/package.json"), "utf8")).version);
+const debVersion = debianVersion(version);
 /** Each architecture as Node, Debian and `file` name it. */
 const ARCHES = { x64: { node: "x64", deb: "amd64", elf: "x86-64" }, arm64: { node: "arm64", deb: "arm64", elf: "ARM aarch64" } };
 const only = [...args].find((a) => a.startsWith("--arch="))?.slice("--arch=".length);
@@ -123,13 +126,13 @@ async function debian(exe, arch, debFile) {
   // 0644 in the archive, 0640 root:rl-agent once postinst has made the group (it holds the token).
   put("etc/rl-agent/agent.env", await envFileText(), 0o644);
   put("usr/share/man/man1/rl-agent.1.gz", gzipSync(await manPage(version), { level: 9 }));
-  put("usr/share/doc/rl-agent/changelog.gz", gzipSync(debianChangelog(version), { level: 9 }));
+  put("usr/share/doc/rl-agent/changelog.gz", gzipSync(debianChangelog(debVersion), { level: 9 }));
   put("usr/share/lintian/overrides/rl-agent", LINTIAN_OVERRIDES);
   put("usr/share/doc/rl-agent/README.md", { from: join(root, "packages/agent/README.md") });
   put("usr/share/doc/rl-agent/copyright", debianCopyright());
   put("usr/share/doc/rl-agent/LICENSE", { from: join(root, "LICENSE") });
   const installedKb = Math.ceil(statSync(exe).size / 1024) + 64;
-  put("DEBIAN/control", debianControl({ version, arch: arch.deb, installedKb }));
+  put("DEBIAN/control", debianControl({ version: debVersion, arch: arch.deb, installedKb }));
   put("DEBIAN/conffiles", "/etc/rl-agent/agent.env\n");
   for (const [name, text] of Object.entries(debianScripts())) put(`DEBIAN/${name}`, text, 0o755);
   // Owned by root whoever builds: the package must not carry the builder's uid. gzip -3: most of
@@ -170,7 +173,7 @@ async function main() {
   const blob = seaBlob(bundleFile);
   for (const arch of targets) {
     const exe = join(outDir, `rl-agent-linux-${arch.node}`);
-    const debFile = join(outDir, `rl-agent_${version}_${arch.deb}.deb`);
+    const debFile = join(outDir, `rl-agent_${debVersion}_${arch.deb}.deb`);
     step(`single executable ${exe}`);
     singleExecutable(blob, arch, exe);
     step(`debian package ${debFile}`);

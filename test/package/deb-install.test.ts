@@ -5,6 +5,7 @@ import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { BirdClient } from "../../packages/shared/src/bird/birdc.js";
 import { birdRoots } from "../../scripts/bird-roots.mjs";
+import { debianVersion, releaseVersion } from "../../scripts/version.mjs";
 import { type Rib, startBirdLab, stopProcess, waitForRibs } from "../helpers/bird-lab.js";
 import { type LiveController, startLiveController, until, untilJobDone } from "../helpers/live-controller.js";
 
@@ -14,8 +15,9 @@ import { type LiveController, startLiveController, until, untilJobDone } from ".
 // outside CI it is skipped with the reason, with CI=true a missing precondition fails it.
 
 const root = join(import.meta.dirname, "../..");
-const version = JSON.parse(readFileSync(join(root, "packages/agent/package.json"), "utf8")).version as string;
-const debFile = join(root, "dist/packages", `rl-agent_${version}_amd64.deb`);
+// The version the build takes from the repository's tags (scripts/version.mjs).
+const version = releaseVersion(root, JSON.parse(readFileSync(join(root, "packages/agent/package.json"), "utf8")).version) as string;
+const debFile = join(root, "dist/packages", `rl-agent_${debianVersion(version)}_amd64.deb`);
 const natsUrl = process.env.TEST_NATS_URL || "nats://127.0.0.1:4222";
 
 function preconditions(): string[] {
@@ -184,9 +186,9 @@ describe.skipIf(reasons.length > 0)(reasons.length > 0 ? `${title} (skipped: ${r
   });
 
   it("the arm64 .deb carries an aarch64 executable of the same agent, its control naming arm64", () => {
-    const armDeb = join(root, "dist/packages", `rl-agent_${version}_arm64.deb`);
+    const armDeb = join(root, "dist/packages", `rl-agent_${debianVersion(version)}_arm64.deb`);
     expect(sh("dpkg-deb", ["--field", armDeb, "Package", "Architecture", "Version"]).stdout).toBe(
-      `Package: rl-agent\nArchitecture: arm64\nVersion: ${version}\n`,
+      `Package: rl-agent\nArchitecture: arm64\nVersion: ${debianVersion(version)}\n`,
     );
     const tree = join(dir, "arm64");
     expect(sh("dpkg-deb", ["-x", armDeb, tree]).status).toBe(0);
@@ -214,6 +216,8 @@ describe.skipIf(reasons.length > 0)(reasons.length > 0 ? `${title} (skipped: ${r
       agentLog += chunk.toString();
     });
     await until("the packaged agent to enroll", async () => (await ok("GET", `/v1/speakers/${speaker.id}`)).enrolled_at, 60_000);
+    // The version the build took from the tags is the one the agent reports.
+    expect((await ok("GET", `/v1/speakers/${speaker.id}`)).agent_version).toBe(version);
 
     const gobgp = await ok("POST", "/v1/peers", {
       name: "gobgp",
