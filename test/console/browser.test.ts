@@ -224,6 +224,7 @@ describe.skipIf(missing.length > 0)(missing.length > 0 ? `${title} (skipped: ${m
     expect(tree).toContain("in the lists");
     expect(tree).toMatch(/vpn.*entry 11\.1\.0\.0\/16/);
     expect(await text("[data-testid=lookup-revision]")).toMatch(/3: 11\.1\.0\.0\/16 65000:100/);
+    expect(await text("[data-testid=lookup-answer]")).toMatch(/^announced as 11\.1\.0\.0\/16 with 65000:100 — from modules? (.*, )?vpn\b/);
   }, 90_000);
 
   it("previews a CDN feed before adding it as a source of the module", async () => {

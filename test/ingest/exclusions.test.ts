@@ -49,6 +49,25 @@ describe("exclude modules (never steer)", () => {
     expect(await call("GET", `/v1/revisions/${revisionId}/prefixes?community=65000:200`)).toMatchObject({ items: [] });
   });
 
+  it("lookup says whether an address is announced, and why not", async () => {
+    const announced = await call("GET", "/v1/lookup?q=11.0.1.5");
+    expect(announced).toMatchObject({
+      announced: true,
+      announced_prefix: "11.0.1.0/24",
+      communities: ["65000:100"],
+      excluded_by: [],
+      answer: "announced as 11.0.1.0/24 with 65000:100 — from module vpn",
+    });
+    const cut = await call("GET", "/v1/lookup?q=11.0.0.200");
+    expect(cut).toMatchObject({
+      announced: false,
+      announced_prefix: null,
+      excluded_by: [{ kind: "module", module_id: never.id, module_name: "bank", prefix: "11.0.0.128/25" }],
+      answer: "not announced: excluded by module bank",
+    });
+    expect((await call("GET", "/v1/lookup?q=14.0.0.1")).answer).toBe("not announced: in no enabled list");
+  });
+
   it("turned back to announce, a module's prefixes are announced with its community", async () => {
     await call("PATCH", `/v1/modules/${never.id}`, { action: "announce" });
     const job = await call("POST", "/v1/modules/refresh?wait=true");

@@ -25,6 +25,8 @@ interface Result {
   matched: boolean;
   matches: Match[];
   revision: { revision_id: number; prefix: string; communities: string[] } | null;
+  /** "announced as 1.2.3.0/24 with 65000:100 — from modules A, B" or why not. */
+  answer: string;
 }
 
 function ModuleLine({ m, children }: { m: Match; children: preact.ComponentChildren }) {
@@ -67,6 +69,7 @@ export function LookupPage() {
         </button>
       </form>
       <ErrorBox error={error} />
+      {result ? <p data-testid="lookup-answer">{result.answer}</p> : null}
       {result ? (
         <ul class="tree" data-testid="lookup">
           <li>

@@ -1,10 +1,12 @@
+import type { ModuleType } from "@rlc/shared/schemas";
 import type { Db } from "./connect.js";
 
 export interface LookupModuleRow {
   id: string;
   name: string;
-  type: "AS_PREFIXES" | "DOMAINS" | "IP_RANGES";
+  type: ModuleType;
   enabled: boolean;
+  action: "announce" | "exclude";
   community_id: string | null;
   community: string | null;
   community_title: string | null;
@@ -12,7 +14,7 @@ export interface LookupModuleRow {
 
 export async function listLookupModules(db: Db, tenantId: string): Promise<Map<string, LookupModuleRow>> {
   const rows = await db<LookupModuleRow[]>`
-    SELECT m.id, m.name, m.type, m.enabled, m.community_id, c.community, c.title AS community_title
+    SELECT m.id, m.name, m.type, m.enabled, m.action, m.community_id, c.community, c.title AS community_title
     FROM modules m LEFT JOIN communities c ON c.tenant_id = m.tenant_id AND c.id = m.community_id
     WHERE m.tenant_id = ${tenantId}`;
   return new Map(rows.map((r) => [r.id, r]));

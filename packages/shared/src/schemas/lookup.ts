@@ -35,6 +35,26 @@ export const LookupMatch = z
   ])
   .meta({ id: "LookupMatch" });
 
+export const LookupExclusion = z
+  .union([
+    z.object({
+      kind: z.literal("module"),
+      module_id: Uuid,
+      module_name: z.string(),
+      prefix: z.string().describe("The exclude module's prefix that holds the address."),
+    }),
+    z.object({
+      kind: z.literal("tenant_exclusion"),
+      prefix: z.string().describe("The `BIRD.exclude_prefixes` entry (or its default) that holds the address."),
+    }),
+    z.object({
+      kind: z.literal("min_prefix_length"),
+      prefix: z.string().describe("A collected prefix shorter than `BIRD.min_prefix_length_v4`/`_v6`, dropped whole."),
+    }),
+  ])
+  .meta({ id: "LookupExclusion", description: "One rule that cut the address out of what the tenant announces." });
+export type LookupExclusion = z.infer<typeof LookupExclusion>;
+
 export const LookupResult = z
   .object({
     query: z.string(),
@@ -43,5 +63,19 @@ export const LookupResult = z
     matched: z.boolean(),
     matches: z.array(LookupMatch),
     revision: z.object({ revision_id: z.number().int(), prefix: z.string(), communities: z.array(z.string()) }).nullable(),
+    announced: z
+      .boolean()
+      .nullable()
+      .describe("Whether the current revision announces a prefix that contains the address; null for a domain (look up its addresses)."),
+    announced_prefix: z.string().nullable().describe("The longest announced prefix that contains the address."),
+    communities: z.array(z.string()).describe("The communities `announced_prefix` carries."),
+    excluded_by: z
+      .array(LookupExclusion)
+      .describe(
+        "When an enabled module collected the address but it is not announced: the exclude modules, tenant exclusions and bogon rules that cut it out.",
+      ),
+    answer: z
+      .string()
+      .describe('The answer in one line: "announced as 1.2.3.0/24 with 65000:100 — from modules A, B" or "not announced: excluded by module X".'),
   })
   .meta({ id: "LookupResult" });

@@ -86,13 +86,14 @@ export function revisionsCommand(program: Command): void {
 export function lookupCommand(program: Command): void {
   program
     .command("lookup <query>")
-    .description("is an IP address or a domain in the lists? Which module, entry and community")
+    .description("is an IP address announced, and why? Which module, entry and community")
     .action(
       withContext(async (ctx, q: string) => {
         const result = await unwrap(ctx.client.GET("/v1/lookup", { params: { query: { q } } }));
         if (ctx.output.format !== "table") return print(ctx.output, result, [], []);
         const head = result.matched ? paint(ctx.output, "green", "matched") : paint(ctx.output, "dim", "not in the lists");
         ctx.output.out(`${result.normalized} (${result.kind}): ${head}\n`);
+        ctx.output.out(`${result.answer}\n`);
         if (result.revision) ctx.output.out(`revision ${result.revision.revision_id}: ${result.revision.prefix} ${result.revision.communities.join(" ")}\n`);
         if (result.matches.length) {
           ctx.output.out("\n");

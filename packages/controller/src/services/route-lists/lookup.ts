@@ -10,12 +10,14 @@ import {
   listLookupModules,
   listTenantIpRangeEntries,
 } from "../../db/lookup.js";
+import { findSettings } from "../../db/settings.js";
 import { listDomainAddresses, listTenantSnapshotGroups, type SnapshotSource } from "../../db/snapshots.js";
 import { normaliseDomain } from "../../lib/domain-name.js";
 import type { RpkiValidator } from "../../sources/rpki-source.js";
 import type { RpkiState } from "../../sources/rpki-vrps.js";
 import type { RevisionTag } from "../revisions/revision-content.js";
 import type { RevisionStore } from "../revisions/revision-store.js";
+import { answerLookup, type BogonRules, type CollectedMatch } from "./lookup-answer.js";
 
 const byFamilyThenText = (a: string, b: string) => Number(a.includes(":")) - Number(b.includes(":")) || (a < b ? -1 : a > b ? 1 : 0);
 
@@ -273,6 +275,7 @@ export function createLookupService(deps: {
     const view = await viewOf(db, tenantId);
     const [snapshot, rev] = await Promise.all([view.snapshot.get(), view.revision.get()]);
     const matches: Record<string, unknown>[] = [];
+    const collected: CollectedMatch[] = [];
     for (const e of view.entries.lookup(address)) {
       const m = view.modules.get(e.module_id);
       if (m) matches.push({ layer: "entry", ...moduleFields(m), entry_id: e.id, value: e.cidr });
@@ -280,6 +283,7 @@ export function createLookupService(deps: {
     for (const i of snapshot.index.lookup(address)) {
       const g = snapshot.groups[snapshot.groupOf[i]!]!;
       const m = view.modules.get(g.module_id);
+      if (m) collected.push({ module_id: m.id, module_name: m.name, enabled: m.enabled, action: m.action, prefix: snapshot.index.text(i) });
       if (m)
         matches.push({
           layer: "snapshot",
@@ -296,7 +300,9 @@ export function createLookupService(deps: {
     if (rev && best >= 0) {
       revision = { revision_id: rev.revisionId, prefix: rev.index.text(best), communities: rev.tags[rev.tagOf[best]!]!.communities };
     }
-    return { query: q, kind: "ip" as const, normalized, matched: matches.length > 0 || revision !== null, matches, revision };
+    const bogonRules = async () => ((await findSettings(db, tenantId)).settings.BIRD ?? {}) as BogonRules;
+    const answer = await answerLookup(address, revision, collected, bogonRules);
+    return { query: q, kind: "ip" as const, normalized, matched: matches.length > 0 || revision !== null, matches, revision, ...answer };
   }
 
   async function lookupDomain(db: Db, tenantId: string, q: string, query: string) {
@@ -333,7 +339,16 @@ export function createLookupService(deps: {
       const m = modules.get(moduleId);
       if (m) matches.push({ layer: "snapshot", ...moduleFields(m), source: "domain", origin: name, addresses: [...new Set(list)].sort(byFamilyThenText) });
     }
-    return { query: q, kind: "domain" as const, normalized: name, matched: matches.length > 0, matches, revision: null };
+    const answer = matches.length ? "a domain: look up its addresses to see whether they are announced" : "not announced: in no list";
+    return {
+      query: q,
+      kind: "domain" as const,
+      normalized: name,
+      matched: matches.length > 0,
+      matches,
+      revision: null,
+      ...{ announced: null, announced_prefix: null, communities: [], excluded_by: [], answer },
+    };
   }
 
   return {
