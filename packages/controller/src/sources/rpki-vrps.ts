@@ -6,6 +6,8 @@
 // The index keys each VRP by its prefix (network and length) and chains the VRPs of one prefix
 // in typed arrays; a lookup tries only the prefix lengths some VRP has (IPv4 ROAs use about 17
 // lengths, IPv6 about 30), so validating a prefix is a handful of Map reads, whatever the count.
+// IPv4 keys are the network's top bits in one Map per length: small integers, which V8 hashes
+// without boxing (one Map keyed by network * 64 + length took ~2x as long per lookup).
 import { parseCidr } from "@rlc/shared/prefix";
 
 /** RFC 6811 §2: the validation state of a route (prefix, origin ASN). */
@@ -24,7 +26,8 @@ export interface VrpDocument {
 }
 
 export class VrpIndex {
-  private heads4 = new Map<number, number>();
+  /** Per length, the network's top `length` bits (a small integer V8 hashes fast) → first VRP. */
+  private heads4: Map<number, number>[] = Array.from({ length: 33 }, () => new Map<number, number>());
   private heads6 = new Map<string, number>();
   private lens4 = new Set<number>();
   private lens6 = new Set<number>();
@@ -49,9 +52,10 @@ export class VrpIndex {
     this.asns[i] = asn;
     this.maxLens[i] = maxLength;
     if (parsed.family === 4) {
-      const key = key4(parsed.v4, parsed.length);
-      this.next[i] = this.heads4.get(key) ?? -1;
-      this.heads4.set(key, i);
+      const heads = this.heads4[parsed.length]!;
+      const key = top4(parsed.v4, parsed.length);
+      this.next[i] = heads.get(key) ?? -1;
+      heads.set(key, i);
       if (!this.lens4.has(parsed.length)) {
         this.lens4.add(parsed.length);
         this.sorted4 = [...this.lens4].sort((a, b) => a - b);
@@ -80,7 +84,7 @@ export class VrpIndex {
     if (parsed.family === 4) {
       for (const l of this.sorted4) {
         if (l > parsed.length) break;
-        let h = this.heads4.get(key4(parsed.v4, l));
+        let h = this.heads4[l]!.get(top4(parsed.v4, l));
         while (h !== undefined && h !== -1) {
           covered = true;
           if (origin !== 0 && this.asns[h] === origin && parsed.length <= this.maxLens[h]!) return "valid";
@@ -116,7 +120,7 @@ export class VrpIndex {
 }
 
 const mask4 = (addr: number, len: number) => (len === 0 ? 0 : (addr & (0xffffffff << (32 - len))) >>> 0);
-const key4 = (addr: number, len: number) => mask4(addr, len) * 64 + len;
+const top4 = (addr: number, len: number) => (len === 0 ? 0 : addr >>> (32 - len));
 
 function key6(words: Uint32Array, len: number): string {
   let key = `${len}`;

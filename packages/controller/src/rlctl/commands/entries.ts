@@ -19,7 +19,7 @@ async function listEntries(ctx: Ctx, mod: Module, max: number): Promise<{ raw: u
   const path = { module_id: mod.id };
   if (mod.type === "AS_PREFIXES") {
     const raw = await fetchAll(max, (query) => ctx.client.GET("/v1/modules/{module_id}/as-entries", { params: { path, query } }));
-    return { raw, rows: raw.map((e) => ({ ...e, value: `AS${e.asn}` })) };
+    return { raw, rows: raw.map((e) => ({ ...e, value: asValue(e) })) };
   }
   if (mod.type === "DOMAINS") {
     const raw = await fetchAll(max, (query) => ctx.client.GET("/v1/modules/{module_id}/domain-entries", { params: { path, query } }));
@@ -29,14 +29,22 @@ async function listEntries(ctx: Ctx, mod: Module, max: number): Promise<{ raw: u
   return { raw, rows: raw.map((e) => ({ ...e, value: e.cidr })) };
 }
 
+/** An AS entry's value as shown: AS65000, or the AS-SET's name. */
+const asValue = (e: { asn: number | null }): string => (e as { as_set?: string | null }).as_set ?? `AS${e.asn}`;
+
 async function addEntry(ctx: Ctx, mod: Module, value: string, opts: { comment?: string; subdomains?: boolean }): Promise<Entry> {
   const path = { module_id: mod.id };
   const comment = opts.comment;
   if (mod.type === "AS_PREFIXES") {
+    // An AS-SET (AS-EXAMPLE, AS64500:AS-CUSTOMERS, RIPE::AS-EXAMPLE) is expanded through IRR by the controller.
+    if (/^(?:[A-Z0-9_-]+::)?(?:AS\d+:)*AS-/i.test(value)) {
+      const e = await unwrap(ctx.client.POST("/v1/modules/{module_id}/as-entries", { params: { path }, body: { as_set: value, comment } as never }));
+      return { ...e, value: asValue(e) };
+    }
     const asn = Number(value.replace(/^AS/i, ""));
-    if (!Number.isInteger(asn) || asn < 0) throw usageError(`${value} is not an AS number (65000 or AS65000)`);
+    if (!Number.isInteger(asn) || asn < 0) throw usageError(`${value} is not an AS number (65000 or AS65000) or an AS-SET (AS-EXAMPLE)`);
     const e = await unwrap(ctx.client.POST("/v1/modules/{module_id}/as-entries", { params: { path }, body: { asn, comment } }));
-    return { ...e, value: `AS${e.asn}` };
+    return { ...e, value: asValue(e) };
   }
   if (mod.type === "DOMAINS") {
     const wildcard = value.startsWith("*.");
@@ -86,7 +94,9 @@ export function entriesCommand(program: Command): void {
 
   entries
     .command("add <module> <value...>")
-    .description("add entries: AS numbers (65000, AS65000), domains (*.example.com for subdomains) or CIDRs, as the module's type says")
+    .description(
+      "add entries: AS numbers (65000, AS65000) or AS-SETs (AS-EXAMPLE, RIPE::AS-EXAMPLE), domains (*.example.com for subdomains) or CIDRs, as the module's type says",
+    )
     .option("--comment <text>", "a note kept with each entry")
     .option("--subdomains", "domains: include their subdomains")
     .action(

@@ -17,7 +17,15 @@ function moduleType(value: string): ModuleType {
   return found;
 }
 
-const columns = fieldColumns<Module>({ ID: "id", NAME: "name", TYPE: "type", ENABLED: "enabled", REFRESHED: "last_refreshed_at", ERROR: "last_refresh_error" });
+const columns = fieldColumns<Module>({
+  ID: "id",
+  NAME: "name",
+  TYPE: "type",
+  ENABLED: "enabled",
+  RPKI: "rpki_policy" as never,
+  REFRESHED: "last_refreshed_at",
+  ERROR: "last_refresh_error",
+});
 
 const allModules = (ctx: Ctx) => fetchAll(100_000, (query) => ctx.client.GET("/v1/modules", { params: { query } }));
 
@@ -49,10 +57,18 @@ export function modulesCommand(program: Command): void {
     .option("--community <community>", "the community its prefixes carry (id or value, e.g. 65000:100)")
     .option("--description <text>", "what the list is for")
     .option("--disabled", "create it disabled")
+    .option("--rpki-policy <policy>", "RPKI origin validation of its AS entries' prefixes: off (default), report or drop_invalid")
     .action(
-      withContext(async (ctx, name: string, opts: { type: string; community?: string; description?: string; disabled?: boolean }) => {
+      withContext(async (ctx, name: string, opts: { type: string; community?: string; description?: string; disabled?: boolean; rpkiPolicy?: string }) => {
         const community_id = opts.community ? (await resolveCommunity(ctx, opts.community)).id : undefined;
-        const body = { name, type: moduleType(opts.type), community_id, description: opts.description, enabled: !opts.disabled };
+        const body = {
+          name,
+          type: moduleType(opts.type),
+          community_id,
+          description: opts.description,
+          enabled: !opts.disabled,
+          ...(opts.rpkiPolicy ? { rpki_policy: opts.rpkiPolicy as never } : {}),
+        };
         printOne(ctx, await unwrap(ctx.client.POST("/v1/modules", { body })), columns);
       }),
     );
