@@ -12,14 +12,15 @@ interface Entry {
   id: string;
   comment: string;
   cidr?: string;
-  asn?: number;
+  asn?: number | null;
+  as_set?: string | null;
   domain?: string;
   include_subdomains?: boolean;
 }
 
 const KINDS: Record<ModuleType, { path: string; field: "cidr" | "asn" | "domain"; label: string; header: string }> = {
   IP_RANGES: { path: "ip-range-entries", field: "cidr", label: "CIDR", header: "cidr,comment" },
-  AS_PREFIXES: { path: "as-entries", field: "asn", label: "AS number", header: "asn,comment" },
+  AS_PREFIXES: { path: "as-entries", field: "asn", label: "AS number or AS-SET", header: "asn,comment" },
   DOMAINS: { path: "domain-entries", field: "domain", label: "Domain", header: "domain,include_subdomains,comment" },
 };
 
@@ -34,11 +35,13 @@ type Untyped = {
 const untyped = (api: Api) => api as unknown as Untyped;
 
 function entryValue(e: Entry): string {
-  return String(e.cidr ?? e.asn ?? e.domain ?? "");
+  return String(e.cidr ?? e.asn ?? e.as_set ?? e.domain ?? "");
 }
 
 function bodyOf(type: ModuleType, value: string, comment: string): object {
   const field = KINDS[type].field;
+  // An AS-SET (AS-EXAMPLE, AS64500:AS-CUSTOMERS, RIPE::AS-EXAMPLE) goes in as_set.
+  if (field === "asn" && /^(?:[A-Z0-9_-]+::)?(?:AS\d+:)*AS-/i.test(value.trim())) return { as_set: value.trim(), comment };
   return { [field]: field === "asn" ? value.replace(/^AS/i, "") : value, comment };
 }
 

@@ -16,6 +16,8 @@ interface Match {
   prefix?: string;
   source?: string;
   origin?: string;
+  via?: string;
+  rpki?: string;
   addresses?: string[];
 }
 interface Result {
@@ -91,6 +93,8 @@ export function LookupPage() {
                   {snapshot.map((m) => (
                     <ModuleLine key={`${m.module_id}-${m.prefix ?? m.origin}`} m={m}>
                       {m.source} <code>{m.prefix ?? m.addresses?.join(", ")}</code> from {m.origin}
+                      {m.via ? ` via ${m.via}` : ""}
+                      {m.rpki ? ` (RPKI ${m.rpki.replace("_", " ")})` : ""}
                     </ModuleLine>
                   ))}
                 </ul>

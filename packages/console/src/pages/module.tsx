@@ -49,6 +49,27 @@ export function ModulePage({ id }: { id: string }) {
             <dd>
               <Ago at={m.last_refreshed_at} />
             </dd>
+            {m.type === "AS_PREFIXES" ? (
+              <>
+                <dt>RPKI policy</dt>
+                <dd>
+                  <select
+                    aria-label="RPKI policy"
+                    disabled={!can("operator")}
+                    value={(m as { rpki_policy?: string }).rpki_policy ?? "off"}
+                    onChange={async (e) => {
+                      const rpki_policy = (e.target as HTMLSelectElement).value;
+                      await ok(api.PATCH("/v1/modules/{module_id}", { params: { path: { module_id: id } }, body: { rpki_policy } as never }));
+                      mod.reload();
+                    }}
+                  >
+                    <option value="off">off</option>
+                    <option value="report">report invalid prefixes</option>
+                    <option value="drop_invalid">drop invalid prefixes</option>
+                  </select>
+                </dd>
+              </>
+            ) : null}
             {m.last_refresh_error ? (
               <>
                 <dt>Refresh error</dt>
