@@ -8,6 +8,7 @@
 //
 //   npx turbo run build && node bench/refresh-apply.mjs
 //   BENCH_CDN_MODULES=19 BENCH_CDN_PREFIXES=55000 node bench/refresh-apply.mjs
+//   BENCH_BUILD_ONLY=1 (the in-process part alone), BENCH_SKIP_BUILD=1 (the controller part alone)
 
 import { readFileSync } from "node:fs";
 import { createServer } from "node:http";
@@ -44,7 +45,8 @@ for (let k = 0; k < CDN_MODULES; k++) {
 const texts = feeds.map((f) => `${f.join("\n")}\n`);
 // The build alone, in this process (no HTTP, no database): a full build of every module against
 // the rebuild of one module's 1% change from the last build, and the diff the API answers.
-{
+// BENCH_SKIP_BUILD=1 leaves it out (the controller's peak RSS is then the controller's alone).
+if (!process.env.BENCH_SKIP_BUILD) {
   const { buildRevision } = await import("../packages/controller/dist/services/revisions/revision-build.js");
   const { buildWithState, rebuildRevision } = await import("../packages/controller/dist/services/revisions/revision-incremental.js");
   const { encodeContent } = await import("../packages/controller/dist/services/revisions/revision-store.js");
