@@ -1,11 +1,12 @@
 import type { Bus } from "../../bus/index.js";
 import type { Db, Sql } from "../../db/connect.js";
-import { finishAwaitingJob, type JobRow, lockAwaitingJobs, updateAwaiting } from "../../db/jobs.js";
+import type { JobRow } from "../../db/jobs.js";
 import { listSpeakersByIds, type SpeakerRow, setDispatchStatus } from "../../db/speakers.js";
-import { publishApplyOutcome, publishJobFinished, type RecordedOutcome } from "../../events/publish.js";
+import { publishApplyOutcome, type RecordedOutcome } from "../../events/publish.js";
 import { problemBody } from "../../lib/problem.js";
 import type { JobMetrics } from "../../metrics/controller-metrics.js";
 import type { JobContext } from "../operations/job-context.js";
+import type { JobQueue } from "../operations/jobs.js";
 import type { Issued, IssueRequest } from "./deploy.js";
 
 export interface ApplyParams {
@@ -78,7 +79,12 @@ export interface AwaitingDeps {
   bus: Bus;
   /** Counts each apply's end and duration (the controller's /metrics); the replica that ends it counts it. */
   metrics?: JobMetrics | undefined;
+  /** Writes the awaiting jobs' state: the queue owns every change of a job's state. */
+  queue: AwaitingQueue;
 }
+
+/** What the evaluation asks of the job queue. */
+export type AwaitingQueue = Pick<JobQueue, "lockAwaiting" | "recordAwaiting" | "finishAwaiting" | "announceEnded">;
 
 /** A speaker's outcome decided by an evaluation, published once its transaction has committed. */
 type DecidedOutcome = { job: JobRow; revisionId: number; outcome: RecordedOutcome };
@@ -87,6 +93,7 @@ type Ended = { job: JobRow; status: "succeeded" | "failed"; error: Record<string
 
 /** How the job ended, or null while it still waits; the speakers' outcomes it decided go to `outcomes`. */
 async function evaluateOne(
+  queue: AwaitingQueue,
   tx: Db,
   job: JobRow,
   speakers: Map<string, SpeakerRow>,
@@ -119,13 +126,13 @@ async function evaluateOne(
   const done = a.issued.filter((i) => resolved.has(i.speaker_id)).length;
   const total = a.issued.length;
   if (resolved.size < p.speaker_ids.length && !dueOut) {
-    if (changed) await updateAwaiting(tx, job.id, { awaiting, done, total, now });
+    if (changed) await queue.recordAwaiting(tx, job.id, { awaiting, done, total, now });
     return null;
   }
   const ordered = p.speaker_ids.map((id) => resolved.get(id)).filter((o): o is ApplyOutcome => o !== undefined);
   const failure = applyFailure(a.revision_id, ordered);
   const result = { revision_id: a.revision_id, speakers: ordered };
-  const ended = await finishAwaitingJob(
+  const ended = await queue.finishAwaiting(
     tx,
     job.id,
     failure ? { status: "failed", result, error: failure, awaiting, done, total, now } : { status: "succeeded", result, awaiting, done, total, now },
@@ -145,7 +152,7 @@ export async function evaluateAwaiting(deps: AwaitingDeps, now: () => Date, f: {
   const outcomes: DecidedOutcome[] = [];
   let at = now();
   await deps.sql.begin(async (tx) => {
-    const jobs = await lockAwaitingJobs(tx, { type: "apply", ...(f.tenantId ? { tenantId: f.tenantId } : {}) });
+    const jobs = await deps.queue.lockAwaiting(tx, { type: "apply", ...(f.tenantId ? { tenantId: f.tenantId } : {}) });
     at = now();
     for (const job of jobs) {
       // Only the speakers the job still waits for: late in a large apply, a report concerns a few.
@@ -153,12 +160,12 @@ export async function evaluateAwaiting(deps: AwaitingDeps, now: () => Date, f: {
       const resolved = new Set(a.outcomes.map((o) => o.speaker_id));
       const pending = a.issued.filter((i) => !resolved.has(i.speaker_id)).map((i) => i.speaker_id);
       const speakers = new Map((await listSpeakersByIds(tx, job.tenant_id, pending)).map((s) => [s.id, s]));
-      const end = await evaluateOne(tx, job, speakers, at, outcomes);
+      const end = await evaluateOne(deps.queue, tx, job, speakers, at, outcomes);
       if (end) ended.push({ job, ...end, at });
     }
   });
   for (const o of outcomes) publishApplyOutcome(deps.bus, { tenantId: o.job.tenant_id, jobId: o.job.id, revisionId: o.revisionId, outcome: o.outcome, at });
-  for (const e of ended) publishJobFinished(deps.bus, { ...e.job, status: e.status, error: e.error, finished_at: at }, at);
+  for (const e of ended) deps.queue.announceEnded({ ...e.job, status: e.status, error: e.error, finished_at: at }, at);
   for (const e of ended) recordApplyEnd(deps.metrics, e);
   return ended.length;
 }

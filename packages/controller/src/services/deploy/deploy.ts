@@ -10,7 +10,7 @@ import type { RequestContext } from "../access/context.js";
 import type { JobContext } from "../operations/job-context.js";
 import type { JobQueue } from "../operations/jobs.js";
 import type { AgentNotifier } from "./agent-notifier.js";
-import { evaluateAwaiting, runApply } from "./apply-awaiting.js";
+import { type AwaitingQueue, evaluateAwaiting, runApply } from "./apply-awaiting.js";
 import { ensureDeltaSection, prepareSections } from "./bundle-sections.js";
 import { type BundleDeps, type IssueContext, issueBundle, issueBundles, issueContext } from "./bundles.js";
 
@@ -52,8 +52,8 @@ export interface DeployDeps extends BundleDeps {
   notifier: AgentNotifier;
   /** Counts each apply's end and duration (the controller's /metrics). */
   metrics?: JobMetrics | undefined;
-  /** The job queue an apply is enqueued on (with the tenant's queue cap). */
-  queue: Pick<JobQueue, "enqueue">;
+  /** The job queue an apply is enqueued on (with the tenant's queue cap), and whose awaiting state the evaluation writes. */
+  queue: Pick<JobQueue, "enqueue"> & AwaitingQueue;
 }
 
 interface ApplyScope {

@@ -3,7 +3,19 @@ import { AppError, ConflictError, NotFoundError } from "@rlc/shared/errors";
 import type { Job, JobType } from "@rlc/shared/schemas";
 import type { Bus } from "../../bus/index.js";
 import type { Db, Sql } from "../../db/connect.js";
-import { cancelQueuedJob, countQueuedJobs, findJobById, insertJob, type JobRow, listJobs, lockTenantQueue, requestJobCancel } from "../../db/jobs.js";
+import {
+  cancelQueuedJob,
+  countQueuedJobs,
+  findJobById,
+  finishAwaitingJob,
+  insertJob,
+  type JobRow,
+  listJobs,
+  lockAwaitingJobs,
+  lockTenantQueue,
+  requestJobCancel,
+  updateAwaiting,
+} from "../../db/jobs.js";
 import { publishJobFinished } from "../../events/publish.js";
 import { toPage } from "../../lib/cursor.js";
 import { afterIdOf } from "../../lib/id-cursor.js";
@@ -129,6 +141,18 @@ export function createJobService(deps: { audit: AuditWriter; bus: Bus; sql: Sql;
   return {
     /** Enqueues a job in the caller's transaction; see enqueueJob. */
     enqueue: (tx: Db, input: EnqueueInput): Promise<JobRow> => enqueueJob(tx, bus, input, tenantMaxQueued),
+
+    // An awaiting job's state (an apply parked until its agents report) changes here too: the
+    // deploy service decides, per its rules, and asks the queue to write it.
+
+    /** Locks the awaiting jobs of a type (one tenant's, or all) for an evaluation in `tx`. */
+    lockAwaiting: (tx: Db, f: { type: JobType; tenantId?: string }): Promise<JobRow[]> => lockAwaitingJobs(tx, f),
+    /** Records an awaiting job's progress and what it still waits for. */
+    recordAwaiting: (tx: Db, id: string, p: Parameters<typeof updateAwaiting>[2]): Promise<void> => updateAwaiting(tx, id, p),
+    /** Ends an awaiting job in `tx`; false when a cancel or another replica ended it first. */
+    finishAwaiting: (tx: Db, id: string, end: Parameters<typeof finishAwaitingJob>[2]): Promise<boolean> => finishAwaitingJob(tx, id, end),
+    /** Once the end has committed: the job_finished event that `waitFor` and clients wait on. */
+    announceEnded: (job: Parameters<typeof publishJobFinished>[1], now: Date): void => publishJobFinished(bus, job, now),
 
     /**
      * A `?wait=true` request's wait: the job once it has succeeded, or as it is when `timeoutMs`
