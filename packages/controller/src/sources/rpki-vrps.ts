@@ -28,6 +28,9 @@ export interface VrpDocument {
 export class VrpIndex {
   /** Per length, the network's top `length` bits (a small integer V8 hashes fast) → first VRP. */
   private heads4: Map<number, number>[] = Array.from({ length: 33 }, () => new Map<number, number>());
+  /** IPv6 up to /53: per length, the network's top bits as a number (exact below 2^53). */
+  private heads6n: Map<number, number>[] = Array.from({ length: 54 }, () => new Map<number, number>());
+  /** IPv6 longer than /53: a text key. */
   private heads6 = new Map<string, number>();
   private lens4 = new Set<number>();
   private lens6 = new Set<number>();
@@ -61,9 +64,16 @@ export class VrpIndex {
         this.sorted4 = [...this.lens4].sort((a, b) => a - b);
       }
     } else {
-      const key = key6(this.words6, parsed.length);
-      this.next[i] = this.heads6.get(key) ?? -1;
-      this.heads6.set(key, i);
+      if (parsed.length <= 53) {
+        const heads = this.heads6n[parsed.length]!;
+        const key = top6(this.words6, parsed.length);
+        this.next[i] = heads.get(key) ?? -1;
+        heads.set(key, i);
+      } else {
+        const key = key6(this.words6, parsed.length);
+        this.next[i] = this.heads6.get(key) ?? -1;
+        this.heads6.set(key, i);
+      }
       if (!this.lens6.has(parsed.length)) {
         this.lens6.add(parsed.length);
         this.sorted6 = [...this.lens6].sort((a, b) => a - b);
@@ -94,7 +104,7 @@ export class VrpIndex {
     } else {
       for (const l of this.sorted6) {
         if (l > parsed.length) break;
-        let h = this.heads6.get(key6(this.words6, l));
+        let h = l <= 53 ? this.heads6n[l]!.get(top6(this.words6, l)) : this.heads6.get(key6(this.words6, l));
         while (h !== undefined && h !== -1) {
           covered = true;
           if (origin !== 0 && this.asns[h] === origin && parsed.length <= this.maxLens[h]!) return "valid";
@@ -121,6 +131,12 @@ export class VrpIndex {
 
 const mask4 = (addr: number, len: number) => (len === 0 ? 0 : (addr & (0xffffffff << (32 - len))) >>> 0);
 const top4 = (addr: number, len: number) => (len === 0 ? 0 : addr >>> (32 - len));
+
+/** The top `len` (≤ 53) bits of an IPv6 network as an exact number. */
+function top6(words: Uint32Array, len: number): number {
+  if (len <= 32) return len === 0 ? 0 : words[0]! >>> (32 - len);
+  return words[0]! * 2 ** (len - 32) + (words[1]! >>> (64 - len));
+}
 
 function key6(words: Uint32Array, len: number): string {
   let key = `${len}`;
