@@ -28,6 +28,11 @@ export interface VrpDocument {
 export class VrpIndex {
   /** Per length, the network's top `length` bits (a small integer V8 hashes fast) → first VRP. */
   private heads4: Map<number, number>[] = Array.from({ length: 33 }, () => new Map<number, number>());
+  /**
+   * IPv4 lengths 16..32: which /16s hold a VRP of that length, read before the Map (most
+   * lengths have none under a given /16, and a Map read of a large table costs a cache miss).
+   */
+  private occupied4: (Uint8Array | undefined)[] = [];
   /** IPv6 up to /53: per length, the network's top bits as a number (exact below 2^53). */
   private heads6n: Map<number, number>[] = Array.from({ length: 54 }, () => new Map<number, number>());
   /** IPv6 longer than /53: a text key. */
@@ -57,6 +62,7 @@ export class VrpIndex {
     if (parsed.family === 4) {
       const heads = this.heads4[parsed.length]!;
       const key = top4(parsed.v4, parsed.length);
+      if (parsed.length >= 16) (this.occupied4[parsed.length] ??= new Uint8Array(65536))[parsed.v4 >>> 16] = 1;
       this.next[i] = heads.get(key) ?? -1;
       heads.set(key, i);
       if (!this.lens4.has(parsed.length)) {
@@ -94,6 +100,7 @@ export class VrpIndex {
     if (parsed.family === 4) {
       for (const l of this.sorted4) {
         if (l > parsed.length) break;
+        if (l >= 16 && this.occupied4[l]![parsed.v4 >>> 16] === 0) continue;
         let h = this.heads4[l]!.get(top4(parsed.v4, l));
         while (h !== undefined && h !== -1) {
           covered = true;
