@@ -32,9 +32,12 @@ export function refreshCommand(program: Command): void {
     .action(
       withContext(async (ctx, ref: string | undefined, opts: { force?: boolean; wait: boolean }) => {
         const body = { force: opts.force };
-        const accepted = ref
+        const answer = ref
           ? await unwrap(ctx.client.POST("/v1/modules/{module_id}/refresh", { params: { path: { module_id: (await resolveModule(ctx, ref)).id } }, body }))
           : await unwrap(ctx.client.POST("/v1/modules/refresh", { body }));
+        // Without dry_run the answer is always the accepted job (a dry run answers its report instead).
+        if ("dry_run" in answer) throw new Error("the controller answered a dry run to a refresh that asked for none");
+        const accepted = answer;
         if (!opts.wait) {
           printOne(ctx, accepted, [
             { header: "JOB", value: (j) => j.job_id },
