@@ -69,6 +69,12 @@ interface TenantView {
   entries: PrefixIndex<{ id: string; module_id: string; cidr: string }>;
   snapshot: Lazy<SnapshotIndex>;
   revision: Lazy<RevisionIndex | null>;
+  /**
+   * The tenant's bogon rules (`BIRD` settings), read with the view whenever the revision changes
+   * (one small query): they say why a collected address is not announced, and a lookup never
+   * queries for them.
+   */
+  bogonRules: BogonRules;
 }
 
 /** Built on first use, shared by every view of the same version; a failed build is tried again. */
@@ -214,6 +220,10 @@ export function createLookupService(deps: {
               () => buildRevisionIndex(db, tenantId, version.revision_id),
               () => enforceBudget(tenantId),
             ),
+      bogonRules:
+        old && old.version.revision_id === version.revision_id
+          ? old.bogonRules
+          : (((await findSettings(db, tenantId)).settings.BIRD ?? {}) as BogonRules),
     };
     return view;
   }
@@ -300,8 +310,7 @@ export function createLookupService(deps: {
     if (rev && best >= 0) {
       revision = { revision_id: rev.revisionId, prefix: rev.index.text(best), communities: rev.tags[rev.tagOf[best]!]!.communities };
     }
-    const bogonRules = async () => ((await findSettings(db, tenantId)).settings.BIRD ?? {}) as BogonRules;
-    const answer = await answerLookup(address, revision, collected, bogonRules);
+    const answer = await answerLookup(address, revision, collected, async () => view.bogonRules);
     return { query: q, kind: "ip" as const, normalized, matched: matches.length > 0 || revision !== null, matches, revision, ...answer };
   }
 
