@@ -67,11 +67,27 @@ describe.skipIf(missing.length > 0 && process.env.CI !== "true")(missing.length 
       async () => (await c.call(key, "POST", `/v1/modules/${moduleId}/ip-range-entries`, { cidr }).catch(() => null))?.status === 201,
       30_000,
     );
-    const job = await ok("POST", "/v1/modules/refresh?wait=true");
-    expect(job.status).toBe("succeeded");
+    // Right after a freeze the controller may answer 503 database_unavailable (Retry-After) until
+    // its next database probe: a client retries, so does this.
+    let job: { status?: string } | undefined;
+    await until(
+      `a refresh after ${what}`,
+      async () => {
+        const r = await c.call(key, "POST", "/v1/modules/refresh?wait=true").catch(() => null);
+        if (r?.status === 503) return false;
+        job = r?.json as { status?: string };
+        return true;
+      },
+      30_000,
+    );
+    expect(job?.status).toBe("succeeded");
     const apply = await ok("POST", "/v1/apply", { timeout_seconds: 60 }, 202);
     try {
       await until(`${cidr} at the receiver after ${what}`, async () => cidr in (await readRib(lab.apiPort, "ipv4").catch(() => ({}))), 60_000);
+      // At the receiver is not yet held: BIRD runs it on probation until the agent confirms, and a
+      // fault before that (the controller unreachable, the agent killed) rightly reverts it. Held
+      // is once the apply succeeded.
+      await until(`the apply after ${what} to succeed`, async () => (await ok("GET", `/v1/jobs/${apply.job_id}`)).status === "succeeded", 60_000);
     } catch (error) {
       const jobNow = await c.call(key, "GET", `/v1/jobs/${apply.job_id}`).catch(() => null);
       const routes = (await lab.birdc.command("show route").catch((e: Error) => ({ text: e.message }))).text;
