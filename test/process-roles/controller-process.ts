@@ -104,7 +104,9 @@ export class ControllerProcess {
   }
 
   async ready(): Promise<void> {
-    await this.waitFor("route-list controller listening on", 30_000);
+    // 90 s: a first start on the embedded database runs PGlite's initdb (10-35 s here), and two
+    // test files share the machine's two cores.
+    await this.waitFor("route-list controller listening on", 90_000);
   }
 
   async call(key: string, method: string, path: string, body?: unknown): Promise<{ status: number; json: any }> {
