@@ -215,4 +215,41 @@ describe.skipIf(missing.length > 0)(missing.length > 0 ? `${title} (skipped: chr
     }
     expect(found).toEqual([]);
   }, 120_000);
+  it("adds a COUNTRY module with a country entry, and an exclude module that never steers, with their stale budgets", async () => {
+    await page.goto(`${t.url}/console/modules`);
+    await page.fill("input[name=module-name]", "netherlands");
+    await page.selectOption("select[name=module-type]", "COUNTRY");
+    await page.fill("input[name=module-max-stale-hours]", "72");
+    await page.click("button:has-text('Create module')");
+    await page.waitForURL(/\/console\/modules\/[0-9a-f-]{36}$/);
+    const countryId = page.url().split("/").pop() ?? "";
+    await page.fill("input[name=entry-value]", "nl");
+    await page.click("button:has-text('Add entry')");
+    await page.locator(`[data-testid=entries] td:text-is("NL")`).waitFor();
+    await page.locator("[data-testid=entries] tr", { hasText: "NL" }).locator("button:has-text('Delete')").click();
+    await expect.poll(() => page.locator("[data-testid=entries] tbody tr").count()).toBe(0);
+    await page.fill("input[name=entry-value]", "BE");
+    await page.click("button:has-text('Add entry')");
+    await page.locator(`[data-testid=entries] td:text-is("BE")`).waitFor();
+    expect(await text("dl.facts")).toContain("dropped 72 h after the source's last success");
+    const country = await api(t.rootKey, "GET", `/v1/modules/${countryId}`);
+    expect(country).toMatchObject({ type: "COUNTRY", action: "announce", max_stale_hours: 72 });
+    expect((await api(t.rootKey, "GET", `/v1/modules/${countryId}/country-entries`)).items.map((e: { country: string }) => e.country)).toEqual(["BE"]);
+
+    await page.goto(`${t.url}/console/modules`);
+    await page.fill("input[name=module-name]", "bank");
+    await page.selectOption("select[name=module-type]", "IP_RANGES");
+    await page.selectOption("select[name=module-action]", "exclude");
+    await page.fill("input[name=module-max-stale-hours]", "forever");
+    await page.click("button:has-text('Create module')");
+    await page.waitForURL(/\/console\/modules\/[0-9a-f-]{36}$/);
+    const bankId = page.url().split("/").pop() ?? "";
+    await page.fill("input[name=entry-value]", "193.0.10.0/24");
+    await page.click("button:has-text('Add entry')");
+    await page.locator(`[data-testid=entries] td:text-is("193.0.10.0/24")`).waitFor();
+    expect(await text("dl.facts")).toContain("exclude: never steered");
+    expect(await api(t.rootKey, "GET", `/v1/modules/${bankId}`)).toMatchObject({ action: "exclude", max_stale_hours: null });
+    await page.goto(`${t.url}/console/modules`);
+    await page.locator("[data-testid=modules] td", { hasText: "IP_RANGES (exclude)" }).waitFor();
+  }, 90_000);
 });

@@ -57,17 +57,24 @@ describe("ingest on the embedded database", () => {
   it("writes and reads back domain rows with when each address was seen", async () => {
     const [row] = await c.db.sql<{ id: string; tenant_id: string }[]>`SELECT id, tenant_id FROM modules LIMIT 1`;
     const seen = [Date.UTC(2026, 0, 1, 10, 0, 0, 123), Date.UTC(2026, 0, 1, 11, 30)];
+    const written = Date.UTC(2026, 0, 1, 12, 0, 0, 456);
     await c.db.sql.begin(async (tx) => {
-      await replaceModuleSnapshot(tx, row!.tenant_id, row!.id, [
-        { source: "domain", origin: "a.example", prefixes: ["1.2.3.4/32", "2606:4700::1/128"], seen_at: seen },
-        { source: "cdn", origin: "feed", prefixes: [], seen_at: null },
-        { source: "asn", origin: "13335", prefixes: ["1.1.1.0/24"], seen_at: null },
-      ]);
+      await replaceModuleSnapshot(
+        tx,
+        row!.tenant_id,
+        row!.id,
+        [
+          { source: "domain", origin: "a.example", prefixes: ["1.2.3.4/32", "2606:4700::1/128"], seen_at: seen },
+          { source: "cdn", origin: "feed", prefixes: [], seen_at: null },
+          { source: "asn", origin: "13335", prefixes: ["1.1.1.0/24"], seen_at: null },
+        ],
+        new Date(written),
+      );
     });
     expect(await listSnapshotGroups(c.db.sql, row!.id)).toEqual([
-      { source: "asn", origin: "13335", prefixes: ["1.1.1.0/24"], seen_at: null },
-      { source: "cdn", origin: "feed", prefixes: [], seen_at: null },
-      { source: "domain", origin: "a.example", prefixes: ["1.2.3.4/32", "2606:4700::1/128"], seen_at: seen },
+      { source: "asn", origin: "13335", prefixes: ["1.1.1.0/24"], seen_at: null, refreshed_at: written },
+      { source: "cdn", origin: "feed", prefixes: [], seen_at: null, refreshed_at: written },
+      { source: "domain", origin: "a.example", prefixes: ["1.2.3.4/32", "2606:4700::1/128"], seen_at: seen, refreshed_at: written },
     ]);
   });
 });

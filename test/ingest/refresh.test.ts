@@ -106,7 +106,7 @@ describe("refresh and revisions", () => {
     const res = await t.call(key, { method: "POST", url: `/v1/modules/${C}/refresh?wait=true` });
     expect(res.statusCode, res.body).toBe(200);
     const result = res.json().result;
-    expect(result.modules).toEqual([{ module_id: C, prefix_count: 6, sources_ok: 3, sources_failed: 0 }]);
+    expect(result.modules).toEqual([{ module_id: C, prefix_count: 6, sources_ok: 3, sources_failed: 0, sources_stale: 0 }]);
     const prefixes = (await prefixesOf(result.revision_id)).map((p: any) => p[0]);
     expect(prefixes).toEqual(expect.arrayContaining(["1.0.0.0/24", "1.1.1.0/24", "3.5.140.0/22", "104.16.0.0/13", "2606:4700::/32"]));
     expect(prefixes).not.toContain("52.94.0.0/22");

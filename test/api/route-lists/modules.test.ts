@@ -35,6 +35,7 @@ describe("modules - create and read", () => {
       doh_profile_ids: [],
       doh_resolver_policy: { strategy: "failover", record_types: ["A", "AAAA"], timeout_ms: 3000, attempts: 2, keep_previous_minutes: 1440 },
       refresh_interval_minutes: null,
+      max_stale_hours: "tenant",
       last_refreshed_at: null,
       last_refresh_error: null,
       snapshot: { prefix_count_v4: 0, prefix_count_v6: 0, collected_at: null },

@@ -5,9 +5,9 @@ import { useSession } from "../session.js";
 import { Table, useItems } from "../table.js";
 import { ActionButton, ErrorBox } from "../ui.js";
 
-export type ModuleType = "IP_RANGES" | "AS_PREFIXES" | "DOMAINS";
+export type ModuleType = "IP_RANGES" | "AS_PREFIXES" | "DOMAINS" | "COUNTRY";
 
-/** One entry of any type, as the three entry routes answer it. */
+/** One entry of any type, as the four entry routes answer it. */
 interface Entry {
   id: string;
   comment: string;
@@ -16,15 +16,17 @@ interface Entry {
   as_set?: string | null;
   domain?: string;
   include_subdomains?: boolean;
+  country?: string;
 }
 
-const KINDS: Record<ModuleType, { path: string; field: "cidr" | "asn" | "domain"; label: string; header: string }> = {
+const KINDS: Record<ModuleType, { path: string; field: "cidr" | "asn" | "domain" | "country"; label: string; header: string }> = {
   IP_RANGES: { path: "ip-range-entries", field: "cidr", label: "CIDR", header: "cidr,comment" },
   AS_PREFIXES: { path: "as-entries", field: "asn", label: "AS number or AS-SET", header: "asn,comment" },
   DOMAINS: { path: "domain-entries", field: "domain", label: "Domain", header: "domain,include_subdomains,comment" },
+  COUNTRY: { path: "country-entries", field: "country", label: "Country (ISO code)", header: "country,comment" },
 };
 
-// The three entry routes share one shape; the path is chosen at run time, so the typed client is
+// The four entry routes share one shape; the path is chosen at run time, so the typed client is
 // reached through this one untyped door and the answers are read as `Entry`.
 type Untyped = {
   GET(path: string, init: object): Promise<{ data?: unknown; error?: unknown; response: Response }>;
@@ -35,7 +37,7 @@ type Untyped = {
 const untyped = (api: Api) => api as unknown as Untyped;
 
 function entryValue(e: Entry): string {
-  return String(e.cidr ?? e.asn ?? e.as_set ?? e.domain ?? "");
+  return String(e.cidr ?? e.asn ?? e.as_set ?? e.domain ?? e.country ?? "");
 }
 
 function bodyOf(type: ModuleType, value: string, comment: string): object {

@@ -41,6 +41,16 @@ export function ModulePage({ id }: { id: string }) {
           <dl class="facts">
             <dt>Type</dt>
             <dd>{m.type}</dd>
+            <dt>Action</dt>
+            <dd>{m.action === "exclude" ? "exclude: never steered" : "announce"}</dd>
+            <dt>Stale records</dt>
+            <dd>
+              {m.max_stale_hours === "tenant"
+                ? "the tenant's setting"
+                : m.max_stale_hours === null
+                  ? "kept forever"
+                  : `dropped ${m.max_stale_hours} h after the source's last success`}
+            </dd>
             <dt>Prefixes</dt>
             <dd>
               {m.snapshot.prefix_count_v4} IPv4, {m.snapshot.prefix_count_v6} IPv6
@@ -77,7 +87,7 @@ export function ModulePage({ id }: { id: string }) {
               </>
             ) : null}
           </dl>
-          <Entries moduleId={m.id} type={m.type as "IP_RANGES" | "AS_PREFIXES" | "DOMAINS"} />
+          <Entries moduleId={m.id} type={m.type} />
           <CdnSources moduleId={m.id} />
         </>
       ) : null}

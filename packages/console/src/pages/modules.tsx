@@ -6,7 +6,19 @@ import { useSession } from "../session.js";
 import { type Column, DataTable, useItems } from "../table.js";
 import { Ago, Badge, ErrorBox, Page } from "../ui.js";
 
-const TYPES = ["IP_RANGES", "AS_PREFIXES", "DOMAINS"] as const;
+const TYPES = ["IP_RANGES", "AS_PREFIXES", "DOMAINS", "COUNTRY"] as const;
+const ACTIONS = [
+  ["announce", "announce"],
+  ["exclude", "exclude (never steer)"],
+] as const;
+
+/** The form's "max stale hours" text as the API takes it: empty follows the tenant, "forever" is null. */
+function maxStaleOf(text: string): number | null | "tenant" {
+  const t = text.trim();
+  if (t === "" || t === "tenant") return "tenant";
+  if (t === "forever") return null;
+  return Number(t);
+}
 
 export function useCommunities() {
   const { api } = useSession();
@@ -26,7 +38,7 @@ function moduleColumns(communities: Map<string, Community>): Column<Schema<"Modu
         </>
       ),
     },
-    { header: "Type", cell: (m) => m.type },
+    { header: "Type", cell: (m) => (m.action === "exclude" ? `${m.type} (exclude)` : m.type) },
     {
       header: "Community",
       cell: (m) => {
@@ -68,6 +80,8 @@ function NewModule(props: { communities: { id: string; community: string; title:
   const [name, setName] = useState("");
   const [type, setType] = useState<(typeof TYPES)[number]>("IP_RANGES");
   const [communityId, setCommunityId] = useState("");
+  const [action, setAction] = useState<"announce" | "exclude">("announce");
+  const [maxStale, setMaxStale] = useState("");
   const [newCommunity, setNewCommunity] = useState("");
   const [newTitle, setNewTitle] = useState("");
   const { error, submit } = useSubmit();
@@ -77,7 +91,9 @@ function NewModule(props: { communities: { id: string; community: string; title:
         class="card"
         aria-label="New module"
         onSubmit={submit(async () => {
-          const m = await ok(api.POST("/v1/modules", { body: { name, type, community_id: communityId || null } }));
+          const m = await ok(
+            api.POST("/v1/modules", { body: { name, type, action, max_stale_hours: maxStaleOf(maxStale), community_id: communityId || null } }),
+          );
           navigate(`/modules/${m.id}`);
         })}
       >
@@ -94,6 +110,17 @@ function NewModule(props: { communities: { id: string; community: string; title:
           options={props.communities.map((c) => [c.id, `${c.community} ${c.title}`] as const)}
           any="none"
         />
+        <Choice label="Action" name="module-action" value={action} onChange={(a) => setAction(a as "announce" | "exclude")} options={ACTIONS} />
+        <label>
+          Max stale hours{" "}
+          <input
+            name="module-max-stale-hours"
+            placeholder="tenant setting; or hours, or forever"
+            pattern="|tenant|forever|[1-9][0-9]{0,4}"
+            value={maxStale}
+            onInput={(e) => setMaxStale(e.currentTarget.value)}
+          />
+        </label>
         <button type="submit" class="primary">
           Create module
         </button>

@@ -16,12 +16,14 @@ export interface IngestModuleRow {
   collected_at: Date | null;
   refresh_interval_minutes: number | null;
   last_refreshed_at: Date | null;
+  /** NULL: the tenant's `source_max_stale_hours`; 0: kept forever (stale-sources.ts). */
+  max_stale_hours: number | null;
 }
 
 export async function listIngestModules(db: Db, tenantId: string): Promise<IngestModuleRow[]> {
   return db<IngestModuleRow[]>`
     SELECT m.id, m.name, m.type, m.enabled, m.rpki_policy, m.action, c.community, m.doh_resolver_policy, m.collected_at,
-           m.refresh_interval_minutes, m.last_refreshed_at
+           m.refresh_interval_minutes, m.last_refreshed_at, m.max_stale_hours
     FROM modules m LEFT JOIN communities c ON c.tenant_id = m.tenant_id AND c.id = m.community_id
     WHERE m.tenant_id = ${tenantId} ORDER BY m.id`;
 }

@@ -16,6 +16,8 @@ export interface ModuleRow {
   doh_profile_ids: string[];
   doh_resolver_policy: DohResolverPolicy;
   refresh_interval_minutes: number | null;
+  /** NULL: the tenant's `source_max_stale_hours`; 0: kept forever. */
+  max_stale_hours: number | null;
   last_refreshed_at: Date | null;
   last_refresh_error: string | null;
   prefix_count_v4: number;
@@ -27,7 +29,16 @@ export interface ModuleRow {
 
 export type ModuleWrite = Pick<
   ModuleRow,
-  "name" | "description" | "enabled" | "rpki_policy" | "action" | "community_id" | "doh_resolver_policy" | "refresh_interval_minutes" | "updated_at"
+  | "name"
+  | "description"
+  | "enabled"
+  | "rpki_policy"
+  | "action"
+  | "community_id"
+  | "doh_resolver_policy"
+  | "refresh_interval_minutes"
+  | "max_stale_hours"
+  | "updated_at"
 >;
 
 const moduleColumns = (db: Db) => db`
@@ -35,10 +46,10 @@ const moduleColumns = (db: Db) => db`
 
 export async function insertModule(db: Db, row: Omit<ModuleRow, "doh_profile_ids">): Promise<void> {
   await db`
-    INSERT INTO modules (id, tenant_id, name, type, description, enabled, rpki_policy, action, community_id, doh_resolver_policy, refresh_interval_minutes,
+    INSERT INTO modules (id, tenant_id, name, type, description, enabled, rpki_policy, action, community_id, doh_resolver_policy, refresh_interval_minutes, max_stale_hours,
                          last_refreshed_at, last_refresh_error, prefix_count_v4, prefix_count_v6, collected_at, created_at, updated_at)
     VALUES (${row.id}, ${row.tenant_id}, ${row.name}, ${row.type}, ${row.description}, ${row.enabled}, ${row.rpki_policy}, ${row.action}, ${row.community_id},
-            ${db.json(row.doh_resolver_policy as never)}, ${row.refresh_interval_minutes}, ${row.last_refreshed_at}, ${row.last_refresh_error},
+            ${db.json(row.doh_resolver_policy as never)}, ${row.refresh_interval_minutes}, ${row.max_stale_hours}, ${row.last_refreshed_at}, ${row.last_refresh_error},
             ${row.prefix_count_v4}, ${row.prefix_count_v6}, ${row.collected_at}, ${row.created_at}, ${row.updated_at})`;
 }
 
@@ -85,7 +96,7 @@ export async function updateModule(db: Db, tenantId: string, id: string, patch: 
     UPDATE modules
     SET name = ${patch.name}, description = ${patch.description}, enabled = ${patch.enabled}, rpki_policy = ${patch.rpki_policy}, action = ${patch.action}, community_id = ${patch.community_id},
         doh_resolver_policy = ${db.json(patch.doh_resolver_policy as never)}, refresh_interval_minutes = ${patch.refresh_interval_minutes},
-        updated_at = ${patch.updated_at}
+        max_stale_hours = ${patch.max_stale_hours}, updated_at = ${patch.updated_at}
     WHERE tenant_id = ${tenantId} AND id = ${id}`;
 }
 

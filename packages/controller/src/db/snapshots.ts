@@ -11,6 +11,12 @@ export interface SnapshotGroup {
   seen_at: number[] | null;
   /** The AS-SET an `asn` group's ASN is a member of; absent (stored '') for an ASN entered as itself. */
   via?: string;
+  /**
+   * When the source last gave these prefixes (epoch ms): read from the stored row (null for rows
+   * written before it was kept), absent on a group collected just now; written as given, or as
+   * the time of the write when absent.
+   */
+  refreshed_at?: number | null;
 }
 
 // Arrays travel as one joined text each and are split by the other side (string_to_array,
@@ -22,9 +28,9 @@ const CHUNK_CHARS = 8_000_000;
 const splitText = (text: string | null, sep: string): string[] => (text ? text.split(sep) : []);
 
 /** Replaces a module's snapshot: one row per group, in a few multi-row statements. */
-export async function replaceModuleSnapshot(db: Db, tenantId: string, moduleId: string, groups: readonly SnapshotGroup[]): Promise<void> {
+export async function replaceModuleSnapshot(db: Db, tenantId: string, moduleId: string, groups: readonly SnapshotGroup[], now: Date): Promise<void> {
   await db`DELETE FROM snapshots WHERE module_id = ${moduleId}`;
-  let chunk: { source: string; origin: string; via: string; prefixes: string; seen: string | null }[] = [];
+  let chunk: { source: string; origin: string; via: string; prefixes: string; seen: string | null; refreshed: string }[] = [];
   let chars = 0;
   const flush = async () => {
     if (!chunk.length) return;
@@ -32,16 +38,17 @@ export async function replaceModuleSnapshot(db: Db, tenantId: string, moduleId: 
     chunk = [];
     chars = 0;
     await db`
-      INSERT INTO snapshots (tenant_id, module_id, source, origin, via, prefixes, seen_at)
-      SELECT ${tenantId}::uuid, ${moduleId}::uuid, s, o, v, string_to_array(p, ' '), string_to_array(t, ' ')::timestamptz[]
+      INSERT INTO snapshots (tenant_id, module_id, source, origin, via, prefixes, seen_at, refreshed_at)
+      SELECT ${tenantId}::uuid, ${moduleId}::uuid, s, o, v, string_to_array(p, ' '), string_to_array(t, ' ')::timestamptz[], r::timestamptz
       FROM unnest(${rows.map((r) => r.source)}::text[], ${rows.map((r) => r.origin)}::text[], ${rows.map((r) => r.via)}::text[],
-                  ${rows.map((r) => r.prefixes)}::text[], ${rows.map((r) => r.seen)}::text[]) AS x(s, o, v, p, t)`;
+                  ${rows.map((r) => r.prefixes)}::text[], ${rows.map((r) => r.seen)}::text[], ${rows.map((r) => r.refreshed)}::text[]) AS x(s, o, v, p, t, r)`;
   };
   for (const g of groups) {
     const prefixes = g.prefixes.join(" ");
     const seen = g.seen_at ? g.seen_at.map((ms) => new Date(ms).toISOString()).join(" ") : null;
     if (chars > 0 && chars + prefixes.length > CHUNK_CHARS) await flush();
-    chunk.push({ source: g.source, origin: g.origin, via: g.via ?? "", prefixes, seen });
+    const refreshed = new Date(g.refreshed_at ?? now.getTime()).toISOString();
+    chunk.push({ source: g.source, origin: g.origin, via: g.via ?? "", prefixes, seen, refreshed });
     chars += prefixes.length;
   }
   await flush();
@@ -53,6 +60,7 @@ interface GroupRow {
   via: string;
   prefixes: string;
   seen_at: string | null;
+  refreshed_at?: string | null;
 }
 
 const toGroup = (r: GroupRow): SnapshotGroup => ({
@@ -61,12 +69,14 @@ const toGroup = (r: GroupRow): SnapshotGroup => ({
   prefixes: splitText(r.prefixes, " "),
   seen_at: r.seen_at === null ? null : splitText(r.seen_at, " ").map(Number),
   ...(r.via ? { via: r.via } : {}),
+  ...(r.refreshed_at === undefined ? {} : { refreshed_at: r.refreshed_at === null ? null : Number(r.refreshed_at) }),
 });
 
 /** A module's snapshot groups, all of them or those of one source. */
 export async function listSnapshotGroups(db: Db, moduleId: string, source?: SnapshotSource): Promise<SnapshotGroup[]> {
   const rows = await db<GroupRow[]>`
-    SELECT source, origin, via, array_to_string(prefixes, ' ') AS prefixes, (SELECT string_agg((extract(epoch FROM t) * 1000)::bigint::text, ' ' ORDER BY i) FROM unnest(seen_at) WITH ORDINALITY AS u(t, i)) AS seen_at
+    SELECT source, origin, via, array_to_string(prefixes, ' ') AS prefixes, (SELECT string_agg((extract(epoch FROM t) * 1000)::bigint::text, ' ' ORDER BY i) FROM unnest(seen_at) WITH ORDINALITY AS u(t, i)) AS seen_at,
+           (extract(epoch FROM refreshed_at) * 1000)::bigint::text AS refreshed_at
     FROM snapshots WHERE module_id = ${moduleId} ${source ? db`AND source = ${source}` : db``} ORDER BY source, origin, via`;
   return rows.map(toGroup);
 }
@@ -74,7 +84,8 @@ export async function listSnapshotGroups(db: Db, moduleId: string, source?: Snap
 /** One source's group of a module's snapshot (what a failed source keeps); `via` '' for an ASN entered as itself. */
 export async function findSnapshotGroup(db: Db, moduleId: string, source: SnapshotSource, origin: string, via = ""): Promise<SnapshotGroup | undefined> {
   const [row] = await db<GroupRow[]>`
-    SELECT source, origin, via, array_to_string(prefixes, ' ') AS prefixes, (SELECT string_agg((extract(epoch FROM t) * 1000)::bigint::text, ' ' ORDER BY i) FROM unnest(seen_at) WITH ORDINALITY AS u(t, i)) AS seen_at
+    SELECT source, origin, via, array_to_string(prefixes, ' ') AS prefixes, (SELECT string_agg((extract(epoch FROM t) * 1000)::bigint::text, ' ' ORDER BY i) FROM unnest(seen_at) WITH ORDINALITY AS u(t, i)) AS seen_at,
+           (extract(epoch FROM refreshed_at) * 1000)::bigint::text AS refreshed_at
     FROM snapshots WHERE module_id = ${moduleId} AND source = ${source} AND origin = ${origin} AND via = ${via}`;
   return row ? toGroup(row) : undefined;
 }
@@ -112,7 +123,7 @@ export async function listDomainAddresses(db: Db, moduleIds: string[], domains: 
 /** The member ASN groups an AS-SET gave at the last refresh (what a failed expansion keeps). */
 export async function listSnapshotGroupsVia(db: Db, moduleId: string, via: string): Promise<SnapshotGroup[]> {
   const rows = await db<GroupRow[]>`
-    SELECT source, origin, via, array_to_string(prefixes, ' ') AS prefixes, NULL AS seen_at
+    SELECT source, origin, via, array_to_string(prefixes, ' ') AS prefixes, NULL AS seen_at, (extract(epoch FROM refreshed_at) * 1000)::bigint::text AS refreshed_at
     FROM snapshots WHERE module_id = ${moduleId} AND source = 'asn' AND via = ${via} ORDER BY origin`;
   return rows.map(toGroup);
 }

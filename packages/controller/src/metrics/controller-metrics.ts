@@ -19,6 +19,8 @@ export interface JobMetrics {
   applyEnded(status: "succeeded" | "failed", seconds: number): void;
   /** Sources of a refresh that failed (`asn:64500`, `domain:example.com`, `cdn:<id>`): counted by kind. */
   sourcesFailed(tenantId: string, sources: string[]): void;
+  /** Sources whose kept records outlived the module's `max_stale_hours` and were dropped (`cdn:<id>`…): counted by kind. */
+  sourcesStale(tenantId: string, sources: string[]): void;
   /** A bundle transfer began, in this format (`rl-bundle/1` to agents of the release before). */
   bundleServed?(format: string): void;
 }
@@ -43,7 +45,7 @@ const APPLY_BUCKETS = [1, 2.5, 5, 10, 15, 20, 30, 45, 60, 120, 300, 600, 1800];
 /** A failed source's kind, the part before the colon: never the ASN, domain or feed id (unbounded). */
 const sourceKind = (source: string) => {
   const kind = source.slice(0, source.indexOf(":"));
-  return kind === "asn" || kind === "domain" || kind === "cdn" ? kind : "other";
+  return kind === "asn" || kind === "domain" || kind === "cdn" || kind === "country" ? kind : "other";
 };
 
 /**
@@ -93,6 +95,11 @@ export function createControllerMetrics(o: { sql: Sql; clock: Clock; bus: Bus; o
   const sources = counter(
     "rlc_deployment_ingest_source_failures_total",
     "Sources of any tenant's refresh that this process could not collect (the module keeps their previous prefixes), by kind (asn, domain, cdn).",
+    ["kind"],
+  );
+  const staleSources = counter(
+    "rlc_deployment_ingest_sources_stale_total",
+    "Sources of any tenant's refresh whose kept records outlived the module's max_stale_hours and were dropped, by kind (asn, domain, cdn, country).",
     ["kind"],
   );
 
@@ -157,6 +164,13 @@ export function createControllerMetrics(o: { sql: Sql; clock: Clock; bus: Bus; o
           const kind = sourceKind(s);
           sources.inc({ kind });
           fleet.sourceFailed(tenantId, kind);
+        }
+      },
+      sourcesStale(tenantId, stale) {
+        for (const s of stale) {
+          const kind = sourceKind(s);
+          staleSources.inc({ kind });
+          fleet.sourceStale(tenantId, kind);
         }
       },
     },

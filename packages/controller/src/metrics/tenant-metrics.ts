@@ -8,6 +8,8 @@ export interface TenantMetrics {
   render(scope: TenantScope): Promise<string>;
   /** Sources of a tenant's refresh that this process could not collect, by kind. */
   sourceFailed(tenantId: string, kind: string): void;
+  /** Sources of a tenant's refresh whose kept records were dropped as stale, by kind. */
+  sourceStale(tenantId: string, kind: string): void;
 }
 
 /**
@@ -22,14 +24,17 @@ export function createTenantMetrics(o: { reads: FleetReads; clock: Clock }): Ten
   // This process's count of failed sources by tenant and kind (asn, domain, cdn, other): a
   // handful of series per tenant that ever had a failure.
   const sourceFailures = new Map<string, Map<string, number>>();
+  const sourcesStale = new Map<string, Map<string, number>>();
+  const count = (counts: Map<string, Map<string, number>>, tenantId: string, kind: string) => {
+    let byKind = counts.get(tenantId);
+    if (!byKind) counts.set(tenantId, (byKind = new Map()));
+    byKind.set(kind, (byKind.get(kind) ?? 0) + 1);
+  };
 
   return {
     contentType: Registry.PROMETHEUS_CONTENT_TYPE,
-    sourceFailed(tenantId, kind) {
-      let byKind = sourceFailures.get(tenantId);
-      if (!byKind) sourceFailures.set(tenantId, (byKind = new Map()));
-      byKind.set(kind, (byKind.get(kind) ?? 0) + 1);
-    },
+    sourceFailed: (tenantId, kind) => count(sourceFailures, tenantId, kind),
+    sourceStale: (tenantId, kind) => count(sourcesStale, tenantId, kind),
     async render(scope) {
       const [jobs, speakers, reports, revisions, failing, tenants] = await Promise.all([
         reads.jobs(scope),
@@ -97,6 +102,16 @@ export function createTenantMetrics(o: { reads: FleetReads; clock: Clock }): Ten
       for (const [tenant, byKind] of sourceFailures) {
         if (scope !== null && tenant !== scope) continue;
         for (const [kind, n] of byKind) failures.inc({ tenant, kind }, n);
+      }
+      const stale = new Counter({
+        name: "rlc_ingest_sources_stale_total",
+        help: "Sources of a refresh run by this process whose kept records outlived the module's max_stale_hours and were dropped, by tenant and kind (asn, domain, cdn, country).",
+        labelNames: ["tenant", "kind"] as const,
+        registers,
+      });
+      for (const [tenant, byKind] of sourcesStale) {
+        if (scope !== null && tenant !== scope) continue;
+        for (const [kind, n] of byKind) stale.inc({ tenant, kind }, n);
       }
 
       const info = gauge("rlc_tenant_info", "Always 1: maps the `tenant` label (the tenant's id) to its name.", ["tenant", "name"]);

@@ -22,6 +22,13 @@ export const ModuleAction = z.enum(["announce", "exclude"]).meta({
 });
 export type ModuleAction = z.infer<typeof ModuleAction>;
 
+export const MaxStaleHours = z.union([z.number().int().min(1).max(87600), z.null(), z.literal("tenant")]).meta({
+  id: "MaxStaleHours",
+  description:
+    "Hours the last good records of a source that fails (a CDN feed, an ASN, an AS-SET, a country, a domain) are kept after its last success; at the first refresh past them they are dropped, with a warning `stale:<source>` and the module's `sources_stale` count in the job result. `null`: kept forever. `\"tenant\"`: the tenant's setting `source_max_stale_hours` (hours; 0 keeps forever; 168 when unset).",
+});
+export type MaxStaleHours = z.infer<typeof MaxStaleHours>;
+
 /** Policy defaults; a policy written in part is completed with these. */
 export const DOH_RESOLVER_POLICY_DEFAULTS = {
   strategy: "failover",
@@ -84,6 +91,7 @@ export const Module = z
     doh_profile_ids: z.array(Uuid),
     doh_resolver_policy: DohResolverPolicy,
     refresh_interval_minutes: z.number().int().nullable(),
+    max_stale_hours: MaxStaleHours,
     last_refreshed_at: Timestamp.nullable(),
     last_refresh_error: z.string().nullable(),
     snapshot: ModuleSnapshot,
@@ -112,6 +120,7 @@ const writableShape = {
   doh_profile_ids: DohProfileIds.optional(),
   doh_resolver_policy: DohResolverPolicyInput.nullable().optional(),
   refresh_interval_minutes: RefreshInterval.optional(),
+  max_stale_hours: MaxStaleHours.optional().describe('Default `"tenant"`.'),
 };
 
 export const CreateModuleBody = z.strictObject({ name: ModuleName, type: ModuleType, ...writableShape });

@@ -65,6 +65,7 @@ export const knownSettings: Record<string, z.ZodType> = {
   BIRD: BirdSettings,
   revision_retention_minutes: z.number().int().min(0),
   revision_guard_max_drop_percent: z.number().min(0).max(100),
+  source_max_stale_hours: z.number().int().min(0).max(87600),
   runtime_logs_auto_enabled: z.boolean(),
   runtime_logs_auto_interval_minutes: z.number().int().min(5).max(10080),
   runtime_logs_auto_threshold_bytes: z.number().int().min(1),

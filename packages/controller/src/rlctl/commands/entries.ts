@@ -7,7 +7,7 @@ import { CliError, ExitCode, usageError } from "../exit-codes.js";
 import { type Column, print } from "../output.js";
 
 type Module = Schema<"Module">;
-/** An entry of any of the three kinds, with its value in one column. */
+/** An entry of any of the four kinds, with its value in one column. */
 interface Entry {
   id: string;
   value: string;
@@ -24,6 +24,10 @@ async function listEntries(ctx: Ctx, mod: Module, max: number): Promise<{ raw: u
   if (mod.type === "DOMAINS") {
     const raw = await fetchAll(max, (query) => ctx.client.GET("/v1/modules/{module_id}/domain-entries", { params: { path, query } }));
     return { raw, rows: raw.map((e) => ({ ...e, value: e.include_subdomains ? `*.${e.domain}` : e.domain })) };
+  }
+  if (mod.type === "COUNTRY") {
+    const raw = await fetchAll(max, (query) => ctx.client.GET("/v1/modules/{module_id}/country-entries", { params: { path, query } }));
+    return { raw, rows: raw.map((e) => ({ ...e, value: e.country })) };
   }
   const raw = await fetchAll(max, (query) => ctx.client.GET("/v1/modules/{module_id}/ip-range-entries", { params: { path, query } }));
   return { raw, rows: raw.map((e) => ({ ...e, value: e.cidr })) };
@@ -52,6 +56,10 @@ async function addEntry(ctx: Ctx, mod: Module, value: string, opts: { comment?: 
     const e = await unwrap(ctx.client.POST("/v1/modules/{module_id}/domain-entries", { params: { path }, body }));
     return { ...e, value: e.include_subdomains ? `*.${e.domain}` : e.domain };
   }
+  if (mod.type === "COUNTRY") {
+    const e = await unwrap(ctx.client.POST("/v1/modules/{module_id}/country-entries", { params: { path }, body: { country: value, comment } }));
+    return { ...e, value: e.country };
+  }
   const e = await unwrap(ctx.client.POST("/v1/modules/{module_id}/ip-range-entries", { params: { path }, body: { cidr: value, comment } }));
   return { ...e, value: e.cidr };
 }
@@ -60,6 +68,7 @@ async function deleteEntry(ctx: Ctx, mod: Module, entryId: string): Promise<void
   const path = { module_id: mod.id, entry_id: entryId };
   if (mod.type === "AS_PREFIXES") await unwrap(ctx.client.DELETE("/v1/modules/{module_id}/as-entries/{entry_id}", { params: { path } }));
   else if (mod.type === "DOMAINS") await unwrap(ctx.client.DELETE("/v1/modules/{module_id}/domain-entries/{entry_id}", { params: { path } }));
+  else if (mod.type === "COUNTRY") await unwrap(ctx.client.DELETE("/v1/modules/{module_id}/country-entries/{entry_id}", { params: { path } }));
   else await unwrap(ctx.client.DELETE("/v1/modules/{module_id}/ip-range-entries/{entry_id}", { params: { path } }));
 }
 
@@ -79,7 +88,10 @@ const importColumns: Column<{ created: number; updated: number; deleted: number;
 ];
 
 export function entriesCommand(program: Command): void {
-  const entries = program.command("entries").alias("entry").description("a module's entries (AS numbers, domains or IP ranges): ls, add, rm, import, export");
+  const entries = program
+    .command("entries")
+    .alias("entry")
+    .description("a module's entries (AS numbers, domains, IP ranges or countries): ls, add, rm, import, export");
 
   entries
     .command("ls <module>")
@@ -95,7 +107,7 @@ export function entriesCommand(program: Command): void {
   entries
     .command("add <module> <value...>")
     .description(
-      "add entries: AS numbers (65000, AS65000) or AS-SETs (AS-EXAMPLE, RIPE::AS-EXAMPLE), domains (*.example.com for subdomains) or CIDRs, as the module's type says",
+      "add entries: AS numbers (65000, AS65000) or AS-SETs (AS-EXAMPLE, RIPE::AS-EXAMPLE), domains (*.example.com for subdomains), CIDRs or countries (NL), as the module's type says",
     )
     .option("--comment <text>", "a note kept with each entry")
     .option("--subdomains", "domains: include their subdomains")

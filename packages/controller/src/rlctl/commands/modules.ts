@@ -6,15 +6,36 @@ import { usageError } from "../exit-codes.js";
 import { fieldColumns, printObject } from "../output.js";
 
 type Module = Schema<"Module">;
-const TYPES = ["AS_PREFIXES", "DOMAINS", "IP_RANGES"] as const;
+const TYPES = ["AS_PREFIXES", "DOMAINS", "IP_RANGES", "COUNTRY"] as const;
 type ModuleType = (typeof TYPES)[number];
 
 function moduleType(value: string): ModuleType {
   const t = value.toUpperCase().replace("-", "_");
-  const aliases: Record<string, ModuleType> = { AS: "AS_PREFIXES", ASN: "AS_PREFIXES", DOMAIN: "DOMAINS", IP: "IP_RANGES", CIDR: "IP_RANGES" };
+  const aliases: Record<string, ModuleType> = {
+    AS: "AS_PREFIXES",
+    ASN: "AS_PREFIXES",
+    DOMAIN: "DOMAINS",
+    IP: "IP_RANGES",
+    CIDR: "IP_RANGES",
+    COUNTRIES: "COUNTRY",
+  };
   const found = (TYPES as readonly string[]).includes(t) ? (t as ModuleType) : aliases[t];
-  if (!found) throw usageError(`--type ${value}: choose AS_PREFIXES, DOMAINS or IP_RANGES`);
+  if (!found) throw usageError(`--type ${value}: choose AS_PREFIXES, DOMAINS, IP_RANGES or COUNTRY`);
   return found;
+}
+
+function moduleAction(value: string): "announce" | "exclude" {
+  if (value !== "announce" && value !== "exclude") throw usageError(`--action ${value}: choose announce or exclude`);
+  return value;
+}
+
+/** --max-stale-hours: hours, `forever` (null) or `tenant` (the tenant's source_max_stale_hours). */
+function maxStaleHours(value: string): number | null | "tenant" {
+  if (value === "forever") return null;
+  if (value === "tenant") return "tenant";
+  const hours = Number(value);
+  if (!Number.isInteger(hours) || hours < 1 || hours > 87600) throw usageError(`--max-stale-hours ${value}: hours from 1 to 87600, forever or tenant`);
+  return hours;
 }
 
 const columns = fieldColumns<Module>({
@@ -23,6 +44,7 @@ const columns = fieldColumns<Module>({
   TYPE: "type",
   ENABLED: "enabled",
   RPKI: "rpki_policy" as never,
+  ACTION: "action",
   REFRESHED: "last_refreshed_at",
   ERROR: "last_refresh_error",
 });
@@ -34,7 +56,7 @@ export function modulesCommand(program: Command): void {
 
   listCommand(modules, "ls", {
     description: "list modules",
-    filters: [["--type <type>", "only this type (AS_PREFIXES, DOMAINS, IP_RANGES)"]],
+    filters: [["--type <type>", "only this type (AS_PREFIXES, DOMAINS, IP_RANGES, COUNTRY)"]],
     limit: 500,
     page: (ctx, query, opts: { type?: string }) =>
       ctx.client.GET("/v1/modules", { params: { query: { ...query, type: opts.type ? moduleType(opts.type) : undefined } } }),
@@ -53,24 +75,34 @@ export function modulesCommand(program: Command): void {
   modules
     .command("add <name>")
     .description("create a module")
-    .requiredOption("--type <type>", "AS_PREFIXES, DOMAINS or IP_RANGES (as, domain, ip also do)")
+    .requiredOption("--type <type>", "AS_PREFIXES, DOMAINS, IP_RANGES or COUNTRY (as, domain, ip, country also do)")
     .option("--community <community>", "the community its prefixes carry (id or value, e.g. 65000:100)")
     .option("--description <text>", "what the list is for")
     .option("--disabled", "create it disabled")
     .option("--rpki-policy <policy>", "RPKI origin validation of its AS entries' prefixes: off (default), report or drop_invalid")
+    .option("--action <action>", "announce (default) its prefixes, or exclude them from everything the tenant announces")
+    .option("--max-stale-hours <hours>", "hours a failed source's last good records are kept: a number, forever, or tenant (default: the tenant's setting)")
     .action(
-      withContext(async (ctx, name: string, opts: { type: string; community?: string; description?: string; disabled?: boolean; rpkiPolicy?: string }) => {
-        const community_id = opts.community ? (await resolveCommunity(ctx, opts.community)).id : undefined;
-        const body = {
-          name,
-          type: moduleType(opts.type),
-          community_id,
-          description: opts.description,
-          enabled: !opts.disabled,
-          ...(opts.rpkiPolicy ? { rpki_policy: opts.rpkiPolicy as never } : {}),
-        };
-        printOne(ctx, await unwrap(ctx.client.POST("/v1/modules", { body })), columns);
-      }),
+      withContext(
+        async (
+          ctx,
+          name: string,
+          opts: { type: string; community?: string; description?: string; disabled?: boolean; rpkiPolicy?: string; action?: string; maxStaleHours?: string },
+        ) => {
+          const community_id = opts.community ? (await resolveCommunity(ctx, opts.community)).id : undefined;
+          const body = {
+            name,
+            type: moduleType(opts.type),
+            community_id,
+            description: opts.description,
+            enabled: !opts.disabled,
+            ...(opts.rpkiPolicy ? { rpki_policy: opts.rpkiPolicy as never } : {}),
+            ...(opts.action ? { action: moduleAction(opts.action) } : {}),
+            ...(opts.maxStaleHours ? { max_stale_hours: maxStaleHours(opts.maxStaleHours) } : {}),
+          };
+          printOne(ctx, await unwrap(ctx.client.POST("/v1/modules", { body })), columns);
+        },
+      ),
     );
 
   deleteEachCommand(modules, "rm <module...>", "delete modules (by id or name) with their entries and sources", async (ctx, ref) => {

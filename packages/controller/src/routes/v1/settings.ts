@@ -21,7 +21,7 @@ const settingsRoutes: FastifyPluginAsyncZod<{ deps: AppDeps }> = async (app, { d
         summary: "Change settings with a JSON merge patch",
         description:
           "RFC 7396: `null` deletes a key, objects merge. `application/merge-patch+json` and `application/json` are accepted. " +
-          "Known keys (`BIRD`, `revision_retention_minutes`, `revision_guard_max_drop_percent`, `runtime_logs_auto_*`) are validated; other keys are kept as given. " +
+          "Known keys (`BIRD`, `revision_retention_minutes`, `revision_guard_max_drop_percent`, `source_max_stale_hours`, `runtime_logs_auto_*`) are validated; other keys are kept as given. " +
           "`runtime_logs_auto_*` act on the deployment's log files: only keys of tenant `default` may set them; keys of any other tenant get 403 `forbidden`. " +
           "The document after the patch may take at most 1 MiB as JSON, and its keys the controller does not know at most 64 KiB of it: a patch past " +
           "either cap answers 413 `payload_too_large` (with `size_bytes` and `unknown_keys_bytes`) and changes nothing.",

@@ -45,6 +45,8 @@ export interface CollectedModule {
   groups: SnapshotGroup[];
   sources_ok: number;
   sources_failed: number;
+  /** Sources whose kept records were older than the module's budget and dropped (stale-sources.ts). */
+  sources_stale: number;
   warnings: CollectWarning[];
   cdn: { id: string; ok: boolean; error: string | null; prefix_count: number | null }[];
   /** AS_PREFIXES: each AS-SET entry's expansion. */
@@ -150,7 +152,8 @@ export async function collectModule(db: Db, deps: CollectDeps, module: IngestMod
           await keepPrevious("domain", d.name);
         }
       } else {
-        const previous = (await listSnapshotGroups(db, module.id, "domain")).flatMap((g) =>
+        const previousGroups = await listSnapshotGroups(db, module.id, "domain");
+        const previous = previousGroups.flatMap((g) =>
           g.prefixes.map((p, i) => ({ domain: g.origin, address: p.slice(0, p.indexOf("/")), last_seen_at: new Date(g.seen_at?.[i] ?? now.getTime()) })),
         );
         const resolved = await resolveDomains(
@@ -174,7 +177,12 @@ export async function collectModule(db: Db, deps: CollectDeps, module: IngestMod
         groups.push(...byDomain.values());
         for (const d of resolved.perDomain) {
           if (d.ok) ok++;
-          else fail(`domain:${d.domain}`, d.error ?? "resolution failed");
+          else {
+            fail(`domain:${d.domain}`, d.error ?? "resolution failed");
+            // What a failed domain keeps dates from its last good resolution.
+            const g = byDomain.get(d.domain);
+            if (g) g.refreshed_at = previousGroups.find((p) => p.origin === d.domain)?.refreshed_at ?? null;
+          }
         }
       }
     }
@@ -198,5 +206,5 @@ export async function collectModule(db: Db, deps: CollectDeps, module: IngestMod
     }
   });
 
-  return { module_id: module.id, groups, sources_ok: ok, sources_failed: failed, warnings, cdn, ...(asSets ? { as_sets: asSets } : {}) };
+  return { module_id: module.id, groups, sources_ok: ok, sources_failed: failed, sources_stale: 0, warnings, cdn, ...(asSets ? { as_sets: asSets } : {}) };
 }

@@ -20,6 +20,7 @@ import type { RevisionBuilder } from "../revisions/revision-builder.js";
 import type { RevisionCommitter } from "../revisions/revision-commit.js";
 import { type CollectDeps, type CollectedModule, collectedPrefixes, collectModule } from "./collect.js";
 import { checkRpki, rpkiReport, withRpkiDropped } from "./rpki-check.js";
+import { dropStaleGroups, staleBudgetHours } from "./stale-sources.js";
 
 export interface IngestParams {
   /** null: every enabled module. */
@@ -121,10 +122,17 @@ export function createIngestService(deps: IngestDeps) {
       try {
         for (const m of targets) {
           await job.checkpoint();
-          collected.set(m.id, await collectModule(deps.sql, { ...collectDeps, irr }, m, job.now(), job.signal));
+          const c = await collectModule(deps.sql, { ...collectDeps, irr }, m, job.now(), job.signal);
+          dropStaleGroups(c, staleBudgetHours(m.max_stale_hours, settings.source_max_stale_hours), m.collected_at, job.now());
+          collected.set(m.id, c);
+          const sources = c.warnings.map((w) => w.source);
           deps.metrics?.sourcesFailed(
             tenantId,
-            collected.get(m.id)!.warnings.map((w) => w.source),
+            sources.filter((s) => !s.startsWith("stale:")),
+          );
+          deps.metrics?.sourcesStale(
+            tenantId,
+            sources.filter((s) => s.startsWith("stale:")).map((s) => s.slice("stale:".length)),
           );
           await job.progress(++done, targets.length);
         }
@@ -170,7 +178,7 @@ export function createIngestService(deps: IngestDeps) {
         const now = job.now();
         for (const c of collected.values()) {
           const allFailed = c.sources_failed > 0 && c.sources_ok === 0;
-          await replaceModuleSnapshot(tx, tenantId, c.module_id, c.groups);
+          await replaceModuleSnapshot(tx, tenantId, c.module_id, c.groups, now);
           await updateModuleRefreshed(tx, c.module_id, {
             prefix_count_v4: counts.get(c.module_id)!.v4,
             prefix_count_v6: counts.get(c.module_id)!.v6,
@@ -229,6 +237,7 @@ export function createIngestService(deps: IngestDeps) {
             prefix_count: counts.get(c.module_id)!.v4 + counts.get(c.module_id)!.v6,
             sources_ok: c.sources_ok,
             sources_failed: c.sources_failed,
+            sources_stale: c.sources_stale,
             ...(c.as_sets ? { as_sets: c.as_sets } : {}),
             ...rpkiReport(rpki, c.module_id).part,
           })),

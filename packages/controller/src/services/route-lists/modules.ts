@@ -31,6 +31,9 @@ import { iso, isoRequired } from "../../lib/time.js";
 import { type AuditWriter, changesOf } from "../access/audit.js";
 import type { RequestContext } from "../access/context.js";
 
+/** The API's `max_stale_hours` as stored: "tenant" is NULL, forever (null) is 0. */
+const storedMaxStale = (v: Module["max_stale_hours"]): number | null => (v === "tenant" ? null : v === null ? 0 : v);
+
 export function toModule(row: ModuleRow): Module {
   return {
     id: row.id,
@@ -45,6 +48,7 @@ export function toModule(row: ModuleRow): Module {
     doh_profile_ids: row.doh_profile_ids,
     doh_resolver_policy: row.doh_resolver_policy,
     refresh_interval_minutes: row.refresh_interval_minutes,
+    max_stale_hours: row.max_stale_hours === null ? "tenant" : row.max_stale_hours === 0 ? null : row.max_stale_hours,
     last_refreshed_at: iso(row.last_refreshed_at),
     last_refresh_error: row.last_refresh_error,
     snapshot: { prefix_count_v4: row.prefix_count_v4, prefix_count_v6: row.prefix_count_v6, collected_at: iso(row.collected_at) },
@@ -106,6 +110,7 @@ const AUDITED = [
   "doh_profile_ids",
   "doh_resolver_policy",
   "refresh_interval_minutes",
+  "max_stale_hours",
 ] as const;
 const auditView = (m: Module) => Object.fromEntries(AUDITED.map((k) => [k, m[k]])) as Record<(typeof AUDITED)[number], unknown>;
 
@@ -158,6 +163,7 @@ export function createModuleService(deps: { audit: AuditWriter }) {
         doh_profile_ids: profileIds,
         doh_resolver_policy: completePolicy(defaultPolicy(), body.doh_resolver_policy ?? {}),
         refresh_interval_minutes: body.refresh_interval_minutes ?? null,
+        max_stale_hours: storedMaxStale(body.max_stale_hours === undefined ? "tenant" : body.max_stale_hours),
         last_refreshed_at: null,
         last_refresh_error: null,
         prefix_count_v4: 0,
@@ -225,6 +231,7 @@ export function createModuleService(deps: { audit: AuditWriter }) {
         community_id: communityId,
         doh_resolver_policy: policy,
         refresh_interval_minutes: body.refresh_interval_minutes === undefined ? before.refresh_interval_minutes : body.refresh_interval_minutes,
+        max_stale_hours: body.max_stale_hours === undefined ? before.max_stale_hours : storedMaxStale(body.max_stale_hours),
         updated_at: ctx.now,
       };
       const after: ModuleRow = { ...before, ...patch, doh_profile_ids: profileIds };
