@@ -214,6 +214,29 @@ describe.skipIf(missing.length > 0)(missing.length > 0 ? `${title} (skipped: ${m
     await page.goto(`${t.url}/console/peers/${peerId}`);
     await page.locator("[data-testid=peer-session-state]").first().waitFor();
     expect(await seriousViolations(page)).toEqual([]);
+
+    // The router's session timeline draws the history the API keeps: a lane named by the peer,
+    // high (lane + 0.75) while Established, at each change and now; the changes in the table.
+    const history = (await api("GET", `/v1/speakers/${speakerId}/sessions/history?limit=500`)).items;
+    const ours = history.filter((c: any) => c.peer_id === peerId);
+    expect(ours.length).toBeGreaterThan(0);
+    expect(ours[ours.length - 1]).toMatchObject({ peer_name: "gobgp", current: { bgp_state: "Established" } });
+    await page.goto(`${t.url}/console/routers/${speakerId}`);
+    const timeline = await drawn("chart-sessions");
+    const times = [...new Set(history.map((c: any) => Date.parse(c.at) / 1000))];
+    expect(timeline.x.slice(0, -1)).toEqual(times);
+    const protocols = [...new Set(history.map((c: any) => c.protocol))];
+    const lane = protocols.indexOf(ours[0].protocol);
+    expect(timeline.series[lane].label).toBe("gobgp");
+    const values = timeline.series[lane].values;
+    expect(values[values.length - 1]).toBe(lane + 0.75);
+    // Before the session first appeared, nothing is drawn in its lane.
+    expect(values.slice(0, times.indexOf(Date.parse(ours[0].at) / 1000))).toEqual(Array(times.indexOf(Date.parse(ours[0].at) / 1000)).fill(null));
+    const rows = await page.locator("[data-testid=session-history-numbers] tbody tr").allInnerTexts();
+    expect(rows.length).toBe(history.length);
+    expect(rows.find((r) => r.includes("gobgp"))).toMatch(/gobgp\t.+\tEstablished/);
+    await writeShot(page, "router-sessions");
+    expect(await seriousViolations(page)).toEqual([]);
   }, 120_000);
 
   it("deleting a peer asks once: Cancel keeps it, Yes deletes it", async () => {
