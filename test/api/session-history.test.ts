@@ -123,6 +123,25 @@ describe("GET /v1/speakers/{speaker_id}/sessions/history", () => {
     expect((await call(t.rootKey, "GET", "/v1/speakers/not-a-uuid/sessions/history")).statusCode).toBe(400);
   });
 
+  it("a router's first report with thousands of sessions keeps each, and the history pages through them", async () => {
+    const big = (await call(t.rootKey, "POST", "/v1/speakers", { name: "edge-big", mode: "remote", router_id: "192.0.2.2", asn: 65010 })).json();
+    const key = (await call(big.enrollment_token, "POST", "/v1/nodes/enroll", { hostname: "r2", agent_version: "1.0.0" })).json().api_key;
+    const sessions = Array.from({ length: 1800 }, (_, i) => ({ protocol: `p${i}`, state: "up" }));
+    const started = performance.now();
+    const res = await call(key, "POST", `/v1/speakers/${big.id}/status`, { speaker_id: big.id, reason: "started", sessions });
+    expect(res.statusCode, res.body).toBe(204);
+    console.log(`a first report of ${sessions.length} sessions recorded in ${Math.round(performance.now() - started)} ms`);
+    expect(await rows(big.id)).toBe(1800);
+    let cursor = "";
+    const seen: string[] = [];
+    for (let i = 0; i < 10 && cursor !== null; i++) {
+      const page = (await call(t.rootKey, "GET", `/v1/speakers/${big.id}/sessions/history?limit=500${cursor ? `&cursor=${cursor}` : ""}`)).json();
+      seen.push(...page.items.map((c: { protocol: string }) => c.protocol));
+      cursor = page.next_cursor;
+    }
+    expect(seen).toEqual(sessions.map((x) => x.protocol));
+  });
+
   it("a deleted speaker's history goes with it", async () => {
     expect(await rows(speakerId)).toBe(4);
     const gone = await t.call(t.rootKey, { method: "DELETE", url: `/v1/speakers/${speakerId}?force=true` });

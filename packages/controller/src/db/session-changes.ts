@@ -20,9 +20,28 @@ export interface SessionChangeRow {
 /** Days a change is kept: older rows of the speaker go as new ones are written. */
 export const SESSION_HISTORY_DAYS = 30;
 
+const COLUMNS = [
+  "id",
+  "tenant_id",
+  "speaker_id",
+  "at",
+  "protocol",
+  "peer_id",
+  "neighbor_address",
+  "previous_state",
+  "previous_bgp_state",
+  "state",
+  "bgp_state",
+  "since",
+  "last_error",
+] as const;
+
+/** Rows an INSERT takes: 13 parameters a row stays far below PostgreSQL's 65535 a statement. */
+const CHUNK = 1000;
+
 /**
  * Writes a report's changes, all of one speaker, and deletes that speaker's rows older than
- * the retention: one statement, so a report that changed nothing costs no query at all.
+ * the retention with the first chunk: a report that changed nothing costs no query at all.
  */
 export async function insertSessionChanges(db: Db, rows: SessionChangeRow[]): Promise<void> {
   const first = rows[0];
@@ -33,7 +52,8 @@ export async function insertSessionChanges(db: Db, rows: SessionChangeRow[]): Pr
       WHERE tenant_id = ${first.tenant_id} AND speaker_id = ${first.speaker_id}
         AND at < ${first.at}::timestamptz - make_interval(days => ${SESSION_HISTORY_DAYS})
     )
-    INSERT INTO speaker_session_changes ${db(rows as never[])}`;
+    INSERT INTO speaker_session_changes ${db(rows.slice(0, CHUNK), [...COLUMNS])}`;
+  for (let i = CHUNK; i < rows.length; i += CHUNK) await db`INSERT INTO speaker_session_changes ${db(rows.slice(i, i + CHUNK), [...COLUMNS])}`;
 }
 
 export interface SessionChangeFilter {
