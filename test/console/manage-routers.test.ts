@@ -214,6 +214,32 @@ describe.skipIf(missing.length > 0)(missing.length > 0 ? `${title} (skipped: ${m
     await page.goto(`${t.url}/console/peers/${peerId}`);
     await page.locator("[data-testid=peer-session-state]").first().waitFor();
     expect(await seriousViolations(page)).toEqual([]);
+
+    // The router's session timeline draws the history the API keeps: a lane per session named by
+    // its peer, high (lane + 0.75) while Established and low (lane + 0.25) otherwise, at each
+    // change and now; the changes in the table, newest first. (The session came up in the second
+    // step; the password edits since may have taken it down again.)
+    const history = (await api("GET", `/v1/speakers/${speakerId}/sessions/history?limit=500`)).items;
+    const ours = history.filter((c: any) => c.peer_id === peerId);
+    expect(ours.some((c: any) => c.peer_name === "gobgp" && c.current?.bgp_state === "Established")).toBe(true);
+    await page.goto(`${t.url}/console/routers/${speakerId}`);
+    const timeline = await drawn("chart-sessions");
+    const times = [...new Set(history.map((c: any) => Date.parse(c.at) / 1000))] as number[];
+    expect(timeline.x.slice(0, -1)).toEqual(times);
+    const protocols = [...new Set(history.map((c: any) => c.protocol))];
+    const lane = protocols.indexOf(ours[0].protocol);
+    expect(timeline.series[lane].label).toBe("gobgp");
+    const level = (c: any) => (c?.current ? lane + (c.current.bgp_state === "Established" ? 0.75 : 0.25) : null);
+    const expected = [...times, Number.POSITIVE_INFINITY].map((x) => level(ours.filter((c: any) => Date.parse(c.at) / 1000 <= x).pop()));
+    expect(timeline.series[lane].values).toEqual(expected);
+    const rows = await page.locator("[data-testid=session-history-numbers] tbody tr").allInnerTexts();
+    expect(rows.length).toBe(history.length);
+    const newest = ours[ours.length - 1];
+    expect(rows.find((r) => r.includes("gobgp"))).toContain(
+      `gobgp\t${newest.previous?.bgp_state ?? newest.previous?.state ?? "gone"}\t${newest.current?.bgp_state ?? newest.current?.state ?? "gone"}`,
+    );
+    await writeShot(page, "router-sessions");
+    expect(await seriousViolations(page)).toEqual([]);
   }, 120_000);
 
   it("deleting a peer asks once: Cancel keeps it, Yes deletes it", async () => {

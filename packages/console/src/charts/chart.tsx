@@ -11,10 +11,14 @@ export interface Series {
 export interface ChartProps {
   /** What the picture shows, for screen readers (the numbers are in the table beside it). */
   label: string;
-  kind: "lines" | "bars";
-  /** x values: seconds since the epoch for lines, 0..n-1 for bars (named by `xLabels`). */
+  /** `steps`: lines that hold their value until the next x (a state over time). */
+  kind: "lines" | "bars" | "steps";
+  /** x values: seconds since the epoch for lines and steps, 0..n-1 for bars (named by `xLabels`). */
   x: number[];
   xLabels?: string[];
+  /** A fixed y range and named y ticks (a timeline's lanes) instead of counts from 0. */
+  yRange?: [number, number];
+  yTicks?: { value: number; label: string }[];
   series: Series[];
   height?: number;
   testId?: string;
@@ -45,15 +49,18 @@ export function Chart(props: ChartProps) {
         const axisStroke = color("--muted");
         const grid = { stroke: color("--line"), width: 1 };
         const bars = props.kind === "bars" ? uPlot.paths.bars?.({ size: [0.6, 80] }) : undefined;
+        const steps = props.kind === "steps" ? uPlot.paths.stepped?.({ align: 1 }) : undefined;
+        const yRange = props.yRange;
+        const yTicks = props.yTicks;
         plot = new uPlot(
           {
             width: el.clientWidth,
             height,
             legend: { show: props.series.length > 1, live: false },
-            cursor: { show: props.kind === "lines" },
+            cursor: { show: props.kind !== "bars" },
             scales: {
               x: props.kind === "bars" ? { time: false, range: [-0.5, props.x.length - 0.5] } : { time: true },
-              y: { range: (_u, _min, max) => [0, Math.max(1, max * 1.1)] },
+              y: { range: yRange ? () => yRange : (_u, _min, max) => [0, Math.max(1, max * 1.1)] },
             },
             axes: [
               {
@@ -63,7 +70,15 @@ export function Chart(props: ChartProps) {
                   ? { splits: () => props.x, values: (_u: unknown, splits: number[]) => splits.map((i) => props.xLabels?.[i] ?? String(i)) }
                   : {}),
               },
-              { stroke: axisStroke, grid },
+              yTicks
+                ? {
+                    stroke: axisStroke,
+                    grid,
+                    size: 120,
+                    splits: () => yTicks.map((t) => t.value),
+                    values: (_u: unknown, splits: number[]) => splits.map((v) => yTicks.find((t) => t.value === v)?.label ?? ""),
+                  }
+                : { stroke: axisStroke, grid },
             ],
             series: [
               {},
@@ -73,6 +88,7 @@ export function Chart(props: ChartProps) {
                 width: 2,
                 ...(s.dash ? { dash: [6, 4] } : {}),
                 ...(bars ? { paths: bars, fill: color(s.color), points: { show: false } } : {}),
+                ...(steps ? { paths: steps, points: { show: false } } : {}),
               })),
             ],
           },
@@ -87,7 +103,7 @@ export function Chart(props: ChartProps) {
       resize.disconnect();
       plot?.destroy();
     };
-  }, [points, props.kind, props.height]);
+  }, [points, props.kind, props.height, JSON.stringify(props.yTicks ?? null)]);
   return (
     <figure class="chart">
       <div ref={box} role="img" aria-label={props.label} data-testid={props.testId} data-points={points} />

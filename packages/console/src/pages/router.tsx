@@ -1,5 +1,6 @@
 import { useEffect, useState } from "preact/hooks";
 import { ok, type Schema } from "../api.js";
+import { SessionTimeline } from "../charts/session-timeline.js";
 import { ConfirmButton } from "../confirm.js";
 import { Link, navigate } from "../router.js";
 import { useSession } from "../session.js";
@@ -173,6 +174,7 @@ export function RouterPage({ id }: { id: string }) {
       <h2>BGP sessions</h2>
       <DataTable testId="sessions" columns={sessionColumns(byProtocol)} rows={live?.sessions} rowKey={(x) => x.protocol} />
       {live && live.sessions.length === 0 ? <p class="muted">No BGP sessions reported.</p> : null}
+      <SessionTimeline speakerId={id} peerName={(protocol) => byProtocol.get(protocol)?.name ?? null} />
     </Page>
   );
 }

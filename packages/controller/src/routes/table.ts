@@ -189,6 +189,7 @@ export const routeTable: readonly RouteFile[] = [
       "DELETE /v1/speakers/{speaker_id}": "deleteSpeaker",
       "POST /v1/speakers/{speaker_id}/enrollment-token": "issueEnrollmentToken",
       "POST /v1/speakers/{id}/apply": "applyToSpeaker",
+      "GET /v1/speakers/{speaker_id}/sessions/history": "listSpeakerSessionHistory",
     },
   },
   { routes: natsRoutes, operationIds: { "POST /v1/nats/monitoring-credentials": "issueNatsMonitoringCredentials" } },

@@ -26,6 +26,7 @@ import { createLocalBirdService } from "./deploy/local-bird.js";
 import { createNodeService } from "./deploy/node.js";
 import { createPeerService } from "./deploy/peers.js";
 import { createKeptBySize, createSectionCache, SECTION_CACHE_BYTES, type SectionCache } from "./deploy/section-cache.js";
+import { createSessionHistory, type SessionHistory } from "./deploy/session-history.js";
 import { createSigningService } from "./deploy/signing.js";
 import { createSpeakerService } from "./deploy/speakers.js";
 import { createCdnSourceService } from "./ingest/cdn-sources.js";
@@ -79,6 +80,8 @@ export interface AppServices {
   speakers: ReturnType<typeof createSpeakerService>;
   peers: ReturnType<typeof createPeerService>;
   node: ReturnType<typeof createNodeService>;
+  /** `GET /v1/speakers/{speaker_id}/sessions/history`: the session changes the status reports showed. */
+  sessionHistory: SessionHistory;
   /** The opened bundle sections this process keeps for GetBundle (shared by node and deploy). */
   sections: SectionCache;
   maintenance: ReturnType<typeof createMaintenanceService>;
@@ -123,7 +126,9 @@ function deployServices(
   const sections = createSectionCache(SECTION_CACHE_BYTES);
   const grpcHost = opts.config.GRPC_HOST === "0.0.0.0" || opts.config.GRPC_HOST === "::" ? null : opts.config.GRPC_HOST;
   const speakers = createSpeakerService({ audit, bus: opts.bus, onKeysChanged: authenticator.invalidate, caHash: opts.caHash ?? null });
+  const sessionHistory = createSessionHistory({ sql: opts.sql });
   return {
+    sessionHistory,
     signing,
     sections,
     natsCredentials,
@@ -142,6 +147,7 @@ function deployServices(
       grpcEndpoint: grpcHost ? `${grpcHost}:${opts.config.GRPC_PORT}` : null,
       natsUrl: opts.config.NATS_URL ?? null,
       natsCredentials,
+      sessionHistory,
       onKeysChanged: authenticator.invalidate,
       served: { formats: opts.config.BUNDLE_FORMATS, ...(opts.metrics?.bundleServed ? { onServed: opts.metrics.bundleServed } : {}) },
     }),

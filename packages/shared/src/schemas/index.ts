@@ -15,6 +15,7 @@ export * from "./peers.js";
 export * from "./revisions.js";
 export * from "./rpki.js";
 export * from "./runtime-logs.js";
+export * from "./session-history.js";
 export * from "./settings.js";
 export * from "./speakers.js";
 export * from "./tenants.js";

@@ -4,6 +4,9 @@ import {
   EnrollmentToken,
   JobAccepted,
   LiveSpeakerPoll,
+  page,
+  SessionHistoryEntry,
+  SessionHistoryQuery,
   Speaker,
   SpeakerApplyBody,
   SpeakerDeleteQuery,
@@ -73,6 +76,25 @@ const speakerRoutes: FastifyPluginAsyncZod<{ deps: AppDeps }> = async (app, { de
       querystring: SpeakerDeleteQuery,
     },
   });
+
+  app.get(
+    "/v1/speakers/:speaker_id/sessions/history",
+    {
+      schema: {
+        tags,
+        summary: "The history of the speaker's BGP sessions: each state change its status reports showed",
+        description:
+          "Oldest first, `since`/`until` narrowing the time, paged with `cursor`. A change is kept as the controller receives the report that " +
+          "shows it (a session whose state or BGP state differs from the speaker's previous report, or that appeared or went away); the same " +
+          "change is published as the `speakers.<id>.session` event. Changes are kept 30 days: older ones are deleted as newer ones are written, " +
+          "and a deleted speaker's history goes with it.",
+        params: SpeakerParams,
+        querystring: SessionHistoryQuery,
+        response: { 200: page(SessionHistoryEntry), ...authProblems, ...problems(404) },
+      },
+    },
+    async (req) => deps.services.sessionHistory.list(req.ctx(), req.params.speaker_id, req.query),
+  );
 
   app.post(
     "/v1/speakers/:speaker_id/enrollment-token",

@@ -20,6 +20,7 @@ import type { Principal } from "../access/context.js";
 import type { NatsCredentialService } from "../access/nats-credentials.js";
 import { createSectionCache, SECTION_CACHE_BYTES, type SectionCache, sectionKey } from "./section-cache.js";
 import { digestKnownBy, mayDelta, readerV1FromV2, type ServedFormats, servedFormat } from "./served-format.js";
+import type { SessionHistory } from "./session-history.js";
 import type { SigningService } from "./signing.js";
 import { hashToken } from "./speakers.js";
 
@@ -167,6 +168,8 @@ export function createNodeService(deps: {
   grpcEndpoint: string | null;
   natsUrl: string | null;
   natsCredentials?: NatsCredentialService;
+  /** Where the session changes a report shows are kept for the API (the events below are not a query). */
+  sessionHistory?: SessionHistory;
   onKeysChanged?: () => void;
   /** Opened prefix sections kept (tests share or shrink it); default 64 MiB. */
   sections?: SectionCache;
@@ -310,9 +313,12 @@ export function createNodeService(deps: {
         failed_revision_id: body.reason === "apply_failed" ? (body.error?.revision_id ?? null) : null,
       });
       if (!before) throw new NotFoundError("speaker", speakerId);
-      // Recorded (committed) first; the sessions compared with the report this one replaces.
+      // Recorded (committed) first; the sessions compared with the report this one replaces. The
+      // changes are kept before they are published, so whoever the event wakes finds them in the history.
+      const changes = sessionChanges(before.tenant_id, speakerId, before.last_report, body, now);
+      await deps.sessionHistory?.record(changes);
       publishEvent(deps.bus, "status", statusEvent(body, before.tenant_id, speakerId, now));
-      for (const change of sessionChanges(before.tenant_id, speakerId, before.last_report, body, now)) publishEvent(deps.bus, "session", change);
+      for (const change of changes) publishEvent(deps.bus, "session", change);
     },
   };
 }
