@@ -28,15 +28,17 @@ export class VrpTable {
   /** VRPs added. */
   count = 0;
   private built = false;
-  /** Node n: network at starts[n*W ..], last address at ends[n*W ..], length, parent or -1. */
+  /** Node n: network at starts[n*W ..], last address at ends[n*W ..]. */
   private starts = new Uint32Array(0);
   private ends = new Uint32Array(0);
-  private lens = new Uint8Array(0);
-  private parents = new Int32Array(0);
-  /** Node n's VRPs are asns/maxLens[firsts[n] .. firsts[n+1]). */
-  private firsts = new Int32Array(1);
-  private asns = new Uint32Array(0);
-  private maxLens = new Uint8Array(0);
+  /**
+   * Node n's fields read together, in one record (one cache line, not one per array):
+   * info[n*4 ..] = length, parent + 1 (0: none), its first VRP, its last address's top word.
+   * Node n's VRPs are vrps[2e] (origin ASN), vrps[2e+1] (maxLength) for e from its first VRP
+   * to node n+1's.
+   */
+  private info = new Uint32Array(4);
+  private vrps = new Uint32Array(0);
   /** buckets[b]: the first node whose network's top bits (32 - shift of them) are at least b. */
   private buckets = new Int32Array(3);
 
@@ -68,11 +70,8 @@ export class VrpTable {
     else order.sort((a, b) => compare(inWords, a * W, inWords, b * W, W) || inLens[a]! - inLens[b]!);
     const starts = new Uint32Array(n * W);
     const ends = new Uint32Array(n * W);
-    const lens = new Uint8Array(n);
-    const parents = new Int32Array(n);
-    const firsts = new Int32Array(n + 1);
-    const asns = new Uint32Array(n);
-    const maxLens = new Uint8Array(n);
+    const info = new Uint32Array((n + 1) * 4);
+    const vrps = new Uint32Array(n * 2);
     // The open nodes, each containing the next (a chain of strictly shorter prefixes).
     const stack = new Int32Array(130);
     let top = 0;
@@ -80,24 +79,25 @@ export class VrpTable {
     for (let k = 0; k < n; k++) {
       const i = order[k]!;
       const len = inLens[i]!;
-      if (m === 0 || lens[m - 1] !== len || compare(starts, (m - 1) * W, inWords, i * W, W) !== 0) {
+      if (m === 0 || info[(m - 1) * 4] !== len || compare(starts, (m - 1) * W, inWords, i * W, W) !== 0) {
         for (let w = 0; w < W; w++) {
           const v = inWords[i * W + w]!;
           starts[m * W + w] = v;
           ends[m * W + w] = (v | ~maskWord(len, w)) >>> 0;
         }
-        lens[m] = len;
-        firsts[m] = k;
+        info[m * 4] = len;
+        info[m * 4 + 2] = k;
+        info[m * 4 + 3] = ends[m * W]!;
         // A node ending before this one starts does not contain it, nor anything after it.
         while (top > 0 && compare(ends, stack[top - 1]! * W, starts, m * W, W) < 0) top--;
-        parents[m] = top > 0 ? stack[top - 1]! : -1;
+        info[m * 4 + 1] = top > 0 ? stack[top - 1]! + 1 : 0;
         stack[top++] = m;
         m++;
       }
-      asns[k] = this.inAsns[i]!;
-      maxLens[k] = this.inMax[i]!;
+      vrps[k * 2] = this.inAsns[i]!;
+      vrps[k * 2 + 1] = this.inMax[i]!;
     }
-    firsts[m] = n;
+    info[m * 4 + 2] = n;
     const bits = Math.min(this.W === 1 ? BUCKET_BITS4 : BUCKET_BITS6, Math.max(1, 32 - Math.clz32(m)));
     this.shift = 32 - bits;
     const buckets = new Int32Array((1 << bits) + 1);
@@ -109,18 +109,15 @@ export class VrpTable {
     this.buckets = buckets;
     this.starts = starts;
     this.ends = ends;
-    this.lens = lens;
-    this.parents = parents;
-    this.firsts = firsts;
-    this.asns = asns;
-    this.maxLens = maxLens;
+    this.info = info;
+    this.vrps = vrps;
     this.built = true;
   }
 
   /** The RFC 6811 state (NOT_FOUND, VALID, INVALID) of IPv4 route addr/len from `origin`. */
   validate4(addr: number, len: number, origin: number): number {
     if (!this.built) this.build();
-    const { starts, ends, lens, parents } = this;
+    const { starts, info } = this;
     const b = addr >>> this.shift;
     let lo = this.buckets[b]!;
     let hi = this.buckets[b + 1]!;
@@ -132,14 +129,14 @@ export class VrpTable {
       else hi = mid;
     }
     let node = lo - 1;
-    while (node >= 0 && (lens[node]! > len || ends[node]! < addr)) node = parents[node]!;
+    while (node >= 0 && (info[node * 4]! > len || info[node * 4 + 3]! < addr)) node = info[node * 4 + 1]! - 1;
     return node < 0 ? NOT_FOUND : this.match(node, len, origin);
   }
 
   /** validate4 for an IPv6 route: network q[0..4), length len. */
   validate6(q: Uint32Array, len: number, origin: number): number {
     if (!this.built) this.build();
-    const { starts, ends, lens, parents } = this;
+    const { starts, ends, info } = this;
     const b = q[0]! >>> this.shift;
     let lo = this.buckets[b]!;
     let hi = this.buckets[b + 1]!;
@@ -149,17 +146,17 @@ export class VrpTable {
       else hi = mid;
     }
     let node = lo - 1;
-    while (node >= 0 && (lens[node]! > len || compare(ends, node * 4, q, 0, 4) < 0)) node = parents[node]!;
+    while (node >= 0 && (info[node * 4]! > len || compare(ends, node * 4, q, 0, 4) < 0)) node = info[node * 4 + 1]! - 1;
     return node < 0 ? NOT_FOUND : this.match(node, len, origin);
   }
 
   /** Node and its parents cover the route: valid when one of their VRPs matches. */
   private match(node: number, len: number, origin: number): number {
     if (origin === 0) return INVALID; // AS0 matches no VRP
-    const { firsts, asns, maxLens, parents } = this;
-    for (let n = node; n >= 0; n = parents[n]!) {
-      const end = firsts[n + 1]!;
-      for (let e = firsts[n]!; e < end; e++) if (asns[e] === origin && maxLens[e]! >= len) return VALID;
+    const { info, vrps } = this;
+    for (let n = node; n >= 0; n = info[n * 4 + 1]! - 1) {
+      const end = info[n * 4 + 6]!;
+      for (let e = info[n * 4 + 2]!; e < end; e++) if (vrps[e * 2] === origin && vrps[e * 2 + 1]! >= len) return VALID;
     }
     return INVALID;
   }
