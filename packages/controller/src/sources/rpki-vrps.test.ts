@@ -62,6 +62,89 @@ describe("RFC 6811 origin validation", () => {
     });
   }
 
+  // Over the whole length range, addresses at the edges of the space (all zeros, all ones, the
+  // middle) so that /0 VRPs, host routes and VRPs nested many deep meet.
+  const arbEdgePrefix = (family: 4 | 6) =>
+    fc.record({ base: fc.integer({ min: 0, max: 3 }), length: fc.integer({ min: 0, max: bits(family) }) }).map(({ base, length }) => {
+      const all = (1n << BigInt(bits(family))) - 1n;
+      const network = maskOf([0n, all, 1n << BigInt(bits(family) - 1), all >> 1n][base]!, length, family);
+      return { network, length, family };
+    });
+  for (const family of [4, 6] as const) {
+    it(`IPv${family}: /0, host routes and deep nesting decide as the model does`, () => {
+      fc.assert(
+        fc.property(
+          fc.array(
+            fc
+              .tuple(arbEdgePrefix(family), arbAsn, fc.integer({ min: 0, max: bits(family) }))
+              .map(([p, asn, extra]) => ({ ...p, asn, maxLength: Math.min(bits(family), p.length + extra) })),
+            { maxLength: 40 },
+          ),
+          fc.array(fc.tuple(arbEdgePrefix(family), arbAsn), { minLength: 1, maxLength: 30 }),
+          (roas, routes) => {
+            const index = new VrpIndex();
+            for (const r of roas) expect(index.add(text(r.network, r.length, r.family), r.asn, r.maxLength)).toBe(true);
+            for (const [route, origin] of routes) {
+              expect(index.validate(text(route.network, route.length, route.family), origin)).toBe(model(roas, route, origin));
+            }
+          },
+        ),
+        { numRuns: 300 },
+      );
+    });
+  }
+
+  it("nested VRPs, one prefix with several origins and maxLengths, /0, /32, /128 and AS0", () => {
+    const index = new VrpIndex();
+    index.add("10.0.0.0/8", 64500, 8);
+    index.add("10.1.0.0/16", 64501, 24);
+    index.add("10.1.0.0/16", 64502, 16);
+    index.add("10.1.0.0/16", 64501, 20);
+    index.add("10.1.2.0/24", 64503, 32);
+    index.add("10.1.2.3/32", 0, 32);
+    // Each level of the nesting decides by its own and its containers' VRPs.
+    expect(index.validate("10.0.0.0/8", 64500)).toBe("valid");
+    expect(index.validate("10.2.0.0/16", 64500)).toBe("invalid");
+    expect(index.validate("10.1.5.0/24", 64501)).toBe("valid");
+    expect(index.validate("10.1.5.0/25", 64501)).toBe("invalid");
+    expect(index.validate("10.1.0.0/16", 64502)).toBe("valid");
+    expect(index.validate("10.1.0.0/17", 64502)).toBe("invalid");
+    expect(index.validate("10.1.2.0/24", 64501)).toBe("valid");
+    expect(index.validate("10.1.2.3/32", 64503)).toBe("valid");
+    expect(index.validate("10.1.2.3/32", 64501)).toBe("invalid");
+    // An AS0 VRP covers but never matches; an origin of 0 is never valid.
+    expect(index.validate("10.1.2.3/32", 0)).toBe("invalid");
+    expect(index.validate("11.0.0.0/8", 64500)).toBe("not_found");
+    expect(index.validate("9.255.255.255/32", 64500)).toBe("not_found");
+    // A VRP added after a validation counts at the next one.
+    index.add("0.0.0.0/0", 64599, 32);
+    expect(index.validate("11.0.0.0/8", 64500)).toBe("invalid");
+    expect(index.validate("255.255.255.255/32", 64599)).toBe("valid");
+    expect(index.validate("0.0.0.0/0", 64599)).toBe("valid");
+    expect(index.validate("0.0.0.0/0", 64500)).toBe("invalid");
+    // IPv6: the families do not mix; /0 and /128 at both ends of the space.
+    expect(index.validate("::/0", 64599)).toBe("not_found");
+    index.add("::/0", 64510, 0);
+    index.add("ffff:ffff:ffff:ffff:ffff:ffff:ffff:ffff/128", 64511, 128);
+    index.add("2001:db8::/32", 64512, 48);
+    index.add("2001:db8::/32", 64513, 128);
+    expect(index.validate("::/0", 64510)).toBe("valid");
+    expect(index.validate("::1/128", 64510)).toBe("invalid");
+    expect(index.validate("ffff:ffff:ffff:ffff:ffff:ffff:ffff:ffff/128", 64511)).toBe("valid");
+    expect(index.validate("ffff:ffff:ffff:ffff:ffff:ffff:ffff:fffe/128", 64511)).toBe("invalid");
+    expect(index.validate("2001:db8:1::/48", 64512)).toBe("valid");
+    expect(index.validate("2001:db8:1::/64", 64512)).toBe("invalid");
+    expect(index.validate("2001:db8:1::1/128", 64513)).toBe("valid");
+    expect(index.validate("2001:db8:1::/64", 0)).toBe("invalid");
+    // Not a CIDR: no state.
+    expect(index.validate("10.1.2.3", 64503)).toBeNull();
+    expect(index.validate("10.1.2.0/33", 64503)).toBeNull();
+    expect(index.validate("2001:db8::/129", 64512)).toBeNull();
+    expect(index.add("10.0.0.0/8", 64500, 7)).toBe(false);
+    expect(index.add("2001:db8::/32", 64500, 129)).toBe(false);
+    expect(index.size).toBe(11);
+  });
+
   it("reads rpki-client's and Routinator's documents: valid, invalid by origin, invalid by length, not found", () => {
     const rpkiClient = parseVrpDocument(
       JSON.stringify({

@@ -23,7 +23,10 @@ export {
   formatPrefix,
   parseAddress,
   parseCidr,
+  parsePrefixInto,
   rangeToCidrs,
+  scanIPv4Prefix,
+  scanIPv6Prefix,
 } from "./cidr.js";
 export { compareCommunities, sortCommunities } from "./communities.js";
 export type { CommunityChange, TaggedDiff } from "./diff-tagged.js";
