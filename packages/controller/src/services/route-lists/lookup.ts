@@ -221,9 +221,7 @@ export function createLookupService(deps: {
               () => enforceBudget(tenantId),
             ),
       bogonRules:
-        old && old.version.revision_id === version.revision_id
-          ? old.bogonRules
-          : (((await findSettings(db, tenantId)).settings.BIRD ?? {}) as BogonRules),
+        old && old.version.revision_id === version.revision_id ? old.bogonRules : (((await findSettings(db, tenantId)).settings.BIRD ?? {}) as BogonRules),
     };
     return view;
   }
