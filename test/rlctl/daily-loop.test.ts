@@ -35,7 +35,7 @@ describe.skipIf(missing.length > 0)(missing.length > 0 ? `${title} (skipped: ${m
   it("module, entries, CSV import, refresh, diff, apply, speakers status, jobs and audit", async () => {
     await run("communities", "add", "65000:100", "--title", "streaming");
     const created = await run("modules", "add", "streaming", "--type", "ip", "--community", "65000:100");
-    expect(created.stdout).toMatch(/^ID\s+NAME\s+TYPE\s+ENABLED\s+RPKI\s+REFRESHED\s+ERROR\n[0-9a-f-]{36}\s+streaming\s+IP_RANGES\s+true\s/);
+    expect(created.stdout).toMatch(/^ID\s+NAME\s+TYPE\s+ENABLED\s+RPKI\s+ACTION\s+REFRESHED\s+ERROR\n[0-9a-f-]{36}\s+streaming\s+IP_RANGES\s+true\s/);
 
     const added = await run("entries", "add", "streaming", "11.1.0.0/16", "2a00:1::/32", "--comment", "by hand");
     expect(added.stdout).toMatch(/^ID\s+VALUE\s+COMMENT\n/);

@@ -94,8 +94,8 @@ describe("rlctl profiles and output formats", () => {
     const env = { RL_URL: t.url, RL_API_KEY: t.rootKey };
     const table = await rlctlOk(home.home, ["modules", "ls"], env);
     const [header, row] = table.stdout.split("\n");
-    expect(header!.split(/\s{2,}/)).toEqual(["ID", "NAME", "TYPE", "ENABLED", "RPKI", "REFRESHED", "ERROR"]);
-    expect(row).toMatch(/^[0-9a-f-]{36}\s+streaming\s+IP_RANGES\s+true\s+off\s+-\s+-$/);
+    expect(header!.split(/\s{2,}/)).toEqual(["ID", "NAME", "TYPE", "ENABLED", "RPKI", "ACTION", "REFRESHED", "ERROR"]);
+    expect(row).toMatch(/^[0-9a-f-]{36}\s+streaming\s+IP_RANGES\s+true\s+off\s+announce\s+-\s+-$/);
 
     const json = JSON.parse((await rlctlOk(home.home, ["-o", "json", "modules", "ls"], env)).stdout);
     expect(json).toEqual([expect.objectContaining({ name: "streaming", type: "IP_RANGES", enabled: true })]);

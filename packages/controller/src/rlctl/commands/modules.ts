@@ -43,7 +43,7 @@ const columns = fieldColumns<Module>({
   NAME: "name",
   TYPE: "type",
   ENABLED: "enabled",
-  RPKI: "rpki_policy" as never,
+  RPKI: "rpki_policy",
   ACTION: "action",
   REFRESHED: "last_refreshed_at",
   ERROR: "last_refresh_error",
