@@ -22,6 +22,10 @@ export default defineConfig({
     testTimeout: 30_000,
     hookTimeout: 60_000,
     pool: "forks",
+    // Two test files at a time (RLC_TEST_FORKS to change it): most of a file's time is spent waiting
+    // on a daemon, a timer or the database, and every file has its own database, ports, tenants and
+    // BIRD sockets, so two share this 2-core machine well; one fork took the suite past 30 minutes.
+    poolOptions: { forks: { minForks: 1, maxForks: Number(process.env.RLC_TEST_FORKS ?? 2) } },
     reporters: ["default"],
   },
 });
