@@ -2,7 +2,7 @@ import { readFile } from "node:fs/promises";
 import { hostname as osHostname } from "node:os";
 import { join } from "node:path";
 import { type AgentNotification, grpc as grpcNs, loadAgentService, notificationFromJson } from "@rlc/proto";
-import { BirdClient, createProcessRunner, type ProcessRunner } from "@rlc/shared/bird";
+import { BirdClient, BirdVersionWatch, createProcessRunner, type ProcessRunner } from "@rlc/shared/bird";
 import { verifyNotification } from "@rlc/shared/bundle";
 import { type Clock, createSystemClock } from "@rlc/shared/time";
 import { type ControllerClient, createControllerClient } from "./bundle/controller-client.js";
@@ -93,7 +93,8 @@ export async function startAgent(config: AgentConfig, deps: AgentDeps): Promise<
   metrics.restoreApplied(await state.readApplied());
   // First of the things that hold resources: a port already taken fails the start before any other is open.
   const metricsServer = config.metricsListen ? await startMetricsServer(metrics, splitHostPort(config.metricsListen)) : null;
-  const bird = new BirdClient({ socketPath: config.birdSocket });
+  // Every `show status` through it tells the version, which the render follows (shared/bird/version.ts).
+  const bird = new BirdVersionWatch(new BirdClient({ socketPath: config.birdSocket }));
   const caPem = identity.controller_ca_pem ?? null;
   const http = new ControllerHttpClient({
     baseUrl: baseUrls,
@@ -153,6 +154,7 @@ export async function startAgent(config: AgentConfig, deps: AgentDeps): Promise<
     bird,
     runner: deps.runner ?? createProcessRunner(),
     birdBin: config.birdBin,
+    birdVersion: () => bird.version(),
     metrics,
     clock,
     log,

@@ -1,4 +1,4 @@
-import { type BgpSessionLive, type BirdControl, type BirdReply, parseProtocolsAll, parseShowStatus } from "@rlc/shared/bird";
+import { type BgpSessionLive, type BirdControl, type BirdReply, birdDialect, parseProtocolsAll, parseShowStatus } from "@rlc/shared/bird";
 import { BIRD_DEFAULTS, type BundlePayload, PROBATION_CONFIRM_MARGIN_SECONDS } from "@rlc/shared/bundle";
 import type { Clock } from "@rlc/shared/time";
 import { errorFields, type Logger } from "./log.js";
@@ -99,8 +99,7 @@ export interface RevertResult {
  * show the previous configuration's time again. BIRD 3 stamps the revert itself with a new time
  * (captured: status/fixtures/undo-3.1.8.txt, timer-3.1.8.txt).
  */
-const STAMPS_REVERTS = /^[3-9]\./;
-export const birdStampsReverts = (version: string | null) => STAMPS_REVERTS.test(version ?? "");
+export const birdStampsReverts = (version: string | null) => birdDialect(version).stampsReverts;
 
 /** Two readings of one reconfiguration can differ by a millisecond (BIRD's monotonic clock shown as wall time). */
 const SAME_RECONFIGURATION_MS = 5;

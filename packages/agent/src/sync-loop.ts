@@ -153,6 +153,7 @@ export class SyncLoop {
           configPath: this.#o.birdConfigPath,
           stagingDir: this.#o.stagingDir,
           statics: this.#statics,
+          birdVersion: await this.#o.birdVersion?.(),
           onStep: (step) => steps.mark({ rendered: "render", validated: "bird_p", swapped: "swap", configured: "configure" }[step]),
           // What runs now, as late as can be: the sessions the probation holds to their state.
           beforeConfigure: async () => {
@@ -372,7 +373,7 @@ export class SyncLoop {
     const applied = await this.#o.state.readApplied();
     const payload = await this.#confirmed.payload(applied);
     if (!applied || !payload) return false;
-    const rendered = renderBirdConfig(payload, renderOptionsFor(this.#o.birdMode, this.#o.birdConfigPath), this.#statics);
+    const rendered = renderBirdConfig(payload, renderOptionsFor(this.#o.birdMode, this.#o.birdConfigPath, await this.#o.birdVersion?.()), this.#statics);
     const dir = dirname(this.#o.birdConfigPath);
     let restored = false;
     // The files hold peers' passwords: as applyBirdConfig writes them, BIRD's group reads, nobody else.

@@ -16,6 +16,11 @@ export interface SyncLoopOptions {
   bird: BirdControl;
   runner: ProcessRunner;
   birdBin?: string;
+  /**
+   * The running BIRD's version (BirdVersionWatch): the render writes what that version accepts.
+   * Absent, or null while BIRD does not answer: what every supported version accepts.
+   */
+  birdVersion?: () => Promise<string | null>;
   metrics: AgentMetrics;
   clock: Clock;
   log: Logger;

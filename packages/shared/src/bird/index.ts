@@ -53,3 +53,4 @@ export {
   type ValidateOptions,
   validateBirdConfig,
 } from "./validate.js";
+export { type BirdDialect, type BirdVersion, BirdVersionWatch, birdDialect, parseBirdVersion } from "./version.js";

@@ -23,6 +23,8 @@ export interface BirdSequenceOptions {
   beforeConfigure?: () => Promise<void>;
   /** The texts of the last render of this config path: only changed community sets are rendered again. */
   statics?: StaticsCache;
+  /** The running BIRD's version (`show status`): the render writes what it accepts. Unknown: what every version accepts. */
+  birdVersion?: string | null;
   /** Called as each step ends: `rendered`, then (when BIRD does not already run these bytes) `validated`, `swapped`, `configured`. */
   onStep?: (step: "rendered" | "validated" | "swapped" | "configured") => void;
 }
@@ -40,9 +42,10 @@ export interface LoadedConfig<T> {
 }
 
 /** The render options of a speaker whose own file is `configPath`: static protocols split per community set. */
-export function renderOptionsFor(mode: "include" | "full", configPath: string) {
+export function renderOptionsFor(mode: "include" | "full", configPath: string, birdVersion: string | null = null) {
   const name = basename(configPath);
-  return mode === "full" ? { mode, mainName: name, statics: "split" as const } : { mode, includeName: name, statics: "split" as const };
+  const common = { statics: "split" as const, birdVersion };
+  return mode === "full" ? { mode, mainName: name, ...common } : { mode, includeName: name, ...common };
 }
 
 /** The bundle's `bird.configure_timeout_seconds` (default 30), held to 2 s … 1 h. */
@@ -80,7 +83,7 @@ export function healthCheckThenConfirm(deps: Pick<ApplyDeps, "birdc" | "clock">)
  * that throws changes what BIRD runs once BIRD's timer or the undo has gone back.
  */
 export async function loadBirdConfig<T>(deps: ApplyDeps, o: BirdSequenceOptions, probation: Probation<T>): Promise<LoadedConfig<T>> {
-  const rendered = renderBirdConfig(o.payload, renderOptionsFor(o.mode, o.configPath), o.statics);
+  const rendered = renderBirdConfig(o.payload, renderOptionsFor(o.mode, o.configPath, o.birdVersion), o.statics);
   o.onStep?.("rendered");
   const timeoutSeconds = configureTimeoutSeconds(o.payload);
   const pending = await applyBirdConfig(deps, {

@@ -2,6 +2,7 @@ import { dirname, join } from "node:path";
 import {
   BirdClient,
   type BirdControl,
+  BirdVersionWatch,
   classifyBirdError,
   createProcessRunner,
   healthCheckThenConfirm,
@@ -134,9 +135,11 @@ export function createLocalBirdService(deps: LocalBirdDeps) {
       const keys = (await deps.signing.list(deps.sql, speaker.tenant_id)).keys;
       payload = (await verifyBundle(issued.envelope, keys, { speakerId: speaker.id, tenantId: speaker.tenant_id, lastSequence: null, now: ctx.now })).payload;
       const applyDeps = { birdc: bird, runner, clock, birdBin: deps.birdBin };
+      // The render writes what this BIRD's version accepts (shared/bird/version.ts).
+      const birdVersion = await new BirdVersionWatch(bird).version();
       const { rendered } = await loadBirdConfig(
         applyDeps,
-        { payload, mode: "include", configPath, stagingDir: join(dirname(configPath), ".rl-staging") },
+        { payload, mode: "include", configPath, stagingDir: join(dirname(configPath), ".rl-staging"), birdVersion },
         healthCheckThenConfirm(applyDeps),
       );
       const state = await snapshot(bird).catch(() => UNREACHABLE);

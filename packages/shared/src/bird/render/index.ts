@@ -1,4 +1,4 @@
-// Bundle → BIRD 2 configuration text: pure, tested against golden files.
+// Bundle → BIRD 2 or 3 configuration text (what differs by version: ../version.ts): pure, tested against golden files.
 export {
   DEFAULT_INCLUDE_NAME,
   DEFAULT_MAIN_NAME,

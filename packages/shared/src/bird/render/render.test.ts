@@ -1,4 +1,4 @@
-import { execFileSync } from "node:child_process";
+import { spawnSync } from "node:child_process";
 import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -52,13 +52,24 @@ describeEachBird("renderBirdConfig - bird -p accepts the output", [], (b) => {
     for (const d of dirs) rmSync(d, { recursive: true, force: true });
   });
 
-  it.each(fixtures)("$name in full mode parses with bird -p", ({ payload }) => {
+  /** `bird -p` of the full-mode render of `payload` for `birdVersion`: its exit status and stderr. */
+  function parse(payload: BundlePayload, birdVersion: string | null) {
     const dir = mkdtempSync(join(tmpdir(), "rl-render-"));
     dirs.push(dir);
-    const { files, entry } = renderBirdConfig(payload, { mode: "full" });
+    const { files, entry } = renderBirdConfig(payload, { mode: "full", birdVersion });
     for (const [file, text] of Object.entries(files)) writeFileSync(join(dir, file), text);
-    // Throws with BIRD's stderr (file:line:col message) when it refuses the config.
-    execFileSync(b.bird, ["-p", "-c", join(dir, entry)], { stdio: "pipe" });
+    const r = spawnSync(b.bird, ["-p", "-c", join(dir, entry)], { encoding: "utf8" });
+    return { status: r.status, stderr: r.stderr };
+  }
+
+  it.each(fixtures)("$name in full mode parses with bird -p", ({ payload }) => {
+    // BIRD's stderr (file:line:col message) is the message when it refuses the config.
+    expect(parse(payload, null)).toMatchObject({ status: 0 });
+  });
+
+  // Rendered for this version, not even a warning: a peer's password says it is MD5 where BIRD asks.
+  it.each(fixtures)("$name rendered for this BIRD's version parses with bird -p without a warning", ({ payload }) => {
+    expect(parse(payload, b.version)).toEqual({ status: 0, stderr: "" });
   });
 });
 
@@ -199,5 +210,37 @@ describe("renderBirdConfig - nothing reaches the config unchecked", () => {
     const p = base();
     p.speaker.router_id = "1.2.3.4; protocol";
     expect(refusal(p, { mode: "full" }).path).toBe("speaker.router_id");
+  });
+});
+
+describe("renderBirdConfig - BIRD versions", () => {
+  const withoutPasswords = () => {
+    const payload = base();
+    for (const peer of payload.peers) delete peer.password;
+    return payload;
+  };
+  const withPassword = () => {
+    const payload = withoutPasswords();
+    (payload.peers[0] as BundlePayload["peers"][number]).password = "s3cret";
+    return payload;
+  };
+  const authLines = (payload: BundlePayload, birdVersion: string | null) =>
+    (renderBirdConfig(payload, { birdVersion }).files["rl-routes.conf"] ?? "").split("\n").filter((l) => /password|authentication/.test(l));
+
+  it.each(["2.17.6", "2.18", "3.1.8", "3.3.0"])("says a password is MD5 for BIRD %s, which warns without it", (version) => {
+    expect(authLines(withPassword(), version)).toEqual(['  password "s3cret";', "  authentication md5;"]);
+  });
+
+  it.each(["2.0.12", "2.16.2", "3.0.2", null, "not a version"])("writes the password alone for BIRD %s, which refuses authentication", (version) => {
+    expect(authLines(withPassword(), version)).toEqual(['  password "s3cret";']);
+  });
+
+  it("writes no authentication for a peer without a password, on any version", () => {
+    expect(authLines(withoutPasswords(), "3.1.8")).toEqual([]);
+  });
+
+  it("renders the same bytes for every version when no peer has a password", () => {
+    const texts = ["2.0.12", "2.17.6", "3.1.8", null].map((v) => renderBirdConfig(withoutPasswords(), { birdVersion: v }).files);
+    for (const t of texts) expect(t).toEqual(texts[0]);
   });
 });

@@ -1,4 +1,5 @@
 import type { BundlePayload, BundlePeer } from "../../bundle/index.js";
+import { type BirdDialect, birdDialect } from "../version.js";
 import { renderStatics, StaticsCache, staticFileName, TABLE_V4, TABLE_V6, uniqueSorted } from "./statics.js";
 import {
   asn,
@@ -31,6 +32,12 @@ export interface RenderOptions {
    * changes a few sets rewrites a few files and the others stay untouched.
    */
   statics?: "inline" | "split";
+  /**
+   * The BIRD that will run the config, as `show status` names it (`2.0.12`, `3.1.8`): the render
+   * writes what that version accepts (see ../version.ts). Unknown (default): what every
+   * supported version accepts.
+   */
+  birdVersion?: string | null;
 }
 
 export interface RenderedConfig {
@@ -51,7 +58,7 @@ export { StaticsCache, staticFileName, TABLE_V4, TABLE_V6 };
 const FILE_NAME = /^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$/;
 
 /**
- * Bundle → BIRD 2 configuration, with no I/O: the same payload always gives the same bytes.
+ * Bundle → BIRD 2 or 3 configuration, with no I/O: the same payload always gives the same bytes.
  *
  * Prefixes are grouped by their community set and each group becomes one `protocol static` whose
  * import filter adds the communities once, so a million routes cost one short line each. Routes
@@ -81,10 +88,11 @@ export function renderBirdConfig(payload: BundlePayload, options: RenderOptions 
   const out = { lines, files, split: options.statics === "split" ? includeName : null };
   renderStatics(out, { v4: payload.prefixes?.v4 ?? [], v6: payload.prefixes?.v6 ?? [] }, kind, titles, cache);
   const sessions: RenderedConfig["sessions"] = [];
+  const dialect = birdDialect(options.birdVersion);
   const peers = (payload.peers ?? []).map((peer, index) => ({ peer, index, key: String(peer.id).toLowerCase() }));
   peers.sort((a, b) => (a.key < b.key ? -1 : a.key > b.key ? 1 : 0));
   for (const { peer, index } of peers) {
-    sessions.push({ protocol: renderPeer(lines, payload, peer, `peers[${index}]`), peer_id: peer.id });
+    sessions.push({ protocol: renderPeer(lines, payload, peer, `peers[${index}]`, dialect), peer_id: peer.id });
   }
   const protocols = new Set(sessions.map((s) => s.protocol));
   if (protocols.size !== sessions.length) throw new RenderError("peers", "two peers have the same id");
@@ -128,7 +136,7 @@ function communityTitles(payload: BundlePayload): Map<string, string> {
   return titles;
 }
 
-function renderPeer(lines: string[], payload: BundlePayload, peer: BundlePeer, path: string): string {
+function renderPeer(lines: string[], payload: BundlePayload, peer: BundlePeer, path: string, dialect: BirdDialect): string {
   const policies = payload.speaker?.policies_json ?? {};
   const bird = payload.bird ?? {};
   const name = peerProtocolName(peer.id, `${path}.id`);
@@ -164,6 +172,8 @@ function renderPeer(lines: string[], payload: BundlePayload, peer: BundlePeer, p
   if (peer.password !== undefined && peer.password !== null && peer.password !== "") {
     // TCP-MD5 keys are at most 80 bytes (TCP_MD5SIG_MAXKEYLEN).
     body.push(`  password ${quoted(peer.password, `${path}.password`, 80)};`);
+    // 2.17+ and 3.1+ take TCP-AO too and warn unless told the password is MD5; 2.0 refuses the option.
+    if (dialect.authenticationOption) body.push("  authentication md5;");
   }
   if (families.has("ipv4")) {
     let nextHop = nextHopV4 ? `next hop address ${nextHopV4};` : "";
