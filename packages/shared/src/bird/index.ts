@@ -40,7 +40,14 @@ export {
   type Probation,
   renderOptionsFor,
 } from "./sequence.js";
-export { type BgpSessionLive, type ParsedProtocols, type ParseOptions, type ProtocolSummary, parseProtocolsAll } from "./status/parse-protocols.js";
+export {
+  type BgpSessionLive,
+  type ChannelStatus,
+  type ParsedProtocols,
+  type ParseOptions,
+  type ProtocolSummary,
+  parseProtocolsAll,
+} from "./status/parse-protocols.js";
 export { parseShowStatus } from "./status/parse-status.js";
 export {
   BirdConfigError,

@@ -101,6 +101,6 @@ describe("parseProtocolsAll", () => {
   });
 
   it("returns nothing for empty text", () => {
-    expect(parseProtocolsAll("", options)).toEqual({ protocols: [], sessions: [] });
+    expect(parseProtocolsAll("", options)).toEqual({ protocols: [], sessions: [], channels: [] });
   });
 });

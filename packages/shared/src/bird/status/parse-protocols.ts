@@ -12,6 +12,25 @@ export interface ProtocolSummary {
   state: string;
   since: string | null;
   info: string;
+  /** BIRD 3's `Created:` line: when the protocol was first configured (absent on BIRD 2). */
+  created?: string | null;
+}
+
+/**
+ * One channel (`Channel ipv4`) of a protocol. BIRD 3 splits its state into import and export
+ * (`Import state: UP`, `Export state: READY`, or `FEEDING` while it still sends the table);
+ * BIRD 2 prints the one `State:`, and both are null there.
+ */
+export interface ChannelStatus {
+  protocol: string;
+  channel: string;
+  state: string;
+  import_state: string | null;
+  export_state: string | null;
+  routes_imported: number;
+  routes_exported: number;
+  /** BIRD 3's BGP `Pending N attribute sets with total M prefixes to send`: M, the routes not on the wire yet; null elsewhere. */
+  pending_prefixes: number | null;
 }
 
 export interface ParseOptions {
@@ -27,11 +46,14 @@ export interface ParseOptions {
 export interface ParsedProtocols {
   protocols: ProtocolSummary[];
   sessions: BgpSessionLive[];
+  /** Every protocol's channels, in BIRD's order. */
+  channels: ChannelStatus[];
 }
 
 interface Current {
   summary: ProtocolSummary;
   session: BgpSessionLive | null;
+  channel: ChannelStatus | null;
 }
 
 type Handler = { re: RegExp; apply: (m: RegExpExecArray, current: Current | null, out: ParsedProtocols, o: ParseOptions) => Current | null };
@@ -58,7 +80,7 @@ const HANDLERS: readonly Handler[] = [
         info: m[6] ?? "",
       };
       out.protocols.push(summary);
-      if (summary.proto !== "BGP") return { summary, session: null };
+      if (summary.proto !== "BGP") return { summary, session: null, channel: null };
       // The summary's info is "<BGP state> <error>"; the detail lines below refine both.
       const [bgpState, ...rest] = summary.info.split(/\s+/).filter(Boolean);
       const session: BgpSessionLive = {
@@ -74,9 +96,38 @@ const HANDLERS: readonly Handler[] = [
         last_error: rest.length > 0 ? rest.join(" ") : null,
       };
       out.sessions.push(session);
-      return { summary, session };
+      return { summary, session, channel: null };
     },
   },
+  {
+    re: new RegExp(String.raw`^\s+Created:\s+${SINCE}\s*$`),
+    apply: (m, c, _out, o) => {
+      if (c) c.summary.created = parseSince(m[1] as string, o);
+      return c;
+    },
+  },
+  {
+    re: /^\s+Channel (\S+)\s*$/,
+    apply: (m, c, out) => {
+      if (!c) return c;
+      const channel: ChannelStatus = {
+        protocol: c.summary.name,
+        channel: m[1] as string,
+        state: "",
+        import_state: null,
+        export_state: null,
+        routes_imported: 0,
+        routes_exported: 0,
+        pending_prefixes: null,
+      };
+      out.channels.push(channel);
+      return { ...c, channel };
+    },
+  },
+  { re: /^\s+State:\s+(\S+)/, apply: onChannel((ch, m) => (ch.state = m[1] as string)) },
+  { re: /^\s+Import state:\s+(\S+)/, apply: onChannel((ch, m) => (ch.import_state = m[1] as string)) },
+  { re: /^\s+Export state:\s+(\S+)/, apply: onChannel((ch, m) => (ch.export_state = m[1] as string)) },
+  { re: /^\s+Pending \d+ attribute sets with total (\d+) prefixes to send/, apply: onChannel((ch, m) => (ch.pending_prefixes = Number(m[1]))) },
   { re: /^\s+BGP state:\s+(\S+)/, apply: onSession((s, m) => (s.bgp_state = m[1] as string)) },
   { re: /^\s+Neighbor address:\s+(\S+)/, apply: onSession((s, m) => (s.neighbor_address = m[1] as string)) },
   { re: /^\s+Neighbor AS:\s+(\d+)/, apply: onSession((s, m) => (s.remote_asn = Number(m[1]))) },
@@ -84,10 +135,17 @@ const HANDLERS: readonly Handler[] = [
   {
     // "Routes: 1 imported, 3 exported, 0 preferred", with "N filtered, " under import keep filtered.
     re: /^\s+Routes:\s+(\d+) imported, (?:\d+ filtered, )?(\d+) exported/,
-    apply: onSession((s, m) => {
-      s.routes_imported += Number(m[1]);
-      s.routes_exported += Number(m[2]);
-    }),
+    apply: (m, c) => {
+      if (c?.channel) {
+        c.channel.routes_imported = Number(m[1]);
+        c.channel.routes_exported = Number(m[2]);
+      }
+      if (c?.session) {
+        c.session.routes_imported += Number(m[1]);
+        c.session.routes_exported += Number(m[2]);
+      }
+      return c;
+    },
   },
 ];
 
@@ -99,9 +157,17 @@ function onSession(set: (session: BgpSessionLive, m: RegExpExecArray) => void): 
   };
 }
 
+/** A handler for a detail line of the channel being read; lines outside a channel are ignored. */
+function onChannel(set: (channel: ChannelStatus, m: RegExpExecArray) => void): Handler["apply"] {
+  return (m, current) => {
+    if (current?.channel) set(current.channel, m);
+    return current;
+  };
+}
+
 /** Parses `birdc show protocols all` text (as birdc prints it, or as the text of a BirdClient reply). */
 export function parseProtocolsAll(text: string, options: ParseOptions): ParsedProtocols {
-  const out: ParsedProtocols = { protocols: [], sessions: [] };
+  const out: ParsedProtocols = { protocols: [], sessions: [], channels: [] };
   let current: Current | null = null;
   for (const line of text.split("\n")) {
     for (const handler of HANDLERS) {
