@@ -19,14 +19,15 @@ import { gzipSync } from "node:zlib";
 import { ensureBuilt, ensureInstalled, mustRun, root } from "./lib.mjs";
 import { EMBEDDED_NODE, nodeBinary } from "./node-dist.mjs";
 import { debianChangelog, debianControl, debianScripts, envFileText, LINTIAN_OVERRIDES, manPage } from "./package-deb.mjs";
-import { debianVersion, releaseVersion } from "./version.mjs";
+import { debianVersion } from "./version.mjs";
 
 const args = new Set(process.argv.slice(2));
 const outDir = join(root, "dist", "packages");
 const work = join(root, "dist", "package-work");
-// From the repository's tags (scripts/version.mjs); what `rl-agent --version` and its reports say.
-const version = releaseVersion(root, JSON.parse(readFileSync(join(root, "packages/agent/package.json"), "utf8")).version);
-const debVersion = debianVersion(version);
+// What `rl-agent --version` and its reports say, by the agent's own rule (shared's version.ts,
+// read once the build is there): from the repository's tags.
+let version = "";
+let debVersion = "";
 /** Each architecture as Node, Debian and `file` name it. */
 const ARCHES = { x64: { node: "x64", deb: "amd64", elf: "x86-64" }, arm64: { node: "arm64", deb: "arm64", elf: "ARM aarch64" } };
 const only = [...args].find((a) => a.startsWith("--arch="))?.slice("--arch=".length);
@@ -158,6 +159,9 @@ async function main() {
     ensureInstalled();
     ensureBuilt();
   }
+  const { loadBuildInfo } = await import("../packages/shared/dist/version.js");
+  version = loadBuildInfo(new URL("../packages/agent/", import.meta.url)).version;
+  debVersion = debianVersion(version);
   rmSync(work, { recursive: true, force: true });
   mkdirSync(work, { recursive: true });
   mkdirSync(outDir, { recursive: true });

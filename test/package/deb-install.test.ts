@@ -4,8 +4,9 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { BirdClient } from "../../packages/shared/src/bird/birdc.js";
+import { loadBuildInfo } from "../../packages/shared/src/version.js";
 import { birdRoots } from "../../scripts/bird-roots.mjs";
-import { debianVersion, releaseVersion } from "../../scripts/version.mjs";
+import { debianVersion } from "../../scripts/version.mjs";
 import { type Rib, startBirdLab, stopProcess, waitForRibs } from "../helpers/bird-lab.js";
 import { type LiveController, startLiveController, until, untilJobDone } from "../helpers/live-controller.js";
 
@@ -15,8 +16,8 @@ import { type LiveController, startLiveController, until, untilJobDone } from ".
 // outside CI it is skipped with the reason, with CI=true a missing precondition fails it.
 
 const root = join(import.meta.dirname, "../..");
-// The version the build takes from the repository's tags (scripts/version.mjs).
-const version = releaseVersion(root, JSON.parse(readFileSync(join(root, "packages/agent/package.json"), "utf8")).version) as string;
+// The version the build takes from the repository's tags (packages/shared/src/version.ts).
+const version = loadBuildInfo(new URL("../../packages/agent/", import.meta.url)).version;
 const debFile = join(root, "dist/packages", `rl-agent_${debianVersion(version)}_amd64.deb`);
 const natsUrl = process.env.TEST_NATS_URL || "nats://127.0.0.1:4222";
 

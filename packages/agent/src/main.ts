@@ -1,9 +1,9 @@
 #!/usr/bin/env node
 // rl-agent: wiring and signals only. Everything it runs is built in agent.ts and commands.ts.
-import { readFileSync } from "node:fs";
 import { hostname } from "node:os";
 import { parseArgs } from "node:util";
 import { BirdClient } from "@rlc/shared/bird";
+import { loadBuildInfo } from "@rlc/shared/version";
 import { type RunningAgent, startAgent } from "./agent.js";
 import { protocolsCommand, statusWithExitCode } from "./commands.js";
 import { ConfigError, loadConfig } from "./config.js";
@@ -13,13 +13,10 @@ import { commandHelp, usage } from "./help.js";
 import { createLogger } from "./log.js";
 import { StateStore } from "./state.js";
 
-// The single-file build (scripts/package.mjs) defines the version: it has no package.json beside it.
+// The single-file build (scripts/package.mjs) defines the version: it has no package beside it.
 declare const __RL_AGENT_VERSION__: string | undefined;
-/** package.json sits one level above both src/ and dist/. */
-const VERSION =
-  typeof __RL_AGENT_VERSION__ === "string"
-    ? __RL_AGENT_VERSION__
-    : (JSON.parse(readFileSync(new URL("../package.json", import.meta.url), "utf8")) as { version: string }).version;
+/** From the sources or dist/, the repository's version by the one rule (shared's version.ts); the package sits one level above both. */
+const VERSION = typeof __RL_AGENT_VERSION__ === "string" ? __RL_AGENT_VERSION__ : loadBuildInfo(new URL("../", import.meta.url)).version;
 
 async function main(argv: string[]): Promise<number> {
   const { positionals, values } = parseArgs({
