@@ -9,7 +9,7 @@ export default defineConfig({
   resolve: {
     alias: [
       { find: /^@rlc\/shared\/(prefix|schemas|bundle|bird)$/, replacement: src("shared/src/$1/index.ts") },
-      { find: /^@rlc\/shared\/(errors|time)$/, replacement: src("shared/src/$1.ts") },
+      { find: /^@rlc\/shared\/(errors|time|version)$/, replacement: src("shared/src/$1.ts") },
       { find: /^@rlc\/shared$/, replacement: src("shared/src/index.ts") },
       { find: /^@rlc\/client$/, replacement: src("client/src/index.ts") },
       { find: /^@rlc\/proto$/, replacement: src("proto/src/index.ts") },
