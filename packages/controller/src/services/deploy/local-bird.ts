@@ -4,7 +4,6 @@ import {
   type BirdControl,
   classifyBirdError,
   createProcessRunner,
-  healthCheckThenConfirm,
   loadBirdConfig,
   type ProcessRunner,
   parseProtocolsAll,
@@ -134,11 +133,7 @@ export function createLocalBirdService(deps: LocalBirdDeps) {
       const keys = (await deps.signing.list(deps.sql, speaker.tenant_id)).keys;
       payload = (await verifyBundle(issued.envelope, keys, { speakerId: speaker.id, tenantId: speaker.tenant_id, lastSequence: null, now: ctx.now })).payload;
       const applyDeps = { birdc: bird, runner, clock, birdBin: deps.birdBin };
-      const { rendered } = await loadBirdConfig(
-        applyDeps,
-        { payload, mode: "include", configPath, stagingDir: join(dirname(configPath), ".rl-staging") },
-        healthCheckThenConfirm(applyDeps),
-      );
+      const { rendered } = await loadBirdConfig(applyDeps, { payload, mode: "include", configPath, stagingDir: join(dirname(configPath), ".rl-staging") });
       const state = await snapshot(bird).catch(() => UNREACHABLE);
       const appliedAt = new Date().toISOString();
       await deps.node.report(

@@ -132,3 +132,80 @@ function parseSince(text: string, o: ParseOptions): string | null {
   if (!m[1] && at > now.getTime() + 1000) at -= 24 * 60 * 60 * 1000;
   return Number.isNaN(at) ? null : new Date(at).toISOString();
 }
+
+/**
+ * One channel of a BIRD protocol as `show protocols all` prints it, with what bird_exporter
+ * puts in its labels (`ip_version`, `import_filter`, `export_filter`) and its route counts.
+ */
+export interface ProtocolChannel {
+  /** `4` or `6`; empty for a protocol without a channel (device). */
+  ip_version: string;
+  /** BIRD's `Input filter:` (`ACCEPT`, `REJECT`, `(unnamed)` or a filter's name). */
+  import_filter: string;
+  /** BIRD's `Output filter:`. */
+  export_filter: string;
+  imported: number;
+  exported: number;
+  filtered: number;
+  preferred: number;
+}
+
+type ChannelLine = { re: RegExp; apply: (m: RegExpExecArray, channels: ProtocolChannel[]) => void };
+const onChannel = (set: (c: ProtocolChannel, m: RegExpExecArray) => void) => (m: RegExpExecArray, channels: ProtocolChannel[]) => {
+  const channel = channels.at(-1);
+  if (channel) set(channel, m);
+};
+
+/** The lines of a channel, read before the protocol's own: `Channel ipvN` starts one, the filter and route lines fill it in. */
+const CHANNEL_LINES: readonly ChannelLine[] = [
+  {
+    re: /^\s+Channel ipv(4|6)\b/,
+    apply: (m, channels) =>
+      void channels.push({ ip_version: m[1] as string, import_filter: "", export_filter: "", imported: 0, exported: 0, filtered: 0, preferred: 0 }),
+  },
+  { re: /^\s+Input filter:\s+(.*?)\s*$/, apply: onChannel((c, m) => (c.import_filter = m[1] as string)) },
+  { re: /^\s+Output filter:\s+(.*?)\s*$/, apply: onChannel((c, m) => (c.export_filter = m[1] as string)) },
+  {
+    re: /^\s+Routes:\s+(\d+) imported, (?:(\d+) filtered, )?(\d+) exported(?:, (\d+) preferred)?/,
+    apply: onChannel((c, m) => {
+      c.imported = Number(m[1]);
+      c.filtered = Number(m[2] ?? 0);
+      c.exported = Number(m[3]);
+      c.preferred = Number(m[4] ?? 0);
+    }),
+  },
+];
+
+/**
+ * Each protocol's channels (by protocol name) from `birdc show protocols all` text, for the
+ * agent's metrics: the protocols as parseProtocolsAll finds them, each with the channel lines
+ * under it.
+ */
+export function parseProtocolChannels(text: string): Map<string, ProtocolChannel[]> {
+  const out = new Map<string, ProtocolChannel[]>();
+  const parsed: ParsedProtocols = { protocols: [], sessions: [] };
+  const options: ParseOptions = { now: new Date(), timeZone: "utc" };
+  let current: Current | null = null;
+  let channels: ProtocolChannel[] = [];
+  for (const line of text.split("\n")) {
+    const known = parsed.protocols.length;
+    const channelLine = CHANNEL_LINES.find((c) => c.re.test(line));
+    if (channelLine) {
+      if (current) channelLine.apply(channelLine.re.exec(line) as RegExpExecArray, channels);
+      continue;
+    }
+    for (const handler of HANDLERS) {
+      const m = handler.re.exec(line);
+      if (m) {
+        current = handler.apply(m, current, parsed, options);
+        break;
+      }
+    }
+    // A summary line started the next protocol.
+    if (current && parsed.protocols.length > known) {
+      channels = [];
+      out.set(current.summary.name, channels);
+    }
+  }
+  return out;
+}
