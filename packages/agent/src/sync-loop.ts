@@ -67,8 +67,24 @@ export class SyncLoop {
     this.#o = o;
     this.#confirmed = new ConfirmedRevision(o.state);
     this.#target = { mode: o.birdMode, configPath: o.birdConfigPath, stagingDir: o.stagingDir };
-    this.#fetcher = new BundleFetcher(o);
-    this.#probation = new Probation({ ...o, healthWaitMs: o.healthWaitMs, sampleMs: o.probationSampleMs });
+    this.#fetcher = new BundleFetcher({
+      client: o.client,
+      state: o.state,
+      log: o.log,
+      clock: o.clock,
+      speakerId: o.speakerId,
+      tenantId: o.tenantId,
+      maxBundleBytes: o.maxBundleBytes,
+    });
+    this.#probation = new Probation({
+      bird: o.bird,
+      clock: o.clock,
+      log: o.log,
+      metrics: o.metrics,
+      controllerHealth: o.controllerHealth,
+      healthWaitMs: o.healthWaitMs,
+      sampleMs: o.probationSampleMs,
+    });
   }
 
   /** Asks for a sync; returns at once. During a run, the newest trigger waits for the next one. */

@@ -113,7 +113,8 @@ export class Probation {
    */
   async revert(pending: PendingApply, watched: Watched): Promise<never> {
     const { log, metrics, clock } = this.#o;
-    const verdict = watched.verdict as Extract<ProbationVerdict, { ok: false }>;
+    const { verdict } = watched;
+    if (verdict.ok) throw new TypeError("a probation that said yes is confirmed, not reverted");
     const probationMs = clock.now() - watched.since;
     metrics.setProbation(null);
     log.warn("sync: probation failed; going back to the previous configuration", { check: verdict.check, sessions: verdict.sessions, reason: verdict.message });
