@@ -15,7 +15,7 @@ describe("the import graph of packages/*/src", () => {
     // A type import is a dependency all the same: two files that name each other's types are
     // one unit split in two. (The controller's own areas are held to their order by import-order.)
     const cycles = importCycles(importGraph(root, { types: true }));
-    expect(cycles.filter((files) => files.some((f) => /^packages\/(agent|shared)\//.test(f)))).toEqual([]);
+    expect(cycles.filter((files) => files.some((f: string) => /^packages\/(agent|shared)\//.test(f)))).toEqual([]);
   });
 
   it("the cycle finder finds a cycle when there is one", () => {
