@@ -16,7 +16,7 @@ import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, unlinkSync, 
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { performance } from "node:perf_hooks";
-import { BirdClient, createProcessRunner, healthCheckThenConfirm, loadBirdConfig, renderBirdConfig, renderOptionsFor, StaticsCache } from "@rlc/shared/bird";
+import { BirdClient, createProcessRunner, loadBirdConfig, renderBirdConfig, renderOptionsFor, StaticsCache } from "@rlc/shared/bird";
 import { createSystemClock } from "@rlc/shared/time";
 import { startBird, stopProcess } from "../test/helpers/lab-daemons.mjs";
 import { startAgentProcess } from "./agent-delta-path.mjs";
@@ -89,7 +89,7 @@ async function byHand(files) {
 /** The speaker's sequence, from the bundle's payload to BIRD confirmed. */
 async function ours(p) {
   const t = performance.now();
-  const loaded = await loadBirdConfig(deps, { payload: p, mode: "include", configPath, stagingDir }, healthCheckThenConfirm(deps));
+  const loaded = await loadBirdConfig(deps, { payload: p, mode: "include", configPath, stagingDir });
   if (!loaded.configured) throw new Error("nothing was configured");
   return performance.now() - t;
 }
@@ -141,7 +141,7 @@ try {
       [againCached, statics],
     ]) {
       const t = performance.now();
-      const loaded = await loadBirdConfig(deps, { payload: same, mode: "include", configPath, stagingDir, statics: cache }, healthCheckThenConfirm(deps));
+      const loaded = await loadBirdConfig(deps, { payload: same, mode: "include", configPath, stagingDir, statics: cache });
       times.push(performance.now() - t);
       if (loaded.configured) throw new Error("the same bytes were configured again");
     }

@@ -6,7 +6,7 @@ import { afterAll, beforeAll, expect, it } from "vitest";
 import { type RunningAgent, startAgent } from "../../packages/agent/src/agent.js";
 import { loadConfig } from "../../packages/agent/src/config.js";
 import { createLogger } from "../../packages/agent/src/log.js";
-import { birdStampsReverts } from "../../packages/agent/src/probation.js";
+import { birdStampsReverts } from "../../packages/agent/src/probation/revert.js";
 import { StateStore } from "../../packages/agent/src/state.js";
 import { BirdClient } from "../../packages/shared/src/bird/birdc.js";
 import { parseProtocolsAll } from "../../packages/shared/src/bird/status/parse-protocols.js";

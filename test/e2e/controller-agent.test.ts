@@ -4,7 +4,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { internalSubjects } from "@rlc/proto";
 import { afterAll, beforeAll, expect, it } from "vitest";
-import { birdStampsReverts } from "../../packages/agent/src/probation.js";
+import { birdStampsReverts } from "../../packages/agent/src/probation/revert.js";
 import { openPieces } from "../../packages/controller/src/lib/sealed-envelope.js";
 import type { BirdClient } from "../../packages/shared/src/bird/birdc.js";
 import { parseProtocolsAll } from "../../packages/shared/src/bird/status/parse-protocols.js";

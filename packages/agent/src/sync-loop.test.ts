@@ -54,7 +54,8 @@ describe("SyncLoop", () => {
       }
     };
     h.loop.trigger({ reason: "start" });
-    await new Promise((r) => setTimeout(r, 20));
+    // Until the first run is inside its fetch (a fixed pause was too short on a busy machine).
+    for (const deadline = Date.now() + 5000; h.calls.fetch.length === 0 && Date.now() < deadline; ) await new Promise((r) => setTimeout(r, 5));
     expect(h.calls.fetch).toEqual([1]); // the first run waits inside its fetch
     const v2 = await publish(h, 2, 2);
     for (let i = 0; i < 5; i++) h.loop.trigger({ reason: "poll" });

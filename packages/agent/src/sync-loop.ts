@@ -1,31 +1,23 @@
-import { readFile } from "node:fs/promises";
-import { dirname, join } from "node:path";
 import {
-  type BirdReply,
-  birdReadable,
-  loadBirdConfig,
-  type PendingApply,
-  type RenderedConfig,
-  renderBirdConfig,
-  renderOptionsFor,
+  type BirdTarget,
+  configureBird,
+  configureTimeoutSeconds,
+  renderForTarget,
+  restoreRendered,
   StaticsCache,
-  writeFileAtomic,
+  stageFiles,
+  validateRendered,
 } from "@rlc/shared/bird";
-import { BundleError, type BundlePayload, type ReceivedBundle, type VerifyOptions } from "@rlc/shared/bundle";
 import { backoffDelay } from "@rlc/shared/time";
+import { BundleFetcher, type FetchedBundle } from "./bundle/fetch-verified.js";
 import { ControllerError, type DesiredRevision } from "./bundle/http-client.js";
-import { fetchVerified, peekIssue } from "./bundle/kept-bundle.js";
-import type { KeptPrefixes } from "./bundle/kept-prefixes.js";
-import { updatePinnedKeys } from "./bundle/signing-keys.js";
-import { headCheck, type VerifiedKept, verifyKept } from "./bundle/verify-kept.js";
+import { peekIssue } from "./bundle/kept-bundle.js";
 import { ConfirmedRevision } from "./confirmed.js";
 import { errorFields } from "./log.js";
-import { type BirdBaseline, type ProbationDeps, probationWindowMs, readBaseline, revertAndVerify, runProbation } from "./probation.js";
+import { Probation } from "./probation/probation.js";
 import type { AppliedRecord, RefusedIssue } from "./state.js";
-import { type ProbationVerdict, planProbation } from "./status/probation-rules.js";
-import { classifyError, SyncError } from "./sync-errors.js";
+import { classifyError } from "./sync-errors.js";
 import { pickIssue, sameIssue } from "./sync-issue.js";
-
 import { type SyncLoopOptions, type SyncTrigger, stepTimer } from "./sync-options.js";
 
 export type { SyncLoopOptions, SyncTrigger };
@@ -39,8 +31,10 @@ export type SyncResult = "applied" | "up_to_date" | "already_refused" | "no_revi
 const REFUSAL_MEMORY_MS = 10 * 60 * 1000;
 
 /**
- * THE order of a sync, in one place: notification → fetch → verify → render → validate
- * (`bird -p`) → apply (`configure timeout N`) → probation → confirm (or undo) → record → report.
+ * THE order of a sync, in one place, read top to bottom in {@link SyncLoop.sync}: fetch → verify
+ * → render → validate (`bird -p`) → baseline → stage (swap the files in) → configure
+ * (`configure timeout N`) → probation → confirm (or revert) → record → report. Each step is a
+ * call that returns; none calls back into the loop.
  *
  * Runs are single-flight: triggers during a run coalesce into one more run after it, never a
  * second run beside it (two applies would race on BIRD's one pending configuration). A bundle
@@ -64,10 +58,33 @@ export class SyncLoop {
   readonly #confirmed: ConfirmedRevision;
   /** Each community set's text from the last render: a refresh renders only the sets it changed. */
   readonly #statics = new StaticsCache();
+  readonly #target: BirdTarget;
+  readonly #fetcher: BundleFetcher;
+  readonly #probation: Probation;
 
   constructor(options: SyncLoopOptions) {
-    this.#o = options;
-    this.#confirmed = new ConfirmedRevision(options.state);
+    const o = options;
+    this.#o = o;
+    this.#confirmed = new ConfirmedRevision(o.state);
+    this.#target = { mode: o.birdMode, configPath: o.birdConfigPath, stagingDir: o.stagingDir };
+    this.#fetcher = new BundleFetcher({
+      client: o.client,
+      state: o.state,
+      log: o.log,
+      clock: o.clock,
+      speakerId: o.speakerId,
+      tenantId: o.tenantId,
+      maxBundleBytes: o.maxBundleBytes,
+    });
+    this.#probation = new Probation({
+      bird: o.bird,
+      clock: o.clock,
+      log: o.log,
+      metrics: o.metrics,
+      controllerHealth: o.controllerHealth,
+      healthWaitMs: o.healthWaitMs,
+      sampleMs: o.probationSampleMs,
+    });
   }
 
   /** Asks for a sync; returns at once. During a run, the newest trigger waits for the next one. */
@@ -105,9 +122,10 @@ export class SyncLoop {
 
   /** One sync, start to end. Public for tests and the benchmark; use {@link trigger} otherwise. */
   async sync(trigger: SyncTrigger): Promise<SyncResult> {
-    const { log, state } = this.#o;
+    const { log, state, clock } = this.#o;
     let desired: DesiredRevision | null = trigger.desired ?? null;
-    let bytes: Uint8Array | null = null;
+    /** The bundle as it came, before it was verified: what a refusal names. */
+    const offered: { bytes: Uint8Array | null } = { bytes: null };
     try {
       desired ??= await this.#o.client.latest();
       if (!desired) return "no_revision";
@@ -117,79 +135,71 @@ export class SyncLoop {
         return "up_to_date";
       }
       const refused = await this.#readRefused();
-      if (refused && (refused.for_good || this.#o.clock.now() - refused.at < REFUSAL_MEMORY_MS) && sameIssue(refused, desired)) {
+      if (refused && (refused.for_good || clock.now() - refused.at < REFUSAL_MEMORY_MS) && sameIssue(refused, desired)) {
         return "already_refused";
       }
       log.info("sync: fetching bundle", { reason: trigger.reason, revision_id: desired.revision_id });
+      const steps = stepTimer(clock);
 
-      const steps = stepTimer(this.#o.clock);
-      const onHead = headCheck(await state.readSigningKeys(), this.#verifyOptions(applied));
-      const fetchBundle = async (r: number, b: number | null) => {
-        const got = await this.#o.client.fetchBundle(r, { baseRevisionId: b, onHead });
-        steps.mark("fetch");
-        return got;
-      };
-      const keep = (received: Uint8Array) => void (bytes = received);
+      // Fetch and verify: a delta from the prefixes BIRD runs when the agent holds them.
       const base = applied && applied.revision_id !== desired.revision_id ? await this.#confirmed.prefixes(applied).catch(() => null) : null;
       steps.mark("base");
-      const verify = async (received: ReceivedBundle, b: KeptPrefixes | null) => {
-        const v = await this.#verify(received, applied, b);
-        steps.mark("verify");
-        return v;
-      };
-      const fetched = await fetchVerified({ fetchBundle, log }, desired.revision_id, base, verify, keep);
-      const verified = fetched.verified;
-      const payload = verified.payload;
+      const fetched = await this.#fetcher.fetch({ revisionId: desired.revision_id, applied, base, offered, steps });
+      const payload = fetched.verified.payload;
       if (payload.revision_id !== desired.revision_id) {
         log.warn("sync: the controller sent another revision than it named", { named: desired.revision_id, got: payload.revision_id });
       }
-      const previous = await this.#confirmed.payload(applied).catch(() => null);
-      let baseline: BirdBaseline | null = null;
-      const loaded = await loadBirdConfig(
-        { birdc: this.#o.bird, runner: this.#o.runner, clock: this.#o.clock, birdBin: this.#o.birdBin },
-        {
-          payload,
-          mode: this.#o.birdMode,
-          configPath: this.#o.birdConfigPath,
-          stagingDir: this.#o.stagingDir,
-          statics: this.#statics,
-          birdVersion: await this.#o.birdVersion?.(),
-          onStep: (step) => steps.mark({ rendered: "render", validated: "bird_p", swapped: "swap", configured: "configure" }[step]),
-          // What runs now, as late as can be: the sessions the probation holds to their state.
-          beforeConfigure: async () => {
-            baseline = await readBaseline(this.#probationDeps());
-            steps.mark("baseline");
-          },
-        },
-        (pending, { rendered, timeoutSeconds }) => {
-          const before = baseline as BirdBaseline | null;
-          if (!before) throw new Error("applyBirdConfig returned before reading the baseline");
-          return this.#probation(pending, { payload, rendered, before, previous, timeoutSeconds, steps: steps.spent() });
-        },
-      );
-      // Byte-identical to what BIRD runs (a re-issue of the same content): nothing to watch.
-      const probationMs = loaded.outcome ?? 0;
-      if (!loaded.configured) log.info("sync: BIRD already runs this configuration; configure skipped", { revision_id: payload.revision_id });
 
-      const record: AppliedRecord = {
-        revision_id: payload.revision_id,
-        sequence: payload.sequence,
-        digest: payload.digest,
-        applied_at: new Date(this.#o.clock.now()).toISOString(),
-      };
-      await this.#confirmed.record(fetched.bytes, record, verified);
-      this.#o.metrics.recordApplied(record);
-      this.#o.reporter.setError(null);
-      await this.#setRefused(null);
-      this.#retryAttempt = 0;
-      log.info("sync: applied", { revision_id: record.revision_id, sequence: record.sequence, probation_ms: probationMs });
-      await this.#o.reporter.report("applied");
-      this.#confirmed.indexPrefixes(record, verified);
+      // Render, then validate: nothing changes on disk or in BIRD before `bird -p` accepts it.
+      const rendered = renderForTarget(payload, { ...this.#target, birdVersion: await this.#o.birdVersion?.() }, this.#statics);
+      steps.mark("render");
+      const bird = { birdc: this.#o.bird, runner: this.#o.runner, clock, birdBin: this.#o.birdBin };
+      const change = await validateRendered(bird, this.#target, rendered);
+      steps.mark("bird_p");
+      // Byte-identical to what BIRD runs (a re-issue of the same content): nothing to configure or watch.
+      let probationMs = 0;
+      if (!change) log.info("sync: BIRD already runs this configuration; configure skipped", { revision_id: payload.revision_id });
+      else {
+        // What runs now, as late as can be: the sessions the probation holds to their state.
+        const previous = await this.#confirmed.payload(applied).catch(() => null);
+        const baseline = await this.#probation.baseline();
+        steps.mark("baseline");
+        // Stage, configure: BIRD reverts by itself from here unless confirmed.
+        const staged = await stageFiles(change);
+        steps.mark("swap");
+        const timeoutSeconds = configureTimeoutSeconds(payload);
+        const pending = await configureBird(bird, staged, { timeoutSeconds });
+        steps.mark("configure");
+        // Probation, then confirm; or revert, which throws `reverted`.
+        const watched = await this.#probation.watch(pending, { payload, rendered, baseline, previous, timeoutSeconds, steps: steps.spent() });
+        probationMs = watched.verdict.ok ? await this.#probation.confirm(pending, watched) : await this.#probation.revert(pending, watched);
+      }
+
+      await this.#record(fetched, probationMs);
       return "applied";
     } catch (error) {
-      await this.#fail(error, trigger, desired, bytes);
+      await this.#fail(error, trigger, desired, offered.bytes);
       return "failed";
     }
+  }
+
+  /** What BIRD confirmed: on disk, in the metrics, to the controller. */
+  async #record(fetched: FetchedBundle, probationMs: number): Promise<void> {
+    const { payload } = fetched.verified;
+    const record: AppliedRecord = {
+      revision_id: payload.revision_id,
+      sequence: payload.sequence,
+      digest: payload.digest,
+      applied_at: new Date(this.#o.clock.now()).toISOString(),
+    };
+    await this.#confirmed.record(fetched.bytes, record, fetched.verified);
+    this.#o.metrics.recordApplied(record);
+    this.#o.reporter.setError(null);
+    await this.#setRefused(null);
+    this.#retryAttempt = 0;
+    this.#o.log.info("sync: applied", { revision_id: record.revision_id, sequence: record.sequence, probation_ms: probationMs });
+    await this.#o.reporter.report("applied");
+    this.#confirmed.indexPrefixes(record, fetched.verified);
   }
 
   async #fail(error: unknown, trigger: SyncTrigger, desired: DesiredRevision | null, bytes: Uint8Array | null): Promise<void> {
@@ -248,122 +258,6 @@ export class SyncLoop {
     });
   }
 
-  #verifyOptions(applied: AppliedRecord | null): Omit<VerifyOptions, "base" | "received"> {
-    return {
-      speakerId: this.#o.speakerId,
-      tenantId: this.#o.tenantId,
-      lastSequence: applied?.sequence ?? null,
-      now: this.#o.clock.now(),
-      maxBytes: this.#o.maxBundleBytes,
-    };
-  }
-
-  /** verifyBundle; an unknown key first refreshes the pinned keys through their statements. */
-  async #verify(received: ReceivedBundle, applied: AppliedRecord | null, base: KeptPrefixes | null): Promise<VerifiedKept> {
-    const { state } = this.#o;
-    const options = this.#verifyOptions(applied);
-    const verify = async () => verifyKept(received, await state.readSigningKeys(), options, base);
-    try {
-      return await verify();
-    } catch (error) {
-      if (!(error instanceof BundleError) || error.code !== "unknown_key") throw error;
-      const update = await updatePinnedKeys(await state.readSigningKeys(), await this.#o.client.signingKeys());
-      if (update.added.length === 0 && update.retired.length === 0) throw error;
-      await state.writeSigningKeys(update.keys);
-      this.#o.log.info("signing keys updated", { added: update.added, retired: update.retired });
-      return verify();
-    }
-  }
-
-  /**
-   * The configuration BIRD runs on probation: watched for the window, then confirmed; or, when
-   * the verdict is no, reverted (throws `reverted`). Answers how long the probation took.
-   */
-  async #probation(
-    pending: PendingApply,
-    o: {
-      payload: BundlePayload;
-      rendered: RenderedConfig;
-      before: BirdBaseline;
-      previous: BundlePayload | null;
-      timeoutSeconds: number;
-      /** Milliseconds each step of this sync took so far, for the log. */
-      steps: Record<string, number>;
-    },
-  ): Promise<number> {
-    const { log, metrics, clock } = this.#o;
-    const { payload, timeoutSeconds } = o;
-    const configuredAt = clock.now();
-    const windowMs = probationWindowMs(payload, this.#o.healthWaitMs, timeoutSeconds);
-    const forceConfirm = payload.force_confirm === true;
-    const checkController = payload.bird?.probation_check_controller !== false;
-    // From here until confirm, BIRD reverts by itself if this process dies.
-    log.info("sync: BIRD runs the new config on probation", {
-      revision_id: payload.revision_id,
-      sequence: payload.sequence,
-      timeout_seconds: timeoutSeconds,
-      window_seconds: windowMs / 1000,
-      force_confirm: forceConfirm,
-      check_controller: checkController,
-      steps_ms: o.steps,
-    });
-    metrics.setProbation({ revision_id: payload.revision_id, since: new Date(configuredAt).toISOString() });
-    let verdict: ProbationVerdict;
-    try {
-      verdict = await runProbation(this.#probationDeps(), {
-        plan: planProbation({
-          before: o.before.sessions,
-          rendered: o.rendered.sessions,
-          payload,
-          previous: o.previous,
-          checkSessions: !forceConfirm && windowMs > 0,
-        }),
-        windowMs,
-        checkController,
-        confirmBy: configuredAt + timeoutSeconds * 1000 - 1000,
-        sampleMs: this.#o.probationSampleMs,
-      });
-      if (verdict.ok) await pending.confirm();
-    } catch (error) {
-      // Back to the confirmed files and config now, rather than when BIRD's timer runs out
-      // (after a lost confirm answer too: the retry applies the bundle again).
-      metrics.setProbation(null);
-      await pending.undo().catch((e: unknown) => log.warn("configure undo failed; BIRD reverts on its timer", errorFields(e)));
-      throw error;
-    }
-    const probationMs = clock.now() - configuredAt;
-    metrics.setProbation(null);
-    if (!verdict.ok) await this.#revert(verdict, pending.undo, o.before, configuredAt + timeoutSeconds * 1000, probationMs);
-    metrics.recordProbation("confirmed", null, probationMs);
-    return probationMs;
-  }
-
-  #probationDeps(): ProbationDeps {
-    return { bird: this.#o.bird, clock: this.#o.clock, log: this.#o.log, controllerHealth: this.#o.controllerHealth };
-  }
-
-  /**
-   * A probation that failed: the previous configuration goes back (`configure undo`, else BIRD's
-   * timer), the agent waits until BIRD shows it running again, and the failure is thrown as
-   * `reverted` with the check and the sessions, for the report.
-   */
-  async #revert(
-    verdict: { check: string; sessions: string[]; message: string },
-    undo: () => Promise<BirdReply>,
-    baseline: BirdBaseline,
-    timerEndsAt: number,
-    probationMs: number,
-  ): Promise<never> {
-    const { log } = this.#o;
-    log.warn("sync: probation failed; going back to the previous configuration", { check: verdict.check, sessions: verdict.sessions, reason: verdict.message });
-    const result = await revertAndVerify(this.#probationDeps(), undo, baseline, timerEndsAt + 500);
-    this.#o.metrics.recordProbation("reverted", verdict.check, probationMs);
-    const back = result.verified
-      ? `BIRD runs the previous configuration again (${result.how === "undo" ? "configure undo" : "its configure timeout"})`
-      : "BIRD did not show the previous configuration running again; its configure timeout reverts it";
-    throw new SyncError("reverted", `probation failed (${verdict.check}): ${verdict.message}; ${back}`, { check: verdict.check, sessions: verdict.sessions });
-  }
-
   /**
    * At start: puts back on disk the files of the bundle BIRD last confirmed, when they differ.
    * After a crash between `configure timeout` and confirm, BIRD went back in memory but the
@@ -373,17 +267,10 @@ export class SyncLoop {
     const applied = await this.#o.state.readApplied();
     const payload = await this.#confirmed.payload(applied);
     if (!applied || !payload) return false;
-    const rendered = renderBirdConfig(payload, renderOptionsFor(this.#o.birdMode, this.#o.birdConfigPath, await this.#o.birdVersion?.()), this.#statics);
-    const dir = dirname(this.#o.birdConfigPath);
-    let restored = false;
-    // The files hold peers' passwords: as applyBirdConfig writes them, BIRD's group reads, nobody else.
-    const access = await birdReadable();
-    for (const [name, text] of Object.entries(rendered.files)) {
-      const path = join(dir, name);
-      if ((await readFile(path, "utf8").catch(() => null)) === text) continue;
-      await writeFileAtomic(path, text, access);
-      restored = true;
-    }
+    const restored = await restoreRendered(
+      this.#target,
+      renderForTarget(payload, { ...this.#target, birdVersion: await this.#o.birdVersion?.() }, this.#statics),
+    );
     if (restored) this.#o.log.warn("restored the files of the last confirmed revision", { revision_id: applied.revision_id });
     return restored;
   }

@@ -1,7 +1,8 @@
 import type { SigningKeyJson, StatusReport } from "@rlc/proto";
 import { BundleError, type ReceivedBundle } from "@rlc/shared/bundle";
 import { errorFields, type Logger } from "../log.js";
-import type { AgentGrpcClient, FetchBundleOptions } from "./grpc-client.js";
+import type { FetchBundleOptions } from "./fetch-options.js";
+import type { AgentGrpcClient } from "./grpc-client.js";
 import type { ControllerHttpClient, DesiredRevision } from "./http-client.js";
 
 /** What the sync loop and the reporter need from the controller, whatever the transport. */

@@ -13,11 +13,12 @@ import {
   type WatchEvent,
   type WatchRequest,
 } from "@rlc/proto";
-import { BundleReceiver, type BundleReceiverOptions, CURRENT_ANNOUNCEMENT, type ReceivedBundle } from "@rlc/shared/bundle";
+import { BundleReceiver, CURRENT_ANNOUNCEMENT, type ReceivedBundle } from "@rlc/shared/bundle";
 import { backoffDelay, type Clock } from "@rlc/shared/time";
 import { errorFields, type Logger } from "../log.js";
 import { type Announcement, deltaBase, headCheckFor } from "./announcement.js";
 import { EndpointRing } from "./endpoint-ring.js";
+import type { FetchBundleOptions } from "./fetch-options.js";
 import { ControllerError } from "./http-client.js";
 
 export interface GrpcClientOptions {
@@ -45,17 +46,6 @@ export interface GrpcClientOptions {
 }
 
 /** How a bundle is fetched, whatever the transport. */
-export interface FetchBundleOptions {
-  /** Refused (`too_large`) past this many bytes. */
-  maxBytes: number;
-  /** The whole transfer's deadline. Default 300 s. */
-  timeoutMs?: number;
-  /** The revision the agent holds the prefixes of: a delta from it may come. */
-  baseRevisionId?: number | null;
-  /** The signed head of an rl-bundle/2 as soon as it is in; a throw stops the transfer (BundleReceiver). */
-  onHead?: BundleReceiverOptions["onHead"];
-}
-
 export interface WatchHandlers {
   onNotification(notification: AgentNotification): void;
   /** The stream is up (the controller's first message arrived): a moment to catch up. */

@@ -3,7 +3,7 @@ import { announcementHeaders, BundleError, BundleReceiver, CURRENT_ANNOUNCEMENT,
 import { z } from "zod";
 import { type Announcement, deltaBase, headCheckFor } from "./announcement.js";
 import { EndpointRing } from "./endpoint-ring.js";
-import type { FetchBundleOptions } from "./grpc-client.js";
+import type { FetchBundleOptions } from "./fetch-options.js";
 
 /** The speaker's desired revision, as a notification or `revisions/latest` names it. */
 export interface DesiredRevision {

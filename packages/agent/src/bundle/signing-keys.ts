@@ -1,6 +1,7 @@
 import type { SigningKeyJson } from "@rlc/proto";
 import { BundleError, type KeyStatement, keyIdOf, verifyKeyStatement } from "@rlc/shared/bundle";
-import type { StoredKey } from "../state.js";
+import type { Logger } from "../log.js";
+import type { StateStore, StoredKey } from "../state.js";
 
 /**
  * The keys to pin at enrollment: taken as the controller lists them (the enrollment token
@@ -61,4 +62,17 @@ export async function updatePinnedKeys(pinned: readonly StoredKey[], listed: rea
   }
   const ignored = [...new Set(listed.filter((l) => !keys.some((k) => k.key_id === l.key_id)).map((l) => l.key_id))];
   return { keys, added, retired, ignored };
+}
+
+/**
+ * The one place the pinned keys change after enrollment: the controller's listing folded in
+ * (updatePinnedKeys) and written to the state directory. Answers whether anything changed (a
+ * key pinned or retired), so that a bundle signed by an unknown key is verified again only then.
+ */
+export async function refreshPinnedKeys(deps: { state: StateStore; signingKeys(): Promise<SigningKeyJson[]>; log: Logger }): Promise<boolean> {
+  const update = await updatePinnedKeys(await deps.state.readSigningKeys(), await deps.signingKeys());
+  if (update.added.length === 0 && update.retired.length === 0) return false;
+  await deps.state.writeSigningKeys(update.keys);
+  deps.log.info("signing keys updated", { added: update.added, retired: update.retired });
+  return true;
 }

@@ -1,6 +1,5 @@
 import type { BgpSessionLiveJson } from "@rlc/proto";
-import type { ProtocolSummary } from "@rlc/shared/bird";
-import { type ProtocolChannel, parseProtocolChannels } from "./bird-channels.js";
+import { type ProtocolChannel, type ProtocolSummary, parseProtocolChannels } from "@rlc/shared/bird";
 
 interface Sample {
   labels?: Record<string, string | null>;

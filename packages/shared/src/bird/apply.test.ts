@@ -5,8 +5,9 @@ import { join } from "node:path";
 import fc from "fast-check";
 import { afterEach, describe, expect, it } from "vitest";
 import type { Clock } from "../time.js";
-import { type ApplyOptions, applyBirdConfig, linesToCheck } from "./apply.js";
+import { type ApplyOptions, applyBirdConfig } from "./apply.js";
 import { type BirdControl, BirdError, type BirdReply } from "./birdc.js";
+import { linesToCheck } from "./route-lines.js";
 import type { ProcessRunner } from "./validate.js";
 
 const reply = (code: number, text = ""): BirdReply => ({ code, text, lines: [{ code, text }] });

@@ -1,8 +1,15 @@
 import { BundleError } from "../bundle/index.js";
-import { ApplyError } from "./apply.js";
+import { CodedError } from "../coded-error.js";
 import { BirdError } from "./birdc.js";
 import { RenderError } from "./render/values.js";
 import { BirdConfigError } from "./validate.js";
+
+export type ApplyErrorCode = "bird_reload_failed" | "bird_reverted";
+
+/** `configure` refused by a BIRD shutting down, or a confirm that came after BIRD's timer. */
+export class ApplyError extends CodedError<ApplyErrorCode> {
+  override name = "ApplyError";
+}
 
 /** A failure found after `configure`: BIRD lacks a rendered protocol, or a probation reverted. */
 export class SyncError extends Error {

@@ -1,14 +1,8 @@
 // BIRD itself, driven the same way by the agent and the controller's local speaker: the render
 // (bundle → config text), the control socket, `bird -p` validation, the configure/confirm
-// cycle, the parsers of `show status` and `show protocols all`, and the sequence joining them.
-export {
-  type ApplyDeps,
-  ApplyError,
-  type ApplyErrorCode,
-  type ApplyOptions,
-  applyBirdConfig,
-  type PendingApply,
-} from "./apply.js";
+// cycle as steps (sequence.ts names them in order), the parsers of `show status` and
+// `show protocols all`.
+export { type ApplyDeps, type ApplyOptions, applyBirdConfig } from "./apply.js";
 export {
   assertPrivateDirectory,
   birdReadable,
@@ -28,27 +22,36 @@ export {
   type BirdReply,
   type BirdReplyLine,
 } from "./birdc.js";
-export { type ClassifiedError, classifyBirdError, SyncError } from "./errors.js";
+export { type ChangeOptions, type RunningFile, type ValidatedChange, validateChange } from "./change.js";
+export { type ConfigureOptions, configureBird } from "./configure.js";
+export { confirmOrUndo, nothingPending, type PendingApply } from "./confirm.js";
+export { ApplyError, type ApplyErrorCode, type ClassifiedError, classifyBirdError, SyncError } from "./errors.js";
 export * from "./render/index.js";
 export {
   type BirdSequenceOptions,
+  type BirdTarget,
+  changeFor,
   checkRenderedProtocols,
   configureTimeoutSeconds,
-  healthCheckThenConfirm,
   type LoadedConfig,
   loadBirdConfig,
-  type Probation,
+  renderForTarget,
   renderOptionsFor,
+  restoreRendered,
+  validateRendered,
 } from "./sequence.js";
 export {
   type BgpSessionLive,
   type ChannelStatus,
   type ParsedProtocols,
   type ParseOptions,
+  type ProtocolChannel,
   type ProtocolSummary,
+  parseProtocolChannels,
   parseProtocolsAll,
 } from "./status/parse-protocols.js";
 export { parseShowStatus } from "./status/parse-status.js";
+export { removeObsolete, type StagedFiles, stageFiles, writeDiffering } from "./swap-files.js";
 export {
   BirdConfigError,
   type BirdConfigLocation,

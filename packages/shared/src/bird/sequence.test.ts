@@ -5,7 +5,7 @@ import { afterEach, describe, expect, it } from "vitest";
 import type { BundlePayload } from "../bundle/index.js";
 import type { Clock } from "../time.js";
 import type { BirdControl, BirdReply } from "./birdc.js";
-import { configureTimeoutSeconds, healthCheckThenConfirm, loadBirdConfig } from "./sequence.js";
+import { configureTimeoutSeconds, loadBirdConfig } from "./sequence.js";
 import type { ProcessRunner } from "./validate.js";
 
 // The sequence the agent and the local speaker share, on real files with a recording BIRD.
@@ -78,7 +78,7 @@ describe("loadBirdConfig", () => {
   it("writes one file per community set and leaves the sets that did not change untouched", async () => {
     const s = setup();
     const deps = { birdc: s.bird, runner: s.runner, clock };
-    await loadBirdConfig(deps, { ...s.o, payload: payload(A) }, healthCheckThenConfirm(deps));
+    await loadBirdConfig(deps, { ...s.o, payload: payload(A) });
     const files = readdirSync(s.configDir)
       .filter((f) => !f.endsWith(".rl-prev"))
       .sort();
@@ -89,7 +89,7 @@ describe("loadBirdConfig", () => {
 
     // Revision 2 changes only the 65000:2 set.
     const next: [string, string[]][] = [A[0] as [string, string[]], ["203.0.113.0/24", ["65000:2"]]];
-    const loaded = await loadBirdConfig(deps, { ...s.o, payload: payload(next, 2) }, healthCheckThenConfirm(deps));
+    const loaded = await loadBirdConfig(deps, { ...s.o, payload: payload(next, 2) });
     expect(loaded.configured).toBe(true);
     expect(statSync(join(s.configDir, kept)).ino).toBe(before[kept]);
     expect(readFileSync(join(s.configDir, "rl-routes.conf"), "utf8")).toContain(`include "${kept}";`);
@@ -104,8 +104,8 @@ describe("loadBirdConfig", () => {
   it("removes the static files of a community set the confirmed config no longer has", async () => {
     const s = setup();
     const deps = { birdc: s.bird, runner: s.runner, clock };
-    await loadBirdConfig(deps, { ...s.o, payload: payload(A) }, healthCheckThenConfirm(deps));
-    await loadBirdConfig(deps, { ...s.o, payload: payload([A[0] as [string, string[]]], 2) }, healthCheckThenConfirm(deps));
+    await loadBirdConfig(deps, { ...s.o, payload: payload(A) });
+    await loadBirdConfig(deps, { ...s.o, payload: payload([A[0] as [string, string[]]], 2) });
     const statics = readdirSync(s.configDir).filter((f) => f.startsWith("rl-routes.rl_static"));
     expect(statics).toHaveLength(1);
   });
@@ -113,13 +113,12 @@ describe("loadBirdConfig", () => {
   it("skips bird -p and configure when BIRD already runs exactly these bytes", async () => {
     const s = setup();
     const deps = { birdc: s.bird, runner: s.runner, clock };
-    await loadBirdConfig(deps, { ...s.o, payload: payload(A) }, healthCheckThenConfirm(deps));
+    await loadBirdConfig(deps, { ...s.o, payload: payload(A) });
     s.bird.commands.length = 0;
     s.validated.length = 0;
-    let probations = 0;
-    const loaded = await loadBirdConfig(deps, { ...s.o, payload: payload(A) }, async () => {
-      probations++;
-    });
+    const loaded = await loadBirdConfig(deps, { ...s.o, payload: payload(A) });
+    // The local speaker's watch is its health check (`show protocols all`).
+    const probations = s.bird.commands.filter((c) => c === "show protocols all").length;
     expect(loaded.configured).toBe(false);
     expect(probations).toBe(0);
     expect(s.validated).toEqual([]);
@@ -134,7 +133,7 @@ describe("loadBirdConfig", () => {
       { id: "0192f3a4-0000-7000-8000-0000000000e1", name: "gobgp", neighbor_address: "127.0.0.2", remote_asn: 65001, address_families: ["ipv4"] },
     ];
     writeFileSync(s.o.configPath, "# before\n");
-    await expect(loadBirdConfig(deps, { ...s.o, payload: p }, healthCheckThenConfirm(deps))).rejects.toMatchObject({ code: "health_check_failed" });
+    await expect(loadBirdConfig(deps, { ...s.o, payload: p })).rejects.toMatchObject({ code: "health_check_failed" });
     expect(s.bird.commands.at(-1)).toBe("configure undo");
     expect(readFileSync(s.o.configPath, "utf8")).toBe("# before\n");
   });

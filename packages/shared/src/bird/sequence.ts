@@ -1,44 +1,40 @@
 import { basename, dirname } from "node:path";
 import { BIRD_DEFAULTS, type BundlePayload } from "../bundle/index.js";
 import type { Clock } from "../time.js";
-import { type ApplyDeps, applyBirdConfig, type PendingApply } from "./apply.js";
+import type { ApplyDeps } from "./apply.js";
 import type { BirdControl } from "./birdc.js";
+import { type ChangeOptions, type ValidatedChange, validateChange } from "./change.js";
+import { configureBird } from "./configure.js";
+import { confirmOrUndo } from "./confirm.js";
 import { SyncError } from "./errors.js";
 import { isStaticFileName, type RenderedConfig, renderBirdConfig, type StaticsCache } from "./render/render.js";
 import { parseProtocolsAll } from "./status/parse-protocols.js";
+import { stageFiles, writeDiffering } from "./swap-files.js";
 
-// The one BIRD sequence the agent and the controller's local speaker both run: render →
-// `bird -p` → `configure timeout N` → watch (health check or the agent's probation) → confirm
-// or undo. What differs between them is only what happens between configure and confirm.
+// The one BIRD sequence the agent and the controller's local speaker both run, as steps each
+// caller calls one after another:
+//
+//   1. render      renderForTarget       bundle → config texts
+//   2. validate    validateRendered      what differs from what runs; `bird -p` on a scratch copy
+//   3. stage       stageFiles            the running files aside, the new ones in
+//   4. configure   configureBird         `configure timeout N`, then wait until BIRD answers
+//   5. watch       the caller's own      the agent's probation; the local speaker's health check
+//   6. confirm     confirmOrUndo         `configure confirm`, or undo at once when that fails
+//
+// A step that throws leaves BIRD on what it ran before: nothing is swapped before `bird -p`
+// passed, and a failed configure puts the files back. loadBirdConfig below is the local
+// speaker's whole sequence.
 
-export interface BirdSequenceOptions {
-  payload: BundlePayload;
+/** Where a speaker's config goes. */
+export interface BirdTarget {
   /** `include`: BIRD_CONFIG_PATH is included by the operator's bird.conf; `full`: it is bird.conf. */
   mode: "include" | "full";
   /** BIRD_CONFIG_PATH: the file the speaker owns; the other rendered files go beside it. */
   configPath: string;
   /** Scratch space, best on the same file system as configPath. */
   stagingDir: string;
-  /** Runs once the config validated, just before the files are swapped and BIRD reconfigured. */
-  beforeConfigure?: () => Promise<void>;
-  /** The texts of the last render of this config path: only changed community sets are rendered again. */
-  statics?: StaticsCache;
   /** The running BIRD's version (`show status`): the render writes what it accepts. Unknown: what every version accepts. */
   birdVersion?: string | null;
-  /** Called as each step ends: `rendered`, then (when BIRD does not already run these bytes) `validated`, `swapped`, `configured`. */
-  onStep?: (step: "rendered" | "validated" | "swapped" | "configured") => void;
-}
-
-/** What runs between `configure timeout` and the end: it confirms, or undoes and throws. */
-export type Probation<T> = (pending: PendingApply, loaded: { rendered: RenderedConfig; timeoutSeconds: number }) => Promise<T>;
-
-export interface LoadedConfig<T> {
-  rendered: RenderedConfig;
-  timeoutSeconds: number;
-  /** False when BIRD already ran these bytes: nothing was configured and no probation ran. */
-  configured: boolean;
-  /** What the probation answered; null when nothing was configured. */
-  outcome: T | null;
 }
 
 /** The render options of a speaker whose own file is `configPath`: static protocols split per community set. */
@@ -55,6 +51,42 @@ export function configureTimeoutSeconds(payload: BundlePayload): number {
   return Number.isFinite(value) ? Math.min(3600, Math.max(2, Math.floor(value))) : fallback;
 }
 
+/** 1. Render: the bundle's config texts; `statics` (the last render's) spares the community sets that did not change. */
+export function renderForTarget(
+  payload: BundlePayload,
+  target: Pick<BirdTarget, "mode" | "configPath" | "birdVersion">,
+  statics?: StaticsCache,
+): RenderedConfig {
+  return renderBirdConfig(payload, renderOptionsFor(target.mode, target.configPath, target.birdVersion ?? null), statics);
+}
+
+/** What the validate step is given for a rendered config: the files, where they go, which hold routes. */
+export function changeFor(target: BirdTarget, rendered: RenderedConfig): ChangeOptions {
+  const statics = (name: string) => isStaticFileName(rendered.include, name);
+  return {
+    files: rendered.files,
+    entry: rendered.entry,
+    mode: target.mode,
+    configDir: dirname(target.configPath),
+    stagingDir: target.stagingDir,
+    obsolete: statics,
+    routeFiles: statics,
+  };
+}
+
+/** 2. Validate: null when BIRD already runs exactly these bytes (nothing to stage or configure). */
+export function validateRendered(deps: Pick<ApplyDeps, "runner" | "birdBin">, target: BirdTarget, rendered: RenderedConfig): Promise<ValidatedChange | null> {
+  return validateChange(deps, changeFor(target, rendered));
+}
+
+/**
+ * Puts the rendered files on disk where they differ, without validating or configuring: the
+ * files of the configuration BIRD confirmed last, after a crash left others in their place.
+ */
+export function restoreRendered(target: Pick<BirdTarget, "configPath">, rendered: RenderedConfig): Promise<boolean> {
+  return writeDiffering(dirname(target.configPath), rendered.files);
+}
+
 /** Every rendered BGP protocol is listed by BIRD after configure; throws `health_check_failed` otherwise. */
 export async function checkRenderedProtocols(bird: BirdControl, rendered: RenderedConfig, clock: Pick<Clock, "now">): Promise<void> {
   const reply = await bird.command("show protocols all");
@@ -63,41 +95,38 @@ export async function checkRenderedProtocols(bird: BirdControl, rendered: Render
   if (missing.length) throw new SyncError("health_check_failed", `BIRD does not list ${missing.join(", ")} after configure`);
 }
 
-/** The local speaker's probation: the health check, then confirm; undo (and throw) when either fails. */
-export function healthCheckThenConfirm(deps: Pick<ApplyDeps, "birdc" | "clock">): Probation<void> {
-  return async (pending, { rendered }) => {
-    try {
-      await checkRenderedProtocols(deps.birdc, rendered, deps.clock);
-      await pending.confirm();
-    } catch (error) {
-      await pending.undo().catch(() => undefined); // BIRD's own timer reverts it otherwise
-      throw error;
-    }
-  };
+export interface BirdSequenceOptions extends BirdTarget {
+  payload: BundlePayload;
+  /** The texts of the last render of this config path: only changed community sets are rendered again. */
+  statics?: StaticsCache;
+}
+
+export interface LoadedConfig {
+  rendered: RenderedConfig;
+  timeoutSeconds: number;
+  /** False when BIRD already ran these bytes: nothing was validated, configured or checked. */
+  configured: boolean;
 }
 
 /**
- * Renders the bundle, and unless BIRD already runs exactly these bytes, validates, configures
- * with a timeout and hands the pending config to `probation`, which confirms or undoes it.
- * Throws RenderError, BirdConfigError, BirdError, ApplyError or the probation's error; nothing
- * that throws changes what BIRD runs once BIRD's timer or the undo has gone back.
+ * The local speaker's sequence: the six steps in order, its watch the health check (every
+ * rendered BGP protocol listed). Throws RenderError, BirdConfigError, BirdError, ApplyError or
+ * `health_check_failed`; nothing that throws changes what BIRD runs once the undo (or BIRD's
+ * timer) has gone back.
  */
-export async function loadBirdConfig<T>(deps: ApplyDeps, o: BirdSequenceOptions, probation: Probation<T>): Promise<LoadedConfig<T>> {
-  const rendered = renderBirdConfig(o.payload, renderOptionsFor(o.mode, o.configPath, o.birdVersion), o.statics);
-  o.onStep?.("rendered");
+export async function loadBirdConfig(deps: ApplyDeps, o: BirdSequenceOptions): Promise<LoadedConfig> {
+  const rendered = renderForTarget(o.payload, o, o.statics);
   const timeoutSeconds = configureTimeoutSeconds(o.payload);
-  const pending = await applyBirdConfig(deps, {
-    files: rendered.files,
-    entry: rendered.entry,
-    mode: o.mode,
-    configDir: dirname(o.configPath),
-    stagingDir: o.stagingDir,
-    timeoutSeconds,
-    obsolete: (name) => isStaticFileName(rendered.include, name),
-    routeFiles: (name) => isStaticFileName(rendered.include, name),
-    ...(o.beforeConfigure ? { beforeConfigure: o.beforeConfigure } : {}),
-    ...(o.onStep ? { onStep: o.onStep } : {}),
-  });
-  if (!pending.configured) return { rendered, timeoutSeconds, configured: false, outcome: null };
-  return { rendered, timeoutSeconds, configured: true, outcome: await probation(pending, { rendered, timeoutSeconds }) };
+  const change = await validateRendered(deps, o, rendered);
+  if (!change) return { rendered, timeoutSeconds, configured: false };
+  const staged = await stageFiles(change);
+  const pending = await configureBird(deps, staged, { timeoutSeconds });
+  try {
+    await checkRenderedProtocols(deps.birdc, rendered, deps.clock);
+  } catch (error) {
+    await pending.undo().catch(() => undefined); // BIRD's own timer reverts it otherwise
+    throw error;
+  }
+  await confirmOrUndo(pending);
+  return { rendered, timeoutSeconds, configured: true };
 }

@@ -164,17 +164,6 @@ export function verifyBundleHeadV2(head: BundleHeadV2, pinnedKeys: readonly Pinn
   return header;
 }
 
-/**
- * A bundle as a receiver took it in: its bytes, and what it hashed of them as they arrived (the
- * SHA-256 of the whole, and of an `rl-bundle/2`'s config and section). The hashes are only used
- * for these very bytes, split where they say; a verifier given other bytes hashes them itself.
- */
-export interface ReceivedBundle {
-  bytes: Uint8Array;
-  sha256: string;
-  v2: { configStart: number; sectionStart: number; configSha256: string; sectionSha256: string } | null;
-}
-
 /** The receiver's hashes of config and section, when they are of `bytes` split as `layout` splits them. */
 function receivedPartHashes(bytes: Uint8Array, options: VerifyV2Options): { config: string; section: string } | null {
   const r = options.received;

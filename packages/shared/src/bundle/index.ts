@@ -15,7 +15,6 @@ export {
   configBytes,
   contentDigestV2,
   isBundleV2,
-  type ReceivedBundle,
   readKeptBundleV2,
   sha256Hex,
   signBundleHead,
@@ -73,6 +72,7 @@ export {
   DIGEST_EXCLUDED_FIELDS,
   type IssueOptions,
   PROBATION_CONFIRM_MARGIN_SECONDS,
+  type ReceivedBundle,
   type SpeakerPolicies,
 } from "./payload.js";
 export {

@@ -153,3 +153,14 @@ export function buildBundlePayload(content: BundleContent, options: IssueOptions
     digest: computeBundleDigest(content),
   };
 }
+
+/**
+ * A bundle as a receiver took it in: its bytes, and what it hashed of them as they arrived (the
+ * SHA-256 of the whole, and of an `rl-bundle/2`'s config and section). The hashes are only used
+ * for these very bytes, split where they say; a verifier given other bytes hashes them itself.
+ */
+export interface ReceivedBundle {
+  bytes: Uint8Array;
+  sha256: string;
+  v2: { configStart: number; sectionStart: number; configSha256: string; sectionSha256: string } | null;
+}

@@ -1,6 +1,7 @@
 import { createHash, type Hash } from "node:crypto";
-import { BUNDLE_FORMAT_V2, type BundleHeadV2, type BundleLayoutV2, bundleLayoutV2, isBundleV2, type ReceivedBundle } from "./bundle-v2.js";
+import { BUNDLE_FORMAT_V2, type BundleHeadV2, type BundleLayoutV2, bundleLayoutV2, isBundleV2 } from "./bundle-v2.js";
 import { BundleError } from "./errors.js";
+import type { ReceivedBundle } from "./payload.js";
 
 export interface BundleReceiverOptions {
   /** The size the sender announced, when it did: one buffer of it, no copy as chunks come. */

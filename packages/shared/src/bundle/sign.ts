@@ -1,9 +1,8 @@
 import { createHash, randomBytes } from "node:crypto";
 import { createRequire } from "node:module";
-import type { ReceivedBundle } from "./bundle-v2.js";
 import { canonicalJsonBytes } from "./canonical-json.js";
 import { BundleError } from "./errors.js";
-import type { BundlePayload } from "./payload.js";
+import type { BundlePayload, ReceivedBundle } from "./payload.js";
 
 // libsodium-wrappers 0.7.16's ESM build imports a file its package does not ship
 // (dist/modules-esm/libsodium.mjs), so the CommonJS build is loaded instead. Where a plain

@@ -5,7 +5,6 @@ import {
   BirdVersionWatch,
   classifyBirdError,
   createProcessRunner,
-  healthCheckThenConfirm,
   loadBirdConfig,
   type ProcessRunner,
   parseProtocolsAll,
@@ -137,11 +136,13 @@ export function createLocalBirdService(deps: LocalBirdDeps) {
       const applyDeps = { birdc: bird, runner, clock, birdBin: deps.birdBin };
       // The render writes what this BIRD's version accepts (shared/bird/version.ts).
       const birdVersion = await new BirdVersionWatch(bird).version();
-      const { rendered } = await loadBirdConfig(
-        applyDeps,
-        { payload, mode: "include", configPath, stagingDir: join(dirname(configPath), ".rl-staging"), birdVersion },
-        healthCheckThenConfirm(applyDeps),
-      );
+      const { rendered } = await loadBirdConfig(applyDeps, {
+        payload,
+        mode: "include",
+        configPath,
+        stagingDir: join(dirname(configPath), ".rl-staging"),
+        birdVersion,
+      });
       const state = await snapshot(bird).catch(() => UNREACHABLE);
       const appliedAt = new Date().toISOString();
       await deps.node.report(

@@ -53,8 +53,12 @@ describe.each(VERSIONS)("parseProtocolsAll on BIRD %s (a real session to GoBGP 3
         state: "UP",
         import_state: bird3 ? "UP" : null,
         export_state: bird3 ? "READY" : null,
+        import_filter: "REJECT",
+        export_filter: "ACCEPT",
         routes_imported: 0,
         routes_exported: exported,
+        routes_filtered: 0,
+        routes_preferred: 0,
         pending_prefixes: bird3 ? 0 : null,
       })),
     );

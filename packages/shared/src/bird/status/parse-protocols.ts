@@ -27,8 +27,14 @@ export interface ChannelStatus {
   state: string;
   import_state: string | null;
   export_state: string | null;
+  /** `Input filter:` / `Output filter:` (`ACCEPT`, `REJECT`, `(unnamed)` or a filter's name); empty when not printed. */
+  import_filter: string;
+  export_filter: string;
   routes_imported: number;
   routes_exported: number;
+  /** `N filtered` (under `import keep filtered`) and `N preferred` of the `Routes:` line; 0 when not printed. */
+  routes_filtered: number;
+  routes_preferred: number;
   /** BIRD 3's BGP `Pending N attribute sets with total M prefixes to send`: M, the routes not on the wire yet; null elsewhere. */
   pending_prefixes: number | null;
 }
@@ -116,8 +122,12 @@ const HANDLERS: readonly Handler[] = [
         state: "",
         import_state: null,
         export_state: null,
+        import_filter: "",
+        export_filter: "",
         routes_imported: 0,
         routes_exported: 0,
+        routes_filtered: 0,
+        routes_preferred: 0,
         pending_prefixes: null,
       };
       out.channels.push(channel);
@@ -125,6 +135,8 @@ const HANDLERS: readonly Handler[] = [
     },
   },
   { re: /^\s+State:\s+(\S+)/, apply: onChannel((ch, m) => (ch.state = m[1] as string)) },
+  { re: /^\s+Input filter:\s+(.*?)\s*$/, apply: onChannel((ch, m) => (ch.import_filter = m[1] as string)) },
+  { re: /^\s+Output filter:\s+(.*?)\s*$/, apply: onChannel((ch, m) => (ch.export_filter = m[1] as string)) },
   { re: /^\s+Import state:\s+(\S+)/, apply: onChannel((ch, m) => (ch.import_state = m[1] as string)) },
   { re: /^\s+Export state:\s+(\S+)/, apply: onChannel((ch, m) => (ch.export_state = m[1] as string)) },
   { re: /^\s+Pending \d+ attribute sets with total (\d+) prefixes to send/, apply: onChannel((ch, m) => (ch.pending_prefixes = Number(m[1]))) },
@@ -134,15 +146,17 @@ const HANDLERS: readonly Handler[] = [
   { re: /^\s+Last error:\s+(.*?)\s*$/, apply: onSession((s, m) => (s.last_error = m[1] || null)) },
   {
     // "Routes: 1 imported, 3 exported, 0 preferred", with "N filtered, " under import keep filtered.
-    re: /^\s+Routes:\s+(\d+) imported, (?:\d+ filtered, )?(\d+) exported/,
+    re: /^\s+Routes:\s+(\d+) imported, (?:(\d+) filtered, )?(\d+) exported(?:, (\d+) preferred)?/,
     apply: (m, c) => {
       if (c?.channel) {
         c.channel.routes_imported = Number(m[1]);
-        c.channel.routes_exported = Number(m[2]);
+        c.channel.routes_filtered = Number(m[2] ?? 0);
+        c.channel.routes_exported = Number(m[3]);
+        c.channel.routes_preferred = Number(m[4] ?? 0);
       }
       if (c?.session) {
         c.session.routes_imported += Number(m[1]);
-        c.session.routes_exported += Number(m[2]);
+        c.session.routes_exported += Number(m[3]);
       }
       return c;
     },
@@ -197,4 +211,44 @@ function parseSince(text: string, o: ParseOptions): string | null {
   // A time-only value later than now was printed yesterday (BIRD shows times for 20 hours).
   if (!m[1] && at > now.getTime() + 1000) at -= 24 * 60 * 60 * 1000;
   return Number.isNaN(at) ? null : new Date(at).toISOString();
+}
+
+/**
+ * One channel of a BIRD protocol as the agent's metrics label it (bird_exporter's labels:
+ * `ip_version`, `import_filter`, `export_filter`) with its route counts.
+ */
+export interface ProtocolChannel {
+  /** `4` or `6`. */
+  ip_version: string;
+  /** BIRD's `Input filter:` (`ACCEPT`, `REJECT`, `(unnamed)` or a filter's name). */
+  import_filter: string;
+  /** BIRD's `Output filter:`. */
+  export_filter: string;
+  imported: number;
+  exported: number;
+  filtered: number;
+  preferred: number;
+}
+
+/**
+ * Each protocol's IP channels (by protocol name, every protocol listed) from `birdc show
+ * protocols all` text, for the agent's metrics: parseProtocolsAll's channels, grouped.
+ */
+export function parseProtocolChannels(text: string): Map<string, ProtocolChannel[]> {
+  const parsed = parseProtocolsAll(text, { now: new Date(), timeZone: "utc" });
+  const out = new Map<string, ProtocolChannel[]>(parsed.protocols.map((p) => [p.name, []]));
+  for (const c of parsed.channels) {
+    const ip = /^ipv(4|6)\b/.exec(c.channel)?.[1];
+    if (!ip) continue;
+    out.get(c.protocol)?.push({
+      ip_version: ip,
+      import_filter: c.import_filter,
+      export_filter: c.export_filter,
+      imported: c.routes_imported,
+      exported: c.routes_exported,
+      filtered: c.routes_filtered,
+      preferred: c.routes_preferred,
+    });
+  }
+  return out;
 }

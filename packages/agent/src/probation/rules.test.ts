@@ -3,7 +3,7 @@ import type { BundlePayload } from "@rlc/shared/bundle";
 import { describe, expect, it } from "vitest";
 import { fixtureContent } from "../../../../test/helpers/agent-fakes.js";
 import { birdFixture } from "../bird-fixtures.test-helper.js";
-import { exportCounts, type PlanInput, type ProbationPlan, ProbationWatch, planProbation } from "./probation-rules.js";
+import { exportCounts, type PlanInput, type ProbationPlan, ProbationWatch, planProbation } from "./rules.js";
 
 // The decisions of the probation on `show protocols all` captured from BIRD 2.0.12 (packages/shared/src/bird/status/fixtures/README.md).
 

@@ -1,8 +1,9 @@
 import type { BirdControl, BirdReply } from "@rlc/shared/bird";
 import { describe, expect, it } from "vitest";
-import { birdFixture } from "./bird-fixtures.test-helper.js";
-import { createLogger } from "./log.js";
-import { type BirdBaseline, readBaseline, revertAndVerify } from "./probation.js";
+import { birdFixture } from "../bird-fixtures.test-helper.js";
+import { createLogger } from "../log.js";
+import { type BirdBaseline, readBaseline } from "./baseline.js";
+import { revertAndVerify } from "./revert.js";
 
 // revertAndVerify on the `show status` replies real BIRDs gave around `configure timeout` and
 // the revert (status/fixtures/undo-*.txt and timer-*.txt: before, on probation, after).
