@@ -20,17 +20,13 @@ function NewKeyForm(props: { onCreated: (k: Schema<"ApiKeyWithSecret">) => void 
   const [role, setRole] = useState<(typeof ROLES)[number]>("viewer");
   const [expires, setExpires] = useState("");
   const roles = ROLES.filter((r) => RANK[r]! <= RANK[info.role]!);
+  const create = async () => {
+    const body = { name: name.trim(), role, ...(expires ? { expires_at: new Date(expires).toISOString() } : {}) };
+    props.onCreated(await ok(api.POST("/v1/api-keys", { body })));
+    setName("");
+  };
   return (
-    <ApiFormView
-      form={form}
-      label="New API key"
-      submit="Create key"
-      action={async () => {
-        const body = { name: name.trim(), role, ...(expires ? { expires_at: new Date(expires).toISOString() } : {}) };
-        props.onCreated(await ok(api.POST("/v1/api-keys", { body })));
-        setName("");
-      }}
-    >
+    <ApiFormView form={form} label="New API key" submit="Create key" action={create}>
       <div class="grid">
         <Field label="Name" name="name" value={name} onInput={setName} input={{ required: true, maxLength: 128 }} />
         <Choice label="Role (up to your own)" name="role" value={role} onChange={(v) => setRole(v as typeof role)} options={roles} />

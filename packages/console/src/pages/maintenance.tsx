@@ -31,17 +31,13 @@ function PolicyForm(props: { onCreated: () => void }) {
   const [days, setDays] = useState<Record<string, string>>({ audit_retention: "90", jobs_retention: "30" });
   const actions = (): Action[] =>
     KINDS.filter(([k]) => chosen[k]).map(([k, , withDays]) => (withDays ? ({ type: k, days: num(days[k] ?? "") ?? 0 } as Action) : ({ type: k } as Action)));
+  const create = async () => {
+    await ok(api.POST("/v1/maintenance/policies", { body: { name: name.trim(), enabled, interval_minutes: num(interval) ?? 0, actions: actions() } }));
+    setName("");
+    props.onCreated();
+  };
   return (
-    <ApiFormView
-      form={form}
-      label="New maintenance policy"
-      submit="Create policy"
-      action={async () => {
-        await ok(api.POST("/v1/maintenance/policies", { body: { name: name.trim(), enabled, interval_minutes: num(interval) ?? 0, actions: actions() } }));
-        setName("");
-        props.onCreated();
-      }}
-    >
+    <ApiFormView form={form} label="New maintenance policy" submit="Create policy" action={create}>
       <div class="grid">
         <Field label="Name" name="name" value={name} onInput={setName} input={{ required: true, maxLength: 128 }} />
         <Field

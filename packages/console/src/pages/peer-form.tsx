@@ -64,19 +64,7 @@ export function PeerForm(props: {
   });
 
   return (
-    <ApiFormView
-      form={form}
-      label={p ? `Edit peer ${p.name}` : "New peer"}
-      submit={props.submit}
-      action={() => props.onSave(body())}
-      extra={
-        props.onCancel ? (
-          <button type="button" onClick={props.onCancel}>
-            Cancel
-          </button>
-        ) : null
-      }
-    >
+    <ApiFormView form={form} label={p ? `Edit peer ${p.name}` : "New peer"} submit={props.submit} action={() => props.onSave(body())} onCancel={props.onCancel}>
       <div class="grid">
         <Field label="Name" name="name" value={name} onInput={setName} input={{ required: true, maxLength: 64 }} />
         <Field label="Neighbor address" name="neighbor_address" value={address} onInput={setAddress} input={{ required: true, placeholder: "192.0.2.2" }} />

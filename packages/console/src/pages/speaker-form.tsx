@@ -53,13 +53,7 @@ export function SpeakerForm(props: { speaker?: Speaker; submit: string; onSave: 
       label={s ? `Edit router ${s.name}` : "New router"}
       submit={props.submit}
       action={() => props.onSave(body())}
-      extra={
-        props.onCancel ? (
-          <button type="button" onClick={props.onCancel}>
-            Cancel
-          </button>
-        ) : null
-      }
+      onCancel={props.onCancel}
     >
       <div class="grid">
         <Field label="Name" name="name" value={name} onInput={setName} input={{ required: true, maxLength: 64 }} />
