@@ -1,6 +1,6 @@
 import type { ComponentChildren } from "preact";
 import { createContext } from "preact";
-import { useContext, useRef } from "preact/hooks";
+import { useContext, useRef, useState } from "preact/hooks";
 import { ApiError } from "./api.js";
 import { ErrorBox, useRun } from "./ui.js";
 
@@ -165,6 +165,16 @@ export function CheckList(props: { legend: string; name: string; options: [strin
       ) : null}
     </fieldset>
   );
+}
+
+/**
+ * A form's text boxes by field name: `bind(name)` is what a Field takes (its name, value and
+ * onInput), `values` what the boxes hold now, `set` writes one (a form that empties a box).
+ */
+export function useValues<K extends string>(initial: Record<K, string>) {
+  const [values, setValues] = useState(initial);
+  const set = (name: K, value: string) => setValues((old) => ({ ...old, [name]: value }));
+  return { values, set, bind: (name: K) => ({ name, value: values[name], onInput: (v: string) => set(name, v) }) };
 }
 
 /** "" → undefined, else the number (the API's integer fields). */

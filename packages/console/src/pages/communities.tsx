@@ -1,7 +1,6 @@
-import { useState } from "preact/hooks";
 import { ok, type Schema } from "../api.js";
 import { useListEditing } from "../editing.js";
-import { ApiFormView, Field, useApiForm } from "../fields.js";
+import { ApiFormView, Field, useApiForm, useValues } from "../fields.js";
 import { Link } from "../router.js";
 import { useSession } from "../session.js";
 import { DataTable, type MaybeColumn, useItems } from "../table.js";
@@ -18,27 +17,23 @@ interface CommunityBody {
 function CommunityForm(props: { community?: Community | undefined; onSave: (body: CommunityBody) => Promise<unknown>; onCancel?: (() => void) | undefined }) {
   const c = props.community;
   const form = useApiForm(c ? `community-${c.id}` : "new-community");
-  const [value, setValue] = useState(c?.community ?? "");
-  const [title, setTitle] = useState(c?.title ?? "");
-  const [description, setDescription] = useState(c?.description ?? "");
+  const { values: v, bind } = useValues({ community: c?.community ?? "", title: c?.title ?? "", description: c?.description ?? "" });
   return (
     <ApiFormView
       form={form}
       label={c ? `Edit community ${c.community}` : "New community"}
       submit={c ? "Save community" : "Create community"}
-      action={() => props.onSave({ community: value.trim(), title, description })}
+      action={() => props.onSave({ community: v.community.trim(), title: v.title, description: v.description })}
       onCancel={props.onCancel}
     >
       <div class="grid">
         <Field
           label="Community (ASN:VALUE or ASN:V1:V2)"
-          name="community"
-          value={value}
-          onInput={setValue}
+          {...bind("community")}
           input={{ required: true, maxLength: 64, pattern: "[0-9]+:[0-9]+(:[0-9]+)?", placeholder: "65000:100" }}
         />
-        <Field label="Title" name="title" value={title} onInput={setTitle} input={{ maxLength: 128 }} />
-        <Field label="Description" name="description" value={description} onInput={setDescription} input={{ maxLength: 1024 }} />
+        <Field label="Title" {...bind("title")} input={{ maxLength: 128 }} />
+        <Field label="Description" {...bind("description")} input={{ maxLength: 1024 }} />
       </div>
     </ApiFormView>
   );

@@ -1,7 +1,7 @@
 import { useState } from "preact/hooks";
 import { ok, type Schema } from "../api.js";
 import { useListEditing } from "../editing.js";
-import { ApiFormView, Field, num, useApiForm } from "../fields.js";
+import { ApiFormView, Field, num, useApiForm, useValues } from "../fields.js";
 import { Choice } from "../form.js";
 import { useSession } from "../session.js";
 import { DataTable, type MaybeColumn, useItems } from "../table.js";
@@ -19,28 +19,22 @@ interface ProfileBody {
 function ProfileForm(props: { profile?: Profile | undefined; onSave: (body: ProfileBody) => Promise<unknown>; onCancel?: (() => void) | undefined }) {
   const p = props.profile;
   const form = useApiForm(p ? `doh-${p.id}` : "new-doh");
-  const [name, setName] = useState(p?.name ?? "");
-  const [url, setUrl] = useState(p?.url ?? "");
+  const { values: v, bind } = useValues({ name: p?.name ?? "", url: p?.url ?? "", timeout_ms: p ? String(p.timeout_ms) : "" });
   const [method, setMethod] = useState<ProfileBody["method"]>(p?.method ?? "GET");
   const [format, setFormat] = useState<ProfileBody["format"]>(p?.format ?? "wire");
-  const [timeout, setTimeoutMs] = useState(p ? String(p.timeout_ms) : "");
   return (
     <ApiFormView
       form={form}
       label={p ? `Edit DoH profile ${p.name ?? p.url}` : "New DoH profile"}
       submit={p ? "Save profile" : "Create profile"}
-      action={() => props.onSave({ name: name.trim() || null, url: url.trim(), method, format, ...(timeout ? { timeout_ms: num(timeout) } : {}) })}
+      action={() =>
+        props.onSave({ name: v.name.trim() || null, url: v.url.trim(), method, format, ...(v.timeout_ms ? { timeout_ms: num(v.timeout_ms) } : {}) })
+      }
       onCancel={props.onCancel}
     >
       <div class="grid">
-        <Field label="Name" name="name" value={name} onInput={setName} input={{ maxLength: 64 }} />
-        <Field
-          label="URL (https)"
-          name="url"
-          value={url}
-          onInput={setUrl}
-          input={{ required: true, type: "url", maxLength: 2048, placeholder: "https://dns.example/dns-query" }}
-        />
+        <Field label="Name" {...bind("name")} input={{ maxLength: 64 }} />
+        <Field label="URL (https)" {...bind("url")} input={{ required: true, type: "url", maxLength: 2048, placeholder: "https://dns.example/dns-query" }} />
         <Choice label="Method" name="method" value={method} onChange={(v) => setMethod(v as ProfileBody["method"])} options={["GET", "POST"]} />
         <Choice
           label="Format"
@@ -52,13 +46,7 @@ function ProfileForm(props: { profile?: Profile | undefined; onSave: (body: Prof
             ["json", "json (dns-json)"],
           ]}
         />
-        <Field
-          label="Timeout (ms)"
-          name="timeout_ms"
-          value={timeout}
-          onInput={setTimeoutMs}
-          input={{ type: "number", min: 100, max: 30000, placeholder: "3000" }}
-        />
+        <Field label="Timeout (ms)" {...bind("timeout_ms")} input={{ type: "number", min: 100, max: 30000, placeholder: "3000" }} />
       </div>
     </ApiFormView>
   );
