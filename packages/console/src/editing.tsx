@@ -1,6 +1,7 @@
 import { useState } from "preact/hooks";
 import { ConfirmButton } from "./confirm.js";
 import type { Column } from "./table.js";
+import type { Loaded } from "./ui.js";
 
 /**
  * A list whose rows are edited in place, one at a time, in the form that also creates them:
@@ -9,14 +10,14 @@ import type { Column } from "./table.js";
  * `actions` is the column of each row's Edit and Delete (the question names the row).
  */
 export function useListEditing<T extends { id: string }, B>(o: {
-  rows: T[] | undefined;
+  /** The list as `useItems` loads it: its rows, and reload after a change. */
+  list: Loaded<T[]>;
   create: (body: B) => Promise<unknown>;
   update: (id: string, body: B) => Promise<unknown>;
   remove: (id: string) => Promise<unknown>;
-  reload: () => void;
 }) {
   const [editing, setEditing] = useState<string | null>(null);
-  const current = o.rows?.find((r) => r.id === editing);
+  const current = o.list.data?.find((r) => r.id === editing);
   const stop = () => setEditing(null);
   return {
     current,
@@ -27,7 +28,7 @@ export function useListEditing<T extends { id: string }, B>(o: {
         await o.update(current.id, body);
         stop();
       } else await o.create(body);
-      o.reload();
+      o.list.reload();
     },
     actions: (question: (row: T) => string): Column<T> => ({
       header: "Actions",
@@ -37,7 +38,7 @@ export function useListEditing<T extends { id: string }, B>(o: {
           question={question(row)}
           onDelete={async () => {
             await o.remove(row.id);
-            o.reload();
+            o.list.reload();
           }}
         />
       ),

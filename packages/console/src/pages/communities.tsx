@@ -45,11 +45,10 @@ export function CommunitiesPage() {
   const communities = useItems(() => api.GET("/v1/communities", { params: { query: { limit: 500 } } }), []);
   const modules = useItems(() => api.GET("/v1/modules", { params: { query: { limit: 500 } } }), []);
   const edit = useListEditing({
-    rows: communities.data,
+    list: communities,
     create: (body: CommunityBody) => ok(api.POST("/v1/communities", { body })),
     update: (id, body) => ok(api.PATCH("/v1/communities/{id}", { params: { path: { id } }, body })),
     remove: (id) => ok(api.DELETE("/v1/communities/{id}", { params: { path: { id } } })),
-    reload: communities.reload,
   });
   const columns: MaybeColumn<Community>[] = [
     { header: "Community", cell: (c) => <code>{c.community}</code> },

@@ -57,11 +57,10 @@ export function DohProfilesPage() {
   const { api, can } = useSession();
   const profiles = useItems(() => api.GET("/v1/doh-profiles", { params: { query: { limit: 500 } } }), []);
   const edit = useListEditing({
-    rows: profiles.data,
+    list: profiles,
     create: (body: ProfileBody) => ok(api.POST("/v1/doh-profiles", { body })),
     update: (id, body) => ok(api.PATCH("/v1/doh-profiles/{id}", { params: { path: { id } }, body })),
     remove: (id) => ok(api.DELETE("/v1/doh-profiles/{id}", { params: { path: { id } } })),
-    reload: profiles.reload,
   });
   const columns: MaybeColumn<Profile>[] = [
     { header: "Name", cell: (p) => p.name ?? <span class="muted">unnamed</span> },
