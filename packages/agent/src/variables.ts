@@ -6,56 +6,36 @@ export interface VariableDoc {
   /** As an operator would write it; "" when unset means "none". */
   default: string;
   meaning: string;
-  /** Shown in agent.env as a live line instead of a comment. */
-  example?: string;
 }
 
-export const VARIABLES: readonly VariableDoc[] = [
-  {
-    name: "RL_CONTROLLER_URL",
-    default: "",
-    meaning:
-      "the controller's node routes over HTTPS, e.g. https://controller.example.net:8443 (its agents' listener; required by run and enroll); several replicas comma-separated, the next used when one is unreachable (enrollment uses the first)",
-  },
-  {
-    name: "RL_GRPC_URL",
-    default: "",
-    meaning:
-      "host:port of the controller's gRPC service, or of each replica comma-separated (the next used when one fails); unset = the one enrollment named, or HTTP only",
-  },
-  {
-    name: "RL_GRPC_TLS_CA",
-    default: "",
-    meaning: "CA file (PEM) for gRPC over TLS; unset = the CA pinned at enrollment, else the system roots (plaintext gRPC only with RL_INSECURE)",
-  },
-  { name: "RL_ENROLLMENT_TOKEN", default: "", meaning: "one-time token (rlt_<secret>.<CA hash>), needed only until the agent is enrolled" },
-  { name: "RL_CA_HASH", default: "", meaning: "sha256:<hex> of the controller CA's public key; unset = the hash the enrollment token carries" },
-  { name: "RL_INSECURE", default: "false", meaning: "true allows an http:// controller, plaintext gRPC and a token without a CA hash (warned at every start)" },
-  { name: "RL_STATE_DIR", default: "/var/lib/rl-agent", meaning: "the node key, pinned signing keys, the last bundle (0700, files 0600)" },
-  { name: "BIRD_CONTROL_SOCKET", default: "/run/bird/bird.ctl", meaning: "BIRD's control socket" },
-  {
-    name: "BIRD_CONFIG_PATH",
-    default: "/etc/bird/rl-routes.conf",
-    meaning: "the file the agent owns (default /etc/bird/bird.conf when RL_BIRD_MODE=full)",
-  },
-  { name: "RL_BIRD_MODE", default: "include", meaning: "include: bird.conf includes the agent's file; full: the agent writes bird.conf" },
-  { name: "RL_BIRD_BIN", default: "bird", meaning: "the BIRD binary used for `bird -p -c` (the check before a reload)" },
-  { name: "RL_NATS_URL", default: "", meaning: "NATS for wake-ups (comma-separated list allowed); unset = the one enrollment named" },
-  { name: "RL_NATS_CREDS", default: "", meaning: "NATS user credentials file; unset = the one enrollment stored in RL_STATE_DIR (nats.creds)" },
-  { name: "RL_METRICS_LISTEN", default: "127.0.0.1:9469", meaning: "host:port of /metrics and /healthz; off disables" },
-  { name: "RL_POLL_SECONDS", default: "30", meaning: "period of the fallback HTTP poll, in seconds" },
-  {
-    name: "RL_HEALTH_WAIT_SECONDS",
-    default: "0",
-    meaning: "the shortest probation window this router accepts, whatever the tenant's BIRD.confirm_after_seconds",
-  },
-  { name: "RL_LOG_LEVEL", default: "info", meaning: "debug, info, warn, error or silent; JSON lines on stderr" },
-  {
-    name: "RL_BUNDLE_FORMATS",
-    default: "rl-bundle/2,rl-bundle/1",
-    meaning: "rl-bundle/1: act as the agent of the release before (announce nothing, read rl-bundle/1 only), to try an upgrade path",
-  },
-];
+// NAME | default | meaning: one variable a line, as `rl-agent --help` lists them.
+const TABLE = `
+RL_CONTROLLER_URL      |                          | the controller's node routes over HTTPS, e.g. https://controller.example.net:8443 (its agents' listener; required by run and enroll); several replicas comma-separated, the next used when one is unreachable (enrollment uses the first)
+RL_GRPC_URL            |                          | host:port of the controller's gRPC service, or of each replica comma-separated (the next used when one fails); unset = the one enrollment named, or HTTP only
+RL_GRPC_TLS_CA         |                          | CA file (PEM) for gRPC over TLS; unset = the CA pinned at enrollment, else the system roots (plaintext gRPC only with RL_INSECURE)
+RL_ENROLLMENT_TOKEN    |                          | one-time token (rlt_<secret>.<CA hash>), needed only until the agent is enrolled
+RL_CA_HASH             |                          | sha256:<hex> of the controller CA's public key; unset = the hash the enrollment token carries
+RL_INSECURE            | false                    | true allows an http:// controller, plaintext gRPC and a token without a CA hash (warned at every start)
+RL_STATE_DIR           | /var/lib/rl-agent        | the node key, pinned signing keys, the last bundle (0700, files 0600)
+BIRD_CONTROL_SOCKET    | /run/bird/bird.ctl       | BIRD's control socket
+BIRD_CONFIG_PATH       | /etc/bird/rl-routes.conf | the file the agent owns (default /etc/bird/bird.conf when RL_BIRD_MODE=full)
+RL_BIRD_MODE           | include                  | include: bird.conf includes the agent's file; full: the agent writes bird.conf
+RL_BIRD_BIN            | bird                     | the BIRD binary used for \`bird -p -c\` (the check before a reload)
+RL_NATS_URL            |                          | NATS for wake-ups (comma-separated list allowed); unset = the one enrollment named
+RL_NATS_CREDS          |                          | NATS user credentials file; unset = the one enrollment stored in RL_STATE_DIR (nats.creds)
+RL_METRICS_LISTEN      | 127.0.0.1:9469           | host:port of /metrics and /healthz; off disables
+RL_POLL_SECONDS        | 30                       | period of the fallback HTTP poll, in seconds
+RL_HEALTH_WAIT_SECONDS | 0                        | the shortest probation window this router accepts, whatever the tenant's BIRD.confirm_after_seconds
+RL_LOG_LEVEL           | info                     | debug, info, warn, error or silent; JSON lines on stderr
+RL_BUNDLE_FORMATS      | rl-bundle/2,rl-bundle/1  | rl-bundle/1: act as the agent of the release before (announce nothing, read rl-bundle/1 only), to try an upgrade path
+`;
+
+export const VARIABLES: readonly VariableDoc[] = TABLE.trim()
+  .split("\n")
+  .map((line) => {
+    const [name = "", value = "", meaning = ""] = line.split("|").map((cell) => cell.trim());
+    return { name, default: value, meaning };
+  });
 
 /** The variables as `--help` lists them: name, default, meaning. */
 export function formatVariables(): string {

@@ -1,5 +1,5 @@
 import { useEffect, useRef, useState } from "preact/hooks";
-import { ErrorBox } from "./ui.js";
+import { ErrorBox, useRun } from "./ui.js";
 
 /**
  * A destructive action that asks once: the first press shows the question with "Yes" and
@@ -7,8 +7,7 @@ import { ErrorBox } from "./ui.js";
  */
 export function ConfirmButton(props: { label: string; question: string; yes?: string; action: () => Promise<unknown>; testId?: string }) {
   const [asking, setAsking] = useState(false);
-  const [busy, setBusy] = useState(false);
-  const [error, setError] = useState<Error | null>(null);
+  const { busy, error, run } = useRun();
   const cancel = useRef<HTMLButtonElement>(null);
   useEffect(() => {
     if (asking) cancel.current?.focus();
@@ -26,23 +25,7 @@ export function ConfirmButton(props: { label: string; question: string; yes?: st
     // biome-ignore lint/a11y/useSemanticElements: an inline question beside its row, not a modal dialog
     <span class="confirm" role="group" aria-label={props.question} onKeyDown={(e) => e.key === "Escape" && setAsking(false)}>
       <span>{props.question}</span>{" "}
-      <button
-        type="button"
-        class="danger"
-        disabled={busy}
-        onClick={async () => {
-          setBusy(true);
-          setError(null);
-          try {
-            await props.action();
-          } catch (e) {
-            setError(e as Error);
-          } finally {
-            setBusy(false);
-            setAsking(false);
-          }
-        }}
-      >
+      <button type="button" class="danger" disabled={busy} onClick={() => run(props.action, () => setAsking(false))}>
         {busy ? "…" : (props.yes ?? `Yes, ${props.label.toLowerCase()}`)}
       </button>{" "}
       <button type="button" ref={cancel} onClick={() => setAsking(false)}>

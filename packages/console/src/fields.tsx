@@ -2,7 +2,7 @@ import type { ComponentChildren } from "preact";
 import { createContext } from "preact";
 import { useContext, useRef, useState } from "preact/hooks";
 import { ApiError } from "./api.js";
-import { ErrorBox } from "./ui.js";
+import { ErrorBox, useRun } from "./ui.js";
 
 /**
  * A form that sends one API call and shows the answer's problem+json beside the fields it names:
@@ -32,8 +32,7 @@ function fieldErrors(error: Error | null): Map<string, string> {
 }
 
 export function useApiForm(id: string): ApiForm {
-  const [error, setError] = useState<Error | null>(null);
-  const [busy, setBusy] = useState(false);
+  const { busy, error, run, reset } = useRun();
   const byField = fieldErrors(error);
   const names = useRef(new Set<string>()).current;
   return {
@@ -43,18 +42,10 @@ export function useApiForm(id: string): ApiForm {
     fieldError: (name) => byField.get(name),
     register: (name) => names.add(name),
     unplaced: () => byField.size === 0 || [...byField.keys()].some((k) => !names.has(k)),
-    reset: () => setError(null),
+    reset,
     submit: (action) => async (e) => {
       e.preventDefault();
-      setBusy(true);
-      setError(null);
-      try {
-        await action();
-      } catch (err) {
-        setError(err as Error);
-      } finally {
-        setBusy(false);
-      }
+      await run(action);
     },
   };
 }
@@ -66,7 +57,8 @@ export function ApiFormView(props: {
   submit: string;
   action: () => Promise<unknown>;
   children: ComponentChildren;
-  extra?: ComponentChildren;
+  /** Shows a Cancel button beside the submit one (an edit form that closes without saving). */
+  onCancel?: (() => void) | undefined;
   class?: string;
 }) {
   const { form } = props;
@@ -79,7 +71,11 @@ export function ApiFormView(props: {
           <button type="submit" class="primary" disabled={form.busy}>
             {form.busy ? "…" : props.submit}
           </button>
-          {props.extra}
+          {props.onCancel ? (
+            <button type="button" onClick={props.onCancel}>
+              Cancel
+            </button>
+          ) : null}
         </div>
       </form>
     </FormContext.Provider>
@@ -169,6 +165,16 @@ export function CheckList(props: { legend: string; name: string; options: [strin
       ) : null}
     </fieldset>
   );
+}
+
+/**
+ * A form's text boxes by field name: `bind(name)` is what a Field takes (its name, value and
+ * onInput), `values` what the boxes hold now, `set` writes one (a form that empties a box).
+ */
+export function useValues<K extends string>(initial: Record<K, string>) {
+  const [values, setValues] = useState(initial);
+  const set = (name: K, value: string) => setValues((old) => ({ ...old, [name]: value }));
+  return { values, set, bind: (name: K) => ({ name, value: values[name], onInput: (v: string) => set(name, v) }) };
 }
 
 /** "" → undefined, else the number (the API's integer fields). */

@@ -28,10 +28,17 @@ function shown<C>(columns: (C | false | null)[]): C[] {
  * The frame every list of the console shares: a scrolling box, a table and its header row.
  * The rows come as children (see DataTable for rows drawn from columns).
  */
-export function Table(props: { testId?: string; loaded?: boolean; columns: (Heading | false | null)[]; children: ComponentChildren }) {
+export function Table(props: {
+  testId?: string | undefined;
+  loaded?: boolean | undefined;
+  caption?: ComponentChildren;
+  columns: (Heading | false | null)[];
+  children: ComponentChildren;
+}) {
   return (
     <div class="scroll">
       <table data-testid={props.testId} data-loaded={props.loaded ? "" : undefined}>
+        {props.caption ? <caption>{props.caption}</caption> : null}
         <thead>
           <tr>
             {shown(props.columns).map((c, i) => (
@@ -52,6 +59,8 @@ export function DataTable<T>(props: {
   testId?: string;
   /** Sets data-loaded once the rows are in (a test waits for it). */
   loaded?: boolean;
+  /** What the table holds, said above it. */
+  caption?: ComponentChildren;
   columns: MaybeColumn<T>[];
   rows: T[] | undefined;
   rowKey: (row: T) => string | number;
@@ -60,7 +69,7 @@ export function DataTable<T>(props: {
 }) {
   const columns = shown(props.columns);
   return (
-    <Table testId={props.testId} loaded={props.loaded} columns={columns}>
+    <Table testId={props.testId} loaded={props.loaded} caption={props.caption} columns={columns}>
       {(props.rows ?? []).map((row) => (
         <tr key={props.rowKey(row)} {...props.rowAttrs?.(row)}>
           {columns.map((c, i) => (

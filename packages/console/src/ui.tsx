@@ -59,32 +59,46 @@ export function Badge({ tone, children }: { tone: "ok" | "warn" | "bad" | "info"
   return <span class={`badge ${tone}`}>{children}</span>;
 }
 
-/** A button that runs `action` once at a time and shows its error beside itself. */
-export function ActionButton(props: { label: string; busyLabel?: string; action: () => Promise<unknown>; kind?: "primary" | "danger"; testId?: string }) {
+/**
+ * An action run once at a time: `busy` while it runs, its error kept until the next run;
+ * `after` runs when it has ended either way; `reset` forgets the error.
+ */
+export function useRun() {
   const [busy, setBusy] = useState(false);
   const [error, setError] = useState<Error | null>(null);
+  const run = async (action: () => Promise<unknown>, after?: () => void) => {
+    setBusy(true);
+    setError(null);
+    try {
+      await action();
+    } catch (e) {
+      setError(e as Error);
+    } finally {
+      setBusy(false);
+      after?.();
+    }
+  };
+  return { busy, error, run, reset: () => setError(null) };
+}
+
+/** A button that runs `action` once at a time and shows its error beside itself. */
+export function ActionButton(props: { label: string; busyLabel?: string; action: () => Promise<unknown>; kind?: "primary" | "danger"; testId?: string }) {
+  const { busy, error, run } = useRun();
   return (
     <span class="action">
-      <button
-        type="button"
-        class={props.kind ?? ""}
-        disabled={busy}
-        data-testid={props.testId}
-        onClick={async () => {
-          setBusy(true);
-          setError(null);
-          try {
-            await props.action();
-          } catch (e) {
-            setError(e as Error);
-          } finally {
-            setBusy(false);
-          }
-        }}
-      >
+      <button type="button" class={props.kind ?? ""} disabled={busy} data-testid={props.testId} onClick={() => run(props.action)}>
         {busy ? (props.busyLabel ?? "…") : props.label}
       </button>
       <ErrorBox error={error} />
     </span>
+  );
+}
+
+/** A button that opens and closes what it names (a form below it): `aria-expanded` says which. */
+export function ToggleButton(props: { label: string; open: boolean; onToggle: (open: boolean) => void }) {
+  return (
+    <button type="button" aria-expanded={props.open} onClick={() => props.onToggle(!props.open)}>
+      {props.label}
+    </button>
   );
 }

@@ -1,68 +1,19 @@
-import { createServer } from "node:net";
-import { type AgentNotification, grpc, loadAgentService, type StatusReport } from "@rlc/proto";
+import type { AgentNotification } from "@rlc/proto";
 import { type BundleHeadV2, verifyBundleHeadV2 } from "@rlc/shared/bundle";
-import { createSystemClock } from "@rlc/shared/time";
-import { afterEach, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { fixtureContent } from "../../../../test/helpers/agent-fakes.js";
-import { type StandInController, startStandInController } from "../../../../test/helpers/stand-in-controller.js";
+import type { StandInController } from "../../../../test/helpers/stand-in-controller.js";
+import { deadAddress, standInSetup, statusReport } from "../../../../test/helpers/stand-in-grpc.js";
 import { until } from "../../../../test/helpers/wait.js";
 import { AgentMetrics } from "../http/metrics.js";
 import { silentLogger } from "../log.js";
 import { createControllerClient } from "./controller-client.js";
-import { AgentGrpcClient } from "./grpc-client.js";
 import { ControllerError, ControllerHttpClient } from "./http-client.js";
 
-const cleanups: (() => Promise<void> | void)[] = [];
-afterEach(async () => {
-  for (const c of cleanups.splice(0).reverse()) await c();
-});
+const { cleanups, controller, ...standIn } = standInSetup();
 
-async function controller(options: { grpc?: boolean } = {}): Promise<StandInController> {
-  const c = await startStandInController(options);
-  cleanups.push(() => c.close());
-  return c;
-}
-
-function grpcClient(c: StandInController, address = c.grpcAddress): AgentGrpcClient {
-  const client = new AgentGrpcClient({
-    address,
-    credentials: grpc.credentials.createInsecure(),
-    nodeKey: c.nodeKey,
-    speakerId: c.speakerId,
-    service: loadAgentService(),
-    clock: createSystemClock(),
-    log: silentLogger,
-    backoff: { baseMs: 50, maxMs: 200 },
-  });
-  cleanups.push(() => client.close());
-  return client;
-}
-
-/** An address where nothing listens: gRPC "down". */
-async function deadAddress(): Promise<string> {
-  const server = createServer();
-  await new Promise<void>((r) => server.listen(0, "127.0.0.1", r));
-  const port = (server.address() as { port: number }).port;
-  await new Promise((r) => server.close(r));
-  return `127.0.0.1:${port}`;
-}
-
-function report(speakerId: string): StatusReport {
-  return {
-    speaker_id: speakerId,
-    reason: "live_poll",
-    poll_id: "poll-7",
-    applied_revision_id: null,
-    applied_sequence: null,
-    applied_digest: null,
-    applied_at: null,
-    error: null,
-    bird: { reachable: false, version: null, router_id: null, server_time: null, last_reconfiguration: null },
-    sessions: [],
-    agent_version: "test",
-    reported_at: new Date().toISOString(),
-  };
-}
+const grpcClient = (c: StandInController, address = c.grpcAddress) => standIn.grpcClient({ address, nodeKey: c.nodeKey, speakerId: c.speakerId });
+const report = (speakerId: string) => statusReport(speakerId, "live_poll", "poll-7");
 
 describe("controller client", () => {
   it("gRPC - GetBundle reassembles the chunks byte for byte; ReportStatus arrives with the node key", async () => {

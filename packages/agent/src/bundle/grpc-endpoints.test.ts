@@ -1,68 +1,17 @@
-import { createServer } from "node:net";
-import { grpc, loadAgentService, type StatusReport } from "@rlc/proto";
-import { createSystemClock } from "@rlc/shared/time";
-import { afterEach, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { fixtureContent } from "../../../../test/helpers/agent-fakes.js";
-import { type StandInController, startStandInController } from "../../../../test/helpers/stand-in-controller.js";
+import type { StandInController } from "../../../../test/helpers/stand-in-controller.js";
+import { deadAddress, standInSetup, statusReport } from "../../../../test/helpers/stand-in-grpc.js";
 import { until } from "../../../../test/helpers/wait.js";
-import { silentLogger } from "../log.js";
-import { AgentGrpcClient } from "./grpc-client.js";
 
 // Two replicas of one controller (stand-ins with the same speaker and node key): the client uses
 // one, and moves to the other when it is lost.
 
-const cleanups: (() => Promise<void> | void)[] = [];
-afterEach(async () => {
-  for (const c of cleanups.splice(0).reverse()) await c();
-});
+const { cleanups, controller: replica, grpcClient } = standInSetup();
 
-async function replica(): Promise<StandInController> {
-  const c = await startStandInController();
-  cleanups.push(() => c.close());
-  return c;
-}
-
-function client(addresses: string[], key: string, speakerId: string, moves: string[] = []): AgentGrpcClient {
-  const c = new AgentGrpcClient({
-    address: addresses,
-    credentials: grpc.credentials.createInsecure(),
-    nodeKey: key,
-    speakerId,
-    service: loadAgentService(),
-    clock: createSystemClock(),
-    log: silentLogger,
-    backoff: { baseMs: 50, maxMs: 200 },
-    onEndpoint: (address) => moves.push(address),
-  });
-  cleanups.push(() => c.close());
-  return c;
-}
-
-/** An address where nothing listens: a replica that is gone. */
-async function deadAddress(): Promise<string> {
-  const server = createServer();
-  await new Promise<void>((r) => server.listen(0, "127.0.0.1", r));
-  const port = (server.address() as { port: number }).port;
-  await new Promise((r) => server.close(r));
-  return `127.0.0.1:${port}`;
-}
-
-function report(speakerId: string): StatusReport {
-  return {
-    speaker_id: speakerId,
-    reason: "sessions_changed",
-    poll_id: null,
-    applied_revision_id: null,
-    applied_sequence: null,
-    applied_digest: null,
-    applied_at: null,
-    error: null,
-    bird: { reachable: false, version: null, router_id: null, server_time: null, last_reconfiguration: null },
-    sessions: [],
-    agent_version: "test",
-    reported_at: new Date().toISOString(),
-  };
-}
+const client = (address: string[], nodeKey: string, speakerId: string, moves: string[] = []) =>
+  grpcClient({ address, nodeKey, speakerId, onEndpoint: (a) => moves.push(a) });
+const report = (speakerId: string) => statusReport(speakerId, "sessions_changed");
 
 const watches = (c: StandInController) => c.grpcCalls.filter((call) => call === "Watch").length;
 

@@ -2,10 +2,10 @@ import {
   BundleError,
   type BundleHeaderV2,
   type BundleHeadV2,
-  type BundlePayload,
   checkConfigV2,
   isBundleV2,
   type PinnedKey,
+  payloadOfV2,
   type ReceivedBundle,
   splitBundleV2,
   type VerifiedBundle,
@@ -57,14 +57,7 @@ export async function verifyKept(
     if (header.base_revision_id !== kept.revision_id || header.base_prefixes_sha256 !== kept.sha256) throw error;
     const rebuilt = applyKeptDelta(kept, header.revision_id, parts.section, header.prefixes_sha256);
     const { config, digest } = checkConfigV2(header, parts.config);
-    const payload: BundlePayload = {
-      ...config,
-      prefixes: keptPrefixes(rebuilt),
-      sequence: header.sequence,
-      issued_at: header.issued_at,
-      expires_at: header.expires_at,
-      digest,
-    };
+    const payload = payloadOfV2(header, config, keptPrefixes(rebuilt), digest);
     return { payload, payloadBytes: parts.header, keyId: parts.keyId, prefixSection: rebuilt.section, section: "delta", kept: rebuilt };
   }
 }

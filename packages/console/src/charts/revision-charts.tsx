@@ -1,5 +1,6 @@
 import { ok, type Schema } from "../api.js";
 import { useSession } from "../session.js";
+import { DataTable } from "../table.js";
 import { useLoad } from "../ui.js";
 import { Chart } from "./chart.js";
 
@@ -41,31 +42,24 @@ export function RevisionsOverTime({ revisions }: { revisions: Revision[] }) {
       />
       <details class="numbers" open>
         <summary>The numbers</summary>
-        <table data-testid="revisions-numbers">
-          <caption class="muted">
-            Guard: a refresh may withdraw up to {percent}% of the current revision's prefixes without force (it may leave no fewer than {floor}).
-          </caption>
-          <thead>
-            <tr>
-              <th>Revision</th>
-              <th>When</th>
-              <th class="num">IPv4</th>
-              <th class="num">IPv6</th>
-              <th class="num">Total</th>
-            </tr>
-          </thead>
-          <tbody>
-            {rows.map((r) => (
-              <tr key={r.revision_id} data-revision={r.revision_id}>
-                <td>{r.revision_id}</td>
-                <td>{new Date(r.created_at).toLocaleString()}</td>
-                <td class="num">{r.prefix_count_v4}</td>
-                <td class="num">{r.prefix_count_v6}</td>
-                <td class="num">{r.prefix_count_v4 + r.prefix_count_v6}</td>
-              </tr>
-            ))}
-          </tbody>
-        </table>
+        <DataTable
+          testId="revisions-numbers"
+          caption={
+            <span class="muted">
+              Guard: a refresh may withdraw up to {percent}% of the current revision's prefixes without force (it may leave no fewer than {floor}).
+            </span>
+          }
+          columns={[
+            { header: "Revision", cell: (r) => r.revision_id },
+            { header: "When", cell: (r) => new Date(r.created_at).toLocaleString() },
+            { header: "IPv4", num: true, cell: (r) => r.prefix_count_v4 },
+            { header: "IPv6", num: true, cell: (r) => r.prefix_count_v6 },
+            { header: "Total", num: true, cell: (r) => r.prefix_count_v4 + r.prefix_count_v6 },
+          ]}
+          rows={rows}
+          rowKey={(r) => r.revision_id}
+          rowAttrs={(r) => ({ "data-revision": r.revision_id })}
+        />
       </details>
     </section>
   );
@@ -89,22 +83,15 @@ export function PrefixesPerCommunity({ revisionId }: { revisionId: number }) {
         xLabels={groups.map((g) => g.community ?? "none")}
         series={[{ label: "prefixes", values: groups.map((g) => g.prefix_count), color: "--accent" }]}
       />
-      <table data-testid="communities-numbers">
-        <thead>
-          <tr>
-            <th>Community</th>
-            <th class="num">Prefixes</th>
-          </tr>
-        </thead>
-        <tbody>
-          {groups.map((g) => (
-            <tr key={name(g)}>
-              <td>{name(g)}</td>
-              <td class="num">{g.prefix_count}</td>
-            </tr>
-          ))}
-        </tbody>
-      </table>
+      <DataTable
+        testId="communities-numbers"
+        columns={[
+          { header: "Community", cell: name },
+          { header: "Prefixes", num: true, cell: (g) => g.prefix_count },
+        ]}
+        rows={groups}
+        rowKey={name}
+      />
     </section>
   );
 }

@@ -1,6 +1,7 @@
 import { useEffect, useState } from "preact/hooks";
 import { ok, type Schema } from "../api.js";
 import { useSession } from "../session.js";
+import { DataTable } from "../table.js";
 import { Chart } from "./chart.js";
 
 type Change = Schema<"SessionHistoryEntry">;
@@ -88,32 +89,27 @@ export function SessionTimeline({ speakerId, peerName }: { speakerId: string; pe
         yTicks={series.map((s, i) => ({ value: i + 0.5, label: s.label }))}
         series={series.map((s, i) => ({ ...s, color: COLORS[i % COLORS.length]! }))}
       />
-      <table data-testid="session-history-numbers">
-        <caption>Session changes, newest first</caption>
-        <thead>
-          <tr>
-            <th scope="col">When</th>
-            <th scope="col">Peer</th>
-            <th scope="col">From</th>
-            <th scope="col">To</th>
-          </tr>
-        </thead>
-        <tbody>
-          {[...changes].reverse().map((c) => (
-            <tr key={c.id} data-protocol={c.protocol}>
-              <td>
-                <time dateTime={c.at}>{new Date(c.at).toLocaleString()}</time>
-              </td>
-              <td>{nameOf(c)}</td>
-              <td>{stateText(c.previous)}</td>
-              <td>
+      <DataTable
+        testId="session-history-numbers"
+        caption="Session changes, newest first"
+        columns={[
+          { header: "When", cell: (c) => <time dateTime={c.at}>{new Date(c.at).toLocaleString()}</time> },
+          { header: "Peer", cell: nameOf },
+          { header: "From", cell: (c) => stateText(c.previous) },
+          {
+            header: "To",
+            cell: (c) => (
+              <>
                 {stateText(c.current)}
                 {c.last_error && !isUp(c.current) ? <span class="error small"> {c.last_error}</span> : null}
-              </td>
-            </tr>
-          ))}
-        </tbody>
-      </table>
+              </>
+            ),
+          },
+        ]}
+        rows={[...changes].reverse()}
+        rowKey={(c) => c.id}
+        rowAttrs={(c) => ({ "data-protocol": c.protocol })}
+      />
     </section>
   );
 }

@@ -1,7 +1,7 @@
 import { useState } from "preact/hooks";
 import { ok, type Schema } from "../api.js";
 import { ConfirmButton } from "../confirm.js";
-import { ApiFormView, Field, useApiForm } from "../fields.js";
+import { ApiFormView, Field, useApiForm, useValues } from "../fields.js";
 import { Choice } from "../form.js";
 import { Link } from "../router.js";
 import { storeKey, useSession } from "../session.js";
@@ -16,25 +16,20 @@ const RANK: Record<string, number> = { node: 0, viewer: 1, operator: 2, admin: 3
 function NewKeyForm(props: { onCreated: (k: Schema<"ApiKeyWithSecret">) => void }) {
   const { api, info } = useSession();
   const form = useApiForm("new-key");
-  const [name, setName] = useState("");
+  const { values: v, bind, set } = useValues({ name: "", expires_at: "" });
   const [role, setRole] = useState<(typeof ROLES)[number]>("viewer");
-  const [expires, setExpires] = useState("");
   const roles = ROLES.filter((r) => RANK[r]! <= RANK[info.role]!);
+  const create = async () => {
+    const body = { name: v.name.trim(), role, ...(v.expires_at ? { expires_at: new Date(v.expires_at).toISOString() } : {}) };
+    props.onCreated(await ok(api.POST("/v1/api-keys", { body })));
+    set("name", "");
+  };
   return (
-    <ApiFormView
-      form={form}
-      label="New API key"
-      submit="Create key"
-      action={async () => {
-        const body = { name: name.trim(), role, ...(expires ? { expires_at: new Date(expires).toISOString() } : {}) };
-        props.onCreated(await ok(api.POST("/v1/api-keys", { body })));
-        setName("");
-      }}
-    >
+    <ApiFormView form={form} label="New API key" submit="Create key" action={create}>
       <div class="grid">
-        <Field label="Name" name="name" value={name} onInput={setName} input={{ required: true, maxLength: 128 }} />
+        <Field label="Name" {...bind("name")} input={{ required: true, maxLength: 128 }} />
         <Choice label="Role (up to your own)" name="role" value={role} onChange={(v) => setRole(v as typeof role)} options={roles} />
-        <Field label="Expires (optional)" name="expires_at" value={expires} onInput={setExpires} input={{ type: "datetime-local" }} />
+        <Field label="Expires (optional)" {...bind("expires_at")} input={{ type: "datetime-local" }} />
       </div>
     </ApiFormView>
   );

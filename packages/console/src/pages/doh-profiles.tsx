@@ -1,7 +1,7 @@
 import { useState } from "preact/hooks";
 import { ok, type Schema } from "../api.js";
-import { ConfirmButton } from "../confirm.js";
-import { ApiFormView, Field, num, useApiForm } from "../fields.js";
+import { useListEditing } from "../editing.js";
+import { ApiFormView, Field, num, useApiForm, useValues } from "../fields.js";
 import { Choice } from "../form.js";
 import { useSession } from "../session.js";
 import { DataTable, type MaybeColumn, useItems } from "../table.js";
@@ -16,37 +16,25 @@ interface ProfileBody {
   timeout_ms?: number;
 }
 
-function ProfileForm(props: { profile?: Profile; onSave: (body: ProfileBody) => Promise<unknown>; onCancel?: () => void }) {
+function ProfileForm(props: { profile?: Profile | undefined; onSave: (body: ProfileBody) => Promise<unknown>; onCancel?: (() => void) | undefined }) {
   const p = props.profile;
   const form = useApiForm(p ? `doh-${p.id}` : "new-doh");
-  const [name, setName] = useState(p?.name ?? "");
-  const [url, setUrl] = useState(p?.url ?? "");
+  const { values: v, bind } = useValues({ name: p?.name ?? "", url: p?.url ?? "", timeout_ms: p ? String(p.timeout_ms) : "" });
   const [method, setMethod] = useState<ProfileBody["method"]>(p?.method ?? "GET");
   const [format, setFormat] = useState<ProfileBody["format"]>(p?.format ?? "wire");
-  const [timeout, setTimeoutMs] = useState(p ? String(p.timeout_ms) : "");
   return (
     <ApiFormView
       form={form}
       label={p ? `Edit DoH profile ${p.name ?? p.url}` : "New DoH profile"}
       submit={p ? "Save profile" : "Create profile"}
-      action={() => props.onSave({ name: name.trim() || null, url: url.trim(), method, format, ...(timeout ? { timeout_ms: num(timeout) } : {}) })}
-      extra={
-        props.onCancel ? (
-          <button type="button" onClick={props.onCancel}>
-            Cancel
-          </button>
-        ) : null
+      action={() =>
+        props.onSave({ name: v.name.trim() || null, url: v.url.trim(), method, format, ...(v.timeout_ms ? { timeout_ms: num(v.timeout_ms) } : {}) })
       }
+      onCancel={props.onCancel}
     >
       <div class="grid">
-        <Field label="Name" name="name" value={name} onInput={setName} input={{ maxLength: 64 }} />
-        <Field
-          label="URL (https)"
-          name="url"
-          value={url}
-          onInput={setUrl}
-          input={{ required: true, type: "url", maxLength: 2048, placeholder: "https://dns.example/dns-query" }}
-        />
+        <Field label="Name" {...bind("name")} input={{ maxLength: 64 }} />
+        <Field label="URL (https)" {...bind("url")} input={{ required: true, type: "url", maxLength: 2048, placeholder: "https://dns.example/dns-query" }} />
         <Choice label="Method" name="method" value={method} onChange={(v) => setMethod(v as ProfileBody["method"])} options={["GET", "POST"]} />
         <Choice
           label="Format"
@@ -58,13 +46,7 @@ function ProfileForm(props: { profile?: Profile; onSave: (body: ProfileBody) => 
             ["json", "json (dns-json)"],
           ]}
         />
-        <Field
-          label="Timeout (ms)"
-          name="timeout_ms"
-          value={timeout}
-          onInput={setTimeoutMs}
-          input={{ type: "number", min: 100, max: 30000, placeholder: "3000" }}
-        />
+        <Field label="Timeout (ms)" {...bind("timeout_ms")} input={{ type: "number", min: 100, max: 30000, placeholder: "3000" }} />
       </div>
     </ApiFormView>
   );
@@ -74,55 +56,24 @@ function ProfileForm(props: { profile?: Profile; onSave: (body: ProfileBody) => 
 export function DohProfilesPage() {
   const { api, can } = useSession();
   const profiles = useItems(() => api.GET("/v1/doh-profiles", { params: { query: { limit: 500 } } }), []);
-  const [editing, setEditing] = useState<string | null>(null);
-  const current = profiles.data?.find((p) => p.id === editing);
+  const edit = useListEditing({
+    list: profiles,
+    create: (body: ProfileBody) => ok(api.POST("/v1/doh-profiles", { body })),
+    update: (id, body) => ok(api.PATCH("/v1/doh-profiles/{id}", { params: { path: { id } }, body })),
+    remove: (id) => ok(api.DELETE("/v1/doh-profiles/{id}", { params: { path: { id } } })),
+  });
   const columns: MaybeColumn<Profile>[] = [
     { header: "Name", cell: (p) => p.name ?? <span class="muted">unnamed</span> },
     { header: "URL", wrap: true, cell: (p) => <code>{p.url}</code> },
     { header: "Method", cell: (p) => p.method },
     { header: "Format", cell: (p) => p.format },
     { header: "Timeout", num: true, cell: (p) => `${p.timeout_ms} ms` },
-    can("operator") && {
-      header: "Actions",
-      cell: (p) => (
-        <span class="row">
-          <button type="button" onClick={() => setEditing(editing === p.id ? null : p.id)}>
-            Edit
-          </button>
-          <ConfirmButton
-            label="Delete"
-            question={`Delete DoH profile ${p.name ?? p.url}?`}
-            action={async () => {
-              await ok(api.DELETE("/v1/doh-profiles/{id}", { params: { path: { id: p.id } } }));
-              profiles.reload();
-            }}
-          />
-        </span>
-      ),
-    },
+    can("operator") && edit.actions((p) => `Delete DoH profile ${p.name ?? p.url}?`),
   ];
   return (
     <Page title="DoH profiles">
       <ErrorBox error={profiles.error} />
-      {current ? (
-        <ProfileForm
-          key={current.id}
-          profile={current}
-          onCancel={() => setEditing(null)}
-          onSave={async (body) => {
-            await ok(api.PATCH("/v1/doh-profiles/{id}", { params: { path: { id: current.id } }, body }));
-            setEditing(null);
-            profiles.reload();
-          }}
-        />
-      ) : can("operator") ? (
-        <ProfileForm
-          onSave={async (body) => {
-            await ok(api.POST("/v1/doh-profiles", { body }));
-            profiles.reload();
-          }}
-        />
-      ) : null}
+      {edit.current || can("operator") ? <ProfileForm key={edit.current?.id} profile={edit.current} onCancel={edit.cancel} onSave={edit.save} /> : null}
       <DataTable testId="doh-profiles" loaded={Boolean(profiles.data)} columns={columns} rows={profiles.data} rowKey={(p) => p.id} />
     </Page>
   );

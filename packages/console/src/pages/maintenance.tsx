@@ -1,7 +1,7 @@
 import { useState } from "preact/hooks";
 import { ok, type Schema } from "../api.js";
 import { ConfirmButton } from "../confirm.js";
-import { ApiFormView, Check, Field, num, useApiForm } from "../fields.js";
+import { ApiFormView, Check, Field, num, useApiForm, useValues } from "../fields.js";
 import { useSession } from "../session.js";
 import { DataTable, type MaybeColumn, useItems } from "../table.js";
 import { ActionButton, Ago, Badge, ErrorBox, Page } from "../ui.js";
@@ -19,8 +19,7 @@ type Kind = (typeof KINDS)[number][0];
 function PolicyForm(props: { onCreated: () => void }) {
   const { api } = useSession();
   const form = useApiForm("new-policy");
-  const [name, setName] = useState("");
-  const [interval, setInterval] = useState("1440");
+  const { values: v, bind, set } = useValues({ name: "", interval_minutes: "1440" });
   const [enabled, setEnabled] = useState(true);
   const [chosen, setChosen] = useState<Record<Kind, boolean>>({
     revision_prune: true,
@@ -31,26 +30,18 @@ function PolicyForm(props: { onCreated: () => void }) {
   const [days, setDays] = useState<Record<string, string>>({ audit_retention: "90", jobs_retention: "30" });
   const actions = (): Action[] =>
     KINDS.filter(([k]) => chosen[k]).map(([k, , withDays]) => (withDays ? ({ type: k, days: num(days[k] ?? "") ?? 0 } as Action) : ({ type: k } as Action)));
+  const create = async () => {
+    await ok(
+      api.POST("/v1/maintenance/policies", { body: { name: v.name.trim(), enabled, interval_minutes: num(v.interval_minutes) ?? 0, actions: actions() } }),
+    );
+    set("name", "");
+    props.onCreated();
+  };
   return (
-    <ApiFormView
-      form={form}
-      label="New maintenance policy"
-      submit="Create policy"
-      action={async () => {
-        await ok(api.POST("/v1/maintenance/policies", { body: { name: name.trim(), enabled, interval_minutes: num(interval) ?? 0, actions: actions() } }));
-        setName("");
-        props.onCreated();
-      }}
-    >
+    <ApiFormView form={form} label="New maintenance policy" submit="Create policy" action={create}>
       <div class="grid">
-        <Field label="Name" name="name" value={name} onInput={setName} input={{ required: true, maxLength: 128 }} />
-        <Field
-          label="Every (minutes, 5–43200)"
-          name="interval_minutes"
-          value={interval}
-          onInput={setInterval}
-          input={{ required: true, type: "number", min: 5, max: 43200 }}
-        />
+        <Field label="Name" {...bind("name")} input={{ required: true, maxLength: 128 }} />
+        <Field label="Every (minutes, 5–43200)" {...bind("interval_minutes")} input={{ required: true, type: "number", min: 5, max: 43200 }} />
       </div>
       <Check label="Enabled" name="enabled" checked={enabled} onChange={setEnabled} />
       <fieldset class="checklist" id="new-policy-actions">

@@ -1,6 +1,6 @@
 import { useState } from "preact/hooks";
 import type { Schema } from "../api.js";
-import { ApiFormView, Check, CheckList, Field, num, useApiForm } from "../fields.js";
+import { ApiFormView, Check, CheckList, Field, num, useApiForm, useValues } from "../fields.js";
 
 type Peer = Schema<"Peer">;
 
@@ -34,82 +34,52 @@ export function PeerForm(props: {
 }) {
   const p = props.peer;
   const form = useApiForm(p ? `peer-${p.id}` : "new-peer");
-  const [name, setName] = useState(p?.name ?? "");
-  const [address, setAddress] = useState(p?.neighbor_address ?? "");
-  const [port, setPort] = useState(p ? String(p.neighbor_port) : "");
-  const [remoteAsn, setRemoteAsn] = useState(p ? String(p.remote_asn) : "");
-  const [localAsn, setLocalAsn] = useState(p?.local_asn ? String(p.local_asn) : "");
-  const [description, setDescription] = useState(p?.description ?? "");
+  const { values: v, bind } = useValues({
+    name: p?.name ?? "",
+    neighbor_address: p?.neighbor_address ?? "",
+    neighbor_port: p ? String(p.neighbor_port) : "",
+    remote_asn: p ? String(p.remote_asn) : "",
+    local_asn: p?.local_asn ? String(p.local_asn) : "",
+    description: p?.description ?? "",
+    password: "",
+    multihop: p ? String(p.multihop === true ? "yes" : p.multihop === false ? "" : p.multihop) : "",
+  });
   const [enabled, setEnabled] = useState(p?.enabled ?? true);
-  const [password, setPassword] = useState("");
   const [dropPassword, setDropPassword] = useState(false);
-  const [multihop, setMultihop] = useState(p ? String(p.multihop === true ? "yes" : p.multihop === false ? "" : p.multihop) : "");
   const [families, setFamilies] = useState<string[]>(p?.address_families ?? ["ipv4", "ipv6"]);
   const [communities, setCommunities] = useState<string[]>(p?.export_community_ids ?? []);
   const [speakers, setSpeakers] = useState<string[]>(p?.speaker_ids ?? []);
 
   const body = (): PeerBody => ({
-    name: name.trim(),
-    neighbor_address: address.trim(),
-    ...(port.trim() ? { neighbor_port: num(port) } : {}),
-    remote_asn: num(remoteAsn) ?? 0,
-    local_asn: num(localAsn) ?? null,
-    description,
+    name: v.name.trim(),
+    neighbor_address: v.neighbor_address.trim(),
+    ...(v.neighbor_port.trim() ? { neighbor_port: num(v.neighbor_port) } : {}),
+    remote_asn: num(v.remote_asn) ?? 0,
+    local_asn: num(v.local_asn) ?? null,
+    description: v.description,
     enabled,
-    ...(dropPassword ? { password: null } : password ? { password } : {}),
-    multihop: multihop === "yes" ? true : multihop.trim() === "" ? false : Number(multihop),
+    ...(dropPassword ? { password: null } : v.password ? { password: v.password } : {}),
+    multihop: v.multihop === "yes" ? true : v.multihop.trim() === "" ? false : Number(v.multihop),
     address_families: families as ("ipv4" | "ipv6")[],
     export_community_ids: communities,
     speaker_ids: speakers,
   });
 
   return (
-    <ApiFormView
-      form={form}
-      label={p ? `Edit peer ${p.name}` : "New peer"}
-      submit={props.submit}
-      action={() => props.onSave(body())}
-      extra={
-        props.onCancel ? (
-          <button type="button" onClick={props.onCancel}>
-            Cancel
-          </button>
-        ) : null
-      }
-    >
+    <ApiFormView form={form} label={p ? `Edit peer ${p.name}` : "New peer"} submit={props.submit} action={() => props.onSave(body())} onCancel={props.onCancel}>
       <div class="grid">
-        <Field label="Name" name="name" value={name} onInput={setName} input={{ required: true, maxLength: 64 }} />
-        <Field label="Neighbor address" name="neighbor_address" value={address} onInput={setAddress} input={{ required: true, placeholder: "192.0.2.2" }} />
-        <Field label="Neighbor port" name="neighbor_port" value={port} onInput={setPort} input={{ type: "number", min: 1, max: 65535, placeholder: "179" }} />
-        <Field
-          label="Remote ASN"
-          name="remote_asn"
-          value={remoteAsn}
-          onInput={setRemoteAsn}
-          input={{ required: true, type: "number", min: 1, max: 4294967295 }}
-        />
-        <Field
-          label="Local ASN (default: the router's)"
-          name="local_asn"
-          value={localAsn}
-          onInput={setLocalAsn}
-          input={{ type: "number", min: 1, max: 4294967295 }}
-        />
-        <Field
-          label="Multihop (empty: direct; 'yes' or a TTL)"
-          name="multihop"
-          value={multihop}
-          onInput={setMultihop}
-          input={{ pattern: "yes|[0-9]{1,3}", placeholder: "yes" }}
-        />
+        <Field label="Name" {...bind("name")} input={{ required: true, maxLength: 64 }} />
+        <Field label="Neighbor address" {...bind("neighbor_address")} input={{ required: true, placeholder: "192.0.2.2" }} />
+        <Field label="Neighbor port" {...bind("neighbor_port")} input={{ type: "number", min: 1, max: 65535, placeholder: "179" }} />
+        <Field label="Remote ASN" {...bind("remote_asn")} input={{ required: true, type: "number", min: 1, max: 4294967295 }} />
+        <Field label="Local ASN (default: the router's)" {...bind("local_asn")} input={{ type: "number", min: 1, max: 4294967295 }} />
+        <Field label="Multihop (empty: direct; 'yes' or a TTL)" {...bind("multihop")} input={{ pattern: "yes|[0-9]{1,3}", placeholder: "yes" }} />
         <Field
           label={p?.password_set ? "New TCP-MD5 password (a password is set; empty keeps it)" : "TCP-MD5 password (optional)"}
-          name="password"
-          value={password}
-          onInput={setPassword}
+          {...bind("password")}
           input={{ type: "password", maxLength: 80, autoComplete: "new-password", disabled: dropPassword }}
         />
-        <Field label="Description" name="description" value={description} onInput={setDescription} input={{ maxLength: 512 }} />
+        <Field label="Description" {...bind("description")} input={{ maxLength: 512 }} />
       </div>
       <div class="row">
         <Check label="Enabled" name="enabled" checked={enabled} onChange={setEnabled} />

@@ -1,10 +1,11 @@
-import { useEffect, useState } from "preact/hooks";
+import { useState } from "preact/hooks";
 import { ok, type Schema } from "../api.js";
 import { ConfirmButton } from "../confirm.js";
+import { useLiveSpeakers } from "../live.js";
 import { Link, navigate } from "../router.js";
 import { useSession } from "../session.js";
 import { type Column, DataTable, useItems } from "../table.js";
-import { Ago, Badge, ErrorBox, Page, useLoad } from "../ui.js";
+import { Ago, Badge, ErrorBox, Page, ToggleButton, useLoad } from "../ui.js";
 import { useCommunities } from "./modules.js";
 import { PeerForm } from "./peer-form.js";
 import { protocolOf } from "./router.js";
@@ -15,32 +16,6 @@ type Speaker = Schema<"Speaker">;
 function useSpeakers() {
   const { api } = useSession();
   return useItems(() => api.GET("/v1/speakers", { params: { query: { limit: 500 } } }), []);
-}
-
-/** Every speaker with its agent's fresh report, asked again once each answer is in (at most once a second). */
-function useLiveFleet() {
-  const { api } = useSession();
-  const [fleet, setFleet] = useState<Speaker[] | null>(null);
-  useEffect(() => {
-    let stopped = false;
-    let timer: ReturnType<typeof setTimeout> | undefined;
-    const round = async () => {
-      const started = Date.now();
-      try {
-        const page = await ok(api.GET("/v1/speakers", { params: { query: { limit: 500, live: "true", live_timeout_ms: 3000 } } }));
-        if (!stopped) setFleet(page.items);
-      } catch {
-        // The next round tries again; the page keeps the last answer.
-      }
-      if (!stopped) timer = setTimeout(round, Math.max(0, 1000 - (Date.now() - started)));
-    };
-    void round();
-    return () => {
-      stopped = true;
-      clearTimeout(timer);
-    };
-  }, []);
-  return fleet;
 }
 
 function routersOf(p: Peer, speakers: Map<string, Speaker>) {
@@ -76,16 +51,7 @@ export function PeersPage() {
     { header: "Routers and sessions", testId: "peer-routers", cell: (p) => (p.speaker_ids.length ? routersOf(p, byId) : <span class="muted">none</span>) },
   ];
   return (
-    <Page
-      title="Peers"
-      actions={
-        can("operator") ? (
-          <button type="button" aria-expanded={adding} onClick={() => setAdding(!adding)}>
-            New peer
-          </button>
-        ) : null
-      }
-    >
+    <Page title="Peers" actions={can("operator") ? <ToggleButton label="New peer" open={adding} onToggle={setAdding} /> : null}>
       <ErrorBox error={peers.error ?? speakers.error} />
       {adding ? (
         <PeerForm
@@ -110,7 +76,7 @@ export function PeerPage({ id }: { id: string }) {
   const peer = useLoad(() => ok(api.GET("/v1/peers/{id}", { params: { path: { id } } })), [id]);
   const speakers = useSpeakers();
   const communities = useCommunities();
-  const fleet = useLiveFleet();
+  const fleet = useLiveSpeakers().speakers;
   const [editing, setEditing] = useState(false);
   const p = peer.data;
   const protocol = protocolOf(id);
@@ -141,9 +107,7 @@ export function PeerPage({ id }: { id: string }) {
       actions={
         p && can("operator") ? (
           <>
-            <button type="button" aria-expanded={editing} onClick={() => setEditing(!editing)}>
-              Edit
-            </button>
+            <ToggleButton label="Edit" open={editing} onToggle={setEditing} />
             <ConfirmButton
               label="Delete"
               question={`Delete peer ${p.name}? Its routers drop the session at their next apply.`}

@@ -1,16 +1,16 @@
-import { useEffect, useState } from "preact/hooks";
+import { useState } from "preact/hooks";
 import { ok, type Schema } from "../api.js";
 import { SessionTimeline } from "../charts/session-timeline.js";
 import { ConfirmButton } from "../confirm.js";
+import { useLiveSpeakers } from "../live.js";
 import { Link, navigate } from "../router.js";
 import { useSession } from "../session.js";
 import { type Column, DataTable, useItems } from "../table.js";
-import { ActionButton, Ago, Badge, ErrorBox, Page, useLoad } from "../ui.js";
+import { ActionButton, Ago, Badge, ErrorBox, Page, ToggleButton, useLoad } from "../ui.js";
 import { EnrollmentPanel } from "./enrollment.js";
 import { SpeakerForm } from "./speaker-form.js";
 
 type Session = Schema<"BgpSessionLive">;
-type Live = Schema<"SpeakerLiveStatus">;
 
 /** BIRD names a peer's protocol `rl_peer_<its id without dashes>`. */
 export const protocolOf = (peerId: string) => `rl_peer_${peerId.toLowerCase().replaceAll("-", "")}`;
@@ -46,47 +46,13 @@ const sessionColumns = (peers: Map<string, Schema<"Peer">>): Column<Session>[] =
   { header: "Exported", num: true, cell: (x) => x.routes_exported ?? "—" },
 ];
 
-/**
- * The speaker's BGP sessions as its agent reports them now. There is no server push in the API;
- * `GET /v1/speakers?live=true` is its live route: each call asks the agent over the bus for a
- * fresh report and answers when it arrives (or after the timeout). The page asks again as soon
- * as an answer is in, at most once a second.
- */
-function useLiveSessions(id: string) {
-  const { api } = useSession();
-  const [live, setLive] = useState<Live | null>(null);
-  const [error, setError] = useState<Error | null>(null);
-  useEffect(() => {
-    let stopped = false;
-    let timer: ReturnType<typeof setTimeout> | undefined;
-    const round = async () => {
-      const started = Date.now();
-      try {
-        const page = await ok(api.GET("/v1/speakers", { params: { query: { limit: 500, live: "true", live_timeout_ms: 3000 } } }));
-        const mine = page.items.find((s) => s.id === id);
-        if (!stopped) {
-          setLive(mine?.live ?? null);
-          setError(null);
-        }
-      } catch (e) {
-        if (!stopped) setError(e as Error);
-      }
-      if (!stopped) timer = setTimeout(round, Math.max(0, 1000 - (Date.now() - started)));
-    };
-    void round();
-    return () => {
-      stopped = true;
-      clearTimeout(timer);
-    };
-  }, [id]);
-  return { live, error };
-}
-
 export function RouterPage({ id }: { id: string }) {
   const { api, can } = useSession();
   const speaker = useLoad(() => ok(api.GET("/v1/speakers/{speaker_id}", { params: { path: { speaker_id: id } } })), [id]);
   const peers = useItems(() => api.GET("/v1/peers", { params: { query: { limit: 500 } } }), []);
-  const { live, error } = useLiveSessions(id);
+  const fleet = useLiveSpeakers();
+  const live = fleet.speakers?.find((x) => x.id === id)?.live ?? null;
+  const error = fleet.error;
   const [editing, setEditing] = useState(false);
   const [token, setToken] = useState<{ token: string; expiresAt: string } | null>(null);
   const s = speaker.data;
@@ -98,9 +64,7 @@ export function RouterPage({ id }: { id: string }) {
       actions={
         s && can("operator") ? (
           <>
-            <button type="button" aria-expanded={editing} onClick={() => setEditing(!editing)}>
-              Edit
-            </button>
+            <ToggleButton label="Edit" open={editing} onToggle={setEditing} />
             {s.mode === "remote" && can("admin") ? (
               <ActionButton
                 label="New enrollment token"

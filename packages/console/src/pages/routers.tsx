@@ -4,7 +4,7 @@ import { FleetChart } from "../charts/fleet-chart.js";
 import { Link } from "../router.js";
 import { useSession } from "../session.js";
 import { type Column, DataTable, useItems } from "../table.js";
-import { ActionButton, Ago, Badge, ErrorBox, Page } from "../ui.js";
+import { ActionButton, Ago, Badge, ErrorBox, Page, ToggleButton } from "../ui.js";
 import { EnrollmentPanel } from "./enrollment.js";
 import { JobProgress, type JobView, watchJob } from "./job-watch.js";
 import { SpeakerForm } from "./speaker-form.js";
@@ -88,9 +88,7 @@ export function RoutersPage() {
       actions={
         can("operator") ? (
           <>
-            <button type="button" aria-expanded={adding} onClick={() => setAdding(!adding)}>
-              New router
-            </button>
+            <ToggleButton label="New router" open={adding} onToggle={setAdding} />
             <ActionButton
               label="Apply current revision"
               kind="primary"

@@ -1,6 +1,6 @@
 import { useState } from "preact/hooks";
 import type { Schema } from "../api.js";
-import { ApiFormView, Field, num, useApiForm } from "../fields.js";
+import { ApiFormView, Field, num, useApiForm, useValues } from "../fields.js";
 import { Choice } from "../form.js";
 
 type Speaker = Schema<"Speaker">;
@@ -31,10 +31,8 @@ export interface SpeakerBody {
 export function SpeakerForm(props: { speaker?: Speaker; submit: string; onSave: (body: SpeakerBody) => Promise<unknown>; onCancel?: () => void }) {
   const s = props.speaker;
   const form = useApiForm(s ? `speaker-${s.id}` : "new-speaker");
-  const [name, setName] = useState(s?.name ?? "");
+  const { values: v, bind } = useValues({ name: s?.name ?? "", router_id: s?.router_id ?? "", asn: s ? String(s.asn) : "" });
   const [mode, setMode] = useState<"remote" | "local">(s?.mode ?? "remote");
-  const [routerId, setRouterId] = useState(s?.router_id ?? "");
-  const [asn, setAsn] = useState(s ? String(s.asn) : "");
   const policies0 = (s?.policies_json ?? {}) as Record<string, unknown>;
   const [policies, setPolicies] = useState<Record<string, string>>(
     Object.fromEntries(POLICY_FIELDS.map(([k]) => [k, policies0[k] === undefined || policies0[k] === null ? "" : String(policies0[k])])),
@@ -45,7 +43,13 @@ export function SpeakerForm(props: { speaker?: Speaker; submit: string; onSave: 
       const v = policies[k]?.trim() ?? "";
       if (v) p[k] = NUMERIC.has(k) ? Number(v) : v;
     }
-    return { name: name.trim(), ...(s ? {} : { mode }), router_id: routerId.trim(), asn: num(asn) ?? 0, policies_json: p as SpeakerBody["policies_json"] };
+    return {
+      name: v.name.trim(),
+      ...(s ? {} : { mode }),
+      router_id: v.router_id.trim(),
+      asn: num(v.asn) ?? 0,
+      policies_json: p as SpeakerBody["policies_json"],
+    };
   };
   return (
     <ApiFormView
@@ -53,16 +57,10 @@ export function SpeakerForm(props: { speaker?: Speaker; submit: string; onSave: 
       label={s ? `Edit router ${s.name}` : "New router"}
       submit={props.submit}
       action={() => props.onSave(body())}
-      extra={
-        props.onCancel ? (
-          <button type="button" onClick={props.onCancel}>
-            Cancel
-          </button>
-        ) : null
-      }
+      onCancel={props.onCancel}
     >
       <div class="grid">
-        <Field label="Name" name="name" value={name} onInput={setName} input={{ required: true, maxLength: 64 }} />
+        <Field label="Name" {...bind("name")} input={{ required: true, maxLength: 64 }} />
         {s ? null : (
           <Choice
             label="Mode"
@@ -75,8 +73,8 @@ export function SpeakerForm(props: { speaker?: Speaker; submit: string; onSave: 
             ]}
           />
         )}
-        <Field label="Router id (IPv4)" name="router_id" value={routerId} onInput={setRouterId} input={{ required: true, placeholder: "192.0.2.1" }} />
-        <Field label="ASN" name="asn" value={asn} onInput={setAsn} input={{ required: true, type: "number", min: 1, max: 4294967295 }} />
+        <Field label="Router id (IPv4)" {...bind("router_id")} input={{ required: true, placeholder: "192.0.2.1" }} />
+        <Field label="ASN" {...bind("asn")} input={{ required: true, type: "number", min: 1, max: 4294967295 }} />
       </div>
       <details open={Object.values(policies).some(Boolean)}>
         <summary>BGP addresses and next hops</summary>

@@ -1,5 +1,5 @@
 import { AppError } from "@rlc/shared/errors";
-import { decodeCursor } from "./cursor.js";
+import { decodeCursor, type Page, toPage } from "./cursor.js";
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 
@@ -12,4 +12,16 @@ export function afterIdOf(cursor: string | undefined): string | null {
   const [id] = decodeCursor(cursor, ["string"]);
   if (id === undefined || !UUID.test(id)) throw new AppError("invalid_cursor", "cursor does not decode");
   return id;
+}
+
+/**
+ * A page of an id-ordered list: `read` is given the cursor's id (null: the first page) and
+ * fetches up to `limit + 1` rows after it; the last row returned is the next cursor.
+ */
+export async function pageById<R extends { id: string }, T>(
+  q: { cursor?: string | undefined; limit: number },
+  read: (afterId: string | null) => Promise<R[]>,
+  map: (row: R) => T,
+): Promise<Page<T>> {
+  return toPage(await read(afterIdOf(q.cursor)), q.limit, (r) => [r.id], map);
 }

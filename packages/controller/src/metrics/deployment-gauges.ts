@@ -13,15 +13,25 @@ import { ageSeconds, type FleetReads, SYNC_STATUSES } from "./fleet-reads.js";
 export function registerDeploymentGauges(o: { registry: Registry; reads: FleetReads; clock: Clock }): void {
   const registers = [o.registry];
   const { reads } = o;
+  // A gauge filled by `collect` at each scrape (prom-client calls it with the gauge).
+  const gauge = <L extends string>(name: string, help: string, labelNames: readonly L[], collect: (g: Gauge<L>) => Promise<void>) =>
+    new Gauge({
+      name,
+      help,
+      labelNames,
+      registers,
+      async collect() {
+        await collect(this);
+      },
+    });
 
-  new Gauge({
-    name: "rlc_deployment_jobs",
-    help: "Jobs not yet ended in all tenants together, by type and status (queued, running, awaiting agents).",
-    labelNames: ["type", "status"] as const,
-    registers,
-    async collect() {
+  gauge(
+    "rlc_deployment_jobs",
+    "Jobs not yet ended in all tenants together, by type and status (queued, running, awaiting agents).",
+    ["type", "status"],
+    async (g) => {
       const rows = await reads.jobs(null);
-      this.reset();
+      g.reset();
       const totals = new Map<string, { type: string; status: string; count: number }>();
       for (const r of rows ?? []) {
         const key = `${r.type}\n${r.status}`;
@@ -29,69 +39,57 @@ export function registerDeploymentGauges(o: { registry: Registry; reads: FleetRe
         t.count += r.count;
         totals.set(key, t);
       }
-      for (const t of totals.values()) this.set({ type: t.type, status: t.status }, t.count);
+      for (const t of totals.values()) g.set({ type: t.type, status: t.status }, t.count);
     },
-  });
-  new Gauge({
-    name: "rlc_deployment_jobs_oldest_queued_age_seconds",
-    help: "How long the oldest due queued job of any tenant has waited for a worker, by type (absent: none waits).",
-    labelNames: ["type"] as const,
-    registers,
-    async collect() {
+  );
+  gauge(
+    "rlc_deployment_jobs_oldest_queued_age_seconds",
+    "How long the oldest due queued job of any tenant has waited for a worker, by type (absent: none waits).",
+    ["type"],
+    async (g) => {
       const rows = await reads.jobs(null);
-      this.reset();
+      g.reset();
       const now = o.clock.now();
       const oldest = new Map<string, number>();
       for (const r of rows ?? []) {
         if (!r.oldest_due_at) continue;
         oldest.set(r.type, Math.max(oldest.get(r.type) ?? 0, ageSeconds(r.oldest_due_at, now)));
       }
-      for (const [type, age] of oldest) this.set({ type }, age);
+      for (const [type, age] of oldest) g.set({ type }, age);
     },
-  });
-  new Gauge({
-    name: "rlc_deployment_speakers",
-    help: "Speakers of all tenants together by sync_status (in_sync, out_of_sync, unknown, error), as the API reports it.",
-    labelNames: ["sync_status"] as const,
-    registers,
-    async collect() {
+  );
+  gauge(
+    "rlc_deployment_speakers",
+    "Speakers of all tenants together by sync_status (in_sync, out_of_sync, unknown, error), as the API reports it.",
+    ["sync_status"],
+    async (g) => {
       const totals = await reads.speakers(null);
-      this.reset();
+      g.reset();
       if (!totals) return;
       for (const s of SYNC_STATUSES) {
         let n = 0;
         for (const counts of totals.values()) n += counts[s];
-        this.set({ sync_status: s }, n);
+        g.set({ sync_status: s }, n);
       }
     },
-  });
-  new Gauge({
-    name: "rlc_deployment_modules_refresh_failing",
-    help: "Enabled modules of all tenants together whose last refresh had failed sources (they keep those sources' previous prefixes).",
-    registers,
-    async collect() {
+  );
+  gauge(
+    "rlc_deployment_modules_refresh_failing",
+    "Enabled modules of all tenants together whose last refresh had failed sources (they keep those sources' previous prefixes).",
+    [],
+    async (g) => {
       const rows = await reads.failingModules(null);
-      this.set(rows ? rows.reduce((n, r) => n + r.count, 0) : Number.NaN);
+      g.set(rows ? rows.reduce((n, r) => n + r.count, 0) : Number.NaN);
     },
-  });
+  );
 
-  new Gauge({
-    name: "rlc_audit_outbox_records",
-    help: "Audit records waiting in the outbox to be pushed to the auth portal.",
-    registers,
-    async collect() {
-      // No labels, so no way to leave the series out: NaN says "unknown" (a 0 would say "empty").
-      this.set((await reads.outbox())?.count ?? Number.NaN);
-    },
+  gauge("rlc_audit_outbox_records", "Audit records waiting in the outbox to be pushed to the auth portal.", [], async (g) => {
+    // No labels, so no way to leave the series out: NaN says "unknown" (a 0 would say "empty").
+    g.set((await reads.outbox())?.count ?? Number.NaN);
   });
-  new Gauge({
-    name: "rlc_audit_outbox_oldest_age_seconds",
-    help: "Age of the oldest audit record waiting in the outbox (0 when it is empty).",
-    registers,
-    async collect() {
-      const row = await reads.outbox();
-      this.set(row ? (row.oldest_at ? ageSeconds(row.oldest_at, o.clock.now()) : 0) : Number.NaN);
-    },
+  gauge("rlc_audit_outbox_oldest_age_seconds", "Age of the oldest audit record waiting in the outbox (0 when it is empty).", [], async (g) => {
+    const row = await reads.outbox();
+    g.set(row ? (row.oldest_at ? ageSeconds(row.oldest_at, o.clock.now()) : 0) : Number.NaN);
   });
   // Last: prom-client collects in order of registration, and this one waits for the others' loads.
   o.registry.registerMetric(reads.errors);

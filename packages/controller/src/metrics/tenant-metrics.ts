@@ -93,26 +93,21 @@ export function createTenantMetrics(o: { reads: FleetReads; clock: Clock }): Ten
       );
       for (const r of failing ?? []) failingModules.set({ tenant: r.tenant_id }, r.count);
 
-      const failures = new Counter({
-        name: "rlc_ingest_source_failures_total",
-        help: "Sources a refresh run by this process could not collect (the module keeps their previous prefixes), by tenant and kind (asn, domain, cdn).",
-        labelNames: ["tenant", "kind"] as const,
-        registers,
-      });
-      for (const [tenant, byKind] of sourceFailures) {
-        if (scope !== null && tenant !== scope) continue;
-        for (const [kind, n] of byKind) failures.inc({ tenant, kind }, n);
-      }
-      const stale = new Counter({
-        name: "rlc_ingest_sources_stale_total",
-        help: "Sources of a refresh run by this process whose kept records outlived the module's max_stale_hours and were dropped, by tenant and kind (asn, domain, cdn, country).",
-        labelNames: ["tenant", "kind"] as const,
-        registers,
-      });
-      for (const [tenant, byKind] of sourcesStale) {
-        if (scope !== null && tenant !== scope) continue;
-        for (const [kind, n] of byKind) stale.inc({ tenant, kind }, n);
-      }
+      // This process's counts, by tenant and kind: only the scope's tenants.
+      const counter = (name: string, help: string, counts: Map<string, Map<string, number>>) => {
+        const c = new Counter({ name, help, labelNames: ["tenant", "kind"] as const, registers });
+        for (const [tenant, byKind] of counts) if (scope === null || tenant === scope) for (const [kind, n] of byKind) c.inc({ tenant, kind }, n);
+      };
+      counter(
+        "rlc_ingest_source_failures_total",
+        "Sources a refresh run by this process could not collect (the module keeps their previous prefixes), by tenant and kind (asn, domain, cdn).",
+        sourceFailures,
+      );
+      counter(
+        "rlc_ingest_sources_stale_total",
+        "Sources of a refresh run by this process whose kept records outlived the module's max_stale_hours and were dropped, by tenant and kind (asn, domain, cdn, country).",
+        sourcesStale,
+      );
 
       const info = gauge("rlc_tenant_info", "Always 1: maps the `tenant` label (the tenant's id) to its name.", ["tenant", "name"]);
       for (const r of tenants ?? []) info.set({ tenant: r.id, name: r.name }, 1);

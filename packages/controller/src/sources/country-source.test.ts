@@ -34,6 +34,10 @@ arin|US|ipv4|3.0.0.0|4194304|19880223|allocated|e5e3b9c13678dfc483fb1f819d70883c
 arin|NL|ipv4|23.128.0.0|1000|20190101|assigned|0a1b2c
 arin|ZZ|ipv6|2620:1::|32||reserved|
 `;
+/** NL's records above as CIDRs: RIPE's 2048 and 768 addresses and its IPv6 ones; ARIN's 1000 addresses (not a power of two). */
+const RIPE_NL_V4 = ["193.0.0.0/21", "193.0.8.0/23", "193.0.10.0/24"];
+const RIPE_NL_V6 = ["2001:67c:2e8::/48", "2a00:1::/32"];
+const ARIN_NL = ["23.128.0.0/23", "23.128.2.0/24", "23.128.3.0/25", "23.128.3.128/26", "23.128.3.192/27", "23.128.3.224/29"];
 const HEADERS_ONLY = [
   "2|afrinic|20261126|1|00000000|20261126|+0000\nafrinic|ZA|ipv4|41.0.0.0|65536|20071128|allocated\n",
   "2|apnic|20261126|1|19830613|20261125|+1000\napnic|JP|ipv4|1.0.16.0|4096|20110412|allocated\n",
@@ -44,20 +48,7 @@ describe("parseDelegated", () => {
   it("reads allocated and assigned records of all five registries, skipping version, summary, comment, asn, reserved and available lines", () => {
     const index = new Map<string, string[]>();
     for (const text of [RIPE, ARIN, ...HEADERS_ONLY]) expect(parseDelegated(text, index).rejected).toBe(0);
-    expect(index.get("NL")).toEqual([
-      "193.0.0.0/21",
-      "193.0.8.0/23",
-      "193.0.10.0/24",
-      "2001:67c:2e8::/48",
-      "2a00:1::/32",
-      // 1000 addresses: not a power of two
-      "23.128.0.0/23",
-      "23.128.2.0/24",
-      "23.128.3.0/25",
-      "23.128.3.128/26",
-      "23.128.3.192/27",
-      "23.128.3.224/29",
-    ]);
+    expect(index.get("NL")).toEqual([...RIPE_NL_V4, ...RIPE_NL_V6, ...ARIN_NL]);
     expect(index.get("DE")).toEqual(["194.0.0.0/24"]);
     expect(index.get("US")).toEqual(["3.0.0.0/10"]);
     expect(index.get("ZA")).toEqual(["41.0.0.0/16"]);
@@ -138,19 +129,7 @@ describe("createCountrySource", () => {
     await writeFile(join(dir, "ripe.txt"), RIPE);
     const source = createCountrySource(`delegated:${join(dir, "ripe.txt")},${base}/stats/arin.txt`, { client });
     // 193.0.0.0/21 + 193.0.8.0/23 + 193.0.10.0/24 stay three; ARIN's 1000 addresses add six.
-    expect(await source.prefixesOf("NL")).toEqual([
-      "23.128.0.0/23",
-      "23.128.2.0/24",
-      "23.128.3.0/25",
-      "23.128.3.128/26",
-      "23.128.3.192/27",
-      "23.128.3.224/29",
-      "193.0.0.0/21",
-      "193.0.8.0/23",
-      "193.0.10.0/24",
-      "2001:67c:2e8::/48",
-      "2a00:1::/32",
-    ]);
+    expect(await source.prefixesOf("NL")).toEqual([...ARIN_NL, ...RIPE_NL_V4, ...RIPE_NL_V6]);
     expect(await source.prefixesOf("FR")).toEqual([]);
   });
 

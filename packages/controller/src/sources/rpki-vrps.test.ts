@@ -37,29 +37,31 @@ const arbPrefix = (family: 4 | 6) =>
       return { network, length, family };
     });
 const arbAsn = fc.constantFrom(0, 13335, 15169, 64500);
-const arbRoa = (family: 4 | 6): fc.Arbitrary<Roa> =>
-  fc
-    .tuple(arbPrefix(family), arbAsn, fc.integer({ min: 0, max: 24 }))
-    .map(([p, asn, extra]) => ({ ...p, asn, maxLength: Math.min(bits(family), p.length + extra) }));
+/** A VRP on a prefix of `prefixes`, its maxLength up to `extra` bits longer (and within the family). */
+const roaOn = (prefixes: fc.Arbitrary<{ network: bigint; length: number; family: 4 | 6 }>, extra: number): fc.Arbitrary<Roa> =>
+  fc.tuple(prefixes, arbAsn, fc.integer({ min: 0, max: extra })).map(([p, asn, more]) => ({ ...p, asn, maxLength: Math.min(bits(p.family), p.length + more) }));
+
+/** VRPs and routes drawn from `prefixes`: the index decides each route as the brute-force model does. */
+function decidesAsModel(prefixes: fc.Arbitrary<{ network: bigint; length: number; family: 4 | 6 }>, extra: number, maxRoas: number) {
+  fc.assert(
+    fc.property(
+      fc.array(roaOn(prefixes, extra), { maxLength: maxRoas }),
+      fc.array(fc.tuple(prefixes, arbAsn), { minLength: 1, maxLength: 30 }),
+      (roas, routes) => {
+        const index = new VrpIndex();
+        for (const r of roas) expect(index.add(text(r.network, r.length, r.family), r.asn, r.maxLength)).toBe(true);
+        for (const [route, origin] of routes) {
+          expect(index.validate(text(route.network, route.length, route.family), origin)).toBe(model(roas, route, origin));
+        }
+      },
+    ),
+    { numRuns: 300 },
+  );
+}
 
 describe("RFC 6811 origin validation", () => {
   for (const family of [4, 6] as const) {
-    it(`IPv${family}: the index decides as the brute-force model does`, () => {
-      fc.assert(
-        fc.property(
-          fc.array(arbRoa(family), { maxLength: 30 }),
-          fc.array(fc.tuple(arbPrefix(family), arbAsn), { minLength: 1, maxLength: 30 }),
-          (roas, routes) => {
-            const index = new VrpIndex();
-            for (const r of roas) expect(index.add(text(r.network, r.length, r.family), r.asn, r.maxLength)).toBe(true);
-            for (const [route, origin] of routes) {
-              expect(index.validate(text(route.network, route.length, route.family), origin)).toBe(model(roas, route, origin));
-            }
-          },
-        ),
-        { numRuns: 300 },
-      );
-    });
+    it(`IPv${family}: the index decides as the brute-force model does`, () => decidesAsModel(arbPrefix(family), 24, 30));
   }
 
   // Over the whole length range, addresses at the edges of the space (all zeros, all ones, the
@@ -71,27 +73,7 @@ describe("RFC 6811 origin validation", () => {
       return { network, length, family };
     });
   for (const family of [4, 6] as const) {
-    it(`IPv${family}: /0, host routes and deep nesting decide as the model does`, () => {
-      fc.assert(
-        fc.property(
-          fc.array(
-            fc
-              .tuple(arbEdgePrefix(family), arbAsn, fc.integer({ min: 0, max: bits(family) }))
-              .map(([p, asn, extra]) => ({ ...p, asn, maxLength: Math.min(bits(family), p.length + extra) })),
-            { maxLength: 40 },
-          ),
-          fc.array(fc.tuple(arbEdgePrefix(family), arbAsn), { minLength: 1, maxLength: 30 }),
-          (roas, routes) => {
-            const index = new VrpIndex();
-            for (const r of roas) expect(index.add(text(r.network, r.length, r.family), r.asn, r.maxLength)).toBe(true);
-            for (const [route, origin] of routes) {
-              expect(index.validate(text(route.network, route.length, route.family), origin)).toBe(model(roas, route, origin));
-            }
-          },
-        ),
-        { numRuns: 300 },
-      );
-    });
+    it(`IPv${family}: /0, host routes and deep nesting decide as the model does`, () => decidesAsModel(arbEdgePrefix(family), bits(family), 40));
   }
 
   it("nested VRPs, one prefix with several origins and maxLengths, /0, /32, /128 and AS0", () => {

@@ -237,14 +237,7 @@ export async function verifyBundleV2(bytes: Uint8Array, pinnedKeys: readonly Pin
     throw new BundleError("digest_mismatch", `the prefixes ${header.section === "delta" ? "rebuilt from the delta" : "received"} are not the revision's`);
   }
   const { config, digest } = checkConfigV2(header, parts.config);
-  const payload: BundlePayload = {
-    ...config,
-    prefixes: decodePrefixSection(section),
-    sequence: header.sequence,
-    issued_at: header.issued_at,
-    expires_at: header.expires_at,
-    digest,
-  };
+  const payload = payloadOfV2(header, config, decodePrefixSection(section), digest);
   return { payload, header, payloadBytes: parts.header, keyId: parts.keyId, prefixSection: section };
 }
 
@@ -255,15 +248,12 @@ export async function verifyBundleV2(bytes: Uint8Array, pinnedKeys: readonly Pin
 export function readKeptBundleV2(bytes: Uint8Array, prefixSection: Uint8Array): BundlePayload {
   const parts = splitBundleV2(bytes);
   const header = parseJson<BundleHeaderV2>(parts.header, "header");
-  const config = parseJson<BundleConfig>(parts.config, "config");
-  return {
-    ...config,
-    prefixes: decodePrefixSection(prefixSection),
-    sequence: header.sequence,
-    issued_at: header.issued_at,
-    expires_at: header.expires_at,
-    digest: header.digest,
-  };
+  return payloadOfV2(header, parseJson<BundleConfig>(parts.config, "config"), decodePrefixSection(prefixSection), header.digest);
+}
+
+/** The payload the agent applies: the bundle's config and prefixes, with the signed header's sequence and times. */
+export function payloadOfV2(header: BundleHeaderV2, config: BundleConfig, prefixes: BundlePayload["prefixes"], digest: string): BundlePayload {
+  return { ...config, prefixes, sequence: header.sequence, issued_at: header.issued_at, expires_at: header.expires_at, digest };
 }
 
 function parseJson<T>(bytes: Uint8Array, what: string): T {

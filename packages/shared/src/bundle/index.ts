@@ -15,6 +15,7 @@ export {
   configBytes,
   contentDigestV2,
   isBundleV2,
+  payloadOfV2,
   readKeptBundleV2,
   sha256Hex,
   signBundleHead,

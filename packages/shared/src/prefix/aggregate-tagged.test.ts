@@ -1,6 +1,6 @@
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
-import { aggregateTagged, compareCommunities, type TaggedPrefix } from "./index.js";
+import { aggregateTagged, compareCommunities, type TaggedInput, type TaggedPrefix } from "./index.js";
 import { BASE_LEN, blockSize, byAddress, contains, type Fam, fromText, key, type P, smallPrefix, text } from "./small-space.test-helper.js";
 
 interface Module {
@@ -103,72 +103,52 @@ const run = (modules: readonly Module[]): Tagged[] =>
   }));
 
 const tagged = (prefix: string, ...communities: string[]): TaggedPrefix => ({ prefix, communities });
+/** A module's prefixes (one or a list) and its communities. */
+const input = (prefixes: string | string[], ...communities: string[]): TaggedInput => ({ prefixes: [prefixes].flat(), communities });
 
 describe("aggregateTagged - examples", () => {
   it("aggregateTagged - keeps the union of communities on a more-specific (/23 {X} and /24 {Y})", () => {
-    const out = aggregateTagged([
-      { prefixes: ["10.0.0.0/23"], communities: ["X"] },
-      { prefixes: ["10.0.1.0/24"], communities: ["Y"] },
-    ]);
+    const out = aggregateTagged([input("10.0.0.0/23", "X"), input("10.0.1.0/24", "Y")]);
     expect(out).toEqual([tagged("10.0.0.0/23", "X"), tagged("10.0.1.0/24", "X", "Y")]);
   });
 
   it("aggregateTagged - merges equal-community siblings from different modules", () => {
-    const out = aggregateTagged([
-      { prefixes: ["10.0.0.0/24"], communities: ["65000:1"] },
-      { prefixes: ["10.0.1.0/24"], communities: ["65000:1"] },
-    ]);
+    const out = aggregateTagged([input("10.0.0.0/24", "65000:1"), input("10.0.1.0/24", "65000:1")]);
     expect(out).toEqual([tagged("10.0.0.0/23", "65000:1")]);
   });
 
   it("aggregateTagged - a wholly shadowed parent takes its merged children's communities", () => {
-    const out = aggregateTagged([
-      { prefixes: ["10.0.0.0/22"], communities: ["65000:1"] },
-      { prefixes: ["10.0.0.0/23"], communities: ["65000:2"] },
-      { prefixes: ["10.0.2.0/23"], communities: ["65000:2"] },
-    ]);
+    const out = aggregateTagged([input("10.0.0.0/22", "65000:1"), input("10.0.0.0/23", "65000:2"), input("10.0.2.0/23", "65000:2")]);
     expect(out).toEqual([tagged("10.0.0.0/22", "65000:1", "65000:2")]);
   });
 
   it("aggregateTagged - drops a more-specific that adds no community", () => {
-    const out = aggregateTagged([
-      { prefixes: ["10.0.0.0/8"], communities: ["65000:1"] },
-      { prefixes: ["10.1.0.0/16"], communities: ["65000:1"] },
-    ]);
+    const out = aggregateTagged([input("10.0.0.0/8", "65000:1"), input("10.1.0.0/16", "65000:1")]);
     expect(out).toEqual([tagged("10.0.0.0/8", "65000:1")]);
   });
 
   it("aggregateTagged - never splits a prefix to merge a neighbour", () => {
     // 10.0.1.0/24 {A,B} and 10.0.0.0/24 {A}: merging the /23 would need a split; both stay.
-    const out = aggregateTagged([
-      { prefixes: ["10.0.0.0/23"], communities: ["A"] },
-      { prefixes: ["10.0.1.0/24", "10.0.2.0/24"], communities: ["B"] },
-    ]);
+    const out = aggregateTagged([input("10.0.0.0/23", "A"), input(["10.0.1.0/24", "10.0.2.0/24"], "B")]);
     expect(out).toEqual([tagged("10.0.0.0/23", "A"), tagged("10.0.1.0/24", "A", "B"), tagged("10.0.2.0/24", "B")]);
   });
 
   it("aggregateTagged - keeps a module without communities, and both families apart", () => {
     const out = aggregateTagged([
-      { prefixes: ["192.0.2.0/25", "192.0.2.128/25", "2001:db8::/33", "2001:db8:8000::/33"], communities: [] },
-      { prefixes: ["192.0.2.1", "2001:db8::1"], communities: ["65000:1"] },
+      input(["192.0.2.0/25", "192.0.2.128/25", "2001:db8::/33", "2001:db8:8000::/33"]),
+      input(["192.0.2.1", "2001:db8::1"], "65000:1"),
     ]);
     expect(out).toEqual([tagged("192.0.2.0/24"), tagged("192.0.2.1/32", "65000:1"), tagged("2001:db8::/32"), tagged("2001:db8::1/128", "65000:1")]);
   });
 
   it("aggregateTagged - sorts and de-duplicates communities, standard before large", () => {
-    const out = aggregateTagged([
-      { prefixes: ["10.0.0.0/8"], communities: ["65000:100", "65000:1:2", "65000:20", "65000:20"] },
-      { prefixes: ["10.0.0.0/8"], communities: ["64512:5"] },
-    ]);
+    const out = aggregateTagged([input("10.0.0.0/8", "65000:100", "65000:1:2", "65000:20", "65000:20"), input("10.0.0.0/8", "64512:5")]);
     expect(out).toEqual([tagged("10.0.0.0/8", "64512:5", "65000:20", "65000:100", "65000:1:2")]);
     expect(["65000:1:2", "65000:100", "65000:20"].sort(compareCommunities)).toEqual(["65000:20", "65000:100", "65000:1:2"]);
   });
 
   it("aggregateTagged - shares one frozen communities array per set", () => {
-    const out = aggregateTagged([
-      { prefixes: ["10.0.0.0/24", "10.2.0.0/24"], communities: ["65000:1"] },
-      { prefixes: ["10.0.0.1"], communities: ["65000:2"] },
-    ]);
+    const out = aggregateTagged([input(["10.0.0.0/24", "10.2.0.0/24"], "65000:1"), input("10.0.0.1", "65000:2")]);
     expect(out.map((t) => t.prefix)).toEqual(["10.0.0.0/24", "10.0.0.1/32", "10.2.0.0/24"]);
     expect(out[0]!.communities).toBe(out[2]!.communities);
     expect(Object.isFrozen(out[1]!.communities)).toBe(true);

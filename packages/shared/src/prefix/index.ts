@@ -1,8 +1,9 @@
 // The prefix algebra: parse and canonicalise addresses and CIDRs, aggregate (plain and
 // community-aware), cut out bogons, diff tagged lists, longest-prefix-match, and the packed
 // tables (PrefixTable) the revision builder works on, and a bigint view of addresses for code
-// that does arithmetic on them (ip-value). Explicit and sorted; the internals of the
-// algorithms (PrefixList, words, sort) stay private to this folder.
+// that does arithmetic on them (ip-value). Sorted; a module that is public whole (ip-value,
+// prefix-table) is re-exported with `export *`, the others name what they give, so the
+// internals of the algorithms (PrefixList, words, sort, cidr's fast paths) stay in this folder.
 
 export type { Family } from "./address.js";
 export { aggregatePrefixes } from "./aggregate.js";
@@ -35,30 +36,8 @@ export type { PrefixErrorCode } from "./errors.js";
 export { PrefixError } from "./errors.js";
 export type { BogonFilterOptions, FilterResult, MinPrefixLengths } from "./exclude.js";
 export { excludeRanges, filterMinLength, removeBogons } from "./exclude.js";
-export type { CidrValue, CidrValueParse, IpValue } from "./ip-value.js";
-export {
-  appendRangeCidrValues,
-  bitsOf,
-  cidrValueContains,
-  formatCidrValue,
-  formatIpValue,
-  parseCidrValue,
-  parseIpValue,
-  valueToWords,
-  wordsToValue,
-} from "./ip-value.js";
+export * from "./ip-value.js";
 export type { PrefixIndex, PrefixTextIndex } from "./prefix-index.js";
 export { buildPrefixIndex, buildPrefixTextIndex } from "./prefix-index.js";
-export type { PrefixTables } from "./prefix-table.js";
-export {
-  comparePrefixes,
-  isSorted,
-  lastAddress,
-  newTables,
-  PrefixTable,
-  parseIPv4Into,
-  parsePrefixTexts,
-  pushPrefixText,
-  sortedPairs,
-} from "./prefix-table.js";
+export * from "./prefix-table.js";
 export { compareWords } from "./words.js";

@@ -82,22 +82,29 @@ export type CreateDomainEntryBody = z.infer<typeof CreateDomainEntryBody>;
 export const UpdateDomainEntryBody = z.strictObject(optionalFields(domainFields));
 export type UpdateDomainEntryBody = z.infer<typeof UpdateDomainEntryBody>;
 
+/** The bodies of an entry of one field and a comment: a create names the field, an update either or neither. */
+function oneFieldBodies<K extends string, F extends z.ZodType>(key: K, field: F) {
+  const fields = { [key]: field, comment: Comment } as { [P in K]: F } & { comment: typeof Comment };
+  return { create: z.strictObject({ ...fields, comment: Comment.optional() }), update: z.strictObject(optionalFields(fields)) };
+}
+
 const CidrInput = nonEmptyText(128)
   .describe("IPv4 or IPv6 CIDR; a bare address is a /32 or /128; host bits set is a 400 naming the network. Stored canonical.")
   .meta({ example: "2001:db8::/32" });
-
-export const CreateIpRangeEntryBody = z.strictObject({ cidr: CidrInput, comment: Comment.optional() });
-export type CreateIpRangeEntryBody = z.infer<typeof CreateIpRangeEntryBody>;
-export const UpdateIpRangeEntryBody = z.strictObject({ cidr: CidrInput.optional(), comment: Comment.optional() });
-export type UpdateIpRangeEntryBody = z.infer<typeof UpdateIpRangeEntryBody>;
 
 const CountryInput = nonEmptyText(16)
   .describe("ISO 3166-1 alpha-2 (`NL`, `nl`); stored upper case. Anything else (`NLD`, `N1`, `XX`) is a 400.")
   .meta({ example: "NL" });
 
-export const CreateCountryEntryBody = z.strictObject({ country: CountryInput, comment: Comment.optional() });
+const ipRange = oneFieldBodies("cidr", CidrInput);
+const country = oneFieldBodies("country", CountryInput);
+export const CreateIpRangeEntryBody = ipRange.create;
+export type CreateIpRangeEntryBody = z.infer<typeof CreateIpRangeEntryBody>;
+export const UpdateIpRangeEntryBody = ipRange.update;
+export type UpdateIpRangeEntryBody = z.infer<typeof UpdateIpRangeEntryBody>;
+export const CreateCountryEntryBody = country.create;
 export type CreateCountryEntryBody = z.infer<typeof CreateCountryEntryBody>;
-export const UpdateCountryEntryBody = z.strictObject({ country: CountryInput.optional(), comment: Comment.optional() });
+export const UpdateCountryEntryBody = country.update;
 export type UpdateCountryEntryBody = z.infer<typeof UpdateCountryEntryBody>;
 
 export const EntryListQuery = listQuery();

@@ -12,8 +12,8 @@ import {
 } from "../../db/doh-profiles.js";
 import { listModulesUsingDohProfile } from "../../db/modules.js";
 import { isForeignKeyViolation, isUniqueViolation } from "../../db/pg-errors.js";
-import { type Page, toPage } from "../../lib/cursor.js";
-import { afterIdOf } from "../../lib/id-cursor.js";
+import type { Page } from "../../lib/cursor.js";
+import { pageById } from "../../lib/id-cursor.js";
 import { uuidv7 } from "../../lib/ids.js";
 import { MASKED_SECRET, type SecretBox } from "../../lib/secret-box.js";
 import { isoRequired } from "../../lib/time.js";
@@ -150,9 +150,7 @@ export function createDohProfileService(deps: { audit: AuditWriter; secrets: Sec
     },
 
     async list(db: Db, ctx: RequestContext, q: { cursor?: string | undefined; limit: number }): Promise<Page<DohProfile>> {
-      const afterId = afterIdOf(q.cursor);
-      const rows = await listDohProfiles(db, ctx.principal.tenantId, { afterId, limit: q.limit });
-      return toPage(rows, q.limit, (r) => [r.id], toDohProfile);
+      return pageById(q, (afterId) => listDohProfiles(db, ctx.principal.tenantId, { afterId, limit: q.limit }), toDohProfile);
     },
 
     async get(db: Db, ctx: RequestContext, id: string): Promise<DohProfile> {

@@ -13,8 +13,8 @@ import type { Db } from "../../db/connect.js";
 import { listModulesUsingCommunity } from "../../db/modules.js";
 import { isForeignKeyViolation, isUniqueViolation } from "../../db/pg-errors.js";
 import { normaliseCommunity } from "../../lib/community-value.js";
-import { type Page, toPage } from "../../lib/cursor.js";
-import { afterIdOf } from "../../lib/id-cursor.js";
+import type { Page } from "../../lib/cursor.js";
+import { pageById } from "../../lib/id-cursor.js";
 import { uuidv7 } from "../../lib/ids.js";
 import { isoRequired } from "../../lib/time.js";
 import { type AuditWriter, changesOf } from "../access/audit.js";
@@ -80,9 +80,7 @@ export function createCommunityService(deps: { audit: AuditWriter }) {
     },
 
     async list(db: Db, ctx: RequestContext, q: { cursor?: string | undefined; limit: number; q?: string | undefined }): Promise<Page<Community>> {
-      const afterId = afterIdOf(q.cursor);
-      const rows = await listCommunities(db, ctx.principal.tenantId, { afterId, limit: q.limit, q: q.q });
-      return toPage(rows, q.limit, (r) => [r.id], toCommunity);
+      return pageById(q, (afterId) => listCommunities(db, ctx.principal.tenantId, { afterId, limit: q.limit, q: q.q }), toCommunity);
     },
 
     async get(db: Db, ctx: RequestContext, id: string): Promise<Community> {

@@ -24,8 +24,8 @@ import {
   updateModule,
 } from "../../db/modules.js";
 import { isForeignKeyViolation, isUniqueViolation } from "../../db/pg-errors.js";
-import { type Page, toPage } from "../../lib/cursor.js";
-import { afterIdOf } from "../../lib/id-cursor.js";
+import type { Page } from "../../lib/cursor.js";
+import { pageById } from "../../lib/id-cursor.js";
 import { uuidv7 } from "../../lib/ids.js";
 import { iso, isoRequired } from "../../lib/time.js";
 import { type AuditWriter, changesOf } from "../access/audit.js";
@@ -190,9 +190,8 @@ export function createModuleService(deps: { audit: AuditWriter }) {
     },
 
     async list(db: Db, ctx: RequestContext, q: ModuleListQuery): Promise<Page<Module>> {
-      const afterId = afterIdOf(q.cursor);
-      const rows = await listModules(db, ctx.principal.tenantId, { afterId, limit: q.limit, type: q.type, enabled: q.enabled, q: q.q });
-      return toPage(rows, q.limit, (r) => [r.id], toModule);
+      const filters = { limit: q.limit, type: q.type, enabled: q.enabled, q: q.q };
+      return pageById(q, (afterId) => listModules(db, ctx.principal.tenantId, { afterId, ...filters }), toModule);
     },
 
     async get(db: Db, ctx: RequestContext, id: string): Promise<Module> {
