@@ -77,6 +77,27 @@ export async function findStoredContent(db: Db, tenantId: string, revisionId: nu
   return row;
 }
 
+/**
+ * The revision and the revisions its content is stored against, newest first, down to the
+ * first stored whole (one query; the chain is at most a few revisions long).
+ */
+export async function findChainLinks(db: Db, tenantId: string, revisionId: number): Promise<{ revision_id: number; parent_id: number | null }[]> {
+  return db<{ revision_id: number; parent_id: number | null }[]>`
+    WITH RECURSIVE chain AS (
+      SELECT revision_id, parent_id FROM revisions WHERE tenant_id = ${tenantId} AND revision_id = ${revisionId}
+      UNION ALL
+      SELECT r.revision_id, r.parent_id FROM revisions r JOIN chain c ON r.tenant_id = ${tenantId} AND r.revision_id = c.parent_id)
+    SELECT revision_id, parent_id FROM chain ORDER BY revision_id DESC`;
+}
+
+/** The stored content of each of `ids`, by id. */
+export async function findStoredContents(db: Db, tenantId: string, ids: number[]): Promise<Map<number, StoredContent>> {
+  const rows = await db<(StoredContent & { revision_id: number })[]>`
+    SELECT revision_id, content, parent_id, chain_depth, chain_changes FROM revisions
+     WHERE tenant_id = ${tenantId} AND revision_id = ANY(${ids}::int[])`;
+  return new Map(rows.map(({ revision_id, ...row }) => [revision_id, row]));
+}
+
 /** The chain columns alone (the writer of the next revision decides from them). */
 export async function findChain(db: Db, tenantId: string, revisionId: number): Promise<Omit<StoredContent, "content"> | undefined> {
   const [row] = await db<Omit<StoredContent, "content">[]>`

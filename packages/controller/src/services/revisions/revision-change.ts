@@ -31,27 +31,37 @@ export interface FamilyChange extends FamilyAlignment {
 export const changeSize = (c: RevisionChange) =>
   c.v4.removed.length + c.v4.added.length + c.v4.retagAt.length + c.v6.removed.length + c.v6.added.length + c.v6.retagAt.length;
 
+/** Old tag × new tag of every kept prefix, in order (two typed arrays; neighbours repeat in long runs). */
+function keptTags(from: RevisionFamily, to: RevisionFamily, al: FamilyAlignment): { at: Uint32Array; from: Uint32Array; to: Uint32Array } {
+  const n = from.length - al.removed.length;
+  const at = new Uint32Array(n);
+  const a = new Uint32Array(n);
+  const b = new Uint32Array(n);
+  let k = 0;
+  forKept(al, from.length, (i, j) => {
+    at[k] = j;
+    a[k] = from.tags[i]!;
+    b[k++] = to.tags[j]!;
+  });
+  return { at, from: a, to: b };
+}
+
 /** For each old tag, the new tag most of its kept prefixes take (ties: the lower), -1 for none. */
-function tagMap(from: RevisionContent, to: RevisionContent, al: Alignment): Int32Array {
-  const nOld = from.tags.length;
-  const nNew = Math.max(1, to.tags.length);
+function tagMap(nOld: number, nNew: number, kept: ReturnType<typeof keptTags>[]): Int32Array {
   const counts = new Map<number, number>();
-  for (const fam of ["v4", "v6"] as const) {
-    const a = from[fam].tags;
-    const b = to[fam].tags;
-    // Neighbours share a tag in long runs: counted a run at a time.
+  for (const { from, to } of kept) {
     let key = -1;
     let run = 0;
-    forKept(al[fam], a.length, (i, j) => {
-      const k = a[i]! * nNew + b[j]!;
-      if (k === key) {
+    for (let k = 0; k < from.length; k++) {
+      const pair = from[k]! * nNew + to[k]!;
+      if (pair === key) {
         run++;
-        return;
+        continue;
       }
       if (key >= 0) counts.set(key, (counts.get(key) ?? 0) + run);
-      key = k;
+      key = pair;
       run = 1;
-    });
+    }
     if (key >= 0) counts.set(key, (counts.get(key) ?? 0) + run);
   }
   const map = new Int32Array(nOld).fill(-1);
@@ -69,18 +79,19 @@ function tagMap(from: RevisionContent, to: RevisionContent, al: Alignment): Int3
 
 /** The change that turns `from` into `to` (`al`: their alignment, when already walked). */
 export function makeChange(from: RevisionContent, to: RevisionContent, al: Alignment = alignContents(from, to)): RevisionChange {
-  const map = tagMap(from, to, al);
+  const kept = { v4: keptTags(from.v4, to.v4, al.v4), v6: keptTags(from.v6, to.v6, al.v6) };
+  const map = tagMap(from.tags.length, Math.max(1, to.tags.length), [kept.v4, kept.v6]);
   const family = (fam: "v4" | "v6"): FamilyChange => {
-    const a = from[fam];
     const b = to[fam];
+    const k = kept[fam];
     const retagAt: number[] = [];
     const retagTags: number[] = [];
-    forKept(al[fam], a.length, (i, j) => {
-      if (map[a.tags[i]!] !== b.tags[j]!) {
-        retagAt.push(j);
-        retagTags.push(b.tags[j]!);
+    for (let x = 0; x < k.at.length; x++) {
+      if (map[k.from[x]!] !== k.to[x]) {
+        retagAt.push(k.at[x]!);
+        retagTags.push(k.to[x]!);
       }
-    });
+    }
     const added = al[fam].added;
     return {
       ...al[fam],

@@ -1,6 +1,14 @@
 import { gunzipSync, gzipSync } from "node:zlib";
 import type { Db } from "../../db/connect.js";
-import { findChain, findStoredContent, listDependents, rewriteContentWhole, type StoredContent } from "../../db/revisions.js";
+import {
+  findChain,
+  findChainLinks,
+  findStoredContent,
+  findStoredContents,
+  listDependents,
+  rewriteContentWhole,
+  type StoredContent,
+} from "../../db/revisions.js";
 import { type Alignment, alignContents } from "./revision-align.js";
 import { applyChange, changeSize, decodeChange, encodeChange, makeChange, type RevisionChange } from "./revision-change.js";
 import { contentFromEntries, prefixCount, type RevisionContent, type RevisionEntry, RevisionFamily, type RevisionTag } from "./revision-content.js";
@@ -91,18 +99,34 @@ export function createRevisionStore(opts: { entries?: number; chain?: Partial<Ch
         keep(key, hit);
         return hit;
       }
-      const data = await findStoredContent(db, tenantId, revisionId);
-      if (!data) return undefined;
-      let content: RevisionContent;
-      if (data.parent_id === null) content = decodeContent(data.content);
-      else {
-        const change = decodeChange(data.content);
-        keepIn(changes, 4 * max, key, { parentId: data.parent_id, change });
-        // The chain is bounded (chain_depth), and the key keeps every parent while a child needs it.
-        const parent = await store.content(db, tenantId, data.parent_id);
-        if (!parent) throw new Error(`revision ${revisionId}'s parent ${data.parent_id} is gone`);
-        content = applyChange(parent, change);
+      // The chain down to a content cached here or stored whole, then its contents in one read.
+      const links = await findChainLinks(db, tenantId, revisionId);
+      if (!links.length) return undefined;
+      let content: RevisionContent | undefined;
+      let need = links.length;
+      for (let k = 1; k < links.length && !content; k++) {
+        content = cache.get(`${tenantId}:${links[k]!.revision_id}`);
+        if (content) need = k;
       }
+      const rows = await findStoredContents(
+        db,
+        tenantId,
+        links.slice(0, need).map((l) => l.revision_id),
+      );
+      for (let k = need - 1; k >= 0; k--) {
+        const id = links[k]!.revision_id;
+        const row = rows.get(id);
+        if (!row) throw new Error(`revision ${id}'s stored content is gone`);
+        if (row.parent_id === null) content = decodeContent(row.content);
+        else {
+          const change = decodeChange(row.content);
+          keepIn(changes, 4 * max, `${tenantId}:${id}`, { parentId: row.parent_id, change });
+          // The key keeps every parent while a child needs it: a missing one is a broken database.
+          if (!content) throw new Error(`revision ${id}'s parent ${row.parent_id} is gone`);
+          content = applyChange(content, change);
+        }
+      }
+      if (!content) return undefined;
       keep(key, content);
       return content;
     },
