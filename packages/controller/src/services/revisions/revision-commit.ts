@@ -76,6 +76,7 @@ export function createRevisionCommitter(deps: { revisions: RevisionStore; bus: B
       const started = Date.now();
       const { content, ...fields } = revision;
       const row: RevisionRow = { ...fields, tenant_id: tenantId, revision_id: (current?.revision_id ?? 0) + 1 };
+      deps.revisions.forget(tenantId, row.revision_id);
       // Bytes (a whole content, encodeContent's) are stored as given; a decoded content as a
       // change against the current revision where that is smaller (revision-store.ts).
       const stored = Buffer.isBuffer(content) ? { content } : await deps.revisions.storedForm(tx, tenantId, current?.revision_id ?? null, content);

@@ -184,6 +184,15 @@ export function createRevisionStore(opts: { entries?: number; chain?: Partial<Ch
       return dependents;
     },
 
+    /**
+     * Drops what is kept of a revision id about to be written: only a transaction that rolled
+     * back after reading its own new row (the sections are built from it) can have left one.
+     */
+    forget(tenantId: string, revisionId: number) {
+      cache.delete(`${tenantId}:${revisionId}`);
+      changes.delete(`${tenantId}:${revisionId}`);
+    },
+
     /** A content just written: cached so the first reader does not decode it again. */
     remember(tenantId: string, revisionId: number, content: RevisionContent) {
       keep(`${tenantId}:${revisionId}`, content);
