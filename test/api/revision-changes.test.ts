@@ -123,3 +123,23 @@ describe("revisions stored as changes", () => {
     for (const id of ids.slice(4)) expect(await prefixesOf(id)).toEqual(made.get(id));
   });
 });
+
+describe("REVISION_STORAGE=whole", () => {
+  it("stores every revision whole, as before migration 0025", async () => {
+    const w = await startTestController({ env: { REVISION_STORAGE: "whole" } });
+    try {
+      const post = async (url: string, payload?: object) => (await w.call(w.rootKey, { method: "POST", url, ...(payload ? { payload } : {}) })).json();
+      const id = (await post("/v1/modules", { name: "ranges", type: "IP_RANGES", community_id: null })).id;
+      for (const cidr of ["11.0.0.0/24", "11.0.2.0/24"]) {
+        await post(`/v1/modules/${id}/ip-range-entries`, { cidr });
+        expect((await post("/v1/modules/refresh?wait=true")).status).toBe("succeeded");
+      }
+      expect(await w.controller.deps.sql`SELECT revision_id, parent_id FROM revisions ORDER BY revision_id`).toEqual([
+        { revision_id: 1, parent_id: null },
+        { revision_id: 2, parent_id: null },
+      ]);
+    } finally {
+      await w.close();
+    }
+  });
+});
