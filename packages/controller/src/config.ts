@@ -159,6 +159,12 @@ const ConfigSchema = z.object({
    * module's snapshot each time, for comparison.
    */
   REFRESH_MODE: z.enum(["incremental", "full"], { error: "must be incremental or full" }).default("incremental"),
+  /**
+   * `changes`: a revision is stored as a change against its parent where that is smaller (a
+   * bounded chain, revision-store.ts); `whole`: every revision stored whole, as before migration
+   * 0025 (a rolling upgrade with older controllers still reading, or for comparison).
+   */
+  REVISION_STORAGE: z.enum(["changes", "whole"], { error: "must be changes or whole" }).default("changes"),
   LOG_LEVEL: z.enum(["fatal", "error", "warn", "info", "debug", "trace", "silent"]).default("info"),
 });
 

@@ -134,7 +134,7 @@ export async function startController(config: Config, opts: StartOptions = {}): 
       ? createAsnSource(config.ASN_SOURCE, { client: outbound, ...(config.ASN_SOURCE_URL ? { baseUrl: config.ASN_SOURCE_URL } : {}) })
       : null;
     if (asnSource) closers.push(() => asnSource.close());
-    const revisions = createRevisionStore();
+    const revisions = createRevisionStore(config.REVISION_STORAGE === "whole" ? { chain: { maxDepth: 0 } } : {});
     const pushEnabled = Boolean(config.AUTH_PORTAL_URL && config.AUTH_AUDIT_INGEST_SECRET);
     let pusher: AuditPusher | null = null;
     // Bound before the services exist, so enrollment names the port really bound (GRPC_PORT=0).

@@ -54,18 +54,82 @@ export async function findRevision(db: Db, tenantId: string, revisionId: number)
   return row;
 }
 
-export async function findRevisionContent(db: Db, tenantId: string, revisionId: number): Promise<Buffer | undefined> {
-  const [row] = await db<{ content: Buffer }[]>`SELECT content FROM revisions WHERE tenant_id = ${tenantId} AND revision_id = ${revisionId}`;
-  return row?.content;
+/**
+ * How a revision's content is stored (migration 0025): whole when `parent_id` is null, else a
+ * change against revision `parent_id`, the `chain_depth`-th since the last whole one, the chain
+ * holding `chain_changes` entries (revision-store.ts reads and writes them).
+ */
+export interface StoredContent {
+  content: Buffer;
+  parent_id: number | null;
+  chain_depth: number;
+  chain_changes: number;
 }
 
-export async function insertRevision(db: Db, row: RevisionRow & { content: Buffer }): Promise<void> {
+/** The content column as stored: whole or a change (parent_id says which; revision-store.ts). */
+export async function findRevisionContent(db: Db, tenantId: string, revisionId: number): Promise<Buffer | undefined> {
+  return (await findStoredContent(db, tenantId, revisionId))?.content;
+}
+
+export async function findStoredContent(db: Db, tenantId: string, revisionId: number): Promise<StoredContent | undefined> {
+  const [row] = await db<StoredContent[]>`
+    SELECT content, parent_id, chain_depth, chain_changes FROM revisions WHERE tenant_id = ${tenantId} AND revision_id = ${revisionId}`;
+  return row;
+}
+
+/**
+ * The revision and the revisions its content is stored against, newest first, down to the
+ * first stored whole (one query; the chain is at most a few revisions long).
+ */
+export async function findChainLinks(db: Db, tenantId: string, revisionId: number): Promise<{ revision_id: number; parent_id: number | null }[]> {
+  return db<{ revision_id: number; parent_id: number | null }[]>`
+    WITH RECURSIVE chain AS (
+      SELECT revision_id, parent_id FROM revisions WHERE tenant_id = ${tenantId} AND revision_id = ${revisionId}
+      UNION ALL
+      SELECT r.revision_id, r.parent_id FROM revisions r JOIN chain c ON r.tenant_id = ${tenantId} AND r.revision_id = c.parent_id)
+    SELECT revision_id, parent_id FROM chain ORDER BY revision_id DESC`;
+}
+
+/** The stored content of each of `ids`, by id. */
+export async function findStoredContents(db: Db, tenantId: string, ids: number[]): Promise<Map<number, StoredContent>> {
+  const rows = await db<(StoredContent & { revision_id: number })[]>`
+    SELECT revision_id, content, parent_id, chain_depth, chain_changes FROM revisions
+     WHERE tenant_id = ${tenantId} AND revision_id = ANY(${ids}::int[])`;
+  return new Map(rows.map(({ revision_id, ...row }) => [revision_id, row]));
+}
+
+/** The chain columns alone (the writer of the next revision decides from them). */
+export async function findChain(db: Db, tenantId: string, revisionId: number): Promise<Omit<StoredContent, "content"> | undefined> {
+  const [row] = await db<Omit<StoredContent, "content">[]>`
+    SELECT parent_id, chain_depth, chain_changes FROM revisions WHERE tenant_id = ${tenantId} AND revision_id = ${revisionId}`;
+  return row;
+}
+
+export async function insertRevision(db: Db, row: RevisionRow & { content: Buffer } & Partial<Omit<StoredContent, "content">>): Promise<void> {
   await db`
     INSERT INTO revisions (tenant_id, revision_id, created_at, created_by, reason, rolled_back_from, digest, prefix_count_v4,
-                           prefix_count_v6, input_prefix_count, dropped_prefix_count, modules, content)
+                           prefix_count_v6, input_prefix_count, dropped_prefix_count, modules, content, parent_id, chain_depth,
+                           chain_changes)
     VALUES (${row.tenant_id}, ${row.revision_id}, ${row.created_at}, ${row.created_by}, ${row.reason}, ${row.rolled_back_from},
             ${row.digest}, ${row.prefix_count_v4}, ${row.prefix_count_v6}, ${row.input_prefix_count}, ${row.dropped_prefix_count},
-            ${db.json(row.modules as never)}, ${row.content})`;
+            ${db.json(row.modules as never)}, ${row.content}, ${row.parent_id ?? null}, ${row.chain_depth ?? 0}, ${row.chain_changes ?? 0})`;
+}
+
+/** The revisions outside `ids` whose content is a change against one of `ids` (a prune re-bases them). */
+export async function listDependents(db: Db, tenantId: string, ids: number[]): Promise<number[]> {
+  if (!ids.length) return [];
+  const rows = await db<{ revision_id: number }[]>`
+    SELECT revision_id FROM revisions
+     WHERE tenant_id = ${tenantId} AND parent_id = ANY(${ids}::int[]) AND NOT revision_id = ANY(${ids}::int[])
+     ORDER BY revision_id`;
+  return rows.map((r) => r.revision_id);
+}
+
+/** Stores a revision's content whole (its parent may go): the chain starts again from it. */
+export async function rewriteContentWhole(db: Db, tenantId: string, revisionId: number, content: Buffer): Promise<void> {
+  await db`
+    UPDATE revisions SET content = ${content}, parent_id = NULL, chain_depth = 0, chain_changes = 0
+     WHERE tenant_id = ${tenantId} AND revision_id = ${revisionId}`;
 }
 
 export async function listRevisions(db: Db, tenantId: string, f: { beforeId: number | null; limit: number }): Promise<RevisionRow[]> {

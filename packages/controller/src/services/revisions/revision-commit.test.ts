@@ -101,4 +101,36 @@ describe("revision committer", () => {
     expect(committed.sections_error).toBe("no signing key");
     expect((await findRevisionContent(sql as never, tenantId, 2))!.equals(data)).toBe(true);
   });
+
+  it("the sections of a revision id taken again after a rolled-back commit are built from the content committed, not the rolled-back one", async () => {
+    const tenant = randomUUID();
+    await sql`INSERT INTO tenants (id, name, created_at) VALUES (${tenant}, 'retry', ${now})`;
+    const seenStore = createRevisionStore();
+    const seen: string[][] = [];
+    const reading = createRevisionCommitter({
+      revisions: seenStore,
+      bus,
+      sections: {
+        // As deploy's sections do: the new revision's content read inside the transaction.
+        async prepareSections(tx: Db, t: string, revisionId: number) {
+          seen.push((await seenStore.content(tx, t, revisionId))!.v4.prefixes);
+        },
+      },
+    });
+    const commit = (built: ReturnType<typeof build>) =>
+      sql.begin(async (tx) => {
+        const current = await reading.lockCurrent(tx as never, tenant);
+        return reading.commit(tx as never, tenant, current, { ...fields(built), content: built.content }, () => {});
+      });
+    await expect(
+      sql.begin(async (tx) => {
+        await reading.commit(tx as never, tenant, undefined, { ...fields(build(["11.0.0.0/24"])), content: build(["11.0.0.0/24"]).content }, () => {});
+        throw new Error("the job was cancelled");
+      }),
+    ).rejects.toThrow("cancelled");
+    const committed = await commit(build(["12.0.0.0/24"]));
+    expect(committed.row.revision_id).toBe(1);
+    expect(seen).toEqual([["11.0.0.0/24"], ["12.0.0.0/24"]]);
+    expect((await seenStore.content(sql as never, tenant, 1))!.v4.prefixes).toEqual(["12.0.0.0/24"]);
+  });
 });

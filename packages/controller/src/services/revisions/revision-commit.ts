@@ -3,8 +3,9 @@ import type { Bus } from "../../bus/index.js";
 import { type Db, withSavepoint } from "../../db/connect.js";
 import { findCurrentRevision, insertRevision, lockTenantRevisions, type RevisionRow } from "../../db/revisions.js";
 import { publishRevisionCreated } from "../../events/publish.js";
-import { type RevisionContent, withdrawnCount } from "./revision-content.js";
-import { encodeContent, type RevisionStore } from "./revision-store.js";
+import { withdrawnFrom } from "./revision-align.js";
+import type { RevisionContent } from "./revision-content.js";
+import type { RevisionStore } from "./revision-store.js";
 
 /**
  * What an apply of a new revision needs built with it (deploy's bundle sections). Typed here, so
@@ -47,7 +48,9 @@ export function createRevisionCommitter(deps: { revisions: RevisionStore; bus: B
       if (!current || force) return;
       const before = await deps.revisions.content(tx, tenantId, current.revision_id);
       const total = current.prefix_count_v4 + current.prefix_count_v6;
-      const withdrawn = before ? withdrawnCount(before, next) : 0;
+      // Only a prefix the next content lacks can be withdrawn: the change's removed ones are
+      // checked against it, not every prefix of both (the commit reuses the same walk).
+      const withdrawn = before ? withdrawnFrom(before, next, deps.revisions.align(before, next)) : 0;
       if (total > 0 && (withdrawn * 100) / total > maxDropPercent) {
         throw new AppError(
           "revision_guard_tripped",
@@ -73,7 +76,11 @@ export function createRevisionCommitter(deps: { revisions: RevisionStore; bus: B
       const started = Date.now();
       const { content, ...fields } = revision;
       const row: RevisionRow = { ...fields, tenant_id: tenantId, revision_id: (current?.revision_id ?? 0) + 1 };
-      await insertRevision(tx, { ...row, content: Buffer.isBuffer(content) ? content : encodeContent(content) });
+      deps.revisions.forget(tenantId, row.revision_id);
+      // Bytes (a whole content, encodeContent's) are stored as given; a decoded content as a
+      // change against the current revision where that is smaller (revision-store.ts).
+      const stored = Buffer.isBuffer(content) ? { content } : await deps.revisions.storedForm(tx, tenantId, current?.revision_id ?? null, content);
+      await insertRevision(tx, { ...row, ...stored });
       const written = Date.now();
       let sectionsError: string | null = null;
       if (deps.sections) {

@@ -116,7 +116,7 @@ export function taggedPrefixes(content: RevisionContent): TaggedPrefix[] {
 const sortedTable = (t: PrefixTable) => (isSorted(t) ? t : sortedPairs(t, new Uint32Array(t.count), 1).table);
 
 /** How many prefixes of `current` no prefix of `next` contains (both of one family). */
-function uncovered(current: PrefixTable, next: PrefixTable): number {
+export function uncovered(current: PrefixTable, next: PrefixTable): number {
   const W = current.W;
   const a = sortedTable(current);
   const b = sortedTable(next);

@@ -1,7 +1,17 @@
 import { gunzipSync, gzipSync } from "node:zlib";
 import type { Db } from "../../db/connect.js";
-import { findRevisionContent } from "../../db/revisions.js";
-import { contentFromEntries, type RevisionContent, type RevisionEntry, RevisionFamily, type RevisionTag } from "./revision-content.js";
+import {
+  findChain,
+  findChainLinks,
+  findStoredContent,
+  findStoredContents,
+  listDependents,
+  rewriteContentWhole,
+  type StoredContent,
+} from "../../db/revisions.js";
+import { type Alignment, alignContents } from "./revision-align.js";
+import { applyChange, changeSize, decodeChange, encodeChange, makeChange, type RevisionChange } from "./revision-change.js";
+import { contentFromEntries, prefixCount, type RevisionContent, type RevisionEntry, RevisionFamily, type RevisionTag } from "./revision-content.js";
 
 /*
  * Stored form (gzip'd JSON, format 2), columnar:
@@ -41,20 +51,47 @@ export function decodeContent(data: Buffer): RevisionContent {
   return { ...owner, v4: family(stored.v4), v6: family(stored.v6) };
 }
 
+/** When a revision is stored as a change against its parent rather than whole. */
+export interface ChainPolicy {
+  /** Changes in a row before a whole content again (0: every revision whole). */
+  maxDepth: number;
+  /** A change at most this share of the new content's prefixes in entries, else whole. */
+  maxChangeShare: number;
+  /** The chain's entries since the last whole content at most this share of the prefixes. */
+  maxChainShare: number;
+}
+
+/*
+ * A read of a revision at depth d decodes the last whole content and applies d changes, each a
+ * copy of the parent's arrays (a million prefixes: ~10 ms) and its own entries; a change entry
+ * (a position and maybe a prefix) costs more bytes than a whole content's prefix, so a change of
+ * more than a quarter of the prefixes is not smaller.
+ */
+export const DEFAULT_CHAIN: ChainPolicy = { maxDepth: 8, maxChangeShare: 0.25, maxChainShare: 0.5 };
+
 /**
  * Revision contents by (tenant, revision). Revisions never change, so a decoded copy can be
- * kept in memory without ever going stale; the database stays the only source.
+ * kept in memory without ever going stale; the database stays the only source. A content stored
+ * as a change is read by applying it to its parent's (cached, or read the same way).
  */
-export function createRevisionStore(opts: { entries?: number } = {}) {
+export function createRevisionStore(opts: { entries?: number; chain?: Partial<ChainPolicy> } = {}) {
   // A decoded million-prefix content is ~45 MB, strings mostly (the tuple form was ~150 MB).
+  // Contents read through a change share the kept prefixes' strings with their parent.
   const max = opts.entries ?? 4;
+  const policy: ChainPolicy = { ...DEFAULT_CHAIN, ...opts.chain };
   const cache = new Map<string, RevisionContent>();
-  const keep = (key: string, content: RevisionContent) => {
-    cache.delete(key);
-    cache.set(key, content);
-    while (cache.size > max) cache.delete(cache.keys().next().value!);
+  // Decoded changes (small) by (tenant, revision): the diff of a revision and its parent reads them.
+  const changes = new Map<string, { parentId: number; change: RevisionChange }>();
+  const keepIn = <T>(map: Map<string, T>, limit: number, key: string, value: T) => {
+    map.delete(key);
+    map.set(key, value);
+    while (map.size > limit) map.delete(map.keys().next().value!);
   };
-  return {
+  const keep = (key: string, content: RevisionContent) => keepIn(cache, max, key, content);
+  // The last alignment walked (the guard's), which the commit of the same content reuses.
+  let aligned: { from: RevisionContent; to: RevisionContent; al: Alignment } | null = null;
+
+  const store = {
     async content(db: Db, tenantId: string, revisionId: number): Promise<RevisionContent | undefined> {
       const key = `${tenantId}:${revisionId}`;
       const hit = cache.get(key);
@@ -62,17 +99,106 @@ export function createRevisionStore(opts: { entries?: number } = {}) {
         keep(key, hit);
         return hit;
       }
-      const data = await findRevisionContent(db, tenantId, revisionId);
-      if (!data) return undefined;
-      const content = decodeContent(data);
+      // The chain down to a content cached here or stored whole, then its contents in one read.
+      const links = await findChainLinks(db, tenantId, revisionId);
+      if (!links.length) return undefined;
+      let content: RevisionContent | undefined;
+      let need = links.length;
+      for (let k = 1; k < links.length && !content; k++) {
+        content = cache.get(`${tenantId}:${links[k]!.revision_id}`);
+        if (content) need = k;
+      }
+      const rows = await findStoredContents(
+        db,
+        tenantId,
+        links.slice(0, need).map((l) => l.revision_id),
+      );
+      for (let k = need - 1; k >= 0; k--) {
+        const id = links[k]!.revision_id;
+        const row = rows.get(id);
+        if (!row) throw new Error(`revision ${id}'s stored content is gone`);
+        if (row.parent_id === null) content = decodeContent(row.content);
+        else {
+          const change = decodeChange(row.content);
+          keepIn(changes, 4 * max, `${tenantId}:${id}`, { parentId: row.parent_id, change });
+          // The key keeps every parent while a child needs it: a missing one is a broken database.
+          if (!content) throw new Error(`revision ${id}'s parent ${row.parent_id} is gone`);
+          content = applyChange(content, change);
+        }
+      }
+      if (!content) return undefined;
       keep(key, content);
       return content;
     },
+
+    /** The stored change of `revisionId` when it is one against `parentId`, else null. */
+    async changeFrom(db: Db, tenantId: string, parentId: number, revisionId: number): Promise<RevisionChange | null> {
+      const key = `${tenantId}:${revisionId}`;
+      let hit = changes.get(key);
+      if (!hit) {
+        // The chain columns first: a whole content is not read only to learn it is one.
+        if ((await findChain(db, tenantId, revisionId))?.parent_id !== parentId) return null;
+        const data = await findStoredContent(db, tenantId, revisionId);
+        if (!data || data.parent_id === null) return null;
+        hit = { parentId: data.parent_id, change: decodeChange(data.content) };
+        keepIn(changes, 4 * max, key, hit);
+      }
+      return hit.parentId === parentId ? hit.change : null;
+    },
+
+    /** Where `from` and `to` part (revision-align.ts); the last pair is remembered. */
+    align(from: RevisionContent, to: RevisionContent): Alignment {
+      if (aligned?.from !== from || aligned.to !== to) aligned = { from, to, al: alignContents(from, to) };
+      return aligned.al;
+    },
+
+    /**
+     * How to store `content` as the revision after `parentId` (the current one): a change
+     * against it when that is smaller and the chain stays within the policy, else whole.
+     */
+    async storedForm(db: Db, tenantId: string, parentId: number | null, content: RevisionContent): Promise<StoredContent> {
+      const whole = (): StoredContent => ({ content: encodeContent(content), parent_id: null, chain_depth: 0, chain_changes: 0 });
+      if (parentId === null || policy.maxDepth === 0) return whole();
+      const chain = await findChain(db, tenantId, parentId);
+      if (!chain || chain.chain_depth + 1 > policy.maxDepth) return whole();
+      const parent = await store.content(db, tenantId, parentId);
+      if (!parent) return whole();
+      const change = makeChange(parent, content, store.align(parent, content));
+      const size = changeSize(change);
+      const n = Math.max(1, prefixCount(content));
+      if (size > n * policy.maxChangeShare || chain.chain_changes + size > n * policy.maxChainShare) return whole();
+      return { content: encodeChange(change), parent_id: parentId, chain_depth: chain.chain_depth + 1, chain_changes: chain.chain_changes + size };
+    },
+
+    /**
+     * Before `ids` are deleted: every other revision stored as a change against one of them is
+     * stored whole instead, so that no kept revision loses its parent.
+     */
+    async rebaseDependents(db: Db, tenantId: string, ids: number[]): Promise<number[]> {
+      const dependents = await listDependents(db, tenantId, ids);
+      for (const id of dependents) {
+        const content = await store.content(db, tenantId, id);
+        await rewriteContentWhole(db, tenantId, id, encodeContent(content!));
+        changes.delete(`${tenantId}:${id}`);
+      }
+      return dependents;
+    },
+
+    /**
+     * Drops what is kept of a revision id about to be written: only a transaction that rolled
+     * back after reading its own new row (the sections are built from it) can have left one.
+     */
+    forget(tenantId: string, revisionId: number) {
+      cache.delete(`${tenantId}:${revisionId}`);
+      changes.delete(`${tenantId}:${revisionId}`);
+    },
+
     /** A content just written: cached so the first reader does not decode it again. */
     remember(tenantId: string, revisionId: number, content: RevisionContent) {
       keep(`${tenantId}:${revisionId}`, content);
     },
   };
+  return store;
 }
 
 export type RevisionStore = ReturnType<typeof createRevisionStore>;

@@ -1,14 +1,13 @@
 import { RenderError, renderBirdConfig } from "@rlc/shared/bird";
 import type { BundlePeer } from "@rlc/shared/bundle";
 import { AppError, ConflictError, NotFoundError } from "@rlc/shared/errors";
-import { containsAddress, diffTagged, parseAddress } from "@rlc/shared/prefix";
+import { containsAddress, parseAddress } from "@rlc/shared/prefix";
 import type { Db } from "../../db/connect.js";
 import { listCommunityTitles } from "../../db/ingest-inputs.js";
 import {
   deleteRevisions,
   findCurrentRevision,
   findRevision,
-  findRevisionContent,
   listRevisionIds,
   listRevisions,
   lockTenantRevisions,
@@ -21,7 +20,8 @@ import type { AuditEntry, AuditWriter } from "../access/audit.js";
 import type { RequestContext } from "../access/context.js";
 import { readTenantSettings } from "../operations/settings.js";
 import type { RevisionCommitter } from "./revision-commit.js";
-import { type RevisionContent, type RevisionFamily, taggedPrefixes } from "./revision-content.js";
+import type { RevisionContent, RevisionFamily } from "./revision-content.js";
+import { diffRevisions } from "./revision-diff.js";
 import type { RevisionStore } from "./revision-store.js";
 
 export function toRevision(row: RevisionRow, currentId: number | null, appliedTo: { speaker_id: string; applied_at: string }[] = []) {
@@ -234,8 +234,7 @@ export function createRevisionService(deps: { audit: AuditWriter; revisions: Rev
     },
 
     async diff(db: Db, ctx: RequestContext, a: number, b: number, limit: number) {
-      const [from, to] = await Promise.all([content(db, ctx.principal.tenantId, a), content(db, ctx.principal.tenantId, b)]);
-      const d = diffTagged(taggedPrefixes(from), taggedPrefixes(to));
+      const d = await diffRevisions(deps.revisions, db, ctx.principal.tenantId, a, b);
       return {
         from: a,
         to: b,
@@ -254,12 +253,13 @@ export function createRevisionService(deps: { audit: AuditWriter; revisions: Rev
       const tenantId = ctx.principal.tenantId;
       const current = await deps.committer.lockCurrent(tx, tenantId);
       const { tenant_id: _tenant, revision_id: _id, ...old } = await mustFind(tx, tenantId, id);
-      const data = await findRevisionContent(tx, tenantId, id);
+      // The old content decoded: stored as a change against the current one where that is smaller.
+      const data = await content(tx, tenantId, id);
       const { row } = await deps.committer.commit(
         tx,
         tenantId,
         current,
-        { ...old, created_at: ctx.now, created_by: `key:${ctx.principal.keyPrefix}`, reason: "rollback", rolled_back_from: id, content: data! },
+        { ...old, created_at: ctx.now, created_by: `key:${ctx.principal.keyPrefix}`, reason: "rollback", rolled_back_from: id, content: data },
         ctx.afterCommit,
       );
       const revisionId = row.revision_id;
@@ -327,6 +327,8 @@ export function createRevisionService(deps: { audit: AuditWriter; revisions: Rev
           kept_count: est.kept_count,
           dry_run: true,
         };
+      // A kept revision stored as a change against a deleted one is stored whole first.
+      await deps.revisions.rebaseDependents(tx, tenantId, est.candidate_revision_ids);
       const deleted = await deleteRevisions(tx, tenantId, est.candidate_revision_ids);
       if (deleted) {
         await record({

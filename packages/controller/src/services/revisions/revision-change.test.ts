@@ -1,0 +1,114 @@
+import { diffTagged } from "@rlc/shared/prefix";
+import fc from "fast-check";
+import { describe, expect, it } from "vitest";
+import { alignContents, withdrawnFrom } from "./revision-align.js";
+import { applyChange, decodeChange, encodeChange, makeChange } from "./revision-change.js";
+import { contentFromEntries, type RevisionContent, type RevisionEntry, RevisionFamily, taggedPrefixes, withdrawnCount } from "./revision-content.js";
+import { diffAligned } from "./revision-diff.js";
+import { encodeContent } from "./revision-store.js";
+
+// A revision stored as a change against its parent reads back as the whole content it was made
+// from, byte for byte once encoded, through any chain of changes; and the diff and the guard
+// computed from the change answer what the walk over both whole contents answers.
+
+/** Every prefix of `root`/`len` down to `depth` more bits, in address-then-length order (pre-order). */
+function universe(words: (offset: number, len: number) => string, len: number, depth: number, offset = 0, out: string[] = []): string[] {
+  out.push(words(offset, len));
+  if (depth > 0) {
+    universe(words, len + 1, depth - 1, offset, out);
+    universe(words, len + 1, depth - 1, offset + 2 ** (depth - 1), out);
+  }
+  return out;
+}
+const V4 = universe((o, len) => `10.${o * 8}.0.0/${len}`, 8, 5);
+const V6 = universe((o, len) => `2001:db8:${(o << 12).toString(16)}::/${len}`, 32, 4);
+const COMMUNITIES = [[], ["65000:1"], ["65000:1", "65000:2"], ["65000:3"], ["65000:2"]];
+const MODULES = ["m-a", "m-b", "m-c", "m-d"];
+
+/** A content of chosen prefixes, each with a (communities, modules) pick, its tags numbered in a shuffled order. */
+interface Pick {
+  v4: (number | null)[];
+  v6: (number | null)[];
+  shuffle: number;
+}
+const TAG_PICKS = COMMUNITIES.flatMap((c) => [[MODULES[0]!], [MODULES[1]!, MODULES[2]!], [MODULES[3]!]].map((m) => [c, m] as const));
+
+function contentOf(p: Pick): RevisionContent {
+  const entries = (universe: string[], picks: (number | null)[]): RevisionEntry[] =>
+    universe.flatMap((prefix, k) => (picks[k] == null ? [] : [[prefix, [...TAG_PICKS[picks[k]!]![0]], [...TAG_PICKS[picks[k]!]![1]]] as RevisionEntry]));
+  const c = contentFromEntries(entries(V4, p.v4), entries(V6, p.v6));
+  // Renumber the tags (a rotation): a change must carry any numbering the build chose.
+  const n = c.tags.length;
+  if (n < 2) return c;
+  const to = (t: number) => (t + p.shuffle) % n;
+  const tags = new Array(n);
+  c.tags.forEach((t, k) => {
+    tags[to(k)] = t;
+  });
+  const owner = { modules: c.modules, tags };
+  const family = (f: RevisionFamily) => new RevisionFamily(f.prefixes, f.tags.map(to), owner);
+  return { ...owner, v4: family(c.v4), v6: family(c.v6) };
+}
+
+const pickArb = (size: number) =>
+  fc.array(fc.option(fc.integer({ min: 0, max: TAG_PICKS.length - 1 }), { nil: null, freq: 2 }), { minLength: size, maxLength: size });
+const contentArb = fc.record({ v4: pickArb(V4.length), v6: pickArb(V6.length), shuffle: fc.nat(20) });
+/** An edit: some prefixes dropped, some added, some given another tag; or a content drawn afresh. */
+const editArb = fc.oneof(
+  {
+    weight: 4,
+    arbitrary: fc.array(fc.record({ v6: fc.boolean(), at: fc.nat(63), pick: fc.option(fc.nat(TAG_PICKS.length - 1), { nil: null }) }), { maxLength: 6 }),
+  },
+  { weight: 1, arbitrary: contentArb },
+);
+const apply = (p: Pick, edit: Pick | { v6: boolean; at: number; pick: number | null }[], shuffle: number): Pick => {
+  if (!Array.isArray(edit)) return edit;
+  const next = { v4: [...p.v4], v6: [...p.v6], shuffle };
+  for (const e of edit) {
+    const list = e.v6 ? next.v6 : next.v4;
+    list[e.at % list.length] = e.pick;
+  }
+  return next;
+};
+
+describe("revision changes", () => {
+  it("a chain of changes over random edits reads back each content byte for byte; diff and guard from the change equal the whole walk's", () => {
+    fc.assert(
+      fc.property(contentArb, fc.array(fc.tuple(editArb, fc.nat(20)), { minLength: 1, maxLength: 6 }), (first, edits) => {
+        let pick: Pick = first;
+        let whole = contentOf(pick);
+        // What a reader has: the first content decoded from its bytes, the rest materialised.
+        let read = whole;
+        for (const [edit, shuffle] of edits) {
+          pick = apply(pick, edit, shuffle);
+          const next = contentOf(pick);
+          const al = alignContents(whole, next);
+          const change = decodeChange(encodeChange(makeChange(read, next, alignContents(read, next))));
+          const materialised = applyChange(read, change);
+          expect(encodeContent(materialised).equals(encodeContent(next))).toBe(true);
+          expect(diffAligned(whole, next, al)).toEqual(diffTagged(taggedPrefixes(whole), taggedPrefixes(next)));
+          // The stored change is the alignment the diff of a revision and its parent uses.
+          expect(diffAligned(read, materialised, change)).toEqual(diffTagged(taggedPrefixes(whole), taggedPrefixes(next)));
+          expect(withdrawnFrom(whole, next, al)).toBe(withdrawnCount(whole, next));
+          whole = next;
+          read = materialised;
+        }
+      }),
+      { numRuns: 300 },
+    );
+  });
+
+  it("a change of a few prefixes holds those few: kept prefixes and a renumbering of the tags cost nothing", () => {
+    const big: Pick = { v4: V4.map((_, k) => k % 3), v6: V6.map(() => 4), shuffle: 0 };
+    const next: Pick = { ...big, v4: big.v4.map((t, k) => (k === 5 ? null : t)), shuffle: 7 };
+    const change = makeChange(contentOf(big), contentOf(next));
+    expect([change.v4.removed.length, change.v4.added.length, change.v4.retagAt.length, change.v6.retagAt.length]).toEqual([1, 0, 0, 0]);
+  });
+
+  it("refuses a change applied to a content it was not made from", () => {
+    const a = contentOf({ v4: V4.map(() => 1), v6: [], shuffle: 0 });
+    const b = contentOf({ v4: V4.map((_, k) => (k < 4 ? null : 1)), v6: [], shuffle: 0 });
+    const change = makeChange(a, b);
+    expect(() => applyChange(b, change)).toThrow(/does not fit/);
+  });
+});

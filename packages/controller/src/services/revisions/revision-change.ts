@@ -1,0 +1,197 @@
+import { gunzipSync, gzipSync } from "node:zlib";
+import { type Alignment, alignContents, type FamilyAlignment, forKept } from "./revision-align.js";
+import { type RevisionContent, RevisionFamily, type RevisionTag } from "./revision-content.js";
+
+/**
+ * A revision's content as a change against its parent's: the new content's module ids and tags
+ * whole (a few hundred entries), `map` from each parent tag to the tag its kept prefixes take
+ * (most of them: the rest are `retag`ged), and per family the alignment (revision-align.ts)
+ * with the added prefixes and their tags. Applied to the parent's content it gives the new
+ * content exactly: the same prefixes, the same tag numbers, the same bytes once encoded.
+ */
+export interface RevisionChange {
+  modules: string[];
+  tags: RevisionTag[];
+  map: Int32Array;
+  v4: FamilyChange;
+  v6: FamilyChange;
+}
+
+export interface FamilyChange extends FamilyAlignment {
+  /** The new family's length. */
+  length: number;
+  addedPrefixes: string[];
+  addedTags: Uint32Array;
+  /** Positions in the new family of kept prefixes whose tag is not `map`'s, and their tags. */
+  retagAt: Uint32Array;
+  retagTags: Uint32Array;
+}
+
+/** Entries a change holds: what a read applies beyond copying the parent. */
+export const changeSize = (c: RevisionChange) =>
+  c.v4.removed.length + c.v4.added.length + c.v4.retagAt.length + c.v6.removed.length + c.v6.added.length + c.v6.retagAt.length;
+
+/** Old tag × new tag of every kept prefix, in order (two typed arrays; neighbours repeat in long runs). */
+function keptTags(from: RevisionFamily, to: RevisionFamily, al: FamilyAlignment): { at: Uint32Array; from: Uint32Array; to: Uint32Array } {
+  const n = from.length - al.removed.length;
+  const at = new Uint32Array(n);
+  const a = new Uint32Array(n);
+  const b = new Uint32Array(n);
+  let k = 0;
+  forKept(al, from.length, (i, j) => {
+    at[k] = j;
+    a[k] = from.tags[i]!;
+    b[k++] = to.tags[j]!;
+  });
+  return { at, from: a, to: b };
+}
+
+/** For each old tag, the new tag most of its kept prefixes take (ties: the lower), -1 for none. */
+function tagMap(nOld: number, nNew: number, kept: ReturnType<typeof keptTags>[]): Int32Array {
+  const counts = new Map<number, number>();
+  for (const { from, to } of kept) {
+    let key = -1;
+    let run = 0;
+    for (let k = 0; k < from.length; k++) {
+      const pair = from[k]! * nNew + to[k]!;
+      if (pair === key) {
+        run++;
+        continue;
+      }
+      if (key >= 0) counts.set(key, (counts.get(key) ?? 0) + run);
+      key = pair;
+      run = 1;
+    }
+    if (key >= 0) counts.set(key, (counts.get(key) ?? 0) + run);
+  }
+  const map = new Int32Array(nOld).fill(-1);
+  const best = new Float64Array(nOld);
+  for (const [k, n] of counts) {
+    const o = Math.floor(k / nNew);
+    const t = k % nNew;
+    if (n > best[o]! || (n === best[o]! && t < map[o]!)) {
+      best[o] = n;
+      map[o] = t;
+    }
+  }
+  return map;
+}
+
+/** The change that turns `from` into `to` (`al`: their alignment, when already walked). */
+export function makeChange(from: RevisionContent, to: RevisionContent, al: Alignment = alignContents(from, to)): RevisionChange {
+  const kept = { v4: keptTags(from.v4, to.v4, al.v4), v6: keptTags(from.v6, to.v6, al.v6) };
+  const map = tagMap(from.tags.length, Math.max(1, to.tags.length), [kept.v4, kept.v6]);
+  const family = (fam: "v4" | "v6"): FamilyChange => {
+    const b = to[fam];
+    const k = kept[fam];
+    const retagAt: number[] = [];
+    const retagTags: number[] = [];
+    for (let x = 0; x < k.at.length; x++) {
+      if (map[k.from[x]!] !== k.to[x]) {
+        retagAt.push(k.at[x]!);
+        retagTags.push(k.to[x]!);
+      }
+    }
+    const added = al[fam].added;
+    return {
+      ...al[fam],
+      length: b.length,
+      addedPrefixes: Array.from(added, (j) => b.prefixes[j]!),
+      addedTags: Uint32Array.from(added, (j) => b.tags[j]!),
+      retagAt: Uint32Array.from(retagAt),
+      retagTags: Uint32Array.from(retagTags),
+    };
+  };
+  return { modules: to.modules, tags: to.tags, map, v4: family("v4"), v6: family("v6") };
+}
+
+/** The content `change` makes of `parent`: kept prefixes are the parent's own strings. */
+export function applyChange(parent: RevisionContent, change: RevisionChange): RevisionContent {
+  const owner = { modules: change.modules, tags: change.tags };
+  const family = (old: RevisionFamily, c: FamilyChange) => {
+    if (old.length - c.removed.length + c.added.length !== c.length) throw new Error("revision change does not fit its parent");
+    const prefixes = new Array<string>(c.length);
+    const tags = new Uint32Array(c.length);
+    const map = change.map;
+    let i = 0;
+    let r = 0;
+    let a = 0;
+    for (let j = 0; j < c.length; j++) {
+      if (a < c.added.length && c.added[a] === j) {
+        prefixes[j] = c.addedPrefixes[a]!;
+        tags[j] = c.addedTags[a]!;
+        a++;
+        continue;
+      }
+      while (r < c.removed.length && c.removed[r] === i) {
+        r++;
+        i++;
+      }
+      prefixes[j] = old.prefixes[i]!;
+      // -1 (no tag kept) becomes 0xffffffff: a retag must cover it, which is checked below.
+      tags[j] = map[old.tags[i]!]!;
+      i++;
+    }
+    for (let k = 0; k < c.retagAt.length; k++) tags[c.retagAt[k]!] = c.retagTags[k]!;
+    for (let j = 0; j < c.length; j++) if (tags[j]! >= change.tags.length) throw new Error("revision change leaves a prefix without a tag");
+    return new RevisionFamily(prefixes, tags, owner);
+  };
+  return { ...owner, v4: family(parent.v4, change.v4), v6: family(parent.v6, change.v6) };
+}
+
+/** Ascending positions as the first, then the gaps: small numbers, which JSON and gzip keep short. */
+const gaps = (xs: Uint32Array) => xs.map((x, k) => (k === 0 ? x : x - xs[k - 1]!)).join(",");
+const ungap = (xs: number[]) => {
+  const out = Uint32Array.from(xs);
+  for (let k = 1; k < out.length; k++) out[k]! += out[k - 1]!;
+  return out;
+};
+
+interface StoredFamily {
+  length: number;
+  removed: number[];
+  added: { at: number[]; prefixes: string; tags: number[] };
+  retag: { at: number[]; tags: number[] };
+}
+
+interface StoredChange {
+  format: 3;
+  modules: string[];
+  tags: [string[], number[]][];
+  map: number[];
+  v4: StoredFamily;
+  v6: StoredFamily;
+}
+
+/**
+ * Stored form of a change (gzip'd JSON, format 3), packed as a whole content is
+ * (revision-store.ts, format 2): prefixes one space-separated string, tags and positions
+ * number lists, positions as gaps.
+ */
+export function encodeChange(c: RevisionChange): Buffer {
+  const family = (f: FamilyChange) =>
+    `{"length":${f.length},"removed":[${gaps(f.removed)}],"added":{"at":[${gaps(f.added)}],"prefixes":${JSON.stringify(f.addedPrefixes.join(" "))},"tags":[${f.addedTags.join(",")}]},"retag":{"at":[${gaps(f.retagAt)}],"tags":[${f.retagTags.join(",")}]}}`;
+  const head = JSON.stringify({ format: 3, modules: c.modules, tags: c.tags.map((t) => [t.communities, t.modules]), map: [...c.map] });
+  return gzipSync(`${head.slice(0, -1)},"v4":${family(c.v4)},"v6":${family(c.v6)}}`, { level: 1 });
+}
+
+export function decodeChange(data: Buffer): RevisionChange {
+  const stored = JSON.parse(gunzipSync(data).toString("utf8")) as StoredChange;
+  if (stored.format !== 3) throw new Error(`revision change format ${String(stored.format)} is not known`);
+  const family = (f: StoredFamily): FamilyChange => ({
+    length: f.length,
+    removed: ungap(f.removed),
+    added: ungap(f.added.at),
+    addedPrefixes: f.added.prefixes === "" ? [] : f.added.prefixes.split(" "),
+    addedTags: Uint32Array.from(f.added.tags),
+    retagAt: ungap(f.retag.at),
+    retagTags: Uint32Array.from(f.retag.tags),
+  });
+  return {
+    modules: stored.modules,
+    tags: stored.tags.map(([communities, modules]) => ({ communities, modules })),
+    map: Int32Array.from(stored.map),
+    v4: family(stored.v4),
+    v6: family(stored.v6),
+  };
+}

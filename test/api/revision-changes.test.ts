@@ -1,0 +1,145 @@
+import { diffTagged } from "@rlc/shared/prefix";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { startTestController, type TestController } from "../helpers/controller.js";
+
+// A revision is stored as a change against its parent where that is smaller (migration 0025):
+// what the API answers about it (its prefixes, diffs, a rollback to it) is what it answered
+// when it was made, read back through the chain; a prune re-bases a kept revision whose parent
+// it deletes; the database refuses to delete a parent a revision still needs.
+
+let t: TestController;
+const modules: string[] = [];
+/** Each revision's prefixes as the API answered right after the refresh that made it. */
+const made = new Map<number, unknown[]>();
+
+const call = async (method: "GET" | "POST" | "PATCH" | "DELETE", url: string, payload?: object) => {
+  const res = await t.call(t.rootKey, { method, url, ...(payload ? { payload } : {}) });
+  if (res.statusCode >= 400) throw new Error(`${url}: ${res.statusCode} ${res.body}`);
+  return res.statusCode === 204 ? null : res.json();
+};
+const prefixesOf = async (id: number) => (await call("GET", `/v1/revisions/${id}/prefixes?limit=500`)).items as { prefix: string; communities: string[] }[];
+const refresh = async () => {
+  const job = await call("POST", "/v1/modules/refresh?wait=true");
+  expect(job.status).toBe("succeeded");
+  const id = job.result.revision_id as number;
+  made.set(id, await prefixesOf(id));
+  return id;
+};
+const entry = (m: number, cidr: string) => call("POST", `/v1/modules/${modules[m]}/ip-range-entries`, { cidr });
+const stored = () =>
+  t.controller.deps.sql<{ revision_id: number; parent_id: number | null; chain_depth: number }[]>`
+    SELECT revision_id, parent_id, chain_depth FROM revisions ORDER BY revision_id`;
+
+beforeAll(async () => {
+  t = await startTestController();
+  for (const [i, community] of ["65000:1", "65000:2"].entries()) {
+    const cid = (await call("POST", "/v1/communities", { community, title: `c${i}` })).id;
+    modules.push((await call("POST", "/v1/modules", { name: `ranges-${i}`, type: "IP_RANGES", community_id: cid })).id);
+  }
+  // Every other /24 (so none aggregate), and a few IPv6 prefixes.
+  for (let k = 0; k < 30; k++) await entry(0, `11.0.${2 * k}.0/24`);
+  for (let k = 0; k < 8; k++) await entry(1, `12.0.${2 * k}.0/24`);
+  for (let k = 0; k < 4; k++) await entry(1, `2a00:${k + 1}::/32`);
+}, 120_000);
+afterAll(async () => {
+  await t?.close();
+});
+
+describe("revisions stored as changes", () => {
+  it("small refreshes are stored as changes against their parent, and read back as they were made", async () => {
+    const first = await refresh();
+    await entry(0, "11.0.101.0/24");
+    await refresh();
+    // A prefix of the other module too: its communities change.
+    await entry(1, "11.0.4.0/24");
+    await refresh();
+    const entries = (await call("GET", `/v1/modules/${modules[1]}/ip-range-entries?limit=50`)).items as { id: string; cidr: string }[];
+    await call("DELETE", `/v1/modules/${modules[1]}/ip-range-entries/${entries.find((e) => e.cidr === "12.0.2.0/24")!.id}`);
+    await refresh();
+    await entry(1, "2a00:9::/32");
+    await entry(0, "11.0.103.0/24");
+    await refresh();
+    // More revisions than the controller keeps decoded: the first ones are read from the database.
+    for (const cidr of ["11.0.105.0/24", "11.0.107.0/24", "11.0.109.0/24"]) {
+      await entry(0, cidr);
+      await refresh();
+    }
+    const rows = await stored();
+    expect(rows[0]).toEqual({ revision_id: first, parent_id: null, chain_depth: 0 });
+    for (const r of rows.slice(1)) expect(r).toMatchObject({ parent_id: r.revision_id - 1, chain_depth: r.revision_id - first });
+    for (const [id, items] of made) expect(await prefixesOf(id)).toEqual(items);
+  });
+
+  it("a diff answers what a walk over both whole lists answers, between a revision and its parent or any other", async () => {
+    const ids = [...made.keys()];
+    const tagged = (id: number) =>
+      made.get(id)!.map((p) => ({ prefix: (p as { prefix: string }).prefix, communities: (p as { communities: string[] }).communities }));
+    for (const [a, b] of [
+      [ids[0]!, ids[1]!],
+      [ids[2]!, ids[1]!],
+      [ids[2]!, ids[3]!],
+      [ids[0]!, ids.at(-1)!],
+      [ids.at(-1)!, ids[3]!],
+    ] as const) {
+      const d = diffTagged(tagged(a), tagged(b));
+      expect(await call("GET", `/v1/revisions/${a}/diff/${b}?limit=100`)).toEqual({
+        from: a,
+        to: b,
+        added: d.added,
+        removed: d.removed,
+        changed: d.changed,
+        added_count: d.added.length,
+        removed_count: d.removed.length,
+        changed_count: d.changed.length,
+        truncated: false,
+      });
+    }
+    expect(
+      (await call("GET", `/v1/revisions/${ids[2]}/diff/${ids[3]}`)).changed_count + (await call("GET", `/v1/revisions/${ids[1]}/diff/${ids[2]}`)).changed_count,
+    ).toBe(1);
+  });
+
+  it("a rollback is stored as a change against the current revision and answers the old prefixes", async () => {
+    const [first] = made.keys();
+    const rolled = await call("POST", `/v1/revisions/${first}/rollback`);
+    const row = (await stored()).at(-1)!;
+    expect(row).toMatchObject({ revision_id: rolled.revision_id, parent_id: rolled.revision_id - 1 });
+    expect(await prefixesOf(rolled.revision_id)).toEqual(made.get(first!));
+    made.set(rolled.revision_id, made.get(first!)!);
+  });
+
+  it("the database refuses to delete a revision another is stored against; a prune stores the first kept one whole and reads every kept one as before", async () => {
+    const ids = [...made.keys()];
+    await expect(t.controller.deps.sql`DELETE FROM revisions WHERE revision_id = ${ids[2]!}`).rejects.toThrow(/foreign key/);
+    await call("PATCH", "/v1/settings", { revision_retention_minutes: 60 });
+    const old = ids.slice(0, 4);
+    await t.controller.deps.sql`UPDATE revisions SET created_at = created_at - interval '1 day' WHERE revision_id = ANY(${old}::int[])`;
+    const pruned = await call("POST", "/v1/revisions/prune", {});
+    expect(pruned).toMatchObject({ deleted_count: 4, deleted_revision_ids: old });
+    const rows = await stored();
+    expect(rows.map((r) => r.revision_id)).toEqual(ids.slice(4));
+    expect(rows[0]).toMatchObject({ parent_id: null, chain_depth: 0 });
+    expect(rows[1]).toMatchObject({ parent_id: ids[4] });
+    for (const id of ids.slice(4)) expect(await prefixesOf(id)).toEqual(made.get(id));
+  });
+});
+
+describe("REVISION_STORAGE=whole", () => {
+  it("stores every revision whole, as before migration 0025", async () => {
+    const w = await startTestController({ env: { REVISION_STORAGE: "whole" } });
+    try {
+      const post = async (url: string, payload?: object) => (await w.call(w.rootKey, { method: "POST", url, ...(payload ? { payload } : {}) })).json();
+      const id = (await post("/v1/modules", { name: "ranges", type: "IP_RANGES", community_id: null })).id;
+      for (const cidr of ["11.0.0.0/24", "11.0.2.0/24"]) {
+        await post(`/v1/modules/${id}/ip-range-entries`, { cidr });
+        expect((await post("/v1/modules/refresh?wait=true")).status).toBe("succeeded");
+      }
+      expect(await w.controller.deps.sql`SELECT revision_id, parent_id FROM revisions ORDER BY revision_id`).toEqual([
+        { revision_id: 1, parent_id: null },
+        { revision_id: 2, parent_id: null },
+      ]);
+    } finally {
+      await w.close();
+    }
+  });
+});
