@@ -13,7 +13,7 @@ import type { FastifyPluginAsyncZod } from "fastify-type-provider-zod";
 import type { AppDeps } from "../../app-deps.js";
 import { permissionsOf } from "../../services/access/context.js";
 import { operator } from "../access.js";
-import { resourceRoutes } from "../resource-routes.js";
+import { resource, resourceRoutes } from "../resource-routes.js";
 import { problems, writeProblems } from "../responses.js";
 
 const tags = ["api-keys"];
@@ -37,38 +37,41 @@ const apiKeyRoutes: FastifyPluginAsyncZod<{ deps: AppDeps }> = async (app, { dep
     },
   );
 
-  resourceRoutes(app, deps, {
-    tags,
-    path: "/v1/api-keys",
-    id: "id",
-    params: IdParams,
-    one: "an API key",
-    many: "API keys",
-    item: ApiKey,
-    // DELETE revokes a key (sets its `revoked_at`); the row stays.
-    service: { ...keys, remove: keys.revoke },
-    config: operator,
-    list: { querystring: ApiKeyListQuery },
-    create: {
-      summary: "Create an API key (the secret is shown once)",
-      description:
-        "No key can create a key above its own role. Node keys are not made here: a speaker's node key comes from enrolling with the " +
-        "speaker's enrollment token, which only admins and superadmins receive.",
-      body: CreateApiKeyBody,
-      response: ApiKeyWithSecret,
-    },
-    read: {},
-    update: {
-      summary: "Update an API key's name, role or expiry",
-      description:
-        "A key changes only itself and keys of a lower role (a speaker's node key from the admin role up), and never raises a key above its own role.",
-      body: UpdateApiKeyBody,
-    },
-    remove: {
-      summary: "Revoke an API key",
-      description: "A key revokes itself and keys of a lower role (a speaker's node key from the admin role up); superadmins also revoke one another's keys.",
-    },
-  });
+  resourceRoutes(
+    app,
+    resource({
+      tags,
+      path: "/v1/api-keys",
+      id: "id",
+      params: IdParams,
+      one: "an API key",
+      many: "API keys",
+      item: ApiKey,
+      // DELETE revokes a key (sets its `revoked_at`); the row stays.
+      service: { ...keys, remove: keys.revoke },
+      config: operator,
+      list: { querystring: ApiKeyListQuery },
+      create: {
+        summary: "Create an API key (the secret is shown once)",
+        description:
+          "No key can create a key above its own role. Node keys are not made here: a speaker's node key comes from enrolling with the " +
+          "speaker's enrollment token, which only admins and superadmins receive.",
+        body: CreateApiKeyBody,
+        response: ApiKeyWithSecret,
+      },
+      read: {},
+      update: {
+        summary: "Update an API key's name, role or expiry",
+        description:
+          "A key changes only itself and keys of a lower role (a speaker's node key from the admin role up), and never raises a key above its own role.",
+        body: UpdateApiKeyBody,
+      },
+      remove: {
+        summary: "Revoke an API key",
+        description: "A key revokes itself and keys of a lower role (a speaker's node key from the admin role up); superadmins also revoke one another's keys.",
+      },
+    }),
+  );
 
   app.post(
     "/v1/api-keys/:id/rotate",

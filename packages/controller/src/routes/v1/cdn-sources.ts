@@ -54,7 +54,7 @@ const cdnSourceRoutes: FastifyPluginAsyncZod<{ deps: AppDeps }> = async (app, { 
     update: { description: "Switching `format` to text drops the `json_path`.", body: UpdateCdnSourceBody },
     remove: {},
   });
-  collectionRoutes(app, deps, resource);
+  collectionRoutes(app, resource);
 
   app.post(
     "/v1/modules/:module_id/cdn-sources/preview",
@@ -73,7 +73,7 @@ const cdnSourceRoutes: FastifyPluginAsyncZod<{ deps: AppDeps }> = async (app, { 
     async (req) => sources.preview(req.ctx(), req.params.module_id, req.body),
   );
 
-  itemRoutes(app, deps, resource);
+  itemRoutes(app, resource);
 
   app.post(
     "/v1/modules/:module_id/cdn-sources/:source_id/preview",

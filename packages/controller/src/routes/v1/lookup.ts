@@ -23,7 +23,7 @@ const lookupRoutes: FastifyPluginAsyncZod<{ deps: AppDeps }> = async (app, { dep
       // The answer is built by the lookup service alone: compiled, not parsed (see compiledSerializer).
       serializerCompiler: compiledSerializer,
     },
-    async (req) => deps.services.lookup.lookup(deps.sql, req.principal!.tenantId, req.query.q) as never,
+    async (req) => deps.services.lookup.lookup(req.ctx().principal.tenantId, req.query.q) as never,
   );
 };
 

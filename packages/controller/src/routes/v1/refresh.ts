@@ -46,11 +46,11 @@ const refreshRoutes: FastifyPluginAsyncZod<{ deps: AppDeps }> = async (app, { de
       config: operator,
     },
     async (req, reply) =>
-      req.body?.dry_run ? deps.services.rpkiDryRun.run(deps.sql, req.principal!.tenantId, req.params.module_id) : refresh(req, reply, [req.params.module_id]),
+      req.body?.dry_run ? deps.services.rpkiDryRun.run(req.ctx().principal.tenantId, req.params.module_id) : refresh(req, reply, [req.params.module_id]),
   );
 
   app.post("/v1/modules/refresh", { schema: { ...schema, summary: "Refresh every enabled module in one job" }, config: operator }, async (req, reply) =>
-    req.body?.dry_run ? deps.services.rpkiDryRun.run(deps.sql, req.principal!.tenantId, null) : refresh(req, reply, null),
+    req.body?.dry_run ? deps.services.rpkiDryRun.run(req.ctx().principal.tenantId, null) : refresh(req, reply, null),
   );
 };
 

@@ -114,7 +114,7 @@ const AUDITED = [
 ] as const;
 const auditView = (m: Module) => Object.fromEntries(AUDITED.map((k) => [k, m[k]])) as Record<(typeof AUDITED)[number], unknown>;
 
-export function createModuleService(deps: { audit: AuditWriter }) {
+export function createModuleService(deps: { sql: Db; audit: AuditWriter }) {
   const { audit } = deps;
 
   async function checkReferences(db: Db, tenantId: string, communityId: string | null, profileIds: readonly string[]) {
@@ -189,14 +189,14 @@ export function createModuleService(deps: { audit: AuditWriter }) {
       return module;
     },
 
-    async list(db: Db, ctx: RequestContext, q: ModuleListQuery): Promise<Page<Module>> {
+    async list(ctx: RequestContext, q: ModuleListQuery): Promise<Page<Module>> {
       const afterId = afterIdOf(q.cursor);
-      const rows = await listModules(db, ctx.principal.tenantId, { afterId, limit: q.limit, type: q.type, enabled: q.enabled, q: q.q });
+      const rows = await listModules(deps.sql, ctx.principal.tenantId, { afterId, limit: q.limit, type: q.type, enabled: q.enabled, q: q.q });
       return toPage(rows, q.limit, (r) => [r.id], toModule);
     },
 
-    async get(db: Db, ctx: RequestContext, id: string): Promise<Module> {
-      return toModule(await mustFindModule(db, ctx.principal.tenantId, id));
+    async get(ctx: RequestContext, id: string): Promise<Module> {
+      return toModule(await mustFindModule(deps.sql, ctx.principal.tenantId, id));
     },
 
     async update(tx: Db, ctx: RequestContext, id: string, body: UpdateModuleBody): Promise<Module> {
