@@ -25,7 +25,7 @@ const jobsOf = (type: string) =>
 /** Runs the queued jobs of `type`; the worker's clock is ahead, as the passes above enqueued "later". */
 async function runJobs(handlers: Parameters<typeof startWorker>[0]["handlers"], type: string) {
   const clock = { ...createSystemClock(), now: () => Date.now() + 3 * 60 * MINUTE };
-  const w = startWorker({ sql: sql(), bus: bus(), clock, logger: silent, handlers, pollMs: 50 });
+  const w = startWorker({ queue: services().jobs, clock, logger: silent, handlers, pollMs: 50 });
   try {
     for (let i = 0; i < 200; i++) {
       const open = (await jobsOf(type)).filter((j) => j.status === "queued" || j.status === "running");

@@ -1,5 +1,3 @@
-import type { Bus } from "../bus/index.js";
-import type { Sql } from "../db/connect.js";
 import type { AppServices } from "../services/create-services.js";
 import { applyJob } from "./apply-job.js";
 import type { JobHandler } from "./handler.js";
@@ -9,8 +7,6 @@ import { peerReconcileJob } from "./peer-reconcile-job.js";
 import { revisionPruneJob } from "./revision-prune-job.js";
 
 export interface JobDeps {
-  sql: Sql;
-  bus: Bus;
   services: Pick<AppServices, "ingest" | "deploy" | "maintenance">;
 }
 
