@@ -9,18 +9,13 @@ import {
   Session,
   UpdateApiKeyBody,
 } from "@rlc/shared/schemas";
-import type { FastifyPluginAsyncZod } from "fastify-type-provider-zod";
-import type { AppDeps } from "../../app-deps.js";
 import { permissionsOf } from "../../services/access/context.js";
 import { operator } from "../access.js";
 import { resource, resourceRoutes } from "../resource-routes.js";
 import { problems, writeProblems } from "../responses.js";
+import { routeFile } from "../route-file.js";
 
-const tags = ["api-keys"];
-
-const apiKeyRoutes: FastifyPluginAsyncZod<{ deps: AppDeps }> = async (app, { deps }) => {
-  const keys = deps.services.apiKeys;
-
+const apiKeyRoutes = routeFile(["api-keys"], "apiKeys", async (app, keys, { tags }) => {
   app.get(
     "/v1/auth/session",
     { schema: { tags: ["auth"], summary: "The tenant and role of the calling key", response: { 200: Session, ...problems(401) } }, config: { auth: "any" } },
@@ -91,6 +86,6 @@ const apiKeyRoutes: FastifyPluginAsyncZod<{ deps: AppDeps }> = async (app, { dep
     },
     async (req, reply) => req.mutate(reply, async (tx, ctx) => ({ status: 200, body: await keys.rotate(tx, ctx, req.params.id, req.body) })),
   );
-};
+});
 
 export default apiKeyRoutes;

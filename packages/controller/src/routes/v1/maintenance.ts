@@ -10,15 +10,13 @@ import {
   optionalBody,
   UpdateMaintenancePolicyBody,
 } from "@rlc/shared/schemas";
-import type { FastifyPluginAsyncZod } from "fastify-type-provider-zod";
 import { z } from "zod";
-import type { AppDeps } from "../../app-deps.js";
 import { AUDIT_RETENTION_FLOOR_DAYS } from "../../services/operations/maintenance.js";
 import { deployment, operator } from "../access.js";
 import { resource, resourceRoutes } from "../resource-routes.js";
 import { authProblems, jobAccepted, problems, writeProblems } from "../responses.js";
+import { routeFile } from "../route-file.js";
 
-const tags = ["maintenance"];
 const NoBody = optionalBody(z.strictObject({}));
 
 const ACTIONS =
@@ -28,9 +26,7 @@ const ACTIONS =
   `\`audit_retention\` (\`days\`; never a record still waiting to be pushed; fewer than ${AUDIT_RETENTION_FLOOR_DAYS} days needs the admin role or higher, ` +
   "an operator gets 403 `forbidden`) and `jobs_retention` (`days`; finished jobs only).";
 
-const maintenanceRoutes: FastifyPluginAsyncZod<{ deps: AppDeps }> = async (app, { deps }) => {
-  const maintenance = deps.services.maintenance;
-
+const maintenanceRoutes = routeFile(["maintenance"], "maintenance", async (app, maintenance, { tags }) => {
   resourceRoutes(
     app,
     resource({
@@ -136,6 +132,6 @@ const maintenanceRoutes: FastifyPluginAsyncZod<{ deps: AppDeps }> = async (app, 
     },
     async (req, reply) => req.mutate(reply, async (tx, ctx) => ({ status: 200, body: await maintenance.analyze(tx, ctx) })),
   );
-};
+});
 
 export default maintenanceRoutes;

@@ -14,21 +14,17 @@ import {
   STATUS_REPORT_MAX_BYTES,
   StatusReport,
 } from "@rlc/shared/schemas";
-import type { FastifyPluginAsyncZod } from "fastify-type-provider-zod";
 import { z } from "zod";
-import type { AppDeps } from "../../app-deps.js";
 import { BUNDLE_RETRY_AFTER_S } from "../../services/deploy/bundle-downloads.js";
 import { ANNOUNCEMENT_HEADERS_TEXT, announcedInHeaders } from "../../services/deploy/served-format.js";
 import { admin, operator } from "../access.js";
 import { authProblems, jobAccepted, problems, writeProblems } from "../responses.js";
+import { routeFile } from "../route-file.js";
 
-const tags = ["nodes"];
 /** Node keys of the speaker itself, or operators of the tenant. */
 const nodeOrOperator = { node: true, role: "operator" as const };
 
-const nodeRoutes: FastifyPluginAsyncZod<{ deps: AppDeps }> = async (app, { deps }) => {
-  const node = deps.services.node;
-
+const nodeRoutes = routeFile(["nodes"], "node", async (app, node, { deps, tags }) => {
   app.post(
     "/v1/nodes/enroll",
     {
@@ -197,6 +193,6 @@ const nodeRoutes: FastifyPluginAsyncZod<{ deps: AppDeps }> = async (app, { deps 
         return jobAccepted(await deps.services.deploy.apply(tx, ctx, req.body));
       }),
   );
-};
+});
 
 export default nodeRoutes;

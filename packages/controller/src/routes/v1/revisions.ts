@@ -15,18 +15,13 @@ import {
   RollbackBody,
   Uuid,
 } from "@rlc/shared/schemas";
-import type { FastifyPluginAsyncZod } from "fastify-type-provider-zod";
 import { z } from "zod";
-import type { AppDeps } from "../../app-deps.js";
 import { operator } from "../access.js";
 import { collectionRoutes, resource as declareResource, itemRoutes } from "../resource-routes.js";
 import { authProblems, problems, writeProblems } from "../responses.js";
+import { routeFile } from "../route-file.js";
 
-const tags = ["revisions"];
-
-const revisionRoutes: FastifyPluginAsyncZod<{ deps: AppDeps }> = async (app, { deps }) => {
-  const revisions = deps.services.revisions;
-
+const revisionRoutes = routeFile(["revisions"], "revisions", async (app, revisions, { deps, tags }) => {
   const resource = declareResource({
     tags,
     path: "/v1/revisions",
@@ -137,6 +132,6 @@ const revisionRoutes: FastifyPluginAsyncZod<{ deps: AppDeps }> = async (app, { d
         return { status: 201, body, headers: { location: `/v1/revisions/${revision.revision_id}` } };
       }),
   );
-};
+});
 
 export default revisionRoutes;

@@ -15,18 +15,13 @@ import {
   UpdateSpeakerBody,
   Uuid,
 } from "@rlc/shared/schemas";
-import type { FastifyPluginAsyncZod } from "fastify-type-provider-zod";
 import { z } from "zod";
-import type { AppDeps } from "../../app-deps.js";
 import { admin, operator } from "../access.js";
 import { resource, resourceRoutes } from "../resource-routes.js";
 import { authProblems, jobAccepted, problems, writeProblems } from "../responses.js";
+import { routeFile } from "../route-file.js";
 
-const tags = ["speakers"];
-
-const speakerRoutes: FastifyPluginAsyncZod<{ deps: AppDeps }> = async (app, { deps }) => {
-  const speakers = deps.services.speakers;
-
+const speakerRoutes = routeFile(["speakers"], "speakers", async (app, speakers, { deps, tags }) => {
   app.get(
     "/v1/speakers",
     {
@@ -133,6 +128,6 @@ const speakerRoutes: FastifyPluginAsyncZod<{ deps: AppDeps }> = async (app, { de
         return jobAccepted(await deps.services.deploy.applyToSpeaker(tx, ctx, req.params.id, req.body));
       }),
   );
-};
+});
 
 export default speakerRoutes;
