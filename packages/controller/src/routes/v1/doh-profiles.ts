@@ -1,9 +1,8 @@
 import { CreateDohProfileBody, DohProfile, DohProfileListQuery, IdParams, UpdateDohProfileBody } from "@rlc/shared/schemas";
-import type { FastifyPluginAsyncZod } from "fastify-type-provider-zod";
-import type { AppDeps } from "../../app-deps.js";
 import { resource, resourceRoutes } from "../resource-routes.js";
+import type { RoutePlugin } from "../route-file.js";
 
-const dohProfileRoutes: FastifyPluginAsyncZod<{ deps: AppDeps }> = async (app, { deps }) => {
+const dohProfileRoutes: RoutePlugin = async (app, { deps }) => {
   resourceRoutes(
     app,
     resource({

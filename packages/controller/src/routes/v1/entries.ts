@@ -15,11 +15,10 @@ import {
   UpdateDomainEntryBody,
   UpdateIpRangeEntryBody,
 } from "@rlc/shared/schemas";
-import type { FastifyPluginAsyncZod } from "fastify-type-provider-zod";
 import type { z } from "zod";
-import type { AppDeps } from "../../app-deps.js";
 import type { EntryKind } from "../../services/route-lists/entries.js";
 import { resource, resourceRoutes } from "../resource-routes.js";
+import type { RoutePlugin } from "../route-file.js";
 
 /** The entry collections differ only by schemas, path and words. */
 const collections = [
@@ -75,7 +74,7 @@ const collections = [
   rules: string;
 }[];
 
-const entryRoutes: FastifyPluginAsyncZod<{ deps: AppDeps }> = async (app, { deps }) => {
+const entryRoutes: RoutePlugin = async (app, { deps }) => {
   for (const c of collections) {
     const many = c.noun.replace("entry", "entries");
     resourceRoutes(

@@ -1,9 +1,8 @@
 import { LookupQuery, LookupResult } from "@rlc/shared/schemas";
-import type { FastifyPluginAsyncZod } from "fastify-type-provider-zod";
-import type { AppDeps } from "../../app-deps.js";
 import { authProblems, compiledSerializer } from "../responses.js";
+import type { RoutePlugin } from "../route-file.js";
 
-const lookupRoutes: FastifyPluginAsyncZod<{ deps: AppDeps }> = async (app, { deps }) => {
+const lookupRoutes: RoutePlugin = async (app, { deps }) => {
   app.get(
     "/v1/lookup",
     {

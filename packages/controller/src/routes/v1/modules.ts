@@ -1,9 +1,8 @@
 import { CreateModuleBody, Module, ModuleListQuery, ModuleParams, UpdateModuleBody } from "@rlc/shared/schemas";
-import type { FastifyPluginAsyncZod } from "fastify-type-provider-zod";
-import type { AppDeps } from "../../app-deps.js";
 import { resource, resourceRoutes } from "../resource-routes.js";
+import type { RoutePlugin } from "../route-file.js";
 
-const moduleRoutes: FastifyPluginAsyncZod<{ deps: AppDeps }> = async (app, { deps }) => {
+const moduleRoutes: RoutePlugin = async (app, { deps }) => {
   resourceRoutes(
     app,
     resource({

@@ -1,13 +1,12 @@
 import { CreatePeerBody, IdParams, Peer, PeerDeleted, PeerListQuery, PeerWithJob, UpdatePeerBody } from "@rlc/shared/schemas";
-import type { FastifyPluginAsyncZod } from "fastify-type-provider-zod";
-import type { AppDeps } from "../../app-deps.js";
 import { operator } from "../access.js";
 import { resource, resourceRoutes } from "../resource-routes.js";
+import type { RoutePlugin } from "../route-file.js";
 
 const reconcileNote =
   " Every write enqueues a `peer_reconcile` job (no ingest, no collection) that then queues an `apply` for the affected speakers; its id is `reconcile_job_id`. A tenant whose job queue is full gets 429 `too_many_jobs` and nothing is written.";
 
-const peerRoutes: FastifyPluginAsyncZod<{ deps: AppDeps }> = async (app, { deps }) => {
+const peerRoutes: RoutePlugin = async (app, { deps }) => {
   resourceRoutes(
     app,
     resource({

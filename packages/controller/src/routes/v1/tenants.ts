@@ -1,10 +1,9 @@
 import { CreatedTenant, CreateTenantBody, ListQuery, Tenant, TenantParams } from "@rlc/shared/schemas";
-import type { FastifyPluginAsyncZod } from "fastify-type-provider-zod";
-import type { AppDeps } from "../../app-deps.js";
 import { deployment } from "../access.js";
 import { resource, resourceRoutes } from "../resource-routes.js";
+import type { RoutePlugin } from "../route-file.js";
 
-const tenantRoutes: FastifyPluginAsyncZod<{ deps: AppDeps }> = async (app, { deps }) => {
+const tenantRoutes: RoutePlugin = async (app, { deps }) => {
   const tenants = deps.services.tenants;
 
   resourceRoutes(
