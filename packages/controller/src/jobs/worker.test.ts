@@ -22,9 +22,9 @@ let database: Database & { close(): Promise<void> };
 const bus = createMemoryBus();
 const tenantId = randomUUID();
 const silent = { warn() {}, error() {}, info() {}, debug() {} } as never;
-/** The worker's clock: the system's, moved ahead by `ahead` ms (a retry's backoff passes at once). */
-let ahead = 0;
-const clock = { now: () => Date.now() + ahead, sleep: (ms: number) => new Promise<void>((r) => setTimeout(r, ms)) };
+/** The worker's clock: the system's, or stopped at `stoppedAt` (which the test moves) where a test needs time to stand still. */
+let stoppedAt: number | null = null;
+const clock = { now: () => stoppedAt ?? Date.now(), sleep: (ms: number) => new Promise<void>((r) => setTimeout(r, ms)) };
 const finished: { job_id: string; status: string; error_code: string | null }[] = [];
 const failures: string[] = [];
 const outcomes: string[] = [];
@@ -88,7 +88,7 @@ beforeAll(async () => {
 afterEach(async () => {
   for (const w of workers) await w.stop();
   workers = [];
-  ahead = 0;
+  stoppedAt = null;
   // Whatever a test left queued must not reach the next test's worker.
   await database.sql`UPDATE jobs SET status = 'cancelled' WHERE status IN ('queued', 'running', 'awaiting')`;
 });
@@ -140,6 +140,8 @@ describe("job worker", () => {
 
   it("an internal error is retried after a backoff, keeping no internal text; its last attempt fails the job", async () => {
     let runs = 0;
+    // The worker's time stands still (a minute ahead, so the job is due): the backoff passes only when the test moves it.
+    stoppedAt = Date.now() + 60_000;
     start([
       {
         type: "revision_prune",
@@ -150,13 +152,14 @@ describe("job worker", () => {
       },
     ]);
     const id = await enqueue("revision_prune", 2);
-    await until("a retry", async () => (await rowOf(id)).status === "queued" && (await rowOf(id)).attempts === 1);
+    await until("a retry", async () => (await rowOf(id)).attempts === 1 && (await rowOf(id)).status === "queued");
     const retried = await rowOf(id);
+    expect(retried).toMatchObject({ status: "queued", attempts: 1 });
     // 2 s after the failed attempt (the first backoff), with the generic problem.
     expect(retried.run_after.getTime() - retried.updated_at.getTime()).toBe(2000);
     expect(retried.error).toMatchObject({ code: "internal", detail: INTERNAL_JOB_DETAIL });
     expect(eventsOf(id)).toEqual([]);
-    ahead = 5000; // the backoff has passed
+    stoppedAt += 5000; // the backoff has passed
     await statusIs(id, "failed");
     expect(runs).toBe(2);
     expect(await rowOf(id)).toMatchObject({ attempts: 2, error: { code: "internal", detail: INTERNAL_JOB_DETAIL } });
