@@ -22,6 +22,8 @@ export default defineConfig({
       "test/maintenance/**/*.test.ts",
       "test/security/**/*.test.ts",
       "test/embedded.test.ts",
+      // The job worker's own tests open a database of the run's kind (test/helpers/db.ts, openTestDatabase).
+      "packages/controller/src/jobs/**/*.test.ts",
     ],
     exclude: ["test/api/auth-cache.test.ts", "test/deploy/grpc.test.ts", "test/ingest/worker-killed.test.ts", "**/node_modules/**"],
     env: { TEST_DB: "embedded" },

@@ -78,14 +78,14 @@ describe("lookup views within a memory budget", () => {
     }
     // One tenant's view, measured; the three are alike. The budget holds two and a half.
     const sql = t.controller.db.sql;
-    const probe = createLookupService({ revisions: createRevisionStore() });
-    await probe.lookup(sql, tenants[0]!.id, "11.80.3.1");
+    const probe = createLookupService({ sql, revisions: createRevisionStore() });
+    await probe.lookup(tenants[0]!.id, "11.80.3.1");
     await new Promise((r) => setTimeout(r, 20));
     const one = probe.cacheStats().bytes;
     expect(one).toBeGreaterThan(0);
-    const service = createLookupService({ revisions: createRevisionStore(), budgetBytes: Math.floor(2.5 * one) });
+    const service = createLookupService({ sql, revisions: createRevisionStore(), budgetBytes: Math.floor(2.5 * one) });
     for (const [i, tenant] of tenants.entries()) {
-      const answer = await service.lookup(sql, tenant.id, `11.${80 + i}.3.1`);
+      const answer = await service.lookup(tenant.id, `11.${80 + i}.3.1`);
       expect(answer.matched).toBe(true);
       expect(answer.revision).not.toBeNull();
     }
@@ -94,8 +94,8 @@ describe("lookup views within a memory budget", () => {
     expect(stats.bytes).toBeLessThanOrEqual(stats.budget);
     expect(stats.tenants).toEqual([tenants[1]!.id, tenants[2]!.id]);
     // Using tenant 2 makes it the most recent: tenant 3 goes when tenant 1 comes back.
-    await service.lookup(sql, tenants[1]!.id, "11.81.3.1");
-    await service.lookup(sql, tenants[0]!.id, "11.80.3.1");
+    await service.lookup(tenants[1]!.id, "11.81.3.1");
+    await service.lookup(tenants[0]!.id, "11.80.3.1");
     await new Promise((r) => setTimeout(r, 20));
     expect(service.cacheStats().tenants).toEqual([tenants[1]!.id, tenants[0]!.id]);
   });

@@ -33,7 +33,7 @@ describe("resource routes: the service calls are typed by the resource", () => {
       ...declare({}),
       leadingArgs: ["kind"] as const,
       service: {
-        get: async (_db: Db, _ctx: RequestContext, _kind: "kind", listId: string, itemId: number) => ({ id: itemId, list_id: listId, name: "x" }),
+        get: async (_ctx: RequestContext, _kind: "kind", listId: string, itemId: number) => ({ id: itemId, list_id: listId, name: "x" }),
         update: async (_tx: Db, _ctx: RequestContext, _kind: "kind", listId: string, itemId: number, body: { name: string }) => ({
           id: itemId,
           list_id: listId,
@@ -50,7 +50,7 @@ describe("resource routes: the service calls are typed by the resource", () => {
     const r = resource({
       ...declare({}),
       // @ts-expect-error item_id is parsed as a number by Params, the service wants a string
-      service: { get: async (_db: Db, _ctx: RequestContext, _listId: string, itemId: string) => ({ id: Number(itemId) }) },
+      service: { get: async (_ctx: RequestContext, _listId: string, itemId: string) => ({ id: Number(itemId) }) },
       read: {},
     });
     expect(r.read).toEqual({});
@@ -106,11 +106,10 @@ describe("resource routes: what the service receives", () => {
     const app = await appWith((scope) =>
       resourceRoutes(
         scope,
-        { sql: sql as never },
-        {
+        resource({
           ...declare({}),
           service: {
-            get: async (_db: Db, _ctx: RequestContext, listId: string, itemId: number): Promise<Item> => {
+            get: async (_ctx: RequestContext, listId: string, itemId: number): Promise<Item> => {
               calls.push([listId, itemId]);
               return { id: itemId, list_id: listId, name: "x" };
             },
@@ -122,7 +121,7 @@ describe("resource routes: what the service receives", () => {
           },
           read: {},
           create: { body: Body },
-        },
+        }),
       ),
     );
     const read = await app.inject({ method: "GET", url: "/v1/lists/a/items/12" });
@@ -137,9 +136,7 @@ describe("resource routes: what the service receives", () => {
 
   it("a declared operation whose method the service lacks stops the start", async () => {
     await expect(
-      appWith((scope) =>
-        resourceRoutes(scope, { sql: sql as never }, { ...declare({}), service: { get: async () => ({ id: 1 }) }, read: {}, create: { body: Body } }),
-      ),
+      appWith((scope) => resourceRoutes(scope, { ...declare({}), service: { get: async () => ({ id: 1 }) }, read: {}, create: { body: Body } })),
     ).rejects.toThrow(/has no create\(\)/);
   });
 });

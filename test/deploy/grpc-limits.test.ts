@@ -301,7 +301,7 @@ describe("the desired revision", () => {
       keyPrefix: "p",
       speakerId,
     };
-    const latest = await t.controller.deps.services.node.latest(recording, principal as never, speakerId);
+    const latest = await t.controller.deps.services.node.latest(principal as never, speakerId, recording);
     expect(latest).toMatchObject({ revision_id: revisionId, digest: expect.stringMatching(/^sha256:/) });
     expect(columns.has("digest")).toBe(true);
     expect(columns.has("envelope")).toBe(false);

@@ -1,12 +1,8 @@
-import { cp, mkdtemp, rm } from "node:fs/promises";
-import { tmpdir } from "node:os";
-import { join } from "node:path";
 import type { Clock } from "@rlc/shared/time";
 import type { FastifyInstance, InjectOptions, LightMyRequestResponse } from "fastify";
-import { inject } from "vitest";
 import { loadConfig } from "../../packages/controller/src/config.js";
 import { type Controller, type StartOptions, startController } from "../../packages/controller/src/controller.js";
-import { createTestDatabase, type TestDatabase } from "./db.js";
+import { createEmbeddedDatabase, createTestDatabase, type TestDatabase } from "./db.js";
 
 export interface TestController {
   app: FastifyInstance;
@@ -24,13 +20,6 @@ export interface TestController {
  * newcomer's `npm start` runs on) instead of a PostgreSQL database of their own.
  */
 export const embeddedRun = process.env.TEST_DB === "embedded";
-
-/** An embedded database in a directory of its own, shaped like a PostgreSQL test database. */
-async function createEmbeddedDatabase(): Promise<TestDatabase & { dataDir: string }> {
-  const dataDir = await mkdtemp(join(tmpdir(), "rlc-embedded-"));
-  await cp(inject("embeddedTemplateDir"), dataDir, { recursive: true });
-  return { url: "", name: "postgres", dataDir, drop: () => rm(dataDir, { recursive: true, force: true }) };
-}
 
 /** A whole controller (migrated database of its own, bootstrap key) built as production builds it. */
 export async function startTestController(

@@ -1,6 +1,10 @@
 import { randomBytes } from "node:crypto";
+import { cp, mkdtemp, rm } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
 import postgres from "postgres";
 import { inject } from "vitest";
+import { type Database, openDatabase } from "../../packages/controller/src/db/connect.js";
 
 export interface TestDatabase {
   url: string;
@@ -41,6 +45,31 @@ export async function createTestDatabase(): Promise<TestDatabase> {
       } finally {
         await a.end();
       }
+    },
+  };
+}
+
+/** An embedded database in a directory of its own (a copy of global-setup's migrated template), shaped like a PostgreSQL test database. */
+export async function createEmbeddedDatabase(): Promise<TestDatabase & { dataDir: string }> {
+  const dataDir = await mkdtemp(join(tmpdir(), "rlc-embedded-"));
+  await cp(inject("embeddedTemplateDir"), dataDir, { recursive: true });
+  return { url: "", name: "postgres", dataDir, drop: () => rm(dataDir, { recursive: true, force: true }) };
+}
+
+/**
+ * A migrated database of this run's kind for a test that needs one without a controller: a
+ * PostgreSQL database of its own, or with `TEST_DB=embedded` an embedded one (the controller's
+ * own `openDatabase` either way). `close` ends the connections and drops it.
+ */
+export async function openTestDatabase(): Promise<Database & { close(): Promise<void> }> {
+  const embedded = process.env.TEST_DB === "embedded" ? await createEmbeddedDatabase() : null;
+  const created = embedded ?? (await createTestDatabase());
+  const db = await openDatabase({ url: embedded ? undefined : created.url, dataDir: embedded?.dataDir ?? "", max: 4 });
+  return {
+    ...db,
+    async close() {
+      await db.close();
+      await created.drop();
     },
   };
 }

@@ -228,8 +228,8 @@ describe("refresh and revisions", () => {
         return Reflect.apply(target as never, self, args);
       },
     });
-    const service = createLookupService({ revisions: createRevisionStore(), now: () => now });
-    const lookup = (q: string) => service.lookup(counting as never, tenantId, q);
+    const service = createLookupService({ sql: counting as never, revisions: createRevisionStore(), now: () => now });
+    const lookup = (q: string) => service.lookup(tenantId, q);
     expect(await lookup("11.0.1.7")).toMatchObject({ matched: true, revision: { prefix: "11.0.1.0/24", communities: ["65000:100", "65000:200"] } });
     queries = 0;
     expect((await lookup("1.1.1.1")).matches).toEqual([expect.objectContaining({ layer: "snapshot", origin: "13335" })]);

@@ -47,11 +47,10 @@ beforeAll(async () => {
   t = await startTestController({ env: { APP_SERVICE: "api" } });
   const c = t.controller;
   worker = startWorker({
-    sql: sql(),
-    bus: c.deps.bus,
+    queue: c.deps.services.jobs,
     clock: c.deps.clock,
     logger: silent,
-    handlers: createJobHandlers({ sql: sql(), bus: c.deps.bus, services: c.deps.services }),
+    handlers: createJobHandlers({ services: c.deps.services }),
     concurrency: 1,
     quickSlots: 0,
     pollMs: 50,

@@ -4,9 +4,9 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createMemoryBus } from "../../packages/controller/src/bus/memory-bus.js";
 import { claimJob } from "../../packages/controller/src/db/jobs.js";
 import type { JobContext, JobHandler } from "../../packages/controller/src/jobs/handler.js";
-import { INTERNAL_JOB_DETAIL } from "../../packages/controller/src/jobs/problem.js";
-import { startWorker, type Worker } from "../../packages/controller/src/jobs/worker.js";
-import { enqueueJob } from "../../packages/controller/src/services/operations/jobs.js";
+import { startWorker, type Worker, type WorkerOptions } from "../../packages/controller/src/jobs/worker.js";
+import { createJobService, enqueueJob } from "../../packages/controller/src/services/operations/jobs.js";
+import { INTERNAL_JOB_DETAIL } from "../../packages/controller/src/services/operations/jobs-problem.js";
 import { startTestController, type TestController } from "../helpers/controller.js";
 import { until } from "../helpers/wait.js";
 
@@ -62,8 +62,11 @@ async function status(id: string) {
 }
 
 const workers: Worker[] = [];
-const startW = (handler: JobHandler, extra: Partial<Parameters<typeof startWorker>[0]> = {}) => {
-  const w = startWorker({ sql: t.controller.db.sql, bus, clock: createSystemClock(), logger: silent, handlers: [handler], pollMs: 100, ...extra });
+/** A worker on a queue of its own over the test's bus (claims bounded by `tenantMaxRunning`, default 2). */
+const startW = (handler: JobHandler, extra: Partial<WorkerOptions> & { tenantMaxRunning?: number } = {}) => {
+  const { tenantMaxRunning, ...options } = extra;
+  const queue = createJobService({ audit: t.controller.deps.services.audit, bus, sql: t.controller.db.sql, tenantMaxRunning });
+  const w = startWorker({ queue, clock: createSystemClock(), logger: silent, handlers: [handler], pollMs: 100, ...options });
   workers.push(w);
   return w;
 };

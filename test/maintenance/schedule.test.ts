@@ -1,8 +1,7 @@
 import { createSystemClock } from "@rlc/shared/time";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { insertRevision } from "../../packages/controller/src/db/revisions.js";
-import { maintenancePolicyRunJob } from "../../packages/controller/src/jobs/maintenance-policy-run-job.js";
-import { revisionPruneJob } from "../../packages/controller/src/jobs/revision-prune-job.js";
+import { jobHandler } from "../../packages/controller/src/jobs/handlers.js";
 import { startWorker } from "../../packages/controller/src/jobs/worker.js";
 import { enqueueJob } from "../../packages/controller/src/services/operations/jobs.js";
 import { encodeContent } from "../../packages/controller/src/services/revisions/revision-store.js";
@@ -25,7 +24,7 @@ const jobsOf = (type: string) =>
 /** Runs the queued jobs of `type`; the worker's clock is ahead, as the passes above enqueued "later". */
 async function runJobs(handlers: Parameters<typeof startWorker>[0]["handlers"], type: string) {
   const clock = { ...createSystemClock(), now: () => Date.now() + 3 * 60 * MINUTE };
-  const w = startWorker({ sql: sql(), bus: bus(), clock, logger: silent, handlers, pollMs: 50 });
+  const w = startWorker({ queue: services().jobs, clock, logger: silent, handlers, pollMs: 50 });
   try {
     for (let i = 0; i < 200; i++) {
       const open = (await jobsOf(type)).filter((j) => j.status === "queued" || j.status === "running");
@@ -100,7 +99,7 @@ describe("scheduled maintenance policies", () => {
     expect(await services().maintenance.scheduleDueRuns(bus(), later)).toBe(0);
     expect(await jobsOf("maintenance_policy_run")).toHaveLength(1);
 
-    await runJobs([maintenancePolicyRunJob(services())], "maintenance_policy_run");
+    await runJobs([jobHandler({ services: services() }, "maintenance_policy_run")], "maintenance_policy_run");
     const [done] = await jobsOf("maintenance_policy_run");
     expect(done).toMatchObject({ status: "succeeded", result: { policy_id: p.policy_id, trigger: "scheduler" } });
     const run = (await t.call(t.rootKey, { method: "GET", url: "/v1/audit?action=run" })).json().items[0];
@@ -135,7 +134,7 @@ describe("scheduled maintenance policies", () => {
       enqueueJob(tx, bus(), { tenantId, type: "maintenance_policy_run", params: { policy_id: 42 }, createdBy: "test", now: new Date(), afterCommit: () => {} }),
     );
 
-    await runJobs([maintenancePolicyRunJob(services())], "maintenance_policy_run");
+    await runJobs([jobHandler({ services: services() }, "maintenance_policy_run")], "maintenance_policy_run");
     const jobs = await jobsOf("maintenance_policy_run");
     expect(jobs.find((j) => j.params.policy_id === p.policy_id)).toMatchObject({ status: "succeeded", result: { skipped: "the policy was disabled" } });
     expect(jobs.find((j) => j.id === asked.job_id)).toMatchObject({ status: "failed", error: { code: "not_found" } });
@@ -170,7 +169,7 @@ describe("revision retention", () => {
   });
 
   it("the revision_prune job deletes what is past the retention, never the current revision nor a speaker's, and audits it", async () => {
-    await runJobs([revisionPruneJob(services())], "revision_prune");
+    await runJobs([jobHandler({ services: services() }, "revision_prune")], "revision_prune");
     const [job] = await jobsOf("revision_prune");
     expect(job).toMatchObject({ status: "succeeded", result: { deleted_count: 2, deleted_revision_ids: [1, 3], kept_count: 2, dry_run: false } });
     const left = (await t.call(t.rootKey, { method: "GET", url: "/v1/revisions" })).json().items;

@@ -16,6 +16,8 @@ const AREAS = ["access", "operations", "revisions", "ingest", "route-lists", "de
 const BELOW_SERVICES = ["lib", "db", "bus", "events", "sources"];
 /** What no service and no Fastify plugin may import: the transports and the process around them. */
 const TRANSPORTS = ["routes", "jobs", "scheduler", "grpc", "rlctl"];
+/** Transports that call services only: no file of theirs (tests aside) imports db/, a type included. */
+const CALL_SERVICES = ["routes", "jobs", "scheduler"];
 /**
  * Files of those folders a service may import all the same: the environment's schema (a leaf:
  * it imports nothing of the controller), and the transfer counters and slots that bound bundle
@@ -52,6 +54,9 @@ function orderViolations(graph: Map<string, string[]>): string[] {
       if (a.folder === "metrics" && !BELOW_SERVICES.includes(b.folder) && b.folder !== "metrics") {
         out.push(`${name} (metrics/ imports only ${BELOW_SERVICES.join(", ")})`);
       }
+      if (CALL_SERVICES.includes(a.folder) && b.folder === "db" && !from.endsWith(".test.ts")) {
+        out.push(`${name} (routes, jobs and the scheduler reach the database through a service)`);
+      }
       if (a.folder === "plugins" && (TRANSPORTS.includes(b.folder) || b.folder === "root")) {
         out.push(`${name} (a plugin imports no route, job, scheduler, gRPC or process file)`);
       }
@@ -61,7 +66,7 @@ function orderViolations(graph: Map<string, string[]>): string[] {
 }
 
 describe("the controller's areas import in one direction", () => {
-  it("no service area imports one after it, metrics/ imports nothing above it, services and plugins no transport", () => {
+  it("no service area imports one after it, metrics/ imports nothing above it, services and plugins no transport, transports no db/", () => {
     const graph = importGraph(root, { types: true });
     expect([...graph.keys()].filter((f) => f.startsWith(`${SRC}services/`)).length).toBeGreaterThan(50);
     expect(orderViolations(graph)).toEqual([]);
@@ -80,12 +85,14 @@ describe("the controller's areas import in one direction", () => {
       [at("services/deploy/deploy.ts"), [at("services/access/audit.ts"), at("services/revisions/revision-store.ts")]],
       [at("services/revisions/revisions.ts"), [at("services/deploy/bundles.ts")]],
       [at("services/operations/jobs.ts"), [at("jobs/worker.ts")]],
+      [at("scheduler/scheduler.ts"), [at("db/advisory-locks.ts"), at("services/operations/scheduler-lock.ts")]],
       [at("metrics/fleet-reads.ts"), [at("db/fleet-metrics.ts"), at("services/deploy/speakers.ts")]],
       [at("plugins/openapi.ts"), [at("routes/operation-ids.ts"), at("events/asyncapi.ts")]],
     ]);
     expect(orderViolations(graph)).toEqual([
       "metrics/fleet-reads.ts -> services/deploy/speakers.ts (metrics/ imports only lib, db, bus, events, sources)",
       "plugins/openapi.ts -> routes/operation-ids.ts (a plugin imports no route, job, scheduler, gRPC or process file)",
+      "scheduler/scheduler.ts -> db/advisory-locks.ts (routes, jobs and the scheduler reach the database through a service)",
       "services/operations/jobs.ts -> jobs/worker.ts (a service imports no transport, plugin or process file)",
       "services/revisions/revisions.ts -> services/deploy/bundles.ts (revisions may not import deploy, which comes after it)",
     ]);

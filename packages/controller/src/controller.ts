@@ -38,6 +38,7 @@ import { openDataKey } from "./services/access/data-key.js";
 import { sealSecretsAtRest } from "./services/access/secrets-at-rest.js";
 import { type BootstrapResult, bootstrapDefaultTenant } from "./services/access/tenants.js";
 import { createServices } from "./services/create-services.js";
+import { createSchedulerLock } from "./services/operations/scheduler-lock.js";
 import { createRevisionStore } from "./services/revisions/revision-store.js";
 import { type AsnSource, createAsnSource } from "./sources/asn-source.js";
 import { createOutboundClient } from "./sources/outbound.js";
@@ -266,17 +267,9 @@ export async function startController(config: Config, opts: StartOptions = {}): 
       const p = pusher;
       closers.unshift(() => p.stop());
     }
-    const handlers = opts.jobHandlers ?? createJobHandlers({ sql: db.sql, bus, services });
+    const handlers = opts.jobHandlers ?? createJobHandlers({ services });
     if (runsWorkers && handlers.length) {
-      const worker = startWorker({
-        sql: db.sql,
-        bus,
-        clock,
-        logger: app.log,
-        handlers,
-        tenantMaxRunning: config.JOBS_TENANT_MAX_RUNNING,
-        metrics: metrics.jobs,
-      });
+      const worker = startWorker({ queue: services.jobs, clock, logger: app.log, handlers, metrics: metrics.jobs });
       closers.unshift(() => worker.stop());
       // Agents' reports end awaiting applies here, as they arrive (the sweep is the safety net).
       const evaluator = startAwaitingEvaluator({ bus, clock, logger: app.log, deploy: services.deploy });
@@ -292,7 +285,7 @@ export async function startController(config: Config, opts: StartOptions = {}): 
         bundleReissueTask(services.deploy),
         awaitingSweepTask(services.deploy, clock),
       ];
-      const s = startScheduler({ db, clock, logger: app.log, tasks, ...(opts.electionMs ? { electionMs: opts.electionMs } : {}) });
+      const s = startScheduler({ lock: createSchedulerLock(db), clock, logger: app.log, tasks, ...(opts.electionMs ? { electionMs: opts.electionMs } : {}) });
       scheduler = s;
       metrics.watchScheduler(s);
       closers.unshift(() => s.stop());

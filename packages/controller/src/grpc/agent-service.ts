@@ -240,7 +240,7 @@ export function createAgentService(deps: AgentServiceDeps): AgentService {
         release = watchesByKey.acquire(principal.keyId);
         if (!release) throw rateLimited(`this key holds ${limits.watchesPerKey} Watch streams already`);
         const speakerId = speakerOf(principal, call.request.speaker_id);
-        await deps.node.speakerFor(deps.sql, principal, speakerId);
+        await deps.node.speakerFor(principal, speakerId);
         const accepts = announcedIn(call.request);
         await deps.node.announced(deps.sql, principal, speakerId, accepts);
         if (closed || call.cancelled) return cleanup();
@@ -256,7 +256,7 @@ export function createAgentService(deps: AgentServiceDeps): AgentService {
           else write(event);
         });
         watches.add(stream);
-        const latest = await deps.node.latest(deps.sql, principal, speakerId).catch((error: unknown) => {
+        const latest = await deps.node.latest(principal, speakerId).catch((error: unknown) => {
           if (error instanceof NotFoundError) return null;
           throw error;
         });

@@ -1,23 +1,7 @@
 import type { JobType } from "@rlc/shared/schemas";
 import type { JobContext } from "../services/operations/job-context.js";
 
-export type { JobContext } from "../services/operations/job-context.js";
-
-/** Thrown at a checkpoint once a cancel was asked: the job ends `cancelled`, changing nothing. */
-export class JobCancelledError extends Error {
-  override name = "JobCancelledError";
-  constructor() {
-    super("the job was cancelled");
-  }
-}
-
-/** Thrown when the worker lost the job (its lease ran out and another worker took it). */
-export class JobLostError extends Error {
-  override name = "JobLostError";
-  constructor() {
-    super("the job's lease was lost");
-  }
-}
+export { JobCancelledError, type JobContext, JobLostError } from "../services/operations/job-context.js";
 
 /** One handler per job type, one file per handler (src/jobs/*-job.ts). */
 export interface JobHandler {

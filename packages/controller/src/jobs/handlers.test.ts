@@ -43,14 +43,14 @@ const cases = [
 describe("job handlers: each one call of a service", () => {
   it("there is one handler per job type, and no other", () => {
     const { services } = recordingServices();
-    const types = createJobHandlers({ sql: null as never, bus: null as never, services }).map((h) => h.type);
+    const types = createJobHandlers({ services }).map((h) => h.type);
     expect(types.sort()).toEqual(cases.map((c) => c.type).sort());
   });
 
   for (const c of cases) {
     it(`${c.type} calls ${c.method} once and answers what it answered`, async () => {
       const { services, calls } = recordingServices();
-      const handler = createJobHandlers({ sql: null as never, bus: null as never, services }).find((h) => h.type === c.type)!;
+      const handler = createJobHandlers({ services }).find((h) => h.type === c.type)!;
       const ctx = contextOf(c.type, c.params);
       const result = await handler.run(ctx);
       expect(calls.map((x) => x.method)).toEqual([c.method]);
@@ -60,7 +60,7 @@ describe("job handlers: each one call of a service", () => {
 
   it("the job's own context reaches the service: the same object, or the job's tenant and speakers", async () => {
     const { services, calls } = recordingServices();
-    const handlers = createJobHandlers({ sql: null as never, bus: null as never, services });
+    const handlers = createJobHandlers({ services });
     for (const c of cases) await handlers.find((h) => h.type === c.type)!.run(contextOf(c.type, c.params));
     const argsOf = (method: string) => calls.find((x) => x.method === method)!.args;
     for (const method of ["ingest.refresh", "deploy.runApply", "maintenance.runPolicy", "maintenance.runRevisionPrune"]) {
@@ -72,7 +72,7 @@ describe("job handlers: each one call of a service", () => {
 
   it("lanes and priorities: refreshes are long, the rest quick; maintenance and reconciles first", () => {
     const { services } = recordingServices();
-    const by = new Map(createJobHandlers({ sql: null as never, bus: null as never, services }).map((h) => [h.type, h]));
+    const by = new Map(createJobHandlers({ services }).map((h) => [h.type, h]));
     expect(by.get("module_ingest")!.lane).toBe("long");
     for (const t of ["apply", "peer_reconcile", "maintenance_policy_run", "revision_prune"] as const) expect(by.get(t)!.lane ?? "quick").toBe("quick");
     expect(by.get("apply")!.maxAttempts).toBe(1); // an apply is never issued twice by a retry

@@ -19,6 +19,7 @@ export default fp(async function authPlugin(
   opts: { sql: Sql; clock: Clock; authenticator: Authenticator; databaseHealth?: DatabaseHealth },
 ) {
   app.decorateRequest("principal", null);
+  app.decorateRequest("now", () => new Date(opts.clock.now()));
   app.decorateRequest("ctx", function ctx(this: import("fastify").FastifyRequest): RequestContext {
     if (!this.principal) throw new Error("ctx() on a route without a principal");
     return { principal: this.principal, requestId: this.id, now: new Date(opts.clock.now()), afterCommit: (fn) => void fn() };

@@ -31,6 +31,8 @@ declare module "fastify" {
     principal: Principal | null;
     /** The request's context for services (the key's principal; throws on a public route). */
     ctx(): RequestContext;
+    /** The request's time on the controller's clock (`ctx().now` where the route has a key; this on a public route). */
+    now(): Date;
     /**
      * Runs `fn` in one transaction together with the Idempotency-Key claim and the stored answer,
      * so the change, its audit record, its job and the replayable answer commit or vanish together.

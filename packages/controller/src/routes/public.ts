@@ -1,12 +1,11 @@
 import { AppError } from "@rlc/shared/errors";
 import { Health, Ready, Version } from "@rlc/shared/schemas";
-import type { FastifyPluginAsyncZod } from "fastify-type-provider-zod";
-import type { AppDeps } from "../app-deps.js";
 import { readinessChecks } from "../services/operations/readiness.js";
 import { problems } from "./responses.js";
+import type { RoutePlugin } from "./route-file.js";
 
 /** Liveness, readiness, version: no key needed. */
-const publicRoutes: FastifyPluginAsyncZod<{ deps: AppDeps }> = async (app, { deps }) => {
+const publicRoutes: RoutePlugin = async (app, { deps }) => {
   const cfg = { auth: "public" as const };
   const health = async () => ({ status: "ok" as const });
   const version = async () => ({ ...deps.buildInfo, api: "v1" as const, node: process.version });

@@ -2,7 +2,6 @@ import { Empty, page } from "@rlc/shared/schemas";
 import type { FastifyContextConfig, FastifyReply, FastifyRequest, RouteGenericInterface } from "fastify";
 import type { FastifyPluginAsyncZod } from "fastify-type-provider-zod";
 import type { z } from "zod";
-import type { AppDeps } from "../app-deps.js";
 import type { Db } from "../plugins/types.js";
 import type { RequestContext } from "../services/access/context.js";
 import { authProblems, problems, writeProblems } from "./responses.js";
@@ -10,15 +9,15 @@ import { authProblems, problems, writeProblems } from "./responses.js";
 /**
  * The standard routes of a resource kept in a collection, declared once:
  *
- *   GET    {path}          list    → service.list(db, ctx, ...parents, query)        200 a page of items
+ *   GET    {path}          list    → service.list(ctx, ...parents, query)            200 a page of items
  *   POST   {path}          create  → service.create(tx, ctx, ...parents, body)       201 the item, Location: {path}/{id}
- *   GET    {path}/:{id}    read    → service.get(db, ctx, ...parents, id)            200 the item
+ *   GET    {path}/:{id}    read    → service.get(ctx, ...parents, id)                200 the item
  *   PATCH  {path}/:{id}    update  → service.update(tx, ctx, ...parents, id, body)   200 the item
  *   DELETE {path}/:{id}    remove  → service.remove(tx, ctx, ...parents, id)         204 (200 with `response`)
  *
  * `parents` are the path parameters of the collection (`/v1/modules/:module_id/cdn-sources`
- * has one), in path order. Reads call the service with the pool and `req.ctx()`; writes run in
- * `req.mutate` (one transaction with the idempotency record). Each route stays a thin adapter:
+ * has one), in path order. Reads call the service with `req.ctx()` (the service reads on the
+ * pool it was built with); writes run in `req.mutate` (one transaction with the idempotency record). Each route stays a thin adapter:
  * the schemas parse the request, one service call does the work, the answer is its result.
  *
  * Only the operations a resource declares are registered, collection routes before item
@@ -61,7 +60,7 @@ export type ResourceService<
   UpdateBody,
   RemoveQuery,
 > = (ListQuery extends z.ZodType
-  ? { list?: (db: Db, ctx: RequestContext, ...args: [...Lead, ...PathArgs<P, Output<ParentParams>>, ...Parsed<ListQuery>]) => Promise<unknown> }
+  ? { list?: (ctx: RequestContext, ...args: [...Lead, ...PathArgs<P, Output<ParentParams>>, ...Parsed<ListQuery>]) => Promise<unknown> }
   : object) &
   (CreateBody extends z.ZodType
     ? { create?: (tx: Db, ctx: RequestContext, ...args: [...Lead, ...PathArgs<P, Output<ParentParams>>, ...Parsed<CreateBody>, ...Write]) => Promise<object> }
@@ -75,7 +74,7 @@ export type ResourceService<
         ) => Promise<unknown>;
       }
     : object) & {
-    get?: (db: Db, ctx: RequestContext, ...args: [...Lead, ...PathArgs<`${P}/:${Id}`, Output<ItemParams>>]) => Promise<unknown>;
+    get?: (ctx: RequestContext, ...args: [...Lead, ...PathArgs<`${P}/:${Id}`, Output<ItemParams>>]) => Promise<unknown>;
     remove?: (tx: Db, ctx: RequestContext, ...args: [...Lead, ...PathArgs<`${P}/:${Id}`, Output<ItemParams>>, ...Parsed<RemoveQuery>]) => Promise<unknown>;
   };
 
@@ -125,8 +124,10 @@ export interface Resource<
 }
 
 /**
- * A resource declared apart from the call that registers its routes (a file that puts its own
- * routes between the collection and the item routes), typed as `resourceRoutes` would type it.
+ * Declares a resource: its service's methods are checked against its path parameters, schemas
+ * and arguments here (a mismatch does not compile), and the helpers below register its routes
+ * (`resourceRoutes(app, resource({...}))`, or `collectionRoutes` and `itemRoutes` apart for a
+ * file that puts its own routes between them).
  */
 export function resource<
   const P extends string,
@@ -139,9 +140,7 @@ export function resource<
   CreateBody extends z.ZodType | undefined = undefined,
   UpdateBody extends z.ZodType | undefined = undefined,
   RemoveQuery extends z.ZodType | undefined = undefined,
->(
-  r: Resource<P, Id, ItemParams, ParentParams, Lead, Write, ListQuery, CreateBody, UpdateBody, RemoveQuery>,
-): Resource<P, Id, ItemParams, ParentParams, Lead, Write, ListQuery, CreateBody, UpdateBody, RemoveQuery> {
+>(r: Resource<P, Id, ItemParams, ParentParams, Lead, Write, ListQuery, CreateBody, UpdateBody, RemoveQuery>): DeclaredResource {
   return r;
 }
 
@@ -155,11 +154,16 @@ export interface Operation {
   problems?: number[];
 }
 
+/**
+ * A resource as the helpers register it, once `resource()` has checked its service against its
+ * schemas: the helpers read its declarations and call its service's methods by name.
+ */
+export type DeclaredResource = Omit<Resource, "service"> & { service: object };
+
 /** A declared service call as the helpers make it: the arguments are put together from the request at run time. */
-type Call = (db: Db, ctx: RequestContext, ...args: unknown[]) => Promise<unknown>;
+type Call = (...args: unknown[]) => Promise<unknown>;
 
 type App = Parameters<FastifyPluginAsyncZod>[0];
-type Deps = Pick<AppDeps, "sql">;
 type Params = Record<string, unknown>;
 
 /** `:name` path parameters of a Fastify path, in order. */
@@ -172,20 +176,15 @@ function method(service: object, name: "list" | "create" | "get" | "update" | "r
   return call.bind(service);
 }
 
+/** The leading arguments, then the values of the path's parameters, as a service call takes them. */
+const argumentsOf = (r: DeclaredResource, path: string) => {
+  const names = parameterNames(path);
+  return (req: FastifyRequest) => [...(r.leadingArgs ?? []), ...names.map((n) => (req.params as Params)[n])];
+};
+
 /** The collection routes (list, create) of a resource, as far as it declares them. */
-export function collectionRoutes<
-  const P extends string,
-  const Id extends string,
-  ItemParams extends z.ZodType,
-  ParentParams extends z.ZodType | undefined = undefined,
-  const Lead extends readonly unknown[] = [],
-  const Write extends readonly unknown[] = [],
-  ListQuery extends z.ZodType | undefined = undefined,
-  CreateBody extends z.ZodType | undefined = undefined,
-  UpdateBody extends z.ZodType | undefined = undefined,
-  RemoveQuery extends z.ZodType | undefined = undefined,
->(app: App, deps: Deps, r: Resource<P, Id, ItemParams, ParentParams, Lead, Write, ListQuery, CreateBody, UpdateBody, RemoveQuery>) {
-  const parents = (req: FastifyRequest) => [...(r.leadingArgs ?? []), ...parameterNames(r.path).map((n) => (req.params as Params)[n])];
+export function collectionRoutes(app: App, r: DeclaredResource) {
+  const parents = argumentsOf(r, r.path);
   // A collection inside another resource answers 404 when that one does not exist.
   const nested = r.parentParams ? { params: r.parentParams } : {};
   const missing = r.parentParams ? [404] : [];
@@ -195,7 +194,7 @@ export function collectionRoutes<
     const list = method(r.service, "list");
     const request = { ...nested, querystring };
     addRoute(app, r, op, { method: "GET", url: r.path, summary: `List ${r.many}`, request, status: 200, answer: page(r.item), missing }, (req) =>
-      list(deps.sql, req.ctx(), ...parents(req), req.query),
+      list(req.ctx(), ...parents(req), req.query),
     );
   }
 
@@ -214,25 +213,14 @@ export function collectionRoutes<
 }
 
 /** The item routes (read, update, remove) of a resource, as far as it declares them. */
-export function itemRoutes<
-  const P extends string,
-  const Id extends string,
-  ItemParams extends z.ZodType,
-  ParentParams extends z.ZodType | undefined = undefined,
-  const Lead extends readonly unknown[] = [],
-  const Write extends readonly unknown[] = [],
-  ListQuery extends z.ZodType | undefined = undefined,
-  CreateBody extends z.ZodType | undefined = undefined,
-  UpdateBody extends z.ZodType | undefined = undefined,
-  RemoveQuery extends z.ZodType | undefined = undefined,
->(app: App, deps: Deps, r: Resource<P, Id, ItemParams, ParentParams, Lead, Write, ListQuery, CreateBody, UpdateBody, RemoveQuery>) {
+export function itemRoutes(app: App, r: DeclaredResource) {
   const url = `${r.path}/:${r.id}`;
-  const ids = (req: FastifyRequest) => [...(r.leadingArgs ?? []), ...parameterNames(url).map((n) => (req.params as Params)[n])];
+  const ids = argumentsOf(r, url);
   const item = { url, request: { params: r.params }, missing: [404] };
 
   if (r.read) {
     const get = method(r.service, "get");
-    addRoute(app, r, r.read, { ...item, method: "GET", summary: `Read ${r.one}`, status: 200, answer: r.item }, (req) => get(deps.sql, req.ctx(), ...ids(req)));
+    addRoute(app, r, r.read, { ...item, method: "GET", summary: `Read ${r.one}`, status: 200, answer: r.item }, (req) => get(req.ctx(), ...ids(req)));
   }
 
   if (r.update) {
@@ -260,20 +248,9 @@ export function itemRoutes<
 }
 
 /** Both: the collection routes, then the item routes. */
-export function resourceRoutes<
-  const P extends string,
-  const Id extends string,
-  ItemParams extends z.ZodType,
-  ParentParams extends z.ZodType | undefined = undefined,
-  const Lead extends readonly unknown[] = [],
-  const Write extends readonly unknown[] = [],
-  ListQuery extends z.ZodType | undefined = undefined,
-  CreateBody extends z.ZodType | undefined = undefined,
-  UpdateBody extends z.ZodType | undefined = undefined,
-  RemoveQuery extends z.ZodType | undefined = undefined,
->(app: App, deps: Deps, r: Resource<P, Id, ItemParams, ParentParams, Lead, Write, ListQuery, CreateBody, UpdateBody, RemoveQuery>) {
-  collectionRoutes(app, deps, r);
-  itemRoutes(app, deps, r);
+export function resourceRoutes(app: App, r: DeclaredResource) {
+  collectionRoutes(app, r);
+  itemRoutes(app, r);
 }
 
 /** A standard operation before the resource's own words, answer and problems are laid over it. */

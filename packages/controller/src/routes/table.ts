@@ -1,7 +1,7 @@
 import type { FastifyInstance, RouteOptions } from "fastify";
-import type { FastifyPluginAsyncZod } from "fastify-type-provider-zod";
 import type { AppDeps } from "../app-deps.js";
 import publicRoutes from "./public.js";
+import type { RoutePlugin } from "./route-file.js";
 import apiKeyRoutes from "./v1/api-keys.js";
 import auditRoutes from "./v1/audit.js";
 import birdRoutes from "./v1/bird.js";
@@ -28,7 +28,7 @@ import tenantRoutes from "./v1/tenants.js";
 
 /** One file of routes and the `operationId` of each operation it registers. */
 export interface RouteFile {
-  routes: FastifyPluginAsyncZod<{ deps: AppDeps }>;
+  routes: RoutePlugin;
   /**
    * Keyed by "METHOD /path" as the OpenAPI document writes the path (`{module_id}`, not
    * `:module_id`). Generated clients (packages/client, rlctl, the web console) name their calls

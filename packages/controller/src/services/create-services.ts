@@ -125,7 +125,7 @@ function deployServices(
   // Opened bundle sections, shared by the apply that builds them and the streams that serve them.
   const sections = createSectionCache(SECTION_CACHE_BYTES);
   const grpcHost = opts.config.GRPC_HOST === "0.0.0.0" || opts.config.GRPC_HOST === "::" ? null : opts.config.GRPC_HOST;
-  const speakers = createSpeakerService({ audit, bus: opts.bus, onKeysChanged: authenticator.invalidate, caHash: opts.caHash ?? null });
+  const speakers = createSpeakerService({ sql: opts.sql, audit, bus: opts.bus, onKeysChanged: authenticator.invalidate, caHash: opts.caHash ?? null });
   const sessionHistory = createSessionHistory({ sql: opts.sql });
   return {
     sessionHistory,
@@ -135,7 +135,7 @@ function deployServices(
     notifier,
     livePolls: createLivePolls({ bus: opts.bus, notifier, sql: opts.sql, speakers }),
     speakers,
-    peers: createPeerService({ audit, secrets: opts.secretBox, queue }),
+    peers: createPeerService({ sql: opts.sql, audit, secrets: opts.secretBox, queue }),
     node: createNodeService({
       sections,
       sql: opts.sql,
@@ -185,26 +185,32 @@ export function createServices(opts: {
         maxAgeHours: opts.config.RPKI_MAX_AGE_HOURS,
       })
     : null;
-  // The one job queue, with the per-tenant cap of queued API work: every service that starts a job enqueues on it.
-  const jobs = createJobService({ audit, bus: opts.bus, sql: opts.sql, tenantMaxQueued: opts.config.JOBS_TENANT_MAX_QUEUED });
+  // The one job queue, with the per-tenant caps (queued API work, running jobs): every service that starts a job enqueues on it, every worker claims from it.
+  const jobs = createJobService({
+    audit,
+    bus: opts.bus,
+    sql: opts.sql,
+    tenantMaxQueued: opts.config.JOBS_TENANT_MAX_QUEUED,
+    tenantMaxRunning: opts.config.JOBS_TENANT_MAX_RUNNING,
+  });
   const services: Omit<AppServices, "revisions" | "maintenance" | "periodic" | "localBird" | "secretBox" | "ingest" | "deploy" | "bundleDownloads"> = {
     audit,
     auditLog: createAuditLog({ sql: opts.sql }),
     authenticator,
-    apiKeys: createApiKeyService({ audit, onKeysChanged: authenticator.invalidate }),
-    tenants: createTenantService({ audit }),
+    apiKeys: createApiKeyService({ sql: opts.sql, audit, onKeysChanged: authenticator.invalidate }),
+    tenants: createTenantService({ sql: opts.sql, audit }),
     settings: createSettingsService({ audit, sql: opts.sql }),
     jobs,
     runtimeLogs: createRuntimeLogService({ config: opts.config, sql: opts.sql }),
-    modules: createModuleService({ audit }),
-    entries: createEntryService({ audit }),
-    communities: createCommunityService({ audit }),
-    dohProfiles: createDohProfileService({ audit, secrets: opts.secretBox, rules }),
+    modules: createModuleService({ sql: opts.sql, audit }),
+    entries: createEntryService({ sql: opts.sql, audit }),
+    communities: createCommunityService({ sql: opts.sql, audit }),
+    dohProfiles: createDohProfileService({ sql: opts.sql, audit, secrets: opts.secretBox, rules }),
     cdnSources: createCdnSourceService({ audit, sql: opts.sql, outbound: opts.outbound, rules }),
     csv: createCsvService({ audit, sql: opts.sql }),
     catalog: createCatalogService({ sql: opts.sql }),
-    lookup: createLookupService({ revisions: opts.revisions, budgetBytes: opts.config.LOOKUP_CACHE_MAX_MB * 1024 * 1024, rpki }),
-    rpkiDryRun: createRpkiDryRunService({ rpki }),
+    lookup: createLookupService({ sql: opts.sql, revisions: opts.revisions, budgetBytes: opts.config.LOOKUP_CACHE_MAX_MB * 1024 * 1024, rpki }),
+    rpkiDryRun: createRpkiDryRunService({ sql: opts.sql, rpki }),
     rpki,
     ...deployServices(opts, audit, authenticator, jobs),
   };
@@ -222,7 +228,7 @@ export function createServices(opts: {
   });
   // A revision is committed in one place (ingest and rollback), with the sections deploy builds for it.
   const committer = createRevisionCommitter({ revisions: opts.revisions, bus: opts.bus, sections: deploy });
-  const revisions = createRevisionService({ audit, revisions: opts.revisions, committer, previewPeers: previewPeersOf });
+  const revisions = createRevisionService({ sql: opts.sql, audit, revisions: opts.revisions, committer, previewPeers: previewPeersOf });
   const maintenance = createMaintenanceService({ sql: opts.sql, queue: jobs, audit, revisions, runtimeLogs: services.runtimeLogs });
   const localBird = createLocalBirdService({
     sql: opts.sql,
@@ -258,6 +264,7 @@ export function createServices(opts: {
   // Made once: the one count of bundle transfers for HTTP and gRPC (controller.ts hands the
   // limiter to the gRPC service).
   const bundleDownloads = createBundleDownloads({
+    sql: opts.sql,
     node: services.node,
     limiter: createBundleLimiter(DEFAULT_GRPC_LIMITS),
     compressed: createKeptBySize<DeflatedPart>(SECTION_CACHE_BYTES),

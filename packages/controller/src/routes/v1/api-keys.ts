@@ -9,18 +9,13 @@ import {
   Session,
   UpdateApiKeyBody,
 } from "@rlc/shared/schemas";
-import type { FastifyPluginAsyncZod } from "fastify-type-provider-zod";
-import type { AppDeps } from "../../app-deps.js";
 import { permissionsOf } from "../../services/access/context.js";
 import { operator } from "../access.js";
-import { resourceRoutes } from "../resource-routes.js";
+import { resource, resourceRoutes } from "../resource-routes.js";
 import { problems, writeProblems } from "../responses.js";
+import { routeFile } from "../route-file.js";
 
-const tags = ["api-keys"];
-
-const apiKeyRoutes: FastifyPluginAsyncZod<{ deps: AppDeps }> = async (app, { deps }) => {
-  const keys = deps.services.apiKeys;
-
+const apiKeyRoutes = routeFile(["api-keys"], "apiKeys", async (app, keys, { tags }) => {
   app.get(
     "/v1/auth/session",
     { schema: { tags: ["auth"], summary: "The tenant and role of the calling key", response: { 200: Session, ...problems(401) } }, config: { auth: "any" } },
@@ -37,38 +32,41 @@ const apiKeyRoutes: FastifyPluginAsyncZod<{ deps: AppDeps }> = async (app, { dep
     },
   );
 
-  resourceRoutes(app, deps, {
-    tags,
-    path: "/v1/api-keys",
-    id: "id",
-    params: IdParams,
-    one: "an API key",
-    many: "API keys",
-    item: ApiKey,
-    // DELETE revokes a key (sets its `revoked_at`); the row stays.
-    service: { ...keys, remove: keys.revoke },
-    config: operator,
-    list: { querystring: ApiKeyListQuery },
-    create: {
-      summary: "Create an API key (the secret is shown once)",
-      description:
-        "No key can create a key above its own role. Node keys are not made here: a speaker's node key comes from enrolling with the " +
-        "speaker's enrollment token, which only admins and superadmins receive.",
-      body: CreateApiKeyBody,
-      response: ApiKeyWithSecret,
-    },
-    read: {},
-    update: {
-      summary: "Update an API key's name, role or expiry",
-      description:
-        "A key changes only itself and keys of a lower role (a speaker's node key from the admin role up), and never raises a key above its own role.",
-      body: UpdateApiKeyBody,
-    },
-    remove: {
-      summary: "Revoke an API key",
-      description: "A key revokes itself and keys of a lower role (a speaker's node key from the admin role up); superadmins also revoke one another's keys.",
-    },
-  });
+  resourceRoutes(
+    app,
+    resource({
+      tags,
+      path: "/v1/api-keys",
+      id: "id",
+      params: IdParams,
+      one: "an API key",
+      many: "API keys",
+      item: ApiKey,
+      // DELETE revokes a key (sets its `revoked_at`); the row stays.
+      service: { ...keys, remove: keys.revoke },
+      config: operator,
+      list: { querystring: ApiKeyListQuery },
+      create: {
+        summary: "Create an API key (the secret is shown once)",
+        description:
+          "No key can create a key above its own role. Node keys are not made here: a speaker's node key comes from enrolling with the " +
+          "speaker's enrollment token, which only admins and superadmins receive.",
+        body: CreateApiKeyBody,
+        response: ApiKeyWithSecret,
+      },
+      read: {},
+      update: {
+        summary: "Update an API key's name, role or expiry",
+        description:
+          "A key changes only itself and keys of a lower role (a speaker's node key from the admin role up), and never raises a key above its own role.",
+        body: UpdateApiKeyBody,
+      },
+      remove: {
+        summary: "Revoke an API key",
+        description: "A key revokes itself and keys of a lower role (a speaker's node key from the admin role up); superadmins also revoke one another's keys.",
+      },
+    }),
+  );
 
   app.post(
     "/v1/api-keys/:id/rotate",
@@ -88,6 +86,6 @@ const apiKeyRoutes: FastifyPluginAsyncZod<{ deps: AppDeps }> = async (app, { dep
     },
     async (req, reply) => req.mutate(reply, async (tx, ctx) => ({ status: 200, body: await keys.rotate(tx, ctx, req.params.id, req.body) })),
   );
-};
+});
 
 export default apiKeyRoutes;

@@ -1,10 +1,9 @@
 import { AuditListQuery, AuditRecord, page } from "@rlc/shared/schemas";
-import type { FastifyPluginAsyncZod } from "fastify-type-provider-zod";
-import type { AppDeps } from "../../app-deps.js";
 import { MONITORING_READ } from "../../services/access/context.js";
 import { authProblems } from "../responses.js";
+import type { RoutePlugin } from "../route-file.js";
 
-const auditRoutes: FastifyPluginAsyncZod<{ deps: AppDeps }> = async (app, { deps }) => {
+const auditRoutes: RoutePlugin = async (app, { deps }) => {
   app.get(
     "/v1/audit",
     {

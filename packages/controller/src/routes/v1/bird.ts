@@ -1,11 +1,8 @@
 import { BgpSessionLive, Uuid } from "@rlc/shared/schemas";
-import type { FastifyPluginAsyncZod } from "fastify-type-provider-zod";
 import { z } from "zod";
-import type { AppDeps } from "../../app-deps.js";
 import { deployment } from "../access.js";
 import { authProblems, problems, unavailable, writeProblems } from "../responses.js";
-
-const tags = ["bird"];
+import { routeFile } from "../route-file.js";
 
 const BirdInfo = z
   .object({
@@ -47,9 +44,7 @@ const ReloadBody = z.preprocess(
   }),
 );
 
-const birdRoutes: FastifyPluginAsyncZod<{ deps: AppDeps }> = async (app, { deps }) => {
-  const local = deps.services.localBird;
-
+const birdRoutes = routeFile(["bird"], "localBird", async (app, local, { tags }) => {
   app.get(
     "/v1/bird/status",
     {
@@ -82,6 +77,6 @@ const birdRoutes: FastifyPluginAsyncZod<{ deps: AppDeps }> = async (app, { deps 
     },
     async (req) => local.reload(req.ctx(), req.body),
   );
-};
+});
 
 export default birdRoutes;

@@ -1,10 +1,9 @@
 import { Catalog } from "@rlc/shared/schemas";
-import type { FastifyPluginAsyncZod } from "fastify-type-provider-zod";
 import { z } from "zod";
-import type { AppDeps } from "../../app-deps.js";
 import { authProblems } from "../responses.js";
+import type { RoutePlugin } from "../route-file.js";
 
-const catalogRoutes: FastifyPluginAsyncZod<{ deps: AppDeps }> = async (app, { deps }) => {
+const catalogRoutes: RoutePlugin = async (app, { deps }) => {
   app.get(
     "/v1/router-lists/catalog",
     {

@@ -10,21 +10,18 @@ import {
   UpdateCdnSourceBody,
 } from "@rlc/shared/schemas";
 import type { FastifyRequest } from "fastify";
-import type { FastifyPluginAsyncZod } from "fastify-type-provider-zod";
-import type { AppDeps } from "../../app-deps.js";
 import { operator } from "../access.js";
 import { collectionRoutes, resource as declareResource, itemRoutes } from "../resource-routes.js";
 import { problems, writeProblems } from "../responses.js";
+import { routeFile } from "../route-file.js";
 
-const tags = ["cdn-sources"];
 const previewDescription =
   "Fetches and parses without saving anything. Counts are of distinct prefixes after masking, before aggregation and bogon " +
   "filtering; an empty feed answers 200 with zero counts. A URL the outbound policy refuses, by its form or at connect time, is a 422 " +
   "`outbound_refused`; a feed that fails otherwise (HTTP status, timeout, size, not JSON) is a 400 with `outbound_error`. " +
   "10 calls a minute per tenant (429 with `Retry-After`); every call counts except a 429. Nothing is saved, so `Idempotency-Key` is not needed.";
 
-const cdnSourceRoutes: FastifyPluginAsyncZod<{ deps: AppDeps }> = async (app, { deps }) => {
-  const sources = deps.services.cdnSources;
+const cdnSourceRoutes = routeFile(["cdn-sources"], "cdnSources", async (app, sources, { tags }) => {
   // Before the body is parsed, so malformed calls count too (every call but a 429 counts).
   const rateLimited = async (req: FastifyRequest, _reply: unknown, payload: unknown) => {
     await sources.countPreviewCall(req.ctx());
@@ -54,7 +51,7 @@ const cdnSourceRoutes: FastifyPluginAsyncZod<{ deps: AppDeps }> = async (app, { 
     update: { description: "Switching `format` to text drops the `json_path`.", body: UpdateCdnSourceBody },
     remove: {},
   });
-  collectionRoutes(app, deps, resource);
+  collectionRoutes(app, resource);
 
   app.post(
     "/v1/modules/:module_id/cdn-sources/preview",
@@ -73,7 +70,7 @@ const cdnSourceRoutes: FastifyPluginAsyncZod<{ deps: AppDeps }> = async (app, { 
     async (req) => sources.preview(req.ctx(), req.params.module_id, req.body),
   );
 
-  itemRoutes(app, deps, resource);
+  itemRoutes(app, resource);
 
   app.post(
     "/v1/modules/:module_id/cdn-sources/:source_id/preview",
@@ -91,6 +88,6 @@ const cdnSourceRoutes: FastifyPluginAsyncZod<{ deps: AppDeps }> = async (app, { 
     },
     async (req) => sources.previewSaved(req.ctx(), req.params.module_id, req.params.source_id),
   );
-};
+});
 
 export default cdnSourceRoutes;

@@ -1,11 +1,9 @@
 import { Readable } from "node:stream";
 import { CsvImportQuery, CsvImportResult, ModuleParams } from "@rlc/shared/schemas";
-import type { FastifyPluginAsyncZod } from "fastify-type-provider-zod";
 import { z } from "zod";
-import type { AppDeps } from "../../app-deps.js";
 import { authProblems, problems, writeProblems } from "../responses.js";
+import { routeFile } from "../route-file.js";
 
-const tags = ["entries"];
 const CSV_BODY_LIMIT = 64 * 1024 * 1024;
 
 /** A file name made of the module's name, safe inside a quoted Content-Disposition parameter. */
@@ -15,8 +13,7 @@ const fileName = (name: string) => `${name.replace(/[^A-Za-z0-9._-]+/g, "_").sli
  * CSV export and import of a module's entries. An encapsulated plugin: the JSON parser is replaced by a
  * text/csv one here only, so a JSON body to the import is a 415 rather than a confusing 400.
  */
-const csvRoutes: FastifyPluginAsyncZod<{ deps: AppDeps }> = async (app, { deps }) => {
-  const csv = deps.services.csv;
+const csvRoutes = routeFile(["entries"], "csv", async (app, csv, { tags }) => {
   app.removeAllContentTypeParsers();
   app.addContentTypeParser(["text/csv", "application/csv"], { parseAs: "string", bodyLimit: CSV_BODY_LIMIT }, (_req, body, done) => done(null, body));
 
@@ -74,6 +71,6 @@ const csvRoutes: FastifyPluginAsyncZod<{ deps: AppDeps }> = async (app, { deps }
       }));
     },
   );
-};
+});
 
 export default csvRoutes;

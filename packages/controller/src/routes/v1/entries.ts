@@ -15,11 +15,10 @@ import {
   UpdateDomainEntryBody,
   UpdateIpRangeEntryBody,
 } from "@rlc/shared/schemas";
-import type { FastifyPluginAsyncZod } from "fastify-type-provider-zod";
 import type { z } from "zod";
-import type { AppDeps } from "../../app-deps.js";
 import type { EntryKind } from "../../services/route-lists/entries.js";
-import { resourceRoutes } from "../resource-routes.js";
+import { resource, resourceRoutes } from "../resource-routes.js";
+import type { RoutePlugin } from "../route-file.js";
 
 /** The entry collections differ only by schemas, path and words. */
 const collections = [
@@ -75,27 +74,30 @@ const collections = [
   rules: string;
 }[];
 
-const entryRoutes: FastifyPluginAsyncZod<{ deps: AppDeps }> = async (app, { deps }) => {
+const entryRoutes: RoutePlugin = async (app, { deps }) => {
   for (const c of collections) {
     const many = c.noun.replace("entry", "entries");
-    resourceRoutes(app, deps, {
-      tags: ["entries"],
-      path: `/v1/modules/:module_id/${c.path}`,
-      id: "entry_id",
-      params: ModuleEntryParams,
-      parentParams: ModuleParams,
-      one: c.a,
-      many,
-      item: c.item,
-      service: deps.services.entries,
-      // Every call names the kind of entry first.
-      leadingArgs: [c.kind],
-      list: { summary: `List a module's ${many}`, querystring: EntryListQuery },
-      create: { summary: `Add ${c.a}`, description: `${c.rules} A value already in the module is a 409; a module of another type is a 400.`, body: c.create },
-      read: {},
-      update: { description: c.rules, body: c.update },
-      remove: {},
-    });
+    resourceRoutes(
+      app,
+      resource({
+        tags: ["entries"],
+        path: `/v1/modules/:module_id/${c.path}`,
+        id: "entry_id",
+        params: ModuleEntryParams,
+        parentParams: ModuleParams,
+        one: c.a,
+        many,
+        item: c.item,
+        service: deps.services.entries,
+        // Every call names the kind of entry first.
+        leadingArgs: [c.kind],
+        list: { summary: `List a module's ${many}`, querystring: EntryListQuery },
+        create: { summary: `Add ${c.a}`, description: `${c.rules} A value already in the module is a 409; a module of another type is a 400.`, body: c.create },
+        read: {},
+        update: { description: c.rules, body: c.update },
+        remove: {},
+      }),
+    );
   }
 };
 

@@ -1,27 +1,25 @@
 import { Job, JobListQuery, JobParams } from "@rlc/shared/schemas";
-import type { FastifyPluginAsyncZod } from "fastify-type-provider-zod";
-import type { AppDeps } from "../../app-deps.js";
 import { operator } from "../access.js";
-import { resourceRoutes } from "../resource-routes.js";
+import { resource, resourceRoutes } from "../resource-routes.js";
 import { problems, writeProblems } from "../responses.js";
+import { routeFile } from "../route-file.js";
 
-const tags = ["jobs"];
-
-const jobRoutes: FastifyPluginAsyncZod<{ deps: AppDeps }> = async (app, { deps }) => {
-  const jobs = deps.services.jobs;
-
-  resourceRoutes(app, deps, {
-    tags,
-    path: "/v1/jobs",
-    id: "job_id",
-    params: JobParams,
-    one: "a job",
-    many: "jobs",
-    item: Job,
-    service: jobs,
-    list: { summary: "List jobs (newest first)", querystring: JobListQuery },
-    read: {},
-  });
+const jobRoutes = routeFile(["jobs"], "jobs", async (app, jobs, { tags }) => {
+  resourceRoutes(
+    app,
+    resource({
+      tags,
+      path: "/v1/jobs",
+      id: "job_id",
+      params: JobParams,
+      one: "a job",
+      many: "jobs",
+      item: Job,
+      service: jobs,
+      list: { summary: "List jobs (newest first)", querystring: JobListQuery },
+      read: {},
+    }),
+  );
 
   app.post(
     "/v1/jobs/:job_id/cancel",
@@ -39,6 +37,6 @@ const jobRoutes: FastifyPluginAsyncZod<{ deps: AppDeps }> = async (app, { deps }
     },
     async (req, reply) => req.mutate(reply, async (tx, ctx) => ({ status: 200, body: await jobs.cancel(tx, ctx, req.params.job_id) })),
   );
-};
+});
 
 export default jobRoutes;

@@ -1,9 +1,8 @@
 import { LookupQuery, LookupResult } from "@rlc/shared/schemas";
-import type { FastifyPluginAsyncZod } from "fastify-type-provider-zod";
-import type { AppDeps } from "../../app-deps.js";
 import { authProblems, compiledSerializer } from "../responses.js";
+import type { RoutePlugin } from "../route-file.js";
 
-const lookupRoutes: FastifyPluginAsyncZod<{ deps: AppDeps }> = async (app, { deps }) => {
+const lookupRoutes: RoutePlugin = async (app, { deps }) => {
   app.get(
     "/v1/lookup",
     {
@@ -23,7 +22,7 @@ const lookupRoutes: FastifyPluginAsyncZod<{ deps: AppDeps }> = async (app, { dep
       // The answer is built by the lookup service alone: compiled, not parsed (see compiledSerializer).
       serializerCompiler: compiledSerializer,
     },
-    async (req) => deps.services.lookup.lookup(deps.sql, req.principal!.tenantId, req.query.q) as never,
+    async (req) => deps.services.lookup.lookup(req.ctx().principal.tenantId, req.query.q) as never,
   );
 };
 

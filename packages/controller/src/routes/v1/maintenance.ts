@@ -10,15 +10,13 @@ import {
   optionalBody,
   UpdateMaintenancePolicyBody,
 } from "@rlc/shared/schemas";
-import type { FastifyPluginAsyncZod } from "fastify-type-provider-zod";
 import { z } from "zod";
-import type { AppDeps } from "../../app-deps.js";
 import { AUDIT_RETENTION_FLOOR_DAYS } from "../../services/operations/maintenance.js";
 import { deployment, operator } from "../access.js";
-import { resourceRoutes } from "../resource-routes.js";
+import { resource, resourceRoutes } from "../resource-routes.js";
 import { authProblems, jobAccepted, problems, writeProblems } from "../responses.js";
+import { routeFile } from "../route-file.js";
 
-const tags = ["maintenance"];
 const NoBody = optionalBody(z.strictObject({}));
 
 const ACTIONS =
@@ -28,36 +26,37 @@ const ACTIONS =
   `\`audit_retention\` (\`days\`; never a record still waiting to be pushed; fewer than ${AUDIT_RETENTION_FLOOR_DAYS} days needs the admin role or higher, ` +
   "an operator gets 403 `forbidden`) and `jobs_retention` (`days`; finished jobs only).";
 
-const maintenanceRoutes: FastifyPluginAsyncZod<{ deps: AppDeps }> = async (app, { deps }) => {
-  const maintenance = deps.services.maintenance;
-
-  resourceRoutes(app, deps, {
-    tags,
-    path: "/v1/maintenance/policies",
-    id: "policy_id",
-    params: MaintenancePolicyParams,
-    one: "a maintenance policy",
-    many: "maintenance policies",
-    item: MaintenancePolicy,
-    service: maintenance,
-    createdId: "policy_id",
-    config: operator,
-    list: {
-      summary: "List maintenance policies (newest first)",
-      description: "The tenant's policies, keyset-paginated; `enabled=true|false` filters.",
-      querystring: MaintenancePolicyListQuery,
-    },
-    create: {
-      description: `The scheduler runs an enabled policy every \`interval_minutes\` (5..43200), first one interval after it is created. ${ACTIONS} The name is unique in the tenant (409).`,
-      body: CreateMaintenancePolicyBody,
-    },
-    read: { description: "With `last_run_at` (when a run last finished) and `next_run_at` (when the scheduler runs it next; null while disabled)." },
-    update: {
-      description: `Enabling a policy or changing its interval schedules its next run one interval from now; disabling clears \`next_run_at\`. \`actions\` replaces the list. ${ACTIONS}`,
-      body: UpdateMaintenancePolicyBody,
-    },
-    remove: { description: "A run already queued then fails with `not_found`." },
-  });
+const maintenanceRoutes = routeFile(["maintenance"], "maintenance", async (app, maintenance, { tags }) => {
+  resourceRoutes(
+    app,
+    resource({
+      tags,
+      path: "/v1/maintenance/policies",
+      id: "policy_id",
+      params: MaintenancePolicyParams,
+      one: "a maintenance policy",
+      many: "maintenance policies",
+      item: MaintenancePolicy,
+      service: maintenance,
+      createdId: "policy_id",
+      config: operator,
+      list: {
+        summary: "List maintenance policies (newest first)",
+        description: "The tenant's policies, keyset-paginated; `enabled=true|false` filters.",
+        querystring: MaintenancePolicyListQuery,
+      },
+      create: {
+        description: `The scheduler runs an enabled policy every \`interval_minutes\` (5..43200), first one interval after it is created. ${ACTIONS} The name is unique in the tenant (409).`,
+        body: CreateMaintenancePolicyBody,
+      },
+      read: { description: "With `last_run_at` (when a run last finished) and `next_run_at` (when the scheduler runs it next; null while disabled)." },
+      update: {
+        description: `Enabling a policy or changing its interval schedules its next run one interval from now; disabling clears \`next_run_at\`. \`actions\` replaces the list. ${ACTIONS}`,
+        body: UpdateMaintenancePolicyBody,
+      },
+      remove: { description: "A run already queued then fails with `not_found`." },
+    }),
+  );
 
   app.post(
     "/v1/maintenance/policies/:policy_id/run",
@@ -133,6 +132,6 @@ const maintenanceRoutes: FastifyPluginAsyncZod<{ deps: AppDeps }> = async (app, 
     },
     async (req, reply) => req.mutate(reply, async (tx, ctx) => ({ status: 200, body: await maintenance.analyze(tx, ctx) })),
   );
-};
+});
 
 export default maintenanceRoutes;

@@ -1,10 +1,9 @@
-import type { FastifyPluginAsyncZod } from "fastify-type-provider-zod";
 import { z } from "zod";
-import type { AppDeps } from "../../app-deps.js";
 import { fleetScopeOf, MONITORING_READ } from "../../services/access/context.js";
 import { authProblems } from "../responses.js";
+import type { RoutePlugin } from "../route-file.js";
 
-const metricsRoutes: FastifyPluginAsyncZod<{ deps: AppDeps }> = async (app, { deps }) => {
+const metricsRoutes: RoutePlugin = async (app, { deps }) => {
   app.get(
     "/v1/metrics",
     {

@@ -1,10 +1,9 @@
 import { NatsMonitoringCredentials, NatsMonitoringCredentialsBody } from "@rlc/shared/schemas";
-import type { FastifyPluginAsyncZod } from "fastify-type-provider-zod";
-import type { AppDeps } from "../../app-deps.js";
 import { admin } from "../access.js";
 import { problems, writeProblems } from "../responses.js";
+import type { RoutePlugin } from "../route-file.js";
 
-const natsRoutes: FastifyPluginAsyncZod<{ deps: AppDeps }> = async (app, { deps }) => {
+const natsRoutes: RoutePlugin = async (app, { deps }) => {
   app.post(
     "/v1/nats/monitoring-credentials",
     {

@@ -14,21 +14,17 @@ import {
   STATUS_REPORT_MAX_BYTES,
   StatusReport,
 } from "@rlc/shared/schemas";
-import type { FastifyPluginAsyncZod } from "fastify-type-provider-zod";
 import { z } from "zod";
-import type { AppDeps } from "../../app-deps.js";
 import { BUNDLE_RETRY_AFTER_S } from "../../services/deploy/bundle-downloads.js";
 import { ANNOUNCEMENT_HEADERS_TEXT, announcedInHeaders } from "../../services/deploy/served-format.js";
 import { admin, operator } from "../access.js";
 import { authProblems, jobAccepted, problems, writeProblems } from "../responses.js";
+import { routeFile } from "../route-file.js";
 
-const tags = ["nodes"];
 /** Node keys of the speaker itself, or operators of the tenant. */
 const nodeOrOperator = { node: true, role: "operator" as const };
 
-const nodeRoutes: FastifyPluginAsyncZod<{ deps: AppDeps }> = async (app, { deps }) => {
-  const node = deps.services.node;
-
+const nodeRoutes = routeFile(["nodes"], "node", async (app, node, { deps, tags }) => {
   app.post(
     "/v1/nodes/enroll",
     {
@@ -46,7 +42,7 @@ const nodeRoutes: FastifyPluginAsyncZod<{ deps: AppDeps }> = async (app, { deps 
     },
     async (req, reply) => {
       reply.code(201);
-      return node.enroll(req.headers.authorization, req.body, new Date(deps.clock.now()), announcedInHeaders(req.headers));
+      return node.enroll(req.headers.authorization, req.body, req.now(), announcedInHeaders(req.headers));
     },
   );
 
@@ -64,7 +60,7 @@ const nodeRoutes: FastifyPluginAsyncZod<{ deps: AppDeps }> = async (app, { deps 
       },
       config: { auth: "any" },
     },
-    async (req) => deps.services.signing.list(deps.sql, req.principal!.tenantId),
+    async (req) => deps.services.signing.list(req.ctx().principal.tenantId),
   );
 
   app.post(
@@ -98,7 +94,7 @@ const nodeRoutes: FastifyPluginAsyncZod<{ deps: AppDeps }> = async (app, { deps 
       },
       config: nodeOrOperator,
     },
-    async (req) => node.latest(deps.sql, req.principal!, req.params.speaker_id),
+    async (req) => node.latest(req.ctx().principal, req.params.speaker_id),
   );
 
   app.get(
@@ -131,8 +127,7 @@ const nodeRoutes: FastifyPluginAsyncZod<{ deps: AppDeps }> = async (app, { deps 
       // Another tenant's speaker is a 404 first, as on every route; the tenant's own is a 403 (the node service decides).
       const gone = new Promise<void>((resolve) => reply.raw.once("close", resolve));
       const download = await deps.services.bundleDownloads.open(
-        deps.sql,
-        req.principal!,
+        req.ctx().principal,
         req.params.speaker_id,
         req.params.revision_id,
         req.query.base_revision ?? null,
@@ -164,11 +159,12 @@ const nodeRoutes: FastifyPluginAsyncZod<{ deps: AppDeps }> = async (app, { deps 
     },
     async (req, reply) => {
       // Another tenant's (or speaker's) id is a 404 before anything about the body is said.
-      await node.speakerFor(deps.sql, req.principal!, req.params.speaker_id);
+      const ctx = req.ctx();
+      await node.speakerFor(ctx.principal, req.params.speaker_id);
       if (req.body.speaker_id !== req.params.speaker_id) {
         throw new ValidationError("speaker_id in the body differs from the path", [{ path: "body.speaker_id", message: "must equal the path's speaker_id" }]);
       }
-      await node.report(req.principal!, req.params.speaker_id, req.body as never, new Date(deps.clock.now()), announcedInHeaders(req.headers));
+      await node.report(ctx.principal, req.params.speaker_id, req.body as never, ctx.now, announcedInHeaders(req.headers));
       return reply.code(204).send();
     },
   );
@@ -197,6 +193,6 @@ const nodeRoutes: FastifyPluginAsyncZod<{ deps: AppDeps }> = async (app, { deps 
         return jobAccepted(await deps.services.deploy.apply(tx, ctx, req.body));
       }),
   );
-};
+});
 
 export default nodeRoutes;

@@ -1,16 +1,15 @@
 import { Job, JobAccepted, RefreshBody, RefreshQuery, RpkiDryRun, Uuid } from "@rlc/shared/schemas";
 import type { FastifyReply, FastifyRequest } from "fastify";
-import type { FastifyPluginAsyncZod } from "fastify-type-provider-zod";
 import { z } from "zod";
-import type { AppDeps } from "../../app-deps.js";
 import { operator } from "../access.js";
 import { jobAccepted, problems, writeProblems } from "../responses.js";
+import type { RoutePlugin } from "../route-file.js";
 
 const tags = ["refresh"];
 const ModuleParams = z.strictObject({ module_id: Uuid });
 const WAIT_MS = 60_000;
 
-const refreshRoutes: FastifyPluginAsyncZod<{ deps: AppDeps }> = async (app, { deps }) => {
+const refreshRoutes: RoutePlugin = async (app, { deps }) => {
   const describe =
     "Enqueues a module_ingest job (202 with Location). `?wait=true` waits up to 60 s: 200 with the job when it succeeded, " +
     "its problem (with `job_id`) when it failed — 422 `revision_guard_tripped` when the refresh would withdraw too much, 409 when cancelled — " +
@@ -46,11 +45,11 @@ const refreshRoutes: FastifyPluginAsyncZod<{ deps: AppDeps }> = async (app, { de
       config: operator,
     },
     async (req, reply) =>
-      req.body?.dry_run ? deps.services.rpkiDryRun.run(deps.sql, req.principal!.tenantId, req.params.module_id) : refresh(req, reply, [req.params.module_id]),
+      req.body?.dry_run ? deps.services.rpkiDryRun.run(req.ctx().principal.tenantId, req.params.module_id) : refresh(req, reply, [req.params.module_id]),
   );
 
   app.post("/v1/modules/refresh", { schema: { ...schema, summary: "Refresh every enabled module in one job" }, config: operator }, async (req, reply) =>
-    req.body?.dry_run ? deps.services.rpkiDryRun.run(deps.sql, req.principal!.tenantId, null) : refresh(req, reply, null),
+    req.body?.dry_run ? deps.services.rpkiDryRun.run(req.ctx().principal.tenantId, null) : refresh(req, reply, null),
   );
 };
 

@@ -15,18 +15,13 @@ import {
   RollbackBody,
   Uuid,
 } from "@rlc/shared/schemas";
-import type { FastifyPluginAsyncZod } from "fastify-type-provider-zod";
 import { z } from "zod";
-import type { AppDeps } from "../../app-deps.js";
 import { operator } from "../access.js";
 import { collectionRoutes, resource as declareResource, itemRoutes } from "../resource-routes.js";
 import { authProblems, problems, writeProblems } from "../responses.js";
+import { routeFile } from "../route-file.js";
 
-const tags = ["revisions"];
-
-const revisionRoutes: FastifyPluginAsyncZod<{ deps: AppDeps }> = async (app, { deps }) => {
-  const revisions = deps.services.revisions;
-
+const revisionRoutes = routeFile(["revisions"], "revisions", async (app, revisions, { deps, tags }) => {
   const resource = declareResource({
     tags,
     path: "/v1/revisions",
@@ -39,7 +34,7 @@ const revisionRoutes: FastifyPluginAsyncZod<{ deps: AppDeps }> = async (app, { d
     list: { summary: "List revisions (newest first)", querystring: RevisionListQuery },
     read: {},
   });
-  collectionRoutes(app, deps, resource);
+  collectionRoutes(app, resource);
 
   // Registered before /v1/revisions/:revision_id so "prune" is never read as an id.
   app.get(
@@ -47,10 +42,7 @@ const revisionRoutes: FastifyPluginAsyncZod<{ deps: AppDeps }> = async (app, { d
     {
       schema: { tags, summary: "Which revisions a prune would delete (revision_retention_minutes)", response: { 200: RevisionPruneEstimate, ...authProblems } },
     },
-    async (req) => {
-      const ctx = req.ctx();
-      return revisions.pruneEstimate(deps.sql, ctx.principal.tenantId, ctx.now);
-    },
+    async (req) => revisions.estimatePrune(req.ctx()),
   );
 
   app.post(
@@ -68,7 +60,7 @@ const revisionRoutes: FastifyPluginAsyncZod<{ deps: AppDeps }> = async (app, { d
     async (req, reply) => req.mutate(reply, async (tx, ctx) => ({ status: 200, body: await revisions.prune(tx, ctx, req.body.dry_run ?? false) })),
   );
 
-  itemRoutes(app, deps, resource);
+  itemRoutes(app, resource);
 
   app.get(
     "/v1/revisions/:revision_id/prefixes",
@@ -81,7 +73,7 @@ const revisionRoutes: FastifyPluginAsyncZod<{ deps: AppDeps }> = async (app, { d
         response: { 200: page(RevisionPrefix), ...authProblems, ...problems(404) },
       },
     },
-    async (req) => revisions.prefixes(deps.sql, req.ctx(), req.params.revision_id, req.query),
+    async (req) => revisions.prefixes(req.ctx(), req.params.revision_id, req.query),
   );
 
   app.get(
@@ -98,7 +90,7 @@ const revisionRoutes: FastifyPluginAsyncZod<{ deps: AppDeps }> = async (app, { d
         response: { 200: RevisionPreview, ...authProblems, ...problems(404, 409) },
       },
     },
-    async (req) => revisions.preview(deps.sql, req.ctx(), req.params.revision_id, req.query.speaker_id),
+    async (req) => revisions.preview(req.ctx(), req.params.revision_id, req.query.speaker_id),
   );
 
   app.get(
@@ -112,7 +104,7 @@ const revisionRoutes: FastifyPluginAsyncZod<{ deps: AppDeps }> = async (app, { d
         response: { 200: RevisionDiff, ...authProblems, ...problems(404) },
       },
     },
-    async (req) => revisions.diff(deps.sql, req.ctx(), req.params.revision_a, req.params.revision_b, req.query.limit),
+    async (req) => revisions.diff(req.ctx(), req.params.revision_a, req.params.revision_b, req.query.limit),
   );
 
   app.post(
@@ -140,6 +132,6 @@ const revisionRoutes: FastifyPluginAsyncZod<{ deps: AppDeps }> = async (app, { d
         return { status: 201, body, headers: { location: `/v1/revisions/${revision.revision_id}` } };
       }),
   );
-};
+});
 
 export default revisionRoutes;

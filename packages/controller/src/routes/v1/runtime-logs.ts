@@ -11,16 +11,11 @@ import {
   LogTailQuery,
   page,
 } from "@rlc/shared/schemas";
-import type { FastifyPluginAsyncZod } from "fastify-type-provider-zod";
-import type { AppDeps } from "../../app-deps.js";
 import { deploymentOperator, deploymentViewer } from "../access.js";
 import { authProblems, problems, unavailable, writeProblems } from "../responses.js";
+import { routeFile } from "../route-file.js";
 
-const tags = ["runtime-logs"];
-
-const runtimeLogRoutes: FastifyPluginAsyncZod<{ deps: AppDeps }> = async (app, { deps }) => {
-  const logs = deps.services.runtimeLogs;
-
+const runtimeLogRoutes = routeFile(["runtime-logs"], "runtimeLogs", async (app, logs, { tags }) => {
   app.get(
     "/v1/runtime-logs/files",
     {
@@ -115,6 +110,6 @@ const runtimeLogRoutes: FastifyPluginAsyncZod<{ deps: AppDeps }> = async (app, {
       return logs.autoRun(ctx.principal.tenantId, ctx.now, { actor: `key:${ctx.principal.keyPrefix}`, actorPrefix: "auto:api" }, req.query.dry_run);
     },
   );
-};
+});
 
 export default runtimeLogRoutes;

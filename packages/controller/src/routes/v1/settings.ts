@@ -1,14 +1,9 @@
 import { Settings, SettingsPatch } from "@rlc/shared/schemas";
-import type { FastifyPluginAsyncZod } from "fastify-type-provider-zod";
-import type { AppDeps } from "../../app-deps.js";
 import { operator } from "../access.js";
 import { authProblems, writeProblems } from "../responses.js";
+import { routeFile } from "../route-file.js";
 
-const tags = ["settings"];
-
-const settingsRoutes: FastifyPluginAsyncZod<{ deps: AppDeps }> = async (app, { deps }) => {
-  const settings = deps.services.settings;
-
+const settingsRoutes = routeFile(["settings"], "settings", async (app, settings, { tags }) => {
   app.get("/v1/settings", { schema: { tags, summary: "The tenant's settings", response: { 200: Settings, ...authProblems } } }, async (req) =>
     settings.get(req.ctx()),
   );
@@ -32,6 +27,6 @@ const settingsRoutes: FastifyPluginAsyncZod<{ deps: AppDeps }> = async (app, { d
     },
     async (req, reply) => req.mutate(reply, async (tx, ctx) => ({ status: 200, body: await settings.patch(tx, ctx, req.body) })),
   );
-};
+});
 
 export default settingsRoutes;

@@ -15,18 +15,13 @@ import {
   UpdateSpeakerBody,
   Uuid,
 } from "@rlc/shared/schemas";
-import type { FastifyPluginAsyncZod } from "fastify-type-provider-zod";
 import { z } from "zod";
-import type { AppDeps } from "../../app-deps.js";
 import { admin, operator } from "../access.js";
-import { resourceRoutes } from "../resource-routes.js";
+import { resource, resourceRoutes } from "../resource-routes.js";
 import { authProblems, jobAccepted, problems, writeProblems } from "../responses.js";
+import { routeFile } from "../route-file.js";
 
-const tags = ["speakers"];
-
-const speakerRoutes: FastifyPluginAsyncZod<{ deps: AppDeps }> = async (app, { deps }) => {
-  const speakers = deps.services.speakers;
-
+const speakerRoutes = routeFile(["speakers"], "speakers", async (app, speakers, { deps, tags }) => {
   app.get(
     "/v1/speakers",
     {
@@ -47,35 +42,38 @@ const speakerRoutes: FastifyPluginAsyncZod<{ deps: AppDeps }> = async (app, { de
   );
 
   // The list (above) polls the agents; the other standard routes are the helper's.
-  resourceRoutes(app, deps, {
-    tags,
-    path: "/v1/speakers",
-    id: "speaker_id",
-    params: SpeakerParams,
-    one: "a speaker",
-    many: "speakers",
-    item: Speaker,
-    // `force=true` deletes a speaker that peers still name.
-    service: { ...speakers, remove: (tx, ctx, id, query: { force: boolean }) => speakers.remove(tx, ctx, id, query.force) },
-    writeConfig: operator,
-    create: {
-      summary: "Create a speaker (remote ones get a one-time enrollment token when an admin creates them)",
-      description:
-        "An enrollment token becomes the speaker's node key, which receives the signed bundles and the peers' passwords in them, so tokens are " +
-        "the admin role's: a remote speaker created by an admin or superadmin answers its token; one created by an operator answers " +
-        "`enrollment_token: null` and an admin issues the token with `POST /v1/speakers/{speaker_id}/enrollment-token`.",
-      body: CreateSpeakerBody,
-      response: CreatedSpeaker,
-    },
-    read: {},
-    update: { body: UpdateSpeakerBody },
-    remove: {
-      description:
-        "Refused with 409 while peers name the speaker, unless `force=true`; revokes the speaker's node keys, so a speaker that holds a live " +
-        "node key (an enrolled router) is deleted from the admin role up: an operator gets 403 `forbidden`.",
-      querystring: SpeakerDeleteQuery,
-    },
-  });
+  resourceRoutes(
+    app,
+    resource({
+      tags,
+      path: "/v1/speakers",
+      id: "speaker_id",
+      params: SpeakerParams,
+      one: "a speaker",
+      many: "speakers",
+      item: Speaker,
+      // `force=true` deletes a speaker that peers still name.
+      service: { ...speakers, remove: (tx, ctx, id, query: { force: boolean }) => speakers.remove(tx, ctx, id, query.force) },
+      writeConfig: operator,
+      create: {
+        summary: "Create a speaker (remote ones get a one-time enrollment token when an admin creates them)",
+        description:
+          "An enrollment token becomes the speaker's node key, which receives the signed bundles and the peers' passwords in them, so tokens are " +
+          "the admin role's: a remote speaker created by an admin or superadmin answers its token; one created by an operator answers " +
+          "`enrollment_token: null` and an admin issues the token with `POST /v1/speakers/{speaker_id}/enrollment-token`.",
+        body: CreateSpeakerBody,
+        response: CreatedSpeaker,
+      },
+      read: {},
+      update: { body: UpdateSpeakerBody },
+      remove: {
+        description:
+          "Refused with 409 while peers name the speaker, unless `force=true`; revokes the speaker's node keys, so a speaker that holds a live " +
+          "node key (an enrolled router) is deleted from the admin role up: an operator gets 403 `forbidden`.",
+        querystring: SpeakerDeleteQuery,
+      },
+    }),
+  );
 
   app.get(
     "/v1/speakers/:speaker_id/sessions/history",
@@ -130,6 +128,6 @@ const speakerRoutes: FastifyPluginAsyncZod<{ deps: AppDeps }> = async (app, { de
         return jobAccepted(await deps.services.deploy.applyToSpeaker(tx, ctx, req.params.id, req.body));
       }),
   );
-};
+});
 
 export default speakerRoutes;

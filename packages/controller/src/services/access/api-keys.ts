@@ -84,7 +84,7 @@ function assertCanManage(caller: Principal, target: ApiKeyRow, action: "change" 
   throw new ForbiddenError(`a ${caller.role} key manages only itself and keys of a lower role; this one is ${target.role}`);
 }
 
-export function createApiKeyService(deps: { audit: AuditWriter; onKeysChanged?: () => void }) {
+export function createApiKeyService(deps: { sql: Db; audit: AuditWriter; onKeysChanged?: () => void }) {
   const { audit } = deps;
   /** Cached key checks forget their rows once the change has committed. */
   const changed = (ctx: RequestContext) => {
@@ -113,14 +113,14 @@ export function createApiKeyService(deps: { audit: AuditWriter; onKeysChanged?: 
       return { ...toApiKey(row), secret };
     },
 
-    async list(db: Db, ctx: RequestContext, q: { cursor?: string | undefined; limit: number; role?: string | undefined }): Promise<Page<ApiKey>> {
+    async list(ctx: RequestContext, q: { cursor?: string | undefined; limit: number; role?: string | undefined }): Promise<Page<ApiKey>> {
       const afterId = afterIdOf(q.cursor);
-      const rows = await listApiKeys(db, ctx.principal.tenantId, { afterId, limit: q.limit, role: q.role });
+      const rows = await listApiKeys(deps.sql, ctx.principal.tenantId, { afterId, limit: q.limit, role: q.role });
       return toPage(rows, q.limit, (r) => [r.id], toApiKey);
     },
 
-    async get(db: Db, ctx: RequestContext, id: string) {
-      return toApiKey(await mustFind(db, ctx.principal.tenantId, id));
+    async get(ctx: RequestContext, id: string) {
+      return toApiKey(await mustFind(deps.sql, ctx.principal.tenantId, id));
     },
 
     async update(tx: Db, ctx: RequestContext, id: string, body: UpdateApiKeyBody) {

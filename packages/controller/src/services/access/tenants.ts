@@ -49,7 +49,7 @@ export async function bootstrapDefaultTenant(sql: Sql, opts: { bootstrapKey?: st
   });
 }
 
-export function createTenantService(deps: { audit: AuditWriter }) {
+export function createTenantService(deps: { sql: Db; audit: AuditWriter }) {
   return {
     async create(tx: Db, ctx: RequestContext, body: { name: string }) {
       const { tenant, key } = await createTenantWithKey(tx, body.name, "admin", ctx.now);
@@ -62,13 +62,13 @@ export function createTenantService(deps: { audit: AuditWriter }) {
       });
       return { ...toTenant(tenant), admin_key: { ...toApiKey(key.row), secret: key.secret } };
     },
-    async list(db: Db, q: { cursor?: string | undefined; limit: number }) {
+    async list(q: { cursor?: string | undefined; limit: number }) {
       const afterId = afterIdOf(q.cursor);
-      const rows = await listTenants(db, { afterId, limit: q.limit });
+      const rows = await listTenants(deps.sql, { afterId, limit: q.limit });
       return toPage(rows, q.limit, (r) => [r.id], toTenant);
     },
-    async get(db: Db, id: string) {
-      const row = await findTenantById(db, id);
+    async get(id: string) {
+      const row = await findTenantById(deps.sql, id);
       if (!row) throw new NotFoundError("tenant", id);
       return toTenant(row);
     },

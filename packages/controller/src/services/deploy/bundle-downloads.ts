@@ -24,6 +24,8 @@ export interface BundleDownload {
 }
 
 export interface BundleDownloadDeps {
+  /** Where the bundles are read. */
+  sql: Db;
   /** Looked up at each download (`node.bundleReader`): who may have the bundle, and its reader. */
   node: Pick<NodeService, "bundleReader">;
   /** The places shared with gRPC GetBundle. */
@@ -85,7 +87,6 @@ export function createBundleDownloads(deps: BundleDownloadDeps) {
      * place is full (503), with Retry-After; `gone` settles when the client left.
      */
     async open(
-      db: Db,
       principal: Principal,
       speakerId: string,
       revisionId: number,
@@ -106,7 +107,7 @@ export function createBundleDownloads(deps: BundleDownloadDeps) {
         });
       }
       try {
-        const reader = await deps.node.bundleReader(db, principal, speakerId, revisionId, baseRevisionId, o.accepts ?? null);
+        const reader = await deps.node.bundleReader(deps.sql, principal, speakerId, revisionId, baseRevisionId, o.accepts ?? null);
         const type = reader.parts ? "application/octet-stream" : "application/json";
         let download: BundleDownload;
         const gzipped = o.gzip ? await gzippedParts(reader) : null;

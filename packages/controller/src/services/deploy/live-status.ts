@@ -131,7 +131,7 @@ export function createLivePolls(deps: { bus: Bus; notifier: AgentNotifier; sql: 
      * above), its answer as the speaker's `live` and every poll in `polls` beside the items.
      */
     async list(ctx: RequestContext, q: { cursor?: string | undefined; limit: number; live: boolean; live_timeout_ms: number }) {
-      const { page, rows } = await deps.speakers.list(deps.sql, ctx, q);
+      const { page, rows } = await deps.speakers.list(ctx, q);
       if (!q.live) return page;
       const { live, polls: answered } = await polls.poll(rows, q.live_timeout_ms);
       return { ...page, items: page.items.map((s) => ({ ...s, live: live.get(s.id) })), polls: answered };

@@ -131,7 +131,7 @@ export function createLocalBirdService(deps: LocalBirdDeps) {
     let payload: BundlePayload | null = null;
     try {
       // The bytes an agent would get, verified as an agent verifies them.
-      const keys = (await deps.signing.list(deps.sql, speaker.tenant_id)).keys;
+      const keys = (await deps.signing.list(speaker.tenant_id)).keys;
       payload = (await verifyBundle(issued.envelope, keys, { speakerId: speaker.id, tenantId: speaker.tenant_id, lastSequence: null, now: ctx.now })).payload;
       const applyDeps = { birdc: bird, runner, clock, birdBin: deps.birdBin };
       // The render writes what this BIRD's version accepts (shared/bird/version.ts).

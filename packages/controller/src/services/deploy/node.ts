@@ -194,7 +194,8 @@ export function createNodeService(deps: {
     readerV1Of(deps.secretBox, db, speakerId, revisionId, layout, gone);
 
   return {
-    speakerFor,
+    /** The speaker a key reaches (see `speakerFor` above), read on `db` (default: the service's pool). */
+    speakerFor: (principal: Principal, speakerId: string, db: Db = deps.sql) => speakerFor(db, principal, speakerId),
 
     /** Spends an enrollment token; `accepts` is what the agent announced (null: nothing). */
     async enroll(authorization: string | undefined, body: { hostname: string; agent_version: string }, now: Date, accepts: AgentAnnouncement | null = null) {
@@ -227,7 +228,7 @@ export function createNodeService(deps: {
         speaker_id: result.speaker.id,
         tenant_id: result.speaker.tenant_id,
         api_key: result.secret,
-        signing_keys: (await deps.signing.list(deps.sql, result.speaker.tenant_id)).keys,
+        signing_keys: (await deps.signing.list(result.speaker.tenant_id)).keys,
         grpc_endpoint: deps.grpcEndpoint,
         nats_url: deps.natsUrl,
         nats_credentials: result.natsCreds,
@@ -235,7 +236,7 @@ export function createNodeService(deps: {
     },
 
     /** The speaker's desired revision and its bundle's digest, as its agent knows the bundle (see digestKnownBy). */
-    async latest(db: Db, principal: Principal, speakerId: string) {
+    async latest(principal: Principal, speakerId: string, db: Db = deps.sql) {
       const speaker = await speakerFor(db, principal, speakerId);
       if (speaker.desired_revision_id === null) throw new NotFoundError("desired revision of speaker", speakerId);
       // Metadata only: agents ask this on every poll and Watch open; the body can be tens of MiB.

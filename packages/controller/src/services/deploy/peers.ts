@@ -87,7 +87,7 @@ const AUDITED = [
  * The password is write-only: sealed with the data key before it reaches the database, shown as
  * `password_set`, opened only to sign the bundle of a speaker the peer is on.
  */
-export function createPeerService(deps: { audit: AuditWriter; secrets: SecretBox; queue: Pick<JobQueue, "enqueue"> }) {
+export function createPeerService(deps: { sql: Db; audit: AuditWriter; secrets: SecretBox; queue: Pick<JobQueue, "enqueue"> }) {
   const seal = (password: string | null) => (password === null ? null : deps.secrets.seal(password));
   /** The stored password as it must be written back: sealed (a row not yet carried over is sealed now). */
   const kept = (row: PeerRow) => (row.password === null || row.password_sealed ? row.password : deps.secrets.seal(row.password));
@@ -128,9 +128,9 @@ export function createPeerService(deps: { audit: AuditWriter; secrets: SecretBox
   });
 
   return {
-    async list(db: Db, ctx: RequestContext, q: { cursor?: string | undefined; limit: number }) {
-      const rows = await listPeers(db, ctx.principal.tenantId, { afterId: afterIdOf(q.cursor), limit: q.limit });
-      const speakers = await listAllSpeakers(db, ctx.principal.tenantId);
+    async list(ctx: RequestContext, q: { cursor?: string | undefined; limit: number }) {
+      const rows = await listPeers(deps.sql, ctx.principal.tenantId, { afterId: afterIdOf(q.cursor), limit: q.limit });
+      const speakers = await listAllSpeakers(deps.sql, ctx.principal.tenantId);
       return toPage(
         rows,
         q.limit,
@@ -139,8 +139,8 @@ export function createPeerService(deps: { audit: AuditWriter; secrets: SecretBox
       );
     },
 
-    async get(db: Db, ctx: RequestContext, id: string) {
-      return toPeer(await mustFind(db, ctx.principal.tenantId, id), await listAllSpeakers(db, ctx.principal.tenantId));
+    async get(ctx: RequestContext, id: string) {
+      return toPeer(await mustFind(deps.sql, ctx.principal.tenantId, id), await listAllSpeakers(deps.sql, ctx.principal.tenantId));
     },
 
     async create(

@@ -100,9 +100,9 @@ export function createSigningService(deps: { sql: Sql; audit: AuditWriter; secre
     },
 
     /** The keys the tenant's agents pin: its own (active and retired) and any deployment-wide one. */
-    async list(db: Db, tenantId: string) {
-      await service.activeKey(db, tenantId);
-      return { keys: (await listSigningKeys(db, tenantId)).map(toSigningKey) };
+    async list(tenantId: string) {
+      await service.activeKey(deps.sql, tenantId);
+      return { keys: (await listSigningKeys(deps.sql, tenantId)).map(toSigningKey) };
     },
 
     /** A new active key of the caller's tenant, with a statement signed by the old and the new key; the old one retires. */

@@ -130,7 +130,7 @@ async function newToken(tx: Db, tenantId: string, speakerId: string, now: Date, 
   return { token, expires };
 }
 
-export function createSpeakerService(deps: { audit: AuditWriter; bus: Bus; onKeysChanged?: () => void; caHash?: string | null }) {
+export function createSpeakerService(deps: { sql: Db; audit: AuditWriter; bus: Bus; onKeysChanged?: () => void; caHash?: string | null }) {
   const mustFind = async (db: Db, tenantId: string, id: string, forUpdate = false) => {
     const row = await findSpeakerById(db, tenantId, id, forUpdate);
     if (!row) throw new NotFoundError("speaker", id);
@@ -176,14 +176,14 @@ export function createSpeakerService(deps: { audit: AuditWriter; bus: Bus; onKey
       return { ...toSpeaker(row), enrollment_token: token?.token ?? null, enrollment_token_expires_at: token ? token.expires.toISOString() : null };
     },
 
-    async list(db: Db, ctx: RequestContext, q: { cursor?: string | undefined; limit: number }) {
+    async list(ctx: RequestContext, q: { cursor?: string | undefined; limit: number }) {
       const afterId = afterIdOf(q.cursor);
-      const rows = await listSpeakers(db, ctx.principal.tenantId, { afterId, limit: q.limit });
+      const rows = await listSpeakers(deps.sql, ctx.principal.tenantId, { afterId, limit: q.limit });
       return { page: toPage(rows, q.limit, (r) => [r.id], toSpeaker), rows: rows.slice(0, q.limit) };
     },
 
-    async get(db: Db, ctx: RequestContext, id: string) {
-      return toSpeaker(await mustFind(db, ctx.principal.tenantId, id));
+    async get(ctx: RequestContext, id: string) {
+      return toSpeaker(await mustFind(deps.sql, ctx.principal.tenantId, id));
     },
 
     async update(

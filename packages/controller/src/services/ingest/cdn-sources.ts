@@ -162,16 +162,16 @@ export function createCdnSourceService(deps: { audit: AuditWriter; sql: Db; outb
       return toCdnSource(row);
     },
 
-    async list(db: Db, ctx: RequestContext, moduleId: string, q: { cursor?: string | undefined; limit: number }): Promise<Page<CdnSource>> {
-      const module = await mustFindModule(db, ctx.principal.tenantId, moduleId);
+    async list(ctx: RequestContext, moduleId: string, q: { cursor?: string | undefined; limit: number }): Promise<Page<CdnSource>> {
+      const module = await mustFindModule(deps.sql, ctx.principal.tenantId, moduleId);
       const afterId = afterIdOf(q.cursor);
-      const rows = await listCdnSources(db, module.tenant_id, module.id, { afterId, limit: q.limit });
+      const rows = await listCdnSources(deps.sql, module.tenant_id, module.id, { afterId, limit: q.limit });
       return toPage(rows, q.limit, (r) => [r.id], toCdnSource);
     },
 
-    async get(db: Db, ctx: RequestContext, moduleId: string, id: string): Promise<CdnSource> {
-      const module = await mustFindModule(db, ctx.principal.tenantId, moduleId);
-      return toCdnSource(await mustFind(db, module.tenant_id, module.id, id));
+    async get(ctx: RequestContext, moduleId: string, id: string): Promise<CdnSource> {
+      const module = await mustFindModule(deps.sql, ctx.principal.tenantId, moduleId);
+      return toCdnSource(await mustFind(deps.sql, module.tenant_id, module.id, id));
     },
 
     async update(tx: Db, ctx: RequestContext, moduleId: string, id: string, body: UpdateCdnSourceBody): Promise<CdnSource> {

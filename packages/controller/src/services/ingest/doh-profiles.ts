@@ -102,7 +102,7 @@ function checkProfile(rules: OutboundRules, p: Pick<DohProfileRow, "url" | "meth
  * the URL to another origin: that drops every stored value the request does not send again.
  */
 /** `rules`, the outbound policy, checks a profile's URL when it is written. */
-export function createDohProfileService(deps: { audit: AuditWriter; secrets: SecretBox; rules: OutboundRules }) {
+export function createDohProfileService(deps: { sql: Db; audit: AuditWriter; secrets: SecretBox; rules: OutboundRules }) {
   const { audit } = deps;
   const mustFind = async (db: Db, tenantId: string, id: string, forUpdate = false) => {
     const row = await findDohProfileById(db, tenantId, id, forUpdate);
@@ -149,12 +149,12 @@ export function createDohProfileService(deps: { audit: AuditWriter; secrets: Sec
       return toDohProfile(row);
     },
 
-    async list(db: Db, ctx: RequestContext, q: { cursor?: string | undefined; limit: number }): Promise<Page<DohProfile>> {
-      return pageById(q, (afterId) => listDohProfiles(db, ctx.principal.tenantId, { afterId, limit: q.limit }), toDohProfile);
+    async list(ctx: RequestContext, q: { cursor?: string | undefined; limit: number }): Promise<Page<DohProfile>> {
+      return pageById(q, (afterId) => listDohProfiles(deps.sql, ctx.principal.tenantId, { afterId, limit: q.limit }), toDohProfile);
     },
 
-    async get(db: Db, ctx: RequestContext, id: string): Promise<DohProfile> {
-      return toDohProfile(await mustFind(db, ctx.principal.tenantId, id));
+    async get(ctx: RequestContext, id: string): Promise<DohProfile> {
+      return toDohProfile(await mustFind(deps.sql, ctx.principal.tenantId, id));
     },
 
     async update(tx: Db, ctx: RequestContext, id: string, body: UpdateDohProfileBody): Promise<DohProfile> {

@@ -13,10 +13,10 @@ const LISTED = 1000;
  * snapshot (or, for `/v1/modules/refresh`, every enabled module's) and answers what
  * `drop_invalid` would drop, whatever the module's policy is now. Collects nothing, writes nothing.
  */
-export function createRpkiDryRunService(deps: { rpki: RpkiValidator | null }) {
+export function createRpkiDryRunService(deps: { sql: Db; rpki: RpkiValidator | null }) {
   return {
-    async run(db: Db, tenantId: string, moduleId: string | null): Promise<RpkiDryRun> {
-      const modules = (await listIngestModules(db, tenantId)).filter((m) => (moduleId ? m.id === moduleId : m.enabled));
+    async run(tenantId: string, moduleId: string | null): Promise<RpkiDryRun> {
+      const modules = (await listIngestModules(deps.sql, tenantId)).filter((m) => (moduleId ? m.id === moduleId : m.enabled));
       if (moduleId && !modules.length) throw new NotFoundError("module", moduleId);
       const index = deps.rpki ? await deps.rpki.index() : null;
       const status = deps.rpki
@@ -24,7 +24,7 @@ export function createRpkiDryRunService(deps: { rpki: RpkiValidator | null }) {
         : { available: false, reason: "no VRP source is configured (RPKI_VRP_SOURCE)", generated_at: null, loaded_at: null, vrp_count: 0 };
       const out: RpkiDryRun = { dry_run: true, rpki: status, modules: [] };
       for (const m of modules) {
-        const groups = await listSnapshotGroups(db, m.id, "asn");
+        const groups = await listSnapshotGroups(deps.sql, m.id, "asn");
         const checked = checkGroups(m.id, "drop_invalid", groups, index, LISTED);
         out.modules.push({
           module_id: m.id,

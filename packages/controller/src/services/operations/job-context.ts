@@ -27,3 +27,19 @@ export interface JobContext {
    */
   park(p: { awaiting: unknown; deadline: Date; done: number; total: number }): Promise<void>;
 }
+
+/** Thrown at a checkpoint once a cancel was asked: the job ends `cancelled`, changing nothing. */
+export class JobCancelledError extends Error {
+  override name = "JobCancelledError";
+  constructor() {
+    super("the job was cancelled");
+  }
+}
+
+/** Thrown when the worker lost the job (its lease ran out and another worker took it). */
+export class JobLostError extends Error {
+  override name = "JobLostError";
+  constructor() {
+    super("the job's lease was lost");
+  }
+}

@@ -23,6 +23,7 @@ import { uuidv7 } from "../../lib/ids.js";
 import { iso, isoRequired } from "../../lib/time.js";
 import type { AuditWriter } from "../access/audit.js";
 import type { RequestContext } from "../access/context.js";
+import { createJobRuns, type JobRunCaps } from "./jobs-runs.js";
 
 export function toJob(row: JobRow): Job {
   return {
@@ -132,13 +133,17 @@ export function jobFailure(row: JobRow): AppError {
 }
 
 /**
- * The job queue: enqueueing (with the per-tenant cap it is built with), waiting for, listing,
- * reading and cancelling jobs. Services that start work take it at construction.
+ * The job queue, the one owner of a job's state: enqueueing (with the per-tenant cap it is
+ * built with), waiting for, listing, reading and cancelling jobs; the awaiting jobs' changes the
+ * deploy service decides; and the workers' side (`jobs-runs.ts`: claim, lease, the end of each
+ * attempt, with the caps it is built with). Services that start work take it at construction,
+ * the worker (`jobs/worker.ts`) runs on it.
  */
-export function createJobService(deps: { audit: AuditWriter; bus: Bus; sql: Sql; tenantMaxQueued?: number | undefined }) {
+export function createJobService(deps: { audit: AuditWriter; bus: Bus; sql: Sql; tenantMaxQueued?: number | undefined } & JobRunCaps) {
   const bus = deps.bus;
   const tenantMaxQueued = deps.tenantMaxQueued ?? DEFAULT_TENANT_MAX_QUEUED;
   return {
+    ...createJobRuns(deps),
     /** Enqueues a job in the caller's transaction; see enqueueJob. */
     enqueue: (tx: Db, input: EnqueueInput): Promise<JobRow> => enqueueJob(tx, bus, input, tenantMaxQueued),
 
@@ -164,13 +169,13 @@ export function createJobService(deps: { audit: AuditWriter; bus: Bus; sql: Sql;
       if (row.status === "failed" || row.status === "cancelled") throw jobFailure(row);
       return toJob(row);
     },
-    async list(db: Db, ctx: RequestContext, q: { cursor?: string | undefined; limit: number; type?: string | undefined; status?: string | undefined }) {
+    async list(ctx: RequestContext, q: { cursor?: string | undefined; limit: number; type?: string | undefined; status?: string | undefined }) {
       const afterId = afterIdOf(q.cursor);
-      const rows = await listJobs(db, ctx.principal.tenantId, { afterId, limit: q.limit, type: q.type, status: q.status });
+      const rows = await listJobs(deps.sql, ctx.principal.tenantId, { afterId, limit: q.limit, type: q.type, status: q.status });
       return toPage(rows, q.limit, (r) => [r.id], toJob);
     },
-    async get(db: Db, ctx: RequestContext, id: string) {
-      const row = await findJobById(db, ctx.principal.tenantId, id);
+    async get(ctx: RequestContext, id: string) {
+      const row = await findJobById(deps.sql, ctx.principal.tenantId, id);
       if (!row) throw new NotFoundError("job", id);
       return toJob(row);
     },

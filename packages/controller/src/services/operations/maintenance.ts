@@ -211,17 +211,13 @@ export function createMaintenanceService(deps: {
   };
 
   return {
-    async list(
-      db: Db,
-      ctx: RequestContext,
-      q: { cursor?: string | undefined; limit: number; enabled?: boolean | undefined },
-    ): Promise<Page<MaintenancePolicy>> {
-      const rows = await listMaintenancePolicies(db, ctx.principal.tenantId, { afterId: afterIdOf(q.cursor), limit: q.limit, enabled: q.enabled });
+    async list(ctx: RequestContext, q: { cursor?: string | undefined; limit: number; enabled?: boolean | undefined }): Promise<Page<MaintenancePolicy>> {
+      const rows = await listMaintenancePolicies(deps.sql, ctx.principal.tenantId, { afterId: afterIdOf(q.cursor), limit: q.limit, enabled: q.enabled });
       return toPage(rows, q.limit, (r) => [r.id], toMaintenancePolicy);
     },
 
-    async get(db: Db, ctx: RequestContext, id: string) {
-      return toMaintenancePolicy(await mustFind(db, ctx.principal.tenantId, id));
+    async get(ctx: RequestContext, id: string) {
+      return toMaintenancePolicy(await mustFind(deps.sql, ctx.principal.tenantId, id));
     },
 
     /** An enabled policy first runs one interval after it is created. */

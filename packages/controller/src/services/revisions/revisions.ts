@@ -78,7 +78,13 @@ function renderPreview(...args: Parameters<typeof renderBirdConfig>): ReturnType
  */
 export type PreviewPeers = (db: Db, tenantId: string, speakerId: string) => Promise<BundlePeer[]>;
 
-export function createRevisionService(deps: { audit: AuditWriter; revisions: RevisionStore; committer: RevisionCommitter; previewPeers: PreviewPeers }) {
+export function createRevisionService(deps: {
+  sql: Db;
+  audit: AuditWriter;
+  revisions: RevisionStore;
+  committer: RevisionCommitter;
+  previewPeers: PreviewPeers;
+}) {
   const mustFind = async (db: Db, tenantId: string, id: number) => {
     const row = await findRevision(db, tenantId, id);
     if (!row) throw new NotFoundError("revision", id);
@@ -92,11 +98,11 @@ export function createRevisionService(deps: { audit: AuditWriter; revisions: Rev
   const currentId = async (db: Db, tenantId: string) => (await findCurrentRevision(db, tenantId))?.revision_id ?? null;
 
   return {
-    async list(db: Db, ctx: RequestContext, q: { cursor?: string | undefined; limit: number }) {
+    async list(ctx: RequestContext, q: { cursor?: string | undefined; limit: number }) {
       const beforeId = q.cursor ? decodeCursor(q.cursor, ["number"])[0]! : null;
-      const rows = await listRevisions(db, ctx.principal.tenantId, { beforeId, limit: q.limit });
-      const cur = await currentId(db, ctx.principal.tenantId);
-      const applied = await appliedByRevision(db, ctx.principal.tenantId);
+      const rows = await listRevisions(deps.sql, ctx.principal.tenantId, { beforeId, limit: q.limit });
+      const cur = await currentId(deps.sql, ctx.principal.tenantId);
+      const applied = await appliedByRevision(deps.sql, ctx.principal.tenantId);
       return toPage(
         rows,
         q.limit,
@@ -105,14 +111,13 @@ export function createRevisionService(deps: { audit: AuditWriter; revisions: Rev
       );
     },
 
-    async get(db: Db, ctx: RequestContext, id: number) {
-      const row = await mustFind(db, ctx.principal.tenantId, id);
-      return toRevision(row, await currentId(db, ctx.principal.tenantId), (await appliedByRevision(db, ctx.principal.tenantId)).get(id));
+    async get(ctx: RequestContext, id: number) {
+      const row = await mustFind(deps.sql, ctx.principal.tenantId, id);
+      return toRevision(row, await currentId(deps.sql, ctx.principal.tenantId), (await appliedByRevision(deps.sql, ctx.principal.tenantId)).get(id));
     },
 
     /** Sorted by address (IPv4 first); the cursor is the position in that order. */
     async prefixes(
-      db: Db,
       ctx: RequestContext,
       id: number,
       q: {
@@ -124,7 +129,7 @@ export function createRevisionService(deps: { audit: AuditWriter; revisions: Rev
         contains?: string | undefined;
       },
     ) {
-      const c = await content(db, ctx.principal.tenantId, id);
+      const c = await content(deps.sql, ctx.principal.tenantId, id);
       let address: ReturnType<typeof parseAddress> | null = null;
       if (q.contains !== undefined) {
         try {
@@ -161,15 +166,15 @@ export function createRevisionService(deps: { audit: AuditWriter; revisions: Rev
       return { items, next_cursor: null, has_more: false };
     },
 
-    async preview(db: Db, ctx: RequestContext, id: number, speakerId?: string) {
-      const communityTitles = await listCommunityTitles(db, ctx.principal.tenantId);
-      const row = await mustFind(db, ctx.principal.tenantId, id);
-      const speaker = speakerId === undefined ? null : await findSpeakerById(db, ctx.principal.tenantId, speakerId);
+    async preview(ctx: RequestContext, id: number, speakerId?: string) {
+      const communityTitles = await listCommunityTitles(deps.sql, ctx.principal.tenantId);
+      const row = await mustFind(deps.sql, ctx.principal.tenantId, id);
+      const speaker = speakerId === undefined ? null : await findSpeakerById(deps.sql, ctx.principal.tenantId, speakerId);
       if (speakerId !== undefined && !speaker) throw new NotFoundError("speaker", speakerId);
       const communityList = [...communityTitles].map(([community, title]) => ({ id: community, community, title }));
       // A preview is read by viewers: a peer's password renders as a mask, never opened.
-      const peers = speaker ? await deps.previewPeers(db, ctx.principal.tenantId, speaker.id) : [];
-      const c = await content(db, ctx.principal.tenantId, id);
+      const peers = speaker ? await deps.previewPeers(deps.sql, ctx.principal.tenantId, speaker.id) : [];
+      const c = await content(deps.sql, ctx.principal.tenantId, id);
       const perTag = new Int32Array(c.tags.length);
       for (const list of [c.v4, c.v6]) for (const t of list.tags) perTag[t]!++;
       const counts = new Map<string, number>();
@@ -177,7 +182,7 @@ export function createRevisionService(deps: { audit: AuditWriter; revisions: Rev
         if (!tag.communities.length) counts.set("", (counts.get("") ?? 0) + perTag[t]!);
         for (const cm of tag.communities) counts.set(cm, (counts.get(cm) ?? 0) + perTag[t]!);
       });
-      const settings = await readTenantSettings(db, ctx.principal.tenantId);
+      const settings = await readTenantSettings(deps.sql, ctx.principal.tenantId);
       const bird = (settings.BIRD ?? {}) as Record<string, unknown>;
       // Each community set renders as one static protocol, one line a route: keeping 200
       // routes of each set gives the same first 200 lines as the whole revision would.
@@ -233,8 +238,8 @@ export function createRevisionService(deps: { audit: AuditWriter; revisions: Rev
       };
     },
 
-    async diff(db: Db, ctx: RequestContext, a: number, b: number, limit: number) {
-      const d = await diffRevisions(deps.revisions, db, ctx.principal.tenantId, a, b);
+    async diff(ctx: RequestContext, a: number, b: number, limit: number) {
+      const d = await diffRevisions(deps.revisions, deps.sql, ctx.principal.tenantId, a, b);
       return {
         from: a,
         to: b,
@@ -273,6 +278,10 @@ export function createRevisionService(deps: { audit: AuditWriter; revisions: Rev
       return toRevision(row, revisionId);
     },
 
+    /** `GET /v1/revisions/prune/estimate`: what a prune would delete now, on the pool. */
+    async estimatePrune(ctx: RequestContext) {
+      return this.pruneEstimate(deps.sql, ctx.principal.tenantId, ctx.now);
+    },
     /** Never the current revision, nor one a speaker has as desired or applied. */
     async pruneEstimate(db: Db, tenantId: string, now: Date, protectedIds: Set<number> = new Set()) {
       const settings = await readTenantSettings(db, tenantId);

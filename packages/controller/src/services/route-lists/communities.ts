@@ -42,7 +42,7 @@ function canonical(value: string): string {
 
 const taken = (community: string) => new ConflictError(`community ${community} already exists`);
 
-export function createCommunityService(deps: { audit: AuditWriter }) {
+export function createCommunityService(deps: { sql: Db; audit: AuditWriter }) {
   const { audit } = deps;
   const mustFind = async (db: Db, tenantId: string, id: string, forUpdate = false) => {
     const row = await findCommunityById(db, tenantId, id, forUpdate);
@@ -79,12 +79,12 @@ export function createCommunityService(deps: { audit: AuditWriter }) {
       return toCommunity(row);
     },
 
-    async list(db: Db, ctx: RequestContext, q: { cursor?: string | undefined; limit: number; q?: string | undefined }): Promise<Page<Community>> {
-      return pageById(q, (afterId) => listCommunities(db, ctx.principal.tenantId, { afterId, limit: q.limit, q: q.q }), toCommunity);
+    async list(ctx: RequestContext, q: { cursor?: string | undefined; limit: number; q?: string | undefined }): Promise<Page<Community>> {
+      return pageById(q, (afterId) => listCommunities(deps.sql, ctx.principal.tenantId, { afterId, limit: q.limit, q: q.q }), toCommunity);
     },
 
-    async get(db: Db, ctx: RequestContext, id: string): Promise<Community> {
-      return toCommunity(await mustFind(db, ctx.principal.tenantId, id));
+    async get(ctx: RequestContext, id: string): Promise<Community> {
+      return toCommunity(await mustFind(deps.sql, ctx.principal.tenantId, id));
     },
 
     async update(tx: Db, ctx: RequestContext, id: string, body: UpdateCommunityBody): Promise<Community> {

@@ -219,7 +219,7 @@ const auditView = (row: EntryRowOf[EntryKind]) => {
   >;
 };
 
-export function createEntryService(deps: { audit: AuditWriter }) {
+export function createEntryService(deps: { sql: Db; audit: AuditWriter }) {
   const { audit } = deps;
 
   const mustFind = async <K extends EntryKind>(db: Db, kind: K, module: ModuleRow, id: string, forUpdate = false) => {
@@ -268,15 +268,14 @@ export function createEntryService(deps: { audit: AuditWriter }) {
     },
 
     async list<K extends EntryKind>(
-      db: Db,
       ctx: RequestContext,
       kind: K,
       moduleId: string,
       q: { cursor?: string | undefined; limit: number },
     ): Promise<Page<EntryOf[K]>> {
-      const module = await mustFindModule(db, ctx.principal.tenantId, moduleId);
+      const module = await mustFindModule(deps.sql, ctx.principal.tenantId, moduleId);
       const afterId = afterIdOf(q.cursor);
-      const rows = await listEntries(db, kind, module.tenant_id, module.id, { afterId, limit: q.limit });
+      const rows = await listEntries(deps.sql, kind, module.tenant_id, module.id, { afterId, limit: q.limit });
       return toPage(
         rows,
         q.limit,
@@ -285,9 +284,9 @@ export function createEntryService(deps: { audit: AuditWriter }) {
       );
     },
 
-    async get<K extends EntryKind>(db: Db, ctx: RequestContext, kind: K, moduleId: string, id: string): Promise<EntryOf[K]> {
-      const module = await mustFindModule(db, ctx.principal.tenantId, moduleId);
-      return toEntry(kind, await mustFind(db, kind, module, id));
+    async get<K extends EntryKind>(ctx: RequestContext, kind: K, moduleId: string, id: string): Promise<EntryOf[K]> {
+      const module = await mustFindModule(deps.sql, ctx.principal.tenantId, moduleId);
+      return toEntry(kind, await mustFind(deps.sql, kind, module, id));
     },
 
     async update<K extends EntryKind>(tx: Db, ctx: RequestContext, kind: K, moduleId: string, id: string, body: EntryInputOf[K]): Promise<EntryOf[K]> {

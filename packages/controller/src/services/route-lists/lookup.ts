@@ -175,6 +175,7 @@ async function buildSnapshotIndex(db: Db, tenantId: string): Promise<SnapshotInd
  * Domain lookups still read their entries and addresses from the database (small indexed reads).
  */
 export function createLookupService(deps: {
+  sql: Db;
   revisions: RevisionStore;
   now?: () => number;
   budgetBytes?: number;
@@ -376,9 +377,10 @@ export function createLookupService(deps: {
       for (const slot of views.values()) if (slot.view) bytes += estimateBytes(slot.view);
       return { tenants: [...views.keys()], bytes, budget };
     },
-    async lookup(db: Db, tenantId: string, q: string) {
+    /** `GET /v1/lookup`: an address or a domain in the tenant's lists (read on the service's pool). */
+    async lookup(tenantId: string, q: string) {
       const query = q.trim();
-      return isIP(query) ? lookupIp(db, tenantId, q, query) : lookupDomain(db, tenantId, q, query);
+      return isIP(query) ? lookupIp(deps.sql, tenantId, q, query) : lookupDomain(deps.sql, tenantId, q, query);
     },
   };
 }

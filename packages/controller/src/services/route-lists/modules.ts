@@ -114,7 +114,7 @@ const AUDITED = [
 ] as const;
 const auditView = (m: Module) => Object.fromEntries(AUDITED.map((k) => [k, m[k]])) as Record<(typeof AUDITED)[number], unknown>;
 
-export function createModuleService(deps: { audit: AuditWriter }) {
+export function createModuleService(deps: { sql: Db; audit: AuditWriter }) {
   const { audit } = deps;
 
   async function checkReferences(db: Db, tenantId: string, communityId: string | null, profileIds: readonly string[]) {
@@ -189,13 +189,13 @@ export function createModuleService(deps: { audit: AuditWriter }) {
       return module;
     },
 
-    async list(db: Db, ctx: RequestContext, q: ModuleListQuery): Promise<Page<Module>> {
+    async list(ctx: RequestContext, q: ModuleListQuery): Promise<Page<Module>> {
       const filters = { limit: q.limit, type: q.type, enabled: q.enabled, q: q.q };
-      return pageById(q, (afterId) => listModules(db, ctx.principal.tenantId, { afterId, ...filters }), toModule);
+      return pageById(q, (afterId) => listModules(deps.sql, ctx.principal.tenantId, { afterId, ...filters }), toModule);
     },
 
-    async get(db: Db, ctx: RequestContext, id: string): Promise<Module> {
-      return toModule(await mustFindModule(db, ctx.principal.tenantId, id));
+    async get(ctx: RequestContext, id: string): Promise<Module> {
+      return toModule(await mustFindModule(deps.sql, ctx.principal.tenantId, id));
     },
 
     async update(tx: Db, ctx: RequestContext, id: string, body: UpdateModuleBody): Promise<Module> {

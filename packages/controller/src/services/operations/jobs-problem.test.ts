@@ -1,6 +1,6 @@
 import { AppError, ValidationError } from "@rlc/shared/errors";
 import { describe, expect, it } from "vitest";
-import { INTERNAL_JOB_DETAIL, POISONED_PROBLEM, problemOf } from "./problem.js";
+import { INTERNAL_JOB_DETAIL, POISONED_PROBLEM, problemOf } from "./jobs-problem.js";
 
 describe("a failed job's error", () => {
   it("keeps an AppError's code, message and field errors: what the user is meant to read", () => {

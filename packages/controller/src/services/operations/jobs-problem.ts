@@ -1,5 +1,5 @@
 import { AppError } from "@rlc/shared/errors";
-import { problemBody } from "../lib/problem.js";
+import { problemBody } from "../../lib/problem.js";
 
 /** What an internal failure stores in `job.error.detail`: the real message goes to the log only. */
 export const INTERNAL_JOB_DETAIL = "the job failed on an internal error; the controller's log has the details";
