@@ -2,6 +2,7 @@ import { spawnSync } from "node:child_process";
 import { existsSync, readFileSync, statSync } from "node:fs";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
+import { releaseVersion } from "../../packages/shared/src/version.js";
 
 // What a fresh clone needs before anything is built: a lockfile `npm ci` can trust, an rl-agent
 // link after one `npm install`, and a license.
@@ -43,10 +44,11 @@ describe("a fresh clone", () => {
     expect(statSync(file).mode & 0o111).toBeTruthy();
     const tracked = spawnSync("git", ["ls-files", "--error-unmatch", join("packages/agent", bin)], { cwd: root });
     expect(tracked.status).toBe(0);
-    // With dist/ present (npm test builds first) it runs the agent.
+    // With dist/ present (npm test builds first) it runs the agent, which says the checkout's
+    // version (git's, test/package/version.test.ts), else its package.json's.
     if (existsSync(join(root, "packages/agent/dist/main.js"))) {
       const r = spawnSync(process.execPath, [file, "--version"], { encoding: "utf8" });
-      expect(r.stdout.trim()).toBe(read("packages/agent/package.json").version);
+      expect(r.stdout.trim()).toBe(releaseVersion(root) ?? read("packages/agent/package.json").version);
     }
   });
 
