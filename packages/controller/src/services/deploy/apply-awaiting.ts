@@ -7,7 +7,7 @@ import { problemBody } from "../../lib/problem.js";
 import type { JobMetrics } from "../../metrics/controller-metrics.js";
 import type { JobContext } from "../operations/job-context.js";
 import type { JobQueue } from "../operations/jobs.js";
-import type { Issued, IssueRequest } from "./deploy.js";
+import type { Issued, IssueRequest } from "./issue-types.js";
 
 export interface ApplyParams {
   revision_id: number;

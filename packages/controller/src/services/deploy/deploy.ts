@@ -11,6 +11,10 @@ import type { JobContext } from "../operations/job-context.js";
 import type { JobQueue } from "../operations/jobs.js";
 import type { AgentNotifier } from "./agent-notifier.js";
 import { type AwaitingQueue, evaluateAwaiting, runApply } from "./apply-awaiting.js";
+import type { Issued, IssueRequest } from "./issue-types.js";
+
+export type { Issued, IssueRequest };
+
 import { ensureDeltaSection, prepareSections } from "./bundle-sections.js";
 import { type BundleDeps, type IssueContext, issueBundle, issueBundles, issueContext } from "./bundles.js";
 
@@ -20,19 +24,6 @@ export interface ApplyRequest {
   timeout_seconds?: number | undefined;
   /** The agents skip their probation's session and route checks (a change meant to take a session down). */
   force_confirm?: boolean | undefined;
-}
-
-/** What an `apply` job asks for: its params. */
-export interface IssueRequest {
-  revision_id: number;
-  speaker_ids: string[];
-  force_confirm?: boolean | undefined;
-}
-
-/** The bundles an apply issued, and the speakers that were gone by then. */
-export interface Issued {
-  issued: { speaker_id: string; sequence: number; digest: string }[];
-  deleted: string[];
 }
 
 /**
