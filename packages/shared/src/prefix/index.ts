@@ -21,6 +21,7 @@ export {
   familyOf,
   formatAddress,
   formatPrefix,
+  NOT_CANONICAL,
   parseAddress,
   parseCidr,
   parsePrefixInto,
