@@ -65,6 +65,10 @@ describe("rlctl AS-SETs and rpki_policy", () => {
     expect(json).toMatchObject({ dry_run: true, rpki: { available: true, vrp_count: 2 } });
     expect(json.modules[0]).toMatchObject({ valid: 1, invalid: 1, not_found: 0, would_drop: 1, invalid_prefixes: [{ prefix: "1.0.0.0/24", origin: 13335 }] });
     expect((await t.call(t.rootKey, "GET", "/v1/revisions?limit=100")).json().items.length).toBe(revisions);
+    // lookup names a collected match's origin and its RPKI state.
+    const lookup = (await rlctlOk(home.home, ["lookup", "1.0.0.1"], env)).stdout;
+    expect(lookup).toMatch(/ORIGIN\s+RPKI/);
+    expect(lookup).toMatch(/customers\s+AS_PREFIXES\s+snapshot\s+1\.0\.0\.0\/24\s+(\S+\s+)?13335\s+invalid/);
   });
 
   it("modules set changes the RPKI policy; a policy it does not know is a usage error", async () => {
