@@ -44,6 +44,11 @@ export class VrpIndex {
     return this.v4.count + this.v6.count;
   }
 
+  /** Bytes of the index's typed arrays (outside the JS heap). */
+  get bytes(): number {
+    return this.v4.bytes + this.v6.bytes;
+  }
+
   /** Adds a VRP; false when the prefix, ASN or maxLength is malformed. */
   add(prefix: string, asn: number, maxLength: number): boolean {
     if (!Number.isInteger(asn) || asn < 0 || asn > 4294967295) return false;

@@ -119,6 +119,12 @@ export class VrpTable {
     this.built = true;
   }
 
+  /** Bytes of its typed arrays: what was added, and the lookup arrays. */
+  get bytes(): number {
+    const arrays = [this.inWords, this.inLens, this.inAsns, this.inMax, this.starts, this.ends, this.info, this.vrps, this.buckets];
+    return arrays.reduce((n, a) => n + a.byteLength, 0);
+  }
+
   /** The RFC 6811 state (NOT_FOUND, VALID, INVALID) of IPv4 route addr/len from `origin`. */
   validate4(addr: number, len: number, origin: number): number {
     if (!this.built) this.build();
