@@ -13,6 +13,7 @@ import { loadConfig } from "../packages/controller/dist/config.js";
 import { startController } from "../packages/controller/dist/controller.js";
 import { closedLoopLoad } from "./http-load.mjs";
 import { publicSlash24s, xorshift } from "./random.mjs";
+import { refreshToEnd } from "./refresh-job.mjs";
 
 const require = createRequire(import.meta.url);
 const asnDir = dirname(require.resolve("@ip-location-db/asn/package.json"));
@@ -78,16 +79,8 @@ const call = async (method, url, payload) => {
   return res.json();
 };
 
-/** A refresh with ?wait=true, followed to its end when it outlasts the wait (a loaded machine). */
-const refreshed = async (payload) => {
-  let job = await call("POST", "/v1/modules/refresh?wait=true", payload);
-  while (job.status !== "succeeded" && job.status !== "failed") {
-    await new Promise((r) => setTimeout(r, 200));
-    job = await call("GET", `/v1/jobs/${job.job_id}`);
-  }
-  if (job.status !== "succeeded") throw new Error(`refresh failed: ${JSON.stringify(job.error)}`);
-  return job;
-};
+/** A refresh of every module, followed to its end. */
+const refreshed = (payload) => refreshToEnd(call, "/v1/modules/refresh?wait=true", payload);
 
 try {
   const c1 = await call("POST", "/v1/communities", { community: "65000:1", title: "asn" });

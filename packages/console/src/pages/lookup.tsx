@@ -3,7 +3,10 @@ import { ok } from "../api.js";
 import { useSubmit } from "../form.js";
 import { Link } from "../router.js";
 import { useSession } from "../session.js";
-import { ErrorBox, Page } from "../ui.js";
+import { Badge, ErrorBox, Page } from "../ui.js";
+
+/** How lookup marks an ASN-origin match's RFC 6811 state. */
+const RPKI_TONES: Record<string, "ok" | "warn" | "bad" | "info"> = { valid: "ok", invalid: "bad", not_found: "info", unavailable: "warn" };
 
 interface Match {
   layer: string;
@@ -94,7 +97,12 @@ export function LookupPage() {
                     <ModuleLine key={`${m.module_id}-${m.prefix ?? m.origin}`} m={m}>
                       {m.source} <code>{m.prefix ?? m.addresses?.join(", ")}</code> from {m.origin}
                       {m.via ? ` via ${m.via}` : ""}
-                      {m.rpki ? ` (RPKI ${m.rpki.replace("_", " ")})` : ""}
+                      {m.rpki ? (
+                        <>
+                          {" "}
+                          <Badge tone={RPKI_TONES[m.rpki] ?? "info"}>RPKI {m.rpki.replace("_", " ")}</Badge>
+                        </>
+                      ) : null}
                     </ModuleLine>
                   ))}
                 </ul>

@@ -4,6 +4,7 @@ import { useSession } from "../session.js";
 import { ActionButton, Ago, ErrorBox, Page, useLoad } from "../ui.js";
 import { CdnSources } from "./cdn-sources.js";
 import { Entries } from "./entries.js";
+import { RpkiCheck, RpkiPolicySelect } from "./rpki.js";
 
 export function ModulePage({ id }: { id: string }) {
   const { api, can } = useSession();
@@ -63,20 +64,7 @@ export function ModulePage({ id }: { id: string }) {
               <>
                 <dt>RPKI policy</dt>
                 <dd>
-                  <select
-                    aria-label="RPKI policy"
-                    disabled={!can("operator")}
-                    value={(m as { rpki_policy?: string }).rpki_policy ?? "off"}
-                    onChange={async (e) => {
-                      const rpki_policy = (e.target as HTMLSelectElement).value;
-                      await ok(api.PATCH("/v1/modules/{module_id}", { params: { path: { module_id: id } }, body: { rpki_policy } as never }));
-                      mod.reload();
-                    }}
-                  >
-                    <option value="off">off</option>
-                    <option value="report">report invalid prefixes</option>
-                    <option value="drop_invalid">drop invalid prefixes</option>
-                  </select>
+                  <RpkiPolicySelect moduleId={m.id} policy={m.rpki_policy} onSaved={mod.reload} />
                 </dd>
               </>
             ) : null}
@@ -88,6 +76,7 @@ export function ModulePage({ id }: { id: string }) {
             ) : null}
           </dl>
           <Entries moduleId={m.id} type={m.type} />
+          {m.type === "AS_PREFIXES" ? <RpkiCheck moduleId={m.id} /> : null}
           <CdnSources moduleId={m.id} />
         </>
       ) : null}

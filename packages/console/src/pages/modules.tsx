@@ -5,6 +5,7 @@ import { Link, navigate } from "../router.js";
 import { useSession } from "../session.js";
 import { type Column, DataTable, useItems } from "../table.js";
 import { Ago, Badge, ErrorBox, Page } from "../ui.js";
+import { RPKI_POLICIES, type RpkiPolicy } from "./rpki.js";
 
 const TYPES = ["IP_RANGES", "AS_PREFIXES", "DOMAINS", "COUNTRY"] as const;
 const ACTIONS = [
@@ -39,6 +40,7 @@ function moduleColumns(communities: Map<string, Community>): Column<Schema<"Modu
       ),
     },
     { header: "Type", cell: (m) => (m.action === "exclude" ? `${m.type} (exclude)` : m.type) },
+    { header: "RPKI", cell: (m) => (m.type === "AS_PREFIXES" && m.rpki_policy !== "off" ? m.rpki_policy : <span class="muted">off</span>) },
     {
       header: "Community",
       cell: (m) => {
@@ -82,6 +84,7 @@ function NewModule(props: { communities: { id: string; community: string; title:
   const [communityId, setCommunityId] = useState("");
   const [action, setAction] = useState<"announce" | "exclude">("announce");
   const [maxStale, setMaxStale] = useState("");
+  const [rpkiPolicy, setRpkiPolicy] = useState<RpkiPolicy>("off");
   const [newCommunity, setNewCommunity] = useState("");
   const [newTitle, setNewTitle] = useState("");
   const { error, submit } = useSubmit();
@@ -92,7 +95,17 @@ function NewModule(props: { communities: { id: string; community: string; title:
         aria-label="New module"
         onSubmit={submit(async () => {
           const m = await ok(
-            api.POST("/v1/modules", { body: { name, type, action, max_stale_hours: maxStaleOf(maxStale), community_id: communityId || null } }),
+            api.POST("/v1/modules", {
+              body: {
+                name,
+                type,
+                action,
+                max_stale_hours: maxStaleOf(maxStale),
+                community_id: communityId || null,
+                // RPKI origin validation applies to AS entries' prefixes only.
+                ...(type === "AS_PREFIXES" ? { rpki_policy: rpkiPolicy } : {}),
+              },
+            }),
           );
           navigate(`/modules/${m.id}`);
         })}
@@ -110,6 +123,9 @@ function NewModule(props: { communities: { id: string; community: string; title:
           options={props.communities.map((c) => [c.id, `${c.community} ${c.title}`] as const)}
           any="none"
         />
+        {type === "AS_PREFIXES" ? (
+          <Choice label="RPKI policy" name="module-rpki-policy" value={rpkiPolicy} onChange={(p) => setRpkiPolicy(p as RpkiPolicy)} options={RPKI_POLICIES} />
+        ) : null}
         <Choice label="Action" name="module-action" value={action} onChange={(a) => setAction(a as "announce" | "exclude")} options={ACTIONS} />
         <label>
           Max stale hours{" "}

@@ -1,3 +1,4 @@
+import { parseCidr } from "@rlc/shared/prefix";
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
 import { parseVrpDocument, type RpkiState, VrpIndex } from "./rpki-vrps.js";
@@ -24,6 +25,18 @@ function text(network: bigint, length: number, family: 4 | 6): string {
   const groups: string[] = [];
   for (let i = 7; i >= 0; i--) groups.push(((network >> BigInt(i * 16)) & 0xffffn).toString(16));
   return `${groups.join(":")}/${length}`;
+}
+
+/** A CIDR text (a length required) as the model's route; null for anything else. */
+function parsed(t: string): { network: bigint; length: number; family: 4 | 6 } | null {
+  try {
+    const p = parseCidr(t, { mode: "mask" });
+    let network = 0n;
+    for (const w of p.words) network = (network << 32n) | BigInt(w);
+    return t.includes("/") ? { network, length: p.length, family: p.family } : null;
+  } catch {
+    return null;
+  }
 }
 
 // Addresses from a small space (a few bits varied under a fixed top) so that VRPs and routes overlap often.
@@ -75,6 +88,42 @@ describe("RFC 6811 origin validation", () => {
   for (const family of [4, 6] as const) {
     it(`IPv${family}: /0, host routes and deep nesting decide as the model does`, () => decidesAsModel(arbEdgePrefix(family), bits(family), 40));
   }
+
+  // The refresh's pass: many routes of both families, in groups by origin, validated at once in
+  // the index's bucket order, with texts that are not CIDRs among them.
+  const arbRoute = fc.oneof(
+    arbPrefix(4).map((p) => text(p.network, p.length, p.family)),
+    arbPrefix(6).map((p) => text(p.network, p.length, p.family)),
+    arbEdgePrefix(4).map((p) => text(p.network, p.length, p.family)),
+    arbEdgePrefix(6).map((p) => text(p.network, p.length, p.family)),
+    fc.constantFrom("10.0.0.1", "2001:db8::1", "10.0.0.0/33", "::/129", "bad", "", "10.00.0.0/8", "2001:DB8::/32", "::ffff:10.0.0.0/104"),
+  );
+  it("validateAll decides every route of every group as the brute-force model does", () => {
+    fc.assert(
+      fc.property(
+        fc.array(fc.oneof(arbRoa(4), arbRoa(6)), { maxLength: 40 }),
+        fc.array(fc.record({ origin: fc.oneof(arbAsn, fc.constantFrom(-1, 4294967295, 4294967296, 1.5)), prefixes: fc.array(arbRoute, { maxLength: 12 }) }), {
+          maxLength: 8,
+        }),
+        (roas, groups) => {
+          const index = new VrpIndex();
+          for (const r of roas) index.add(text(r.network, r.length, r.family), r.asn, r.maxLength);
+          const codes = index.validateAll(groups);
+          const states = ["not_found", "valid", "invalid", null];
+          expect([...codes].map((c) => states[c])).toEqual(groups.flatMap((g) => g.prefixes.map((p) => index.validate(p, g.origin))));
+          let slot = 0;
+          for (const g of groups) {
+            for (const p of g.prefixes) {
+              const route = parsed(p);
+              expect(states[codes[slot]!], p).toBe(route ? model(roas, route, g.origin) : null);
+              slot++;
+            }
+          }
+        },
+      ),
+      { numRuns: 300 },
+    );
+  });
 
   it("nested VRPs, one prefix with several origins and maxLengths, /0, /32, /128 and AS0", () => {
     const index = new VrpIndex();

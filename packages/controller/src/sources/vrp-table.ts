@@ -5,6 +5,11 @@
 // one chain: the last node whose network is at or below the route's address, then its
 // parents. A lookup is a binary search inside the bucket of the address's top bits and a walk
 // up that chain (at most one node per length), with no Map read and no allocation.
+//
+// A refresh validates many routes at once (validateMany): they are put in bucket order first (a
+// counting sort by the same top bits, two linear passes), so the walk over them meets the nodes
+// in address order, one bucket after another, as a merge of the two sorted lists would, and reads
+// the node arrays from the cache instead of one cache miss after another in collection order.
 
 export const NOT_FOUND = 0;
 export const VALID = 1;
@@ -114,6 +119,12 @@ export class VrpTable {
     this.built = true;
   }
 
+  /** Bytes of its typed arrays: what was added, and the lookup arrays. */
+  get bytes(): number {
+    const arrays = [this.inWords, this.inLens, this.inAsns, this.inMax, this.starts, this.ends, this.info, this.vrps, this.buckets];
+    return arrays.reduce((n, a) => n + a.byteLength, 0);
+  }
+
   /** The RFC 6811 state (NOT_FOUND, VALID, INVALID) of IPv4 route addr/len from `origin`. */
   validate4(addr: number, len: number, origin: number): number {
     if (!this.built) this.build();
@@ -133,21 +144,48 @@ export class VrpTable {
     return node < 0 ? NOT_FOUND : this.match(node, len, origin);
   }
 
-  /** validate4 for an IPv6 route: network q[0..4), length len. */
-  validate6(q: Uint32Array, len: number, origin: number): number {
+  /** validate4 for an IPv6 route: network q[at .. at+4), length len. */
+  validate6(q: Uint32Array, len: number, origin: number, at = 0): number {
     if (!this.built) this.build();
     const { starts, ends, info } = this;
-    const b = q[0]! >>> this.shift;
+    const b = q[at]! >>> this.shift;
     let lo = this.buckets[b]!;
     let hi = this.buckets[b + 1]!;
     while (lo < hi) {
       const mid = (lo + hi) >>> 1;
-      if (compare(starts, mid * 4, q, 0, 4) <= 0) lo = mid + 1;
+      if (compare(starts, mid * 4, q, at, 4) <= 0) lo = mid + 1;
       else hi = mid;
     }
     let node = lo - 1;
-    while (node >= 0 && (info[node * 4]! > len || compare(ends, node * 4, q, 0, 4) < 0)) node = info[node * 4 + 1]! - 1;
+    while (node >= 0 && (info[node * 4]! > len || compare(ends, node * 4, q, at, 4) < 0)) node = info[node * 4 + 1]! - 1;
     return node < 0 ? NOT_FOUND : this.match(node, len, origin);
+  }
+
+  /**
+   * The states of `routes.count` routes of this family at once: route k (network words[k*W ..],
+   * length lens[k], origin origins[k]) gets its state at states[slots[k]]. Decides as validate4 /
+   * validate6 do, in bucket order (see the top of the file); measured on 800,000 IPv4 routes
+   * against 400,000 VRPs: ~140 ms with the parse, against ~330 ms one by one in collection order.
+   */
+  validateMany(routes: RouteColumns, states: Uint8Array): void {
+    if (!this.built) this.build();
+    const { W, shift } = this;
+    const { count, words, lens, origins, slots } = routes;
+    // Counting sort by bucket: where each bucket's routes start, then each route to its place.
+    const at = new Int32Array(this.buckets.length);
+    for (let k = 0; k < count; k++) at[(words[k * W]! >>> shift) + 1]!++;
+    for (let b = 1; b < at.length; b++) at[b]! += at[b - 1]!;
+    const sorted = new RouteColumns(W, count);
+    const { words: sw, lens: sl, origins: so, slots: ss } = sorted;
+    for (let k = 0; k < count; k++) {
+      const j = at[words[k * W]! >>> shift]!++;
+      for (let w = 0; w < W; w++) sw[j * W + w] = words[k * W + w]!;
+      sl[j] = lens[k]!;
+      so[j] = origins[k]!;
+      ss[j] = slots[k]!;
+    }
+    if (W === 1) for (let j = 0; j < count; j++) states[ss[j]!] = this.validate4(sw[j]!, sl[j]!, so[j]!);
+    else for (let j = 0; j < count; j++) states[ss[j]!] = this.validate6(sw, sl[j]!, so[j]!, j * 4);
   }
 
   /** Node and its parents cover the route: valid when one of their VRPs matches. */
@@ -175,6 +213,52 @@ export class VrpTable {
     this.inLens = lens;
     this.inAsns = asns;
     this.inMax = max;
+  }
+}
+
+/** Routes of one family in columns: route k has its network at words[k*W ..], its length, origin and slot (where its state goes). */
+export class RouteColumns {
+  words: Uint32Array;
+  lens: Uint8Array;
+  origins: Uint32Array;
+  slots: Int32Array;
+  count = 0;
+
+  constructor(
+    readonly W: 1 | 4,
+    capacity = 1024,
+  ) {
+    const n = Math.max(1, capacity);
+    this.words = new Uint32Array(n * W);
+    this.lens = new Uint8Array(n);
+    this.origins = new Uint32Array(n);
+    this.slots = new Int32Array(n);
+  }
+
+  /** Adds a route: network words[off ..], length `len`. */
+  push(words: ArrayLike<number>, off: number, len: number, origin: number, slot: number): void {
+    if (this.count === this.lens.length) this.grow();
+    const k = this.count++;
+    for (let w = 0; w < this.W; w++) this.words[k * this.W + w] = words[off + w]!;
+    this.lens[k] = len;
+    this.origins[k] = origin;
+    this.slots[k] = slot;
+  }
+
+  private grow(): void {
+    const n = this.lens.length * 2;
+    const words = new Uint32Array(n * this.W);
+    words.set(this.words);
+    this.words = words;
+    const lens = new Uint8Array(n);
+    lens.set(this.lens);
+    this.lens = lens;
+    const origins = new Uint32Array(n);
+    origins.set(this.origins);
+    this.origins = origins;
+    const slots = new Int32Array(n);
+    slots.set(this.slots);
+    this.slots = slots;
   }
 }
 

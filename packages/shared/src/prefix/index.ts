@@ -22,6 +22,7 @@ export {
   familyOf,
   formatAddress,
   formatPrefix,
+  NOT_CANONICAL,
   parseAddress,
   parseCidr,
   parsePrefixInto,

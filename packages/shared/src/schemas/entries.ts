@@ -44,11 +44,11 @@ export const AsnInput = z
   .describe("1..4294967295, as a number or as text (`13335`, `AS13335`, `as13335`); stored as a number.")
   .meta({ example: 13335 });
 
-/** An AS entry holds an ASN only. A `prefix` member is refused with this message, not as an unknown key. */
+/** An AS entry holds an ASN or an AS-SET, never prefixes. A `prefix` member is refused with this message, not as an unknown key. */
 const RemovedPrefix = z
-  .never({ error: "prefix was removed: an AS entry holds only an ASN, whose prefixes come from the ASN source" })
+  .never({ error: "prefix was removed: an AS entry holds an ASN or an AS-SET, whose prefixes come from the ASN source" })
   .optional()
-  .describe("Removed: an AS entry holds an ASN only, so sending it is a 400.");
+  .describe("Removed: an AS entry holds an ASN or an AS-SET, so sending it is a 400.");
 
 export const AsSetInput = nonEmptyText(255)
   .describe(

@@ -23,7 +23,11 @@ export const Job = z
         description:
           "What the job made, per type. `module_ingest`: `revision_id` (null when there is none), `unchanged`, `duration_ms`, " +
           "`timings_ms` (`collect`, `aggregate`, `guard`, `snapshot_write`, `revision_write`, and `sections_write`: the new revision's " +
-          "bundle sections, committed with it so that an apply of it only signs), `modules`, `warnings`, and `sections_error` only when those " +
+          "bundle sections, committed with it so that an apply of it only signs), `build` (`full` or `incremental`), `modules` (per collected module: " +
+          "`module_id`, `prefix_count`, `sources_ok`, `sources_failed`, `sources_stale`; `as_sets`, each AS-SET entry's expansion " +
+          "`{as_set, ok, member_count, error?}`; `rpki`, RPKI origin validation's counts `{valid, invalid, not_found, dropped, available}` " +
+          "when the module's `rpki_policy` is not `off`), `warnings` (`{module_id, source, message}`: a failed source, `irr:<as_set>`, " +
+          "`rpki` naming up to 20 invalid prefixes with their origin), `rpki` (RpkiStatus of the VRPs, when a module was validated), and `sections_error` only when those " +
           "sections could not be built with the revision (it is kept all the same; its first apply builds them). `apply`: `revision_id` and `speakers`, each speaker's outcome.",
       }),
     error: z.looseObject({ code: z.string(), detail: z.string() }).nullable(),

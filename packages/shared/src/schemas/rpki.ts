@@ -1,5 +1,6 @@
 import { z } from "zod";
 import { Timestamp, Uuid } from "./common.js";
+import { RpkiPolicy } from "./modules.js";
 
 export const RpkiStatus = z
   .object({
@@ -27,7 +28,7 @@ export const RpkiDryRun = z
     modules: z.array(
       z.object({
         module_id: Uuid,
-        rpki_policy: z.enum(["off", "report", "drop_invalid"]),
+        rpki_policy: RpkiPolicy.describe("The module's policy now; the counts are what `drop_invalid` would do, whatever it is."),
         valid: z.number().int(),
         invalid: z.number().int(),
         not_found: z.number().int(),

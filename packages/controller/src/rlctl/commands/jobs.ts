@@ -1,6 +1,6 @@
 import { type Schema, unwrap } from "@rlc/client";
 import type { Command } from "commander";
-import { listCommand, printOne, withContext } from "../command-kit.js";
+import { fetchAll, listCommand, printOne, withContext } from "../command-kit.js";
 import { type Ctx, resolveModule } from "../context.js";
 import { coloured, followJob, progressBar } from "../follow-job.js";
 import { type Column, print } from "../output.js";
@@ -23,20 +23,47 @@ export async function followAndPrint(ctx: Ctx, jobId: string): Promise<void> {
   printOne(ctx, await followJob(ctx, jobId), jobColumns(ctx));
 }
 
+type DryRun = Schema<"RpkiDryRun">;
+type DryRunModule = DryRun["modules"][number] & { module: string };
+
+/** `refresh --dry-run`: what RPKI validation of the current snapshots finds, a row per module, then the invalid prefixes. */
+function printDryRun(ctx: Ctx, report: DryRun, names: Map<string, string>): void {
+  const rows: DryRunModule[] = report.modules.map((m) => ({ ...m, module: names.get(m.module_id) ?? m.module_id }));
+  print(ctx.output, report, rows, [
+    { header: "MODULE", value: (m) => m.module },
+    { header: "RPKI", value: (m) => m.rpki_policy },
+    { header: "VALID", value: (m) => m.valid },
+    { header: "INVALID", value: (m) => m.invalid },
+    { header: "NOT FOUND", value: (m) => m.not_found },
+    { header: "WOULD DROP", value: (m) => m.would_drop },
+  ]);
+  if (ctx.output.format !== "table") return;
+  if (!report.rpki.available) ctx.output.err(`RPKI validation unavailable, nothing would be validated or dropped: ${report.rpki.reason}\n`);
+  for (const m of rows)
+    for (const p of m.invalid_prefixes) ctx.output.out(`invalid ${p.prefix} from AS${p.origin}${p.via ? ` via ${p.via}` : ""} (${m.module})\n`);
+}
+
 export function refreshCommand(program: Command): void {
   program
     .command("refresh [module]")
     .description("collect a module (by id or name) afresh, or every enabled one, and build a revision; shows the job's progress")
     .option("--force", "build a revision even when nothing changed")
     .option("--no-wait", "print the job and return at once")
+    .option("--dry-run", "collect nothing, build nothing: what RPKI validation of the current snapshot finds and what drop_invalid would drop")
     .action(
-      withContext(async (ctx, ref: string | undefined, opts: { force?: boolean; wait: boolean }) => {
-        const body = { force: opts.force };
-        const answer = ref
-          ? await unwrap(ctx.client.POST("/v1/modules/{module_id}/refresh", { params: { path: { module_id: (await resolveModule(ctx, ref)).id } }, body }))
+      withContext(async (ctx, ref: string | undefined, opts: { force?: boolean; wait: boolean; dryRun?: boolean }) => {
+        const body = opts.dryRun ? { dry_run: true } : { force: opts.force };
+        const mod = ref ? await resolveModule(ctx, ref) : null;
+        const answer = mod
+          ? await unwrap(ctx.client.POST("/v1/modules/{module_id}/refresh", { params: { path: { module_id: mod.id } }, body }))
           : await unwrap(ctx.client.POST("/v1/modules/refresh", { body }));
-        // Without dry_run the answer is always the accepted job (a dry run answers its report instead).
-        if ("dry_run" in answer) throw new Error("the controller answered a dry run to a refresh that asked for none");
+        if ("dry_run" in answer) {
+          const names = mod
+            ? new Map([[mod.id, mod.name]])
+            : new Map((await fetchAll(100_000, (query) => ctx.client.GET("/v1/modules", { params: { query } }))).map((m) => [m.id, m.name]));
+          return printDryRun(ctx, answer, names);
+        }
+        if (opts.dryRun) throw new Error("the controller started a refresh instead of a dry run");
         const accepted = answer;
         if (!opts.wait) {
           printOne(ctx, accepted, [

@@ -29,6 +29,14 @@ function moduleAction(value: string): "announce" | "exclude" {
   return value;
 }
 
+type RpkiPolicy = Module["rpki_policy"];
+const RPKI_POLICIES: readonly RpkiPolicy[] = ["off", "report", "drop_invalid"];
+
+function rpkiPolicy(value: string): RpkiPolicy {
+  if (!(RPKI_POLICIES as readonly string[]).includes(value)) throw usageError(`--rpki-policy ${value}: choose off, report or drop_invalid`);
+  return value as RpkiPolicy;
+}
+
 /** --max-stale-hours: hours, `forever` (null) or `tenant` (the tenant's source_max_stale_hours). */
 function maxStaleHours(value: string): number | null | "tenant" {
   if (value === "forever") return null;
@@ -52,7 +60,7 @@ const columns = fieldColumns<Module>({
 const allModules = (ctx: Ctx) => fetchAll(100_000, (query) => ctx.client.GET("/v1/modules", { params: { query } }));
 
 export function modulesCommand(program: Command): void {
-  const modules = program.command("modules").alias("module").description("route-list modules: ls, add, rm, import, export");
+  const modules = program.command("modules").alias("module").description("route-list modules: ls, show, add, set, rm, import, export");
 
   listCommand(modules, "ls", {
     description: "list modules",
@@ -96,13 +104,34 @@ export function modulesCommand(program: Command): void {
             community_id,
             description: opts.description,
             enabled: !opts.disabled,
-            ...(opts.rpkiPolicy ? { rpki_policy: opts.rpkiPolicy as never } : {}),
+            ...(opts.rpkiPolicy ? { rpki_policy: rpkiPolicy(opts.rpkiPolicy) } : {}),
             ...(opts.action ? { action: moduleAction(opts.action) } : {}),
             ...(opts.maxStaleHours ? { max_stale_hours: maxStaleHours(opts.maxStaleHours) } : {}),
           };
           printOne(ctx, await unwrap(ctx.client.POST("/v1/modules", { body })), columns);
         },
       ),
+    );
+
+  modules
+    .command("set <module>")
+    .description("change a module (by id or name): its RPKI policy, description, or whether it is enabled")
+    .option("--rpki-policy <policy>", "off, report or drop_invalid")
+    .option("--description <text>", "what the list is for")
+    .option("--enable", "enable it")
+    .option("--disable", "disable it")
+    .action(
+      withContext(async (ctx, ref: string, opts: { rpkiPolicy?: string; description?: string; enable?: boolean; disable?: boolean }) => {
+        if (opts.enable && opts.disable) throw usageError("--enable and --disable: choose one");
+        const body = {
+          ...(opts.rpkiPolicy ? { rpki_policy: rpkiPolicy(opts.rpkiPolicy) } : {}),
+          ...(opts.description !== undefined ? { description: opts.description } : {}),
+          ...(opts.enable || opts.disable ? { enabled: Boolean(opts.enable) } : {}),
+        };
+        if (!Object.keys(body).length) throw usageError("nothing to change: give --rpki-policy, --description, --enable or --disable");
+        const mod = await resolveModule(ctx, ref);
+        printOne(ctx, await unwrap(ctx.client.PATCH("/v1/modules/{module_id}", { params: { path: { module_id: mod.id } }, body })), columns);
+      }),
     );
 
   deleteEachCommand(modules, "rm <module...>", "delete modules (by id or name) with their entries and sources", async (ctx, ref) => {

@@ -103,6 +103,9 @@ export function lookupCommand(program: Command): void {
             { header: "LAYER", value: (m) => m.layer },
             { header: "MATCH", value: (m) => ("value" in m ? m.value : (m.prefix ?? m.origin)) },
             { header: "COMMUNITY", value: (m) => m.community },
+            // A collected match's source of record: the ASN (and the AS-SET it came through), its RPKI state.
+            { header: "ORIGIN", value: (m) => (m.layer === "snapshot" ? `${m.origin}${m.via ? ` via ${m.via}` : ""}` : null) },
+            { header: "RPKI", value: (m) => (m.layer === "snapshot" ? (m.rpki ?? null) : null) },
           ]);
         }
       }),

@@ -156,7 +156,11 @@ export function createIngestService(deps: IngestDeps) {
           community: m.community,
           action: m.action,
         })),
-        new Map([...[...collected].map(([id, c]) => [id, collectedPrefixes(c)] as const), ...[...rpki.modules].map(([id, r]) => [id, r.prefixes] as const)]),
+        new Map([
+          // A validated module's prefixes are the ones its validation kept (flattened by it, once).
+          ...[...collected].filter(([id]) => !rpki.modules.has(id)).map(([id, c]) => [id, collectedPrefixes(c)] as const),
+          ...[...rpki.modules].map(([id, r]) => [id, r.prefixes] as const),
+        ]),
         bird,
       );
       const built = build.built;

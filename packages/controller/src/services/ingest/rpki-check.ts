@@ -1,7 +1,7 @@
 import type { Db } from "../../db/connect.js";
 import { listSnapshotGroups, type SnapshotGroup } from "../../db/snapshots.js";
 import type { RpkiStatus, RpkiValidator } from "../../sources/rpki-source.js";
-import type { VrpIndex } from "../../sources/rpki-vrps.js";
+import { INVALID, NOT_FOUND, VALID, type VrpIndex } from "../../sources/rpki-vrps.js";
 
 export type RpkiPolicy = "off" | "report" | "drop_invalid";
 
@@ -40,7 +40,8 @@ export const INVALID_LISTED = 20;
 /**
  * Validates the `asn` groups (a known origin) of a module's snapshot groups against the index:
  * `report` keeps every prefix, `drop_invalid` leaves RPKI-invalid ones out (never `not_found`).
- * Without an index (validation unavailable) nothing is validated and nothing dropped.
+ * Without an index (validation unavailable) nothing is validated and nothing dropped. All the
+ * groups' prefixes are validated in one pass (VrpIndex.validateAll), then read in their order.
  */
 export function checkGroups(
   moduleId: string,
@@ -52,23 +53,27 @@ export function checkGroups(
   const counts: RpkiCounts = { valid: 0, invalid: 0, not_found: 0, dropped: 0 };
   const invalid: RpkiInvalid[] = [];
   const prefixes: string[] = [];
+  const originOf = (g: SnapshotGroup) => (g.source === "asn" ? Number(g.origin) : Number.NaN);
+  const checked = index ? groups.filter((g) => Number.isInteger(originOf(g))) : [];
+  const states = index ? index.validateAll(checked.map((g) => ({ prefixes: g.prefixes, origin: originOf(g) }))) : null;
+  let slot = 0;
   for (const g of groups) {
-    const origin = g.source === "asn" ? Number(g.origin) : Number.NaN;
-    if (!index || !Number.isInteger(origin)) {
+    const origin = originOf(g);
+    if (!states || !Number.isInteger(origin)) {
       for (const p of g.prefixes) prefixes.push(p);
       continue;
     }
     for (const p of g.prefixes) {
-      const state = index.validate(p, origin);
-      if (state === "invalid") {
+      const state = states[slot++];
+      if (state === INVALID) {
         counts.invalid++;
         if (invalid.length < listed) invalid.push({ prefix: p, origin, ...(g.via ? { via: g.via } : {}) });
         if (policy === "drop_invalid") {
           counts.dropped++;
           continue;
         }
-      } else if (state === "valid") counts.valid++;
-      else if (state === "not_found") counts.not_found++;
+      } else if (state === VALID) counts.valid++;
+      else if (state === NOT_FOUND) counts.not_found++;
       prefixes.push(p);
     }
   }
