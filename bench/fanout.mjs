@@ -47,6 +47,8 @@ async function runAgents() {
   const { loadConfig: loadAgentConfig } = await import("../packages/agent/dist/config.js");
   const { createLogger } = await import("../packages/agent/dist/log.js");
   const commands = new Map();
+  /** When each `configure timeout` reached the recorder (ms since the epoch, sub-ms): BIRD runs that config on probation. */
+  const probationAt = [];
   const STATUS = [
     "1000-BIRD 2.0.12",
     "1011-Router ID is 127.0.0.1",
@@ -59,6 +61,7 @@ async function runAgents() {
   function birdAnswer(command) {
     const verb = command.startsWith("configure timeout") ? "configure timeout" : command;
     commands.set(verb, (commands.get(verb) ?? 0) + 1);
+    if (verb === "configure timeout") probationAt.push(performance.timeOrigin + performance.now());
     if (command === "show status") return STATUS;
     if (command.startsWith("show protocols")) return "2002-Name       Proto      Table      State  Since         Info\n0000 ";
     if (command.startsWith("configure timeout")) return "0003 Reconfigured";
@@ -116,7 +119,12 @@ async function runAgents() {
       await profile(msg.path);
       process.send({ type: "profiled" });
     } else if (msg.type === "stats") {
-      process.send({ type: "stats", cpu: process.cpuUsage(), commands: Object.fromEntries(commands) });
+      process.send({
+        type: "stats",
+        cpu: process.cpuUsage(),
+        commands: Object.fromEntries(commands),
+        probationAt: probationAt.filter((t) => t >= (msg.since ?? 0)),
+      });
     } else if (msg.type === "stop") {
       await Promise.all(agents.map((a) => a.stop().catch(() => {})));
       fakeBird.close();
