@@ -12,6 +12,7 @@
 //   npx turbo run build && node bench/refresh-agents.mjs
 //   BENCH_AGENTS=50 BENCH_CDN_MODULES=5 BENCH_CDN_PREFIXES=20000 BENCH_ASNS=100 node bench/refresh-agents.mjs
 //   BENCH_ROUNDS=3 (incremental and full, interleaved; default 2), BENCH_FANOUT_WORKERS (2)
+//   BENCH_CPU_PROF=/tmp/prof: a .cpuprofile of each round, the controller's and each agents' process's
 import { fork } from "node:child_process";
 import { readFileSync } from "node:fs";
 import { createServer } from "node:http";
@@ -183,6 +184,16 @@ try {
         if (msg?.reason === "applied" && msg.applied_revision_id === revisionId && !applied.has(msg.speaker_id)) applied.set(msg.speaker_id, now());
       }),
     ];
+    const profDir = process.env.BENCH_CPU_PROF;
+    let session = null;
+    if (profDir) {
+      await Promise.all(workers.map((w) => ask(w, { type: "profile", path: "start" }, "profiled")));
+      const { Session } = await import("node:inspector/promises");
+      session = new Session();
+      session.connect();
+      await session.post("Profiler.enable");
+      await session.post("Profiler.start");
+    }
     const t0 = now();
     const cpu0 = process.cpuUsage();
     const job = await call("POST", `/v1/modules/${cdn[CHANGED]}/refresh?wait=true`);
@@ -195,6 +206,14 @@ try {
     const tJob = now() - t0;
     const cpu = process.cpuUsage(cpu0);
     for (const u of unsubscribe) u();
+    if (session) {
+      const { mkdirSync, writeFileSync } = await import("node:fs");
+      mkdirSync(profDir, { recursive: true });
+      const tag = full ? "full" : "incremental";
+      writeFileSync(join(profDir, `controller-${tag}.cpuprofile`), JSON.stringify((await session.post("Profiler.stop")).profile));
+      session.disconnect();
+      await Promise.all(workers.map((w, k) => ask(w, { type: "profile", path: join(profDir, `agents-${k}-${tag}.cpuprofile`) }, "profiled")));
+    }
     const stats = await Promise.all(workers.map((w) => ask(w, { type: "stats", since: t0 }, "stats")));
     const probation = stats.flatMap((x) => x.probationAt).map((x) => x - t0);
     const toNotified = [...notified.values()].map((x) => x - t0);

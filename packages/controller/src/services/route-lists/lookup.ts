@@ -15,9 +15,9 @@ import { listDomainAddresses, listTenantSnapshotGroups, type SnapshotSource } fr
 import { normaliseDomain } from "../../lib/domain-name.js";
 import type { RpkiValidator } from "../../sources/rpki-source.js";
 import type { RpkiState } from "../../sources/rpki-vrps.js";
-import type { RevisionTag } from "../revisions/revision-content.js";
 import type { RevisionStore } from "../revisions/revision-store.js";
 import { answerLookup, type BogonRules, type CollectedMatch } from "./lookup-answer.js";
+import { longestInLayer, nextRevisionLayer, type RevisionLayer } from "./lookup-revision.js";
 
 const byFamilyThenText = (a: string, b: string) => Number(a.includes(":")) - Number(b.includes(":")) || (a < b ? -1 : a > b ? 1 : 0);
 
@@ -48,17 +48,6 @@ interface SnapshotIndex {
 }
 
 /**
- * The current revision's prefixes, IPv4 then IPv6 as in its content: prefix i is index.text(i)
- * and has tags[tagOf[i]]. The content itself is not held (the revision store keeps it, or not).
- */
-interface RevisionIndex {
-  revisionId: number;
-  index: PrefixTextIndex;
-  tagOf: Uint32Array;
-  tags: RevisionTag[];
-}
-
-/**
  * What lookups of one tenant answer from, built from the database and rebuilt part by part
  * when `findLookupVersion` says that part changed. The snapshot and revision indexes are built
  * on the first IP lookup that needs them (a tenant asked only about domains never pays).
@@ -68,7 +57,8 @@ interface TenantView {
   modules: Map<string, LookupModuleRow>;
   entries: PrefixIndex<{ id: string; module_id: string; cidr: string }>;
   snapshot: Lazy<SnapshotIndex>;
-  revision: Lazy<RevisionIndex | null>;
+  /** Carried from the last revision's by the change between them when it can be (lookup-revision.ts). */
+  revision: Lazy<RevisionLayer | null>;
   /**
    * The tenant's bogon rules (`BIRD` settings), read with the view whenever the revision changes
    * (one small query): they say why a collected address is not announced, and a lookup never
@@ -117,7 +107,7 @@ function estimateBytes(view: TenantView): number {
   const revision = view.revision.value;
   let bytes = (view.entries.size + view.modules.size) * BYTES_PER_ENTRY;
   if (snapshot) bytes += snapshot.index.bytes + snapshot.groupOf.byteLength + snapshot.groups.length * BYTES_PER_ENTRY;
-  if (revision) bytes += revision.index.bytes + revision.tagOf.byteLength + revision.tags.length * BYTES_PER_ENTRY;
+  if (revision) bytes += revision.bytes;
   return bytes;
 }
 
@@ -217,7 +207,7 @@ export function createLookupService(deps: {
         old && old.version.revision_id === version.revision_id
           ? old.revision
           : new Lazy(
-              () => buildRevisionIndex(db, tenantId, version.revision_id),
+              () => revisionLayer(db, tenantId, version.revision_id, old?.revision.value ?? null),
               () => enforceBudget(tenantId),
             ),
       bogonRules:
@@ -226,15 +216,11 @@ export function createLookupService(deps: {
     return view;
   }
 
-  async function buildRevisionIndex(db: Db, tenantId: string, id: number | null): Promise<RevisionIndex | null> {
+  /** The layer of revision `id`: `previous` carried over by the change when it can be, else built whole. */
+  async function revisionLayer(db: Db, tenantId: string, id: number | null, previous: RevisionLayer | null): Promise<RevisionLayer | null> {
     if (id === null) return null;
     const content = await deps.revisions.content(db, tenantId, id);
-    if (!content) return null;
-    const { v4, v6 } = content;
-    const tagOf = new Uint32Array(v4.tags.length + v6.tags.length);
-    tagOf.set(v4.tags);
-    tagOf.set(v6.tags, v4.tags.length);
-    return { revisionId: id, index: buildPrefixTextIndex([...v4.prefixes, ...v6.prefixes]), tagOf, tags: content.tags };
+    return content ? nextRevisionLayer(previous, id, content) : null;
   }
 
   /** The tenant's view, revalidated when it was invalidated or is older than LOOKUP_STALENESS_MS. */
@@ -303,11 +289,7 @@ export function createLookupService(deps: {
           ...rpkiOf(deps.rpki, g, snapshot.index.text(i)),
         });
     }
-    const best = rev ? rev.index.longest(address) : -1;
-    let revision: { revision_id: number; prefix: string; communities: string[] } | null = null;
-    if (rev && best >= 0) {
-      revision = { revision_id: rev.revisionId, prefix: rev.index.text(best), communities: rev.tags[rev.tagOf[best]!]!.communities };
-    }
+    const revision = rev ? longestInLayer(rev, address) : null;
     const answer = await answerLookup(address, revision, collected, async () => view.bogonRules);
     return { query: q, kind: "ip" as const, normalized, matched: matches.length > 0 || revision !== null, matches, revision, ...answer };
   }
