@@ -1,6 +1,6 @@
 import { isIP } from "node:net";
 import { AppError } from "@rlc/shared/errors";
-import { type Address, buildPrefixIndex, buildPrefixTextIndex, canonicalCidr, type PrefixIndex, type PrefixTextIndex, parseAddress } from "@rlc/shared/prefix";
+import { type Address, buildPrefixIndex, buildPrefixTextIndex, formatAddress, type PrefixIndex, type PrefixTextIndex, parseAddress } from "@rlc/shared/prefix";
 import type { Db } from "../../db/connect.js";
 import {
   findDomainEntriesMatching,
@@ -223,8 +223,11 @@ export function createLookupService(deps: {
     return content ? nextRevisionLayer(previous, id, content) : null;
   }
 
-  /** The tenant's view, revalidated when it was invalidated or is older than LOOKUP_STALENESS_MS. */
-  async function viewOf(db: Db, tenantId: string): Promise<TenantView> {
+  /**
+   * The tenant's view, revalidated when it was invalidated or is older than LOOKUP_STALENESS_MS;
+   * the view itself, not a promise, when it is fresh.
+   */
+  function viewOf(db: Db, tenantId: string): TenantView | Promise<TenantView> {
     let slot = views.get(tenantId);
     if (!slot) slot = { view: null, checkedAt: 0, pending: null, generation: 0 };
     else views.delete(tenantId);
@@ -263,11 +266,27 @@ export function createLookupService(deps: {
     return s.pending;
   }
 
-  async function lookupIp(db: Db, tenantId: string, q: string, query: string) {
-    const normalized = canonicalCidr(query).split("/")[0]!;
-    const address: Address = parseAddress(normalized);
-    const view = await viewOf(db, tenantId);
-    const [snapshot, rev] = await Promise.all([view.snapshot.get(), view.revision.get()]);
+  /**
+   * An IP lookup: answered at once, with no promise made along the way, when the view is fresh
+   * and its layers are built (the common case: a lookup's own work is a few µs, so the promises
+   * and awaits around it were much of its cost and of the young-generation garbage that sets the
+   * route's p99); otherwise once the view is revalidated and its layers built.
+   */
+  function lookupIp(db: Db, tenantId: string, q: string, query: string) {
+    const address: Address = parseAddress(query);
+    const normalized = formatAddress(address);
+    const view = viewOf(db, tenantId);
+    if (!(view instanceof Promise) && view.snapshot.value !== undefined && view.revision.value !== undefined) {
+      return answerIp(view, view.snapshot.value, view.revision.value, q, normalized, address);
+    }
+    return (async () => {
+      const v = await view;
+      const [snapshot, rev] = await Promise.all([v.snapshot.get(), v.revision.get()]);
+      return answerIp(v, snapshot, rev, q, normalized, address);
+    })();
+  }
+
+  function answerIp(view: TenantView, snapshot: SnapshotIndex, rev: RevisionLayer | null, q: string, normalized: string, address: Address) {
     const matches: Record<string, unknown>[] = [];
     const collected: CollectedMatch[] = [];
     for (const e of view.entries.lookup(address)) {
@@ -277,20 +296,21 @@ export function createLookupService(deps: {
     for (const i of snapshot.index.lookup(address)) {
       const g = snapshot.groups[snapshot.groupOf[i]!]!;
       const m = view.modules.get(g.module_id);
-      if (m) collected.push({ module_id: m.id, module_name: m.name, enabled: m.enabled, action: m.action, prefix: snapshot.index.text(i) });
-      if (m)
-        matches.push({
-          layer: "snapshot",
-          ...moduleFields(m),
-          prefix: snapshot.index.text(i),
-          source: g.source,
-          origin: g.origin,
-          ...(g.via ? { via: g.via } : {}),
-          ...rpkiOf(deps.rpki, g, snapshot.index.text(i)),
-        });
+      if (!m) continue;
+      const prefix = snapshot.index.text(i);
+      collected.push({ module_id: m.id, module_name: m.name, enabled: m.enabled, action: m.action, prefix });
+      matches.push({
+        layer: "snapshot",
+        ...moduleFields(m),
+        prefix,
+        source: g.source,
+        origin: g.origin,
+        ...(g.via ? { via: g.via } : {}),
+        ...rpkiOf(deps.rpki, g, prefix),
+      });
     }
     const revision = rev ? longestInLayer(rev, address) : null;
-    const answer = await answerLookup(address, revision, collected, async () => view.bogonRules);
+    const answer = answerLookup(address, revision, collected, () => view.bogonRules);
     return { query: q, kind: "ip" as const, normalized, matched: matches.length > 0 || revision !== null, matches, revision, ...answer };
   }
 
@@ -358,7 +378,7 @@ export function createLookupService(deps: {
       for (const slot of views.values()) if (slot.view) bytes += estimateBytes(slot.view);
       return { tenants: [...views.keys()], bytes, budget };
     },
-    async lookup(db: Db, tenantId: string, q: string) {
+    lookup(db: Db, tenantId: string, q: string) {
       const query = q.trim();
       return isIP(query) ? lookupIp(db, tenantId, q, query) : lookupDomain(db, tenantId, q, query);
     },
