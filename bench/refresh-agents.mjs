@@ -108,8 +108,12 @@ try {
     return res.json();
   };
   const finished = async (jobId, pollMs) => {
-    for (;;) {
-      const job = await call("GET", `/v1/jobs/${jobId}`);
+    for (let unavailable = 0; ; ) {
+      // Under a heavy load the controller's database probe may time out: a 503 for a while, not an end.
+      const job = await call("GET", `/v1/jobs/${jobId}`).catch((e) => {
+        if (!/: 503 /.test(e.message) || ++unavailable > 100) throw e;
+        return { status: "running" };
+      });
       if (!["queued", "running", "awaiting"].includes(job.status)) return job;
       await new Promise((r) => setTimeout(r, pollMs));
     }
