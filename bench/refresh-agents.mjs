@@ -1,16 +1,17 @@
 // The loop an operator lives in, to the routers: one CDN module's feed changes by 1 % in a tenant
-// with ~1.2M collected prefixes over ~20 modules (the address space of the top ASNs from the file
-// ASN source and CDN text feeds served locally, as in refresh-apply.mjs) and 200 agents (the
-// fan-out harness of fanout.mjs: startAgent in child processes, BIRD replaced by a recorder).
-// POST refresh of that module → its revision, then POST /v1/apply → each agent notified → each
-// agent's BIRD given the new configuration on probation (`configure timeout` reaching the
-// recorder) → each agent's `applied` report; p50/p99 from the POST refresh. The incremental
-// refresh (the tenant's last build reused) and a full one of the same change put back (the
-// snapshot generation moved, as another replica's write or REFRESH_MODE=full forces) in the same
-// run. Asserts no time; prints the target of issue 30 beside the figure.
+// of 20 modules (the address space of the top ASNs from the file ASN source and CDN text feeds
+// served locally, as in refresh-apply.mjs; ~120k collected prefixes by default, the issue's
+// ~1.4M with the sizes below) and 200 agents (the fan-out harness of fanout.mjs: startAgent in
+// child processes, BIRD replaced by a recorder). POST refresh of that module → its revision,
+// then POST /v1/apply → each agent notified → each agent's BIRD given the new configuration on
+// probation (`configure timeout` reaching the recorder) → each agent's `applied` report; p50/p99
+// from the POST refresh. The incremental refresh (the tenant's last build reused) and a full one
+// of the same change put back (the snapshot generation moved, as another replica's write or
+// REFRESH_MODE=full forces) in the same run. Asserts no time; prints the target of issue 30
+// beside the figure.
 //
-//   npx turbo run build && node bench/refresh-agents.mjs
-//   BENCH_AGENTS=50 BENCH_CDN_MODULES=5 BENCH_CDN_PREFIXES=20000 BENCH_ASNS=100 node bench/refresh-agents.mjs
+//   npx turbo run build && node bench/refresh-agents.mjs        # ~120k collected prefixes (bench/README.md: why)
+//   BENCH_CDN_PREFIXES=55000 BENCH_ASNS=400 BENCH_AGENTS=20 node bench/refresh-agents.mjs   # the ~1.4M tenant
 //   BENCH_ROUNDS=3 (incremental and full, interleaved; default 2), BENCH_FANOUT_WORKERS (2)
 //   BENCH_CPU_PROF=/tmp/prof: a .cpuprofile of each round, the controller's and each agents' process's
 import { fork } from "node:child_process";
@@ -35,13 +36,18 @@ const KEY = `rlk_BENCHKEY_${"a".repeat(43)}`;
 const AGENTS = Number(process.env.BENCH_AGENTS || 200);
 const WORKERS = Math.max(1, Number(process.env.BENCH_FANOUT_WORKERS || 2));
 const CDN_MODULES = Number(process.env.BENCH_CDN_MODULES || 19);
-const CDN_PREFIXES = Number(process.env.BENCH_CDN_PREFIXES || 55_000);
-const ASNS = Number(process.env.BENCH_ASNS || 400);
+// A tenth of the issue's ~1.2M by default: each agent holds its revision in memory (~40 MB at 1.2M).
+const CDN_PREFIXES = Number(process.env.BENCH_CDN_PREFIXES || 3000);
+const ASNS = Number(process.env.BENCH_ASNS || 10);
 const ROUNDS = Number(process.env.BENCH_ROUNDS || 2);
 /** The CDN module whose feed changes. */
 const CHANGED = Math.min(3, CDN_MODULES - 1);
 const pct = (xs, p) => [...xs].sort((a, b) => a - b)[Math.min(xs.length - 1, Math.floor(xs.length * p))];
-const median = (xs) => pct(xs, 0.5);
+const median = (xs) => {
+  const sorted = [...xs].sort((a, b) => a - b);
+  const m = sorted.length >> 1;
+  return sorted.length % 2 ? sorted[m] : (sorted[m - 1] + sorted[m]) / 2;
+};
 const s = (ms) => `${(ms / 1000).toFixed(2)} s`;
 const now = () => performance.timeOrigin + performance.now(); // comparable across the processes
 
@@ -198,6 +204,7 @@ try {
       await session.post("Profiler.enable");
       await session.post("Profiler.start");
     }
+    const agentsCpu0 = await Promise.all(workers.map((w) => ask(w, { type: "stats", since: Number.POSITIVE_INFINITY }, "stats")));
     const t0 = now();
     const cpu0 = process.cpuUsage();
     const job = await call("POST", `/v1/modules/${cdn[CHANGED]}/refresh?wait=true`);
@@ -220,6 +227,7 @@ try {
     }
     const stats = await Promise.all(workers.map((w) => ask(w, { type: "stats", since: t0 }, "stats")));
     const probation = stats.flatMap((x) => x.probationAt).map((x) => x - t0);
+    const agentsCpuMs = stats.reduce((n, x, i) => n + (x.cpu.user + x.cpu.system - agentsCpu0[i].cpu.user - agentsCpu0[i].cpu.system) / 1000, 0);
     const toNotified = [...notified.values()].map((x) => x - t0);
     const toApplied = [...applied.values()].map((x) => x - t0);
     return {
@@ -234,6 +242,7 @@ try {
       probation,
       toApplied,
       cpuMs: (cpu.user + cpu.system) / 1000,
+      agentsCpuMs,
     };
   };
   const line = (xs) => (xs.length ? `p50 ${s(pct(xs, 0.5))}  p99 ${s(pct(xs, 0.99))}  (${xs.length})` : "none");
@@ -243,7 +252,7 @@ try {
     const r = await round(i % 2 === 0, i % 2 === 1);
     results.push(r);
     console.log(
-      `${r.full ? "full       " : "incremental"}  POST refresh → revision ${s(r.tRevision)} (${r.build}), apply posted ${s(r.tApplyPosted)}, apply job ${r.applyJob.status} ${s(r.tJob)}; controller CPU ${s(r.cpuMs)}`,
+      `${r.full ? "full       " : "incremental"}  POST refresh → revision ${s(r.tRevision)} (${r.build}), apply posted ${s(r.tApplyPosted)}, apply job ${r.applyJob.status} ${s(r.tJob)}; CPU: controller ${s(r.cpuMs)}, agents ${s(r.agentsCpuMs)} (${(r.agentsCpuMs / AGENTS).toFixed(0)} ms an agent)`,
     );
     console.log(`    phases (ms) ${JSON.stringify(r.timings)}`);
     console.log(`    → notified      ${line(r.toNotified)}`);
@@ -256,7 +265,8 @@ try {
   for (const full of [false, true]) {
     console.log(
       `  ${full ? "full       " : "incremental"}  → revision ${s(med(full, (r) => r.tRevision))}, → notified p99 ${s(med(full, (r) => p99(r.toNotified)))}, ` +
-        `→ on probation p99 ${s(med(full, (r) => p99(r.probation)))}, → applied p99 ${s(med(full, (r) => p99(r.toApplied)))}`,
+        `→ on probation p99 ${s(med(full, (r) => p99(r.probation)))}, → applied p99 ${s(med(full, (r) => p99(r.toApplied)))}; ` +
+        `CPU: controller ${s(med(full, (r) => r.cpuMs))}, agents ${s(med(full, (r) => r.agentsCpuMs))}`,
     );
   }
   console.log(
