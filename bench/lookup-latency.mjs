@@ -1,12 +1,14 @@
 import { loadavg } from "node:os";
+import { pathToFileURL } from "node:url";
 import Fastify from "fastify";
 import postgres from "postgres";
-import { pathToFileURL } from "node:url";
 import { closedLoopLoad } from "./http-load.mjs";
 
 // BENCH_CONTROLLER_DIST: another build's packages/controller/dist (an earlier commit's, built
 // aside), to compare in interleaved runs of this bench.
-const dist = process.env.BENCH_CONTROLLER_DIST ? pathToFileURL(`${process.env.BENCH_CONTROLLER_DIST}/`).href : new URL("../packages/controller/dist/", import.meta.url).href;
+const dist = process.env.BENCH_CONTROLLER_DIST
+  ? pathToFileURL(`${process.env.BENCH_CONTROLLER_DIST}/`).href
+  : new URL("../packages/controller/dist/", import.meta.url).href;
 const { loadConfig } = await import(`${dist}config.js`);
 const { startController } = await import(`${dist}controller.js`);
 

@@ -162,6 +162,9 @@ async function buildSnapshotIndex(db: Db, tenantId: string): Promise<SnapshotInd
  * as many a second for the bare route as for this one. A larger young generation
  * (--max-semi-space-size=64) made them 4x rarer but 3-6x longer: both routes' p99 rose (the
  * ratio fell only because the bare route's rose with it), so it is not used.
+ * A new revision does not rebuild the revision layer when the layer's own content is still in
+ * memory (the revision store keeps the last few): it is carried over by the change between the
+ * two contents (lookup-revision.ts).
  * Domain lookups still read their entries and addresses from the database (small indexed reads).
  */
 export function createLookupService(deps: {
