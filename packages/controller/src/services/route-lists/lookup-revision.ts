@@ -82,8 +82,6 @@ export interface ContentChange {
   added: [string, string[]][];
 }
 
-const sameList = (a: readonly string[], b: readonly string[]) => a === b || (a.length === b.length && a.every((c, k) => c === b[k]));
-
 /** Family, address words and length of a prefix text, for ordering two texts that differ. */
 function keyOf(text: string): { family: number; words: Uint32Array; length: number } {
   const p = parseCidr(text, { mode: "mask" });
@@ -104,34 +102,39 @@ function compareTexts(a: string, b: string): number {
  */
 export function contentChange(from: RevisionContent, to: RevisionContent, limit = Number.POSITIVE_INFINITY): ContentChange | null {
   const change: ContentChange = { removed: [], added: [] };
-  const size = () => change.removed.length + change.added.length;
+  // Each tag as the number of its communities' spelling, so that a prefix in both compares two numbers.
+  const spellings = new Map<string, number>();
+  const idsOf = (c: RevisionContent) =>
+    Int32Array.from(c.tags, (t) => {
+      const key = t.communities.join(",");
+      let id = spellings.get(key);
+      if (id === undefined) spellings.set(key, (id = spellings.size));
+      return id;
+    });
+  const fromIds = idsOf(from);
+  const toIds = idsOf(to);
   for (const fam of ["v4", "v6"] as const) {
     const a: RevisionFamily = from[fam];
     const b: RevisionFamily = to[fam];
+    const ap = a.prefixes;
+    const bp = b.prefixes;
+    const at = a.tags;
+    const bt = b.tags;
     let i = 0;
     let j = 0;
-    while (i < a.length || j < b.length) {
-      if (size() > limit) return null;
-      if (i >= a.length) {
-        change.added.push([b.prefixes[j]!, b.tagAt(j++).communities]);
-        continue;
-      }
-      if (j >= b.length) {
-        change.removed.push(a.prefixes[i++]!);
-        continue;
-      }
-      const p = a.prefixes[i]!;
-      const q = b.prefixes[j]!;
-      const order = p === q ? 0 : compareTexts(p, q);
-      if (order < 0) change.removed.push(a.prefixes[i++]!);
-      else if (order > 0) change.added.push([b.prefixes[j]!, b.tagAt(j++).communities]);
+    while (i < ap.length || j < bp.length) {
+      if (change.removed.length + change.added.length > limit) return null;
+      const p = ap[i];
+      const q = bp[j];
+      const order = p === q ? 0 : p === undefined ? 1 : q === undefined ? -1 : compareTexts(p, q);
+      if (order < 0) change.removed.push(ap[i++]!);
+      else if (order > 0) change.added.push([bp[j]!, to.tags[bt[j++]!]!.communities]);
       else {
-        const before = a.tagAt(i++).communities;
-        const after = b.tagAt(j).communities;
-        if (!sameList(before, after)) {
-          change.removed.push(p);
-          change.added.push([q, after]);
+        if (fromIds[at[i]!] !== toIds[bt[j]!]) {
+          change.removed.push(p!);
+          change.added.push([q!, to.tags[bt[j]!]!.communities]);
         }
+        i++;
         j++;
       }
     }
