@@ -14,7 +14,6 @@
 //   BENCH_CDN_PREFIXES=55000 BENCH_ASNS=400 BENCH_AGENTS=20 node bench/refresh-agents.mjs   # the ~1.4M tenant
 //   BENCH_ROUNDS=3 (incremental and full, interleaved; default 2), BENCH_FANOUT_WORKERS (2)
 //   BENCH_CPU_PROF=/tmp/prof: a .cpuprofile of each round, the controller's and each agents' process's
-import { fork } from "node:child_process";
 import { readFileSync } from "node:fs";
 import { createServer } from "node:http";
 import { createRequire } from "node:module";
@@ -25,6 +24,7 @@ import { eventSubjects, internalSubjects } from "@rlc/proto";
 import postgres from "postgres";
 import { loadConfig } from "../packages/controller/dist/config.js";
 import { startController } from "../packages/controller/dist/controller.js";
+import { ask, forkAgents } from "./agent-processes.mjs";
 import { publicSlash24s, xorshift } from "./random.mjs";
 
 const require = createRequire(import.meta.url);
@@ -69,21 +69,8 @@ const feedServer = createServer((req, res) => res.writeHead(200).end(texts[Numbe
 await new Promise((r) => feedServer.listen(0, "127.0.0.1", r));
 const feedBase = `http://127.0.0.1:${feedServer.address().port}`;
 
-// The agents' processes: fanout.mjs's harness, one answer of each type per message.
+// The agents' processes (fanout.mjs's harness).
 const workers = [];
-const ask = (w, msg, answer) =>
-  new Promise((resolve, reject) => {
-    const onMessage = (m) => {
-      if (m.type !== answer) return;
-      w.off("message", onMessage);
-      w.off("exit", onExit);
-      resolve(m);
-    };
-    const onExit = (code) => reject(new Error(`an agents' process exited (${code}) before answering ${answer}`));
-    w.on("message", onMessage);
-    w.once("exit", onExit);
-    if (msg) w.send(msg);
-  });
 
 const admin = postgres(adminUrl, { max: 1, onnotice: () => {} });
 await admin.unsafe(`CREATE DATABASE ${dbName}`); // unsafe: a database name is no parameter; made here
@@ -156,9 +143,7 @@ try {
 
   // ---- the agents, running the first revision ----
   for (let i = 0; i < WORKERS; i++) {
-    const w = fork(new URL("./fanout.mjs", import.meta.url), ["agents"], { stdio: ["ignore", "inherit", "inherit", "ipc"] });
-    await ask(w, null, "ready");
-    workers.push(w);
+    workers.push(await forkAgents());
   }
   const speakers = [];
   for (let i = 0; i < AGENTS; i++) speakers.push(await call("POST", "/v1/speakers", { name: `edge-${i}`, mode: "remote", router_id: "192.0.2.1", asn: 65000 }));
