@@ -12,7 +12,6 @@
 //   npx turbo run build && node --expose-gc bench/fanout.mjs
 //   BENCH_FANOUT_AGENTS=50 BENCH_FANOUT_PREFIXES=10000 node bench/fanout.mjs
 //   BENCH_FANOUT_CPU_PROF=/tmp/prof node bench/fanout.mjs   # .cpuprofile of the apply alone, per process
-import { fork } from "node:child_process";
 import { mkdirSync, mkdtempSync, rmSync } from "node:fs";
 import { createServer as createHttpServer } from "node:http";
 import { createServer as createNetServer, connect as netConnect } from "node:net";
@@ -21,6 +20,7 @@ import { join } from "node:path";
 import { performance } from "node:perf_hooks";
 import { eventSubjects, internalSubjects } from "@rlc/proto";
 import postgres from "postgres";
+import { ask, forkAgents } from "./agent-processes.mjs";
 import { publicSlash24s, xorshift } from "./random.mjs";
 
 const AGENTS = Number(process.env.BENCH_FANOUT_AGENTS || 1000);
@@ -47,6 +47,8 @@ async function runAgents() {
   const { loadConfig: loadAgentConfig } = await import("../packages/agent/dist/config.js");
   const { createLogger } = await import("../packages/agent/dist/log.js");
   const commands = new Map();
+  /** When each `configure timeout` reached the recorder (ms since the epoch, sub-ms): BIRD runs that config on probation. */
+  const probationAt = [];
   const STATUS = [
     "1000-BIRD 2.0.12",
     "1011-Router ID is 127.0.0.1",
@@ -59,6 +61,7 @@ async function runAgents() {
   function birdAnswer(command) {
     const verb = command.startsWith("configure timeout") ? "configure timeout" : command;
     commands.set(verb, (commands.get(verb) ?? 0) + 1);
+    if (verb === "configure timeout") probationAt.push(performance.timeOrigin + performance.now());
     if (command === "show status") return STATUS;
     if (command.startsWith("show protocols")) return "2002-Name       Proto      Table      State  Since         Info\n0000 ";
     if (command.startsWith("configure timeout")) return "0003 Reconfigured";
@@ -116,7 +119,12 @@ async function runAgents() {
       await profile(msg.path);
       process.send({ type: "profiled" });
     } else if (msg.type === "stats") {
-      process.send({ type: "stats", cpu: process.cpuUsage(), commands: Object.fromEntries(commands) });
+      process.send({
+        type: "stats",
+        cpu: process.cpuUsage(),
+        commands: Object.fromEntries(commands),
+        probationAt: probationAt.filter((t) => t >= (msg.since ?? 0)),
+      });
     } else if (msg.type === "stop") {
       await Promise.all(agents.map((a) => a.stop().catch(() => {})));
       fakeBird.close();
@@ -174,19 +182,6 @@ async function runController() {
 
   // ---- the agents' processes: each answers one message of each type it is sent ----
   const workers = [];
-  const ask = (w, msg, answer) =>
-    new Promise((resolve, reject) => {
-      const onMessage = (m) => {
-        if (m.type !== answer) return;
-        w.off("message", onMessage);
-        w.off("exit", onExit);
-        resolve(m);
-      };
-      const onExit = (code) => reject(new Error(`an agents' process exited (${code}) before answering ${answer}`));
-      w.on("message", onMessage);
-      w.once("exit", onExit);
-      if (msg) w.send(msg);
-    });
 
   let controller;
   try {
@@ -225,9 +220,7 @@ async function runController() {
     const revision = await call("GET", `/v1/revisions/${refreshed.result.revision_id}`);
 
     for (let i = 0; i < WORKERS; i++) {
-      const w = fork(new URL(import.meta.url), ["agents"], { stdio: ["ignore", "inherit", "inherit", "ipc"] });
-      await ask(w, null, "ready");
-      workers.push(w);
+      workers.push(await forkAgents());
     }
 
     // ---- the agents: enrolled over HTTP, then running in the workers ----

@@ -1,9 +1,16 @@
 import { loadavg } from "node:os";
+import { pathToFileURL } from "node:url";
 import Fastify from "fastify";
 import postgres from "postgres";
-import { loadConfig } from "../packages/controller/dist/config.js";
-import { startController } from "../packages/controller/dist/controller.js";
 import { closedLoopLoad } from "./http-load.mjs";
+
+// BENCH_CONTROLLER_DIST: another build's packages/controller/dist (an earlier commit's, built
+// aside), to compare in interleaved runs of this bench.
+const dist = process.env.BENCH_CONTROLLER_DIST
+  ? pathToFileURL(`${process.env.BENCH_CONTROLLER_DIST}/`).href
+  : new URL("../packages/controller/dist/", import.meta.url).href;
+const { loadConfig } = await import(`${dist}config.js`);
+const { startController } = await import(`${dist}controller.js`);
 
 const adminUrl = process.env.TEST_DATABASE_URL || "postgres://postgres@127.0.0.1:5432/postgres";
 const dbName = `rlc_bench_lat_${process.pid}`;

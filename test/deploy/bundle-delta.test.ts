@@ -1,4 +1,4 @@
-import { verifyBundle } from "@rlc/shared/bundle";
+import { encodePrefixColumns, sha256Hex, verifyBundle } from "@rlc/shared/bundle";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { ensureDeltaSection, ensureFullSection } from "../../packages/controller/src/services/deploy/bundle-sections.js";
 import { createRevisionStore } from "../../packages/controller/src/services/revisions/revision-store.js";
@@ -121,6 +121,15 @@ describe("rl-bundle/2 sections and deltas", () => {
       { revision_id: third, base_revision_id: 0 },
       { revision_id: third, base_revision_id: first },
     ]);
+    // Its full section was made from the first's bytes and the delta: the bytes of its prefixes encoded whole all the same.
+    const content = (await createRevisionStore().content(sql(), speakers[0]!.tenant, third))!;
+    const column = (f: typeof content.v4) => ({
+      length: f.length,
+      prefixAt: (i: number) => f.prefixes[i]!,
+      communitiesAt: (i: number) => f.tagAt(i).communities,
+    });
+    const [stored] = await sql()<{ sha256: string }[]>`SELECT sha256 FROM bundle_sections WHERE revision_id = ${third} AND base_revision_id = 0`;
+    expect(stored!.sha256).toBe(sha256Hex(encodePrefixColumns(column(content.v4), column(content.v6))));
   });
 
   it("a refresh whose sections cannot be built keeps its revision and says so; its apply builds them", async () => {

@@ -1,4 +1,4 @@
-import { diffPrefixColumns, encodePrefixColumns, type PrefixColumn, type PrefixColumns, sha256Hex } from "@rlc/shared/bundle";
+import { applyPrefixDeltaBytes, diffPrefixColumns, encodePrefixColumns, type PrefixColumn, type PrefixColumns, sha256Hex } from "@rlc/shared/bundle";
 import { type BundleSectionMeta, findBundleSection, insertBundleSection, readBundleSectionSlice } from "../../db/bundle-sections.js";
 import type { Db } from "../../db/connect.js";
 import { listAllSpeakers } from "../../db/speakers.js";
@@ -61,18 +61,71 @@ function once<T>(db: Db, deps: SectionDeps, key: string, build: () => Promise<T>
 
 /**
  * The revision's full prefix section, built and stored on first use; undefined when the revision
- * is gone. Written from the revision's columns straight into bytes and hashed once.
+ * is gone. Written from the revision's columns straight into bytes and hashed once; or, given a
+ * `base` revision whose full section is stored, made from that section's bytes and the delta
+ * between the two (fromBase), the delta stored beside it.
  */
-export function ensureFullSection(db: Db, deps: SectionDeps, tenantId: string, revisionId: number): Promise<BundleSectionMeta | undefined> {
+export function ensureFullSection(db: Db, deps: SectionDeps, tenantId: string, revisionId: number, base?: number): Promise<BundleSectionMeta | undefined> {
   return once(db, deps, `${tenantId}/${revisionId}/0`, async () => {
     const found = await findBundleSection(db, tenantId, revisionId, 0);
     if (found) return found;
     const content = await deps.revisions.content(db, tenantId, revisionId);
     if (!content) return undefined;
-    const body = encodePrefixColumns(column(content.v4), column(content.v6));
+    const made = base === undefined ? null : await fromBase(db, deps, tenantId, base, content);
+    const body = made?.body ?? encodePrefixColumns(column(content.v4), column(content.v6));
     const sha256 = sha256Hex(body);
-    return store(db, deps, tenantId, { revision_id: revisionId, base_revision_id: 0, sha256, prefixes_sha256: sha256, base_prefixes_sha256: null }, body);
+    const full = await store(
+      db,
+      deps,
+      tenantId,
+      { revision_id: revisionId, base_revision_id: 0, sha256, prefixes_sha256: sha256, base_prefixes_sha256: null },
+      body,
+    );
+    if (made) await storeDelta(db, deps, tenantId, made.base, full, made.delta);
+    return full;
   });
+}
+
+/**
+ * A revision's full section as the edit script from a base's makes it of the base's bytes: a
+ * copy of the base's runs of kept lines and the script's added ones (the agent's own way,
+ * applyPrefixDeltaBytes), where encoding every prefix again took most of the sections' time on a
+ * refresh that changed 1 % of a million. Null when the base's section is not stored, its content
+ * is gone, or the delta is not small (not smaller than half the base's section).
+ */
+async function fromBase(
+  db: Db,
+  deps: SectionDeps,
+  tenantId: string,
+  baseRevisionId: number,
+  content: RevisionContent,
+): Promise<{ body: Buffer; delta: Buffer; base: BundleSectionMeta } | null> {
+  const base = await findBundleSection(db, tenantId, baseRevisionId, 0);
+  if (!base) return null;
+  const baseContent = await deps.revisions.content(db, tenantId, baseRevisionId);
+  if (!baseContent) return null;
+  const delta = diffPrefixColumns(columns(baseContent), columns(content));
+  if (delta.length > base.size / 2) return null;
+  const open = () => openFullSection(db, deps, tenantId, base);
+  const baseBody = deps.sections ? await deps.sections.get(sectionKey(tenantId, base), base.size, open) : await open();
+  return { body: applyPrefixDeltaBytes(baseBody, delta), delta, base };
+}
+
+/** Stores the delta section from `base` to `full` (both stored full sections). */
+function storeDelta(db: Db, deps: SectionDeps, tenantId: string, base: BundleSectionMeta, full: BundleSectionMeta, body: Buffer): Promise<BundleSectionMeta> {
+  return store(
+    db,
+    deps,
+    tenantId,
+    {
+      revision_id: full.revision_id,
+      base_revision_id: base.revision_id,
+      sha256: sha256Hex(body),
+      prefixes_sha256: full.prefixes_sha256,
+      base_prefixes_sha256: base.prefixes_sha256,
+    },
+    body,
+  );
 }
 
 /**
@@ -115,19 +168,7 @@ export function ensureDeltaSection(
       known.add(pair);
       return null;
     }
-    return store(
-      db,
-      deps,
-      tenantId,
-      {
-        revision_id: full.revision_id,
-        base_revision_id: baseRevisionId,
-        sha256: sha256Hex(body),
-        prefixes_sha256: full.prefixes_sha256,
-        base_prefixes_sha256: base.prefixes_sha256,
-      },
-      body,
-    );
+    return storeDelta(db, deps, tenantId, base, full, body);
   });
 }
 
@@ -144,12 +185,14 @@ export async function prepareSections(db: Db, deps: SectionDeps, tenantId: strin
   const speakers = await listAllSpeakers(db, tenantId);
   // No speaker, no apply to prepare for: the section waits for one (12 MiB a revision kept for nothing).
   if (!speakers.length) return;
-  const full = await ensureFullSection(db, deps, tenantId, revisionId);
-  if (!full) return;
   const running = new Set<number>();
   for (const s of speakers) if (s.applied_revision_id !== null && s.applied_revision_id !== revisionId) running.add(s.applied_revision_id);
   // The newest bases first: the speakers that lag furthest are the fewest, and their deltas the largest.
-  for (const base of [...running].sort((a, b) => b - a).slice(0, PREPARED_BASES)) await ensureDeltaSection(db, deps, tenantId, base, full);
+  const bases = [...running].sort((a, b) => b - a).slice(0, PREPARED_BASES);
+  // The full section made from the newest base's and the delta to it (which is then stored too).
+  const full = await ensureFullSection(db, deps, tenantId, revisionId, bases[0]);
+  if (!full) return;
+  for (const base of bases) await ensureDeltaSection(db, deps, tenantId, base, full);
 }
 
 /** The plain bytes of a stored section (the local speaker applies its bundle at once). */

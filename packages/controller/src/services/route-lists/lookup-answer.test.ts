@@ -13,7 +13,7 @@ const match = (over: Partial<CollectedMatch>): CollectedMatch => ({
 
 describe("answerLookup", () => {
   it("names the tenant exclusion and the too-short prefix that cut a collected address out", async () => {
-    const answer = await answerLookup(parseAddress("10.1.2.3"), null, [match({}), match({ prefix: "10.0.0.0/7" })], async () => ({ min_prefix_length_v4: 8 }));
+    const answer = answerLookup(parseAddress("10.1.2.3"), null, [match({}), match({ prefix: "10.0.0.0/7" })], () => ({ min_prefix_length_v4: 8 }));
     expect(answer.excluded_by).toEqual([
       { kind: "tenant_exclusion", prefix: "10.0.0.0/8" },
       { kind: "min_prefix_length", prefix: "10.0.0.0/7" },
@@ -22,14 +22,14 @@ describe("answerLookup", () => {
   });
 
   it("reads no settings for an address no enabled module collected, and ignores disabled modules", async () => {
-    const answer = await answerLookup(parseAddress("192.0.2.1"), null, [match({ enabled: false, prefix: "192.0.2.0/24" })], async () => {
+    const answer = answerLookup(parseAddress("192.0.2.1"), null, [match({ enabled: false, prefix: "192.0.2.0/24" })], () => {
       throw new Error("settings read");
     });
     expect(answer).toMatchObject({ announced: false, excluded_by: [], answer: "not announced: in no enabled list" });
   });
 
   it("lists every module that has an announced address, once, by name", async () => {
-    const answer = await answerLookup(
+    const answer = answerLookup(
       parseAddress("11.0.0.1"),
       { prefix: "11.0.0.0/24", communities: ["65000:1", "65000:2"] },
       [
@@ -37,7 +37,7 @@ describe("answerLookup", () => {
         match({ module_name: "a", prefix: "11.0.0.0/24" }),
         match({ module_name: "a", prefix: "11.0.0.0/16" }),
       ],
-      async () => ({}),
+      () => ({}),
     );
     expect(answer.answer).toBe("announced as 11.0.0.0/24 with 65000:1, 65000:2 — from modules a, b");
   });

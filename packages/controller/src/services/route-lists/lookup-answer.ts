@@ -32,12 +32,12 @@ const unique = <T>(items: T[]) => [...new Set(items)];
  * `BIRD.exclude_prefixes` (or their defaults), prefixes shorter than the minimum length. The
  * tenant's settings are read only when the address was collected and is not announced.
  */
-export async function answerLookup(
+export function answerLookup(
   address: Address,
   revision: { prefix: string; communities: string[] } | null,
   collected: readonly CollectedMatch[],
-  bogonRules: () => Promise<BogonRules>,
-): Promise<LookupAnswer> {
+  bogonRules: () => BogonRules,
+): LookupAnswer {
   const announcing = collected.filter((c) => c.enabled && c.action === "announce");
   const names = unique(announcing.map((c) => c.module_name)).sort();
   if (revision) {
@@ -54,7 +54,7 @@ export async function answerLookup(
   if (announcing.length === 0) {
     return { announced: false, announced_prefix: null, communities: [], excluded_by: [], answer: "not announced: in no enabled list" };
   }
-  const rules = await bogonRules();
+  const rules = bogonRules();
   const excludedBy: LookupExclusion[] = [];
   for (const c of collected) {
     if (c.enabled && c.action === "exclude") excludedBy.push({ kind: "module", module_id: c.module_id, module_name: c.module_name, prefix: c.prefix });

@@ -1,6 +1,6 @@
 import { isIP } from "node:net";
 import { AppError } from "@rlc/shared/errors";
-import { type Address, buildPrefixIndex, buildPrefixTextIndex, canonicalCidr, type PrefixIndex, type PrefixTextIndex, parseAddress } from "@rlc/shared/prefix";
+import { type Address, buildPrefixIndex, buildPrefixTextIndex, formatAddress, type PrefixIndex, type PrefixTextIndex, parseAddress } from "@rlc/shared/prefix";
 import type { Db } from "../../db/connect.js";
 import {
   findDomainEntriesMatching,
@@ -15,9 +15,9 @@ import { listDomainAddresses, listTenantSnapshotGroups, type SnapshotSource } fr
 import { normaliseDomain } from "../../lib/domain-name.js";
 import type { RpkiValidator } from "../../sources/rpki-source.js";
 import type { RpkiState } from "../../sources/rpki-vrps.js";
-import type { RevisionTag } from "../revisions/revision-content.js";
 import type { RevisionStore } from "../revisions/revision-store.js";
 import { answerLookup, type BogonRules, type CollectedMatch } from "./lookup-answer.js";
+import { longestInLayer, nextRevisionLayer, type RevisionLayer } from "./lookup-revision.js";
 
 const byFamilyThenText = (a: string, b: string) => Number(a.includes(":")) - Number(b.includes(":")) || (a < b ? -1 : a > b ? 1 : 0);
 
@@ -48,17 +48,6 @@ interface SnapshotIndex {
 }
 
 /**
- * The current revision's prefixes, IPv4 then IPv6 as in its content: prefix i is index.text(i)
- * and has tags[tagOf[i]]. The content itself is not held (the revision store keeps it, or not).
- */
-interface RevisionIndex {
-  revisionId: number;
-  index: PrefixTextIndex;
-  tagOf: Uint32Array;
-  tags: RevisionTag[];
-}
-
-/**
  * What lookups of one tenant answer from, built from the database and rebuilt part by part
  * when `findLookupVersion` says that part changed. The snapshot and revision indexes are built
  * on the first IP lookup that needs them (a tenant asked only about domains never pays).
@@ -68,7 +57,8 @@ interface TenantView {
   modules: Map<string, LookupModuleRow>;
   entries: PrefixIndex<{ id: string; module_id: string; cidr: string }>;
   snapshot: Lazy<SnapshotIndex>;
-  revision: Lazy<RevisionIndex | null>;
+  /** Carried from the last revision's by the change between them when it can be (lookup-revision.ts). */
+  revision: Lazy<RevisionLayer | null>;
   /**
    * The tenant's bogon rules (`BIRD` settings), read with the view whenever the revision changes
    * (one small query): they say why a collected address is not announced, and a lookup never
@@ -117,7 +107,7 @@ function estimateBytes(view: TenantView): number {
   const revision = view.revision.value;
   let bytes = (view.entries.size + view.modules.size) * BYTES_PER_ENTRY;
   if (snapshot) bytes += snapshot.index.bytes + snapshot.groupOf.byteLength + snapshot.groups.length * BYTES_PER_ENTRY;
-  if (revision) bytes += revision.index.bytes + revision.tagOf.byteLength + revision.tags.length * BYTES_PER_ENTRY;
+  if (revision) bytes += revision.bytes;
   return bytes;
 }
 
@@ -172,6 +162,9 @@ async function buildSnapshotIndex(db: Db, tenantId: string): Promise<SnapshotInd
  * as many a second for the bare route as for this one. A larger young generation
  * (--max-semi-space-size=64) made them 4x rarer but 3-6x longer: both routes' p99 rose (the
  * ratio fell only because the bare route's rose with it), so it is not used.
+ * A new revision does not rebuild the revision layer when the layer's own content is still in
+ * memory (the revision store keeps the last few): it is carried over by the change between the
+ * two contents (lookup-revision.ts).
  * Domain lookups still read their entries and addresses from the database (small indexed reads).
  */
 export function createLookupService(deps: {
@@ -218,7 +211,7 @@ export function createLookupService(deps: {
         old && old.version.revision_id === version.revision_id
           ? old.revision
           : new Lazy(
-              () => buildRevisionIndex(db, tenantId, version.revision_id),
+              () => revisionLayer(db, tenantId, version.revision_id, old?.revision.value ?? null),
               () => enforceBudget(tenantId),
             ),
       bogonRules:
@@ -227,19 +220,18 @@ export function createLookupService(deps: {
     return view;
   }
 
-  async function buildRevisionIndex(db: Db, tenantId: string, id: number | null): Promise<RevisionIndex | null> {
+  /** The layer of revision `id`: `previous` carried over by the change when it can be, else built whole. */
+  async function revisionLayer(db: Db, tenantId: string, id: number | null, previous: RevisionLayer | null): Promise<RevisionLayer | null> {
     if (id === null) return null;
     const content = await deps.revisions.content(db, tenantId, id);
-    if (!content) return null;
-    const { v4, v6 } = content;
-    const tagOf = new Uint32Array(v4.tags.length + v6.tags.length);
-    tagOf.set(v4.tags);
-    tagOf.set(v6.tags, v4.tags.length);
-    return { revisionId: id, index: buildPrefixTextIndex([...v4.prefixes, ...v6.prefixes]), tagOf, tags: content.tags };
+    return content ? nextRevisionLayer(previous, id, content) : null;
   }
 
-  /** The tenant's view, revalidated when it was invalidated or is older than LOOKUP_STALENESS_MS. */
-  async function viewOf(db: Db, tenantId: string): Promise<TenantView> {
+  /**
+   * The tenant's view, revalidated when it was invalidated or is older than LOOKUP_STALENESS_MS;
+   * the view itself, not a promise, when it is fresh.
+   */
+  function viewOf(db: Db, tenantId: string): TenantView | Promise<TenantView> {
     let slot = views.get(tenantId);
     if (!slot) slot = { view: null, checkedAt: 0, pending: null, generation: 0 };
     else views.delete(tenantId);
@@ -278,11 +270,27 @@ export function createLookupService(deps: {
     return s.pending;
   }
 
-  async function lookupIp(db: Db, tenantId: string, q: string, query: string) {
-    const normalized = canonicalCidr(query).split("/")[0]!;
-    const address: Address = parseAddress(normalized);
-    const view = await viewOf(db, tenantId);
-    const [snapshot, rev] = await Promise.all([view.snapshot.get(), view.revision.get()]);
+  /**
+   * An IP lookup: answered at once, with no promise made along the way, when the view is fresh
+   * and its layers are built (the common case: a lookup's own work is a few µs, so the promises
+   * and awaits around it were much of its cost and of the young-generation garbage that sets the
+   * route's p99); otherwise once the view is revalidated and its layers built.
+   */
+  function lookupIp(db: Db, tenantId: string, q: string, query: string) {
+    const address: Address = parseAddress(query);
+    const normalized = formatAddress(address);
+    const view = viewOf(db, tenantId);
+    if (!(view instanceof Promise) && view.snapshot.value !== undefined && view.revision.value !== undefined) {
+      return answerIp(view, view.snapshot.value, view.revision.value, q, normalized, address);
+    }
+    return (async () => {
+      const v = await view;
+      const [snapshot, rev] = await Promise.all([v.snapshot.get(), v.revision.get()]);
+      return answerIp(v, snapshot, rev, q, normalized, address);
+    })();
+  }
+
+  function answerIp(view: TenantView, snapshot: SnapshotIndex, rev: RevisionLayer | null, q: string, normalized: string, address: Address) {
     const matches: Record<string, unknown>[] = [];
     const collected: CollectedMatch[] = [];
     for (const e of view.entries.lookup(address)) {
@@ -292,24 +300,21 @@ export function createLookupService(deps: {
     for (const i of snapshot.index.lookup(address)) {
       const g = snapshot.groups[snapshot.groupOf[i]!]!;
       const m = view.modules.get(g.module_id);
-      if (m) collected.push({ module_id: m.id, module_name: m.name, enabled: m.enabled, action: m.action, prefix: snapshot.index.text(i) });
-      if (m)
-        matches.push({
-          layer: "snapshot",
-          ...moduleFields(m),
-          prefix: snapshot.index.text(i),
-          source: g.source,
-          origin: g.origin,
-          ...(g.via ? { via: g.via } : {}),
-          ...rpkiOf(deps.rpki, g, snapshot.index.text(i)),
-        });
+      if (!m) continue;
+      const prefix = snapshot.index.text(i);
+      collected.push({ module_id: m.id, module_name: m.name, enabled: m.enabled, action: m.action, prefix });
+      matches.push({
+        layer: "snapshot",
+        ...moduleFields(m),
+        prefix,
+        source: g.source,
+        origin: g.origin,
+        ...(g.via ? { via: g.via } : {}),
+        ...rpkiOf(deps.rpki, g, prefix),
+      });
     }
-    const best = rev ? rev.index.longest(address) : -1;
-    let revision: { revision_id: number; prefix: string; communities: string[] } | null = null;
-    if (rev && best >= 0) {
-      revision = { revision_id: rev.revisionId, prefix: rev.index.text(best), communities: rev.tags[rev.tagOf[best]!]!.communities };
-    }
-    const answer = await answerLookup(address, revision, collected, async () => view.bogonRules);
+    const revision = rev ? longestInLayer(rev, address) : null;
+    const answer = answerLookup(address, revision, collected, () => view.bogonRules);
     return { query: q, kind: "ip" as const, normalized, matched: matches.length > 0 || revision !== null, matches, revision, ...answer };
   }
 
@@ -378,7 +383,7 @@ export function createLookupService(deps: {
       return { tenants: [...views.keys()], bytes, budget };
     },
     /** `GET /v1/lookup`: an address or a domain in the tenant's lists (read on the service's pool). */
-    async lookup(tenantId: string, q: string) {
+    lookup(tenantId: string, q: string) {
       const query = q.trim();
       return isIP(query) ? lookupIp(deps.sql, tenantId, q, query) : lookupDomain(deps.sql, tenantId, q, query);
     },
