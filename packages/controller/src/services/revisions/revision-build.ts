@@ -1,8 +1,9 @@
-import { aggregateTagged, isSorted, parsePrefixTexts, type TaggedPrefix } from "@rlc/shared/prefix";
+import { aggregateTagged, isSorted, type PrefixTable, parsePrefixTexts, type TaggedPrefix } from "@rlc/shared/prefix";
 import { splitExclusions } from "./exclusions.js";
 import { attributeModules, maskModules } from "./revision-attribution.js";
 import { digestOf, type RevisionContent, RevisionFamily, type RevisionTag } from "./revision-content.js";
 import { type BogonSettings, countDistinct, type FilteredInput, filterModules, type ModulePairs } from "./revision-input.js";
+import { digestOfLines, type FamilyLines, linesOf } from "./revision-lines.js";
 
 export type { RevisionContent, RevisionEntry } from "./revision-content.js";
 export { digestOf, withdrawnCount } from "./revision-content.js";
@@ -33,6 +34,27 @@ export interface BuiltRevision {
   }[];
   /** Distinct collected prefixes of each module per family, by module id (its snapshot counts). */
   collected: Map<string, { v4: number; v6: number }>;
+  /** An incremental build's ranges of the revision it was made from that it replaced (revision-incremental.ts). */
+  change?: RevisionChange;
+}
+
+/**
+ * Prefixes [from, to) of the parent's family are replaced by [at, at + count) of the new one.
+ * Between the ranges the two hold the same entries (prefix, communities, module ids) in the same
+ * order; tag numbers may differ, as both are numbered in order of first appearance.
+ */
+export interface ContentSplice {
+  from: number;
+  to: number;
+  at: number;
+  count: number;
+}
+
+/** How an incrementally built revision differs from the one it was made from. */
+export interface RevisionChange {
+  parent: RevisionContent;
+  v4: ContentSplice[];
+  v6: ContentSplice[];
 }
 
 /** Tags by (communities, modules), shared by both families of one revision. */
@@ -84,11 +106,25 @@ function sameMask(masks: Uint32Array, a: number, b: number, MW: number): boolean
  * with three removeBogons passes, a union pass and the Map-of-Sets attribution, and ~1 GB of
  * objects.
  */
-/** buildRevision, with what an incremental rebuild starts from (revision-incremental.ts). */
+/** What an incremental rebuild starts from (revision-incremental.ts), besides the revision. */
+export interface BuildExtras {
+  filtered: FilteredInput;
+  bird: BogonSettings;
+  /** The announced prefixes of each family, parsed. */
+  tables: { v4: PrefixTable; v6: PrefixTable };
+  /** The digest's lines of each family (revision-lines.ts), when asked for. */
+  lines: { v4: FamilyLines; v6: FamilyLines } | null;
+}
+
+/**
+ * buildRevision, with what an incremental rebuild starts from. `digest`: "lines" keeps the
+ * digest's bytes; "none" leaves the digest empty (the build of a few blocks, which has none).
+ */
 export function buildRevisionWithState(
   input: ModuleInput[],
   settings: BogonSettings = {},
-): { built: BuiltRevision; filtered: FilteredInput; bird: BogonSettings } {
+  digest: "text" | "lines" | "none" = "text",
+): { built: BuiltRevision } & BuildExtras {
   const exclusions = splitExclusions(input, settings);
   const bird = exclusions.bird;
   // Module indexes follow the ids' order, so each prefix's module_ids come out sorted.
@@ -100,10 +136,12 @@ export function buildRevisionWithState(
   const t = tagger(modules.length);
   const owner = { modules: modules.map((m) => m.module_id), tags: t.tags };
   const split = announced.findIndex((a) => a.prefix.indexOf(":") >= 0); // IPv4 comes first
+  const tables = {} as BuildExtras["tables"];
   const familyOf = (list: TaggedPrefix[], pairs: ModulePairs, fam: "v4" | "v6") => {
     const prefixes = list.map((a) => a.prefix);
     const table = parsePrefixTexts(prefixes)[fam];
     if (table.count !== list.length || !isSorted(table)) throw new Error("aggregateTagged returned prefixes out of address order");
+    tables[fam] = table;
     return new RevisionFamily(prefixes, t.tagAll(list, attributeModules(pairs.table, pairs.tags, table, modules.length)), owner);
   };
   const v4 = split < 0 ? announced : announced.slice(0, split);
@@ -117,9 +155,14 @@ export function buildRevisionWithState(
     for (const m of tag.modules) announcedBy[m]! += perTag[k]!;
   });
   const indexOf = new Map(modules.map((m, mi) => [m.module_id, mi]));
+  let lines: BuildExtras["lines"] = null;
+  if (digest === "lines") {
+    const joined = t.tags.map((tag) => tag.communities.join(","));
+    lines = { v4: linesOf(content.v4.prefixes, content.v4.tags, joined), v6: linesOf(content.v6.prefixes, content.v6.tags, joined) };
+  }
   const built: BuiltRevision = {
     content,
-    digest: digestOf(content),
+    digest: lines ? digestOfLines(lines.v4, lines.v6) : digest === "none" ? "" : digestOf(content),
     input_prefix_count: filtered.distinct,
     dropped_prefix_count: filtered.bogons,
     modules: input.map((m) => ({
@@ -135,7 +178,7 @@ export function buildRevisionWithState(
       ...modules.map((m, mi) => [m.module_id, filtered.counts[mi]!] as const),
     ]),
   };
-  return { built, filtered, bird };
+  return { built, filtered, bird, tables, lines };
 }
 
 export function buildRevision(input: ModuleInput[], settings: BogonSettings = {}): BuiltRevision {
