@@ -146,7 +146,9 @@ export interface WideLayer {
 
 export function wideLayerOf(tables: readonly PrefixTable[], bits: number): WideLayer {
   const layer: WideLayer = { bits, modules: new Map(), lengths: new Set() };
-  tables.forEach((t, mi) => setWide(layer, mi, null, t));
+  tables.forEach((t, mi) => {
+    setWide(layer, mi, null, t);
+  });
   return layer;
 }
 

@@ -190,7 +190,9 @@ export function rebuildRevision(
   );
   const before = state.modules;
   const after = before.slice();
-  changedIdx.forEach((mi, k) => (after[mi] = fresh[k]!));
+  changedIdx.forEach((mi, k) => {
+    after[mi] = fresh[k]!;
+  });
 
   // The covering layer, copied before it changes (the old state stays whole).
   let wide = state.wide;
