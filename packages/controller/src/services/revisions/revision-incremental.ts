@@ -64,6 +64,15 @@ export interface BuildState {
   lines: Record<Fam, FamilyLines>;
 }
 
+export interface Rebuilt {
+  built: BuiltRevision;
+  state: BuildState;
+  /** Milliseconds of each step (the bench prints them). */
+  phases: { filter: number; blocks: number; build: number; splice: number; digest: number };
+  /** How many blocks were rebuilt, per family. */
+  blocks: { v4: number; v6: number };
+}
+
 export interface RebuildOptions {
   /** The block lengths (IPv4, IPv6). Tests use long ones to cross many. */
   blockBits?: { v4: number; v6: number };
@@ -172,7 +181,7 @@ export function rebuildRevision(
   settings: BogonSettings,
   changed: ReadonlySet<string>,
   options: RebuildOptions = {},
-): { built: BuiltRevision; state: BuildState } | null {
+): Rebuilt | null {
   if (input.some((m) => m.action === "exclude")) return null;
   const modules = [...input].sort(byId);
   if (modules.length !== state.ids.length || settingsKey(settings) !== state.settingsKey) return null;
@@ -181,6 +190,13 @@ export function rebuildRevision(
   }
   const bits = options.blockBits ?? BLOCK_BITS;
   const changedIdx = modules.map((m, mi) => (changed.has(m.module_id) ? mi : -1)).filter((mi) => mi >= 0);
+  let mark = performance.now();
+  const phases = { filter: 0, blocks: 0, build: 0, splice: 0, digest: 0 };
+  const lap = (phase: keyof typeof phases) => {
+    const now = performance.now();
+    phases[phase] += now - mark;
+    mark = now;
+  };
   const fresh = moduleStates(
     filterModules(
       changedIdx.map((mi) => modules[mi]!),
@@ -194,6 +210,7 @@ export function rebuildRevision(
     after[mi] = fresh[k]!;
   });
 
+  lap("filter");
   // The covering layer, copied before it changes (the old state stays whole).
   let wide = state.wide;
   if (wide.v4.bits !== bits.v4 || wide.v6.bits !== bits.v6) {
@@ -231,11 +248,16 @@ export function rebuildRevision(
     blocks[fam] = normalize(list);
   }
 
+  lap("blocks");
   const meta = modules.map((m) => ({ module_id: m.module_id, name: m.name, community: m.community }));
   const same: LocalModules["same"] = new Map();
   const local = (states: ModuleState[]): LocalModules => ({ meta, tables: states.map((s) => s.eff), wide, changed: changedIdx, same });
   const parts = buildAll(blocks, local(before), local(after), settings);
+  lap("build");
   const spliced = spliceContent(state, parts);
+  lap("splice");
+  const digest = digestOfLines(spliced.lines.v4, spliced.lines.v6);
+  lap("digest");
   const content = spliced.content;
 
   const announcedBy = new Int32Array(modules.length);
@@ -247,7 +269,7 @@ export function rebuildRevision(
   for (const s of after) for (const fam of FAMS) for (const key of s.bogonKeys[fam]) bogons.add(key);
   const built: BuiltRevision = {
     content,
-    digest: digestOfLines(spliced.lines.v4, spliced.lines.v6),
+    digest,
     input_prefix_count: rawDistinct + bogons.size,
     dropped_prefix_count: bogons.size,
     modules: input.map((m) => ({
@@ -261,7 +283,8 @@ export function rebuildRevision(
     collected: new Map(modules.map((m, mi) => [m.module_id, after[mi]!.counts])),
     change: { parent: state.content, ...spliced.change },
   };
-  return { built, state: { ...state, modules: after, rawDistinct, wide, content, tables: spliced.tables, lines: spliced.lines } };
+  const blockCount = { v4: parts.v4.length, v6: parts.v6.length };
+  return { built, state: { ...state, modules: after, rawDistinct, wide, content, tables: spliced.tables, lines: spliced.lines }, phases, blocks: blockCount };
 }
 
 /**

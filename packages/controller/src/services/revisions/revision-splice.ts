@@ -69,8 +69,9 @@ export function spliceContent(
     const table = new PrefixTable(ot.family, Math.max(1, n));
     // A copy of the old array, cut or grown to its new length (kept packed), then written over
     // from the first change on.
-    const prefixes = o.prefixes.slice(0, n);
-    while (prefixes.length < n) prefixes.push("");
+    const oldN = o.prefixes.length;
+    // (Not grown by push: a full array of a million grows by copying itself.)
+    const prefixes = n <= oldN ? o.prefixes.slice(0, n) : o.prefixes.concat(new Array<string>(n - oldN).fill(""));
     const partTags: Uint32Array[] = [];
     let k = 0;
     for (const run of runs) {
@@ -92,17 +93,8 @@ export function spliceContent(
       if (from === to) continue;
       table.words.set(ot.words.subarray(from * W, to * W), k * W);
       table.lens.set(ot.lens.subarray(from, to), k);
-      const ids = o.tags;
-      const texts = o.prefixes;
-      const moved = k !== from;
-      for (let i = from; i < to; i++, k++) {
-        const t = ids[i]!;
-        let m = oldMap[t]!;
-        if (m < 0) m = oldMap[t] = tagFor(oldTags[t]!);
-        out[k] = m;
-        perTag[m]!++;
-        if (moved) prefixes[k] = texts[i]!;
-      }
+      copyRun(o.tags, o.prefixes, from, to, out, prefixes, k, oldMap, perTag, (t) => (oldMap[t] = tagFor(oldTags[t]!)));
+      k += to - from;
     }
     table.count = n;
     families[fam] = { prefixes, tags: out, table, partTags, change };
@@ -132,6 +124,29 @@ export function spliceContent(
     v6: new RevisionFamily(families.v6.prefixes, families.v6.tags, owner),
   };
   return { content, tables: { v4: families.v4.table, v6: families.v6.table }, lines, perTag: perTag.subarray(0, tags.length), change };
+}
+
+/** Old prefixes [from, to) to position k of the new family, their tags renumbered (`first` numbers a tag not seen yet). */
+function copyRun(
+  tags: Uint32Array,
+  texts: readonly string[],
+  from: number,
+  to: number,
+  out: Uint32Array,
+  prefixes: string[],
+  k: number,
+  oldMap: Int32Array,
+  perTag: Int32Array,
+  first: (tag: number) => number,
+) {
+  const shift = k - from;
+  for (let i = from; i < to; i++) {
+    let m = oldMap[tags[i]!]!;
+    if (m < 0) m = first(tags[i]!);
+    out[i + shift] = m;
+    perTag[m]!++;
+  }
+  if (shift !== 0) for (let i = from; i < to; i++) prefixes[i + shift] = texts[i]!;
 }
 
 const tagKey = (t: RevisionTag) => `${t.communities.join(",")}|${t.modules.join(",")}`;
