@@ -178,12 +178,19 @@ export const copyWide = (layer: WideLayer): WideLayer => ({ bits: layer.bits, mo
 /** The modules with a prefix that contains block b and is shorter than it (b itself is not looked up). */
 export function coveringModules(layer: WideLayer, b: Block): number[] {
   let out: number[] | null = null;
-  const w = new Uint32Array(b.start.length);
+  const W = b.start.length;
+  const w = new Uint32Array(W);
+  const a = b.start[0]!;
   for (const len of layer.lengths) {
     if (len >= b.len) continue;
-    w.set(b.start);
-    maskTo(w, len);
-    const list = layer.modules.get(keyOf(w, 0, w.length, len));
+    let key: number | string;
+    if (W === 1) key = (len === 0 ? 0 : (a & (-1 << (32 - len))) >>> 0) * 64 + len;
+    else {
+      w.set(b.start);
+      maskTo(w, len);
+      key = keyOf(w, 0, W, len);
+    }
+    const list = layer.modules.get(key);
     if (list) out = out ? [...new Set([...out, ...list])] : list;
   }
   return out ?? [];
