@@ -1,5 +1,5 @@
 import { createHash } from "node:crypto";
-import { aggregateTagged, canonicalCidr, containsPrefix, formatPrefix, parseCidr, parsePrefixTexts, removeBogons } from "@rlc/shared/prefix";
+import { canonicalCidr, containsPrefix, formatPrefix, parseCidr, parsePrefixTexts, removeBogons } from "@rlc/shared/prefix";
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
 import { type BogonSettings, buildRevision, type ModuleInput } from "./revision-build.js";
