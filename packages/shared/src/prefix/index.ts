@@ -6,8 +6,8 @@
 
 export type { Family } from "./address.js";
 export { aggregatePrefixes } from "./aggregate.js";
-export type { TaggedInput, TaggedPrefix } from "./aggregate-tagged.js";
-export { aggregateTagged } from "./aggregate-tagged.js";
+export type { TaggedColumns, TaggedFamily, TaggedInput, TaggedPrefix } from "./aggregate-tagged.js";
+export { aggregateTagged, aggregateTaggedColumns } from "./aggregate-tagged.js";
 export {
   DEFAULT_EXCLUDE_PREFIXES,
   DEFAULT_MIN_PREFIX_LENGTH_V4,
@@ -49,6 +49,7 @@ export {
 } from "./ip-value.js";
 export type { PrefixIndex, PrefixTextIndex } from "./prefix-index.js";
 export { buildPrefixIndex, buildPrefixTextIndex } from "./prefix-index.js";
+export { writePrefixLines } from "./prefix-lines.js";
 export type { PrefixTables } from "./prefix-table.js";
 export {
   comparePrefixes,

@@ -1,9 +1,9 @@
-import { aggregateTagged, isSorted, type PrefixTable, parsePrefixTexts, type TaggedPrefix } from "@rlc/shared/prefix";
+import { aggregateTaggedColumns, isSorted, type PrefixTable, type TaggedColumns } from "@rlc/shared/prefix";
 import { splitExclusions } from "./exclusions.js";
 import { attributeModules, maskModules } from "./revision-attribution.js";
 import { digestOf, type RevisionContent, RevisionFamily, type RevisionTag } from "./revision-content.js";
-import { type BogonSettings, countDistinct, type FilteredInput, filterModules, type ModulePairs } from "./revision-input.js";
-import { digestOfLines, type FamilyLines, linesOf } from "./revision-lines.js";
+import { type BogonSettings, countDistinct, type FilteredInput, filterModules } from "./revision-input.js";
+import { digestOfLines, type FamilyLines, linesOf, suffixesOf } from "./revision-lines.js";
 
 export type { RevisionContent, RevisionEntry } from "./revision-content.js";
 export { digestOf, withdrawnCount } from "./revision-content.js";
@@ -58,31 +58,28 @@ export interface RevisionChange {
 }
 
 /** Tags by (communities, modules), shared by both families of one revision. */
-function tagger(moduleCount: number) {
+function tagger(moduleCount: number, communities: TaggedColumns["communities"]) {
   const MW = Math.max(1, Math.ceil(moduleCount / 32));
-  const communitySets = new Map<readonly string[], number>();
   const index = new Map<string, number>();
   const tags: RevisionTag[] = [];
   return {
     tags,
-    /** The tag of each announced prefix, given its module masks (attributeModules). */
-    tagAll(announced: TaggedPrefix[], masks: Uint32Array): Uint32Array {
-      const out = new Uint32Array(announced.length);
+    /** The tag of each announced prefix, given its community sets and module masks (attributeModules). */
+    tagAll(sets: Int32Array, masks: Uint32Array): Uint32Array {
+      const out = new Uint32Array(sets.length);
       let prev = -1; // neighbours share a tag in long runs: compare with the one before first
-      for (let k = 0; k < announced.length; k++) {
-        const communities = announced[k]!.communities;
-        if (prev >= 0 && communities === announced[prev]!.communities && sameMask(masks, k, prev, MW)) {
+      for (let k = 0; k < sets.length; k++) {
+        const cs = sets[k]!;
+        if (prev >= 0 && cs === sets[prev] && sameMask(masks, k, prev, MW)) {
           out[k] = out[prev]!;
           prev = k;
           continue;
         }
-        let cs = communitySets.get(communities);
-        if (cs === undefined) communitySets.set(communities, (cs = communitySets.size));
         const key = `${cs}:${masks.subarray(k * MW, k * MW + MW).join(",")}`;
         let tag = index.get(key);
         if (tag === undefined) {
           index.set(key, (tag = tags.length));
-          tags.push({ communities, modules: maskModules(masks, k, moduleCount) });
+          tags.push({ communities: communities[cs] as string[], modules: maskModules(masks, k, moduleCount) });
         }
         out[k] = tag;
         prev = k;
@@ -130,23 +127,19 @@ export function buildRevisionWithState(
   // Module indexes follow the ids' order, so each prefix's module_ids come out sorted.
   const modules = [...exclusions.announce].sort((a, b) => (a.module_id < b.module_id ? -1 : a.module_id > b.module_id ? 1 : 0));
   const filtered = filterModules(modules, bird);
-  const announced = aggregateTagged(filtered.aggregateInputs);
+  const announced = aggregateTaggedColumns(filtered.aggregateInputs);
   filtered.aggregateInputs.length = 0;
 
-  const t = tagger(modules.length);
+  const t = tagger(modules.length, announced.communities);
   const owner = { modules: modules.map((m) => m.module_id), tags: t.tags };
-  const split = announced.findIndex((a) => a.prefix.indexOf(":") >= 0); // IPv4 comes first
-  const tables = {} as BuildExtras["tables"];
-  const familyOf = (list: TaggedPrefix[], pairs: ModulePairs, fam: "v4" | "v6") => {
-    const prefixes = list.map((a) => a.prefix);
-    const table = parsePrefixTexts(prefixes)[fam];
-    if (table.count !== list.length || !isSorted(table)) throw new Error("aggregateTagged returned prefixes out of address order");
-    tables[fam] = table;
-    return new RevisionFamily(prefixes, t.tagAll(list, attributeModules(pairs.table, pairs.tags, table, modules.length)), owner);
+  const familyOf = (fam: "v4" | "v6") => {
+    const { prefixes, table, sets } = announced[fam];
+    if (!isSorted(table)) throw new Error("aggregateTagged returned prefixes out of address order");
+    const pairs = filtered[fam];
+    return new RevisionFamily(prefixes, t.tagAll(sets, attributeModules(pairs.table, pairs.tags, table, modules.length)), owner);
   };
-  const v4 = split < 0 ? announced : announced.slice(0, split);
-  const v6 = split < 0 ? [] : announced.slice(split);
-  const content: RevisionContent = { ...owner, v4: familyOf(v4, filtered.v4, "v4"), v6: familyOf(v6, filtered.v6, "v6") };
+  const content: RevisionContent = { ...owner, v4: familyOf("v4"), v6: familyOf("v6") };
+  const tables = { v4: announced.v4.table, v6: announced.v6.table };
 
   const perTag = new Int32Array(t.tags.length);
   for (const f of [content.v4, content.v6]) for (const tag of f.tags) perTag[tag]!++;
@@ -157,8 +150,8 @@ export function buildRevisionWithState(
   const indexOf = new Map(modules.map((m, mi) => [m.module_id, mi]));
   let lines: BuildExtras["lines"] = null;
   if (digest === "lines") {
-    const joined = t.tags.map((tag) => tag.communities.join(","));
-    lines = { v4: linesOf(content.v4.prefixes, content.v4.tags, joined), v6: linesOf(content.v6.prefixes, content.v6.tags, joined) };
+    const suffixes = suffixesOf(t.tags);
+    lines = { v4: linesOf(tables.v4, content.v4.tags, suffixes), v6: linesOf(tables.v6, content.v6.tags, suffixes) };
   }
   const built: BuiltRevision = {
     content,

@@ -1,15 +1,23 @@
 import { createHash } from "node:crypto";
+import { parsePrefixTexts } from "@rlc/shared/prefix";
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
-import { digestOfLines, type FamilyLines, joinLines, type LinesPiece, linesOf } from "./revision-lines.js";
+import { digestOfLines, type FamilyLines, joinLines, type LinesPiece, linesOf as linesOfTable, suffixesOf } from "./revision-lines.js";
 
 const bytesOf = (l: FamilyLines) => Buffer.concat(l.pieces);
+/** Lines of one family's prefix texts (canonical, in any order), tag i's communities joined[i]. */
+const linesOf = (prefixes: readonly string[], tags: readonly number[], joined: readonly string[]) => {
+  const table = parsePrefixTexts(prefixes);
+  return linesOfTable(table.v6.count ? table.v6 : table.v4, tags, suffixesOf(joined.map((j) => ({ communities: j ? j.split(",") : [] }))));
+};
 const sha = (text: string) => `sha256:${createHash("sha256").update(text).digest("hex")}`;
 const textOf = (list: readonly string[], tags: readonly number[], joined: readonly string[]) => list.map((p, i) => `${p} ${joined[tags[i]!]}\n`).join("");
 
 describe("revision lines", () => {
   const joined = ["", "65000:1", "65000:1,65000:2", "65000:ü"];
-  const entries = fc.array(fc.tuple(fc.constantFrom("11.0.0.0/24", "2a00::/32", "10.1.2.3/32"), fc.integer({ min: 0, max: 3 })), { maxLength: 40 });
+  const entries = fc.array(fc.tuple(fc.constantFrom("11.0.0.0/24", "0.0.0.0/0", "10.1.2.3/32", "255.255.255.255/32"), fc.integer({ min: 0, max: 3 })), {
+    maxLength: 40,
+  });
 
   it("are the lines the digest hashes, with each line's offset, non-ASCII communities included", () => {
     fc.assert(
@@ -27,6 +35,17 @@ describe("revision lines", () => {
           ).toBe(`${prefixes[i]} ${joined[tags[i]!]}\n`);
         }
         expect(digestOfLines(lines, linesOf([], [], joined))).toBe(sha(text));
+      }),
+    );
+  });
+
+  it("write IPv6 prefixes as their canonical texts", () => {
+    const texts = ["::/0", "2a00::/32", "2001:db8::1:0:0:1/128", "2001:db8:0:1:1:1:1:1/128", "::ffff:1.2.3.4/128", "fe80::/10"];
+    fc.assert(
+      fc.property(fc.array(fc.tuple(fc.constantFrom(...texts), fc.integer({ min: 0, max: 3 })), { maxLength: 20 }), (list) => {
+        const prefixes = list.map((e) => e[0]);
+        const tags = list.map((e) => e[1]);
+        expect(bytesOf(linesOf(prefixes, tags, joined)).toString("utf8")).toBe(textOf(prefixes, tags, joined));
       }),
     );
   });

@@ -2,7 +2,7 @@ import { PrefixTable } from "@rlc/shared/prefix";
 import { FAMS, type Fam, rangeIn } from "./revision-blocks.js";
 import type { ContentSplice } from "./revision-build.js";
 import { type RevisionContent, RevisionFamily, type RevisionTag } from "./revision-content.js";
-import { type FamilyLines, joinLines, type LinesPiece, linesOf } from "./revision-lines.js";
+import { type FamilyLines, joinLines, type LinesPiece, linesOf, suffixesOf } from "./revision-lines.js";
 import type { BlockPart } from "./revision-local.js";
 
 /** A revision's content with what an incremental rebuild keeps of it: its prefixes parsed, its digest's lines. */
@@ -101,7 +101,7 @@ export function spliceContent(
   }
 
   // The digest's lines: the kept runs' bytes, the parts' written with the new tags.
-  const joined = tags.map((t) => t.communities.join(","));
+  const suffixes = suffixesOf(tags);
   const lines = {} as Record<Fam, FamilyLines>;
   const change = {} as Record<Fam, ContentSplice[]>;
   for (const fam of FAMS) {
@@ -111,7 +111,7 @@ export function spliceContent(
     parts[fam].forEach((p, j) => {
       const c = f.change[j]!;
       pieces.push({ lines: old.lines[fam], from: oi, to: c.from });
-      pieces.push({ lines: linesOf(p.prefixes, f.partTags[j]!, joined), from: 0, to: p.prefixes.length });
+      pieces.push({ lines: linesOf(p.table, f.partTags[j]!, suffixes), from: 0, to: p.prefixes.length });
       oi = c.to;
     });
     pieces.push({ lines: old.lines[fam], from: oi, to: old.content[fam].prefixes.length });
