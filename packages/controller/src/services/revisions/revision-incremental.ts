@@ -112,6 +112,17 @@ function moduleStates(f: FilteredInput, count: number): ModuleState[] {
   }));
 }
 
+const wideLayers = (states: readonly ModuleState[], bits: { v4: number; v6: number }): Record<Fam, WideLayer> => ({
+  v4: wideLayerOf(
+    states.map((s) => s.eff.v4),
+    bits.v4,
+  ),
+  v6: wideLayerOf(
+    states.map((s) => s.eff.v6),
+    bits.v6,
+  ),
+});
+
 /** The full build, and the state an incremental rebuild starts from (none when a module excludes). */
 export function buildWithState(input: ModuleInput[], settings: BogonSettings): { built: BuiltRevision; state: BuildState | null } {
   const excludes = input.some((m) => m.action === "exclude");
@@ -127,16 +138,7 @@ export function buildWithState(input: ModuleInput[], settings: BogonSettings): {
       settingsKey: settingsKey(settings),
       modules: states,
       rawDistinct: filtered.distinct - filtered.bogons,
-      wide: {
-        v4: wideLayerOf(
-          states.map((s) => s.eff.v4),
-          BLOCK_BITS.v4,
-        ),
-        v6: wideLayerOf(
-          states.map((s) => s.eff.v6),
-          BLOCK_BITS.v6,
-        ),
-      },
+      wide: wideLayers(states, BLOCK_BITS),
       content: built.content,
       tables,
       lines,
@@ -214,16 +216,7 @@ export function rebuildRevision(
   // The covering layer, copied before it changes (the old state stays whole).
   let wide = state.wide;
   if (wide.v4.bits !== bits.v4 || wide.v6.bits !== bits.v6) {
-    wide = {
-      v4: wideLayerOf(
-        before.map((s) => s.eff.v4),
-        bits.v4,
-      ),
-      v6: wideLayerOf(
-        before.map((s) => s.eff.v6),
-        bits.v6,
-      ),
-    };
+    wide = wideLayers(before, bits);
   }
   for (const fam of FAMS) {
     if (!changedIdx.some((mi) => hasWide(before[mi]!.eff[fam], bits[fam]) || hasWide(after[mi]!.eff[fam], bits[fam]))) continue;
