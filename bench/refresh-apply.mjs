@@ -48,7 +48,6 @@ const texts = feeds.map((f) => `${f.join("\n")}\n`);
 // the rebuild of one module's 1% change from the last build, and the diff the API answers.
 // BENCH_SKIP_BUILD=1 leaves it out (the controller's peak RSS is then the controller's alone).
 if (!process.env.BENCH_SKIP_BUILD) {
-  const { buildRevision } = await import("../packages/controller/dist/services/revisions/revision-build.js");
   const { buildWithState, rebuildRevision } = await import("../packages/controller/dist/services/revisions/revision-incremental.js");
   const { encodeContent } = await import("../packages/controller/dist/services/revisions/revision-store.js");
   const { taggedPrefixes } = await import("../packages/controller/dist/services/revisions/revision-content.js");
@@ -98,21 +97,21 @@ if (!process.env.BENCH_SKIP_BUILD) {
   const changed = input.map((m, i) => (i === 4 ? { ...m, prefixes: [...freshOnes, ...m.prefixes.slice(n)] } : m));
   // Rounds of the rebuild (each from the first build's state, as a refresh after it) and of the
   // full build of the same change, interleaved so that load from other processes falls on both.
+  // (No forced gc() between them: see bench/README.md.)
   const cpuMs = (c) => (c.user + c.system) / 1000;
   const rounds = [];
   let inc;
   let full;
   for (let r = 0; r < ROUNDS; r++) {
-    globalThis.gc?.();
     t = performance.now();
     let cpu = process.cpuUsage();
     inc = rebuildRevision(first.state, changed, {}, new Set([input[4].module_id]));
     const incMs = performance.now() - t;
     const incCpu = cpuMs(process.cpuUsage(cpu));
-    globalThis.gc?.();
     t = performance.now();
     cpu = process.cpuUsage();
-    full = buildRevision(changed, {});
+    // What the controller's full path runs: the build and the state the next rebuild starts from.
+    full = buildWithState(changed, {}).built;
     rounds.push({ incMs, incCpu, fullMs: performance.now() - t, fullCpu: cpuMs(process.cpuUsage(cpu)), phases: inc.phases });
   }
   const same = encodeContent(inc.built.content).equals(encodeContent(full.content)) && inc.built.digest === full.digest;
