@@ -75,11 +75,11 @@ if (!process.env.BENCH_SKIP_BUILD) {
     .split("\n");
   const input = [
     { module_id: "00000000-0000-0000-0000-0000000000aa", name: "top-asns", community: "65000:1", prefixes: asnPrefixes },
-    ...feeds.map((f, k) => ({
+    ...texts.map((text, k) => ({
       module_id: `00000000-0000-0000-0000-0000000001${String(k).padStart(2, "0")}`,
       name: `cdn-${k}`,
       community: `65000:${100 + (k % 5)}`,
-      prefixes: texts[k].trimEnd().split("\n"),
+      prefixes: text.trimEnd().split("\n"),
     })),
   ];
   const total = input.reduce((n, m) => n + m.prefixes.length, 0);
