@@ -77,10 +77,10 @@ function increment(v: Uint32Array): boolean {
   return false;
 }
 
-/** First index of sorted `t` whose address is >= words (or > when `after`). */
-export function lowerBound(t: PrefixTable, words: Uint32Array, after: boolean, from = 0): number {
+/** First index of sorted `t` in [from, to) whose address is >= words (or > when `after`); `to` when none. */
+export function lowerBound(t: PrefixTable, words: Uint32Array, after: boolean, from = 0, to = t.count): number {
   let lo = from;
-  let hi = t.count;
+  let hi = to;
   while (lo < hi) {
     const mid = (lo + hi) >>> 1;
     const c = compareWords(t.words, mid * t.W, words, 0, t.W);
@@ -91,12 +91,39 @@ export function lowerBound(t: PrefixTable, words: Uint32Array, after: boolean, f
 }
 
 /**
+ * Where each /16 of a sorted IPv4 table starts (65,537 entries), made once a table: a block
+ * (a /16 or longer) is then looked up within its /16, and most modules have nothing in most
+ * blocks. Tables are not changed once made (a rebuild makes new ones), so they key the cache.
+ */
+const slash16s = new WeakMap<PrefixTable, Uint32Array>();
+function slash16sOf(t: PrefixTable): Uint32Array {
+  let index = slash16s.get(t);
+  if (!index) {
+    index = new Uint32Array(65_537);
+    let i = 0;
+    for (let a = 0; a <= 65_536; a++) {
+      while (i < t.count && t.words[i]! >>> 16 < a) i++;
+      index[a] = i;
+    }
+    slash16s.set(t, index);
+  }
+  return index;
+}
+
+/**
  * The prefixes of sorted `t` inside block b, `[lo, hi)`; with `strict`, without b itself and
  * the prefixes that contain it (they sort first), unless b is the whole space.
  */
 export function rangeIn(t: PrefixTable, b: Block, strict: boolean, from = 0): [number, number] {
-  let lo = lowerBound(t, b.start, false, from);
-  const hi = lowerBound(t, b.last, true, lo);
+  let to = t.count;
+  if (t.W === 1 && b.len >= 16 && t.count > 4096) {
+    const index = slash16sOf(t);
+    const a = b.start[0]! >>> 16;
+    from = Math.max(from, index[a]!);
+    to = Math.max(from, index[a + 1]!);
+  }
+  let lo = lowerBound(t, b.start, false, from, to);
+  const hi = lowerBound(t, b.last, true, lo, to);
   if (strict && b.len > 0) while (lo < hi && t.lens[lo]! <= b.len && compareWords(t.words, lo * t.W, b.start, 0, t.W) === 0) lo++;
   else while (lo < hi && t.lens[lo]! < b.len) lo++;
   return [lo, hi];
