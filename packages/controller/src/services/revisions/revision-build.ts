@@ -109,6 +109,8 @@ export interface BuildExtras {
   bird: BogonSettings;
   /** The announced prefixes of each family, parsed. */
   tables: { v4: PrefixTable; v6: PrefixTable };
+  /** How many prefixes each tag has. */
+  perTag: Int32Array;
   /** The digest's lines of each family (revision-lines.ts), when asked for. */
   lines: { v4: FamilyLines; v6: FamilyLines } | null;
 }
@@ -171,7 +173,7 @@ export function buildRevisionWithState(
       ...modules.map((m, mi) => [m.module_id, filtered.counts[mi]!] as const),
     ]),
   };
-  return { built, filtered, bird, tables, lines };
+  return { built, filtered, bird, tables, lines, perTag };
 }
 
 export function buildRevision(input: ModuleInput[], settings: BogonSettings = {}): BuiltRevision {

@@ -62,6 +62,8 @@ export interface BuildState {
   content: RevisionContent;
   tables: Record<Fam, PrefixTable>;
   lines: Record<Fam, FamilyLines>;
+  /** How many prefixes each tag of `content` has. */
+  perTag: Int32Array;
 }
 
 export interface Rebuilt {
@@ -126,7 +128,7 @@ const wideLayers = (states: readonly ModuleState[], bits: { v4: number; v6: numb
 /** The full build, and the state an incremental rebuild starts from (none when a module excludes). */
 export function buildWithState(input: ModuleInput[], settings: BogonSettings): { built: BuiltRevision; state: BuildState | null } {
   const excludes = input.some((m) => m.action === "exclude");
-  const { built, filtered, tables, lines } = buildRevisionWithState(input, settings, excludes ? "text" : "lines");
+  const { built, filtered, tables, lines, perTag } = buildRevisionWithState(input, settings, excludes ? "text" : "lines");
   if (excludes || !lines) return { built, state: null };
   const modules = [...input].sort(byId);
   const states = moduleStates(filtered, modules.length);
@@ -142,6 +144,7 @@ export function buildWithState(input: ModuleInput[], settings: BogonSettings): {
       content: built.content,
       tables,
       lines,
+      perTag,
     },
   };
 }
@@ -277,7 +280,12 @@ export function rebuildRevision(
     change: { parent: state.content, ...spliced.change },
   };
   const blockCount = { v4: parts.v4.length, v6: parts.v6.length };
-  return { built, state: { ...state, modules: after, rawDistinct, wide, content, tables: spliced.tables, lines: spliced.lines }, phases, blocks: blockCount };
+  return {
+    built,
+    state: { ...state, modules: after, rawDistinct, wide, content, tables: spliced.tables, lines: spliced.lines, perTag: spliced.perTag },
+    phases,
+    blocks: blockCount,
+  };
 }
 
 /**

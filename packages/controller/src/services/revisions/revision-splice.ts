@@ -5,24 +5,22 @@ import { type RevisionContent, RevisionFamily, type RevisionTag } from "./revisi
 import { type FamilyLines, joinLines, type LinesPiece, linesOf, suffixesOf } from "./revision-lines.js";
 import type { BlockPart } from "./revision-local.js";
 
-/** A revision's content with what an incremental rebuild keeps of it: its prefixes parsed, its digest's lines. */
+/** A revision's content with what an incremental rebuild keeps of it: its prefixes parsed, its digest's lines, how many prefixes each tag has. */
 export interface SplicedContent {
   content: RevisionContent;
   tables: Record<Fam, PrefixTable>;
   lines: Record<Fam, FamilyLines>;
+  perTag: Int32Array;
 }
 
 /**
  * The last content with each block's inside replaced by the block's build (`parts`, sorted,
  * disjoint, per family). The kept ranges are copied as runs (prefix texts, parsed words, the
  * digest's line bytes); only the tags go one by one, renumbered in order of first appearance
- * (IPv4, then IPv6) as the full build numbers them. Also counts the prefixes of each new tag,
- * and says which ranges changed.
+ * (IPv4, then IPv6) as the full build numbers them. The prefixes of each new tag are counted
+ * from the old counts and the replaced ranges, and the ranges that changed are named.
  */
-export function spliceContent(
-  old: SplicedContent,
-  parts: Record<Fam, readonly BlockPart[]>,
-): SplicedContent & { perTag: Int32Array; change: Record<Fam, ContentSplice[]> } {
+export function spliceContent(old: SplicedContent, parts: Record<Fam, readonly BlockPart[]>): SplicedContent & { change: Record<Fam, ContentSplice[]> } {
   const tags: RevisionTag[] = [];
   const index = new Map<string, number>();
   const communityArrays = new Map<string, string[]>();
@@ -93,12 +91,19 @@ export function spliceContent(
       if (from === to) continue;
       table.words.set(ot.words.subarray(from * W, to * W), k * W);
       table.lens.set(ot.lens.subarray(from, to), k);
-      copyRun(o.tags, o.prefixes, from, to, out, prefixes, k, oldMap, perTag, (t) => (oldMap[t] = tagFor(oldTags[t]!)));
+      copyRun(o.tags, o.prefixes, from, to, out, prefixes, k, oldMap, (t) => (oldMap[t] = tagFor(oldTags[t]!)));
       k += to - from;
     }
     table.count = n;
     families[fam] = { prefixes, tags: out, table, partTags, change };
   }
+
+  // The kept prefixes' counts: the old ones, less those of the replaced ranges.
+  const left = Int32Array.from(old.perTag);
+  for (const fam of FAMS) for (const c of families[fam].change) for (let i = c.from; i < c.to; i++) left[old.content[fam].tags[i]!]!--;
+  oldMap.forEach((m, t) => {
+    if (m >= 0) perTag[m]! += left[t]!;
+  });
 
   // The digest's lines: the kept runs' bytes, the parts' written with the new tags.
   const suffixes = suffixesOf(tags);
@@ -136,7 +141,6 @@ function copyRun(
   prefixes: string[],
   k: number,
   oldMap: Int32Array,
-  perTag: Int32Array,
   first: (tag: number) => number,
 ) {
   const shift = k - from;
@@ -144,7 +148,6 @@ function copyRun(
     let m = oldMap[tags[i]!]!;
     if (m < 0) m = first(tags[i]!);
     out[i + shift] = m;
-    perTag[m]!++;
   }
   if (shift !== 0) for (let i = from; i < to; i++) prefixes[i + shift] = texts[i]!;
 }
