@@ -60,7 +60,8 @@ export interface RevisionChange {
 /** Tags by (communities, modules), shared by both families of one revision. */
 function tagger(moduleCount: number, communities: TaggedColumns["communities"]) {
   const MW = Math.max(1, Math.ceil(moduleCount / 32));
-  const index = new Map<string, number>();
+  // Up to 32 modules the key is a number (set * 2^32 + mask): a string a prefix took ~70 ms on 1.2M.
+  const index = new Map<number | string, number>();
   const tags: RevisionTag[] = [];
   return {
     tags,
@@ -75,7 +76,7 @@ function tagger(moduleCount: number, communities: TaggedColumns["communities"]) 
           prev = k;
           continue;
         }
-        const key = `${cs}:${masks.subarray(k * MW, k * MW + MW).join(",")}`;
+        const key = MW === 1 ? cs * 4_294_967_296 + masks[k]! : `${cs}:${masks.subarray(k * MW, k * MW + MW).join(",")}`;
         let tag = index.get(key);
         if (tag === undefined) {
           index.set(key, (tag = tags.length));
