@@ -30,24 +30,34 @@ const KEY = `rlk_BENCHKEY_${"r".repeat(43)}`;
 const CDN_MODULES = Number(process.env.BENCH_CDN_MODULES || 19);
 const CDN_PREFIXES = Number(process.env.BENCH_CDN_PREFIXES || 55_000);
 const ASNS = Number(process.env.BENCH_ASNS || 400);
+const ROUNDS = Number(process.env.BENCH_ROUNDS || 5);
 const median = (xs) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
 const s = (ms) => `${(ms / 1000).toFixed(2)} s`;
 
-// Deterministic feeds: module k gets its own /24s (IPv4) and /48s (IPv6, one in ten).
-const rnd = xorshift(7);
-const all = publicSlash24s(CDN_MODULES * CDN_PREFIXES, rnd);
-const feeds = [];
-for (let k = 0; k < CDN_MODULES; k++) {
-  const v4 = all.slice(k * CDN_PREFIXES, (k + 1) * CDN_PREFIXES);
-  const v6 = Array.from({ length: Math.floor(CDN_PREFIXES / 10) }, (_, i) => `2a0${k % 10}:${k.toString(16)}:${i.toString(16)}::/48`);
-  feeds.push([...v4, ...v6]);
+// Deterministic feeds: module k gets its own /24s (IPv4) and /48s (IPv6, one in ten). Only their
+// texts are kept (the lists are made again when needed), so that the bench's own data weighs
+// little in the process's RSS, which the controller shares.
+const originals = [];
+{
+  const all = publicSlash24s(CDN_MODULES * CDN_PREFIXES, xorshift(7));
+  for (let k = 0; k < CDN_MODULES; k++) {
+    const v4 = all.slice(k * CDN_PREFIXES, (k + 1) * CDN_PREFIXES);
+    const v6 = Array.from({ length: Math.floor(CDN_PREFIXES / 10) }, (_, i) => `2a0${k % 10}:${k.toString(16)}:${i.toString(16)}::/48`);
+    originals.push(`${[...v4, ...v6].join("\n")}\n`);
+  }
 }
-const texts = feeds.map((f) => `${f.join("\n")}\n`);
+const texts = [...originals];
+const feedLines = (k) => originals[k].trimEnd().split("\n");
+// 1% of a feed's prefixes replaced by /24s of no feed (100-179.x: the feeds draw 11-99.x).
+const changedCount = Math.floor(CDN_PREFIXES / 100);
+const fresh = publicSlash24s(changedCount, xorshift(99))
+  .map((p) => p.replace(/^(\d+)\./, (_, a) => `${(Number(a) % 80) + 100}.`))
+  .join("\n")
+  .split("\n");
 // The build alone, in this process (no HTTP, no database): a full build of every module against
 // the rebuild of one module's 1% change from the last build, and the diff the API answers.
 // BENCH_SKIP_BUILD=1 leaves it out (the controller's peak RSS is then the controller's alone).
 if (!process.env.BENCH_SKIP_BUILD) {
-  const { buildRevision } = await import("../packages/controller/dist/services/revisions/revision-build.js");
   const { buildWithState, rebuildRevision } = await import("../packages/controller/dist/services/revisions/revision-incremental.js");
   const { encodeContent } = await import("../packages/controller/dist/services/revisions/revision-store.js");
   const { taggedPrefixes } = await import("../packages/controller/dist/services/revisions/revision-content.js");
@@ -66,14 +76,20 @@ if (!process.env.BENCH_SKIP_BUILD) {
       .slice(0, ASNS)
       .map(([a]) => a),
   );
-  const asnPrefixes = rows.filter((r) => top.has(r[2])).flatMap((r) => rangeToCidrs(r[0], r[1]));
+  // Read back from text, as a source's prefixes are (flat strings: built ones are V8 cons strings,
+  // which parse slower).
+  const asnPrefixes = rows
+    .filter((r) => top.has(r[2]))
+    .flatMap((r) => rangeToCidrs(r[0], r[1]))
+    .join("\n")
+    .split("\n");
   const input = [
     { module_id: "00000000-0000-0000-0000-0000000000aa", name: "top-asns", community: "65000:1", prefixes: asnPrefixes },
-    ...feeds.map((f, k) => ({
+    ...texts.map((text, k) => ({
       module_id: `00000000-0000-0000-0000-0000000001${String(k).padStart(2, "0")}`,
       name: `cdn-${k}`,
       community: `65000:${100 + (k % 5)}`,
-      prefixes: f,
+      prefixes: text.trimEnd().split("\n"),
     })),
   ];
   const total = input.reduce((n, m) => n + m.prefixes.length, 0);
@@ -83,21 +99,34 @@ if (!process.env.BENCH_SKIP_BUILD) {
   t = performance.now();
   encodeContent(first.built.content);
   const encodeMs = performance.now() - t;
-  const n = Math.floor(CDN_PREFIXES / 100);
-  const freshOnes = publicSlash24s(n, xorshift(99)).map((p) => p.replace(/^(\d+)\./, (_, a) => `${(Number(a) % 80) + 100}.`));
-  const changed = input.map((m, i) => (i === 4 ? { ...m, prefixes: [...freshOnes, ...m.prefixes.slice(n)] } : m));
-  t = performance.now();
-  let cpu = process.cpuUsage();
-  const inc = rebuildRevision(first.state, changed, {}, new Set([input[4].module_id]));
-  const incMs = performance.now() - t;
+  const n = changedCount;
+  const changed = input.map((m, i) => (i === 4 ? { ...m, prefixes: [...fresh, ...m.prefixes.slice(n)] } : m));
+  // Rounds of the rebuild (each from the first build's state, as a refresh after it) and of the
+  // full build of the same change, interleaved so that load from other processes falls on both.
+  // (No forced gc() between them: see bench/README.md.)
   const cpuMs = (c) => (c.user + c.system) / 1000;
-  const incCpu = cpuMs(process.cpuUsage(cpu));
-  t = performance.now();
-  cpu = process.cpuUsage();
-  const full = buildRevision(changed, {});
-  const fullMs = performance.now() - t;
-  const fullCpu = cpuMs(process.cpuUsage(cpu));
-  const same = encodeContent(inc.built.content).equals(encodeContent(full.content));
+  const rounds = [];
+  let inc;
+  let full;
+  // A pause before each timed call lets the collector's threads finish the garbage of the call
+  // before (the process's CPU time counts them), for both alike.
+  const settle = () => new Promise((r) => setTimeout(r, 300));
+  for (let r = 0; r < ROUNDS; r++) {
+    await settle();
+    t = performance.now();
+    let cpu = process.cpuUsage();
+    inc = rebuildRevision(first.state, changed, {}, new Set([input[4].module_id]));
+    const incMs = performance.now() - t;
+    const incCpu = cpuMs(process.cpuUsage(cpu));
+    await settle();
+    t = performance.now();
+    cpu = process.cpuUsage();
+    // What the controller's full path runs: the build and the state the next rebuild starts from.
+    full = buildWithState(changed, {}).built;
+    rounds.push({ incMs, incCpu, fullMs: performance.now() - t, fullCpu: cpuMs(process.cpuUsage(cpu)), phases: inc.phases });
+  }
+  const same = encodeContent(inc.built.content).equals(encodeContent(full.content)) && inc.built.digest === full.digest;
+  const med = (f) => median(rounds.map(f));
   t = performance.now();
   const d = diffTagged(taggedPrefixes(first.built.content), taggedPrefixes(inc.built.content));
   const diffMs = performance.now() - t;
@@ -106,10 +135,18 @@ if (!process.env.BENCH_SKIP_BUILD) {
   );
   console.log(`  full build ${s(buildMs)}, its encoding ${s(encodeMs)}`);
   console.log(
-    `  one module's 1% change: rebuild ${s(incMs)} vs full build ${s(fullMs)} = ${(fullMs / incMs).toFixed(1)}× (wall); same bytes: ${same ? "yes" : "NO"}`,
+    `  one module's 1% change (${n} of ${input[4].prefixes.length} prefixes), medians of ${ROUNDS} interleaved rounds (the first is as cold as a refresh after a full build):`,
   );
   console.log(
-    `    CPU time of this process: rebuild ${s(incCpu)} vs full build ${s(fullCpu)} = ${(fullCpu / incCpu).toFixed(1)}× (less sensitive to a loaded machine)`,
+    `    rebuild ${s(med((r) => r.incMs))} vs full build ${s(med((r) => r.fullMs))} = ${med((r) => r.fullMs / r.incMs).toFixed(1)}× (wall); same bytes and digest: ${same ? "yes" : "NO"}`,
+  );
+  console.log(
+    `    CPU time of this process: rebuild ${s(med((r) => r.incCpu))} vs full build ${s(med((r) => r.fullCpu))} = ${med((r) => r.fullCpu / r.incCpu).toFixed(1)}× (less sensitive to a loaded machine); rounds (ms) ${rounds.map((r) => `${r.incCpu.toFixed(0)}/${r.fullCpu.toFixed(0)}`).join(", ")}`,
+  );
+  console.log(
+    `    rebuild steps (ms, medians): ${Object.keys(inc.phases)
+      .map((k) => `${k} ${med((r) => r.phases[k]).toFixed(0)}`)
+      .join(", ")}; blocks rebuilt ${inc.blocks.v4} IPv4 + ${inc.blocks.v6} IPv6, ranges changed ${inc.built.change.v4.length} + ${inc.built.change.v6.length}`,
   );
   console.log(`  diff of the two contents (${d.added.length} added, ${d.removed.length} removed, ${d.changed.length} changed) ${(diffMs).toFixed(0)} ms`);
 }
@@ -154,10 +191,8 @@ const refreshed = async (url, payload) => {
   return job;
 };
 /** Replaces 1% of feed k's IPv4 prefixes with fresh ones (or puts the original back). */
-const fresh = publicSlash24s(CDN_MODULES * CDN_PREFIXES + CDN_PREFIXES, xorshift(7)).slice(CDN_MODULES * CDN_PREFIXES);
 const changeFeed = (k, back) => {
-  const n = Math.floor(CDN_PREFIXES / 100);
-  const list = back ? feeds[k] : [...fresh.slice(0, n), ...feeds[k].slice(n)];
+  const list = back ? feedLines(k) : [...fresh, ...feedLines(k).slice(changedCount)];
   texts[k] = `${list.join("\n")}\n`;
 };
 
@@ -192,7 +227,9 @@ try {
     `tenant: ${first.result.modules.length} modules, ${collected.toLocaleString()} collected prefixes, revision ${(rev1.prefix_count_v4 + rev1.prefix_count_v6).toLocaleString()} prefixes`,
   );
   console.log(`full refresh of every module   ${s(fullMs)}  (target ≤ 8 s), phases (ms) ${JSON.stringify(first.result.timings_ms)}`);
-  console.log(`  peak RSS                     ${(peakRss / 2 ** 20).toFixed(0)} MiB, before ${(rssBefore / 2 ** 20).toFixed(0)} MiB  (target ≤ 600 MiB)`);
+  console.log(
+    `  peak RSS                     ${(peakRss / 2 ** 20).toFixed(0)} MiB, before ${(rssBefore / 2 ** 20).toFixed(0)} MiB: +${((peakRss - rssBefore) / 2 ** 20).toFixed(0)} MiB  (target ≤ 600 MiB; the process holds the bench's feeds too, and with BENCH_SKIP_BUILD unset the in-process part's garbage)`,
+  );
 
   // One CDN module's feed, 1% changed: incremental.
   const k = 3;
@@ -229,7 +266,9 @@ try {
   const bare = Fastify();
   bare.get("/bare", async () => ({ ok: true }));
   const bareAddress = await bare.listen({ host: "127.0.0.1", port: 0 });
-  const targets = feeds[0].slice(0, 2000).map((p) => p.replace("0/24", "7").replace("::/48", "::7"));
+  const targets = feedLines(0)
+    .slice(0, 2000)
+    .map((p) => p.replace("0/24", "7").replace("::/48", "::7"));
   await call("GET", `/v1/lookup?q=${targets[0]}`);
   const rounds = [];
   for (let i = 0; i < 2; i++) {

@@ -2,6 +2,7 @@ import type { Family } from "./address.js";
 import { aggregateList } from "./aggregate.js";
 import { CommunitySets } from "./communities.js";
 import { formatPrefixList, type ParsedPrefixes, PrefixList, parsePrefixList } from "./prefix-list.js";
+import { PrefixTable } from "./prefix-table.js";
 import { mergedOrder } from "./sort.js";
 import { compareWords, containsWords, isLowerSibling } from "./words.js";
 
@@ -56,6 +57,39 @@ export interface TaggedPrefix {
  * itself gives the parent those communities. No objects are made per prefix until the output.
  */
 export function aggregateTagged(inputs: readonly TaggedInput[]): TaggedPrefix[] {
+  const columns = aggregateTaggedColumns(inputs);
+  const out: TaggedPrefix[] = [];
+  for (const f of [columns.v4, columns.v6]) {
+    // `out` sized once and filled by index, rather than grown by push to 627k items.
+    let at = out.length;
+    out.length = at + f.prefixes.length;
+    for (let k = 0; k < f.prefixes.length; k++) out[at++] = { prefix: f.prefixes[k]!, communities: columns.communities[f.sets[k]!] as string[] };
+  }
+  return out;
+}
+
+/** One family of aggregateTaggedColumns: the announced prefixes in address order. */
+export interface TaggedFamily {
+  prefixes: string[];
+  /** The same prefixes, parsed. */
+  table: PrefixTable;
+  /** The communities of prefix k: TaggedColumns.communities[sets[k]]. */
+  sets: Int32Array;
+}
+
+export interface TaggedColumns {
+  v4: TaggedFamily;
+  v6: TaggedFamily;
+  /** Communities by set, each a frozen array shared by every prefix with those communities. */
+  communities: readonly (readonly string[])[];
+}
+
+/**
+ * aggregateTagged as columns: the prefix texts, their words and lengths, and a community set
+ * number per prefix. No object per prefix, and nothing to parse again: what the revision
+ * builder works from.
+ */
+export function aggregateTaggedColumns(inputs: readonly TaggedInput[]): TaggedColumns {
   const sets = new CommunitySets();
   const modules: { set: number; lists: ParsedPrefixes }[] = inputs.map((input) => ({
     set: sets.intern(input.communities),
@@ -72,7 +106,7 @@ export function aggregateTagged(inputs: readonly TaggedInput[]): TaggedPrefix[] 
     total += inputs[m]!.prefixes.length;
   }
   const texts = ([] as string[]).concat(...inputs.map((input) => (Array.isArray(input.prefixes) ? input.prefixes : Array.from(input.prefixes))));
-  const out: TaggedPrefix[] = [];
+  const out = {} as { v4: TaggedFamily; v6: TaggedFamily };
   for (const family of [4, 6] as const) {
     const results = modules.map((m) => ({ set: m.set, list: aggregateList(family === 4 ? m.lists.v4 : m.lists.v6) }));
     const all = new PrefixList(
@@ -92,16 +126,18 @@ export function aggregateTagged(inputs: readonly TaggedInput[]): TaggedPrefix[] 
       all.count += list.count;
     });
     // Each module's result is in order: merging them is enough.
-    announceAndReduce(family, all, mergedOrder(all, runs), tags, sets, out);
+    out[family === 4 ? "v4" : "v6"] = announceAndReduce(family, all, mergedOrder(all, runs), tags, sets);
   }
-  return out;
+  const communities: (readonly string[])[] = [];
+  for (let id = 0; id < sets.size; id++) communities.push(sets.list(id));
+  return { ...out, communities };
 }
 
 /**
  * Steps (2) and (3) for one family: `all` holds every module's aggregated prefixes, `order`
  * is their order by address then length, `tags` their sets.
  */
-function announceAndReduce(family: Family, all: PrefixList, order: Int32Array, tags: Int32Array, sets: CommunitySets, out: TaggedPrefix[]): void {
+function announceAndReduce(family: Family, all: PrefixList, order: Int32Array, tags: Int32Array, sets: CommunitySets): TaggedFamily {
   const { words, lens, W } = all;
   const ann = new PrefixList(family, all.count); // announced prefixes, in walk order
   const inSrc = all.src!;
@@ -168,11 +204,16 @@ function announceAndReduce(family: Family, all: PrefixList, order: Int32Array, t
   }
   while (depth > 0) close();
 
-  const texts = formatPrefixList(ann, alive);
-  // `out` sized once and filled by index, rather than grown by push to 627k items.
-  let at = out.length;
-  out.length = at + texts.length;
+  const prefixes = formatPrefixList(ann, alive);
+  const table = new PrefixTable(family, Math.max(1, prefixes.length));
+  const out = new Int32Array(prefixes.length);
   for (let node = 0, k = 0; node < ann.count; node++) {
-    if (alive[node] === 1) out[at++] = { prefix: texts[k++]!, communities: sets.list(set[node]!) as string[] };
+    if (alive[node] !== 1) continue;
+    if (W === 1) table.words[k] = ann.words[node]!;
+    else table.words.set(ann.words.subarray(node * 4, node * 4 + 4), k * 4);
+    table.lens[k] = ann.lens[node]!;
+    out[k++] = set[node]!;
   }
+  table.count = prefixes.length;
+  return { prefixes, table, sets: out };
 }

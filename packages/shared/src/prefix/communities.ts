@@ -72,6 +72,11 @@ export class CommunitySets {
   list(id: number): readonly string[] {
     return this.lists[id]!;
   }
+
+  /** How many sets there are (ids 0 .. size - 1). */
+  get size(): number {
+    return this.lists.length;
+  }
 }
 
 /**

@@ -7,8 +7,8 @@
 
 export type { Family } from "./address.js";
 export { aggregatePrefixes } from "./aggregate.js";
-export type { TaggedInput, TaggedPrefix } from "./aggregate-tagged.js";
-export { aggregateTagged } from "./aggregate-tagged.js";
+export type { TaggedColumns, TaggedFamily, TaggedInput, TaggedPrefix } from "./aggregate-tagged.js";
+export { aggregateTagged, aggregateTaggedColumns } from "./aggregate-tagged.js";
 export {
   DEFAULT_EXCLUDE_PREFIXES,
   DEFAULT_MIN_PREFIX_LENGTH_V4,
@@ -40,5 +40,6 @@ export { excludeRanges, filterMinLength, removeBogons } from "./exclude.js";
 export * from "./ip-value.js";
 export type { PrefixIndex, PrefixTextIndex } from "./prefix-index.js";
 export { buildPrefixIndex, buildPrefixTextIndex } from "./prefix-index.js";
+export { writePrefixLines } from "./prefix-lines.js";
 export * from "./prefix-table.js";
 export { compareWords } from "./words.js";

@@ -1,9 +1,10 @@
 import { createHash } from "node:crypto";
-import { aggregateTagged, canonicalCidr, containsPrefix, formatPrefix, parseCidr, parsePrefixTexts, removeBogons } from "@rlc/shared/prefix";
+import { canonicalCidr, containsPrefix, formatPrefix, parseCidr, parsePrefixTexts, removeBogons } from "@rlc/shared/prefix";
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
 import { type BogonSettings, buildRevision, type ModuleInput } from "./revision-build.js";
 import { contentFromEntries, digestOf, type RevisionEntry, withdrawnCount } from "./revision-content.js";
+import { modelEntries, settingsOf } from "./revision-model.test-helper.js";
 import { decodeContent, encodeContent } from "./revision-store.js";
 
 // Small address spaces, so a brute-force model can check every pair: 11.0.0.0/24 (lengths
@@ -27,28 +28,6 @@ const birdArb: fc.Arbitrary<BogonSettings> = fc.record({
   min_prefix_length_v6: fc.constantFrom(16, 16, 122),
   exclude_prefixes: fc.constantFrom(undefined, ["11.0.0.64/27", "2a00::40/123"], ["11.0.0.128/25", "11.0.0.0/30"]),
 });
-const settingsOf = (b: BogonSettings) => ({
-  minLengthV4: b.min_prefix_length_v4,
-  minLengthV6: b.min_prefix_length_v6,
-  ...(b.exclude_prefixes ? { exclude: b.exclude_prefixes } : {}),
-});
-
-/** The attribution, literally: every (module prefix, announced prefix) pair. */
-function modelEntries(modules: ModuleInput[], bird: BogonSettings): RevisionEntry[] {
-  const filtered = modules.map((m) => ({ id: m.module_id, prefixes: removeBogons(m.prefixes, settingsOf(bird)).prefixes }));
-  const out = aggregateTagged(modules.map((m, i) => ({ prefixes: filtered[i]!.prefixes, communities: m.community ? [m.community] : [] })));
-  const longest = (q: string) => {
-    let best: string | undefined;
-    for (const o of out) if (containsPrefix(o.prefix, q) && (!best || Number(o.prefix.split("/")[1]) > Number(best.split("/")[1]))) best = o.prefix;
-    return best;
-  };
-  return out.map((o) => {
-    const ids = new Set<string>();
-    for (const m of filtered) for (const q of m.prefixes) if (containsPrefix(q, o.prefix) || longest(q) === o.prefix) ids.add(m.id);
-    return [o.prefix, o.communities, [...ids].sort()];
-  });
-}
-
 describe("buildRevision", () => {
   it("attributes each module to the prefixes that contain its prefixes or are their longest announcement, as the brute-force model does", () => {
     fc.assert(

@@ -1,8 +1,9 @@
-import { aggregateTagged, isSorted, parsePrefixTexts, type TaggedPrefix } from "@rlc/shared/prefix";
+import { aggregateTaggedColumns, isSorted, type PrefixTable, type TaggedColumns } from "@rlc/shared/prefix";
 import { splitExclusions } from "./exclusions.js";
 import { attributeModules, maskModules } from "./revision-attribution.js";
 import { digestOf, type RevisionContent, RevisionFamily, type RevisionTag } from "./revision-content.js";
-import { type BogonSettings, countDistinct, type FilteredInput, filterModules, type ModulePairs } from "./revision-input.js";
+import { type BogonSettings, countDistinct, type FilteredInput, filterModules } from "./revision-input.js";
+import { digestOfLines, type FamilyLines, linesOf, suffixesOf } from "./revision-lines.js";
 
 export type { RevisionContent, RevisionEntry } from "./revision-content.js";
 export { digestOf, withdrawnCount } from "./revision-content.js";
@@ -33,34 +34,53 @@ export interface BuiltRevision {
   }[];
   /** Distinct collected prefixes of each module per family, by module id (its snapshot counts). */
   collected: Map<string, { v4: number; v6: number }>;
+  /** An incremental build's ranges of the revision it was made from that it replaced (revision-incremental.ts). */
+  change?: RevisionChange;
+}
+
+/**
+ * Prefixes [from, to) of the parent's family are replaced by [at, at + count) of the new one.
+ * Between the ranges the two hold the same entries (prefix, communities, module ids) in the same
+ * order; tag numbers may differ, as both are numbered in order of first appearance.
+ */
+export interface ContentSplice {
+  from: number;
+  to: number;
+  at: number;
+  count: number;
+}
+
+/** How an incrementally built revision differs from the one it was made from. */
+export interface RevisionChange {
+  parent: RevisionContent;
+  v4: ContentSplice[];
+  v6: ContentSplice[];
 }
 
 /** Tags by (communities, modules), shared by both families of one revision. */
-function tagger(moduleCount: number) {
+function tagger(moduleCount: number, communities: TaggedColumns["communities"]) {
   const MW = Math.max(1, Math.ceil(moduleCount / 32));
-  const communitySets = new Map<readonly string[], number>();
-  const index = new Map<string, number>();
+  // Up to 32 modules the key is a number (set * 2^32 + mask): a string a prefix took ~70 ms on 1.2M.
+  const index = new Map<number | string, number>();
   const tags: RevisionTag[] = [];
   return {
     tags,
-    /** The tag of each announced prefix, given its module masks (attributeModules). */
-    tagAll(announced: TaggedPrefix[], masks: Uint32Array): Uint32Array {
-      const out = new Uint32Array(announced.length);
+    /** The tag of each announced prefix, given its community sets and module masks (attributeModules). */
+    tagAll(sets: Int32Array, masks: Uint32Array): Uint32Array {
+      const out = new Uint32Array(sets.length);
       let prev = -1; // neighbours share a tag in long runs: compare with the one before first
-      for (let k = 0; k < announced.length; k++) {
-        const communities = announced[k]!.communities;
-        if (prev >= 0 && communities === announced[prev]!.communities && sameMask(masks, k, prev, MW)) {
+      for (let k = 0; k < sets.length; k++) {
+        const cs = sets[k]!;
+        if (prev >= 0 && cs === sets[prev] && sameMask(masks, k, prev, MW)) {
           out[k] = out[prev]!;
           prev = k;
           continue;
         }
-        let cs = communitySets.get(communities);
-        if (cs === undefined) communitySets.set(communities, (cs = communitySets.size));
-        const key = `${cs}:${masks.subarray(k * MW, k * MW + MW).join(",")}`;
+        const key = MW === 1 ? cs * 4_294_967_296 + masks[k]! : `${cs}:${masks.subarray(k * MW, k * MW + MW).join(",")}`;
         let tag = index.get(key);
         if (tag === undefined) {
           index.set(key, (tag = tags.length));
-          tags.push({ communities, modules: maskModules(masks, k, moduleCount) });
+          tags.push({ communities: communities[cs] as string[], modules: maskModules(masks, k, moduleCount) });
         }
         out[k] = tag;
         prev = k;
@@ -84,31 +104,45 @@ function sameMask(masks: Uint32Array, a: number, b: number, MW: number): boolean
  * with three removeBogons passes, a union pass and the Map-of-Sets attribution, and ~1 GB of
  * objects.
  */
-/** buildRevision, with what an incremental rebuild starts from (revision-incremental.ts). */
+/** What an incremental rebuild starts from (revision-incremental.ts), besides the revision. */
+export interface BuildExtras {
+  filtered: FilteredInput;
+  bird: BogonSettings;
+  /** The announced prefixes of each family, parsed. */
+  tables: { v4: PrefixTable; v6: PrefixTable };
+  /** How many prefixes each tag has. */
+  perTag: Int32Array;
+  /** The digest's lines of each family (revision-lines.ts), when asked for. */
+  lines: { v4: FamilyLines; v6: FamilyLines } | null;
+}
+
+/**
+ * buildRevision, with what an incremental rebuild starts from. `digest`: "lines" keeps the
+ * digest's bytes; "none" leaves the digest empty (the build of a few blocks, which has none).
+ */
 export function buildRevisionWithState(
   input: ModuleInput[],
   settings: BogonSettings = {},
-): { built: BuiltRevision; filtered: FilteredInput; bird: BogonSettings } {
+  digest: "text" | "lines" | "none" = "text",
+): { built: BuiltRevision } & BuildExtras {
   const exclusions = splitExclusions(input, settings);
   const bird = exclusions.bird;
   // Module indexes follow the ids' order, so each prefix's module_ids come out sorted.
   const modules = [...exclusions.announce].sort((a, b) => (a.module_id < b.module_id ? -1 : a.module_id > b.module_id ? 1 : 0));
   const filtered = filterModules(modules, bird);
-  const announced = aggregateTagged(filtered.aggregateInputs);
+  const announced = aggregateTaggedColumns(filtered.aggregateInputs);
   filtered.aggregateInputs.length = 0;
 
-  const t = tagger(modules.length);
+  const t = tagger(modules.length, announced.communities);
   const owner = { modules: modules.map((m) => m.module_id), tags: t.tags };
-  const split = announced.findIndex((a) => a.prefix.indexOf(":") >= 0); // IPv4 comes first
-  const familyOf = (list: TaggedPrefix[], pairs: ModulePairs, fam: "v4" | "v6") => {
-    const prefixes = list.map((a) => a.prefix);
-    const table = parsePrefixTexts(prefixes)[fam];
-    if (table.count !== list.length || !isSorted(table)) throw new Error("aggregateTagged returned prefixes out of address order");
-    return new RevisionFamily(prefixes, t.tagAll(list, attributeModules(pairs.table, pairs.tags, table, modules.length)), owner);
+  const familyOf = (fam: "v4" | "v6") => {
+    const { prefixes, table, sets } = announced[fam];
+    if (!isSorted(table)) throw new Error("aggregateTagged returned prefixes out of address order");
+    const pairs = filtered[fam];
+    return new RevisionFamily(prefixes, t.tagAll(sets, attributeModules(pairs.table, pairs.tags, table, modules.length)), owner);
   };
-  const v4 = split < 0 ? announced : announced.slice(0, split);
-  const v6 = split < 0 ? [] : announced.slice(split);
-  const content: RevisionContent = { ...owner, v4: familyOf(v4, filtered.v4, "v4"), v6: familyOf(v6, filtered.v6, "v6") };
+  const content: RevisionContent = { ...owner, v4: familyOf("v4"), v6: familyOf("v6") };
+  const tables = { v4: announced.v4.table, v6: announced.v6.table };
 
   const perTag = new Int32Array(t.tags.length);
   for (const f of [content.v4, content.v6]) for (const tag of f.tags) perTag[tag]!++;
@@ -117,9 +151,14 @@ export function buildRevisionWithState(
     for (const m of tag.modules) announcedBy[m]! += perTag[k]!;
   });
   const indexOf = new Map(modules.map((m, mi) => [m.module_id, mi]));
+  let lines: BuildExtras["lines"] = null;
+  if (digest === "lines") {
+    const suffixes = suffixesOf(t.tags);
+    lines = { v4: linesOf(tables.v4, content.v4.tags, suffixes), v6: linesOf(tables.v6, content.v6.tags, suffixes) };
+  }
   const built: BuiltRevision = {
     content,
-    digest: digestOf(content),
+    digest: lines ? digestOfLines(lines.v4, lines.v6) : digest === "none" ? "" : digestOf(content),
     input_prefix_count: filtered.distinct,
     dropped_prefix_count: filtered.bogons,
     modules: input.map((m) => ({
@@ -135,7 +174,7 @@ export function buildRevisionWithState(
       ...modules.map((m, mi) => [m.module_id, filtered.counts[mi]!] as const),
     ]),
   };
-  return { built, filtered, bird };
+  return { built, filtered, bird, tables, lines, perTag };
 }
 
 export function buildRevision(input: ModuleInput[], settings: BogonSettings = {}): BuiltRevision {

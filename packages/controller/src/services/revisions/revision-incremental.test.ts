@@ -1,7 +1,9 @@
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
 import { type BogonSettings, type BuiltRevision, buildRevision, type ModuleInput } from "./revision-build.js";
+import type { RevisionContent } from "./revision-content.js";
 import { type BuildState, buildWithState, rebuildRevision } from "./revision-incremental.js";
+import { modelEntries } from "./revision-model.test-helper.js";
 import { encodeContent } from "./revision-store.js";
 
 // Small address spaces (11.0.0.0/22 with lengths 22..32, 2a00::/118 with 118..128) and short
@@ -45,7 +47,104 @@ function expectSame(inc: BuiltRevision, full: BuiltRevision) {
   expect([...inc.collected]).toEqual([...full.collected]);
 }
 
+/** `next` holds `parent`'s entries outside the ranges the change names, in order. */
+function expectChange(parent: RevisionContent, next: RevisionContent, change: BuiltRevision["change"]) {
+  expect(change!.parent).toBe(parent);
+  for (const fam of ["v4", "v6"] as const) {
+    let pi = 0;
+    let ni = 0;
+    const keep = (to: number) => {
+      for (; pi < to; pi++, ni++) expect(next[fam].at(ni)).toEqual(parent[fam].at(pi));
+    };
+    for (const c of change![fam]) {
+      keep(c.from);
+      expect(ni).toBe(c.at);
+      pi = c.to;
+      ni = c.at + c.count;
+    }
+    keep(parent[fam].length);
+    expect(ni).toBe(next[fam].length);
+  }
+}
+
+// Blocks under short prefixes of other modules, inside that merge into the block: modules that
+// also hold covering prefixes (up to a /16), share communities or have none, and edits that add
+// all four quarters of a /26 or a /122 (so that a block fills up and merges with its sibling).
+const cover = fc.constantFrom(
+  "11.0.0.0/16",
+  "11.0.0.0/20",
+  "11.0.0.0/22",
+  "11.0.2.0/23",
+  "11.0.1.0/24",
+  "11.0.0.0/26",
+  "11.0.0.64/26",
+  "2a00::/112",
+  "2a00::/118",
+);
+const quarters = fc.oneof(
+  fc.integer({ min: 0, max: 15 }).map((k) => [0, 1, 2, 3].map((q) => `11.0.${k >> 2}.${(k & 3) * 64 + q * 16}/28`)),
+  fc.integer({ min: 0, max: 15 }).map((k) => [0, 1, 2, 3].map((q) => `2a00::${(k * 64 + q * 16).toString(16)}/124`)),
+);
+const rich = fc
+  .array(
+    fc.oneof(
+      { weight: 6, arbitrary: v4.map((p) => [p]) },
+      { weight: 2, arbitrary: v6.map((p) => [p]) },
+      { weight: 2, arbitrary: cover.map((p) => [p]) },
+      { weight: 2, arbitrary: quarters },
+    ),
+    {
+      maxLength: 12,
+    },
+  )
+  .map((xs) => xs.flat());
+const richScenario = fc.record({
+  modules: fc.array(fc.record({ prefixes: rich, community: fc.option(fc.constantFrom("65000:1", "65000:2"), { nil: null }) }), { minLength: 1, maxLength: 5 }),
+  bird,
+  bits: fc.constantFrom({ v4: 24, v6: 120 }, { v4: 26, v6: 122 }, { v4: 28, v6: 124 }, { v4: 30, v6: 126 }),
+  steps: fc.array(fc.record({ which: fc.integer({ min: 0, max: 4 }), keep: fc.integer(), add: rich }), { minLength: 1, maxLength: 5 }),
+});
+
 describe("rebuildRevision", () => {
+  it("gives the full build's revision, and the brute-force model's entries, where other modules' short prefixes cover the blocks and blocks fill up; the change it names is the difference", () => {
+    fc.assert(
+      fc.property(richScenario, ({ modules, bird, bits, steps }) => {
+        let current = modules.map((m, i): ModuleInput => ({ module_id: `00000000-0000-0000-0000-00000000000${i}`, name: `m${i}`, ...m }));
+        let state: BuildState = buildWithState(current, bird).state!;
+        for (const step of steps) {
+          const which = step.which % current.length;
+          current = current.map((m, i) => (i === which ? { ...m, prefixes: [...m.prefixes.filter((_, k) => (step.keep >> k) & 1), ...step.add] } : m));
+          const inc = rebuildRevision(state, current, bird, new Set([current[which]!.module_id]), { blockBits: bits })!;
+          expectSame(inc.built, buildRevision(current, bird));
+          expectChange(state.content, inc.built.content, inc.built.change);
+          state = inc.state;
+        }
+        expect([...state.content.v4.map((e) => e), ...state.content.v6.map((e) => e)]).toEqual(modelEntries(current, bird));
+      }),
+      { numRuns: 150 },
+    );
+  }, 120_000);
+
+  it("rebuilds a block of the changed prefix, not all that another module's covering prefix holds", () => {
+    const slash24s = Array.from({ length: 4096 }, (_, k) => `11.${k >> 8}.${k & 255}.0/24`);
+    const input: ModuleInput[] = [
+      { module_id: "a", name: "asn", community: "65000:1", prefixes: ["11.0.0.0/8", "2a00::/16"] },
+      { module_id: "b", name: "cdn", community: "65000:2", prefixes: slash24s.filter((_, k) => k % 2 === 0) },
+    ];
+    const state = buildWithState(input, {}).state!;
+    // One /24 out, another in, in two /20 blocks.
+    const next = [input[0]!, { ...input[1]!, prefixes: [...input[1]!.prefixes.slice(1), "11.7.1.0/24"] }];
+    const inc = rebuildRevision(state, next, {}, new Set(["b"]))!;
+    expectSame(inc.built, buildRevision(next, {}));
+    // Two /20 blocks, each with the 8 /24s of the module it holds; not the 2,048 under the /8.
+    // (11.7.1.0/24 joins 11.7.0.0/24 as a /23.)
+    expect(inc.blocks).toEqual({ v4: 2, v6: 0 });
+    expect(inc.built.change!.v4.map((c) => [c.to - c.from, c.count])).toEqual([
+      [8, 7],
+      [8, 8],
+    ]);
+  });
+
   it("gives byte for byte the revision a full build gives, over random module sets and random edits of one or two modules in a row", () => {
     fc.assert(
       fc.property(scenario, fc.infiniteStream(prefixes), ([input, settings, steps], more) => {

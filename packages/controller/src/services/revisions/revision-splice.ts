@@ -1,0 +1,165 @@
+import { PrefixTable } from "@rlc/shared/prefix";
+import { FAMS, type Fam, rangeIn } from "./revision-blocks.js";
+import type { ContentSplice } from "./revision-build.js";
+import { type RevisionContent, RevisionFamily, type RevisionTag } from "./revision-content.js";
+import { type FamilyLines, joinLines, type LinesPiece, linesOf, suffixesOf } from "./revision-lines.js";
+import type { BlockPart } from "./revision-local.js";
+
+/** A revision's content with what an incremental rebuild keeps of it: its prefixes parsed, its digest's lines, how many prefixes each tag has. */
+export interface SplicedContent {
+  content: RevisionContent;
+  tables: Record<Fam, PrefixTable>;
+  lines: Record<Fam, FamilyLines>;
+  perTag: Int32Array;
+}
+
+/**
+ * The last content with each block's inside replaced by the block's build (`parts`, sorted,
+ * disjoint, per family). The kept ranges are copied as runs (prefix texts, parsed words, the
+ * digest's line bytes); only the tags go one by one, renumbered in order of first appearance
+ * (IPv4, then IPv6) as the full build numbers them. The prefixes of each new tag are counted
+ * from the old counts and the replaced ranges, and the ranges that changed are named.
+ */
+export function spliceContent(old: SplicedContent, parts: Record<Fam, readonly BlockPart[]>): SplicedContent & { change: Record<Fam, ContentSplice[]> } {
+  const tags: RevisionTag[] = [];
+  const index = new Map<string, number>();
+  const communityArrays = new Map<string, string[]>();
+  const tagFor = (t: RevisionTag): number => {
+    const joined = t.communities.join(",");
+    const key = tagKey(t);
+    let k = index.get(key);
+    if (k === undefined) {
+      let communities = communityArrays.get(joined);
+      if (!communities) communityArrays.set(joined, (communities = t.communities));
+      index.set(key, (k = tags.push({ communities, modules: t.modules }) - 1));
+    }
+    return k;
+  };
+  const oldTags = old.content.tags;
+  const oldMap = new Int32Array(oldTags.length).fill(-1);
+  let partCount = 0;
+  for (const fam of FAMS) for (const p of parts[fam]) partCount += p.tags.length;
+  const perTag = new Int32Array(oldTags.length + partCount);
+  const owner = { modules: old.content.modules, tags };
+  const families = {} as Record<Fam, { prefixes: string[]; tags: Uint32Array; table: PrefixTable; partTags: Uint32Array[]; change: ContentSplice[] }>;
+
+  for (const fam of FAMS) {
+    const o = old.content[fam];
+    const ot = old.tables[fam];
+    const W = ot.W;
+    // Runs: [from, to) of the old family, or a part.
+    const runs: ({ from: number; to: number } | BlockPart)[] = [];
+    const change: ContentSplice[] = [];
+    let oi = 0;
+    let n = 0;
+    for (const p of parts[fam]) {
+      const [lo, hi] = rangeIn(ot, p.block, true, oi);
+      runs.push({ from: oi, to: lo }, p);
+      n += lo - oi;
+      change.push({ from: lo, to: hi, at: n, count: p.prefixes.length });
+      n += p.prefixes.length;
+      oi = hi;
+    }
+    runs.push({ from: oi, to: o.prefixes.length });
+    n += o.prefixes.length - oi;
+
+    const out = new Uint32Array(n);
+    const table = new PrefixTable(ot.family, Math.max(1, n));
+    // A copy of the old array, cut or grown to its new length (kept packed), then written over
+    // from the first change on.
+    const oldN = o.prefixes.length;
+    // (Not grown by push: a full array of a million grows by copying itself.)
+    const prefixes = n <= oldN ? o.prefixes.slice(0, n) : o.prefixes.concat(new Array<string>(n - oldN).fill(""));
+    const partTags: Uint32Array[] = [];
+    let k = 0;
+    for (const run of runs) {
+      if ("block" in run) {
+        const nums = new Uint32Array(run.tags.length);
+        for (let i = 0; i < nums.length; i++) {
+          nums[i] = tagFor(run.tags[i]!);
+          perTag[nums[i]!]!++;
+          prefixes[k + i] = run.prefixes[i]!;
+        }
+        out.set(nums, k);
+        partTags.push(nums);
+        table.words.set(run.table.words.subarray(0, run.table.count * W), k * W);
+        table.lens.set(run.table.lens.subarray(0, run.table.count), k);
+        k += nums.length;
+        continue;
+      }
+      const { from, to } = run;
+      if (from === to) continue;
+      table.words.set(ot.words.subarray(from * W, to * W), k * W);
+      table.lens.set(ot.lens.subarray(from, to), k);
+      copyRun(o.tags, o.prefixes, from, to, out, prefixes, k, oldMap, (t) => (oldMap[t] = tagFor(oldTags[t]!)));
+      k += to - from;
+    }
+    table.count = n;
+    families[fam] = { prefixes, tags: out, table, partTags, change };
+  }
+
+  // The kept prefixes' counts: the old ones, less those of the replaced ranges.
+  const left = Int32Array.from(old.perTag);
+  for (const fam of FAMS) for (const c of families[fam].change) for (let i = c.from; i < c.to; i++) left[old.content[fam].tags[i]!]!--;
+  oldMap.forEach((m, t) => {
+    if (m >= 0) perTag[m]! += left[t]!;
+  });
+
+  // The digest's lines: the kept runs' bytes, the parts' written with the new tags.
+  const suffixes = suffixesOf(tags);
+  const lines = {} as Record<Fam, FamilyLines>;
+  const change = {} as Record<Fam, ContentSplice[]>;
+  for (const fam of FAMS) {
+    const f = families[fam];
+    const pieces: LinesPiece[] = [];
+    let oi = 0;
+    parts[fam].forEach((p, j) => {
+      const c = f.change[j]!;
+      pieces.push({ lines: old.lines[fam], from: oi, to: c.from });
+      pieces.push({ lines: linesOf(p.table, f.partTags[j]!, suffixes), from: 0, to: p.prefixes.length });
+      oi = c.to;
+    });
+    pieces.push({ lines: old.lines[fam], from: oi, to: old.content[fam].prefixes.length });
+    lines[fam] = joinLines(pieces.filter((p) => p.to > p.from));
+    change[fam] = f.change.filter((c) => !sameRange(old.content, fam, c, f.prefixes, f.tags, tags));
+  }
+  const content: RevisionContent = {
+    ...owner,
+    v4: new RevisionFamily(families.v4.prefixes, families.v4.tags, owner),
+    v6: new RevisionFamily(families.v6.prefixes, families.v6.tags, owner),
+  };
+  return { content, tables: { v4: families.v4.table, v6: families.v6.table }, lines, perTag: perTag.subarray(0, tags.length), change };
+}
+
+/** Old prefixes [from, to) to position k of the new family, their tags renumbered (`first` numbers a tag not seen yet). */
+function copyRun(
+  tags: Uint32Array,
+  texts: readonly string[],
+  from: number,
+  to: number,
+  out: Uint32Array,
+  prefixes: string[],
+  k: number,
+  oldMap: Int32Array,
+  first: (tag: number) => number,
+) {
+  const shift = k - from;
+  for (let i = from; i < to; i++) {
+    let m = oldMap[tags[i]!]!;
+    if (m < 0) m = first(tags[i]!);
+    out[i + shift] = m;
+  }
+  if (shift !== 0) for (let i = from; i < to; i++) prefixes[i + shift] = texts[i]!;
+}
+
+const tagKey = (t: RevisionTag) => `${t.communities.join(",")}|${t.modules.join(",")}`;
+
+/** Whether a replaced range holds what it held (same texts, same communities and modules). */
+function sameRange(old: RevisionContent, fam: Fam, c: ContentSplice, prefixes: string[], newTags: Uint32Array, tags: RevisionTag[]): boolean {
+  if (c.to - c.from !== c.count) return false;
+  const o = old[fam];
+  for (let i = 0; i < c.count; i++) {
+    if (o.prefixes[c.from + i] !== prefixes[c.at + i] || tagKey(o.tagAt(c.from + i)) !== tagKey(tags[newTags[c.at + i]!]!)) return false;
+  }
+  return true;
+}
