@@ -33,7 +33,7 @@ const SPEAKER = "00000000-0000-7000-8000-0000000000aa";
  * `contents`: name → { v4, v6 } prefixes. Sections and delta scripts are encoded once here;
  * each bundle is then a freshly signed head over them (a new revision and sequence each time).
  */
-export async function agentPath({ dir, birdc, configPath, contents }) {
+export async function agentPath({ dir, birdc, configPath, contents, runner: given }) {
   const key = await generateSigningKey();
   const sections = {};
   const lines = {};
@@ -108,7 +108,7 @@ export async function agentPath({ dir, birdc, configPath, contents }) {
       if (msg.startsWith("sync: BIRD runs the new config on probation")) marks.probation = performance.now();
     },
   };
-  const real = createProcessRunner();
+  const real = given ?? createProcessRunner();
   const runner = async (file, args, options) => {
     const t = performance.now();
     const result = await real(file, args, options);
@@ -159,11 +159,20 @@ export async function agentPath({ dir, birdc, configPath, contents }) {
       const desired = await issue(name, true);
       const t = performance.now();
       marks = { start: t };
+      const cpu = process.cpuUsage();
       const result = await loop.sync({ reason: "manual", desired });
       const end = performance.now();
+      const spent = process.cpuUsage(cpu);
       if (result !== "applied") throw new Error(`the agent answered ${result}`);
       running = { revision: desired.revision_id, name };
-      return { toProbation: marks.probation - t, total: end - t, birdP: marks.birdP, beforeBirdP: marks.beforeBirdP, fetched };
+      return {
+        toProbation: marks.probation - t,
+        total: end - t,
+        cpu: (spent.user + spent.system) / 1000,
+        birdP: marks.birdP,
+        beforeBirdP: marks.beforeBirdP,
+        fetched,
+      };
     },
   };
 }

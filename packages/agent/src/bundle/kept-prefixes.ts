@@ -87,7 +87,19 @@ export function applyKeptDelta(kept: KeptPrefixes, revisionId: number, delta: Ui
   }
   if (cursor !== baseLines) throw new BundleError("digest_mismatch", `the delta does not fit the base it names: it covers ${cursor} of ${baseLines} lines`);
 
-  const pieces: Uint8Array[] = [HEAD];
+  // The section's size first, then one buffer written in place: a kept run is one copy of the
+  // base's bytes, an added line is written where it goes (no piece per step to join after).
+  let size = HEAD.length;
+  cursor = 0;
+  for (const step of steps) {
+    if (step.kind === "+") size += Buffer.byteLength(step.line, "utf8") + 1;
+    else {
+      if (step.kind === "=") size += (kept.starts[cursor + step.n] as number) - (kept.starts[cursor] as number);
+      cursor += step.n;
+    }
+  }
+  const section = Buffer.allocUnsafe(size);
+  HEAD.copy(section, 0);
   const starts = new Uint32Array(count + 1);
   const entries = new Array<BundlePrefix>(count);
   const v6 = new Uint8Array(count);
@@ -97,28 +109,27 @@ export function applyKeptDelta(kept: KeptPrefixes, revisionId: number, delta: Ui
   cursor = 0;
   for (const step of steps) {
     if (step.kind === "+") {
-      const bytes = Buffer.from(`${step.line}\n`, "utf8");
-      pieces.push(bytes);
       starts[j] = at;
       added.push({ at: j++, line: step.line });
-      at += bytes.length;
+      at += section.write(step.line, at, "utf8");
+      section[at++] = 0x0a;
       continue;
     }
     if (step.kind === "=") {
       const from = kept.starts[cursor] as number;
       const to = kept.starts[cursor + step.n] as number;
-      pieces.push(kept.section.subarray(from, to));
+      kept.section.copy(section, at, from, to);
       v6.set(kept.v6.subarray(cursor, cursor + step.n), j);
+      const shift = at - from;
       for (let i = cursor; i < cursor + step.n; i++) {
-        starts[j] = (kept.starts[i] as number) - from + at;
+        starts[j] = (kept.starts[i] as number) + shift;
         entries[j++] = kept.entries[i] as BundlePrefix;
       }
-      at += to - from;
+      at = to + shift;
     }
     cursor += step.n;
   }
   starts[count] = at;
-  const section = Buffer.concat(pieces, at);
   if (sha256Hex(section) !== sha256) throw new BundleError("digest_mismatch", "the prefixes rebuilt from the delta are not the revision's");
   const shared = new Map(kept.shared);
   for (const { at: i, line } of added) {

@@ -119,16 +119,19 @@ function renderFamily(
     if (!group) groups.set(parsed.key, (group = { key: parsed.key, set: parsed.set, nets: [], routes: [], reused: null }));
     return group;
   };
-  const member = eager ? [] : new Array<Group>(prefixes.length);
+  // The last array and its group: a revision's sets come in runs, and a run costs no lookup.
+  let lastArray: readonly string[] | null = null;
+  let lastGroup: Group | null = null;
   for (let i = 0; i < prefixes.length; i++) {
     const entry = prefixes[i];
     if (!Array.isArray(entry) || !Array.isArray(entry[1])) throw new RenderError(`prefixes.${key}[${i}]`, "must be [prefix, [community, ...]]");
     const net = eager ? prefix(entry[0], family, `prefixes.${key}[${i}]`) : "";
-    let group = byArray.get(entry[1]);
+    let group: Group | null | undefined = entry[1] === lastArray ? lastGroup : byArray.get(entry[1]);
     if (!group) byArray.set(entry[1], (group = groupOf(entry[1], `prefixes.${key}[${i}]`)));
+    lastArray = entry[1];
+    lastGroup = group;
     group.nets.push(entry[0]);
     if (eager) group.routes.push(net);
-    else member[i] = group;
   }
   for (const group of groups.values()) {
     const last = cache.groups.get(`${family} ${group.key}`);
@@ -136,11 +139,11 @@ function renderFamily(
     if (sameStrings(last.nets, group.nets)) group.reused = last;
     else group.reused = patchGroup(last, group, family, kind, titles);
   }
-  // Checked in the revision's order, so the first bad prefix is the one named; a reused set's
-  // prefixes were checked when its text was written.
-  for (let i = 0; !eager && i < prefixes.length; i++) {
-    const group = member[i] as Group;
-    if (!group.reused) group.routes.push(prefix(prefixes[i]?.[0], family, `prefixes.${key}[${i}]`));
+  // A set written whole has each prefix checked now; a reused set's prefixes were checked when
+  // its text was written. A refusal here is the render without the cache's to name (it checks
+  // in the revision's order), so the sets need not be walked in that order.
+  for (const group of eager ? [] : groups.values()) {
+    if (!group.reused) for (const net of group.nets) group.routes.push(prefix(net, family, `prefixes.${key}`));
   }
   const names = new Set<string>();
   const sorted = [...groups.values()].sort((a, b) => compareSets(a.set, b.set));

@@ -1,0 +1,69 @@
+// One agent's delta apply, in-process, BIRD replaced by a recorder (no `bird -p`, a control
+// "socket" that answers like BIRD 2.0.12): the CPU and wall of SyncLoop.sync for a delta that
+// moves one community set of `BENCH_SETS` (1 % by default) and back, and the heap the agent
+// keeps between applies. What refresh-agents.mjs's agents pay per apply, without the network.
+//   npx turbo run build --output-logs=errors-only && node --expose-gc bench/agent-apply-cpu.mjs
+//   BENCH_PREFIXES=1200000 node --expose-gc bench/agent-apply-cpu.mjs
+import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { Session } from "node:inspector/promises";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { agentPath } from "./agent-delta-path.mjs";
+import { asnInput } from "./asn-input.mjs";
+
+const PREFIXES = Number(process.env.BENCH_PREFIXES ?? 120_000);
+const SETS = Number(process.env.BENCH_SETS ?? 100);
+const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 6);
+
+const STATUS = ["BIRD 2.0.12", "Router ID is 127.0.0.1", "Daemon is up and running"].join("\n");
+const birdc = {
+  async command(command) {
+    if (command === "show status") return { code: 13, lines: [], text: STATUS };
+    if (command.startsWith("show protocols")) return { code: 0, lines: [], text: "Name       Proto      Table      State  Since         Info\n" };
+    if (command.startsWith("configure timeout")) return { code: 3, lines: [], text: "Reconfigured" };
+    if (command === "configure confirm") return { code: 18, lines: [], text: "Reconfiguration confirmed" };
+    return { code: 0, lines: [], text: "" };
+  },
+  close() {},
+};
+const runner = async () => ({ code: 0, signal: null, stdout: "", stderr: "" });
+
+const dir = mkdtempSync(join(tmpdir(), "rl-bench-apply-cpu-"));
+const path = await (() => {
+  const input = asnInput(PREFIXES, SETS);
+  return agentPath({ dir, birdc, runner, configPath: join(dir, "rl-routes.conf"), contents: { base: input.content(0, null), one: input.content(1, 0) } });
+})();
+await path.setUp("base");
+const heap = () => {
+  globalThis.gc?.();
+  return process.memoryUsage().heapUsed + process.memoryUsage().arrayBuffers;
+};
+const before = heap();
+// BENCH_CPU_PROF=<file>: a .cpuprofile of the rounds alone.
+const session = process.env.BENCH_CPU_PROF ? new Session() : null;
+if (session) {
+  session.connect();
+  await session.post("Profiler.enable");
+  await session.post("Profiler.start");
+}
+const cpu = [];
+const wall = [];
+for (let r = 0; r < ROUNDS; r++) {
+  const result = await path.change(r % 2 === 0 ? "one" : "base");
+  wall.push(result.total);
+  cpu.push(result.cpu);
+  if (result.fetched !== "delta") throw new Error(`round ${r} fetched ${result.fetched}`);
+}
+if (session) writeFileSync(process.env.BENCH_CPU_PROF, JSON.stringify((await session.post("Profiler.stop")).profile));
+const median = (xs) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
+console.log(
+  JSON.stringify({
+    prefixes: PREFIXES,
+    cpuMs: Math.round(median(cpu)),
+    wallMs: Math.round(median(wall)),
+    cpuAll: cpu.map(Math.round),
+    heapMB: +(heap() / 2 ** 20).toFixed(1),
+    heapGrowthMB: +((heap() - before) / 2 ** 20).toFixed(1),
+  }),
+);
+rmSync(dir, { recursive: true, force: true });
