@@ -101,7 +101,7 @@ describe("RFC 6811 origin validation", () => {
   it("validateAll decides every route of every group as the brute-force model does", () => {
     fc.assert(
       fc.property(
-        fc.array(fc.oneof(arbRoa(4), arbRoa(6)), { maxLength: 40 }),
+        fc.array(fc.oneof(roaOn(arbPrefix(4), 24), roaOn(arbPrefix(6), 24)), { maxLength: 40 }),
         fc.array(fc.record({ origin: fc.oneof(arbAsn, fc.constantFrom(-1, 4294967295, 4294967296, 1.5)), prefixes: fc.array(arbRoute, { maxLength: 12 }) }), {
           maxLength: 8,
         }),
