@@ -108,8 +108,12 @@ export function startWorker(opts: WorkerOptions) {
     try {
       if (job.cancel_requested) throw new JobCancelledError();
       const result = await handler.run(ctx);
-      if (!completed && !parked) await run.succeed(result ?? {}, now());
+      // A job that ended through `complete` is announced after the events its handler published
+      // (a refresh's revision_created before its job_finished).
+      if (completed) run.completed(now());
+      else if (!parked) await run.succeed(result ?? {}, now());
     } catch (raw) {
+      if (completed) run.completed(now()); // the end committed; what threw came after it
       const err = abort.signal.aborted && !(raw instanceof AppError) ? (abort.signal.reason ?? raw) : raw;
       if (err instanceof JobLostError) {
         opts.logger.warn({ job_id: job.id }, "job lost to another worker");

@@ -46,8 +46,11 @@ export interface JobRun {
   /**
    * Runs `fn` and ends the job `succeeded` with its result in one transaction that first checks
    * the job is still this worker's (JobLostError) and not asked to stop (JobCancelledError).
+   * The end is announced by `completed`, once the handler has published what it made.
    */
   complete<R extends Record<string, unknown>>(fn: (tx: Db) => Promise<R>, now: () => Date): Promise<R>;
+  /** Announces the end `complete` committed (`job_finished`): after the handler's own events, which it follows. */
+  completed(now: Date): void;
   /** Ends the job `succeeded`; false when the worker no longer owned it. */
   succeed(result: Record<string, unknown>, now: Date): Promise<boolean>;
   /** Ends the job `cancelled` (a cancel was asked and the job stopped); false when the worker no longer owned it. */
@@ -90,9 +93,9 @@ export function createJobRuns(deps: { sql: Sql; bus: Bus } & JobRunCaps) {
         await finishJob(tx, job.id, workerId, { status: "succeeded", result: done, now: now() });
         return done;
       })) as R;
-      announce(job, { status: "succeeded", error: null }, now());
       return result;
     },
+    completed: (now) => announce(job, { status: "succeeded", error: null }, now),
     async succeed(result, now) {
       const ended = await finishJob(sql, job.id, workerId, { status: "succeeded", result, now });
       if (ended) announce(job, { status: "succeeded", error: null }, now);
