@@ -84,6 +84,14 @@ export function startScheduler(opts: SchedulerOptions) {
     }
   };
 
+  /**
+   * A lock taken after the first election makes this process the leader only at the next one, if
+   * it still holds it then: a leader whose connection was killed learns it at its own next
+   * election, so the two never lead at once (both elect at the same interval). At start there is
+   * no leader to wait for, and the process leads at once.
+   */
+  let taken = false;
+  let first = true;
   const tryLead = async () => {
     if (stopped) return;
     if (leader) {
@@ -92,8 +100,21 @@ export function startScheduler(opts: SchedulerOptions) {
     }
     if (lock.alone) return lead();
     try {
-      if ((await lock.take()) && !stopped) lead();
+      if (taken) {
+        taken = false;
+        if ((await lock.held()) && !stopped) lead();
+        else lock.letGo(true);
+        return;
+      }
+      const fenced = !first;
+      first = false;
+      const got = await lock.take();
+      if (!got || stopped)
+        taken = got; // stop() unlocks a lock taken while it ran
+      else if (fenced) taken = true;
+      else lead();
     } catch (err) {
+      taken = false;
       opts.logger.warn({ err }, "scheduler election failed");
     }
   };
@@ -109,7 +130,7 @@ export function startScheduler(opts: SchedulerOptions) {
       if (election) clearInterval(election);
       for (const t of timers) clearInterval(t);
       await Promise.allSettled([...running]);
-      await lock.close(leader);
+      await lock.close(leader || taken);
       leader = false;
     },
   };
