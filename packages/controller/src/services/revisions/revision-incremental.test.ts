@@ -107,20 +107,42 @@ const richScenario = fc.record({
   steps: fc.array(fc.record({ which: fc.integer({ min: 0, max: 4 }), keep: fc.integer(), add: rich }), { minLength: 1, maxLength: 5 }),
 });
 
+/** Runs a rich scenario's edits through rebuildRevision; `check` sees each rebuild, its input and the state it was made from. */
+function rebuildSteps(
+  {
+    modules,
+    bird,
+    bits,
+    steps,
+  }: {
+    modules: Omit<ModuleInput, "module_id" | "name">[];
+    bird: BogonSettings;
+    bits: { v4: number; v6: number };
+    steps: { which: number; keep: number; add: string[] }[];
+  },
+  check: (inc: NonNullable<ReturnType<typeof rebuildRevision>>, current: ModuleInput[], state: BuildState) => void,
+): { current: ModuleInput[]; state: BuildState } {
+  let current = modules.map((m, i): ModuleInput => ({ module_id: `00000000-0000-0000-0000-00000000000${i}`, name: `m${i}`, ...m }));
+  let state: BuildState = buildWithState(current, bird).state!;
+  for (const step of steps) {
+    const which = step.which % current.length;
+    current = current.map((m, i) => (i === which ? { ...m, prefixes: [...m.prefixes.filter((_, k) => (step.keep >> k) & 1), ...step.add] } : m));
+    const inc = rebuildRevision(state, current, bird, new Set([current[which]!.module_id]), { blockBits: bits })!;
+    check(inc, current, state);
+    state = inc.state;
+  }
+  return { current, state };
+}
+
 describe("rebuildRevision", () => {
   it("gives the full build's revision, and the brute-force model's entries, where other modules' short prefixes cover the blocks and blocks fill up; the change it names is the difference", () => {
     fc.assert(
-      fc.property(richScenario, ({ modules, bird, bits, steps }) => {
-        let current = modules.map((m, i): ModuleInput => ({ module_id: `00000000-0000-0000-0000-00000000000${i}`, name: `m${i}`, ...m }));
-        let state: BuildState = buildWithState(current, bird).state!;
-        for (const step of steps) {
-          const which = step.which % current.length;
-          current = current.map((m, i) => (i === which ? { ...m, prefixes: [...m.prefixes.filter((_, k) => (step.keep >> k) & 1), ...step.add] } : m));
-          const inc = rebuildRevision(state, current, bird, new Set([current[which]!.module_id]), { blockBits: bits })!;
+      fc.property(richScenario, (scenario) => {
+        const { bird } = scenario;
+        const { current, state } = rebuildSteps(scenario, (inc, current, state) => {
           expectSame(inc.built, buildRevision(current, bird));
           expectChange(state.content, inc.built.content, inc.built.change);
-          state = inc.state;
-        }
+        });
         expect([...state.content.v4.map((e) => e), ...state.content.v6.map((e) => e)]).toEqual(modelEntries(current, bird));
       }),
       { numRuns: 150 },
@@ -129,13 +151,8 @@ describe("rebuildRevision", () => {
 
   it("names a change whose ranges alone give the alignment, and whose parsed prefixes the withdrawn count, that the walks over both whole contents give", () => {
     fc.assert(
-      fc.property(richScenario, ({ modules, bird, bits, steps }) => {
-        let current = modules.map((m, i): ModuleInput => ({ module_id: `00000000-0000-0000-0000-00000000000${i}`, name: `m${i}`, ...m }));
-        let state: BuildState = buildWithState(current, bird).state!;
-        for (const step of steps) {
-          const which = step.which % current.length;
-          current = current.map((m, i) => (i === which ? { ...m, prefixes: [...m.prefixes.filter((_, k) => (step.keep >> k) & 1), ...step.add] } : m));
-          const inc = rebuildRevision(state, current, bird, new Set([current[which]!.module_id]), { blockBits: bits })!;
+      fc.property(richScenario, (scenario) => {
+        rebuildSteps(scenario, (inc, _current, state) => {
           const next = inc.built;
           const spliced = alignSpliced(next.content, next.change!);
           const whole = alignContents(state.content, next.content);
@@ -151,8 +168,7 @@ describe("rebuildRevision", () => {
             looked += uncoveredByLookup(removed, table);
           }
           expect(looked).toBe(withdrawn);
-          state = inc.state;
-        }
+        });
       }),
       { numRuns: 200 },
     );
