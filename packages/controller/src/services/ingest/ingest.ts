@@ -176,7 +176,7 @@ export function createIngestService(deps: IngestDeps) {
         const unchanged = current?.digest === built.digest;
         if (!unchanged) {
           const maxDrop = typeof settings.revision_guard_max_drop_percent === "number" ? settings.revision_guard_max_drop_percent : 50;
-          await deps.committer.guard(tx, tenantId, current, built.content, maxDrop, params.force);
+          await deps.committer.guard(tx, tenantId, current, built.content, maxDrop, params.force, built.change);
         }
         lap("guard");
         const now = job.now();
@@ -219,6 +219,7 @@ export function createIngestService(deps: IngestDeps) {
               dropped_prefix_count: built.dropped_prefix_count,
               modules: withRpkiDropped(built.modules, rpki),
               content: built.content,
+              change: built.change,
             },
             (fn) => afterCommit.push(fn),
           );

@@ -1,4 +1,6 @@
-import { comparePrefixes, newTables, type PrefixTables, parsePrefixTexts, pushPrefixText } from "@rlc/shared/prefix";
+import { comparePrefixes, newTables, type PrefixTable, type PrefixTables, parsePrefixTexts, pushPrefixText } from "@rlc/shared/prefix";
+import { lowerBound, maskTo } from "./revision-blocks.js";
+import type { RevisionChange } from "./revision-build.js";
 import { type RevisionContent, type RevisionFamily, uncovered } from "./revision-content.js";
 
 /**
@@ -32,16 +34,21 @@ function comparer(): (x: string, y: string) => number {
 /**
  * One merge walk over both families' prefix texts. A prefix's text is canonical, so equal texts
  * are the same prefix and only where they differ are the two parsed to order them: a 1 % change
- * of a million prefixes parses some 20,000, not two million.
+ * of a million prefixes parses some 20,000, not two million. Walks `a[i..iEnd)` against
+ * `b[j..jEnd)`, pushing the positions apart to `removed` and `added`.
  */
-function alignFamily(from: RevisionFamily, to: RevisionFamily, compare: (x: string, y: string) => number): FamilyAlignment {
-  const a = from.prefixes;
-  const b = to.prefixes;
-  const removed: number[] = [];
-  const added: number[] = [];
-  let i = 0;
-  let j = 0;
-  while (i < a.length && j < b.length) {
+function walk(
+  a: readonly string[],
+  i: number,
+  iEnd: number,
+  b: readonly string[],
+  j: number,
+  jEnd: number,
+  compare: (x: string, y: string) => number,
+  removed: number[],
+  added: number[],
+): void {
+  while (i < iEnd && j < jEnd) {
     const x = a[i]!;
     const y = b[j]!;
     if (x === y) {
@@ -57,14 +64,41 @@ function alignFamily(from: RevisionFamily, to: RevisionFamily, compare: (x: stri
       j++;
     }
   }
-  while (i < a.length) removed.push(i++);
-  while (j < b.length) added.push(j++);
+  while (i < iEnd) removed.push(i++);
+  while (j < jEnd) added.push(j++);
+}
+
+function alignFamily(from: RevisionFamily, to: RevisionFamily, compare: (x: string, y: string) => number): FamilyAlignment {
+  const removed: number[] = [];
+  const added: number[] = [];
+  walk(from.prefixes, 0, from.length, to.prefixes, 0, to.length, compare, removed, added);
   return { removed: Uint32Array.from(removed), added: Uint32Array.from(added) };
 }
 
 export function alignContents(from: RevisionContent, to: RevisionContent): Alignment {
   const compare = comparer();
   return { v4: alignFamily(from.v4, to.v4, compare), v6: alignFamily(from.v6, to.v6, compare) };
+}
+
+/**
+ * alignContents of an incrementally built content and the one it was made from (`change`:
+ * revision-build.ts), walked only inside the ranges the build replaced: outside them both hold
+ * the same prefixes in the same order, all kept. Both lists are sorted and distinct, so the
+ * alignment is the sets' difference, and a prefix of one range can only be in the other's (the
+ * two lie between the same neighbours): the answer is alignContents' (the property test in
+ * revision-incremental.test.ts).
+ */
+export function alignSpliced(to: RevisionContent, change: RevisionChange): Alignment {
+  const compare = comparer();
+  const family = (fam: "v4" | "v6"): FamilyAlignment => {
+    const removed: number[] = [];
+    const added: number[] = [];
+    const a = change.parent[fam].prefixes;
+    const b = to[fam].prefixes;
+    for (const c of change[fam]) walk(a, c.from, c.to, b, c.at, c.at + c.count, compare, removed, added);
+    return { removed: Uint32Array.from(removed), added: Uint32Array.from(added) };
+  };
+  return { v4: family("v4"), v6: family("v6") };
 }
 
 /**
@@ -100,18 +134,53 @@ function lengthOf(text: string, bits: number): number {
 }
 
 /**
+ * How many of `removed`'s prefixes no prefix of `next` (sorted, distinct, parsed) contains, by
+ * looking each one's shorter ancestors up in `next`: a binary search a length, not a walk over
+ * `next`. Answers what uncovered(removed, next) answers when `next` lacks every prefix of
+ * `removed` itself (a removed prefix is not in the next content).
+ */
+export function uncoveredByLookup(removed: PrefixTable, next: PrefixTable): number {
+  const W = next.W;
+  const at = new Uint32Array(W);
+  let count = 0;
+  for (let i = 0; i < removed.count; i++) {
+    let covered = false;
+    for (let len = 0; len < removed.lens[i]! && !covered; len++) {
+      at.set(removed.words.subarray(i * W, i * W + W));
+      maskTo(at, len);
+      for (let k = lowerBound(next, at, false); k < next.count && !covered; k++) {
+        let same = true;
+        for (let w = 0; w < W && same; w++) same = next.words[k * W + w] === at[w];
+        if (!same) break;
+        covered = next.lens[k] === len;
+      }
+    }
+    if (!covered) count++;
+  }
+  return count;
+}
+
+/**
  * withdrawnCount (the guard) from the alignment: a prefix `next` keeps covers itself, so only
  * the removed ones are checked against `next`, and of `next` only the prefixes shorter than the
  * longest removed one can cover one (a prefix of the same length would be the removed one
- * itself): those alone are parsed. Gives the same count as withdrawnCount.
+ * itself): those alone are parsed. `tables`: `next`'s prefixes parsed (an incremental build's,
+ * BuiltRevision.change); with them a few removed prefixes are looked up in them instead
+ * (uncoveredByLookup). Gives the same count as withdrawnCount.
  */
-export function withdrawnFrom(current: RevisionContent, next: RevisionContent, al: Alignment): number {
+export function withdrawnFrom(current: RevisionContent, next: RevisionContent, al: Alignment, tables?: { v4: PrefixTable; v6: PrefixTable }): number {
   let count = 0;
   for (const fam of ["v4", "v6"] as const) {
     const removed = al[fam].removed;
     if (!removed.length) continue;
     const bits = fam === "v4" ? 32 : 128;
     const texts = Array.from(removed, (i) => current[fam].prefixes[i]!);
+    const table = tables?.[fam];
+    // A lookup costs some `bits` binary searches a removed prefix; the walk, every prefix of `next`.
+    if (table && table.count === next[fam].length && removed.length * bits * 4 < table.count) {
+      count += uncoveredByLookup(parsePrefixTexts(texts)[fam], table);
+      continue;
+    }
     let longest = 0;
     for (const t of texts) longest = Math.max(longest, lengthOf(t, bits));
     const covering = next[fam].prefixes.filter((t) => lengthOf(t, bits) < longest);

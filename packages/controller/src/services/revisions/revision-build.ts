@@ -55,6 +55,8 @@ export interface RevisionChange {
   parent: RevisionContent;
   v4: ContentSplice[];
   v6: ContentSplice[];
+  /** The new content's prefixes parsed, per family (the guard looks removed prefixes up in them). */
+  tables?: { v4: PrefixTable; v6: PrefixTable };
 }
 
 /** Tags by (communities, modules), shared by both families of one revision. */

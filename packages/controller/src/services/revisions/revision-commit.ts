@@ -4,6 +4,7 @@ import { type Db, withSavepoint } from "../../db/connect.js";
 import { findCurrentRevision, insertRevision, lockTenantRevisions, type RevisionRow } from "../../db/revisions.js";
 import { publishRevisionCreated } from "../../events/publish.js";
 import { withdrawnFrom } from "./revision-align.js";
+import type { RevisionChange as RevisionBuildChange } from "./revision-build.js";
 import type { RevisionContent } from "./revision-content.js";
 import type { RevisionStore } from "./revision-store.js";
 
@@ -42,15 +43,26 @@ export function createRevisionCommitter(deps: { revisions: RevisionStore; bus: B
 
     /**
      * Refuses a content that would withdraw more than `maxDropPercent` of the current revision's
-     * prefixes (revision_guard_tripped, 409), unless forced.
+     * prefixes (revision_guard_tripped, 409), unless forced. `change`: how an incremental build
+     * made `next` (BuiltRevision.change): when made from the current revision's content, only
+     * the ranges it replaced are aligned, and the removed prefixes are looked up in its parsed
+     * prefixes.
      */
-    async guard(tx: Db, tenantId: string, current: RevisionRow | undefined, next: RevisionContent, maxDropPercent: number, force: boolean) {
+    async guard(
+      tx: Db,
+      tenantId: string,
+      current: RevisionRow | undefined,
+      next: RevisionContent,
+      maxDropPercent: number,
+      force: boolean,
+      change?: RevisionBuildChange,
+    ) {
       if (!current || force) return;
       const before = await deps.revisions.content(tx, tenantId, current.revision_id);
       const total = current.prefix_count_v4 + current.prefix_count_v6;
       // Only a prefix the next content lacks can be withdrawn: the change's removed ones are
       // checked against it, not every prefix of both (the commit reuses the same walk).
-      const withdrawn = before ? withdrawnFrom(before, next, deps.revisions.align(before, next)) : 0;
+      const withdrawn = before ? withdrawnFrom(before, next, deps.revisions.align(before, next, change), change?.tables) : 0;
       if (total > 0 && (withdrawn * 100) / total > maxDropPercent) {
         throw new AppError(
           "revision_guard_tripped",
@@ -70,16 +82,16 @@ export function createRevisionCommitter(deps: { revisions: RevisionStore; bus: B
       tx: Db,
       tenantId: string,
       current: RevisionRow | undefined,
-      revision: NewRevision & { created_at: Date; content: RevisionContent | Buffer },
+      revision: NewRevision & { created_at: Date; content: RevisionContent | Buffer; change?: RevisionBuildChange | undefined },
       afterCommit: (fn: () => void) => void,
     ): Promise<CommittedRevision> {
       const started = Date.now();
-      const { content, ...fields } = revision;
+      const { content, change, ...fields } = revision;
       const row: RevisionRow = { ...fields, tenant_id: tenantId, revision_id: (current?.revision_id ?? 0) + 1 };
       deps.revisions.forget(tenantId, row.revision_id);
       // Bytes (a whole content, encodeContent's) are stored as given; a decoded content as a
       // change against the current revision where that is smaller (revision-store.ts).
-      const stored = Buffer.isBuffer(content) ? { content } : await deps.revisions.storedForm(tx, tenantId, current?.revision_id ?? null, content);
+      const stored = Buffer.isBuffer(content) ? { content } : await deps.revisions.storedForm(tx, tenantId, current?.revision_id ?? null, content, change);
       await insertRevision(tx, { ...row, ...stored });
       const written = Date.now();
       let sectionsError: string | null = null;

@@ -1,7 +1,9 @@
+import { parsePrefixTexts } from "@rlc/shared/prefix";
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
+import { alignContents, alignSpliced, uncoveredByLookup, withdrawnFrom } from "./revision-align.js";
 import { type BogonSettings, type BuiltRevision, buildRevision, type ModuleInput } from "./revision-build.js";
-import type { RevisionContent } from "./revision-content.js";
+import { type RevisionContent, uncovered, withdrawnCount } from "./revision-content.js";
 import { type BuildState, buildWithState, rebuildRevision } from "./revision-incremental.js";
 import { modelEntries } from "./revision-model.test-helper.js";
 import { encodeContent } from "./revision-store.js";
@@ -105,23 +107,70 @@ const richScenario = fc.record({
   steps: fc.array(fc.record({ which: fc.integer({ min: 0, max: 4 }), keep: fc.integer(), add: rich }), { minLength: 1, maxLength: 5 }),
 });
 
+/** Runs a rich scenario's edits through rebuildRevision; `check` sees each rebuild, its input and the state it was made from. */
+function rebuildSteps(
+  {
+    modules,
+    bird,
+    bits,
+    steps,
+  }: {
+    modules: Omit<ModuleInput, "module_id" | "name">[];
+    bird: BogonSettings;
+    bits: { v4: number; v6: number };
+    steps: { which: number; keep: number; add: string[] }[];
+  },
+  check: (inc: NonNullable<ReturnType<typeof rebuildRevision>>, current: ModuleInput[], state: BuildState) => void,
+): { current: ModuleInput[]; state: BuildState } {
+  let current = modules.map((m, i): ModuleInput => ({ module_id: `00000000-0000-0000-0000-00000000000${i}`, name: `m${i}`, ...m }));
+  let state: BuildState = buildWithState(current, bird).state!;
+  for (const step of steps) {
+    const which = step.which % current.length;
+    current = current.map((m, i) => (i === which ? { ...m, prefixes: [...m.prefixes.filter((_, k) => (step.keep >> k) & 1), ...step.add] } : m));
+    const inc = rebuildRevision(state, current, bird, new Set([current[which]!.module_id]), { blockBits: bits })!;
+    check(inc, current, state);
+    state = inc.state;
+  }
+  return { current, state };
+}
+
 describe("rebuildRevision", () => {
   it("gives the full build's revision, and the brute-force model's entries, where other modules' short prefixes cover the blocks and blocks fill up; the change it names is the difference", () => {
     fc.assert(
-      fc.property(richScenario, ({ modules, bird, bits, steps }) => {
-        let current = modules.map((m, i): ModuleInput => ({ module_id: `00000000-0000-0000-0000-00000000000${i}`, name: `m${i}`, ...m }));
-        let state: BuildState = buildWithState(current, bird).state!;
-        for (const step of steps) {
-          const which = step.which % current.length;
-          current = current.map((m, i) => (i === which ? { ...m, prefixes: [...m.prefixes.filter((_, k) => (step.keep >> k) & 1), ...step.add] } : m));
-          const inc = rebuildRevision(state, current, bird, new Set([current[which]!.module_id]), { blockBits: bits })!;
+      fc.property(richScenario, (scenario) => {
+        const { bird } = scenario;
+        const { current, state } = rebuildSteps(scenario, (inc, current, state) => {
           expectSame(inc.built, buildRevision(current, bird));
           expectChange(state.content, inc.built.content, inc.built.change);
-          state = inc.state;
-        }
+        });
         expect([...state.content.v4.map((e) => e), ...state.content.v6.map((e) => e)]).toEqual(modelEntries(current, bird));
       }),
       { numRuns: 150 },
+    );
+  }, 120_000);
+
+  it("names a change whose ranges alone give the alignment, and whose parsed prefixes the withdrawn count, that the walks over both whole contents give", () => {
+    fc.assert(
+      fc.property(richScenario, (scenario) => {
+        rebuildSteps(scenario, (inc, _current, state) => {
+          const next = inc.built;
+          const spliced = alignSpliced(next.content, next.change!);
+          const whole = alignContents(state.content, next.content);
+          expect(spliced).toEqual(whole);
+          const withdrawn = withdrawnCount(state.content, next.content);
+          expect(withdrawnFrom(state.content, next.content, spliced, next.change!.tables)).toBe(withdrawn);
+          // The lookup itself (withdrawnFrom walks instead where few prefixes are left, as here).
+          let looked = 0;
+          for (const fam of ["v4", "v6"] as const) {
+            const removed = parsePrefixTexts(Array.from(spliced[fam].removed, (i) => state.content[fam].prefixes[i]!))[fam];
+            const table = next.change!.tables![fam];
+            expect(uncoveredByLookup(removed, table)).toBe(uncovered(removed, table));
+            looked += uncoveredByLookup(removed, table);
+          }
+          expect(looked).toBe(withdrawn);
+        });
+      }),
+      { numRuns: 200 },
     );
   }, 120_000);
 

@@ -277,7 +277,7 @@ export function rebuildRevision(
       excluded_prefix_count: 0,
     })),
     collected: new Map(modules.map((m, mi) => [m.module_id, after[mi]!.counts])),
-    change: { parent: state.content, ...spliced.change },
+    change: { parent: state.content, ...spliced.change, tables: spliced.tables },
   };
   const blockCount = { v4: parts.v4.length, v6: parts.v6.length };
   return {

@@ -9,7 +9,8 @@ import {
   rewriteContentWhole,
   type StoredContent,
 } from "../../db/revisions.js";
-import { type Alignment, alignContents } from "./revision-align.js";
+import { type Alignment, alignContents, alignSpliced } from "./revision-align.js";
+import type { RevisionChange as RevisionBuildChange } from "./revision-build.js";
 import { applyChange, changeSize, decodeChange, encodeChange, makeChange, type RevisionChange } from "./revision-change.js";
 import { contentFromEntries, prefixCount, type RevisionContent, type RevisionEntry, RevisionFamily, type RevisionTag } from "./revision-content.js";
 
@@ -146,24 +147,31 @@ export function createRevisionStore(opts: { entries?: number; chain?: Partial<Ch
       return hit.parentId === parentId ? hit.change : null;
     },
 
-    /** Where `from` and `to` part (revision-align.ts); the last pair is remembered. */
-    align(from: RevisionContent, to: RevisionContent): Alignment {
-      if (aligned?.from !== from || aligned.to !== to) aligned = { from, to, al: alignContents(from, to) };
+    /**
+     * Where `from` and `to` part (revision-align.ts); the last pair is remembered. `change`: how
+     * an incremental build made `to` (BuiltRevision.change); when made from `from`, only the
+     * ranges it replaced are walked.
+     */
+    align(from: RevisionContent, to: RevisionContent, change?: RevisionBuildChange): Alignment {
+      if (aligned?.from !== from || aligned.to !== to) {
+        aligned = { from, to, al: change?.parent === from ? alignSpliced(to, change) : alignContents(from, to) };
+      }
       return aligned.al;
     },
 
     /**
      * How to store `content` as the revision after `parentId` (the current one): a change
-     * against it when that is smaller and the chain stays within the policy, else whole.
+     * against it when that is smaller and the chain stays within the policy, else whole
+     * (`built`: the build's change, as for align).
      */
-    async storedForm(db: Db, tenantId: string, parentId: number | null, content: RevisionContent): Promise<StoredContent> {
+    async storedForm(db: Db, tenantId: string, parentId: number | null, content: RevisionContent, built?: RevisionBuildChange): Promise<StoredContent> {
       const whole = (): StoredContent => ({ content: encodeContent(content), parent_id: null, chain_depth: 0, chain_changes: 0 });
       if (parentId === null || policy.maxDepth === 0) return whole();
       const chain = await findChain(db, tenantId, parentId);
       if (!chain || chain.chain_depth + 1 > policy.maxDepth) return whole();
       const parent = await store.content(db, tenantId, parentId);
       if (!parent) return whole();
-      const change = makeChange(parent, content, store.align(parent, content));
+      const change = makeChange(parent, content, store.align(parent, content, built));
       const size = changeSize(change);
       const n = Math.max(1, prefixCount(content));
       if (size > n * policy.maxChangeShare || chain.chain_changes + size > n * policy.maxChainShare) return whole();
