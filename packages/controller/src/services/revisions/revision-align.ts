@@ -124,6 +124,34 @@ export function forKept(al: FamilyAlignment, oldLength: number, fn: (i: number, 
   }
 }
 
+/**
+ * Calls `fn(i, j, n)` for every run of `n` prefixes kept in both lists: old positions
+ * `i..i+n)` are new `j..j+n)`. Runs are what lies between the alignment's entries, so a small
+ * change of a long list is a few long runs, walked by the caller in tight loops.
+ */
+export function forKeptRuns(al: FamilyAlignment, oldLength: number, fn: (i: number, j: number, n: number) => void): void {
+  const { removed, added } = al;
+  let r = 0;
+  let a = 0;
+  let i = 0;
+  let j = 0;
+  for (;;) {
+    while (r < removed.length && removed[r] === i) {
+      r++;
+      i++;
+    }
+    while (a < added.length && added[a] === j) {
+      a++;
+      j++;
+    }
+    if (i >= oldLength) return;
+    const n = Math.min((r < removed.length ? removed[r]! : oldLength) - i, a < added.length ? added[a]! - j : oldLength);
+    fn(i, j, n);
+    i += n;
+    j += n;
+  }
+}
+
 /** The length a prefix text ends with (`/24`); a bare address is a host route. */
 function lengthOf(text: string, bits: number): number {
   const slash = text.lastIndexOf("/");

@@ -1,7 +1,7 @@
 import { diffTagged } from "@rlc/shared/prefix";
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
-import { alignContents, withdrawnFrom } from "./revision-align.js";
+import { alignContents, forKept, forKeptRuns, withdrawnFrom } from "./revision-align.js";
 import { applyChange, decodeChange, encodeChange, makeChange } from "./revision-change.js";
 import { contentFromEntries, type RevisionContent, type RevisionEntry, RevisionFamily, taggedPrefixes, withdrawnCount } from "./revision-content.js";
 import { diffAligned } from "./revision-diff.js";
@@ -103,6 +103,47 @@ describe("revision changes", () => {
     const next: Pick = { ...big, v4: big.v4.map((t, k) => (k === 5 ? null : t)), shuffle: 7 };
     const change = makeChange(contentOf(big), contentOf(next));
     expect([change.v4.removed.length, change.v4.added.length, change.v4.retagAt.length, change.v6.retagAt.length]).toEqual([1, 0, 0, 0]);
+  });
+
+  it("walks the kept prefixes a run at a time as forKept does one at a time; the tag map and retags are the majority's (brute force)", () => {
+    fc.assert(
+      fc.property(contentArb, editArb, fc.nat(20), (first, edit, shuffle) => {
+        const a = contentOf(first);
+        const b = contentOf(apply(first, edit, shuffle));
+        const al = alignContents(a, b);
+        const change = makeChange(a, b, al);
+        const votes = new Map<number, Map<number, number>>();
+        for (const fam of ["v4", "v6"] as const) {
+          const single: [number, number][] = [];
+          forKept(al[fam], a[fam].length, (i, j) => single.push([i, j]));
+          const runs: [number, number][] = [];
+          forKeptRuns(al[fam], a[fam].length, (i, j, n) => {
+            expect(n).toBeGreaterThan(0);
+            for (let k = 0; k < n; k++) runs.push([i + k, j + k]);
+          });
+          expect(runs).toEqual(single);
+          for (const [i, j] of single) {
+            const v = votes.get(a[fam].tags[i]!) ?? new Map<number, number>();
+            v.set(b[fam].tags[j]!, (v.get(b[fam].tags[j]!) ?? 0) + 1);
+            votes.set(a[fam].tags[i]!, v);
+          }
+        }
+        const map = a.tags.map((_, o) => {
+          const v = [...(votes.get(o) ?? [])].sort(([t1, n1], [t2, n2]) => n2 - n1 || t1 - t2);
+          return v.length ? v[0]![0] : -1;
+        });
+        expect([...change.map]).toEqual(map);
+        for (const fam of ["v4", "v6"] as const) {
+          const retag: number[] = [];
+          forKept(al[fam], a[fam].length, (i, j) => {
+            if (map[a[fam].tags[i]!] !== b[fam].tags[j]) retag.push(j);
+          });
+          expect([...change[fam].retagAt]).toEqual(retag);
+          expect([...change[fam].retagTags]).toEqual(retag.map((j) => b[fam].tags[j]));
+        }
+      }),
+      { numRuns: 300 },
+    );
   });
 
   it("refuses a change applied to a content it was not made from", () => {

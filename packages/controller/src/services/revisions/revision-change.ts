@@ -1,5 +1,5 @@
 import { gunzipSync, gzipSync } from "node:zlib";
-import { type Alignment, alignContents, type FamilyAlignment, forKept } from "./revision-align.js";
+import { type Alignment, alignContents, type FamilyAlignment, forKeptRuns } from "./revision-align.js";
 import { type RevisionContent, RevisionFamily, type RevisionTag } from "./revision-content.js";
 
 /**
@@ -31,42 +31,38 @@ export interface FamilyChange extends FamilyAlignment {
 export const changeSize = (c: RevisionChange) =>
   c.v4.removed.length + c.v4.added.length + c.v4.retagAt.length + c.v6.removed.length + c.v6.added.length + c.v6.retagAt.length;
 
-/** Old tag × new tag of every kept prefix, in order (two typed arrays; neighbours repeat in long runs). */
-function keptTags(from: RevisionFamily, to: RevisionFamily, al: FamilyAlignment): { at: Uint32Array; from: Uint32Array; to: Uint32Array } {
-  const n = from.length - al.removed.length;
-  const at = new Uint32Array(n);
-  const a = new Uint32Array(n);
-  const b = new Uint32Array(n);
-  let k = 0;
-  forKept(al, from.length, (i, j) => {
-    at[k] = j;
-    a[k] = from.tags[i]!;
-    b[k++] = to.tags[j]!;
-  });
-  return { at, from: a, to: b };
-}
-
-/** For each old tag, the new tag most of its kept prefixes take (ties: the lower), -1 for none. */
-function tagMap(nOld: number, nNew: number, kept: ReturnType<typeof keptTags>[]): Int32Array {
-  const counts = new Map<number, number>();
-  for (const { from, to } of kept) {
-    let key = -1;
-    let run = 0;
-    for (let k = 0; k < from.length; k++) {
-      const pair = from[k]! * nNew + to[k]!;
-      if (pair === key) {
-        run++;
-        continue;
+/**
+ * For each old tag, the new tag most of its kept prefixes take (ties: the lower), -1 for none.
+ * Counted in one pass over the kept prefixes: the first new tag an old tag meets in a typed
+ * array (most of its prefixes keep it), any other pair in a map (the few retagged).
+ */
+function tagMap(from: RevisionContent, to: RevisionContent, al: Alignment): Int32Array {
+  const nOld = from.tags.length;
+  const nNew = Math.max(1, to.tags.length);
+  const first = new Int32Array(nOld).fill(-1);
+  const firstCount = new Float64Array(nOld);
+  const others = new Map<number, number>();
+  for (const fam of ["v4", "v6"] as const) {
+    const a = from[fam].tags;
+    const b = to[fam].tags;
+    forKeptRuns(al[fam], from[fam].length, (i, j, n) => {
+      for (let k = 0; k < n; k++) {
+        const o = a[i + k]!;
+        const t = b[j + k]!;
+        if (first[o] === t) firstCount[o] = firstCount[o]! + 1;
+        else if (first[o] === -1) {
+          first[o] = t;
+          firstCount[o] = 1;
+        } else {
+          const key = o * nNew + t;
+          others.set(key, (others.get(key) ?? 0) + 1);
+        }
       }
-      if (key >= 0) counts.set(key, (counts.get(key) ?? 0) + run);
-      key = pair;
-      run = 1;
-    }
-    if (key >= 0) counts.set(key, (counts.get(key) ?? 0) + run);
+    });
   }
-  const map = new Int32Array(nOld).fill(-1);
-  const best = new Float64Array(nOld);
-  for (const [k, n] of counts) {
+  const map = first.slice();
+  const best = firstCount;
+  for (const [k, n] of others) {
     const o = Math.floor(k / nNew);
     const t = k % nNew;
     if (n > best[o]! || (n === best[o]! && t < map[o]!)) {
@@ -79,19 +75,22 @@ function tagMap(nOld: number, nNew: number, kept: ReturnType<typeof keptTags>[])
 
 /** The change that turns `from` into `to` (`al`: their alignment, when already walked). */
 export function makeChange(from: RevisionContent, to: RevisionContent, al: Alignment = alignContents(from, to)): RevisionChange {
-  const kept = { v4: keptTags(from.v4, to.v4, al.v4), v6: keptTags(from.v6, to.v6, al.v6) };
-  const map = tagMap(from.tags.length, Math.max(1, to.tags.length), [kept.v4, kept.v6]);
+  const map = tagMap(from, to, al);
   const family = (fam: "v4" | "v6"): FamilyChange => {
     const b = to[fam];
-    const k = kept[fam];
+    const a = from[fam].tags;
+    const bt = b.tags;
     const retagAt: number[] = [];
     const retagTags: number[] = [];
-    for (let x = 0; x < k.at.length; x++) {
-      if (map[k.from[x]!] !== k.to[x]) {
-        retagAt.push(k.at[x]!);
-        retagTags.push(k.to[x]!);
+    forKeptRuns(al[fam], from[fam].length, (i, j, n) => {
+      for (let k = 0; k < n; k++) {
+        const t = bt[j + k]!;
+        if (map[a[i + k]!] !== t) {
+          retagAt.push(j + k);
+          retagTags.push(t);
+        }
       }
-    }
+    });
     const added = al[fam].added;
     return {
       ...al[fam],
