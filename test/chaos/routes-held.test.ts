@@ -87,7 +87,18 @@ describe.skipIf(missing.length > 0 && process.env.CI !== "true")(missing.length 
       // At the receiver is not yet held: BIRD runs it on probation until the agent confirms, and a
       // fault before that (the controller unreachable, the agent killed) rightly reverts it. Held
       // is once the apply succeeded.
-      await until(`the apply after ${what} to succeed`, async () => (await ok("GET", `/v1/jobs/${apply.job_id}`)).status === "succeeded", 60_000);
+      // A poll may meet the same 503 database_unavailable as the refresh above (the pool's
+      // connections are found dead one by one): a client retries it.
+      await until(
+        `the apply after ${what} to succeed`,
+        async () => {
+          const r = await c.call(key, "GET", `/v1/jobs/${apply.job_id}`).catch(() => null);
+          if (!r || r.status === 503) return false;
+          if (r.status !== 200) throw new Error(`GET /v1/jobs/${apply.job_id}: ${r.status} ${JSON.stringify(r.json)}`);
+          return (r.json as { status?: string }).status === "succeeded";
+        },
+        60_000,
+      );
     } catch (error) {
       const jobNow = await c.call(key, "GET", `/v1/jobs/${apply.job_id}`).catch(() => null);
       const routes = (await lab.birdc.command("show route").catch((e: Error) => ({ text: e.message }))).text;
