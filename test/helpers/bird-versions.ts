@@ -93,10 +93,10 @@ export function describeEachBird(title: string, needs: string[], body: (b: BirdU
         });
       });
     } else {
-      // Outside CI a BIRD this machine cannot have (no Debian 13 root, not root to make one) is
-      // reported as skipped with the reason, as the project's rule for end-to-end tools says;
-      // with CI=true the branch above makes the same case a failure.
       process.stderr.write(`[skip] ${name}: ${reason}\n`);
+      // Skipped on purpose, only outside CI: a BIRD this machine cannot have (no Debian 13 root,
+      // not root to make one) is reported as skipped with the reason, as the project's rule for
+      // end-to-end tools says; with CI=true the branch above makes the same case a failure.
       describe.skip(`${name} (skipped: ${reason})`, () => body(b));
     }
   }
