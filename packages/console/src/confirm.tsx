@@ -1,4 +1,4 @@
-import { useEffect, useRef, useState } from "preact/hooks";
+import { useLayoutEffect, useRef, useState } from "preact/hooks";
 import { ErrorBox, useRun } from "./ui.js";
 
 /**
@@ -9,12 +9,14 @@ export function ConfirmButton(props: { label: string; question: string; yes?: st
   const [asking, setAsking] = useState(false);
   const { busy, error, run } = useRun();
   const cancel = useRef<HTMLButtonElement>(null);
-  useEffect(() => {
+  // Before the browser paints or takes a key: the question's "Yes" takes the place (and, diffed,
+  // the element) of the button that had focus, so an Enter pressed at once would delete.
+  useLayoutEffect(() => {
     if (asking) cancel.current?.focus();
   }, [asking]);
   if (!asking)
     return (
-      <span class="action">
+      <span class="action" key="ask">
         <button type="button" class="danger" data-testid={props.testId} onClick={() => setAsking(true)}>
           {props.label}
         </button>
@@ -23,7 +25,7 @@ export function ConfirmButton(props: { label: string; question: string; yes?: st
     );
   return (
     // biome-ignore lint/a11y/useSemanticElements: an inline question beside its row, not a modal dialog
-    <span class="confirm" role="group" aria-label={props.question} onKeyDown={(e) => e.key === "Escape" && setAsking(false)}>
+    <span class="confirm" key="asking" role="group" aria-label={props.question} onKeyDown={(e) => e.key === "Escape" && setAsking(false)}>
       <span>{props.question}</span>{" "}
       <button type="button" class="danger" disabled={busy} onClick={() => run(props.action, () => setAsking(false))}>
         {busy ? "…" : (props.yes ?? `Yes, ${props.label.toLowerCase()}`)}
