@@ -1,4 +1,4 @@
-import type { BundlePayload } from "@rlc/shared/bundle";
+import { type BundlePayload, lazyPrefixes, type SectionTags } from "@rlc/shared/bundle";
 import { readKeptPayload } from "./bundle/kept-bundle.js";
 import { type KeptPrefixes, keepSection } from "./bundle/kept-prefixes.js";
 import type { VerifiedKept } from "./bundle/verify-kept.js";
@@ -13,11 +13,13 @@ import type { AppliedRecord, StateStore } from "./state.js";
  */
 export class ConfirmedRevision {
   readonly #state: StateStore;
+  readonly #tags: SectionTags;
   #kept: KeptPrefixes | null = null;
   #payload: BundlePayload | null = null;
 
-  constructor(state: StateStore) {
+  constructor(state: StateStore, tags: SectionTags) {
     this.#state = state;
+    this.#tags = tags;
   }
 
   /** The prefixes of the revision `applied` names, when the agent holds them. */
@@ -25,7 +27,7 @@ export class ConfirmedRevision {
     if (!applied) return null;
     if (this.#kept?.revision_id === applied.revision_id) return this.#kept;
     const section = await this.#state.readLastPrefixes().catch(() => null);
-    this.#kept = section ? keepSection(applied.revision_id, Buffer.from(section.buffer, section.byteOffset, section.length)) : null;
+    this.#kept = section ? keepSection(applied.revision_id, section, this.#tags) : null;
     return this.#kept;
   }
 
@@ -40,6 +42,8 @@ export class ConfirmedRevision {
     const [bytes, prefixes] = await Promise.all([this.#state.readLastBundle(), this.#state.readLastPrefixes()]);
     if (!bytes) return null;
     const payload = readKeptPayload(bytes, prefixes);
+    // Read again only when asked (a restore at start renders from the section's columns).
+    if (payload && prefixes) payload.prefixes = lazyPrefixes(prefixes);
     this.#payload = payload?.sequence === applied.sequence ? payload : null;
     return this.#payload;
   }
@@ -51,12 +55,5 @@ export class ConfirmedRevision {
     await this.#state.recordApplied(bundle, record, verified.prefixSection);
     this.#payload = verified.payload;
     this.#kept = verified.kept;
-  }
-
-  /** A full bundle's section, indexed now rather than when the next delta comes. */
-  indexPrefixes(record: AppliedRecord, verified: VerifiedKept): void {
-    if (this.#kept || !verified.prefixSection || this.#payload?.sequence !== record.sequence) return;
-    const section = verified.prefixSection;
-    this.#kept = keepSection(record.revision_id, Buffer.from(section.buffer, section.byteOffset, section.length), verified.payload.prefixes);
   }
 }

@@ -4,14 +4,18 @@ import {
   configureTimeoutSeconds,
   renderForTarget,
   restoreRendered,
+  type SectionSource,
+  SectionStaticsCache,
   StaticsCache,
   stageFiles,
   validateRendered,
 } from "@rlc/shared/bird";
+import { SectionTags } from "@rlc/shared/bundle";
 import { backoffDelay } from "@rlc/shared/time";
 import { BundleFetcher, type FetchedBundle } from "./bundle/fetch-verified.js";
 import { ControllerError, type DesiredRevision } from "./bundle/http-client.js";
 import { peekIssue } from "./bundle/kept-bundle.js";
+import type { KeptDelta, KeptPrefixes } from "./bundle/kept-prefixes.js";
 import { ConfirmedRevision } from "./confirmed.js";
 import { errorFields } from "./log.js";
 import { Probation } from "./probation/probation.js";
@@ -58,6 +62,10 @@ export class SyncLoop {
   readonly #confirmed: ConfirmedRevision;
   /** Each community set's text from the last render: a refresh renders only the sets it changed. */
   readonly #statics = new StaticsCache();
+  /** The agent's one numbering of community sets, for every section it keeps in columns. */
+  readonly #tags = new SectionTags();
+  /** The route files of the last render from a section: a delta writes only the sets it touched. */
+  readonly #sectionStatics = new SectionStaticsCache();
   readonly #target: BirdTarget;
   readonly #fetcher: BundleFetcher;
   readonly #probation: Probation;
@@ -65,7 +73,7 @@ export class SyncLoop {
   constructor(options: SyncLoopOptions) {
     const o = options;
     this.#o = o;
-    this.#confirmed = new ConfirmedRevision(o.state);
+    this.#confirmed = new ConfirmedRevision(o.state, this.#tags);
     this.#target = { mode: o.birdMode, configPath: o.birdConfigPath, stagingDir: o.stagingDir };
     this.#fetcher = new BundleFetcher({
       client: o.client,
@@ -75,6 +83,7 @@ export class SyncLoop {
       speakerId: o.speakerId,
       tenantId: o.tenantId,
       maxBundleBytes: o.maxBundleBytes,
+      tags: this.#tags,
     });
     this.#probation = new Probation({
       bird: o.bird,
@@ -151,7 +160,8 @@ export class SyncLoop {
       }
 
       // Render, then validate: nothing changes on disk or in BIRD before `bird -p` accepts it.
-      const rendered = renderForTarget(payload, { ...this.#target, birdVersion: await this.#o.birdVersion?.() }, this.#statics);
+      const { kept, delta } = fetched.verified;
+      const rendered = renderForTarget(payload, { ...this.#target, birdVersion: await this.#o.birdVersion?.() }, this.#statics, this.#fromSection(kept, delta));
       steps.mark("render");
       const bird = { birdc: this.#o.bird, runner: this.#o.runner, clock, birdBin: this.#o.birdBin };
       const change = await validateRendered(bird, this.#target, rendered);
@@ -199,7 +209,11 @@ export class SyncLoop {
     this.#retryAttempt = 0;
     this.#o.log.info("sync: applied", { revision_id: record.revision_id, sequence: record.sequence, probation_ms: probationMs });
     await this.#o.reporter.report("applied");
-    this.#confirmed.indexPrefixes(record, fetched.verified);
+  }
+
+  /** The render's source when the section is held in columns (every rl-bundle/2 the columns take). */
+  #fromSection(kept: KeptPrefixes | null, delta: KeptDelta | null): SectionSource | undefined {
+    return kept ? { input: { section: kept.section, sha256: kept.sha256, delta }, cache: this.#sectionStatics } : undefined;
   }
 
   async #fail(error: unknown, trigger: SyncTrigger, desired: DesiredRevision | null, bytes: Uint8Array | null): Promise<void> {
@@ -267,9 +281,10 @@ export class SyncLoop {
     const applied = await this.#o.state.readApplied();
     const payload = await this.#confirmed.payload(applied);
     if (!applied || !payload) return false;
+    const kept = await this.#confirmed.prefixes(applied).catch(() => null);
     const restored = await restoreRendered(
       this.#target,
-      renderForTarget(payload, { ...this.#target, birdVersion: await this.#o.birdVersion?.() }, this.#statics),
+      renderForTarget(payload, { ...this.#target, birdVersion: await this.#o.birdVersion?.() }, this.#statics, this.#fromSection(kept, null)),
     );
     if (restored) this.#o.log.warn("restored the files of the last confirmed revision", { revision_id: applied.revision_id });
     return restored;

@@ -1,4 +1,4 @@
-import { BundleError, isBundleV2, type ReceivedBundle, splitBundleV2, type VerifyOptions } from "@rlc/shared/bundle";
+import { BundleError, isBundleV2, type ReceivedBundle, type SectionTags, splitBundleV2, type VerifyOptions } from "@rlc/shared/bundle";
 import type { Clock } from "@rlc/shared/time";
 import type { Logger } from "../log.js";
 import type { AppliedRecord, StateStore } from "../state.js";
@@ -18,6 +18,8 @@ export interface BundleFetcherOptions {
   speakerId: string;
   tenantId: string;
   maxBundleBytes?: number | undefined;
+  /** The agent's one numbering of community sets, shared by every section it keeps. */
+  tags: SectionTags;
 }
 
 export interface FetchRequest {
@@ -89,7 +91,7 @@ export class BundleFetcher {
   async #verify(received: ReceivedBundle, applied: AppliedRecord | null, base: KeptPrefixes | null): Promise<VerifiedKept> {
     const { state, client, log } = this.#o;
     const options = this.#verifyOptions(applied);
-    const verify = async () => verifyKept(received, await state.readSigningKeys(), options, base);
+    const verify = async () => verifyKept(received, await state.readSigningKeys(), options, base, this.#o.tags);
     try {
       return await verify();
     } catch (error) {

@@ -1,12 +1,4 @@
-import {
-  type BundleContent,
-  type BundlePrefix,
-  decodePrefixSection,
-  encodePrefixSection,
-  receiveBundle,
-  type SigningKeyPair,
-  verifyBundle,
-} from "@rlc/shared/bundle";
+import { type BundleContent, type BundlePrefix, encodePrefixSection, receiveBundle, SectionTags, type SigningKeyPair, verifyBundle } from "@rlc/shared/bundle";
 import fc from "fast-check";
 import { beforeAll, describe, expect, it } from "vitest";
 import { fixtureContent, SPEAKER_ID, storedKey, TENANT_ID, testKey } from "../../../../test/helpers/agent-fakes.js";
@@ -46,7 +38,7 @@ async function outcome(run: () => Promise<{ payload: unknown; prefixSection?: Ui
 describe("verifyKept", () => {
   it("gives verifyBundle's payload and section for any delta, and its refusals (tampered, wrong base)", async () => {
     await fc.assert(
-      fc.asyncProperty(prefixes, prefixes, prefixes, fc.constantFrom("right", "tamper", "other-script"), fc.boolean(), async (a, b, c, how, lend) => {
+      fc.asyncProperty(prefixes, prefixes, prefixes, fc.constantFrom("right", "tamper", "other-script"), fc.boolean(), async (a, b, c, how, used) => {
         const base = content(1, a);
         const next = content(2, b);
         const issued = await issueBundleV2(next, {
@@ -58,9 +50,11 @@ describe("verifyKept", () => {
         });
         const section = encodePrefixSection(a);
         const keys = [storedKey(key)];
-        // Kept from disk, or after a full bundle with the payload's decoded tuples lent.
-        const kept = keepSection(1, section, lend ? decodePrefixSection(section) : undefined);
-        const ours = await outcome(() => verifyKept(receiveBundle(issued.bytes), keys, options, kept));
+        // The agent's numbering of community sets, fresh or after other sections (c's) were read with it.
+        const tags = new SectionTags();
+        if (used) keepSection(0, encodePrefixSection(c), tags);
+        const kept = keepSection(1, section, tags);
+        const ours = await outcome(() => verifyKept(receiveBundle(issued.bytes), keys, options, kept, tags));
         expect(ours).toEqual(await outcome(() => verifyBundle(issued.bytes, keys, { ...options, base: { revision_id: 1, section } })));
       }),
       { numRuns: 150 },
@@ -70,11 +64,13 @@ describe("verifyKept", () => {
   it("refuses with delta_base_mismatch a delta whose base is not the one kept", async () => {
     const a = { v4: [["10.0.0.0/24", ["65000:1"]]] as BundlePrefix[], v6: [] };
     const issued = await issueBundleV2(content(2, { v4: [], v6: [] }), { sequence: 2, key, base: content(1, a) });
-    const kept = keepSection(7, encodePrefixSection(a));
-    await expect(verifyKept(receiveBundle(issued.bytes), [storedKey(key)], options, kept)).rejects.toMatchObject({ code: "delta_base_mismatch" });
+    const tags = new SectionTags();
+    const kept = keepSection(7, encodePrefixSection(a), tags);
+    await expect(verifyKept(receiveBundle(issued.bytes), [storedKey(key)], options, kept, tags)).rejects.toMatchObject({ code: "delta_base_mismatch" });
   });
 
-  it("rebuilds the line index with the section: a delta on a delta gives the section it signs", () => {
+  it("rebuilds the columns with the section: a delta on a delta gives the section it signs, and says which sets it touched", () => {
+    const tags = new SectionTags();
     const a = {
       v4: [
         ["10.0.0.0/24", ["65000:1"]],
@@ -82,14 +78,23 @@ describe("verifyKept", () => {
       ] as BundlePrefix[],
       v6: [["2001:db8::/48", ["65000:2"]]] as BundlePrefix[],
     };
-    const kept = keepSection(1, encodePrefixSection(a));
+    const kept = keepSection(1, encodePrefixSection(a), tags);
+    if (!kept) throw new Error("not kept");
     const b = encodePrefixSection({ v4: [["10.0.1.0/24", []]], v6: a.v6 });
     const script = Buffer.from("rl-prefix-delta/1\n-1\n=2\n+2001:db8:1::/48\t65000:2\n");
-    const once = applyKeptDelta(kept, 2, Buffer.from("rl-prefix-delta/1\n-1\n=2\n"), keepSection(0, b).sha256);
+    const sha = (x: Buffer) => keepSection(0, x, new SectionTags())?.sha256 as string;
+    const once = applyKeptDelta(kept, 2, Buffer.from("rl-prefix-delta/1\n-1\n=2\n"), sha(b));
     const c = encodePrefixSection({ v4: [["10.0.1.0/24", []]], v6: [...a.v6, ["2001:db8:1::/48", ["65000:2"]]] });
-    const twice = applyKeptDelta(once, 3, Buffer.from("rl-prefix-delta/1\n=2\n+2001:db8:1::/48\t65000:2\n"), keepSection(0, c).sha256);
-    expect(twice.section.toString()).toBe(c.toString());
-    expect([...twice.starts]).toEqual([...keepSection(3, c).starts]);
-    expect(() => applyKeptDelta(once, 3, script, keepSection(0, c).sha256)).toThrow(/does not fit/);
+    const twice = applyKeptDelta(once.kept, 3, Buffer.from("rl-prefix-delta/1\n=2\n+2001:db8:1::/48\t65000:2\n"), sha(c));
+    expect(twice.kept.section.bytes.toString()).toBe(c.toString());
+    const whole = keepSection(3, c, tags)?.section;
+    expect([...twice.kept.section.starts]).toEqual([...(whole?.starts ?? [])]);
+    expect([...twice.kept.section.tagOf]).toEqual([...(whole?.tagOf ?? [])]);
+    expect([...twice.kept.section.prefixLength]).toEqual([...(whole?.prefixLength ?? [])]);
+    // The first dropped 10.0.0.0/24 (65000:1); the second added an IPv6 prefix with 65000:2.
+    expect([...once.delta.changedTags].map((t) => [tags.texts[t], tags.v6[t]])).toEqual([["65000:1", 0]]);
+    expect([...twice.delta.changedTags].map((t) => [tags.texts[t], tags.v6[t]])).toEqual([["65000:2", 1]]);
+    expect([...twice.delta.added]).toEqual([2]);
+    expect(() => applyKeptDelta(once.kept, 3, script, sha(c))).toThrow(/does not fit/);
   });
 });

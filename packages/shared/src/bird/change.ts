@@ -11,7 +11,7 @@ import { type ProcessRunner, validateBirdConfig } from "./validate.js";
 /** What the validate step reads: the rendered files and where they go. */
 export interface ChangeOptions {
   /** File name → text, as renderBirdConfig gives them. */
-  files: Record<string, string>;
+  files: Record<string, string | Buffer>;
   /** The file BIRD reads first (renderBirdConfig's `entry`). */
   entry: string;
   /** `include`: the entry is included by the operator's bird.conf; `full`: it is bird.conf. */
@@ -67,7 +67,7 @@ export async function validateChange(deps: { runner: ProcessRunner; birdBin?: st
   for (const name of names) {
     const file = readRunning(options.configDir, name);
     running.set(name, file);
-    if (!holds(file, options.files[name] as string)) changed.push(name);
+    if (!holds(file, options.files[name] as string | Buffer)) changed.push(name);
   }
   if (changed.length === 0) return null;
   const changedSet = new Set(changed);
@@ -79,11 +79,11 @@ export async function validateChange(deps: { runner: ProcessRunner; birdBin?: st
     // and links to the unchanged running files, which were just read and hold exactly these
     // bytes. What the stage step swaps in is written from the rendered text itself.
     for (const name of names) {
-      const text = options.files[name] as string;
+      const text = options.files[name] as string | Buffer;
       const was = running.get(name);
       // A running file an eighth the size of the new one or less (a first big apply) has too
       // few of its lines to be worth the comparison: the new one is checked whole.
-      if (options.routeFiles?.(name) && typeof was === "string" && was.length * 8 > text.length) {
+      if (options.routeFiles?.(name) && typeof text === "string" && typeof was === "string" && was.length * 8 > text.length) {
         await writeFile(join(scratch, name), linesToCheck(text, was), { flag: "wx", mode: 0o600 });
       } else if (changedSet.has(name)) await writeFile(join(scratch, name), text, { flag: "wx", mode: 0o600 });
       else await symlink(resolve(options.configDir, name), join(scratch, name));
@@ -114,7 +114,8 @@ function readRunning(dir: string, name: string): RunningFile | null {
 }
 
 /** The running file holds exactly `text` (a symlink or anything unreadable does not). */
-function holds(running: RunningFile | null, text: string): boolean {
+function holds(running: RunningFile | null, text: string | Buffer): boolean {
   if (running === null) return false;
+  if (typeof text !== "string") return (typeof running === "string" ? Buffer.from(running, "latin1") : running).equals(text);
   return typeof running === "string" ? running === text : running.equals(Buffer.from(text, "utf8"));
 }

@@ -7,7 +7,7 @@ import { type ChangeOptions, type ValidatedChange, validateChange } from "./chan
 import { configureBird } from "./configure.js";
 import { confirmOrUndo } from "./confirm.js";
 import { SyncError } from "./errors.js";
-import { isStaticFileName, type RenderedConfig, renderBirdConfig, type StaticsCache } from "./render/render.js";
+import { isStaticFileName, type RenderedConfig, renderBirdConfig, type SectionSource, type StaticsCache } from "./render/render.js";
 import { parseProtocolsAll } from "./status/parse-protocols.js";
 import { stageFiles, writeDiffering } from "./swap-files.js";
 
@@ -56,8 +56,9 @@ export function renderForTarget(
   payload: BundlePayload,
   target: Pick<BirdTarget, "mode" | "configPath" | "birdVersion">,
   statics?: StaticsCache,
+  section?: SectionSource,
 ): RenderedConfig {
-  return renderBirdConfig(payload, renderOptionsFor(target.mode, target.configPath, target.birdVersion ?? null), statics);
+  return renderBirdConfig(payload, renderOptionsFor(target.mode, target.configPath, target.birdVersion ?? null), statics, section);
 }
 
 /** What the validate step is given for a rendered config: the files, where they go, which hold routes. */
@@ -71,6 +72,7 @@ export function changeFor(target: BirdTarget, rendered: RenderedConfig): ChangeO
     stagingDir: target.stagingDir,
     obsolete: statics,
     routeFiles: statics,
+    ...(rendered.checks ? { checkTexts: rendered.checks } : {}),
   };
 }
 

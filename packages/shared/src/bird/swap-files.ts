@@ -30,7 +30,7 @@ export async function stageFiles(change: ValidatedChange): Promise<StagedFiles> 
   const had = new Map<string, boolean>();
   await Promise.all(changed.map(async (name) => had.set(name, await backup(dir, name, running.get(name) ?? null, access, apart))));
   await syncDirectory(dir);
-  const swap = (name: string) => writeFileAtomic(join(dir, name), options.files[name] as string, access, apart);
+  const swap = (name: string) => writeFileAtomic(join(dir, name), options.files[name] as string | Buffer, access, apart);
   await Promise.all(changed.filter((name) => name !== options.entry).map(swap));
   await syncDirectory(dir);
   if (changed.includes(options.entry)) {
@@ -55,12 +55,13 @@ export async function removeObsolete(staged: StagedFiles): Promise<void> {
  * writes them (whole, renamed, readable by BIRD's group only); nothing is validated or
  * configured. Answers whether any file was written.
  */
-export async function writeDiffering(dir: string, files: Record<string, string>): Promise<boolean> {
+export async function writeDiffering(dir: string, files: Record<string, string | Buffer>): Promise<boolean> {
   let written = false;
   const access = await birdReadable();
   for (const [name, text] of Object.entries(files)) {
     const path = join(dir, name);
-    if ((await readFile(path, "utf8").catch(() => null)) === text) continue;
+    const now = await readFile(path).catch(() => null);
+    if (now?.equals(typeof text === "string" ? Buffer.from(text, "utf8") : text)) continue;
     await writeFileAtomic(path, text, access);
     written = true;
   }

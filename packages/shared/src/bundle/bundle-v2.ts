@@ -3,7 +3,7 @@ import { canonicalJson, canonicalJsonBytes, parseJsonBytes } from "./canonical-j
 import { BundleError } from "./errors.js";
 import type { BundleContent, BundlePayload } from "./payload.js";
 import { applyPrefixDeltaBytes } from "./prefix-delta.js";
-import { decodePrefixSection } from "./prefix-section.js";
+import { decodePrefixSection, lazyPrefixes } from "./prefix-section.js";
 import { checkAddressee, findKey, type PinnedKey, SIGNING_ALG, signDetached, type VerifyOptions, verifyDetached } from "./sign.js";
 
 /**
@@ -237,7 +237,7 @@ export async function verifyBundleV2(bytes: Uint8Array, pinnedKeys: readonly Pin
     throw new BundleError("digest_mismatch", `the prefixes ${header.section === "delta" ? "rebuilt from the delta" : "received"} are not the revision's`);
   }
   const { config, digest } = checkConfigV2(header, parts.config);
-  const payload = payloadOfV2(header, config, decodePrefixSection(section), digest);
+  const payload = payloadOfV2(header, config, options.lazyPrefixes ? lazyPrefixes(section) : decodePrefixSection(section), digest);
   return { payload, header, payloadBytes: parts.header, keyId: parts.keyId, prefixSection: section };
 }
 

@@ -89,6 +89,7 @@ export {
   encodePrefixColumns,
   encodePrefixLines,
   encodePrefixSection,
+  lazyPrefixes,
   PREFIX_DELTA_FORMAT,
   PREFIX_SECTION_FORMAT,
   type PrefixColumn,
@@ -110,4 +111,5 @@ export {
   type VerifiedBundle,
   type VerifyOptions,
 } from "./sign.js";
+export { applyTaggedDelta, prefixText, SectionTags, type TaggedChange, type TaggedSection, tagSection } from "./tagged-section.js";
 export { verifyBundle } from "./verify-bundle.js";

@@ -58,6 +58,12 @@ export interface VerifyOptions {
   base?: { revision_id: number; section: Uint8Array } | null;
   /** What a {@link BundleReceiver} hashed of these very bytes as they arrived: not hashed again. */
   received?: ReceivedBundle | null;
+  /**
+   * `rl-bundle/2`: the payload's prefixes decoded only when read. For a caller that checks the
+   * section's lines itself (the agent reads them into columns at once): a section it cannot
+   * read must then be decoded, which refuses it as `malformed` as the eager decode would.
+   */
+  lazyPrefixes?: boolean;
 }
 
 export interface VerifiedBundle {

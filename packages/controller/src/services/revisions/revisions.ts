@@ -221,7 +221,8 @@ export function createRevisionService(deps: {
         },
         { mode: "include" },
       );
-      const text = Object.values(rendered.files)[0] ?? "";
+      // An inline render of a payload: one file, a string.
+      const text = String(Object.values(rendered.files)[0] ?? "");
       return {
         revision_id: row.revision_id,
         digest: row.digest,

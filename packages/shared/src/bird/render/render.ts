@@ -1,5 +1,6 @@
 import type { BundlePayload, BundlePeer } from "../../bundle/index.js";
 import { type BirdDialect, birdDialect } from "../version.js";
+import { type CheckText, renderSectionStatics, type SectionInput, SectionStaticsCache } from "./section-statics.js";
 import { renderStatics, StaticsCache, staticFileName, TABLE_V4, TABLE_V6, uniqueSorted } from "./statics.js";
 import {
   asn,
@@ -41,8 +42,13 @@ export interface RenderOptions {
 }
 
 export interface RenderedConfig {
-  /** File name → text. All files live in one directory; the include is named relatively. */
-  files: Record<string, string>;
+  /** File name → text (a route file rendered from a section: its bytes). All files live in one directory; the include is named relatively. */
+  files: Record<string, string | Buffer>;
+  /**
+   * Route files rendered after a delta: the text `bird -p` needs to read, against the file it
+   * replaces (the routes that file has, blanked). Only from a section render.
+   */
+  checks?: Record<string, CheckText>;
   /** The file BIRD reads first: the main file in `full` mode, the include otherwise. */
   entry: string;
   /** The include file (the entry in `include` mode); a split render's static files are named after it. */
@@ -53,7 +59,13 @@ export interface RenderedConfig {
 
 export const DEFAULT_INCLUDE_NAME = "rl-routes.conf";
 export const DEFAULT_MAIN_NAME = "bird.conf";
-export { StaticsCache, staticFileName, TABLE_V4, TABLE_V6 };
+export { type CheckText, type SectionInput, SectionStaticsCache, StaticsCache, staticFileName, TABLE_V4, TABLE_V6 };
+
+/** A render's prefixes as a tagged section (the agent's), with the cache of the files made from the last one. */
+export interface SectionSource {
+  input: SectionInput;
+  cache: SectionStaticsCache;
+}
 
 const FILE_NAME = /^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$/;
 
@@ -68,8 +80,11 @@ const FILE_NAME = /^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$/;
  *
  * `cache` (one per config path) keeps each community set's text from the last render: a set
  * whose prefixes did not change is not written again, and the bytes are the same as without it.
+ * `section` (a split render only): the static protocols are written from the section's bytes,
+ * after a delta only the sets it touched; the same bytes again, and anything that render does
+ * not take as it is goes to the render of `payload.prefixes`, which names what is wrong.
  */
-export function renderBirdConfig(payload: BundlePayload, options: RenderOptions = {}, cache?: StaticsCache): RenderedConfig {
+export function renderBirdConfig(payload: BundlePayload, options: RenderOptions = {}, cache?: StaticsCache, section?: SectionSource): RenderedConfig {
   const mode = options.mode ?? "include";
   if (mode !== "include" && mode !== "full") throw new RenderError("mode", "must be include or full");
   const includeName = fileName(options.includeName ?? DEFAULT_INCLUDE_NAME, "includeName");
@@ -84,9 +99,20 @@ export function renderBirdConfig(payload: BundlePayload, options: RenderOptions 
   const titles = communityTitles(payload);
   const kind = payload.bird?.static_route_kind ?? "blackhole";
   if (kind !== "blackhole" && kind !== "unreachable") throw new RenderError("bird.static_route_kind", "must be blackhole or unreachable");
-  const files: Record<string, string> = {};
+  const files: Record<string, string | Buffer> = {};
   const out = { lines, files, split: options.statics === "split" ? includeName : null };
-  renderStatics(out, { v4: payload.prefixes?.v4 ?? [], v6: payload.prefixes?.v6 ?? [] }, kind, titles, cache);
+  let checks: Record<string, CheckText> | undefined;
+  const fromPayload = (use?: StaticsCache) => renderStatics(out, { v4: payload.prefixes?.v4 ?? [], v6: payload.prefixes?.v6 ?? [] }, kind, titles, use);
+  if (section && out.split !== null) {
+    const mark = lines.length;
+    try {
+      checks = renderSectionStatics(out, section.input, kind, titles, section.cache);
+    } catch {
+      lines.length = mark;
+      for (const name of Object.keys(files)) delete files[name];
+      fromPayload();
+    }
+  } else fromPayload(cache);
   const sessions: RenderedConfig["sessions"] = [];
   const dialect = birdDialect(options.birdVersion);
   const peers = (payload.peers ?? []).map((peer, index) => ({ peer, index, key: String(peer.id).toLowerCase() }));
@@ -97,7 +123,7 @@ export function renderBirdConfig(payload: BundlePayload, options: RenderOptions 
   const protocols = new Set(sessions.map((s) => s.protocol));
   if (protocols.size !== sessions.length) throw new RenderError("peers", "two peers have the same id");
   files[includeName] = `${lines.join("\n")}\n`;
-  if (mode === "include") return { files, entry: includeName, include: includeName, sessions };
+  if (mode === "include") return { files, entry: includeName, include: includeName, sessions, ...(checks ? { checks } : {}) };
 
   const mainName = fileName(options.mainName ?? DEFAULT_MAIN_NAME, "mainName");
   if (mainName === includeName) throw new RenderError("mainName", "must differ from includeName");
@@ -114,7 +140,7 @@ export function renderBirdConfig(payload: BundlePayload, options: RenderOptions 
     `include ${quoted(includeName, "includeName")};`,
   ];
   files[mainName] = `${main.join("\n")}\n`;
-  return { files, entry: mainName, include: includeName, sessions };
+  return { files, entry: mainName, include: includeName, sessions, ...(checks ? { checks } : {}) };
 }
 
 /** The file names a split render of `includeName` may give its static protocols (to find stale ones). */

@@ -34,7 +34,7 @@ interface CachedGroup {
 export interface StaticsOut {
   /** The include file's lines. */
   lines: string[];
-  files: Record<string, string>;
+  files: Record<string, string | Buffer>;
   /** The include's name when each protocol goes into a file of its own; null = inline. */
   split: string | null;
 }
@@ -236,7 +236,7 @@ function writeGroup(group: Group, family: 4 | 6, kind: string, titles: Map<strin
 }
 
 /** A set's protocol name and the three lines before its routes (a comment with their count, the protocol, its channel). */
-function groupHead({ key, set }: Pick<Group, "key" | "set">, family: 4 | 6, count: number, titles: Map<string, string>): { name: string; head: string } {
+export function groupHead({ key, set }: Pick<Group, "key" | "set">, family: 4 | 6, count: number, titles: Map<string, string>): { name: string; head: string } {
   // Named after a hash of the set, not its position: a set keeps its protocol from one
   // revision to the next, so BIRD's reconfigure diffs routes instead of replacing protocols.
   const name = `rl_static${family}_${createHash("sha256").update(key).digest("hex").slice(0, 12)}`;
@@ -272,7 +272,7 @@ export function uniqueSorted(set: Community[]): Community[] {
   return sorted.filter((c, i) => i === 0 || compareCommunities(c, sorted[i - 1] as Community) !== 0);
 }
 
-function compareSets(a: Community[], b: Community[]): number {
+export function compareSets(a: Community[], b: Community[]): number {
   for (let i = 0; i < Math.min(a.length, b.length); i++) {
     const d = compareCommunities(a[i] as Community, b[i] as Community);
     if (d !== 0) return d;

@@ -52,29 +52,29 @@ const V4_OTHER = 0;
 /**
  * `a.b.c.d/len` in its plain spelling (decimal octets without leading zeros, length 0-32):
  * V4_OK when its host bits are clear, V4_HOST_BITS when not; V4_OTHER for anything else,
- * which the full check then names.
+ * which the full check then names. `code(i)` is the character at `i` of `[from, to)`: a string's
+ * or a section's bytes (the agent checks prefixes where they lie, without a string each).
  */
-function scanV4Prefix(text: string): number {
+function scanV4(code: (i: number) => number, from: number, to: number): number {
   let bits = 0;
-  let i = 0;
-  const n = text.length;
+  let i = from;
   for (let octet = 0; octet < 5; octet++) {
     const start = i;
     let v = 0;
-    while (i < n) {
-      const c = text.charCodeAt(i);
+    while (i < to) {
+      const c = code(i);
       if (c < 48 || c > 57) break;
       v = v * 10 + (c - 48);
       i++;
     }
     const digits = i - start;
-    if (digits === 0 || digits > 3 || (digits > 1 && text.charCodeAt(start) === 48)) return V4_OTHER;
+    if (digits === 0 || digits > 3 || (digits > 1 && code(start) === 48)) return V4_OTHER;
     if (octet < 4) {
-      if (v > 255 || i >= n || text.charCodeAt(i) !== (octet < 3 ? 46 : 47)) return V4_OTHER;
+      if (v > 255 || i >= to || code(i) !== (octet < 3 ? 46 : 47)) return V4_OTHER;
       bits = ((bits << 8) | v) >>> 0;
       i++;
     } else {
-      if (v > 32 || i !== n) return V4_OTHER;
+      if (v > 32 || i !== to) return V4_OTHER;
       if (v < 32 && bits % 2 ** (32 - v) !== 0) return V4_HOST_BITS;
       return V4_OK;
     }
@@ -82,12 +82,17 @@ function scanV4Prefix(text: string): number {
   return V4_OTHER;
 }
 
+/** `bytes[from, to)` is an IPv4 prefix that {@link prefix} gives back as it is: plain spelling, host bits clear. */
+export function isPlainV4Prefix(bytes: Uint8Array, from: number, to: number): boolean {
+  return scanV4((i) => bytes[i] as number, from, to) === V4_OK;
+}
+
 /** `a.b.c.d/len` or `x::/len`, host bits clear (BIRD refuses them: "Invalid IPv4 prefix"). */
 export function prefix(value: unknown, family: 4 | 6, path: string): string {
   if (family === 4 && typeof value === "string") {
     // The common case, one pass over the characters without a regular expression or an array:
     // a render checks every prefix of the revision (500k), and this was most of its time.
-    const v4 = scanV4Prefix(value);
+    const v4 = scanV4((i) => value.charCodeAt(i), 0, value.length);
     if (v4 === V4_OK) return value;
     if (v4 === V4_HOST_BITS) throw new RenderError(path, `${show(value)} has host bits set`);
   }

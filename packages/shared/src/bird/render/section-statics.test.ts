@@ -1,0 +1,181 @@
+import fc from "fast-check";
+import { describe, expect, it } from "vitest";
+import {
+  applyTaggedDelta,
+  type BundlePayload,
+  type BundlePrefixes,
+  columnOf,
+  decodePrefixSection,
+  diffPrefixLines,
+  encodePrefixSection,
+  prefixLines,
+  SectionTags,
+  sha256Hex,
+  splitSection,
+  type TaggedSection,
+  tagSection,
+} from "../../bundle/index.js";
+import { type RenderedConfig, renderBirdConfig, type SectionInput, SectionStaticsCache } from "./render.js";
+
+// The agent renders its route files from the section's bytes, and after a delta only the community
+// sets the delta touched. Whatever came before, the files must be byte for byte what the render of
+// the payload's prefixes gives, and a check text may blank only routes the file it replaces has.
+
+const v4 = fc.nat(60).map((n) => `10.${n >> 4}.${n & 15}.0/24`);
+const v6 = fc.nat(60).map((n) => `2001:db8:${n.toString(16)}::/48`);
+const communities = fc.constantFrom<string[]>(["65000:1"], ["65000:2"], ["65000:2", "65000:1"], ["65000:1", "65000:2"], ["65000:0:7"], []);
+// Now and then what the byte render does not take as it is: another spelling (the payload's render
+// writes it otherwise), a prefix BIRD refuses, a community that is none. Both must end alike.
+const odd = fc.constantFrom("10.0.0.1/24", "010.1.0.0/16", "2001:DB8::/32", "not-a-prefix");
+const entries = (net: fc.Arbitrary<string>, often: number) =>
+  fc.array(
+    fc.tuple(
+      fc.oneof({ weight: often, arbitrary: net }, { weight: 1, arbitrary: odd }),
+      fc.oneof({ weight: often, arbitrary: communities }, { weight: 1, arbitrary: fc.constant(["x:y"]) }),
+    ),
+    { maxLength: 40 },
+  );
+const prefixesArb = fc.record({ v4: entries(v4, 40), v6: entries(v6, 40) }) as fc.Arbitrary<BundlePrefixes>;
+// For runs of deltas: the odd entry rarer, so most steps render from the last one's files.
+const plainer = fc.record({ v4: entries(v4, 400), v6: entries(v6, 400) }) as fc.Arbitrary<BundlePrefixes>;
+const settings = fc.record({ kind: fc.constantFrom("blackhole", "unreachable"), titled: fc.boolean() });
+
+const options = { statics: "split" as const, includeName: "rl-routes.conf" };
+
+function payloadOf(section: Buffer, s: { kind: string; titled: boolean }): BundlePayload {
+  return {
+    tenant_id: "00000000-0000-7000-8000-000000000001",
+    speaker_id: "00000000-0000-7000-8000-0000000000aa",
+    revision_id: 1,
+    sequence: 1,
+    digest: "sha256:00",
+    speaker: { router_id: "127.0.0.1", asn: 65000 },
+    bird: { static_route_kind: s.kind },
+    communities: s.titled ? [{ community: "65000:1", title: "blackhole ✓" }] : [],
+    peers: [],
+    prefixes: decodePrefixSection(section),
+  } as BundlePayload;
+}
+
+function outcome(render: () => RenderedConfig): { files: Record<string, string> } | { refused: string } {
+  try {
+    const { files } = render();
+    return { files: Object.fromEntries(Object.entries(files).map(([k, v]) => [k, typeof v === "string" ? v : v.toString("utf8")])) };
+  } catch (error) {
+    return { refused: (error as Error).message };
+  }
+}
+
+const sectionOf = (p: BundlePrefixes) => encodePrefixSection(p);
+const linesOf = (p: BundlePrefixes) => prefixLines(columnOf(p.v4), columnOf(p.v6));
+
+/** Each line of `check` is the file's line, or empty where the file has a route `against` has. */
+function expectSafeCheck(file: Buffer, check: Buffer, against: Buffer): void {
+  const lines = file.toString("utf8").split("\n");
+  const checked = check.toString("utf8").split("\n");
+  const running = new Set(against.toString("utf8").split("\n"));
+  expect(checked.length).toBe(lines.length);
+  lines.forEach((line, i) => {
+    if (checked[i] === line) return;
+    expect(checked[i]).toBe("");
+    expect(line.startsWith("  route ")).toBe(true);
+    expect(running.has(line)).toBe(true);
+  });
+}
+
+describe("the route files rendered from a section", () => {
+  it("a whole section: the same files, or the same refusal, as the render of its prefixes", () => {
+    fc.assert(
+      fc.property(prefixesArb, settings, (prefixes, s) => {
+        const section = sectionOf(prefixes);
+        const tags = new SectionTags();
+        const input: SectionInput = { section: tagSection(section, tags), sha256: sha256Hex(section), delta: null };
+        const payload = payloadOf(section, s);
+        const fromSection = outcome(() => renderBirdConfig(payload, options, undefined, { input, cache: new SectionStaticsCache() }));
+        expect(fromSection).toEqual(outcome(() => renderBirdConfig(payloadOf(section, s), options)));
+      }),
+      { numRuns: 300 },
+    );
+  });
+
+  it("a run of deltas: each render the same files as the whole render of that revision; unchanged sets keep their Buffer; checks blank only what runs", () => {
+    let checked = 0;
+    fc.assert(
+      fc.property(fc.array(plainer, { minLength: 2, maxLength: 6 }), settings, fc.array(fc.boolean(), { maxLength: 6 }), (revisions, s, skips) => {
+        const tags = new SectionTags();
+        const cache = new SectionStaticsCache();
+        let base: TaggedSection = tagSection(sectionOf(revisions[0] as BundlePrefixes), tags);
+        let baseSha = sha256Hex(base.bytes);
+        let last: RenderedConfig | null = null;
+        const first = outcome(
+          () => (last = renderBirdConfig(payloadOf(base.bytes, s), options, undefined, { input: { section: base, sha256: baseSha, delta: null }, cache })),
+        );
+        expect(first).toEqual(outcome(() => renderBirdConfig(payloadOf(base.bytes, s), options)));
+        if ("refused" in first) last = null;
+        revisions.slice(1).forEach((next, step) => {
+          const delta = diffPrefixLines(splitSection(base.bytes), linesOf(next));
+          const change = applyTaggedDelta(base, delta);
+          expect(change.section.bytes.equals(sectionOf(next))).toBe(true);
+          // Now and then the cache has seen another section (a reverted apply): a whole render then.
+          if (skips[step]) cache.sha256 = "elsewhere";
+          const input: SectionInput = { section: change.section, sha256: sha256Hex(change.section.bytes), delta: { ...change, baseSha256: baseSha } };
+          let rendered: RenderedConfig | null = null;
+          const got = outcome(() => (rendered = renderBirdConfig(payloadOf(change.section.bytes, s), options, undefined, { input, cache })));
+          expect(got).toEqual(outcome(() => renderBirdConfig(payloadOf(change.section.bytes, s), options)));
+          const now = rendered as RenderedConfig | null;
+          if (now && last && !skips[step]) {
+            const before = last;
+            for (const [name, text] of Object.entries(now.files)) {
+              if (!Buffer.isBuffer(text)) continue;
+              const was = before.files[name];
+              const check = now.checks?.[name];
+              if (check) {
+                checked++;
+                expect(check.against).toBe(was);
+                expectSafeCheck(text, check.text, check.against);
+              } else if (was !== undefined && Buffer.isBuffer(was) && was !== text) {
+                // A set written again without a check text is checked whole: only a set new to the cache.
+                expect(text.equals(was)).toBe(false);
+              }
+            }
+          }
+          last = now;
+          base = change.section;
+          baseSha = input.sha256;
+        });
+      }),
+      { numRuns: 200 },
+    );
+    // The runs did render from the last files (a check text is only made then), not only whole.
+    expect(checked).toBeGreaterThan(100);
+  });
+
+  it("a delta that touches one set of three writes that set's file again and hands back the other two as they were", () => {
+    const a: BundlePrefixes = {
+      v4: [
+        ["10.0.0.0/24", ["65000:1"]],
+        ["10.0.1.0/24", ["65000:2"]],
+        ["10.0.2.0/24", ["65000:3"]],
+      ],
+      v6: [],
+    };
+    const b: BundlePrefixes = { v4: [...a.v4, ["10.0.3.0/24", ["65000:2"]]], v6: [] };
+    const tags = new SectionTags();
+    const cache = new SectionStaticsCache();
+    const s = { kind: "blackhole", titled: false };
+    const section = tagSection(sectionOf(a), tags);
+    const sha = sha256Hex(section.bytes);
+    const before = renderBirdConfig(payloadOf(section.bytes, s), options, undefined, { input: { section, sha256: sha, delta: null }, cache });
+    const change = applyTaggedDelta(section, diffPrefixLines(linesOf(a), linesOf(b)));
+    const after = renderBirdConfig(payloadOf(change.section.bytes, s), options, undefined, {
+      input: { section: change.section, sha256: sha256Hex(change.section.bytes), delta: { ...change, baseSha256: sha } },
+      cache,
+    });
+    const routeFiles = Object.keys(after.files).filter((n) => n !== "rl-routes.conf");
+    const kept = routeFiles.filter((n) => after.files[n] === before.files[n]);
+    expect(routeFiles).toHaveLength(3);
+    expect(kept).toHaveLength(2);
+    const changed = routeFiles.find((n) => !kept.includes(n)) as string;
+    expect(after.checks?.[changed]?.text.toString()).toMatch(/^# 2 IPv4 prefixes with 65000:2\n.*\n.*\n\n {2}route 10\.0\.3\.0\/24 blackhole;\n}\n$/);
+  });
+});

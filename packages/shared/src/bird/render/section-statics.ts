@@ -1,0 +1,215 @@
+import type { SectionTags, TaggedChange, TaggedSection } from "../../bundle/tagged-section.js";
+import { compareSets, groupHead, type StaticsOut, staticFileName, uniqueSorted } from "./statics.js";
+import { type Community, communityText, isPlainV4Prefix, community as parseCommunity, prefix, quoted, RenderError } from "./values.js";
+
+// The static protocols of a split render written from a tagged section (../../bundle/tagged-
+// section.ts) rather than from the payload's prefix tuples: each community set's file made from
+// the section's bytes, and after a delta only the files of the sets it touched, so an agent's
+// apply costs what changed. Byte for byte what renderStatics writes for the same prefixes (a
+// property test holds the two together); anything it does not take as it is (a prefix in
+// another spelling, a bad community) throws, and the caller renders the payload as before.
+
+/** What the agent renders from: a section, and when it came from a delta, what the delta did. */
+export interface SectionInput {
+  section: TaggedSection;
+  /** SHA-256 of `section.bytes`. */
+  sha256: string;
+  /** The delta that made `section` from the section with SHA-256 `baseSha256`; null for a whole section. */
+  delta: (Omit<TaggedChange, "section"> & { baseSha256: string }) | null;
+}
+
+/** For `bird -p`: a route file's text with the routes the running file (`against`) has blanked. */
+export interface CheckText {
+  against: Buffer;
+  text: Buffer;
+}
+
+interface SetOf {
+  /** `<family> <communities, parsed and sorted>`. */
+  id: string;
+  family: 4 | 6;
+  key: string;
+  set: Community[];
+}
+
+interface RenderedSet {
+  of: SetOf;
+  name: string;
+  file: string;
+  /** The file's bytes: the same Buffer for as long as the set's routes do not change. */
+  text: Buffer;
+}
+
+/** The last render's files, per config path: a delta over the section they were made from renders only the sets it touched. */
+export class SectionStaticsCache {
+  /** Route kind, titles and include name the files were written under; another renders all again. */
+  context = "";
+  /** The numbering the tags below come from. */
+  tags: SectionTags | null = null;
+  /** SHA-256 of the section the files were rendered from. */
+  sha256: string | null = null;
+  /** Tag → its community set. */
+  setOfTag: (SetOf | undefined)[] = [];
+  sets = new Map<string, RenderedSet>();
+
+  clear(): void {
+    this.context = "";
+    this.tags = null;
+    this.sha256 = null;
+    this.setOfTag = [];
+    this.sets.clear();
+  }
+}
+
+const ROUTE = Buffer.from("\n  route ", "latin1");
+const END = Buffer.from("\n}\n", "latin1");
+
+/**
+ * Both families' static protocols into `out` (split: `out.split` names the include), from
+ * `input`; answers the check texts of the sets a delta changed. Throws for anything the render
+ * of the payload would refuse or spell otherwise; the cache is then cleared.
+ */
+export function renderSectionStatics(
+  out: StaticsOut,
+  input: SectionInput,
+  kind: string,
+  titles: Map<string, string>,
+  cache: SectionStaticsCache,
+): Record<string, CheckText> {
+  if (out.split === null) throw new TypeError("a section render writes split statics");
+  try {
+    return render(out as StaticsOut & { split: string }, input, kind, titles, cache);
+  } catch (error) {
+    cache.clear();
+    throw error;
+  }
+}
+
+function render(out: StaticsOut & { split: string }, input: SectionInput, kind: string, titles: Map<string, string>, cache: SectionStaticsCache) {
+  const { section, delta } = input;
+  const context = JSON.stringify([kind, out.split, [...titles]]);
+  if (cache.context !== context || cache.tags !== section.tags) {
+    cache.clear();
+    cache.context = context;
+    cache.tags = section.tags;
+  }
+  const setOf = (tag: number): SetOf => {
+    let of = cache.setOfTag[tag];
+    if (!of) cache.setOfTag[tag] = of = parseSet(section.tags, tag);
+    return of;
+  };
+  const incremental = delta !== null && cache.sha256 === delta.baseSha256;
+  // The sets to write again, each with its lines in the section's order.
+  const redo = new Map<string, SetOf>();
+  if (incremental) for (const tag of delta.changedTags) redo.set(setOf(tag).id, setOf(tag));
+  const tagCount = section.tags.texts.length;
+  const slot = new Int32Array(tagCount).fill(-1);
+  const chosen: SetOf[] = [];
+  const index = new Map<string, number>();
+  for (let tag = 0; tag < tagCount; tag++) {
+    if (incremental && !delta.changedTags.has(tag) && !redo.has(cache.setOfTag[tag]?.id ?? "")) continue;
+    const of = setOf(tag);
+    let k = index.get(of.id);
+    if (k === undefined) index.set(of.id, (k = chosen.push(of) - 1));
+    slot[tag] = k;
+  }
+  const lines = linesOfSets(section, slot, chosen.length);
+
+  // A kept line was checked when its set was last written; only the added ones are new.
+  const isAdded = incremental ? new Uint8Array(section.count) : null;
+  if (isAdded && delta) for (const i of delta.added) isAdded[i] = 1;
+  const sets = new Map<string, RenderedSet>(incremental ? cache.sets : []);
+  const checks: Record<string, CheckText> = {};
+  chosen.forEach((of, k) => {
+    const mine = lines[k] as Uint32Array;
+    sets.delete(of.id);
+    if (mine.length === 0) return;
+    if (isAdded) {
+      for (const i of mine) if (isAdded[i]) checkPrefix(section, i, of.family);
+    } else for (const i of mine) checkPrefix(section, i, of.family);
+    const { name, head } = groupHead(of, of.family, mine.length, titles);
+    const made: RenderedSet = { of, name, file: staticFileName(out.split, name), text: writeRoutes(section, mine, head, kind, null) };
+    const before = incremental ? cache.sets.get(of.id) : undefined;
+    if (before && isAdded) checks[made.file] = { against: before.text, text: writeRoutes(section, mine, head, kind, isAdded) };
+    sets.set(of.id, made);
+  });
+
+  const names = new Set<string>();
+  for (const family of [4, 6] as const) {
+    const mine = [...sets.values()].filter((s) => s.of.family === family).sort((a, b) => compareSets(a.of.set, b.of.set));
+    for (const s of mine) {
+      if (names.has(s.name)) throw new RenderError(`prefixes.v${family}`, `two community sets hash to ${s.name}`);
+      names.add(s.name);
+      out.files[s.file] = s.text;
+      out.lines.push(`include ${quoted(s.file, "statics")};`);
+    }
+  }
+  cache.sets = sets;
+  cache.sha256 = input.sha256;
+  return checks;
+}
+
+/** Tag `tag`'s community set; throws RenderError for a community the render refuses. */
+function parseSet(tags: SectionTags, tag: number): SetOf {
+  const text = tags.texts[tag] as string;
+  const family = tags.v6[tag] ? 6 : 4;
+  const communities = text === "" ? [] : text.split(",");
+  const set = uniqueSorted(communities.map((c, j) => parseCommunity(c, `prefixes.v${family}[][1][${j}]`)));
+  const key = set.map(communityText).join(",");
+  return { id: `${family} ${key}`, family, key, set };
+}
+
+/** For each chosen set (`slot[tag]`, -1: not chosen), its lines in the section's order. */
+function linesOfSets(section: TaggedSection, slot: Int32Array, sets: number): Uint32Array[] {
+  const counts = new Uint32Array(sets);
+  const { tagOf, count } = section;
+  for (let i = 0; i < count; i++) {
+    const k = slot[tagOf[i] as number] as number;
+    if (k >= 0) counts[k] = (counts[k] as number) + 1;
+  }
+  const lines = Array.from(counts, (n) => new Uint32Array(n));
+  const fill = new Uint32Array(sets);
+  for (let i = 0; i < count; i++) {
+    const k = slot[tagOf[i] as number] as number;
+    if (k >= 0) (lines[k] as Uint32Array)[(fill[k] as number)++] = i;
+  }
+  return lines;
+}
+
+/** Line `i`'s prefix is one the render takes as it is written; throws otherwise. */
+function checkPrefix(section: TaggedSection, i: number, family: 4 | 6): void {
+  const from = section.starts[i] as number;
+  const to = from + (section.prefixLength[i] as number);
+  if (family === 4 && isPlainV4Prefix(section.bytes, from, to)) return;
+  const text = section.bytes.toString("latin1", from, to);
+  // Throws as the render of the payload does; another spelling is the payload render's to write.
+  if (prefix(text, family, `prefixes.v${family}`) !== text) throw new RenderError(`prefixes.v${family}`, `${text} is written otherwise`);
+}
+
+/**
+ * A set's file: its head, `\n  route <prefix> <kind>;` a line, `\n}\n`. With `added`, the check
+ * text `bird -p` reads instead: the routes not added left as empty lines (the running file has
+ * them, and BIRD parsed them when it took it), so every other line stays where it is.
+ */
+function writeRoutes(section: TaggedSection, lines: Uint32Array, head: string, kind: string, added: Uint8Array | null): Buffer {
+  const { bytes, starts, prefixLength } = section;
+  const headBytes = Buffer.from(head, "utf8");
+  const tail = Buffer.from(` ${kind};`, "latin1");
+  let size = headBytes.length + END.length;
+  for (const i of lines) size += !added || added[i] ? ROUTE.length + (prefixLength[i] as number) + tail.length : 1;
+  const text = Buffer.allocUnsafe(size);
+  let o = headBytes.copy(text, 0);
+  for (const i of lines) {
+    if (added && !added[i]) {
+      text[o++] = 0x0a;
+      continue;
+    }
+    for (let k = 0; k < ROUTE.length; k++) text[o++] = ROUTE[k] as number;
+    const from = starts[i] as number;
+    const to = from + (prefixLength[i] as number);
+    for (let k = from; k < to; k++) text[o++] = bytes[k] as number;
+    for (let k = 0; k < tail.length; k++) text[o++] = tail[k] as number;
+  }
+  END.copy(text, o);
+  return text;
+}
