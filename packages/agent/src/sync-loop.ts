@@ -15,7 +15,7 @@ import { backoffDelay } from "@rlc/shared/time";
 import { BundleFetcher, type FetchedBundle } from "./bundle/fetch-verified.js";
 import { ControllerError, type DesiredRevision } from "./bundle/http-client.js";
 import { peekIssue } from "./bundle/kept-bundle.js";
-import type { KeptDelta, KeptPrefixes } from "./bundle/kept-prefixes.js";
+import { type KeptDelta, type KeptPrefixes, tallyOfKept } from "./bundle/kept-prefixes.js";
 import { ConfirmedRevision } from "./confirmed.js";
 import { errorFields } from "./log.js";
 import { Probation } from "./probation/probation.js";
@@ -181,7 +181,8 @@ export class SyncLoop {
         const pending = await configureBird(bird, staged, { timeoutSeconds });
         steps.mark("configure");
         // Probation, then confirm; or revert, which throws `reverted`.
-        const watched = await this.#probation.watch(pending, { payload, rendered, baseline, previous, timeoutSeconds, steps: steps.spent() });
+        const tallies = { payload: () => (kept ? tallyOfKept(kept) : null), previous: () => (base && previous ? tallyOfKept(base) : null) };
+        const watched = await this.#probation.watch(pending, { payload, rendered, baseline, previous, tallies, timeoutSeconds, steps: steps.spent() });
         probationMs = watched.verdict.ok ? await this.#probation.confirm(pending, watched) : await this.#probation.revert(pending, watched);
       }
 

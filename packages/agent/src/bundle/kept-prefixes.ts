@@ -48,3 +48,16 @@ export function applyKeptDelta(kept: KeptPrefixes, revisionId: number, delta: Ui
     delta: { baseSha256: kept.sha256, changedTags: change.changedTags, added: change.added },
   };
 }
+
+/** The section's prefixes counted by family and communities (what the probation's export rule reads), one pass over the tags. */
+export function tallyOfKept(kept: KeptPrefixes): { v6: boolean; communities: readonly string[]; count: number }[] {
+  const { tagOf, count, tags } = kept.section;
+  const counts = new Uint32Array(tags.texts.length);
+  for (let i = 0; i < count; i++) counts[tagOf[i] as number] = (counts[tagOf[i] as number] as number) + 1;
+  const tally: { v6: boolean; communities: readonly string[]; count: number }[] = [];
+  counts.forEach((n, tag) => {
+    const text = tags.texts[tag] as string;
+    if (n > 0) tally.push({ v6: tags.v6[tag] === 1, communities: text === "" ? [] : text.split(","), count: n });
+  });
+  return tally;
+}

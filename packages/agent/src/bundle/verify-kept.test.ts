@@ -3,7 +3,8 @@ import fc from "fast-check";
 import { beforeAll, describe, expect, it } from "vitest";
 import { fixtureContent, SPEAKER_ID, storedKey, TENANT_ID, testKey } from "../../../../test/helpers/agent-fakes.js";
 import { issueBundleV2 } from "../../../../test/helpers/bundle-v2.js";
-import { applyKeptDelta, keepSection } from "./kept-prefixes.js";
+import { tallyOf } from "../probation/rules.js";
+import { applyKeptDelta, keepSection, tallyOfKept } from "./kept-prefixes.js";
 import { verifyKept } from "./verify-kept.js";
 
 // A delta applied to the prefixes kept in memory must give what verifyBundle gives from the base
@@ -96,5 +97,22 @@ describe("verifyKept", () => {
     expect([...twice.delta.changedTags].map((t) => [tags.texts[t], tags.v6[t]])).toEqual([["65000:2", 1]]);
     expect([...twice.delta.added]).toEqual([2]);
     expect(() => applyKeptDelta(once.kept, 3, script, sha(c))).toThrow(/does not fit/);
+  });
+});
+
+describe("tallyOfKept", () => {
+  it("counts the prefixes of each family and community set as the payload's tally does", () => {
+    fc.assert(
+      fc.property(prefixes, (p) => {
+        const kept = keepSection(1, encodePrefixSection(p), new SectionTags());
+        const sum = (tally: readonly { v6: boolean; communities: readonly string[]; count: number }[]) => {
+          const by = new Map<string, number>();
+          for (const t of tally) by.set(`${t.v6} ${t.communities.join(",")}`, (by.get(`${t.v6} ${t.communities.join(",")}`) ?? 0) + t.count);
+          return Object.fromEntries([...by].sort());
+        };
+        const payload = { prefixes: p } as BundleContent as Parameters<typeof tallyOf>[0];
+        expect(sum(tallyOfKept(kept as NonNullable<typeof kept>))).toEqual(sum(tallyOf(payload)));
+      }),
+    );
   });
 });

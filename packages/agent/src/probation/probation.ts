@@ -4,7 +4,7 @@ import type { AgentMetrics } from "../http/metrics.js";
 import { errorFields } from "../log.js";
 import { type BirdBaseline, type ProbationDeps, readBaseline } from "./baseline.js";
 import { revertAndVerify } from "./revert.js";
-import { type ProbationPlan, type ProbationVerdict, ProbationWatch, planProbation } from "./rules.js";
+import { type PlanInput, type ProbationPlan, type ProbationVerdict, ProbationWatch, planProbation } from "./rules.js";
 
 // The probation between `configure timeout` and `configure confirm`: watch BIRD for the window,
 // judge (rules.ts), then confirm; or, when the verdict is no, put the previous configuration back
@@ -25,6 +25,8 @@ export interface ProbationInput {
   baseline: BirdBaseline;
   /** The bundle BIRD ran until now, when the agent has it. */
   previous: BundlePayload | null;
+  /** Both bundles' prefixes counted from the agent's columns, when it holds them (PlanInput.tallies). */
+  tallies?: PlanInput["tallies"];
   timeoutSeconds: number;
   /** Milliseconds each step of this sync took so far, for the log. */
   steps: Record<string, number>;
@@ -79,6 +81,7 @@ export class Probation {
         rendered: input.rendered.sessions,
         payload,
         previous: input.previous,
+        ...(input.tallies ? { tallies: input.tallies } : {}),
         checkSessions: !forceConfirm && windowMs > 0,
       });
       const verdict = await this.#judge(plan, windowMs, checkController, since + timeoutSeconds * 1000 - 1000);

@@ -3,7 +3,7 @@ import type { BundlePayload } from "@rlc/shared/bundle";
 import { describe, expect, it } from "vitest";
 import { fixtureContent } from "../../../../test/helpers/agent-fakes.js";
 import { birdFixture } from "../bird-fixtures.test-helper.js";
-import { exportCounts, type PlanInput, type ProbationPlan, ProbationWatch, planProbation } from "./rules.js";
+import { exportCounts, type PlanInput, type ProbationPlan, ProbationWatch, planProbation, tallyOf } from "./rules.js";
 
 // The decisions of the probation on `show protocols all` captured from BIRD 2.0.12 (packages/shared/src/bird/status/fixtures/README.md).
 
@@ -75,7 +75,7 @@ describe("planProbation", () => {
       peer.address_families = ["ipv4", "ipv6"];
       peer.export_communities = ["65000:100"];
     });
-    expect(exportCounts(p, p.peers[0] as BundlePayload["peers"][number])).toEqual({ family: 5, selected: 2 });
+    expect(exportCounts(tallyOf(p), p.peers[0] as BundlePayload["peers"][number])).toEqual({ family: 5, selected: 2 });
   });
 });
 

@@ -37,6 +37,30 @@ export interface PlanInput {
   /** The bundle BIRD ran until now, when the agent has it: says what the revision itself changes. */
   previous: BundlePayload | null;
   checkSessions: boolean;
+  /** The two bundles' prefixes counted by community set, when the agent counted them from its columns (else counted from the payloads). */
+  tallies?: { payload(): PrefixTally | null; previous(): PrefixTally | null };
+}
+
+/** A bundle's prefixes counted by family and communities: all the export rule needs of them. */
+export type PrefixTally = readonly { v6: boolean; communities: readonly string[]; count: number }[];
+
+/** The tally of a payload's prefixes (one pass over them). */
+export function tallyOf(payload: BundlePayload): PrefixTally {
+  const tally: { v6: boolean; communities: readonly string[]; count: number }[] = [];
+  for (const [key, v6] of [
+    ["v4", false],
+    ["v6", true],
+  ] as const) {
+    // Decoded sections share one communities array per set: counted by array, not by prefix.
+    const byArray = new Map<readonly string[], { v6: boolean; communities: readonly string[]; count: number }>();
+    for (const [, communities] of payload.prefixes?.[key] ?? []) {
+      let entry = byArray.get(communities);
+      if (!entry) byArray.set(communities, (entry = { v6, communities, count: 0 }));
+      entry.count++;
+    }
+    tally.push(...byArray.values());
+  }
+  return tally;
 }
 
 export type ProbationVerdict = { ok: true } | { ok: false; check: ProbationCheck; sessions: string[]; message: string };
@@ -51,15 +75,24 @@ export function planProbation(input: PlanInput): ProbationPlan {
   const rendered = new Map(input.rendered.map((s) => [s.protocol, s.peer_id]));
   const newPeers = new Map((input.payload.peers ?? []).map((p) => [p.id, p]));
   const oldPeers = new Map((input.previous?.peers ?? []).map((p) => [p.id, p]));
+  // Counted once, and only when a session is watched: the payload's tuples are decoded then.
+  const once = <T>(make: () => T) => {
+    let made: T | undefined;
+    return () => (made ??= make());
+  };
+  const tallies = {
+    payload: once(() => input.tallies?.payload() ?? tallyOf(input.payload)),
+    previous: once(() => input.tallies?.previous() ?? (input.previous ? tallyOf(input.previous) : [])),
+  };
   const watched: WatchedSession[] = [];
   for (const s of input.before) {
     if (s.bgp_state !== "Established") continue;
     // A session of a peer the revision removes goes down by design; the operator's own stay watched.
     if (s.peer_id !== null && !rendered.has(s.protocol)) continue;
     const peer = s.peer_id === null ? undefined : newPeers.get(rendered.get(s.protocol) ?? "");
-    const now = peer ? exportCounts(input.payload, peer) : { family: 0, selected: 0 };
+    const now = peer ? exportCounts(tallies.payload(), peer) : { family: 0, selected: 0 };
     const oldPeer = s.peer_id === null ? undefined : oldPeers.get(rendered.get(s.protocol) ?? "");
-    const before = oldPeer && input.previous ? exportCounts(input.previous, oldPeer).selected : s.routes_exported;
+    const before = oldPeer && input.previous ? exportCounts(tallies.previous(), oldPeer).selected : s.routes_exported;
     watched.push({
       protocol: s.protocol,
       peer_id: s.peer_id,
@@ -73,20 +106,15 @@ export function planProbation(input: PlanInput): ProbationPlan {
 }
 
 /** Prefixes of the peer's families, and those its export communities select (all when it names none). */
-export function exportCounts(payload: BundlePayload, peer: BundlePeer): { family: number; selected: number } {
+export function exportCounts(tally: PrefixTally, peer: BundlePeer): { family: number; selected: number } {
   const families = new Set(peer.address_families ?? []);
   const wanted = new Set(peer.export_communities ?? []);
   let family = 0;
   let selected = 0;
-  for (const [key, name] of [
-    ["v4", "ipv4"],
-    ["v6", "ipv6"],
-  ] as const) {
-    if (!families.has(name)) continue;
-    for (const [, communities] of payload.prefixes?.[key] ?? []) {
-      family++;
-      if (wanted.size === 0 || communities.some((c) => wanted.has(c))) selected++;
-    }
+  for (const { v6, communities, count } of tally) {
+    if (!families.has(v6 ? "ipv6" : "ipv4")) continue;
+    family += count;
+    if (wanted.size === 0 || communities.some((c) => wanted.has(c))) selected += count;
   }
   return { family, selected };
 }
