@@ -13,11 +13,14 @@ import {
   verifyBundle,
   verifyBundleHeadV2,
 } from "@rlc/shared/bundle";
+import type { PrefixDelta } from "../state.js";
 import { applyKeptDelta, type KeptPrefixes, keptPrefixes } from "./kept-prefixes.js";
 
 export interface VerifiedKept extends VerifiedBundle {
   /** A delta's rebuilt section with its line index: what the next delta applies to. Null for a full bundle. */
   kept: KeptPrefixes | null;
+  /** A delta's own bytes and the SHA-256 of its base and of its result, as signed: what the state logs. */
+  delta?: PrefixDelta;
 }
 
 /**
@@ -58,7 +61,8 @@ export async function verifyKept(
     const rebuilt = applyKeptDelta(kept, header.revision_id, parts.section, header.prefixes_sha256);
     const { config, digest } = checkConfigV2(header, parts.config);
     const payload = payloadOfV2(header, config, keptPrefixes(rebuilt), digest);
-    return { payload, payloadBytes: parts.header, keyId: parts.keyId, prefixSection: rebuilt.section, section: "delta", kept: rebuilt };
+    const delta = { bytes: parts.section, baseSha256: header.base_prefixes_sha256, sha256: header.prefixes_sha256 };
+    return { payload, payloadBytes: parts.header, keyId: parts.keyId, prefixSection: rebuilt.section, section: "delta", kept: rebuilt, delta };
   }
 }
 
