@@ -52,7 +52,8 @@ export class ConfirmedRevision {
   async record(bundle: Uint8Array, record: AppliedRecord, verified: VerifiedKept): Promise<void> {
     this.#kept = null;
     this.#payload = null;
-    await this.#state.recordApplied(bundle, record, verified.prefixSection);
+    const section = verified.prefixSection;
+    await this.#state.recordApplied(bundle, record, section ? { section, delta: verified.deltaRecord } : undefined);
     this.#payload = verified.payload;
     this.#kept = verified.kept;
   }

@@ -1,5 +1,5 @@
-import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
-import { rm } from "node:fs/promises";
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { rename, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import type { StatusErrorJson } from "@rlc/proto";
@@ -106,10 +106,14 @@ async function applyBase(h: Awaited<ReturnType<typeof harness>>) {
 }
 
 /** What BIRD's file says after a full apply of `next` on another agent: the reference. */
-async function fullConfigOfNext(): Promise<string> {
+function fullConfigOfNext(): Promise<string> {
+  return fullConfigOf(next);
+}
+
+async function fullConfigOf(c: BundleContent): Promise<string> {
   const h = await harness();
-  const full = await issueBundleV2(next, { sequence: 1, key });
-  h.served.set(2, { full: full.bytes });
+  const full = await issueBundleV2(c, { sequence: 1, key });
+  h.served.set(c.revision_id, { full: full.bytes });
   h.desired.current = full.desired;
   expect(await h.loop.sync({ reason: "start" })).toBe("applied");
   const text = h.config();
@@ -155,7 +159,9 @@ describe("SyncLoop with delta bundles", () => {
     const reference = await fullConfigOfNext();
     const h = await harness();
     await applyBase(h);
-    await rm(join(h.state.dir, "last-prefixes.txt"));
+    // Away while the delta applies, back before the restart reads it.
+    const baseFile = join(h.state.dir, "last-prefixes-base.txt");
+    await rename(baseFile, `${baseFile}.away`);
     const full = await issueBundleV2(next, { sequence: 2, key });
     const delta = await issueBundleV2(next, { sequence: 2, key, base });
     h.served.set(2, { full: full.bytes, delta: delta.bytes });
@@ -163,8 +169,11 @@ describe("SyncLoop with delta bundles", () => {
     expect(await h.loop.sync({ reason: "watch" })).toBe("applied");
     expect(h.fetches.at(-1)).toEqual({ revision: 2, base: 1, got: "delta" });
     expect(h.config()).toBe(reference);
-    // On disk again for a restart: the section of the revision now running.
-    expect(readFileSync(join(h.state.dir, "last-prefixes.txt"), "utf8")).toContain("203.0.113.0/24\t65000:100");
+    // A section this small is written whole (a log record would outweigh it), else logged on the base.
+    if (!existsSync(baseFile)) await rename(`${baseFile}.away`, baseFile);
+    // On disk for a restart: the section of the revision now running.
+    const section = await new StateStore(h.state.dir).readLastPrefixes();
+    expect(Buffer.from(section ?? []).toString()).toContain("203.0.113.0/24\t65000:100");
   });
 
   it("a delta over a base the agent does not hold is replaced by the full bundle", async () => {
@@ -173,7 +182,7 @@ describe("SyncLoop with delta bundles", () => {
     await applyBase(first);
     // The kept prefixes are gone (a state directory restored from an older backup, say), and
     // the agent starts again: it holds them nowhere.
-    await rm(join(first.state.dir, "last-prefixes.txt"));
+    await rm(join(first.state.dir, "last-prefixes-base.txt"));
     const h = await harness();
     const full = await issueBundleV2(next, { sequence: 2, key });
     const delta = await issueBundleV2(next, { sequence: 2, key, base });
@@ -198,6 +207,33 @@ describe("SyncLoop with delta bundles", () => {
     expect(h.reports.at(-1)).toMatchObject({ reason: "apply_failed", error: { code: "bad_signature", revision_id: 2, sequence: 2 } });
     expect(h.config()).toBe(before);
     expect(await h.state.readApplied()).toMatchObject({ revision_id: 1, sequence: 1 });
+  });
+
+  it("after a restart, a delta applies to the prefixes rebuilt from the base and the log of deltas", async () => {
+    // Enough prefixes that a delta is logged rather than the whole section written again.
+    const many = (revision: number, moved: number) =>
+      content(revision, (p) => {
+        for (let i = 0; i < 2000; i++) p.v4.push([`10.${i >> 8}.${i & 255}.0/24`, [i < moved ? "65000:200" : "65000:100"]]);
+      });
+    const [r1, r2, r3] = [many(1, 0), many(2, 10), many(3, 20)];
+    const reference = await fullConfigOf(r3);
+    const first = await harness();
+    first.served.set(1, { full: (await issueBundleV2(r1, { sequence: 1, key })).bytes });
+    first.desired.current = (await issueBundleV2(r1, { sequence: 1, key })).desired;
+    expect(await first.loop.sync({ reason: "start" })).toBe("applied");
+    const two = await issueBundleV2(r2, { sequence: 2, key, base: r1 });
+    first.served.set(2, { full: (await issueBundleV2(r2, { sequence: 2, key })).bytes, delta: two.bytes });
+    first.desired.current = two.desired;
+    expect(await first.loop.sync({ reason: "watch" })).toBe("applied");
+    expect(existsSync(join(first.state.dir, "last-prefixes.log"))).toBe(true);
+
+    const h = await harness();
+    const three = await issueBundleV2(r3, { sequence: 3, key, base: r2 });
+    h.served.set(3, { full: (await issueBundleV2(r3, { sequence: 3, key })).bytes, delta: three.bytes });
+    h.desired.current = three.desired;
+    expect(await h.loop.sync({ reason: "watch" })).toBe("applied");
+    expect(h.fetches).toEqual([{ revision: 3, base: 2, got: "delta" }]);
+    expect(h.config()).toBe(reference);
   });
 
   it("after a refused delta, the next delta still applies to the prefixes BIRD runs", async () => {

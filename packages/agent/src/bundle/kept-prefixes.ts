@@ -4,8 +4,8 @@ import { applyTaggedDelta, BundleError, type SectionTags, sha256Hex, type Tagged
 // bytes (@rlc/shared's tagged section): where each line starts, its prefix's length, its
 // community set's number. A delta costs a copy of those columns, one hash of the rebuilt
 // section and what it adds; no string or array a prefix is made, and the render writes the
-// community sets the delta touched from the same bytes. The same bytes are on disk
-// (last-prefixes.txt) for a restart.
+// community sets the delta touched from the same bytes. On disk for a restart: the section as a
+// base and the deltas applied since (../state.ts).
 
 export interface KeptPrefixes {
   revision_id: number;

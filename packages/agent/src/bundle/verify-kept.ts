@@ -15,13 +15,16 @@ import {
   verifyBundle,
   verifyBundleHeadV2,
 } from "@rlc/shared/bundle";
+import type { PrefixDelta } from "../state.js";
 import { applyKeptDelta, type KeptDelta, type KeptPrefixes, keepSection } from "./kept-prefixes.js";
 
 export interface VerifiedKept extends VerifiedBundle {
   /** The section in columns: what the render writes from and the next delta applies to. Null for an rl-bundle/1 (or a section the columns do not take). */
   kept: KeptPrefixes | null;
-  /** A delta's changes over the section it applied to; null for a full bundle. */
+  /** A delta's changes over the section it applied to (what the render writes again); null for a full bundle. */
   delta: KeptDelta | null;
+  /** A delta's own bytes and the SHA-256 of its base and of its result, as signed: what the state logs. */
+  deltaRecord?: PrefixDelta;
 }
 
 /**
@@ -75,7 +78,17 @@ export async function verifyKept(
     const { config, digest } = checkConfigV2(header, parts.config);
     const section = rebuilt.kept.section.bytes;
     const payload = payloadOfV2(header, config, lazyPrefixes(section), digest);
-    return { payload, payloadBytes: parts.header, keyId: parts.keyId, prefixSection: section, section: "delta", kept: rebuilt.kept, delta: rebuilt.delta };
+    const deltaRecord = { bytes: parts.section, baseSha256: header.base_prefixes_sha256, sha256: header.prefixes_sha256 };
+    return {
+      payload,
+      payloadBytes: parts.header,
+      keyId: parts.keyId,
+      prefixSection: section,
+      section: "delta",
+      kept: rebuilt.kept,
+      delta: rebuilt.delta,
+      deltaRecord,
+    };
   }
 }
 
