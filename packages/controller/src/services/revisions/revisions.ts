@@ -221,7 +221,8 @@ export function createRevisionService(deps: {
         },
         { mode: "include" },
       );
-      const text = Object.values(rendered.files)[0] ?? "";
+      const first = Object.values(rendered.files)[0] ?? "";
+      const text = typeof first === "string" ? first : first.toString("utf8");
       return {
         revision_id: row.revision_id,
         digest: row.digest,

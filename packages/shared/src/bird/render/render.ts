@@ -42,7 +42,7 @@ export interface RenderOptions {
 
 export interface RenderedConfig {
   /** File name → text. All files live in one directory; the include is named relatively. */
-  files: Record<string, string>;
+  files: Record<string, string | Buffer>;
   /** The file BIRD reads first: the main file in `full` mode, the include otherwise. */
   entry: string;
   /** The include file (the entry in `include` mode); a split render's static files are named after it. */
