@@ -38,7 +38,8 @@ export interface ChangeOptions {
   /**
    * For a route file, what `bird -p` reads instead of the file when the renderer knows which of
    * its routes are new: used only when `written` knows the running file holds exactly `against`
-   * (the same object), else the file is compared line by line as without it.
+   * (`===`: the same object, or a string of the same characters), else the file is compared
+   * line by line as without it.
    */
   checkTexts?: Record<string, CheckText>;
   /**
