@@ -6,8 +6,8 @@ import { writeFileAtomic } from "@rlc/shared/bird";
 export const NATS_CREDS_FILE = "nats.creds";
 
 /** Kept 0600: the seed proves the agent's identity to NATS. */
-export function writeNatsCredentials(stateDir: string, creds: string): Promise<void> {
-  return writeFileAtomic(join(stateDir, NATS_CREDS_FILE), creds, 0o600);
+export async function writeNatsCredentials(stateDir: string, creds: string): Promise<void> {
+  await writeFileAtomic(join(stateDir, NATS_CREDS_FILE), creds, 0o600);
 }
 
 /** RL_NATS_CREDS when set (it must exist), else the enrolled file, else null (an unauthenticated NATS). */

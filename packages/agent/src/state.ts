@@ -338,8 +338,8 @@ export class StateStore {
     return parsed.data;
   }
 
-  #writeJson(name: string, value: unknown): Promise<void> {
-    return writeFileAtomic(join(this.dir, name), `${JSON.stringify(value, null, 2)}\n`, PRIVATE);
+  async #writeJson(name: string, value: unknown): Promise<void> {
+    await writeFileAtomic(join(this.dir, name), `${JSON.stringify(value, null, 2)}\n`, PRIVATE);
   }
 }
 

@@ -295,6 +295,22 @@ describe("SyncLoop", () => {
     expect(statSync(h.configPath).mode & 0o777).toBe(gid === null ? 0o600 : 0o640);
   });
 
+  it("sync - a static file edited by hand after an apply is written back by the next one (the loop knows what it wrote, and sees the edit)", async () => {
+    const h = await harness();
+    await publish(h, 1, 1);
+    expect(await h.loop.sync({ reason: "start" })).toBe("applied");
+    const rendered = configFiles(h);
+    const statics = Object.keys(rendered).filter((f) => f.includes(".rl_static"));
+    expect(statics.length).toBeGreaterThan(0);
+    const edited = join(dirname(h.configPath), statics[0] as string);
+    writeFileSync(edited, (rendered[statics[0] as string] as string).replace("blackhole;", "unreachable;"));
+    // Revision 2 renders the same routes (its include differs): the edited file is read, found
+    // to differ from its text, and replaced with the rest.
+    await publish(h, 2, 2);
+    expect(await h.loop.sync({ reason: "poll" })).toBe("applied");
+    expect(readFileSync(edited, "utf8")).toBe(rendered[statics[0] as string]);
+  });
+
   it("sync - content BIRD already runs byte for byte is recorded without configure (a crash before the record)", async () => {
     const h = await harness();
     const { bytes, desired } = await publish(h, 1, 1);

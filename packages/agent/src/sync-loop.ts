@@ -1,3 +1,4 @@
+import { dirname } from "node:path";
 import {
   type BirdTarget,
   configureBird,
@@ -9,6 +10,7 @@ import {
   StaticsCache,
   stageFiles,
   validateRendered,
+  WrittenFiles,
 } from "@rlc/shared/bird";
 import { SectionTags } from "@rlc/shared/bundle";
 import { backoffDelay } from "@rlc/shared/time";
@@ -74,7 +76,10 @@ export class SyncLoop {
     const o = options;
     this.#o = o;
     this.#confirmed = new ConfirmedRevision(o.state, this.#tags);
-    this.#target = { mode: o.birdMode, configPath: o.birdConfigPath, stagingDir: o.stagingDir };
+    // The files this loop writes beside BIRD_CONFIG_PATH: an unchanged community set's file is
+    // known by the text it was written with, and not read again on the next apply.
+    const written = new WrittenFiles(dirname(o.birdConfigPath));
+    this.#target = { mode: o.birdMode, configPath: o.birdConfigPath, stagingDir: o.stagingDir, written };
     this.#fetcher = new BundleFetcher({
       client: o.client,
       state: o.state,

@@ -1,5 +1,5 @@
 import { randomBytes } from "node:crypto";
-import { closeSync, constants, openSync, readFileSync } from "node:fs";
+import { type BigIntStats, closeSync, constants, fstatSync, openSync, readFileSync } from "node:fs";
 import { open, readFile, rename, stat, unlink } from "node:fs/promises";
 import { basename, dirname, join } from "node:path";
 
@@ -24,22 +24,27 @@ export interface FileAccess {
  *
  * `syncDirectory: false` leaves the directory's fsync to the caller: several files written side
  * by side then cost one ({@link syncDirectory}), and none of them is durable before it.
+ *
+ * Answers the written file's stat (through its descriptor, before the rename): what
+ * WrittenFiles checks the name still holds.
  */
 export async function writeFileAtomic(
   path: string,
   data: string | Uint8Array,
   access: number | FileAccess,
   options: { syncDirectory?: boolean } = {},
-): Promise<void> {
+): Promise<BigIntStats> {
   const { mode, gid = null } = typeof access === "number" ? { mode: access } : access;
   const dir = dirname(path);
   const temporary = join(dir, `.${basename(path)}.${randomBytes(8).toString("hex")}.tmp`);
   const file = await open(temporary, "wx", 0o600);
+  let written: BigIntStats;
   try {
     if (gid !== null) await file.chown(-1, gid);
     await file.chmod(mode);
     await file.writeFile(data);
     await file.sync();
+    written = await file.stat({ bigint: true });
   } catch (error) {
     await file.close();
     await unlink(temporary).catch(() => undefined);
@@ -53,6 +58,7 @@ export async function writeFileAtomic(
     throw error;
   }
   if (options.syncDirectory !== false) await syncDirectory(dir);
+  return written;
 }
 
 /** fsync of a directory: the renames into it so far survive a power loss. */
@@ -66,13 +72,15 @@ export async function syncDirectory(dir: string): Promise<void> {
 }
 
 /**
- * readFileNoFollow, blocking: for comparing the ~200 files of a split render with what runs, where
- * four thread-pool round trips a file (open, stat, read, close) cost more than the reading.
+ * readFileNoFollow, blocking, with the file's stat taken through the same descriptor before the
+ * read: for comparing the ~200 files of a split render with what runs, where four thread-pool
+ * round trips a file (open, stat, read, close) cost more than the reading.
  */
-export function readFileNoFollowSync(path: string): Buffer {
+export function readFileNoFollowSync(path: string): { bytes: Buffer; stat: BigIntStats } {
   const fd = openSync(path, constants.O_RDONLY | constants.O_NOFOLLOW);
   try {
-    return readFileSync(fd);
+    const stat = fstatSync(fd, { bigint: true });
+    return { bytes: readFileSync(fd), stat };
   } finally {
     closeSync(fd);
   }

@@ -22,7 +22,7 @@ export {
   type BirdReply,
   type BirdReplyLine,
 } from "./birdc.js";
-export { type ChangeOptions, type RunningFile, type ValidatedChange, validateChange } from "./change.js";
+export { type ChangeOptions, type CheckText, type ValidatedChange, validateChange } from "./change.js";
 export { type ConfigureOptions, configureBird } from "./configure.js";
 export { confirmOrUndo, nothingPending, type PendingApply } from "./confirm.js";
 export { ApplyError, type ApplyErrorCode, type ClassifiedError, classifyBirdError, SyncError } from "./errors.js";
@@ -64,3 +64,4 @@ export {
   validateBirdConfig,
 } from "./validate.js";
 export { type BirdDialect, type BirdVersion, BirdVersionWatch, birdDialect, parseBirdVersion } from "./version.js";
+export { type FileText, type KnownFile, WrittenFiles } from "./written-files.js";

@@ -10,6 +10,7 @@ import { SyncError } from "./errors.js";
 import { isStaticFileName, type RenderedConfig, renderBirdConfig, type SectionSource, type StaticsCache } from "./render/render.js";
 import { parseProtocolsAll } from "./status/parse-protocols.js";
 import { stageFiles, writeDiffering } from "./swap-files.js";
+import type { WrittenFiles } from "./written-files.js";
 
 // The one BIRD sequence the agent and the controller's local speaker both run, as steps each
 // caller calls one after another:
@@ -35,6 +36,11 @@ export interface BirdTarget {
   stagingDir: string;
   /** The running BIRD's version (`show status`): the render writes what it accepts. Unknown: what every version accepts. */
   birdVersion?: string | null;
+  /**
+   * What this process last wrote or read beside configPath (a WrittenFiles of that directory,
+   * kept across applies): the files it knows unchanged are not read again.
+   */
+  written?: WrittenFiles;
 }
 
 /** The render options of a speaker whose own file is `configPath`: static protocols split per community set. */
@@ -70,6 +76,7 @@ export function changeFor(target: BirdTarget, rendered: RenderedConfig): ChangeO
     mode: target.mode,
     configDir: dirname(target.configPath),
     stagingDir: target.stagingDir,
+    written: target.written,
     obsolete: statics,
     routeFiles: statics,
     ...(rendered.checks ? { checkTexts: rendered.checks } : {}),
@@ -85,8 +92,8 @@ export function validateRendered(deps: Pick<ApplyDeps, "runner" | "birdBin">, ta
  * Puts the rendered files on disk where they differ, without validating or configuring: the
  * files of the configuration BIRD confirmed last, after a crash left others in their place.
  */
-export function restoreRendered(target: Pick<BirdTarget, "configPath">, rendered: RenderedConfig): Promise<boolean> {
-  return writeDiffering(dirname(target.configPath), rendered.files);
+export function restoreRendered(target: Pick<BirdTarget, "configPath" | "written">, rendered: RenderedConfig): Promise<boolean> {
+  return writeDiffering(dirname(target.configPath), rendered.files, target.written);
 }
 
 /** Every rendered BGP protocol is listed by BIRD after configure; throws `health_check_failed` otherwise. */

@@ -1,7 +1,9 @@
-import { readdir, readFile, unlink } from "node:fs/promises";
+import type { Stats } from "node:fs";
+import { constants, link, lstat, open, readdir, rename, unlink } from "node:fs/promises";
 import { join } from "node:path";
-import { birdReadable, type FileAccess, readFileNoFollow, syncDirectory, writeFileAtomic } from "./atomic-file.js";
-import type { RunningFile, ValidatedChange } from "./change.js";
+import { birdReadable, type FileAccess, readFileNoFollow, readFileNoFollowSync, syncDirectory, writeFileAtomic } from "./atomic-file.js";
+import type { ValidatedChange } from "./change.js";
+import { type FileText, type SetAside, sameBytes, type WrittenFiles } from "./written-files.js";
 
 // The stage step, and every other write of BIRD's files: the running files aside, the new ones
 // in (each written whole and renamed), the previous ones back on undo, the obsolete ones out on
@@ -17,83 +19,181 @@ export interface StagedFiles {
 }
 
 /**
- * Swaps in the files `bird -p` accepted: the running ones copied aside, then the new ones in,
- * the entry last (it names the others), each written whole under a temporary name and renamed,
- * with the directory synced once a batch. The files hold peers' passwords: BIRD's group may read
- * them, nobody else.
+ * Swaps in the files `bird -p` accepted: each running file set aside as a hard link (its inode
+ * stays as it is: nothing is copied), then the new ones in, the entry last (it names the
+ * others), each written whole under a temporary name and renamed, with the directory synced once
+ * a batch. The files hold peers' passwords: BIRD's group may read them, nobody else.
  */
 export async function stageFiles(change: ValidatedChange): Promise<StagedFiles> {
-  const { options, changed, running } = change;
+  const { options, changed } = change;
   const dir = options.configDir;
+  const { written } = options;
   const access = await birdReadable();
   const apart = { syncDirectory: false };
+  // What `written` knew of each file being replaced: known again when undo puts it back.
+  const aside = new Map<string, SetAside>();
+  for (const name of changed) {
+    const entry = written?.take(name);
+    if (entry) aside.set(name, entry);
+  }
   const had = new Map<string, boolean>();
-  await Promise.all(changed.map(async (name) => had.set(name, await backup(dir, name, running.get(name) ?? null, access, apart))));
+  await Promise.all(changed.map(async (name) => had.set(name, await backup(dir, name, access))));
   await syncDirectory(dir);
-  const swap = (name: string) => writeFileAtomic(join(dir, name), options.files[name] as string | Buffer, access, apart);
+  const swap = async (name: string) => {
+    const text = options.files[name] as FileText;
+    const stat = await writeFileAtomic(join(dir, name), text, access, apart);
+    const known = written?.recordWrite(name, text, stat);
+    if (known && change.unchangedChecks.has(name)) known.unchangedCheck = change.unchangedChecks.get(name) ?? null;
+  };
   await Promise.all(changed.filter((name) => name !== options.entry).map(swap));
   await syncDirectory(dir);
   if (changed.includes(options.entry)) {
     await swap(options.entry);
     await syncDirectory(dir);
   }
-  return { change, restore: () => restoreFiles(dir, changed, had, access) };
+  return { change, restore: () => restoreFiles(dir, changed, had, aside, written) };
 }
 
 /** Files an earlier apply wrote that the confirmed one no longer includes, and their copies aside. */
 export async function removeObsolete(staged: StagedFiles): Promise<void> {
-  const { configDir: dir, files, obsolete } = staged.change.options;
+  const { configDir: dir, files, obsolete, written } = staged.change.options;
   if (!obsolete) return;
   for (const name of await readdir(dir).catch(() => [] as string[])) {
-    if (obsolete(name) && !(name in files)) await unlink(join(dir, name)).catch(() => undefined);
+    if (obsolete(name) && !(name in files)) {
+      written?.forget(name);
+      await unlink(join(dir, name)).catch(() => undefined);
+    }
     if (name.endsWith(PREVIOUS_SUFFIX) && obsolete(name.slice(0, -PREVIOUS_SUFFIX.length))) await unlink(join(dir, name)).catch(() => undefined);
   }
 }
 
 /**
- * Writes each of `files` into `dir` whose text differs from what is there, as the stage step
+ * Writes each of `files` into `dir` whose bytes differ from what is there, as the stage step
  * writes them (whole, renamed, readable by BIRD's group only); nothing is validated or
- * configured. Answers whether any file was written.
+ * configured. A file `written` knows unchanged is not read. Answers whether any file was written.
  */
-export async function writeDiffering(dir: string, files: Record<string, string | Buffer>): Promise<boolean> {
-  let written = false;
+export async function writeDiffering(dir: string, files: Record<string, FileText>, written?: WrittenFiles): Promise<boolean> {
+  written?.assertDir(dir);
+  let wrote = false;
   const access = await birdReadable();
   for (const [name, text] of Object.entries(files)) {
+    const known = written?.known(name);
+    if (known && sameBytes(known.text, text)) {
+      if (known.text !== text) written?.adopt(name, text);
+      continue;
+    }
     const path = join(dir, name);
-    const now = await readFile(path).catch(() => null);
-    if (now?.equals(typeof text === "string" ? Buffer.from(text, "utf8") : text)) continue;
-    await writeFileAtomic(path, text, access);
-    written = true;
+    const read = readOrNull(path);
+    if (read && sameBytes(read.bytes, text)) {
+      written?.record(name, text, read.stat);
+      continue;
+    }
+    written?.forget(name);
+    written?.recordWrite(name, text, await writeFileAtomic(path, text, access));
+    wrote = true;
   }
-  return written;
+  return wrote;
 }
 
-/**
- * Copies the running file aside; false when there was none. Neither end follows a symlink: a
- * link planted at the running file's name is refused, one at the backup's name is replaced.
- */
-async function backup(dir: string, name: string, read: RunningFile | null, access: FileAccess, options: { syncDirectory?: boolean } = {}): Promise<boolean> {
-  // As just read (ASCII text is written as the same bytes); read here only when that read
-  // failed, so that a missing file is told from a symlink or an unreadable one, which throw.
-  let data: RunningFile;
+/** The file, not followed when it is a symlink; null when it cannot be read so (none, a symlink). */
+function readOrNull(path: string): ReturnType<typeof readFileNoFollowSync> | null {
   try {
-    data = read ?? (await readFileNoFollow(join(dir, name)));
+    return readFileNoFollowSync(path);
+  } catch {
+    return null;
+  }
+}
+
+/** Errors of link(2) where a copy still works: another file system, or one without hard links. */
+const NO_LINK = new Set(["EXDEV", "EPERM", "ENOTSUP", "EOPNOTSUPP", "EMLINK", "ENOSYS"]);
+
+/**
+ * Sets the running file aside under `<name>.rl-prev`: a hard link to it (a copy where links do
+ * not work); false when there was none. Neither end follows a symlink: a link planted at the
+ * running file's name is refused, one at the backup's name is replaced.
+ */
+async function backup(dir: string, name: string, access: FileAccess): Promise<boolean> {
+  const path = join(dir, name);
+  const previous = path + PREVIOUS_SUFFIX;
+  let info: Stats;
+  try {
+    info = await lstat(path);
   } catch (error) {
     if ((error as NodeJS.ErrnoException).code === "ENOENT") return false;
     throw error;
   }
-  await writeFileAtomic(join(dir, name + PREVIOUS_SUFFIX), data, access, options);
+  if (!info.isFile()) throw notAFile(path, info);
+  await unlink(previous).catch((error: NodeJS.ErrnoException) => {
+    if (error.code !== "ENOENT") throw error;
+  });
+  try {
+    // link(2) on Linux does not follow a symlink at `path`: were one swapped in since the
+    // lstat, the backup would be that link, which is refused here.
+    await link(path, previous);
+    const linked = await lstat(previous);
+    if (!linked.isFile()) {
+      await unlink(previous).catch(() => undefined);
+      throw notAFile(path, linked);
+    }
+    await restrict(previous, linked, access);
+  } catch (error) {
+    // No hard links here, or a file of another user's that may be linked but not restricted.
+    if (!NO_LINK.has((error as NodeJS.ErrnoException).code ?? "")) throw error;
+    await unlink(previous).catch(() => undefined);
+    await writeFileAtomic(previous, await readFileNoFollow(path), access, { syncDirectory: false });
+  }
   return true;
 }
 
-/** Written beside the target under a random, exclusive name, then renamed over it (writeFileAtomic). */
-async function swapIn(source: string, dir: string, name: string, access: FileAccess): Promise<void> {
-  await writeFileAtomic(join(dir, name), await readFileNoFollow(source), access);
+/**
+ * The backup shares the running file's inode, mode and group: held to `access` like every file
+ * written here when the running one was more open (someone else's file, an older agent's).
+ */
+async function restrict(path: string, info: Stats, access: FileAccess): Promise<void> {
+  const gid = access.gid ?? null;
+  if ((info.mode & 0o777) === access.mode && (gid === null || info.gid === gid)) return;
+  const file = await open(path, constants.O_RDONLY | constants.O_NOFOLLOW);
+  try {
+    if (gid !== null) await file.chown(-1, gid);
+    await file.chmod(access.mode);
+  } finally {
+    await file.close();
+  }
 }
 
-async function restoreFiles(dir: string, names: readonly string[], had: Map<string, boolean>, access: FileAccess): Promise<void> {
+function notAFile(path: string, info: Stats): NodeJS.ErrnoException {
+  const error: NodeJS.ErrnoException = new Error(`${path} is ${info.isSymbolicLink() ? "a symlink" : "not a regular file"}: not set aside nor replaced`);
+  error.code = info.isSymbolicLink() ? "ELOOP" : "EINVAL";
+  error.path = path;
+  return error;
+}
+
+/**
+ * Each file back as it was: the backup renamed over the new one (a second restore finds none
+ * and leaves the file), or the new file removed when there was none; the directory synced once.
+ */
+async function restoreFiles(
+  dir: string,
+  names: readonly string[],
+  had: Map<string, boolean>,
+  aside: Map<string, SetAside>,
+  written?: WrittenFiles,
+): Promise<void> {
   for (const name of [...names].reverse()) {
-    if (had.get(name)) await swapIn(join(dir, name + PREVIOUS_SUFFIX), dir, name, access);
-    else await unlink(join(dir, name)).catch(() => undefined);
+    const path = join(dir, name);
+    written?.forget(name);
+    if (!had.get(name)) {
+      await unlink(path).catch(() => undefined);
+      continue;
+    }
+    try {
+      await rename(path + PREVIOUS_SUFFIX, path);
+    } catch (error) {
+      if ((error as NodeJS.ErrnoException).code === "ENOENT") continue;
+      throw error;
+    }
+    const entry = aside.get(name);
+    if (entry) written?.putBack(name, entry);
   }
+  await syncDirectory(dir);
 }

@@ -221,8 +221,8 @@ export function createRevisionService(deps: {
         },
         { mode: "include" },
       );
-      // An inline render of a payload: one file, a string.
-      const text = String(Object.values(rendered.files)[0] ?? "");
+      const first = Object.values(rendered.files)[0] ?? "";
+      const text = typeof first === "string" ? first : first.toString("utf8");
       return {
         revision_id: row.revision_id,
         digest: row.digest,

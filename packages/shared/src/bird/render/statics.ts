@@ -29,6 +29,11 @@ interface CachedGroup {
   /** The protocol's lines joined, without the blank line before it. */
   body: string;
   name: string;
+  /**
+   * A split render's file text (`body` and a newline), made once: a set that did not change hands
+   * back the same string, which the apply's WrittenFiles tells by identity without a read.
+   */
+  file?: string;
 }
 
 export interface StaticsOut {
@@ -156,7 +161,12 @@ function renderFamily(
       out.lines.push("", made.body);
     } else {
       const file = staticFileName(out.split, made.name);
-      out.files[file] = `${made.body}\n`;
+      if (made.file === undefined) {
+        made.file = `${made.body}\n`;
+        // The body becomes a slice of the file's text (slicing flattens it): one copy kept, not two.
+        made.body = made.file.slice(0, -1);
+      }
+      out.files[file] = made.file;
       out.lines.push(`include ${quoted(file, "statics")};`);
     }
   }
