@@ -3,6 +3,7 @@ import type { BigIntStats } from "node:fs";
 import { join, resolve } from "node:path";
 import { readFileNoFollowSync } from "./atomic-file.js";
 import { type CheckFile, withFreshCopy } from "./check-copy.js";
+import type { CheckText } from "./render/section-statics.js";
 import { linesToCheck } from "./route-lines.js";
 import { type ProcessRunner, validateBirdConfig } from "./validate.js";
 import { type FileText, type KnownFile, sameBytes, type WrittenFiles } from "./written-files.js";
@@ -47,13 +48,6 @@ export interface ChangeOptions {
    * ones in configDir this matches and `files` lacks are removed once the new config is confirmed.
    */
   obsolete?: (name: string) => boolean;
-}
-
-/** A route file's text for `bird -p`: the new text with the route lines of `against` left blank. */
-export interface CheckText {
-  /** The text the running file holds (the object the caller rendered last time). */
-  against: FileText;
-  text: FileText;
 }
 
 /** A config `bird -p` accepted that differs from what runs: what the stage step swaps in. */

@@ -22,7 +22,7 @@ export {
   type BirdReply,
   type BirdReplyLine,
 } from "./birdc.js";
-export { type ChangeOptions, type CheckText, type ValidatedChange, validateChange } from "./change.js";
+export { type ChangeOptions, type ValidatedChange, validateChange } from "./change.js";
 export { type ConfigureOptions, configureBird } from "./configure.js";
 export { confirmOrUndo, nothingPending, type PendingApply } from "./confirm.js";
 export { ApplyError, type ApplyErrorCode, type ClassifiedError, classifyBirdError, SyncError } from "./errors.js";

@@ -18,7 +18,7 @@ export interface SectionInput {
   delta: (Omit<TaggedChange, "section"> & { baseSha256: string }) | null;
 }
 
-/** For `bird -p`: a route file's text with the routes the running file (`against`) has blanked. */
+/** A route file's text for `bird -p`: the new text with the routes of `against` (the file it replaces, as rendered last time) left blank. */
 export interface CheckText {
   against: Buffer;
   text: Buffer;
