@@ -46,7 +46,8 @@ const POOL = Array.from({ length: 3000 }, (_, i) => `10.${i >> 8}.${i & 255}.0/2
 );
 
 /** Body lines: each pool prefix in or out, with one of the communities. */
-const section = fc.array(fc.nat(POOL.length * COMMUNITIES.length - 1), { maxLength: 900 }).map((picks) => {
+// size "max": fast-check's default size keeps arrays to about ten items, a section of one page.
+const section = fc.array(fc.nat(POOL.length * COMMUNITIES.length - 1), { maxLength: 900, size: "max" }).map((picks) => {
   const chosen = new Map<number, number>();
   for (const x of picks) chosen.set(x % POOL.length, Math.floor(x / POOL.length));
   return [...chosen.keys()].sort((a, b) => a - b).map((p) => `${POOL[p]}\t${COMMUNITIES[chosen.get(p)!]}`);
@@ -64,9 +65,9 @@ const edit = (lines: string[], e: { drop: number[]; retag: number[]; add: number
   return [...out.keys()].sort((a, b) => order.get(a)! - order.get(b)!).map((k) => out.get(k)!);
 };
 const edits = fc.record({
-  drop: fc.array(fc.nat(), { maxLength: 12 }),
-  retag: fc.array(fc.nat(), { maxLength: 8 }),
-  add: fc.array(fc.nat(), { maxLength: 12 }),
+  drop: fc.array(fc.nat(), { maxLength: 12, size: "max" }),
+  retag: fc.array(fc.nat(), { maxLength: 8, size: "max" }),
+  add: fc.array(fc.nat(), { maxLength: 12, size: "max" }),
   cut: fc.oneof(fc.constant(0), fc.nat(70)),
 });
 /** Either a small edit or a section drawn afresh (then most pages change). */
@@ -148,6 +149,24 @@ describe("rl-prefix-pages/1", () => {
     expect(pages.ends.length).toBeGreaterThan(30);
     expect(hashed.length).toBeGreaterThanOrEqual(1);
     expect(hashed.length).toBeLessThanOrEqual(3);
+  });
+
+  it("a page of added lines between two kept pages: the base digests around it keep their places", () => {
+    const lines = Array.from({ length: 2000 }, (_, i) => `10.${i >> 7}.${(i & 127) * 2}.0/24\t65000:100`);
+    const base = tagSection(encodePrefixLines(lines), new SectionTags());
+    const f = base.pageEnd.indexOf(1, 1000);
+    // The prefix between line f's and the next one's, tagged so that it ends a page by itself.
+    const prefix = lines[f]!.replace(/\.(\d+)\.0\/24\t.*/, (_, c) => `.${Number(c) + 1}.0/24`);
+    let n = 0;
+    while ((fnv1a(`${prefix}\t65000:${n}`) & 63) !== 0) n++;
+    const next = [...lines.slice(0, f + 1), `${prefix}\t65000:${n}`, ...lines.slice(f + 1)];
+    const change = applyTaggedDelta(base, diffPrefixLines(lines, next));
+    expect([...change.added]).toEqual([f + 1]);
+    const pages = pagesOf(base.bytes);
+    expect(plain(updatePages(pages, change.section, change))).toEqual(model(next));
+    const blank = updatePages({ ...pages, digests: Buffer.alloc(pages.digests.length) }, change.section, change);
+    const hashed = Array.from({ length: blank.ends.length }, (_, k) => blank.digests.subarray(k * 32, (k + 1) * 32).some((x) => x !== 0));
+    expect(hashed.filter(Boolean).length).toBe(1);
   });
 
   it("pages of another base than the delta's give another root, not the new section's", () => {
