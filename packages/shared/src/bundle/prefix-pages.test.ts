@@ -169,6 +169,23 @@ describe("rl-prefix-pages/1", () => {
     expect(hashed.filter(Boolean).length).toBe(1);
   });
 
+  it("a script that writes one run of keeps as several (=1 then =N-1) gives the same kept runs as the one step, so no page more is hashed", () => {
+    const lines = Array.from({ length: 3000 }, (_, i) => `10.${i >> 8}.${i & 255}.0/24\t65000:100`);
+    const next = lines.filter((_, i) => i % 500 !== 7);
+    const delta = diffPrefixLines(lines, next);
+    const split = Buffer.from(
+      delta.toString("latin1").replace(/^=(\d+)$/gm, (step, n) => (Number(n) > 1 ? `=1\n=${Number(n) - 1}` : step)),
+      "latin1",
+    );
+    expect(split.length).toBeGreaterThan(delta.length);
+    const base = tagSection(encodePrefixLines(lines), new SectionTags());
+    const whole = applyTaggedDelta(base, delta);
+    const parts = applyTaggedDelta(base, split);
+    expect([...parts.kept]).toEqual([...whole.kept]);
+    const pages = pagesOf(base.bytes);
+    expect(plain(updatePages(pages, parts.section, parts))).toEqual(model(next));
+  });
+
   it("pages of another base than the delta's give another root, not the new section's", () => {
     const lines = Array.from({ length: 800 }, (_, i) => `10.${i >> 8}.${i & 255}.0/24\t65000:100`);
     const other = lines.map((l, i) => (i === 100 ? `${l.slice(0, l.indexOf("\t"))}\t65000:200` : l));

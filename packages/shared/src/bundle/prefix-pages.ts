@@ -106,7 +106,7 @@ export function pagesOfLines(section: PagedLines): SectionPages {
  * is one run of kept lines and was a whole page of the base takes the base's digest; only the
  * others (holding an added line or a dropped line's place, or cut elsewhere) are hashed. The
  * cuts come from the base's, moved with their runs, and from the `pageEnd` of added lines: no
- * kept line is read. `base` must be the pages of the section the delta applied to (the reader
+ * kept line's bytes are read. `base` must be the pages of the section the delta applied to (the reader
  * keeps them beside it): its digests are taken as they are.
  */
 export function updatePages(base: SectionPages, next: PagedLines, change: LineMap): SectionPages {
