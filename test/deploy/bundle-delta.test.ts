@@ -1,4 +1,4 @@
-import { encodePrefixColumns, sha256Hex, verifyBundle } from "@rlc/shared/bundle";
+import { type BundleHeaderV2, encodePrefixColumns, pagesOf, sha256Hex, splitBundleV2, verifyBundle } from "@rlc/shared/bundle";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { ensureDeltaSection, ensureFullSection } from "../../packages/controller/src/services/deploy/bundle-sections.js";
 import { createRevisionStore } from "../../packages/controller/src/services/revisions/revision-store.js";
@@ -215,5 +215,42 @@ describe("rl-bundle/2 sections and deltas", () => {
     const verified = await verifyBundle(bytes, s.keys, { speakerId: s.id, tenantId: s.tenant, lastSequence: null, now: new Date() });
     expect(verified.section).toBe("full");
     expect(verified.payload.prefixes.v4).toContainEqual(["15.0.0.0/16", ["65000:100"]]);
+  });
+
+  it("the signed header names the page root of the revision's section (rl-prefix-pages/1) in full and delta bundles; a section stored without one (before 0026) gives bundles without it", async () => {
+    const s = speakers[0]!;
+    const opts = { speakerId: s.id, tenantId: s.tenant, lastSequence: null, now: new Date() };
+    const headerOf = (bytes: Buffer) => JSON.parse(Buffer.from(splitBundleV2(bytes).header).toString("utf8")) as BundleHeaderV2;
+    const full = await verifyBundle(await bytesOf(s, second), s.keys, opts);
+    const root = pagesOf(full.prefixSection!).root;
+    expect(headerOf(await bytesOf(s, second)).prefixes_pages_sha256).toBe(root);
+    expect(headerOf(await bytesOf(s, second, first))).toMatchObject({ section: "delta", base_revision_id: first, prefixes_pages_sha256: root });
+    // The full bundle's verification checked the root and hands its pages on (what an agent keeps for the next delta).
+    expect(full.prefixPages?.root).toBe(root);
+    const stored = await sql()<{ base_revision_id: number; prefixes_pages_sha256: string | null }[]>`
+      SELECT base_revision_id, prefixes_pages_sha256 FROM bundle_sections WHERE revision_id = ${second} ORDER BY base_revision_id`;
+    expect(stored).toEqual([
+      { base_revision_id: 0, prefixes_pages_sha256: root },
+      { base_revision_id: first, prefixes_pages_sha256: root },
+    ]);
+
+    // A speaker running the newest revision, whose next revision's rows lack the root, as rows stored before 0026 do.
+    const [{ running }] = (await sql()`SELECT max(revision_id)::int AS running FROM bundle_sections`) as unknown as [{ running: number }];
+    const sequence = (await verifyBundle(await bytesOf(s, running), s.keys, opts)).payload.sequence;
+    await reportStatus(client, s.key, { speaker_id: s.id, reason: "REPORT_REASON_APPLIED", applied_revision_id: running, applied_sequence: sequence });
+    await t.call(t.rootKey, "POST", `/v1/modules/${moduleId}/ip-range-entries`, { cidr: "16.0.0.0/16" });
+    const old = await refresh();
+    await sql()`UPDATE bundle_sections SET prefixes_pages_sha256 = NULL WHERE revision_id = ${old}`;
+    await applyAndWait(old);
+    const oldFull = await bytesOf(s, old);
+    const oldDelta = await bytesOf(s, old, running);
+    expect(headerOf(oldFull)).not.toHaveProperty("prefixes_pages_sha256");
+    expect(headerOf(oldDelta)).toMatchObject({ section: "delta", base_revision_id: running });
+    expect(headerOf(oldDelta)).not.toHaveProperty("prefixes_pages_sha256");
+    const verified = await verifyBundle(oldFull, s.keys, opts);
+    expect(verified.prefixPages).toBeUndefined();
+    expect(verified.payload.prefixes.v4).toContainEqual(["16.0.0.0/16", ["65000:100"]]);
+    const base = (await verifyBundle(await bytesOf(s, running), s.keys, opts)).prefixSection!;
+    expect((await verifyBundle(oldDelta, s.keys, { ...opts, base: { revision_id: running, section: base } })).payload).toEqual(verified.payload);
   });
 });

@@ -8,6 +8,8 @@ export interface BundleSectionMeta {
   sha256: string;
   prefixes_sha256: string;
   base_prefixes_sha256: string | null;
+  /** The page root (`rl-prefix-pages/1`) of the revision's full section; null in rows stored before migration 0026. */
+  prefixes_pages_sha256: string | null;
   /** Plain bytes. */
   size: number;
   /** Plain bytes per sealed piece of `body`. */
@@ -16,7 +18,7 @@ export interface BundleSectionMeta {
 
 export async function findBundleSection(db: Db, tenantId: string, revisionId: number, baseRevisionId: number): Promise<BundleSectionMeta | undefined> {
   const [r] = await db<BundleSectionMeta[]>`
-    SELECT revision_id, base_revision_id, sha256, prefixes_sha256, base_prefixes_sha256, size, chunk
+    SELECT revision_id, base_revision_id, sha256, prefixes_sha256, base_prefixes_sha256, prefixes_pages_sha256, size, chunk
     FROM bundle_sections WHERE tenant_id = ${tenantId} AND revision_id = ${revisionId} AND base_revision_id = ${baseRevisionId}`;
   return r;
 }
@@ -24,8 +26,8 @@ export async function findBundleSection(db: Db, tenantId: string, revisionId: nu
 /** Stores a section once: a replica that built the same one meanwhile keeps its row (the bytes are the same). */
 export async function insertBundleSection(db: Db, tenantId: string, row: BundleSectionMeta & { body: Buffer }): Promise<void> {
   await db`
-    INSERT INTO bundle_sections (tenant_id, revision_id, base_revision_id, sha256, prefixes_sha256, base_prefixes_sha256, size, chunk, body)
-    VALUES (${tenantId}, ${row.revision_id}, ${row.base_revision_id}, ${row.sha256}, ${row.prefixes_sha256}, ${row.base_prefixes_sha256}, ${row.size}, ${row.chunk}, ${row.body})
+    INSERT INTO bundle_sections (tenant_id, revision_id, base_revision_id, sha256, prefixes_sha256, base_prefixes_sha256, prefixes_pages_sha256, size, chunk, body)
+    VALUES (${tenantId}, ${row.revision_id}, ${row.base_revision_id}, ${row.sha256}, ${row.prefixes_sha256}, ${row.base_prefixes_sha256}, ${row.prefixes_pages_sha256}, ${row.size}, ${row.chunk}, ${row.body})
     ON CONFLICT DO NOTHING`;
 }
 

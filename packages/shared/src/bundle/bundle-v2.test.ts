@@ -14,6 +14,7 @@ import {
 import { BundleError } from "./errors.js";
 import type { BundlePrefix, BundlePrefixes } from "./payload.js";
 import { diffPrefixLines } from "./prefix-delta.js";
+import { pagesOf } from "./prefix-pages.js";
 import { columnOf, decodePrefixSection, encodePrefixSection, prefixLines } from "./prefix-section.js";
 import { BundleReceiver, receiveBundle } from "./receive.js";
 import { signBundle, signingKeyFromSeed } from "./sign.js";
@@ -42,7 +43,11 @@ function revision(n: number, change: (i: number, p: BundlePrefix) => BundlePrefi
   return { v4, v6: [["2a00::/32", a]] };
 }
 
-async function issue(revisionId: number, prefixes: BundlePrefixes, o: { sequence: number; base?: { revision_id: number; prefixes: BundlePrefixes } }) {
+async function issue(
+  revisionId: number,
+  prefixes: BundlePrefixes,
+  o: { sequence: number; base?: { revision_id: number; prefixes: BundlePrefixes }; pagesRoot?: (full: Buffer) => string },
+) {
   const key = await signingKeyFromSeed(seed(3));
   const pinned = [pin(key)];
   const full = encodePrefixSection(prefixes);
@@ -62,6 +67,7 @@ async function issue(revisionId: number, prefixes: BundlePrefixes, o: { sequence
       expires_at: new Date(NOW + 60_000).toISOString(),
       digest: contentDigestV2(c, prefixesSha),
       prefixes_sha256: prefixesSha,
+      ...(o.pagesRoot ? { prefixes_pages_sha256: o.pagesRoot(full) } : {}),
       section: o.base ? "delta" : "full",
       section_sha256: sha256Hex(section),
       section_size: section.length,
@@ -125,6 +131,27 @@ describe("rl-bundle/2", () => {
     const header = Buffer.from(full.bytes);
     header[40] = header[40]! ^ 1;
     expect(await refusal(verifyBundleV2(header, full.pinned, opts))).toBe("bad_signature");
+  });
+
+  it("a full bundle whose header names the section's page root verifies, with the pages; a wrong root is refused", async () => {
+    const prefixes = revision(3000);
+    const right = await issue(7, prefixes, { sequence: 2, pagesRoot: (full) => pagesOf(full).root });
+    const verified = await verifyBundle(right.bytes, right.pinned, opts);
+    expect(verified.payload.prefixes).toEqual(prefixes);
+    expect(verified.prefixPages?.root).toBe(pagesOf(right.full).root);
+    expect(verified.prefixPages?.ends.length).toBeGreaterThan(20);
+    // The root of another section (one prefix less): signed, so the controller's bug, caught before pages are kept.
+    const wrong = await issue(7, prefixes, { sequence: 2, pagesRoot: () => pagesOf(encodePrefixSection(revision(2999))).root });
+    expect(await refusal(verifyBundleV2(wrong.bytes, wrong.pinned, opts))).toBe("digest_mismatch");
+    // A header without the field (a controller of the release before): no pages, verified as before.
+    const without = await issue(7, prefixes, { sequence: 2 });
+    expect((await verifyBundle(without.bytes, without.pinned, opts)).prefixPages).toBeUndefined();
+    // A delta naming the root verifies through the full SHA-256 as before (the agent's page check is its own).
+    const base = revision(3000, (i, p) => (i === 17 ? null : p));
+    const delta = await issue(7, prefixes, { sequence: 2, base: { revision_id: 6, prefixes: base }, pagesRoot: (full) => pagesOf(full).root });
+    const fromDelta = await verifyBundleV2(delta.bytes, delta.pinned, { ...opts, base: { revision_id: 6, section: encodePrefixSection(base) } });
+    expect(fromDelta.header.prefixes_pages_sha256).toBe(pagesOf(right.full).root);
+    expect(fromDelta.payload).toEqual((await verifyBundleV2(right.bytes, right.pinned, opts)).payload);
   });
 
   it("sequence and expiry rules are those of every bundle", async () => {

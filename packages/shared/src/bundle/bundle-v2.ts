@@ -3,6 +3,7 @@ import { canonicalJson, canonicalJsonBytes, parseJsonBytes } from "./canonical-j
 import { BundleError } from "./errors.js";
 import type { BundleContent, BundlePayload } from "./payload.js";
 import { applyPrefixDeltaBytes } from "./prefix-delta.js";
+import { pagesOf, type SectionPages } from "./prefix-pages.js";
 import { decodePrefixSection, lazyPrefixes } from "./prefix-section.js";
 import { checkAddressee, findKey, type PinnedKey, SIGNING_ALG, signDetached, type VerifyOptions, verifyDetached } from "./sign.js";
 
@@ -40,6 +41,13 @@ export interface BundleHeaderV2 {
   config_sha256: string;
   /** Hex SHA-256 of the revision's full prefix section, whether this bundle carries it or a delta. */
   prefixes_sha256: string;
+  /**
+   * The page root (`rl-prefix-pages/1`, prefix-pages.ts) of the same section: a reader that keeps
+   * its base's page digests checks a delta by hashing only the pages it touched. Optional: a
+   * controller of the release before does not send it (the reader checks `prefixes_sha256`), and
+   * an agent of the release before ignores it (the header is read as plain JSON).
+   */
+  prefixes_pages_sha256?: string;
   section: "full" | "delta";
   section_sha256: string;
   section_size: number;
@@ -93,6 +101,8 @@ export interface VerifiedBundleV2 {
   keyId: string;
   /** The revision's full prefix section: received, or rebuilt from the base and the delta. */
   prefixSection: Uint8Array;
+  /** A full bundle whose header names a page root: the section's pages, checked against it. */
+  prefixPages?: SectionPages;
 }
 
 /** Where the parts of an `rl-bundle/2` lie: the header, the signature, the config, and the section from `sectionStart` to the end. */
@@ -236,9 +246,15 @@ export async function verifyBundleV2(bytes: Uint8Array, pinnedKeys: readonly Pin
   if (prefixesSha256 !== header.prefixes_sha256) {
     throw new BundleError("digest_mismatch", `the prefixes ${header.section === "delta" ? "rebuilt from the delta" : "received"} are not the revision's`);
   }
+  // A full section is where a reader starts keeping page digests: a wrong root (the controller's
+  // bug) is refused here, before a delta is ever checked against pages made of it.
+  const prefixPages = header.section === "full" && header.prefixes_pages_sha256 !== undefined ? pagesOf(section) : undefined;
+  if (prefixPages && prefixPages.root !== header.prefixes_pages_sha256) {
+    throw new BundleError("digest_mismatch", "the prefixes received do not have the page root the header names");
+  }
   const { config, digest } = checkConfigV2(header, parts.config);
   const payload = payloadOfV2(header, config, options.lazyPrefixes ? lazyPrefixes(section) : decodePrefixSection(section), digest);
-  return { payload, header, payloadBytes: parts.header, keyId: parts.keyId, prefixSection: section };
+  return { payload, header, payloadBytes: parts.header, keyId: parts.keyId, prefixSection: section, ...(prefixPages ? { prefixPages } : {}) };
 }
 
 /**

@@ -83,6 +83,7 @@ export {
   diffPrefixLines,
   type PrefixColumns,
 } from "./prefix-delta.js";
+export { endsPage, type PagedLines, PREFIX_PAGES_FORMAT, pagesOf, pagesOfLines, type SectionPages, updatePages } from "./prefix-pages.js";
 export {
   columnOf,
   decodePrefixSection,
@@ -111,5 +112,5 @@ export {
   type VerifiedBundle,
   type VerifyOptions,
 } from "./sign.js";
-export { applyTaggedDelta, prefixText, SectionTags, type TaggedChange, type TaggedSection, tagSection } from "./tagged-section.js";
+export { applyTaggedDelta, type LineMap, prefixText, SectionTags, type TaggedChange, type TaggedSection, tagSection } from "./tagged-section.js";
 export { verifyBundle } from "./verify-bundle.js";

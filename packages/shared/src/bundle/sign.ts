@@ -3,6 +3,7 @@ import { createRequire } from "node:module";
 import { canonicalJsonBytes } from "./canonical-json.js";
 import { BundleError } from "./errors.js";
 import type { BundlePayload, ReceivedBundle } from "./payload.js";
+import type { SectionPages } from "./prefix-pages.js";
 
 // libsodium-wrappers 0.7.16's ESM build imports a file its package does not ship
 // (dist/modules-esm/libsodium.mjs), so the CommonJS build is loaded instead. Where a plain
@@ -75,6 +76,8 @@ export interface VerifiedBundle {
   prefixSection?: Uint8Array;
   /** `rl-bundle/2`: whether a full section or a delta came. */
   section?: "full" | "delta";
+  /** A full `rl-bundle/2` whose header names a page root: the section's pages, checked against it (what the next delta's pages are made from). */
+  prefixPages?: SectionPages;
 }
 
 /** First 16 hex digits of the SHA-256 of the raw 32-byte public key. */

@@ -1,11 +1,12 @@
 import { isAscii } from "node:buffer";
 import { BundleError } from "./errors.js";
+import { endsPage, type PagedLines } from "./prefix-pages.js";
 import { PREFIX_DELTA_FORMAT, PREFIX_SECTION_FORMAT } from "./prefix-section.js";
 
 // A prefix section as columns over its bytes, for a reader that keeps a revision from one delta
 // to the next (the agent): where each line starts, how long its prefix is, and a number for its
 // family and communities. No string or array a line: 1.2M prefixes are the section's 34 MB and
-// 9 bytes a line beside it, and a delta costs a copy of those columns plus what it adds. The
+// 10 bytes a line beside it, and a delta costs a copy of those columns plus what it adds. The
 // numbers come from one SectionTags, shared by every revision the reader keeps, so a line keeps
 // its number from one revision to the next and "which community sets did this delta touch" is
 // a set of numbers.
@@ -47,6 +48,8 @@ export interface TaggedSection {
   prefixLength: Uint8Array;
   /** Each line's tag in `tags`. */
   tagOf: Uint32Array;
+  /** 1 where a page of `rl-prefix-pages/1` ends after the line (prefix-pages.ts): where a page ends is known without hashing the line again. */
+  pageEnd: Uint8Array;
   tags: SectionTags;
 }
 
@@ -57,6 +60,18 @@ export interface TaggedChange {
   changedTags: Set<number>;
   /** The added lines, as their index in the new section, ascending. */
   added: Uint32Array;
+}
+
+/** Where a delta's section took its lines from: what updatePages needs to take the base's pages over. */
+export interface LineMap {
+  /** The added lines, as their index in the new section, ascending. */
+  added: Uint32Array;
+  /**
+   * The runs of base lines kept, as triples `(baseFrom, newFrom, n)`: base lines
+   * `[baseFrom, baseFrom + n)` are the new section's `[newFrom, newFrom + n)`. Ascending in both;
+   * between two runs, base lines were dropped or new ones added (or both).
+   */
+  kept: Uint32Array;
 }
 
 /**
@@ -74,6 +89,7 @@ export function tagSection(bytes: Buffer, tags: SectionTags): TaggedSection {
   const starts = new Uint32Array(count + 1);
   const prefixLength = new Uint8Array(count);
   const tagOf = new Uint32Array(count);
+  const pageEnd = new Uint8Array(count);
   const known = new KnownTails(tags);
   let at = HEAD.length;
   for (let i = 0; i < count; i++) {
@@ -82,10 +98,11 @@ export function tagSection(bytes: Buffer, tags: SectionTags): TaggedSection {
     starts[i] = at;
     prefixLength[i] = line.prefixLength;
     tagOf[i] = line.tag;
+    if (endsPage(bytes, at, nl)) pageEnd[i] = 1;
     at = nl + 1;
   }
   starts[count] = at;
-  return { bytes, count, starts, prefixLength, tagOf, tags };
+  return { bytes, count, starts, prefixLength, tagOf, pageEnd, tags };
 }
 
 /**
@@ -93,9 +110,15 @@ export function tagSection(bytes: Buffer, tags: SectionTags): TaggedSection {
  * as runs, only the added lines read. Throws `digest_mismatch` for a script that does not fit
  * the base (as verifyBundle does) and `malformed` for an added line that is not a prefix line.
  * `check` sees the rebuilt bytes before any added line is read (the caller's SHA-256 against
- * the signed one: nothing unverified is parsed).
+ * the signed one: nothing unverified is parsed), and with them the new section's line starts
+ * and page ends and which lines came from where: enough for updatePages (prefix-pages.ts) to
+ * check the signed page root instead, hashing only the pages the delta touched.
  */
-export function applyTaggedDelta(base: TaggedSection, delta: Uint8Array, check: (bytes: Buffer) => void = () => {}): TaggedChange {
+export function applyTaggedDelta(
+  base: TaggedSection,
+  delta: Uint8Array,
+  check: (bytes: Buffer, lines: PagedLines, change: LineMap) => void = () => {},
+): TaggedChange & LineMap {
   const ops = deltaOps(delta);
   const changedTags = new Set<number>();
   let count = 0;
@@ -124,13 +147,17 @@ export function applyTaggedDelta(base: TaggedSection, delta: Uint8Array, check: 
   const starts = new Uint32Array(count + 1);
   const prefixLength = new Uint8Array(count);
   const tagOf = new Uint32Array(count);
+  const pageEnd = new Uint8Array(count);
   const added: number[] = [];
+  const kept: number[] = [];
   let at = HEAD.length;
   let j = 0;
   cursor = 0;
   for (const op of ops) {
     if (op.line !== null) {
       starts[j] = at;
+      // Hashed, not parsed: where a page ends is needed before the check, and reads nothing into the columns.
+      if (endsPage(op.line, 0, op.line.length)) pageEnd[j] = 1;
       at += op.line.copy(bytes, at);
       bytes[at++] = NEWLINE;
       added.push(j++);
@@ -142,6 +169,12 @@ export function applyTaggedDelta(base: TaggedSection, delta: Uint8Array, check: 
       base.bytes.copy(bytes, at, from, to);
       prefixLength.set(base.prefixLength.subarray(cursor, cursor + op.n), j);
       tagOf.set(base.tagOf.subarray(cursor, cursor + op.n), j);
+      pageEnd.set(base.pageEnd.subarray(cursor, cursor + op.n), j);
+      // Two keeps in a row (a script may split one) are one run: a page across them is still the base's.
+      const last = kept.length - 3;
+      if (last >= 0 && (kept[last] as number) + (kept[last + 2] as number) === cursor && (kept[last + 1] as number) + (kept[last + 2] as number) === j) {
+        kept[last + 2] = (kept[last + 2] as number) + op.n;
+      } else kept.push(cursor, j, op.n);
       const shift = at - from;
       for (let i = cursor; i < cursor + op.n; i++) starts[j++] = (base.starts[i] as number) + shift;
       at = to + shift;
@@ -149,7 +182,8 @@ export function applyTaggedDelta(base: TaggedSection, delta: Uint8Array, check: 
     cursor += op.n;
   }
   starts[count] = at;
-  check(bytes);
+  const map: LineMap = { added: Uint32Array.from(added), kept: Uint32Array.from(kept) };
+  check(bytes, { bytes, count, starts, pageEnd }, map);
   const known = new KnownTails(base.tags);
   for (const i of added) {
     const line = readLine(bytes, starts[i] as number, (starts[i + 1] as number) - 1, known);
@@ -157,7 +191,7 @@ export function applyTaggedDelta(base: TaggedSection, delta: Uint8Array, check: 
     tagOf[i] = line.tag;
     changedTags.add(line.tag);
   }
-  return { section: { bytes, count, starts, prefixLength, tagOf, tags: base.tags }, changedTags, added: Uint32Array.from(added) };
+  return { section: { bytes, count, starts, prefixLength, tagOf, pageEnd, tags: base.tags }, changedTags, ...map };
 }
 
 /** Line `i`'s prefix, as a string (for the few lines a caller needs as text). */

@@ -33,7 +33,14 @@ export async function verifyBundle(
   const maxBytes = options.maxBytes ?? DEFAULT_MAX_BUNDLE_BYTES;
   if (isBundleV2(input)) {
     const v2 = await verifyBundleV2(input as Uint8Array, pinnedKeys, { ...options, maxBytes });
-    return { payload: v2.payload, payloadBytes: v2.payloadBytes, keyId: v2.keyId, prefixSection: v2.prefixSection, section: v2.header.section };
+    return {
+      payload: v2.payload,
+      payloadBytes: v2.payloadBytes,
+      keyId: v2.keyId,
+      prefixSection: v2.prefixSection,
+      section: v2.header.section,
+      ...(v2.prefixPages ? { prefixPages: v2.prefixPages } : {}),
+    };
   }
   const envelope = readEnvelope(input, maxBytes);
   const key = findKey(pinnedKeys, envelope.key_id);

@@ -1,4 +1,4 @@
-import { applyPrefixDeltaBytes, diffPrefixColumns, encodePrefixColumns, type PrefixColumn, type PrefixColumns, sha256Hex } from "@rlc/shared/bundle";
+import { applyPrefixDeltaBytes, diffPrefixColumns, encodePrefixColumns, type PrefixColumn, type PrefixColumns, pagesOf, sha256Hex } from "@rlc/shared/bundle";
 import { type BundleSectionMeta, findBundleSection, insertBundleSection, readBundleSectionSlice } from "../../db/bundle-sections.js";
 import type { Db } from "../../db/connect.js";
 import { listAllSpeakers } from "../../db/speakers.js";
@@ -74,11 +74,13 @@ export function ensureFullSection(db: Db, deps: SectionDeps, tenantId: string, r
     const made = base === undefined ? null : await fromBase(db, deps, tenantId, base, content);
     const body = made?.body ?? encodePrefixColumns(column(content.v4), column(content.v6));
     const sha256 = sha256Hex(body);
+    // The page root beside the SHA-256: what lets an agent check a delta by the pages it touched.
+    const prefixes_pages_sha256 = pagesOf(body).root;
     const full = await store(
       db,
       deps,
       tenantId,
-      { revision_id: revisionId, base_revision_id: 0, sha256, prefixes_sha256: sha256, base_prefixes_sha256: null },
+      { revision_id: revisionId, base_revision_id: 0, sha256, prefixes_sha256: sha256, base_prefixes_sha256: null, prefixes_pages_sha256 },
       body,
     );
     if (made) await storeDelta(db, deps, tenantId, made.base, full, made.delta);
@@ -123,6 +125,7 @@ function storeDelta(db: Db, deps: SectionDeps, tenantId: string, base: BundleSec
       sha256: sha256Hex(body),
       prefixes_sha256: full.prefixes_sha256,
       base_prefixes_sha256: base.prefixes_sha256,
+      prefixes_pages_sha256: full.prefixes_pages_sha256,
     },
     body,
   );

@@ -150,6 +150,8 @@ async function signedBundle(
     expires_at: expiresAt.toISOString(),
     digest,
     prefixes_sha256: full.prefixes_sha256,
+    // Left out for a section stored before migration 0026 (no root): agents check prefixes_sha256 alone.
+    ...(full.prefixes_pages_sha256 ? { prefixes_pages_sha256: full.prefixes_pages_sha256 } : {}),
   };
   const cfg = configBytes(config);
   const head = await signBundleHead({ ...common, section: "full", section_sha256: full.sha256, section_size: full.size }, cfg, key);
