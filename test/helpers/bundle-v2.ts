@@ -6,6 +6,7 @@ import {
   contentDigestV2,
   diffPrefixLines,
   encodePrefixSection,
+  pagesOf,
   prefixLines,
   type SigningKeyPair,
   sha256Hex,
@@ -21,7 +22,15 @@ const linesOf = (c: BundleContent) => prefixLines(columnOf(c.prefixes.v4), colum
  */
 export async function issueBundleV2(
   content: BundleContent,
-  o: { sequence: number; key: SigningKeyPair; base?: BundleContent; deltaFrom?: BundleContent; tamper?: boolean },
+  o: {
+    sequence: number;
+    key: SigningKeyPair;
+    base?: BundleContent;
+    deltaFrom?: BundleContent;
+    tamper?: boolean;
+    /** The page root in the header (rl-prefix-pages/1): the section's, another one, or none (a controller before it). */
+    pages?: "right" | "wrong";
+  },
 ): Promise<{ bytes: Buffer; desired: DesiredRevision }> {
   const { prefixes, ...config } = content;
   const full = encodePrefixSection(prefixes);
@@ -39,6 +48,7 @@ export async function issueBundleV2(
       expires_at: new Date(Date.now() + 3_600_000).toISOString(),
       digest,
       prefixes_sha256: prefixesSha,
+      ...(o.pages ? { prefixes_pages_sha256: o.pages === "right" ? pagesOf(full).root : sha256Hex(Buffer.from("another")) } : {}),
       section: o.base ? "delta" : "full",
       section_sha256: sha256Hex(section),
       section_size: section.length,

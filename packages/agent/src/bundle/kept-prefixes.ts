@@ -1,10 +1,22 @@
-import { applyTaggedDelta, BundleError, type SectionTags, sha256Hex, type TaggedChange, type TaggedSection, tagSection } from "@rlc/shared/bundle";
+import {
+  applyTaggedDelta,
+  BundleError,
+  pagesOfLines,
+  type SectionPages,
+  type SectionTags,
+  sha256Hex,
+  type TaggedChange,
+  type TaggedSection,
+  tagSection,
+  updatePages,
+} from "@rlc/shared/bundle";
 
 // The prefix section of the revision BIRD runs, held in memory between syncs as columns over its
 // bytes (@rlc/shared's tagged section): where each line starts, its prefix's length, its
-// community set's number. A delta costs a copy of those columns, one hash of the rebuilt
-// section and what it adds; no string or array a prefix is made, and the render writes the
-// community sets the delta touched from the same bytes. On disk for a restart: the section as a
+// community set's number, which lines end a page (rl-prefix-pages/1). A delta costs a copy of
+// those columns, the hash of the pages it touched (the whole section's, from a controller that
+// signs no page root) and what it adds; no string or array a prefix is made, and the render
+// writes the community sets the delta touched from the same bytes. On disk for a restart: the section as a
 // base and the deltas applied since (../state.ts).
 
 export interface KeptPrefixes {
@@ -12,6 +24,17 @@ export interface KeptPrefixes {
   /** Hex SHA-256 of the section: what a delta's `base_prefixes_sha256` names. */
   sha256: string;
   section: TaggedSection;
+  /** The section's page digests, when known (a full bundle that signed their root, or a delta checked by them); made when first needed otherwise. */
+  pages: SectionPages | null;
+}
+
+/** What a delta bundle's signed header says of the section it rebuilds. */
+export interface DeltaTarget {
+  revisionId: number;
+  /** `prefixes_sha256`. */
+  sha256: string;
+  /** `prefixes_pages_sha256`, from a controller that signs it. */
+  pagesRoot?: string | undefined;
 }
 
 /** What a delta did: the tags it touched and the lines it added, over the section with `baseSha256`. */
@@ -24,27 +47,36 @@ export interface KeptDelta extends Omit<TaggedChange, "section"> {
  * one the columns take (not ASCII, say: the generic decoder reads it, and the next bundle comes
  * whole).
  */
-export function keepSection(revisionId: number, bytes: Uint8Array, tags: SectionTags, sha256?: string): KeptPrefixes | null {
+export function keepSection(revisionId: number, bytes: Uint8Array, tags: SectionTags, pages: SectionPages | null = null): KeptPrefixes | null {
   const buffer = Buffer.isBuffer(bytes) ? bytes : Buffer.from(bytes.buffer, bytes.byteOffset, bytes.length);
   try {
-    return { revision_id: revisionId, sha256: sha256 ?? sha256Hex(buffer), section: tagSection(buffer, tags) };
+    return { revision_id: revisionId, sha256: sha256Hex(buffer), section: tagSection(buffer, tags), pages };
   } catch {
     return null;
   }
 }
 
 /**
- * The section of revision `revisionId` rebuilt from `kept` and an `rl-prefix-delta/1` edit
- * script, whose SHA-256 must be `sha256` (the signed `prefixes_sha256`). Throws as verifyBundle
- * does: `digest_mismatch` for a script that does not fit the base or rebuilds other bytes,
- * `malformed` for an added line that is not a prefix line.
+ * The section `target` names rebuilt from `kept` and an `rl-prefix-delta/1` edit script, checked
+ * before any added line is read: by its page root when the header signs one (only the pages
+ * the delta touched are hashed; the whole section's SHA-256 is then the signed one, bound to the
+ * same bytes by the root), else by the SHA-256 of the whole. Throws as verifyBundle does:
+ * `digest_mismatch` for a script that does not fit the base or rebuilds other bytes, `malformed`
+ * for an added line that is not a prefix line.
  */
-export function applyKeptDelta(kept: KeptPrefixes, revisionId: number, delta: Uint8Array, sha256: string): { kept: KeptPrefixes; delta: KeptDelta } {
-  const change = applyTaggedDelta(kept.section, delta, (bytes) => {
-    if (sha256Hex(bytes) !== sha256) throw new BundleError("digest_mismatch", "the prefixes rebuilt from the delta are not the revision's");
+export function applyKeptDelta(kept: KeptPrefixes, delta: Uint8Array, target: DeltaTarget): { kept: KeptPrefixes; delta: KeptDelta } {
+  const mismatch = () => new BundleError("digest_mismatch", "the prefixes rebuilt from the delta are not the revision's");
+  let pages: SectionPages | null = null;
+  // A base read from disk has no pages yet: hashed once here, then carried from delta to delta.
+  const base = target.pagesRoot !== undefined ? (kept.pages ??= pagesOfLines(kept.section)) : null;
+  const change = applyTaggedDelta(kept.section, delta, (bytes, lines, map) => {
+    if (base) {
+      pages = updatePages(base, lines, map);
+      if (pages.root !== target.pagesRoot) throw mismatch();
+    } else if (sha256Hex(bytes) !== target.sha256) throw mismatch();
   });
   return {
-    kept: { revision_id: revisionId, sha256, section: change.section },
+    kept: { revision_id: target.revisionId, sha256: target.sha256, section: change.section, pages },
     delta: { baseSha256: kept.sha256, changedTags: change.changedTags, added: change.added },
   };
 }

@@ -1,4 +1,13 @@
-import { type BundleContent, type BundlePrefix, encodePrefixSection, receiveBundle, SectionTags, type SigningKeyPair, verifyBundle } from "@rlc/shared/bundle";
+import {
+  type BundleContent,
+  type BundlePrefix,
+  encodePrefixSection,
+  pagesOf,
+  receiveBundle,
+  SectionTags,
+  type SigningKeyPair,
+  verifyBundle,
+} from "@rlc/shared/bundle";
 import fc from "fast-check";
 import { beforeAll, describe, expect, it } from "vitest";
 import { fixtureContent, SPEAKER_ID, storedKey, TENANT_ID, testKey } from "../../../../test/helpers/agent-fakes.js";
@@ -39,25 +48,36 @@ async function outcome(run: () => Promise<{ payload: unknown; prefixSection?: Ui
 describe("verifyKept", () => {
   it("gives verifyBundle's payload and section for any delta, and its refusals (tampered, wrong base)", async () => {
     await fc.assert(
-      fc.asyncProperty(prefixes, prefixes, prefixes, fc.constantFrom("right", "tamper", "other-script"), fc.boolean(), async (a, b, c, how, used) => {
-        const base = content(1, a);
-        const next = content(2, b);
-        const issued = await issueBundleV2(next, {
-          sequence: 2,
-          key,
-          base,
-          tamper: how === "tamper",
-          ...(how === "other-script" ? { deltaFrom: content(1, c) } : {}),
-        });
-        const section = encodePrefixSection(a);
-        const keys = [storedKey(key)];
-        // The agent's numbering of community sets, fresh or after other sections (c's) were read with it.
-        const tags = new SectionTags();
-        if (used) keepSection(0, encodePrefixSection(c), tags);
-        const kept = keepSection(1, section, tags);
-        const ours = await outcome(() => verifyKept(receiveBundle(issued.bytes), keys, options, kept, tags));
-        expect(ours).toEqual(await outcome(() => verifyBundle(issued.bytes, keys, { ...options, base: { revision_id: 1, section } })));
-      }),
+      fc.asyncProperty(
+        prefixes,
+        prefixes,
+        prefixes,
+        fc.constantFrom("right", "tamper", "other-script"),
+        fc.boolean(),
+        fc.constantFrom(undefined, "right", "wrong"),
+        fc.boolean(),
+        async (a, b, c, how, used, pages, basePages) => {
+          const base = content(1, a);
+          const next = content(2, b);
+          const issued = await issueBundleV2(next, {
+            sequence: 2,
+            key,
+            base,
+            tamper: how === "tamper",
+            ...(how === "other-script" ? { deltaFrom: content(1, c) } : {}),
+            ...(pages ? { pages } : {}),
+          });
+          const section = encodePrefixSection(a);
+          const keys = [storedKey(key)];
+          // The agent's numbering of community sets, fresh or after other sections (c's) were read with it.
+          const tags = new SectionTags();
+          if (used) keepSection(0, encodePrefixSection(c), tags);
+          // The base's page digests known (kept from a full bundle that signed them) or made when needed (read from disk).
+          const kept = keepSection(1, section, tags, basePages ? pagesOf(section) : null);
+          const ours = await outcome(() => verifyKept(receiveBundle(issued.bytes), keys, options, kept, tags));
+          expect(ours).toEqual(await outcome(() => verifyBundle(issued.bytes, keys, { ...options, base: { revision_id: 1, section } })));
+        },
+      ),
       { numRuns: 150 },
     );
   });
@@ -84,9 +104,13 @@ describe("verifyKept", () => {
     const b = encodePrefixSection({ v4: [["10.0.1.0/24", []]], v6: a.v6 });
     const script = Buffer.from("rl-prefix-delta/1\n-1\n=2\n+2001:db8:1::/48\t65000:2\n");
     const sha = (x: Buffer) => keepSection(0, x, new SectionTags())?.sha256 as string;
-    const once = applyKeptDelta(kept, 2, Buffer.from("rl-prefix-delta/1\n-1\n=2\n"), sha(b));
+    const once = applyKeptDelta(kept, Buffer.from("rl-prefix-delta/1\n-1\n=2\n"), { revisionId: 2, sha256: sha(b) });
     const c = encodePrefixSection({ v4: [["10.0.1.0/24", []]], v6: [...a.v6, ["2001:db8:1::/48", ["65000:2"]]] });
-    const twice = applyKeptDelta(once.kept, 3, Buffer.from("rl-prefix-delta/1\n=2\n+2001:db8:1::/48\t65000:2\n"), sha(c));
+    const twice = applyKeptDelta(once.kept, Buffer.from("rl-prefix-delta/1\n=2\n+2001:db8:1::/48\t65000:2\n"), {
+      revisionId: 3,
+      sha256: sha(c),
+      pagesRoot: pagesOf(c).root,
+    });
     expect(twice.kept.section.bytes.toString()).toBe(c.toString());
     const whole = keepSection(3, c, tags)?.section;
     expect([...twice.kept.section.starts]).toEqual([...(whole?.starts ?? [])]);
@@ -96,7 +120,8 @@ describe("verifyKept", () => {
     expect([...once.delta.changedTags].map((t) => [tags.texts[t], tags.v6[t]])).toEqual([["65000:1", 0]]);
     expect([...twice.delta.changedTags].map((t) => [tags.texts[t], tags.v6[t]])).toEqual([["65000:2", 1]]);
     expect([...twice.delta.added]).toEqual([2]);
-    expect(() => applyKeptDelta(once.kept, 3, script, sha(c))).toThrow(/does not fit/);
+    expect(twice.kept.pages?.root).toBe(pagesOf(c).root);
+    expect(() => applyKeptDelta(once.kept, script, { revisionId: 3, sha256: sha(c) })).toThrow(/does not fit/);
   });
 });
 

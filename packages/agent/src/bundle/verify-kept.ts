@@ -51,7 +51,7 @@ export async function verifyKept(
     // The section's lines are read into columns here, not decoded into a tuple each (~100 MB at 1.2M).
     const verified = await verifyBundle(bytes, pinnedKeys, { ...options, base: null, received, lazyPrefixes: true });
     const section = verified.prefixSection;
-    const columns = section ? keepSection(verified.payload.revision_id, section, tags) : null;
+    const columns = section ? keepSection(verified.payload.revision_id, section, tags, verified.prefixPages ?? null) : null;
     // A section the columns do not take: decoded now, which refuses what is no section as before.
     if (section && !columns) void verified.payload.prefixes.v4;
     return { ...verified, kept: columns, delta: null };
@@ -74,7 +74,11 @@ export async function verifyKept(
     if (!(error instanceof BundleError) || error.code !== "delta_base_mismatch") throw error;
     // From here on the header (the same bytes) is the signed one.
     if (header.base_revision_id !== kept.revision_id || header.base_prefixes_sha256 !== kept.sha256) throw error;
-    const rebuilt = applyKeptDelta(kept, header.revision_id, parts.section, header.prefixes_sha256);
+    const rebuilt = applyKeptDelta(kept, parts.section, {
+      revisionId: header.revision_id,
+      sha256: header.prefixes_sha256,
+      pagesRoot: header.prefixes_pages_sha256,
+    });
     const { config, digest } = checkConfigV2(header, parts.config);
     const section = rebuilt.kept.section.bytes;
     const payload = payloadOfV2(header, config, lazyPrefixes(section), digest);

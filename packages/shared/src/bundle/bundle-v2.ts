@@ -247,10 +247,14 @@ export async function verifyBundleV2(bytes: Uint8Array, pinnedKeys: readonly Pin
     throw new BundleError("digest_mismatch", `the prefixes ${header.section === "delta" ? "rebuilt from the delta" : "received"} are not the revision's`);
   }
   // A full section is where a reader starts keeping page digests: a wrong root (the controller's
-  // bug) is refused here, before a delta is ever checked against pages made of it.
-  const prefixPages = header.section === "full" && header.prefixes_pages_sha256 !== undefined ? pagesOf(section) : undefined;
+  // bug) is refused here, before a delta is ever checked against pages made of it. A delta's
+  // too, so that every reader refuses the same bundles (the agent checks a delta by the root).
+  const prefixPages = header.prefixes_pages_sha256 !== undefined ? pagesOf(section) : undefined;
   if (prefixPages && prefixPages.root !== header.prefixes_pages_sha256) {
-    throw new BundleError("digest_mismatch", "the prefixes received do not have the page root the header names");
+    throw new BundleError(
+      "digest_mismatch",
+      `the prefixes ${header.section === "delta" ? "rebuilt from the delta" : "received"} do not have the page root the header names`,
+    );
   }
   const { config, digest } = checkConfigV2(header, parts.config);
   const payload = payloadOfV2(header, config, options.lazyPrefixes ? lazyPrefixes(section) : decodePrefixSection(section), digest);
