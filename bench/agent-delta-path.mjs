@@ -15,6 +15,7 @@ import {
   diffPrefixLines,
   encodePrefixSection,
   generateSigningKey,
+  pagesOf,
   prefixLines,
   receiveBundle,
   sha256Hex,
@@ -54,6 +55,7 @@ export async function agentPath({ dir, birdc, configPath, contents, runner: give
   let revision = 1000;
   let running = null; // { revision, name } BIRD runs
   const served = new Map(); // revision → { full, delta, base }
+  const roots = {};
   async function issue(name, withDelta) {
     const rev = ++revision;
     const config = {
@@ -66,6 +68,8 @@ export async function agentPath({ dir, birdc, configPath, contents, runner: give
       peers: [],
     };
     const prefixesSha = sha256Hex(sections[name]);
+    // The page root, as a controller since migration 0026 signs it (BENCH_PAGES=0: as one before).
+    const pagesRoot = process.env.BENCH_PAGES === "0" ? null : (roots[name] ??= pagesOf(sections[name]).root);
     const head = async (section, base) =>
       signBundleHead(
         {
@@ -77,6 +81,7 @@ export async function agentPath({ dir, birdc, configPath, contents, runner: give
           expires_at: new Date(Date.now() + 3_600_000).toISOString(),
           digest: contentDigestV2(config, prefixesSha),
           prefixes_sha256: prefixesSha,
+          ...(pagesRoot ? { prefixes_pages_sha256: pagesRoot } : {}),
           section: base ? "delta" : "full",
           section_sha256: sha256Hex(section),
           section_size: section.length,

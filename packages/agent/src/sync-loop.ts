@@ -158,7 +158,8 @@ export class SyncLoop {
       // Fetch and verify: a delta from the prefixes BIRD runs when the agent holds them.
       const base = applied && applied.revision_id !== desired.revision_id ? await this.#confirmed.prefixes(applied).catch(() => null) : null;
       steps.mark("base");
-      const fetched = await this.#fetcher.fetch({ revisionId: desired.revision_id, applied, base, offered, steps });
+      const spare = this.#confirmed.spare();
+      const fetched = await this.#fetcher.fetch({ revisionId: desired.revision_id, applied, base, spare, offered, steps });
       const payload = fetched.verified.payload;
       if (payload.revision_id !== desired.revision_id) {
         log.warn("sync: the controller sent another revision than it named", { named: desired.revision_id, got: payload.revision_id });

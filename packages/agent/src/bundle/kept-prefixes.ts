@@ -35,6 +35,8 @@ export interface DeltaTarget {
   sha256: string;
   /** `prefixes_pages_sha256`, from a controller that signs it. */
   pagesRoot?: string | undefined;
+  /** A kept section nothing reads any more: the rebuilt one is written into its memory (applyTaggedDelta's `spare`). */
+  spare?: KeptPrefixes | null;
 }
 
 /** What a delta did: the tags it touched and the lines it added, over the section with `baseSha256`. */
@@ -69,12 +71,17 @@ export function applyKeptDelta(kept: KeptPrefixes, delta: Uint8Array, target: De
   let pages: SectionPages | null = null;
   // A base read from disk has no pages yet: hashed once here, then carried from delta to delta.
   const base = target.pagesRoot !== undefined ? (kept.pages ??= pagesOfLines(kept.section)) : null;
-  const change = applyTaggedDelta(kept.section, delta, (bytes, lines, map) => {
-    if (base) {
-      pages = updatePages(base, lines, map);
-      if (pages.root !== target.pagesRoot) throw mismatch();
-    } else if (sha256Hex(bytes) !== target.sha256) throw mismatch();
-  });
+  const change = applyTaggedDelta(
+    kept.section,
+    delta,
+    (bytes, lines, map) => {
+      if (base) {
+        pages = updatePages(base, lines, map);
+        if (pages.root !== target.pagesRoot) throw mismatch();
+      } else if (sha256Hex(bytes) !== target.sha256) throw mismatch();
+    },
+    target.spare?.section ?? null,
+  );
   return {
     kept: { revision_id: target.revisionId, sha256: target.sha256, section: change.section, pages },
     delta: { baseSha256: kept.sha256, changedTags: change.changedTags, added: change.added },

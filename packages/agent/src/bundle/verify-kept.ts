@@ -45,6 +45,7 @@ export async function verifyKept(
   options: Omit<VerifyOptions, "base" | "received">,
   kept: KeptPrefixes | null,
   tags: SectionTags,
+  spare: KeptPrefixes | null = null,
 ): Promise<VerifiedKept> {
   const { bytes } = received;
   const plain = async (): Promise<VerifiedKept> => {
@@ -78,6 +79,7 @@ export async function verifyKept(
       revisionId: header.revision_id,
       sha256: header.prefixes_sha256,
       pagesRoot: header.prefixes_pages_sha256,
+      spare,
     });
     const { config, digest } = checkConfigV2(header, parts.config);
     const section = rebuilt.kept.section.bytes;

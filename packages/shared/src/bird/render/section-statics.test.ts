@@ -105,6 +105,7 @@ describe("the route files rendered from a section", () => {
         const tags = new SectionTags();
         const cache = new SectionStaticsCache();
         let base: TaggedSection = tagSection(sectionOf(revisions[0] as BundlePrefixes), tags);
+        let spare: TaggedSection | null = null;
         let baseSha = sha256Hex(base.bytes);
         let last: RenderedConfig | null = null;
         const first = outcome(
@@ -114,8 +115,11 @@ describe("the route files rendered from a section", () => {
         if ("refused" in first) last = null;
         revisions.slice(1).forEach((next, step) => {
           const delta = diffPrefixLines(splitSection(base.bytes), linesOf(next));
-          const change = applyTaggedDelta(base, delta);
+          // Written into the memory of the section before the base, as the agent does once it reads it no more.
+          const change = applyTaggedDelta(base, delta, undefined, spare);
           expect(change.section.bytes.equals(sectionOf(next))).toBe(true);
+          const room = spare?.store && change.section.bytes.length <= spare.store.bytes.length && change.section.count < spare.store.starts.length;
+          if (room) expect(change.section.store).toBe(spare?.store);
           // Now and then the cache has seen another section (a reverted apply): a whole render then.
           if (skips[step]) cache.sha256 = "elsewhere";
           const input: SectionInput = { section: change.section, sha256: sha256Hex(change.section.bytes), delta: { ...change, baseSha256: baseSha } };
@@ -140,6 +144,7 @@ describe("the route files rendered from a section", () => {
             }
           }
           last = now;
+          spare = base;
           base = change.section;
           baseSha = input.sha256;
         });
