@@ -115,6 +115,14 @@ async function runAgents() {
       }
       globalThis.gc?.();
       process.send({ type: "started", rssGrowth: process.memoryUsage().rss - rssBefore });
+    } else if (msg.type === "calls") {
+      // Every agent makes one call of the kind asked at once, as an apply's fetches and reports come.
+      await Promise.all(
+        agents.map((a) =>
+          msg.what === "report" ? a.reporter.report("sessions_changed") : a.client.fetchBundle(msg.revisionId, { baseRevisionId: null, onHead: () => {} }),
+        ),
+      );
+      process.send({ type: "called" });
     } else if (msg.type === "profile") {
       await profile(msg.path);
       process.send({ type: "profiled" });
@@ -282,12 +290,23 @@ async function runController() {
     const wall0 = Date.now();
     const mark0 = process.hrtime.bigint() / 1000n;
     const accepted = await call("POST", "/v1/apply", { timeout_seconds: 300 });
+    // Read when its job_finished event comes (a poll a second besides): polling at a pace that
+    // times the end well cost the controller more CPU than the agents' calls being measured.
     let job;
+    let poke = null;
+    const unsubscribeJob = controller.deps.bus.subscribe(eventSubjects.jobFinished(tenantId, accepted.job_id), () => poke?.());
     for (;;) {
       job = await call("GET", `/v1/jobs/${accepted.job_id}`);
       if (!["queued", "running", "awaiting"].includes(job.status)) break;
-      await new Promise((r) => setTimeout(r, 50));
+      await new Promise((r) => {
+        const timer = setTimeout(r, 1000);
+        poke = () => {
+          clearTimeout(timer);
+          r();
+        };
+      });
     }
+    unsubscribeJob();
     const tJob = performance.now() - t0;
     const cpu = process.cpuUsage(cpu0);
     if (profDir) {
@@ -339,9 +358,53 @@ async function runController() {
         `(the agents' processes: ${kib(agentsGrowth / AGENTS)} per agent; before, both together in one process: ${BEFORE.rssPerAgentKiB} KiB)`,
     );
     console.log(
-      `  CPU from POST to job ended: controller ${((cpu.user + cpu.system) / 1e6).toFixed(1)} s (user ${(cpu.user / 1e6).toFixed(1)}, system ${(cpu.system / 1e6).toFixed(1)}), ` +
+      `  CPU from POST to job ended: controller ${((cpu.user + cpu.system) / 1e6).toFixed(2)} s (user ${(cpu.user / 1e6).toFixed(1)}, system ${(cpu.system / 1e6).toFixed(1)}), ` +
         `agents ${(agentsCpu.reduce((n, a) => n + a.cpu, 0) / 1e6).toFixed(1)} s (system ${(agentsCpu.reduce((n, a) => n + a.system, 0) / 1e6).toFixed(1)})`,
     );
+
+    // ---- the agents connected and idle: what the controller spends on them each second ----
+    await new Promise((resolve) => setTimeout(resolve, 1000));
+    const agentsIdle0 = await Promise.all(workers.map((w) => ask(w, { type: "stats" }, "stats")));
+    const idle0 = process.cpuUsage();
+    const idleT0 = performance.now();
+    await new Promise((resolve) => setTimeout(resolve, Number(process.env.BENCH_FANOUT_IDLE_MS ?? 5000)));
+    const idle = process.cpuUsage(idle0);
+    const idleS = (performance.now() - idleT0) / 1000;
+    const agentsIdle = (await Promise.all(workers.map((w) => ask(w, { type: "stats" }, "stats")))).reduce(
+      (n, x, i) => n + (x.cpu.user + x.cpu.system - agentsIdle0[i].cpu.user - agentsIdle0[i].cpu.system) / 1000,
+      0,
+    );
+    console.log(
+      `  CPU with ${AGENTS} agents connected and idle: controller ${((idle.user + idle.system) / 1000 / idleS).toFixed(1)} ms a second, agents' processes ${(agentsIdle / idleS).toFixed(1)} ms a second`,
+    );
+
+    // ---- each call alone: every agent reports (or fetches the bundle) at once, CPU per call ----
+    const callRounds = Number(process.env.BENCH_FANOUT_CALL_ROUNDS ?? 3);
+    const perCall = { report: [], fetch: [] };
+    const agentsPerCall = { report: [], fetch: [] };
+    const agentsCpuNow = async () =>
+      (await Promise.all(workers.map((w) => ask(w, { type: "stats" }, "stats")))).reduce((n, x) => n + (x.cpu.user + x.cpu.system) / 1000, 0);
+    for (let r = 0; r < callRounds; r++) {
+      for (const what of ["report", "fetch"]) {
+        await new Promise((resolve) => setTimeout(resolve, 600)); // the reports' rate limit refills; the evaluations settle
+        const agentsBefore = await agentsCpuNow();
+        const before = process.cpuUsage();
+        await Promise.all(workers.map((w) => ask(w, { type: "calls", what, revisionId: revision.revision_id }, "called")));
+        await new Promise((resolve) => setTimeout(resolve, 300)); // what a call sets off after its answer (events, evaluation)
+        const used = process.cpuUsage(before);
+        perCall[what].push((used.user + used.system) / 1000 / AGENTS);
+        agentsPerCall[what].push(((await agentsCpuNow()) - agentsBefore) / AGENTS);
+      }
+    }
+    if (callRounds > 0) {
+      const med = (xs) => [...xs].sort((a, b) => a - b)[xs.length >> 1];
+      const figures = (xs) => `${med(xs).toFixed(2)} ms [${xs.map((x) => x.toFixed(2)).join(" ")}]`;
+      console.log(
+        `  CPU per call, ${AGENTS} agents at once (median of ${callRounds}, with what follows in 0.3 s): controller: ` +
+          `ReportStatus ${figures(perCall.report)}, GetBundle ${figures(perCall.fetch)}; agents (the report's BIRD snapshot and ` +
+          `the bundle's checks included): ReportStatus ${figures(agentsPerCall.report)}, GetBundle ${figures(agentsPerCall.fetch)}`,
+      );
+    }
   } finally {
     await Promise.all(workers.map((w) => ask(w, { type: "stop" }, "stopped").catch(() => {})));
     await controller?.close().catch((e) => console.error(e));

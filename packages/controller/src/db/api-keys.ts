@@ -29,12 +29,12 @@ export async function insertApiKey(db: Db, row: ApiKeyRow): Promise<void> {
             ${row.speaker_id}, ${row.expires_at}, ${row.created_at}, ${row.updated_at})`;
 }
 
-/** The authentication lookup: by the prefix that every secret carries, across tenants. */
-export async function findApiKeyByPrefix(db: Db, prefix: string): Promise<ApiKeyAuthRow | undefined> {
-  const [row] = await db<ApiKeyAuthRow[]>`
+/** The authentication lookup: by the prefix that every secret carries, across tenants; several at once, in any order. */
+export async function findApiKeysByPrefixes(db: Db, prefixes: string[]): Promise<ApiKeyAuthRow[]> {
+  if (!prefixes.length) return [];
+  return db<ApiKeyAuthRow[]>`
     SELECT k.*, t.name AS tenant_name FROM api_keys k JOIN tenants t ON t.id = k.tenant_id
-    WHERE k.key_prefix = ${prefix}`;
-  return row;
+    WHERE k.key_prefix = ANY(${prefixes}::text[])`;
 }
 
 const keys = tenantTable<ApiKeyRow>("api_keys");
@@ -84,9 +84,11 @@ export function rotateApiKeySecret(
   return keys.update(db, tenantId, id, set);
 }
 
-/** At most one write a minute per key, whatever the request rate. */
-export async function touchApiKeyLastUsed(db: Db, id: string, at: Date): Promise<void> {
+/** Each key's last use, at most one write a minute per key whatever the request rate; several keys in one statement. */
+export async function touchApiKeysLastUsed(db: Db, uses: { id: string; at: Date }[]): Promise<void> {
+  if (!uses.length) return;
   await db`
-    UPDATE api_keys SET last_used_at = ${at}
-    WHERE id = ${id} AND (last_used_at IS NULL OR last_used_at < ${at}::timestamptz - interval '1 minute')`;
+    UPDATE api_keys k SET last_used_at = u.at
+    FROM unnest(${uses.map((u) => u.id)}::uuid[], ${uses.map((u) => u.at.toISOString())}::timestamptz[]) AS u(id, at)
+    WHERE k.id = u.id AND (k.last_used_at IS NULL OR k.last_used_at < u.at - interval '1 minute')`;
 }

@@ -110,50 +110,79 @@ export async function setDispatchStatus(db: Db, id: string, status: SpeakerRow["
   await db`UPDATE speakers SET dispatch_status = ${status} WHERE id = ${id}`;
 }
 
-/**
- * Records an agent's report on its speaker's row, in one statement, and answers the row as it
- * was before (undefined: no such speaker in the tenant). The dispatch status is decided here,
- * against the row's own desired revision and sequence: `failed` when the report fails the
- * desired revision (`failed_revision_id`), `idle` once the agent runs the latest bundle issued
- * (its sequence, not merely the revision number: a re-issue for a peer change carries the same
- * revision), else unchanged.
- */
-export async function recordSpeakerReport(
-  db: Db,
-  tenantId: string,
-  id: string,
-  p: {
-    at: Date;
-    agent_version: string | null;
-    accepts: AgentAnnouncement | null;
-    applied_revision_id: number | null;
-    applied_sequence: number | null;
-    applied_at: string | null;
-    error: Record<string, unknown> | null;
-    report: Record<string, unknown>;
-    failed_revision_id: number | null;
-  },
-): Promise<Pick<SpeakerRow, "tenant_id" | "last_report"> | undefined> {
-  const [r] = await db<Pick<SpeakerRow, "tenant_id" | "last_report">[]>`
-    WITH old AS (SELECT id, tenant_id, last_report, desired_revision_id, bundle_sequence FROM speakers WHERE tenant_id = ${tenantId} AND id = ${id} FOR UPDATE)
-    UPDATE speakers s SET last_seen_at = ${p.at}, last_report_at = ${p.at}, last_report = ${db.json(p.report as never)},
-      agent_version = COALESCE(${p.agent_version}, s.agent_version), agent_accepts = ${p.accepts === null ? null : db.json(p.accepts as never)},
-      applied_revision_id = ${p.applied_revision_id}, applied_sequence = ${p.applied_sequence},
-      applied_at = ${p.applied_at}, last_error = ${p.error === null ? null : db.json(p.error as never)},
-      dispatch_status = CASE
-        WHEN ${p.failed_revision_id}::int IS NOT NULL AND ${p.failed_revision_id}::int = old.desired_revision_id THEN 'failed'
-        WHEN ${p.applied_revision_id}::int IS NOT NULL AND ${p.applied_revision_id}::int = old.desired_revision_id
-          AND ${p.applied_sequence ?? 0}::bigint >= old.bundle_sequence THEN 'idle'
-        ELSE s.dispatch_status END
-    FROM old WHERE s.id = old.id
-    RETURNING old.tenant_id, old.last_report`;
-  return r;
+/** One agent's report as its speaker's row records it. */
+export interface SpeakerReportWrite {
+  tenant_id: string;
+  speaker_id: string;
+  at: Date;
+  agent_version: string | null;
+  accepts: AgentAnnouncement | null;
+  applied_revision_id: number | null;
+  applied_sequence: number | null;
+  applied_at: string | null;
+  error: Record<string, unknown> | null;
+  report: Record<string, unknown>;
+  failed_revision_id: number | null;
 }
 
-/** The tenant's speakers among `ids` (an evaluation reads only the speakers it still waits for). */
-export async function listSpeakersByIds(db: Db, tenantId: string, ids: string[]): Promise<SpeakerRow[]> {
+/**
+ * Records agents' reports on their speakers' rows, in one statement, and answers each row as it
+ * was before, in the order of `reports` (undefined: no such speaker in that tenant). At most one
+ * report per speaker (a second would meet the row the first one wrote in the same statement).
+ * The dispatch status is decided here, against the row's own desired revision and sequence:
+ * `failed` when the report fails the desired revision (`failed_revision_id`), `idle` once the
+ * agent runs the latest bundle issued (its sequence, not merely the revision number: a re-issue
+ * for a peer change carries the same revision), else unchanged. Rows are locked in id order, so
+ * two replicas writing overlapping batches wait for each other instead of deadlocking.
+ */
+export async function recordSpeakerReports(db: Db, reports: SpeakerReportWrite[]): Promise<(Pick<SpeakerRow, "tenant_id" | "last_report"> | undefined)[]> {
+  if (!reports.length) return [];
+  const input = reports.map((p) => ({ ...p, at: p.at.toISOString() }));
+  const rows = await db<(Pick<SpeakerRow, "tenant_id" | "last_report"> & { id: string })[]>`
+    WITH input AS (
+      SELECT * FROM jsonb_to_recordset(${db.json(input as never)}) AS x(
+        tenant_id uuid, speaker_id uuid, at timestamptz, agent_version text, accepts jsonb, applied_revision_id int,
+        applied_sequence bigint, applied_at timestamptz, error jsonb, report jsonb, failed_revision_id int)
+    ), old AS (
+      SELECT s.id, s.tenant_id, s.last_report, s.desired_revision_id, s.bundle_sequence
+      FROM speakers s JOIN input i ON s.tenant_id = i.tenant_id AND s.id = i.speaker_id ORDER BY s.id FOR UPDATE OF s
+    )
+    UPDATE speakers s SET last_seen_at = i.at, last_report_at = i.at, last_report = i.report,
+      agent_version = COALESCE(i.agent_version, s.agent_version), agent_accepts = i.accepts,
+      applied_revision_id = i.applied_revision_id, applied_sequence = i.applied_sequence,
+      applied_at = i.applied_at, last_error = i.error,
+      dispatch_status = CASE
+        WHEN i.failed_revision_id IS NOT NULL AND i.failed_revision_id = old.desired_revision_id THEN 'failed'
+        WHEN i.applied_revision_id IS NOT NULL AND i.applied_revision_id = old.desired_revision_id
+          AND COALESCE(i.applied_sequence, 0) >= old.bundle_sequence THEN 'idle'
+        ELSE s.dispatch_status END
+    FROM old JOIN input i ON i.speaker_id = old.id
+    WHERE s.id = old.id
+    RETURNING old.id, old.tenant_id, old.last_report`;
+  const before = new Map(rows.map((r) => [r.id, { tenant_id: r.tenant_id, last_report: r.last_report }]));
+  return reports.map((p) => before.get(p.speaker_id));
+}
+
+/** What an apply's evaluation reads of a speaker: the issue it runs and how its last apply went. */
+export type SpeakerOutcomeRow = Pick<
+  SpeakerRow,
+  "id" | "desired_revision_id" | "applied_revision_id" | "applied_sequence" | "dispatch_status" | "last_error"
+> & {
+  /** The digest the agent's last report said it runs (`last_report.applied_digest`). */
+  applied_digest: string | null;
+};
+
+/**
+ * The tenant's speakers among `ids`, as an evaluation reads them (only the speakers it still
+ * waits for): the columns it decides on, not the whole row with its last report, which an
+ * evaluation run every 250 ms of an apply's reports read and parsed for every pending speaker.
+ */
+export async function listSpeakerOutcomes(db: Db, tenantId: string, ids: string[]): Promise<SpeakerOutcomeRow[]> {
   if (!ids.length) return [];
-  return db<SpeakerRow[]>`SELECT * FROM speakers WHERE tenant_id = ${tenantId} AND id = ANY(${ids}::uuid[])`;
+  return db<SpeakerOutcomeRow[]>`
+    SELECT id, desired_revision_id, applied_revision_id, applied_sequence, dispatch_status, last_error,
+      last_report->>'applied_digest' AS applied_digest
+    FROM speakers WHERE tenant_id = ${tenantId} AND id = ANY(${ids}::uuid[])`;
 }
 
 /** Revisions a speaker has as desired or applied: pruning keeps them. */

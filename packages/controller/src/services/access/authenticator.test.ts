@@ -140,3 +140,56 @@ describe("authenticator, a secret checked before", () => {
     await expect(auth.authenticate(`Bearer ${wrong}`, new Date())).rejects.toMatchObject({ code: "unauthenticated" });
   });
 });
+
+describe("authenticator, many keys at once", () => {
+  /** A database holding `n` keys whose reads wait until the test answers them; it records each query's prefixes and each last-use write. */
+  function manyKeys(n: number) {
+    const keys = Array.from({ length: n }, (_, i) => {
+      const prefix = newKeyPrefix();
+      const secret = newKeySecret(prefix);
+      return { prefix, secret, row: { ...keyDatabase(secret, prefix).row, id: `k${i}` } };
+    });
+    const reads: string[][] = [];
+    const touches: string[][] = [];
+    const held: (() => void)[] = [];
+    const sql = ((strings: TemplateStringsArray, ...values: unknown[]) => {
+      const text = strings.join("?");
+      if (/UPDATE api_keys/.test(text)) touches.push(values[0] as string[]);
+      if (!/SELECT k\.\*/.test(text)) return Promise.resolve([]);
+      const prefixes = values.find(Array.isArray) as string[];
+      reads.push(prefixes);
+      return new Promise((resolve) => held.push(() => resolve(keys.filter((k) => prefixes.includes(k.prefix)).map((k) => k.row))));
+    }) as unknown as Db;
+    return { keys, sql, reads, touches, answer: () => held.shift()?.() };
+  }
+
+  it("the keys asked for while a read is in flight are read together in one query, and their last uses written in one statement", async () => {
+    const db = manyKeys(4);
+    const auth = createAuthenticator({ sql: db.sql, ttlMs: 1000 });
+    const principals = db.keys.map((k) => auth.authenticate(`Bearer ${k.secret}`, new Date()));
+    expect(db.reads).toEqual([[db.keys[0]!.prefix]]); // the first at once, alone
+    db.answer();
+    await new Promise((r) => setTimeout(r, 5));
+    expect(db.reads).toEqual([[db.keys[0]!.prefix], db.keys.slice(1).map((k) => k.prefix)]);
+    db.answer();
+    expect((await Promise.all(principals)).map((p) => p.keyId)).toEqual(["k0", "k1", "k2", "k3"]);
+    await new Promise((r) => setTimeout(r, 5));
+    // Each key written once; the uses that came while a write was in flight shared the next.
+    expect(db.touches.flat().sort()).toEqual(["k0", "k1", "k2", "k3"]);
+    expect(db.touches.length).toBeLessThan(4);
+  });
+
+  it("a key that is not there is refused, and only it, when read together with others", async () => {
+    const db = manyKeys(3);
+    const auth = createAuthenticator({ sql: db.sql, ttlMs: 1000 });
+    const unknownPrefix = newKeyPrefix();
+    const first = auth.authenticate(`Bearer ${db.keys[0]!.secret}`, new Date());
+    const together = [auth.authenticate(`Bearer ${newKeySecret(unknownPrefix)}`, new Date()), auth.authenticate(`Bearer ${db.keys[1]!.secret}`, new Date())];
+    db.answer();
+    await first;
+    db.answer();
+    await expect(together[0]).rejects.toMatchObject({ code: "unauthenticated" });
+    expect((await together[1]!).keyId).toBe("k1");
+    expect(db.reads[1]).toEqual([unknownPrefix, db.keys[1]!.prefix]);
+  });
+});

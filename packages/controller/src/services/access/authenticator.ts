@@ -1,6 +1,7 @@
 import { UnauthenticatedError } from "@rlc/shared/errors";
-import { type ApiKeyAuthRow, findApiKeyByPrefix, touchApiKeyLastUsed } from "../../db/api-keys.js";
+import { type ApiKeyAuthRow, findApiKeysByPrefixes, touchApiKeysLastUsed } from "../../db/api-keys.js";
 import type { Db } from "../../db/connect.js";
+import { createBatcher } from "../../lib/batcher.js";
 import { parseKeySecret, secretMatches } from "../../lib/key-secret.js";
 import type { Principal, RoleName } from "./context.js";
 
@@ -42,10 +43,25 @@ export function createAuthenticator(deps: { sql: Db; ttlMs?: number }): Authenti
   const touched = new Map<string, number>();
   /** Bumped by `invalidate`: a read begun before it must not put its answer back. */
   let generation = 0;
+  // The keys read while a read is in flight are read together next, in one query: an apply's
+  // agents fetch and report within a second, each with its own key and each past the TTL.
+  const lookups = createBatcher<string, ApiKeyAuthRow | undefined>({
+    run: async (prefixes) => {
+      const rows = new Map((await findApiKeysByPrefixes(deps.sql, prefixes)).map((r) => [r.key_prefix, r]));
+      return prefixes.map((p) => rows.get(p));
+    },
+  });
+  // The same for the last-use writes (at most one a minute per key, off the request's path).
+  const touches = createBatcher<{ id: string; at: Date }, void>({
+    run: async (uses) => {
+      await touchApiKeysLastUsed(deps.sql, uses);
+      return [];
+    },
+  });
 
   function read(prefix: string, at: number): Entry {
     const entry: Entry = {
-      row: findApiKeyByPrefix(deps.sql, prefix).then((r) => r ?? null),
+      row: lookups.add(prefix).then((r) => r ?? null),
       at,
       settled: false,
       renewing: false,
@@ -137,7 +153,7 @@ export function createAuthenticator(deps: { sql: Db; ttlMs?: number }): Authenti
         touched.set(row.id, now.getTime());
         if (touched.size > 10_000) touched.clear();
         // Off the request's path: a failed touch must not fail the request.
-        touchApiKeyLastUsed(deps.sql, row.id, now).catch(() => {});
+        touches.add({ id: row.id, at: now }).catch(() => {});
       }
       return {
         tenantId: row.tenant_id,

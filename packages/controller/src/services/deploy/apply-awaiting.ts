@@ -1,7 +1,7 @@
 import type { Bus } from "../../bus/index.js";
 import type { Db, Sql } from "../../db/connect.js";
 import type { JobRow } from "../../db/jobs.js";
-import { listSpeakersByIds, type SpeakerRow, setDispatchStatus } from "../../db/speakers.js";
+import { listSpeakerOutcomes, type SpeakerOutcomeRow, setDispatchStatus } from "../../db/speakers.js";
 import { publishApplyOutcome, type RecordedOutcome } from "../../events/publish.js";
 import { problemBody } from "../../lib/problem.js";
 import type { JobMetrics } from "../../metrics/controller-metrics.js";
@@ -44,13 +44,12 @@ export interface ApplyAwaiting {
  * busy or out of reach) is no outcome before the deadline: the agent retries it by itself and
  * usually applies on its next try; at the deadline it is the speaker's failure.
  */
-function outcomeOf(row: SpeakerRow | undefined, issued: ApplyAwaiting["issued"][number], revisionId: number, dueOut: boolean): ApplyOutcome | null {
+function outcomeOf(row: SpeakerOutcomeRow | undefined, issued: ApplyAwaiting["issued"][number], revisionId: number, dueOut: boolean): ApplyOutcome | null {
   const id = issued.speaker_id;
   if (!row) return { speaker_id: id, status: "deleted", error: null };
   if (row.desired_revision_id !== revisionId) return { speaker_id: id, status: "superseded", error: null };
   const appliedSequence = row.applied_sequence === null ? 0 : Number(row.applied_sequence);
-  const runningDigest = (row.last_report as { applied_digest?: unknown } | null)?.applied_digest;
-  if (row.applied_revision_id === revisionId && (appliedSequence >= issued.sequence || runningDigest === issued.digest)) {
+  if (row.applied_revision_id === revisionId && (appliedSequence >= issued.sequence || row.applied_digest === issued.digest)) {
     return { speaker_id: id, status: "applied", error: null };
   }
   const error = row.last_error as { code?: string; revision_id?: number; sequence?: number | null } | null;
@@ -96,7 +95,7 @@ async function evaluateOne(
   queue: AwaitingQueue,
   tx: Db,
   job: JobRow,
-  speakers: Map<string, SpeakerRow>,
+  speakers: Map<string, SpeakerOutcomeRow>,
   now: Date,
   outcomes: DecidedOutcome[],
 ): Promise<Omit<Ended, "job" | "at"> | null> {
@@ -159,7 +158,7 @@ export async function evaluateAwaiting(deps: AwaitingDeps, now: () => Date, f: {
       const a = job.awaiting as unknown as ApplyAwaiting;
       const resolved = new Set(a.outcomes.map((o) => o.speaker_id));
       const pending = a.issued.filter((i) => !resolved.has(i.speaker_id)).map((i) => i.speaker_id);
-      const speakers = new Map((await listSpeakersByIds(tx, job.tenant_id, pending)).map((s) => [s.id, s]));
+      const speakers = new Map((await listSpeakerOutcomes(tx, job.tenant_id, pending)).map((s) => [s.id, s]));
       const end = await evaluateOne(deps.queue, tx, job, speakers, at, outcomes);
       if (end) ended.push({ job, ...end, at });
     }

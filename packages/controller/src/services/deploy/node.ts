@@ -7,9 +7,10 @@ import { readBundleSectionSlice } from "../../db/bundle-sections.js";
 import { type BundleLayout, findBundleLayout, findBundleMeta, readBundleSlice } from "../../db/bundles.js";
 import type { Db, Sql } from "../../db/connect.js";
 import { spendEnrollmentToken } from "../../db/enrollment.js";
-import { findSpeakerById, markSpeakerEnrolled, recordAgentAccepts, recordSpeakerReport, type SpeakerRow } from "../../db/speakers.js";
+import { findSpeakerById, markSpeakerEnrolled, recordAgentAccepts, recordSpeakerReports, type SpeakerReportWrite, type SpeakerRow } from "../../db/speakers.js";
 import { publishEvent } from "../../events/publish.js";
 import { sessionChanges } from "../../events/session-changes.js";
+import { createBatcher } from "../../lib/batcher.js";
 import { openPieces, sealedRange } from "../../lib/sealed-envelope.js";
 import type { SecretBox } from "../../lib/secret-box.js";
 import { isoRequired } from "../../lib/time.js";
@@ -50,6 +51,9 @@ function assertReportTimes(body: StatusReportBody): void {
     }
   }
 }
+
+/** Reports written by one statement at most: a report is up to 64 KiB. */
+const REPORTS_PER_STATEMENT = 100;
 
 /**
  * Status reports one speaker may send: a burst of 20, then one every 500 ms. An agent reports on
@@ -180,6 +184,13 @@ export function createNodeService(deps: {
   const sections = deps.sections ?? createSectionCache(SECTION_CACHE_BYTES);
   // Per process: a replica counts what reaches it (an agent reports to one replica at a time).
   const reports = createBuckets(STATUS_REPORT_RATE);
+  // The reports that come together (an apply's, from every speaker within a second or two) are
+  // written together: one statement for those of a turn, or of the time the last one took.
+  const reportWrites = createBatcher<SpeakerReportWrite, Awaited<ReturnType<typeof recordSpeakerReports>>[number]>({
+    run: (batch) => recordSpeakerReports(deps.sql, batch),
+    keyOf: (r) => r.speaker_id,
+    max: REPORTS_PER_STATEMENT,
+  });
   /** A node key reaches only its own speaker (404 otherwise); operators reach any of the tenant's. */
   const speakerFor = async (db: Db, principal: Principal, speakerId: string): Promise<SpeakerRow> => {
     if (principal.role === "node" && principal.speakerId !== speakerId) throw new NotFoundError("speaker", speakerId);
@@ -300,9 +311,10 @@ export function createNodeService(deps: {
       }
       assertReportTimes(body);
       const applied = body.applied_revision_id ?? null;
-      // One statement a report (a thousand agents report within seconds of an apply): the row
-      // decides the dispatch status against its own desired revision and sequence.
-      const before = await recordSpeakerReport(deps.sql, principal.tenantId, speakerId, {
+      // The row decides the dispatch status against its own desired revision and sequence.
+      const before = await reportWrites.add({
+        tenant_id: principal.tenantId,
+        speaker_id: speakerId,
         at: now,
         agent_version: body.agent_version ?? null,
         accepts,
