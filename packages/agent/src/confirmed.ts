@@ -1,4 +1,4 @@
-import { type BundlePayload, lazyPrefixes, type SectionTags } from "@rlc/shared/bundle";
+import { type BundlePayload, lazyPrefixes, type SectionStore, type SectionTags, sectionStore } from "@rlc/shared/bundle";
 import { readKeptPayload } from "./bundle/kept-bundle.js";
 import { type KeptPrefixes, keepSection } from "./bundle/kept-prefixes.js";
 import type { VerifiedKept } from "./bundle/verify-kept.js";
@@ -16,11 +16,11 @@ export class ConfirmedRevision {
   readonly #tags: SectionTags;
   #kept: KeptPrefixes | null = null;
   /**
-   * The section confirmed before the one kept, which nothing reads any more: the next delta's
-   * section is written into its memory (a fresh 34 MB a delta at 1.2M prefixes cost as much in
-   * page faults as the copy itself).
+   * Memory for the next delta's section: the store of the section confirmed before the one kept,
+   * which nothing reads any more, or one made after an apply (a fresh 34 MB a delta at 1.2M
+   * prefixes cost as much in page faults as the copy itself).
    */
-  #spare: KeptPrefixes | null = null;
+  #room: SectionStore | null = null;
   #payload: BundlePayload | null = null;
 
   constructor(state: StateStore, tags: SectionTags) {
@@ -59,17 +59,27 @@ export class ConfirmedRevision {
     const was = this.#kept;
     this.#kept = null;
     this.#payload = null;
-    this.#spare = null;
+    this.#room = null;
     const section = verified.prefixSection;
     await this.#state.recordApplied(bundle, record, section ? { section, delta: verified.deltaRecord } : undefined);
     this.#payload = verified.payload;
     this.#kept = verified.kept;
     // The section confirmed before is read no more (the previous payload went with it above).
-    this.#spare = was && was !== verified.kept ? was : null;
+    this.#room = was && was !== verified.kept ? (was.section.store ?? null) : null;
   }
 
-  /** A section nothing reads any more, whose memory the next delta may take. */
-  spare(): KeptPrefixes | null {
-    return this.#spare;
+  /** Memory nothing reads any more, which the next delta's section may take. */
+  room(): SectionStore | null {
+    return this.#room;
+  }
+
+  /**
+   * Room for the next delta's section when there is none (after a full bundle, or the first
+   * delta), made and written through now, when nothing waits on it: that delta then pays no page fault.
+   */
+  prepareRoom(): void {
+    const section = this.#kept?.section;
+    if (this.#room || !section) return;
+    this.#room = sectionStore(section.bytes.length, section.count, true);
   }
 }

@@ -3,6 +3,7 @@ import {
   BundleError,
   pagesOfLines,
   type SectionPages,
+  type SectionStore,
   type SectionTags,
   sha256Hex,
   type TaggedChange,
@@ -35,8 +36,8 @@ export interface DeltaTarget {
   sha256: string;
   /** `prefixes_pages_sha256`, from a controller that signs it. */
   pagesRoot?: string | undefined;
-  /** A kept section nothing reads any more: the rebuilt one is written into its memory (applyTaggedDelta's `spare`). */
-  spare?: KeptPrefixes | null;
+  /** Memory nothing reads any more (a section confirmed before): the rebuilt one is written there (applyTaggedDelta's `room`). */
+  room?: SectionStore | null;
 }
 
 /** What a delta did: the tags it touched and the lines it added, over the section with `baseSha256`. */
@@ -80,7 +81,7 @@ export function applyKeptDelta(kept: KeptPrefixes, delta: Uint8Array, target: De
         if (pages.root !== target.pagesRoot) throw mismatch();
       } else if (sha256Hex(bytes) !== target.sha256) throw mismatch();
     },
-    target.spare?.section ?? null,
+    target.room ?? null,
   );
   return {
     kept: { revision_id: target.revisionId, sha256: target.sha256, section: change.section, pages },

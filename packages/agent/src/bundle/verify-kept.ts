@@ -8,6 +8,7 @@ import {
   type PinnedKey,
   payloadOfV2,
   type ReceivedBundle,
+  type SectionStore,
   type SectionTags,
   splitBundleV2,
   type VerifiedBundle,
@@ -45,7 +46,7 @@ export async function verifyKept(
   options: Omit<VerifyOptions, "base" | "received">,
   kept: KeptPrefixes | null,
   tags: SectionTags,
-  spare: KeptPrefixes | null = null,
+  room: SectionStore | null = null,
 ): Promise<VerifiedKept> {
   const { bytes } = received;
   const plain = async (): Promise<VerifiedKept> => {
@@ -79,7 +80,7 @@ export async function verifyKept(
       revisionId: header.revision_id,
       sha256: header.prefixes_sha256,
       pagesRoot: header.prefixes_pages_sha256,
-      spare,
+      room,
     });
     const { config, digest } = checkConfigV2(header, parts.config);
     const section = rebuilt.kept.section.bytes;

@@ -112,5 +112,15 @@ export {
   type VerifiedBundle,
   type VerifyOptions,
 } from "./sign.js";
-export { applyTaggedDelta, type LineMap, prefixText, SectionTags, type TaggedChange, type TaggedSection, tagSection } from "./tagged-section.js";
+export {
+  applyTaggedDelta,
+  type LineMap,
+  prefixText,
+  type SectionStore,
+  SectionTags,
+  sectionStore,
+  type TaggedChange,
+  type TaggedSection,
+  tagSection,
+} from "./tagged-section.js";
 export { verifyBundle } from "./verify-bundle.js";

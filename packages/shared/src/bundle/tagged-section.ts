@@ -129,7 +129,7 @@ export function applyTaggedDelta(
   base: TaggedSection,
   delta: Uint8Array,
   check: (bytes: Buffer, lines: PagedLines, change: LineMap) => void = () => {},
-  spare: TaggedSection | null = null,
+  room: SectionStore | null = null,
 ): TaggedChange & LineMap {
   const ops = deltaOps(delta);
   const changedTags = new Set<number>();
@@ -154,7 +154,7 @@ export function applyTaggedDelta(
   if (cursor !== base.count) throw new BundleError("digest_mismatch", `the delta does not fit the base it names: it covers ${cursor} of ${base.count} lines`);
 
   // The bytes and where the lines start first; the added lines are read once `check` passed.
-  const store = roomIn(spare, base, size, count) ?? newStore(size, count);
+  const store = roomIn(room, base, size, count) ?? sectionStore(size, count);
   const bytes = store.bytes.subarray(0, size);
   HEAD.copy(bytes, 0);
   const starts = store.starts.subarray(0, count + 1);
@@ -208,27 +208,27 @@ export function applyTaggedDelta(
 }
 
 /**
- * `spare`'s store when it holds a section of `size` bytes and `count` lines and is not `base`'s:
- * a delta then writes into memory already mapped. A new 34 MB section a delta (1.2M prefixes)
- * cost as much in page faults as in copying; the caller hands back the section it no longer reads.
+ * `room` when it holds a section of `size` bytes and `count` lines and is not `base`'s: a delta
+ * then writes into memory already mapped. A new 34 MB section a delta (1.2M prefixes) cost as
+ * much in page faults as in copying; the caller hands back the store of a section it no longer reads.
  */
-function roomIn(spare: TaggedSection | null, base: TaggedSection, size: number, count: number): SectionStore | null {
-  const store = spare?.store;
-  if (!store || store === base.store || spare === base) return null;
+function roomIn(store: SectionStore | null, base: TaggedSection, size: number, count: number): SectionStore | null {
+  if (!store || store === base.store) return null;
   if (store.bytes.length < size || store.starts.length < count + 1 || store.tagOf.length < count) return null;
   return store;
 }
 
-/** Room for a section of `size` bytes and `count` lines, and a sixteenth more: the next revision is seldom much larger. */
-function newStore(size: number, count: number): SectionStore {
+/**
+ * Room for a section of `size` bytes and `count` lines, and a sixteenth more: the next revision
+ * is seldom much larger. `touch` writes every page of it now (at a quiet moment: after an apply),
+ * so the delta that takes it pays no page fault.
+ */
+export function sectionStore(size: number, count: number, touch = false): SectionStore {
   const lines = count + (count >> 4) + 16;
-  return {
-    bytes: Buffer.allocUnsafeSlow(size + (size >> 4) + 1024),
-    starts: new Uint32Array(lines + 1),
-    prefixLength: new Uint8Array(lines),
-    tagOf: new Uint32Array(lines),
-    pageEnd: new Uint8Array(lines),
-  };
+  const bytes = Buffer.allocUnsafeSlow(size + (size >> 4) + 1024);
+  // The typed arrays are zeroed as they are made; the bytes are not.
+  if (touch) bytes.fill(0);
+  return { bytes, starts: new Uint32Array(lines + 1), prefixLength: new Uint8Array(lines), tagOf: new Uint32Array(lines), pageEnd: new Uint8Array(lines) };
 }
 
 /** Line `i`'s prefix, as a string (for the few lines a caller needs as text). */

@@ -116,7 +116,7 @@ describe("the route files rendered from a section", () => {
         revisions.slice(1).forEach((next, step) => {
           const delta = diffPrefixLines(splitSection(base.bytes), linesOf(next));
           // Written into the memory of the section before the base, as the agent does once it reads it no more.
-          const change = applyTaggedDelta(base, delta, undefined, spare);
+          const change = applyTaggedDelta(base, delta, undefined, spare?.store ?? null);
           expect(change.section.bytes.equals(sectionOf(next))).toBe(true);
           const room = spare?.store && change.section.bytes.length <= spare.store.bytes.length && change.section.count < spare.store.starts.length;
           if (room) expect(change.section.store).toBe(spare?.store);
