@@ -3,6 +3,9 @@ import { type BigIntStats, closeSync, constants, fstatSync, openSync, readFileSy
 import { open, readFile, rename, stat, unlink } from "node:fs/promises";
 import { basename, dirname, join } from "node:path";
 
+/** A file's text as the render gives it: a string, or its bytes (the route files written from a section). */
+export type FileText = string | Buffer;
+
 /** Who may read a file the agent writes: its owner alone, or its owner and one group. */
 export interface FileAccess {
   /** 0o600 or 0o640; applied after creation, so the umask does not change it. */

@@ -1,12 +1,12 @@
 import { isAscii } from "node:buffer";
 import type { BigIntStats } from "node:fs";
 import { join, resolve } from "node:path";
-import { readFileNoFollowSync } from "./atomic-file.js";
+import { type FileText, readFileNoFollowSync } from "./atomic-file.js";
 import { type CheckFile, withFreshCopy } from "./check-copy.js";
 import type { CheckText } from "./render/section-statics.js";
 import { linesToCheck } from "./route-lines.js";
 import { type ProcessRunner, validateBirdConfig } from "./validate.js";
-import { type FileText, type KnownFile, sameBytes, type WrittenFiles } from "./written-files.js";
+import { type KnownFile, sameBytes, type WrittenFiles } from "./written-files.js";
 
 // The validate step: which files differ from what BIRD runs, and `bird -p` on a scratch copy of
 // the config as it will run. Nothing here touches the running files.

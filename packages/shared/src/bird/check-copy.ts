@@ -1,6 +1,6 @@
 import { mkdir, mkdtemp, rm, symlink, unlink, writeFile } from "node:fs/promises";
 import { join } from "node:path";
-import type { FileText } from "./written-files.js";
+import type { FileText } from "./atomic-file.js";
 
 // The directory `bird -p` reads in the validate step (change.ts): the config as it will run,
 // route files shortened, unchanged files linked. Kept between applies when the caller keeps a

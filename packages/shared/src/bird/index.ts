@@ -7,6 +7,7 @@ export {
   assertPrivateDirectory,
   birdReadable,
   type FileAccess,
+  type FileText,
   groupId,
   readFileNoFollow,
   syncDirectory,
@@ -64,4 +65,4 @@ export {
   validateBirdConfig,
 } from "./validate.js";
 export { type BirdDialect, type BirdVersion, BirdVersionWatch, birdDialect, parseBirdVersion } from "./version.js";
-export { type FileText, type KnownFile, WrittenFiles } from "./written-files.js";
+export { type KnownFile, WrittenFiles } from "./written-files.js";

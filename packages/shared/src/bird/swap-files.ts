@@ -1,9 +1,9 @@
 import type { Stats } from "node:fs";
 import { constants, link, lstat, open, readdir, rename, unlink } from "node:fs/promises";
 import { join } from "node:path";
-import { birdReadable, type FileAccess, readFileNoFollow, readFileNoFollowSync, syncDirectory, writeFileAtomic } from "./atomic-file.js";
+import { birdReadable, type FileAccess, type FileText, readFileNoFollow, readFileNoFollowSync, syncDirectory, writeFileAtomic } from "./atomic-file.js";
 import type { ValidatedChange } from "./change.js";
-import { type FileText, type SetAside, sameBytes, type WrittenFiles } from "./written-files.js";
+import { type SetAside, sameBytes, type WrittenFiles } from "./written-files.js";
 
 // The stage step, and every other write of BIRD's files: the running files aside, the new ones
 // in (each written whole and renamed), the previous ones back on undo, the obsolete ones out on

@@ -3,11 +3,12 @@ import { readdir } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { dirname, join } from "node:path";
 import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
+import type { FileText } from "./atomic-file.js";
 import { type ChangeOptions, validateChange } from "./change.js";
 import { linesToCheck } from "./route-lines.js";
 import { stageFiles, writeDiffering } from "./swap-files.js";
 import type { ProcessRunner } from "./validate.js";
-import { type FileText, WrittenFiles } from "./written-files.js";
+import { WrittenFiles } from "./written-files.js";
 
 // What the apply reads and writes in BIRD's config directory when the caller keeps a
 // WrittenFiles: files it knows unchanged are not read, a hand edit is, Buffers go through as

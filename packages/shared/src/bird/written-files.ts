@@ -1,6 +1,7 @@
 import { createHash } from "node:crypto";
 import { type BigIntStats, lstatSync } from "node:fs";
 import { join, resolve } from "node:path";
+import type { FileText } from "./atomic-file.js";
 import { CheckCopy } from "./check-copy.js";
 
 // What this process last wrote (or read) in BIRD's config directory, so that the validate step
@@ -8,7 +9,6 @@ import { CheckCopy } from "./check-copy.js";
 // set that did not change, most of the config on a 1 % change.
 
 /** A file's text: a string (written as UTF-8) or its bytes. */
-export type FileText = string | Buffer;
 
 /** A file as this process last wrote or read it. */
 export interface KnownFile {

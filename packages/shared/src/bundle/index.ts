@@ -83,7 +83,7 @@ export {
   diffPrefixLines,
   type PrefixColumns,
 } from "./prefix-delta.js";
-export { endsPage, type PagedLines, PREFIX_PAGES_FORMAT, pagesOf, pagesOfLines, type SectionPages, updatePages } from "./prefix-pages.js";
+export { endsPage, type LineMap, type PagedLines, PREFIX_PAGES_FORMAT, pagesOf, pagesOfLines, type SectionPages, updatePages } from "./prefix-pages.js";
 export {
   columnOf,
   decodePrefixSection,
@@ -114,7 +114,6 @@ export {
 } from "./sign.js";
 export {
   applyTaggedDelta,
-  type LineMap,
   prefixText,
   type SectionStore,
   SectionTags,

@@ -1,6 +1,5 @@
 import { hash } from "node:crypto";
 import { BundleError } from "./errors.js";
-import type { LineMap, TaggedSection } from "./tagged-section.js";
 
 /**
  * `rl-prefix-pages/1`: a prefix section's body (its lines after the first) cut into pages by
@@ -42,8 +41,25 @@ export interface SectionPages {
   root: string;
 }
 
-/** What updatePages reads of a section: its bytes, where its lines start (and end), which lines end a page. */
-export type PagedLines = Pick<TaggedSection, "bytes" | "count" | "starts" | "pageEnd">;
+/** What updatePages reads of a section (a TaggedSection's columns): its bytes, where its lines start (and end), which lines end a page. */
+export interface PagedLines {
+  bytes: Buffer;
+  count: number;
+  starts: Uint32Array;
+  pageEnd: Uint8Array;
+}
+
+/** Where a delta's section took its lines from: what updatePages needs to take the base's pages over. */
+export interface LineMap {
+  /** The added lines, as their index in the new section, ascending. */
+  added: Uint32Array;
+  /**
+   * The runs of base lines kept, as triples `(baseFrom, newFrom, n)`: base lines
+   * `[baseFrom, baseFrom + n)` are the new section's `[newFrom, newFrom + n)`. Ascending in both;
+   * between two runs, base lines were dropped or new ones added (or both).
+   */
+  kept: Uint32Array;
+}
 
 const sha256 = (bytes: Uint8Array): Buffer => hash("sha256", bytes, "buffer");
 

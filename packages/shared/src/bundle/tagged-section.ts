@@ -1,6 +1,6 @@
 import { isAscii } from "node:buffer";
 import { BundleError } from "./errors.js";
-import { endsPage, type PagedLines } from "./prefix-pages.js";
+import { endsPage, type LineMap, type PagedLines } from "./prefix-pages.js";
 import { PREFIX_DELTA_FORMAT, PREFIX_SECTION_FORMAT } from "./prefix-section.js";
 
 // A prefix section as columns over its bytes, for a reader that keeps a revision from one delta
@@ -71,18 +71,6 @@ export interface TaggedChange {
   changedTags: Set<number>;
   /** The added lines, as their index in the new section, ascending. */
   added: Uint32Array;
-}
-
-/** Where a delta's section took its lines from: what updatePages needs to take the base's pages over. */
-export interface LineMap {
-  /** The added lines, as their index in the new section, ascending. */
-  added: Uint32Array;
-  /**
-   * The runs of base lines kept, as triples `(baseFrom, newFrom, n)`: base lines
-   * `[baseFrom, baseFrom + n)` are the new section's `[newFrom, newFrom + n)`. Ascending in both;
-   * between two runs, base lines were dropped or new ones added (or both).
-   */
-  kept: Uint32Array;
 }
 
 /**
