@@ -276,9 +276,15 @@ export function applyPrefixDeltaBytes(baseSection: Uint8Array, delta: Uint8Array
         throw new BundleError("malformed", `prefix delta step ${script.toString("utf8", p, Math.min(end, p + 20))} is not one`);
       }
       // The base's bytes from `at` to the end of its n-th line from there.
-      let q = at;
+      // One native search a line (a byte-by-byte loop in JS took 0.34 s over a 32 MB section).
+      let q = at - 1;
       let left = n;
-      for (; q < lines.length; q++) if (lines[q] === NL && --left === 0) break;
+      while (left > 0) {
+        const nl = lines.indexOf(NL, q + 1);
+        if (nl < 0) break;
+        q = nl;
+        left--;
+      }
       if (left !== 0) throw new BundleError("malformed", `prefix delta step ${kind === 0x3d ? "=" : "-"}${n} does not fit the base after its line ${line}`);
       if (kind === 0x3d) {
         from.push(base);
