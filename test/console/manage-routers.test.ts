@@ -219,12 +219,23 @@ describe.skipIf(missing.length > 0)(missing.length > 0 ? `${title} (skipped: ${m
     // its peer, high (lane + 0.75) while Established and low (lane + 0.25) otherwise, at each
     // change and now; the changes in the table, newest first. (The session came up in the second
     // step; the password edits since may have taken it down again.)
-    const history = (await api("GET", `/v1/speakers/${speakerId}/sessions/history?limit=500`)).items;
+    // The page and this test each read the history: a change the agent reports between the two
+    // reads (the session settling after the password edits) makes them differ, so both are read
+    // again until they are of one moment.
+    let history: any[] = [];
+    let timeline: Awaited<ReturnType<typeof drawn>> | null = null;
+    let times: number[] = [];
+    for (let tries = 0; tries < 10; tries++) {
+      await page.goto(`${t.url}/console/routers/${speakerId}`);
+      timeline = await drawn("chart-sessions");
+      history = (await api("GET", `/v1/speakers/${speakerId}/sessions/history?limit=500`)).items;
+      times = [...new Set(history.map((c: any) => Date.parse(c.at) / 1000))] as number[];
+      if (JSON.stringify(timeline.x.slice(0, -1)) === JSON.stringify(times)) break;
+      await new Promise((r) => setTimeout(r, 1000));
+    }
+    if (!timeline) throw new Error("no timeline drawn");
     const ours = history.filter((c: any) => c.peer_id === peerId);
     expect(ours.some((c: any) => c.peer_name === "gobgp" && c.current?.bgp_state === "Established")).toBe(true);
-    await page.goto(`${t.url}/console/routers/${speakerId}`);
-    const timeline = await drawn("chart-sessions");
-    const times = [...new Set(history.map((c: any) => Date.parse(c.at) / 1000))] as number[];
     expect(timeline.x.slice(0, -1)).toEqual(times);
     const protocols = [...new Set(history.map((c: any) => c.protocol))];
     const lane = protocols.indexOf(ours[0].protocol);
