@@ -72,3 +72,27 @@ describe("ConfirmedRevision's room for the next delta", () => {
     expect(new Set(stores.slice(1)).size).toBe(2);
   });
 });
+
+describe("ConfirmedRevision after a start", () => {
+  it("reads the prefixes on disk once for both the columns and the payload (the log is replayed once)", async () => {
+    const state = new StateStore(join(dir, "state"));
+    await state.init();
+    const a = section(50, 0);
+    await state.recordApplied(
+      Buffer.from("not a bundle"),
+      { revision_id: 1, sequence: 1, digest: "sha256:00", applied_at: new Date().toISOString() },
+      { section: a },
+    );
+    let reads = 0;
+    const read = state.readLastPrefixes.bind(state);
+    state.readLastPrefixes = () => {
+      reads++;
+      return read();
+    };
+    const confirmed = new ConfirmedRevision(state, new SectionTags());
+    const applied = await state.readApplied();
+    expect((await confirmed.prefixes(applied))?.section.bytes.equals(a)).toBe(true);
+    await confirmed.payload(applied).catch(() => null);
+    expect(reads).toBe(1);
+  });
+});

@@ -45,7 +45,10 @@ export class ConfirmedRevision {
   async payload(applied: AppliedRecord | null): Promise<BundlePayload | null> {
     if (!applied) return null;
     if (this.#payload?.sequence === applied.sequence && this.#payload.revision_id === applied.revision_id) return this.#payload;
-    const [bytes, prefixes] = await Promise.all([this.#state.readLastBundle(), this.#state.readLastPrefixes()]);
+    // The section as prefixes() holds it: at a start the base and its log are read and replayed once, not once for each.
+    const kept = await this.prefixes(applied).catch(() => null);
+    const [bytes, read] = await Promise.all([this.#state.readLastBundle(), kept ? null : this.#state.readLastPrefixes()]);
+    const prefixes = kept?.section.bytes ?? read;
     if (!bytes) return null;
     const payload = readKeptPayload(bytes, prefixes);
     // Read again only when asked (a restore at start renders from the section's columns).
