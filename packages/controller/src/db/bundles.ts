@@ -111,6 +111,9 @@ export interface BundleLayout {
   section_sha256: string | null;
   section_size: number | null;
   section_chunk: number | null;
+  /** Format 2, a full section stored as its base's and a delta (migration 0027): that base's revision, and how many deltas from a body stored whole; null and 0 otherwise. */
+  section_made_from: number | null;
+  section_made_depth: number | null;
 }
 
 /** The layout of the tenant's bundle, with its section's, in one query (an apply's fetches arrive a thousand at once). */
@@ -123,7 +126,7 @@ export async function findBundleLayout(
 ): Promise<BundleLayout | undefined> {
   const delta = baseRevisionId !== null && baseRevisionId > 0;
   const [r] = await db<BundleLayout[]>`
-    SELECT l.*, s.sha256 AS section_sha256, s.size AS section_size, s.chunk AS section_chunk
+    SELECT l.*, s.sha256 AS section_sha256, s.size AS section_size, s.chunk AS section_chunk, s.made_from AS section_made_from, s.made_depth AS section_made_depth
     FROM (
       SELECT tenant_id, revision_id, sequence, format, CASE WHEN envelope_sealed THEN envelope_chunk END AS chunk,
         CASE WHEN envelope_sealed THEN envelope_size ELSE octet_length(envelope)::int END AS size,

@@ -9,5 +9,6 @@ import type { Fragment } from "./tenant-table.js";
 export async function readByteSlice(db: Db, column: string, from: Fragment, offset: number, length: number): Promise<Buffer | undefined> {
   const [r] = await db<{ data: Uint8Array }[]>`SELECT substring(${db(column)} FROM ${offset + 1} FOR ${length}) AS data FROM ${from}`;
   // The embedded database answers bytea as a plain Uint8Array.
-  return r ? Buffer.from(r.data.buffer, r.data.byteOffset, r.data.byteLength) : undefined;
+  // A row whose column is NULL (a section not written yet: bundle-sections.ts) has no bytes to slice.
+  return r?.data ? Buffer.from(r.data.buffer, r.data.byteOffset, r.data.byteLength) : undefined;
 }

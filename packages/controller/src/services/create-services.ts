@@ -18,6 +18,7 @@ import { createTenantService } from "./access/tenants.js";
 import { type AgentNotifier, createAgentNotifier } from "./deploy/agent-notifier.js";
 import { type BundleDownloads, createBundleDownloads } from "./deploy/bundle-downloads.js";
 import { createBundleLimiter } from "./deploy/bundle-limiter.js";
+import type { SectionDeps } from "./deploy/bundle-sections.js";
 import { previewPeersOf } from "./deploy/bundles.js";
 import { createDeployService, type DeployService } from "./deploy/deploy.js";
 import type { DeflatedPart } from "./deploy/gzip-parts.js";
@@ -25,7 +26,8 @@ import { createLivePolls, type LivePolls } from "./deploy/live-status.js";
 import { createLocalBirdService } from "./deploy/local-bird.js";
 import { createNodeService } from "./deploy/node.js";
 import { createPeerService } from "./deploy/peers.js";
-import { createKeptBySize, createSectionCache, SECTION_CACHE_BYTES, type SectionCache } from "./deploy/section-cache.js";
+import { createKeptBySize, createSectionCache, SECTION_CACHE_BYTES } from "./deploy/section-cache.js";
+import { createSectionColumnsCache } from "./deploy/section-columns.js";
 import { createSessionHistory, type SessionHistory } from "./deploy/session-history.js";
 import { createSigningService } from "./deploy/signing.js";
 import { createSpeakerService } from "./deploy/speakers.js";
@@ -82,8 +84,8 @@ export interface AppServices {
   node: ReturnType<typeof createNodeService>;
   /** `GET /v1/speakers/{speaker_id}/sessions/history`: the session changes the status reports showed. */
   sessionHistory: SessionHistory;
-  /** The opened bundle sections this process keeps for GetBundle (shared by node and deploy). */
-  sections: SectionCache;
+  /** What the bundle sections are built, kept and opened with in this process (shared by node and deploy): the opened sections GetBundle serves, the full ones kept in columns. */
+  sections: SectionDeps;
   maintenance: ReturnType<typeof createMaintenanceService>;
   /** The scheduler's housekeeping: idempotency expiry, the runtime-log auto cleanup, due refreshes. */
   periodic: PeriodicService;
@@ -111,6 +113,7 @@ function deployServices(
     sql: Sql;
     bus: Bus;
     secretBox: SecretBox;
+    revisions: RevisionStore;
     natsAuthority?: NatsTenantAuthority | null;
     caHash?: string | null | undefined;
     metrics?: JobMetrics | undefined;
@@ -123,7 +126,13 @@ function deployServices(
   const signing = createSigningService({ sql: opts.sql, audit, secrets: opts.secretBox, keyFile: opts.config.BUNDLE_SIGNING_KEY_FILE });
   const notifier = createAgentNotifier({ bus: opts.bus, sql: opts.sql, signing, now: () => new Date() });
   // Opened bundle sections, shared by the apply that builds them and the streams that serve them.
-  const sections = createSectionCache(SECTION_CACHE_BYTES);
+  const sections: SectionDeps = {
+    revisions: opts.revisions,
+    secretBox: opts.secretBox,
+    sql: opts.sql,
+    sections: createSectionCache(SECTION_CACHE_BYTES),
+    columns: createSectionColumnsCache(),
+  };
   const grpcHost = opts.config.GRPC_HOST === "0.0.0.0" || opts.config.GRPC_HOST === "::" ? null : opts.config.GRPC_HOST;
   const speakers = createSpeakerService({ sql: opts.sql, audit, bus: opts.bus, onKeysChanged: authenticator.invalidate, caHash: opts.caHash ?? null });
   const sessionHistory = createSessionHistory({ sql: opts.sql });
@@ -222,9 +231,7 @@ export function createServices(opts: {
     audit,
     signing: services.signing,
     notifier: services.notifier,
-    revisions: opts.revisions,
-    secretBox: opts.secretBox,
-    sections: services.sections,
+    ...services.sections,
   });
   // A revision is committed in one place (ingest and rollback), with the sections deploy builds for it.
   const committer = createRevisionCommitter({ revisions: opts.revisions, bus: opts.bus, sections: deploy });

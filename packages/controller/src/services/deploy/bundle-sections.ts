@@ -1,12 +1,13 @@
 import { applyPrefixDeltaBytes, diffPrefixColumns, encodePrefixColumns, type PrefixColumn, type PrefixColumns, pagesOf, sha256Hex } from "@rlc/shared/bundle";
-import { type BundleSectionMeta, findBundleSection, insertBundleSection, readBundleSectionSlice } from "../../db/bundle-sections.js";
-import type { Db } from "../../db/connect.js";
+import { type BundleSectionMeta, findBundleSection, insertBundleSection, readBundleSectionSlice, writeBundleSectionBody } from "../../db/bundle-sections.js";
+import type { Db, Sql } from "../../db/connect.js";
 import { listAllSpeakers } from "../../db/speakers.js";
 import { ENVELOPE_CHUNK_BYTES, openPieces, sealEnvelope } from "../../lib/sealed-envelope.js";
 import type { SecretBox } from "../../lib/secret-box.js";
 import type { RevisionContent, RevisionFamily } from "../revisions/revision-content.js";
 import type { RevisionStore } from "../revisions/revision-store.js";
 import { type SectionCache, sectionKey } from "./section-cache.js";
+import { applyDeltaColumns, columnsOf, columnsSize, type SectionColumns, type SectionColumnsCache } from "./section-columns.js";
 
 /*
  * The prefix sections of `rl-bundle/2`, built once per revision (and per base for a delta) and
@@ -21,16 +22,40 @@ export interface SectionDeps {
   sealChunkBytes?: number;
   /** Where this process keeps the opened sections it serves: a section built here goes in as it is stored. */
   sections?: SectionCache;
+  /** Full sections kept in columns, to make the next revision's of (section-columns.ts); without it each is read again. */
+  columns?: SectionColumnsCache;
+  /** The pool: a full section stored as its base's and a delta gets its body written on it after the commit. */
+  sql?: Sql;
+  /** Milliseconds from the commit to that write (default SECTION_BODY_DELAY_MS). */
+  bodyDelayMs?: number;
 }
+
+/** How long after the commit the body of a full section stored as its base's and a delta is written: once the apply's agents have fetched their deltas. */
+export const SECTION_BODY_DELAY_MS = 5000;
 
 const column = (f: RevisionFamily): PrefixColumn => ({ length: f.length, prefixAt: (i) => f.prefixes[i]!, communitiesAt: (i) => f.tagAt(i).communities });
 const columns = (c: RevisionContent): PrefixColumns => ({ v4: column(c.v4), v6: column(c.v6) });
 
-/** Seals and stores a section whose hash the caller has (a full section's is its prefixes_sha256 too). */
-async function store(db: Db, deps: SectionDeps, tenantId: string, meta: Omit<BundleSectionMeta, "chunk" | "size">, body: Buffer): Promise<BundleSectionMeta> {
+/** What opening a stored section reads of its row. */
+export type StoredSection = Pick<BundleSectionMeta, "revision_id" | "base_revision_id" | "sha256" | "size" | "chunk" | "made_from" | "made_depth">;
+
+type NewSection = Omit<BundleSectionMeta, "chunk" | "size" | "made_from" | "made_depth">;
+
+/**
+ * Seals and stores a section whose hash the caller has (a full section's is its prefixes_sha256
+ * too); `made` stores a full section as its base's and the delta from it, its body not written.
+ */
+async function store(
+  db: Db,
+  deps: SectionDeps,
+  tenantId: string,
+  meta: NewSection,
+  body: Buffer,
+  made: { from: number; depth: number } | null = null,
+): Promise<BundleSectionMeta> {
   const chunk = deps.sealChunkBytes ?? ENVELOPE_CHUNK_BYTES;
-  const row = { ...meta, size: body.length, chunk };
-  await insertBundleSection(db, tenantId, { ...row, body: await sealEnvelope(deps.secretBox, body, chunk) });
+  const row = { ...meta, size: body.length, chunk, made_from: made?.from ?? null, made_depth: made?.depth ?? 0 };
+  await insertBundleSection(db, tenantId, { ...row, body: made ? null : await sealEnvelope(deps.secretBox, body, chunk) });
   // Named by its SHA-256: kept even if the transaction storing it rolls back, it is never wrong.
   deps.sections?.put(sectionKey(tenantId, meta), body);
   // Another replica may have stored the same section first: its row is the one to stream.
@@ -62,8 +87,10 @@ function once<T>(db: Db, deps: SectionDeps, key: string, build: () => Promise<T>
 /**
  * The revision's full prefix section, built and stored on first use; undefined when the revision
  * is gone. Written from the revision's columns straight into bytes and hashed once; or, given a
- * `base` revision whose full section is stored, made from that section's bytes and the delta
- * between the two (fromBase), the delta stored beside it.
+ * `base` revision whose full section is stored, made from that section (kept in columns) and the
+ * delta between the two (fromBase), the delta stored beside it, and itself stored as the base's
+ * and that delta (its body written after the commit: writeBodyLater) while the chain of such
+ * sections is within the revision storage's policy.
  */
 export function ensureFullSection(db: Db, deps: SectionDeps, tenantId: string, revisionId: number, base?: number): Promise<BundleSectionMeta | undefined> {
   return once(db, deps, `${tenantId}/${revisionId}/0`, async () => {
@@ -72,28 +99,43 @@ export function ensureFullSection(db: Db, deps: SectionDeps, tenantId: string, r
     const content = await deps.revisions.content(db, tenantId, revisionId);
     if (!content) return undefined;
     const made = base === undefined ? null : await fromBase(db, deps, tenantId, base, content);
-    const body = made?.body ?? encodePrefixColumns(column(content.v4), column(content.v6));
-    const sha256 = sha256Hex(body);
-    // The page root beside the SHA-256: what lets an agent check a delta by the pages it touched.
-    const prefixes_pages_sha256 = pagesOf(body).root;
-    const full = await store(
-      db,
-      deps,
-      tenantId,
-      { revision_id: revisionId, base_revision_id: 0, sha256, prefixes_sha256: sha256, base_prefixes_sha256: null, prefixes_pages_sha256 },
-      body,
-    );
-    if (made) await storeDelta(db, deps, tenantId, made.base, full, made.delta);
+    if (!made) {
+      const body = encodePrefixColumns(column(content.v4), column(content.v6));
+      const sha256 = sha256Hex(body);
+      // The page root beside the SHA-256: what lets an agent check a delta by the pages it touched.
+      const meta = {
+        revision_id: revisionId,
+        base_revision_id: 0,
+        sha256,
+        prefixes_sha256: sha256,
+        base_prefixes_sha256: null,
+        prefixes_pages_sha256: pagesOf(body).root,
+      };
+      return store(db, deps, tenantId, meta, body);
+    }
+    const { section, pages } = made.columns;
+    const sha256 = sha256Hex(section.bytes);
+    const meta = {
+      revision_id: revisionId,
+      base_revision_id: 0,
+      sha256,
+      prefixes_sha256: sha256,
+      base_prefixes_sha256: null,
+      prefixes_pages_sha256: pages.root,
+    };
+    const depth = made.base.made_depth + 1;
+    const full = await store(db, deps, tenantId, meta, section.bytes, depth <= deps.revisions.policy.maxDepth ? { from: made.base.revision_id, depth } : null);
+    deps.columns?.put(sectionKey(tenantId, full), made.columns, columnsSize(full.size, section.count));
+    await storeDelta(db, deps, tenantId, made.base, full, made.delta);
     return full;
   });
 }
 
 /**
- * A revision's full section as the edit script from a base's makes it of the base's bytes: a
- * copy of the base's runs of kept lines and the script's added ones (the agent's own way,
- * applyPrefixDeltaBytes), where encoding every prefix again took most of the sections' time on a
- * refresh that changed 1 % of a million. Null when the base's section is not stored, its content
- * is gone, or the delta is not small (not smaller than half the base's section).
+ * A revision's full section as the edit script from a base's makes it of the base's section in
+ * columns: a copy of the base's runs of kept lines and the script's added ones, only the pages
+ * they touched hashed (the agent's own way). Null when the base's section is not stored, its
+ * content is gone, or the delta is not small (not smaller than half the base's section).
  */
 async function fromBase(
   db: Db,
@@ -101,16 +143,17 @@ async function fromBase(
   tenantId: string,
   baseRevisionId: number,
   content: RevisionContent,
-): Promise<{ body: Buffer; delta: Buffer; base: BundleSectionMeta } | null> {
+): Promise<{ columns: SectionColumns; delta: Buffer; base: BundleSectionMeta } | null> {
   const base = await findBundleSection(db, tenantId, baseRevisionId, 0);
   if (!base) return null;
   const baseContent = await deps.revisions.content(db, tenantId, baseRevisionId);
   if (!baseContent) return null;
   const delta = diffPrefixColumns(columns(baseContent), columns(content));
   if (delta.length > base.size / 2) return null;
-  const open = () => openFullSection(db, deps, tenantId, base);
-  const baseBody = deps.sections ? await deps.sections.get(sectionKey(tenantId, base), base.size, open) : await open();
-  return { body: applyPrefixDeltaBytes(baseBody, delta), delta, base };
+  const make = async () => columnsOf(await openSection(db, deps, tenantId, base));
+  // Counted at the plain size here: the lines are not known before the section is read.
+  const kept = deps.columns ? await deps.columns.get(sectionKey(tenantId, base), columnsSize(base.size, 0), make) : await make();
+  return { columns: applyDeltaColumns(kept, delta), delta, base };
 }
 
 /** Stores the delta section from `base` to `full` (both stored full sections). */
@@ -182,25 +225,74 @@ const PREPARED_BASES = 4;
  * Builds, when a refresh makes a revision, the sections an apply of it will ask for: its full
  * section and the deltas from the revisions the tenant's speakers run now (the one before it,
  * usually). The refresh runs this in the transaction that commits the revision, so they commit
- * with it and an apply finds them stored instead of building them on its own path.
+ * with it and an apply finds them stored instead of building them on its own path. Answers what
+ * to run once that transaction has committed: the full section's body written, when it was
+ * stored as its base's and a delta.
  */
-export async function prepareSections(db: Db, deps: SectionDeps, tenantId: string, revisionId: number): Promise<void> {
+export async function prepareSections(db: Db, deps: SectionDeps, tenantId: string, revisionId: number): Promise<(() => void) | undefined> {
   const speakers = await listAllSpeakers(db, tenantId);
   // No speaker, no apply to prepare for: the section waits for one (12 MiB a revision kept for nothing).
-  if (!speakers.length) return;
+  if (!speakers.length) return undefined;
   const running = new Set<number>();
   for (const s of speakers) if (s.applied_revision_id !== null && s.applied_revision_id !== revisionId) running.add(s.applied_revision_id);
   // The newest bases first: the speakers that lag furthest are the fewest, and their deltas the largest.
   const bases = [...running].sort((a, b) => b - a).slice(0, PREPARED_BASES);
   // The full section made from the newest base's and the delta to it (which is then stored too).
   const full = await ensureFullSection(db, deps, tenantId, revisionId, bases[0]);
-  if (!full) return;
+  if (!full) return undefined;
   for (const base of bases) await ensureDeltaSection(db, deps, tenantId, base, full);
+  return full.made_from === null ? undefined : () => writeBodyLater(deps, tenantId, full);
 }
 
-/** The plain bytes of a stored section (the local speaker applies its bundle at once). */
-export async function openFullSection(db: Db, deps: SectionDeps, tenantId: string, section: BundleSectionMeta): Promise<Buffer> {
-  const sealed = await readBundleSectionSlice(db, tenantId, section.revision_id, section.base_revision_id, 0, 2 ** 31 - 1);
-  if (!sealed) throw new Error(`the prefix section of revision ${section.revision_id} is gone`);
-  return openPieces(deps.secretBox, sealed, section.chunk);
+/**
+ * Writes the body of a full section stored as its base's and a delta, on the pool, a few seconds
+ * from now: the apply's agents fetch deltas meanwhile, and the 33 MB of a 1.2M-prefix section
+ * sealed and sent would hold the event loop they are served from. Until it is written any
+ * replica opens the section from its base's (openSection); should this process stop first, the
+ * chain is bounded (made_depth) and the next full section past the bound is written whole.
+ */
+export function writeBodyLater(deps: SectionDeps, tenantId: string, full: BundleSectionMeta): void {
+  const pool = deps.sql;
+  if (!pool) return;
+  const timer = setTimeout(() => {
+    void (async () => {
+      const plain = await openSection(pool, deps, tenantId, full);
+      await writeBundleSectionBody(pool, tenantId, full.revision_id, full.sha256, await sealEnvelope(deps.secretBox, plain, full.chunk));
+      // A failed write leaves the row as it was, which opens all the same: nothing to report.
+    })().catch(() => {});
+  }, deps.bodyDelayMs ?? SECTION_BODY_DELAY_MS);
+  timer.unref();
+}
+
+/**
+ * The plain bytes of a stored section, from the cache or the database: its sealed body opened,
+ * or, for a full section stored as its base's and a delta, that delta applied to the base's
+ * (opened the same way), or when that base is gone the revision's content encoded again. Checked
+ * against the section's SHA-256 either way.
+ */
+export function openSection(db: Db, deps: SectionDeps, tenantId: string, section: StoredSection): Promise<Buffer> {
+  const open = async (): Promise<Buffer> => {
+    if (section.made_from === null) {
+      const sealed = await readBundleSectionSlice(db, tenantId, section.revision_id, section.base_revision_id, 0, 2 ** 31 - 1);
+      if (!sealed) throw new Error(`the prefix section of revision ${section.revision_id} is gone`);
+      return openPieces(deps.secretBox, sealed, section.chunk);
+    }
+    const kept = await deps.columns?.peek(sectionKey(tenantId, section));
+    if (kept) return kept.section.bytes;
+    const plain = await madeSection(db, deps, tenantId, section);
+    if (sha256Hex(plain) !== section.sha256)
+      throw new Error(`the prefix section of revision ${section.revision_id} made from revision ${section.made_from}'s does not match its SHA-256`);
+    return plain;
+  };
+  return deps.sections ? deps.sections.get(sectionKey(tenantId, section), section.size, open) : open();
+}
+
+/** A full section stored as its base's and a delta: made of them, or of the revision's content when either is gone (a prune took the base). */
+async function madeSection(db: Db, deps: SectionDeps, tenantId: string, section: StoredSection): Promise<Buffer> {
+  const base = await findBundleSection(db, tenantId, section.made_from!, 0);
+  const delta = base && (await findBundleSection(db, tenantId, section.revision_id, base.revision_id));
+  if (base && delta) return applyPrefixDeltaBytes(await openSection(db, deps, tenantId, base), await openSection(db, deps, tenantId, delta));
+  const content = await deps.revisions.content(db, tenantId, section.revision_id);
+  if (!content) throw new Error(`the prefix section of revision ${section.revision_id} is gone`);
+  return encodePrefixColumns(column(content.v4), column(content.v6));
 }

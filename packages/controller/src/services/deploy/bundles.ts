@@ -19,22 +19,17 @@ import { ENVELOPE_CHUNK_BYTES, sealEnvelope } from "../../lib/sealed-envelope.js
 import { MASKED_SECRET, type SecretBox } from "../../lib/secret-box.js";
 import { readTenantSettings } from "../operations/settings.js";
 import type { RevisionStore } from "../revisions/revision-store.js";
-import { ensureDeltaSection, ensureFullSection, openFullSection } from "./bundle-sections.js";
+import { ensureDeltaSection, ensureFullSection, openSection, type SectionDeps } from "./bundle-sections.js";
 import type { SectionCache } from "./section-cache.js";
 import type { SigningService } from "./signing.js";
 
-export interface BundleDeps {
+/**
+ * The sections' (bundle-sections.ts) and the signing service. The secret box also opens the
+ * peers' sealed passwords for the signed bundle, and seals the stored bundle again: the plain
+ * passwords exist only in what an agent is sent.
+ */
+export interface BundleDeps extends SectionDeps {
   signing: SigningService;
-  revisions: RevisionStore;
-  /**
-   * Opens the peers' sealed passwords for the signed bundle, and seals the stored bundle again:
-   * the plain passwords exist only in what an agent is sent.
-   */
-  secretBox: SecretBox;
-  /** Plain bytes per sealed piece of the stored envelope (tests make it small to cross pieces). */
-  sealChunkBytes?: number;
-  /** The opened sections GetBundle serves in this process: a section built here goes in as it is stored. */
-  sections?: SectionCache;
 }
 
 /** How a peer's stored password appears in the peers of a bundle or a preview. */
@@ -214,7 +209,7 @@ export async function issueBundle(
   const signed = await signedBundle(db, deps, ctx, speaker, peers, sequence, now, options);
   await upsertBundle(db, signed.row);
   // The whole signed bundle, for a caller that uses it at once (the local speaker).
-  const envelope = options.withEnvelope ? Buffer.concat([signed.head, await openFullSection(db, deps, speaker.tenant_id, ctx.full)]) : null;
+  const envelope = options.withEnvelope ? Buffer.concat([signed.head, await openSection(db, deps, speaker.tenant_id, ctx.full)]) : null;
   return { sequence, digest: signed.digest, issued_at: signed.issued_at, envelope, delta: signed.delta };
 }
 

@@ -19,7 +19,8 @@ import { mintApiKey } from "../access/api-keys.js";
 import type { AuditWriter } from "../access/audit.js";
 import type { Principal } from "../access/context.js";
 import type { NatsCredentialService } from "../access/nats-credentials.js";
-import { createSectionCache, SECTION_CACHE_BYTES, type SectionCache, sectionKey } from "./section-cache.js";
+import { openSection, type SectionDeps } from "./bundle-sections.js";
+import { sectionKey } from "./section-cache.js";
 import { digestKnownBy, mayDelta, readerV1FromV2, type ServedFormats, servedFormat } from "./served-format.js";
 import type { SessionHistory } from "./session-history.js";
 import type { SigningService } from "./signing.js";
@@ -93,14 +94,17 @@ export interface BundleParts {
  * Format 2: the head (opened once, a few KiB) and then the revision's section, shared by every
  * speaker and opened once for all of them (the cache).
  */
-async function readerV2Of(box: SecretBox, db: Db, tenantId: string, revisionId: number, layout: BundleLayout, gone: Gone, sections: SectionCache) {
+async function readerV2Of(box: SecretBox, db: Db, tenantId: string, revisionId: number, layout: BundleLayout, gone: Gone, sections: SectionDeps) {
   const head = await openPieces(box, layout.head!, layout.chunk!);
   if (layout.section_sha256 === null) throw gone();
   const section = {
+    revision_id: revisionId,
     base_revision_id: layout.section_base_revision_id,
     sha256: layout.section_sha256,
     size: layout.section_size!,
     chunk: layout.section_chunk!,
+    made_from: layout.section_made_from,
+    made_depth: layout.section_made_depth ?? 0,
   };
   /** `length` plain bytes of the section from `at`: only the sealed pieces that cover them are read and opened. */
   const readSlice = async (at: number, length: number) => {
@@ -111,9 +115,16 @@ async function readerV2Of(box: SecretBox, db: Db, tenantId: string, revisionId: 
     const plain = await openPieces(box, sealed, section.chunk);
     return plain.subarray(range.skip, range.skip + Math.min(length, section.size - at));
   };
-  // Too large to keep (a stream then holds about one chunk of it, not all of it).
-  const key = sectionKey(tenantId, { revision_id: revisionId, ...section });
-  const whole = sections.keeps(section.size) ? await sections.get(key, section.size, () => readSlice(0, section.size)) : null;
+  // Too large to keep (a stream then holds about one chunk of it, not all of it), unless its body
+  // is not written yet: then it is made whole from its base's (bundle-sections.ts).
+  const key = sectionKey(tenantId, section);
+  const cache = sections.sections;
+  const whole =
+    section.made_from !== null
+      ? await openSection(db, sections, tenantId, section).catch(() => Promise.reject(gone()))
+      : cache?.keeps(section.size)
+        ? await cache.get(key, section.size, () => readSlice(0, section.size))
+        : null;
   return {
     revision_id: revisionId,
     sequence: layout.sequence,
@@ -175,13 +186,13 @@ export function createNodeService(deps: {
   /** Where the session changes a report shows are kept for the API (the events below are not a query). */
   sessionHistory?: SessionHistory;
   onKeysChanged?: () => void;
-  /** Opened prefix sections kept (tests share or shrink it); default 64 MiB. */
-  sections?: SectionCache;
+  /** How the prefix sections are opened and kept in this process (shared with deploy). */
+  sections: SectionDeps;
   /** The bundle formats served (default: every one, newest first) and the count of each served. */
   served?: ServedFormats;
 }) {
   const served: ServedFormats = deps.served ?? { formats: BUNDLE_FORMATS };
-  const sections = deps.sections ?? createSectionCache(SECTION_CACHE_BYTES);
+  const sections = deps.sections;
   // Per process: a replica counts what reaches it (an agent reports to one replica at a time).
   const reports = createBuckets(STATUS_REPORT_RATE);
   // The reports that come together (an apply's, from every speaker within a second or two) are

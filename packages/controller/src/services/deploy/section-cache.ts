@@ -1,5 +1,5 @@
 /** Opened sections kept per process by default: a few revisions' worth, or one large one. */
-export const SECTION_CACHE_BYTES = 64 * 1024 * 1024;
+export const SECTION_CACHE_BYTES = 128 * 1024 * 1024;
 
 /** A stored section's name in the cache: its tenant, revision, base and SHA-256 (a section never changes). */
 export const sectionKey = (tenantId: string, s: { revision_id: number; base_revision_id: number; sha256: string }) =>
@@ -71,6 +71,10 @@ export function createKeptBySize<T>(maxBytes: number) {
         }
       });
       return value;
+    },
+    /** The value when it is kept (made or being made), without making it. */
+    peek(key: string): Promise<T> | undefined {
+      return entries.get(key)?.value;
     },
     /** A value made elsewhere, kept unless one is already. */
     put(key: string, value: T, size: number): void {

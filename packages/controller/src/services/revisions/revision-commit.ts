@@ -13,7 +13,8 @@ import type { RevisionStore } from "./revision-store.js";
  * that revisions import nothing of deploy: create-services.ts hands the deploy service in.
  */
 export interface RevisionSections {
-  prepareSections(tx: Db, tenantId: string, revisionId: number): Promise<void>;
+  /** Builds them in `tx`; answers what to run once it has committed, if anything. */
+  prepareSections(tx: Db, tenantId: string, revisionId: number): Promise<(() => void) | undefined>;
 }
 
 /** A revision to commit: the row's own fields (the id and the time are the committer's). */
@@ -95,16 +96,19 @@ export function createRevisionCommitter(deps: { revisions: RevisionStore; bus: B
       await insertRevision(tx, { ...row, ...stored });
       const written = Date.now();
       let sectionsError: string | null = null;
+      let sectionsCommitted: (() => void) | undefined;
       if (deps.sections) {
         const sections = deps.sections;
-        await withSavepoint(tx, (sp) => sections.prepareSections(sp, tenantId, row.revision_id)).catch((error: unknown) => {
+        sectionsCommitted = await withSavepoint(tx, (sp) => sections.prepareSections(sp, tenantId, row.revision_id)).catch((error: unknown) => {
           sectionsError = error instanceof Error ? error.message : String(error);
+          return undefined;
         });
       }
       afterCommit(() => {
         // Kept only once committed: a rolled-back id is taken again by the next revision.
         if (!Buffer.isBuffer(content)) deps.revisions.remember(tenantId, row.revision_id, content);
         publishRevisionCreated(deps.bus, row);
+        sectionsCommitted?.();
       });
       return { row, sections_error: sectionsError, write_ms: written - started, sections_ms: Date.now() - written };
     },

@@ -93,6 +93,9 @@ export function createRevisionStore(opts: { entries?: number; chain?: Partial<Ch
   let aligned: { from: RevisionContent; to: RevisionContent; al: Alignment } | null = null;
 
   const store = {
+    /** When a revision is stored as a change (the bundle sections' full ones follow the same bound: bundle-sections.ts). */
+    policy: policy as Readonly<ChainPolicy>,
+
     async content(db: Db, tenantId: string, revisionId: number): Promise<RevisionContent | undefined> {
       const key = `${tenantId}:${revisionId}`;
       const hit = cache.get(key);
