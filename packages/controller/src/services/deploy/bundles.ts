@@ -18,9 +18,7 @@ import type { SpeakerRow } from "../../db/speakers.js";
 import { ENVELOPE_CHUNK_BYTES, sealEnvelope } from "../../lib/sealed-envelope.js";
 import { MASKED_SECRET, type SecretBox } from "../../lib/secret-box.js";
 import { readTenantSettings } from "../operations/settings.js";
-import type { RevisionStore } from "../revisions/revision-store.js";
 import { ensureDeltaSection, ensureFullSection, openSection, type SectionDeps } from "./bundle-sections.js";
-import type { SectionCache } from "./section-cache.js";
 import type { SigningService } from "./signing.js";
 
 /**
