@@ -81,6 +81,8 @@ export {
   applyPrefixDeltaBytes,
   diffPrefixColumns,
   diffPrefixLines,
+  diffPrefixSplices,
+  type LineSplice,
   type PrefixColumns,
 } from "./prefix-delta.js";
 export { endsPage, type LineMap, type PagedLines, PREFIX_PAGES_FORMAT, pagesOf, pagesOfLines, type SectionPages, updatePages } from "./prefix-pages.js";

@@ -3,7 +3,7 @@ import { describe, expect, it } from "vitest";
 import { comparePrefixes, parsePrefixTexts } from "../prefix/index.js";
 import { BundleError } from "./errors.js";
 import type { BundlePrefix } from "./payload.js";
-import { applyPrefixDelta, applyPrefixDeltaBytes, diffPrefixColumns, diffPrefixLines } from "./prefix-delta.js";
+import { applyPrefixDelta, applyPrefixDeltaBytes, diffPrefixColumns, diffPrefixLines, diffPrefixSplices, type LineSplice } from "./prefix-delta.js";
 import { columnOf, decodePrefixSection, encodePrefixColumns, encodePrefixLines, PREFIX_DELTA_FORMAT, prefixLines, splitSection } from "./prefix-section.js";
 
 // The edit script between two revisions' prefix lines, against a brute-force model: applied to
@@ -81,6 +81,47 @@ describe("prefix delta", () => {
         expect(diffPrefixColumns(columnsOf(base), columnsOf(next)).equals(delta)).toBe(true);
       }),
       { numRuns: 300 },
+    );
+  });
+
+  it("given where the two differ (splices, as an incremental build reports them), gives the whole walk's script, and the whole diff for splices that do not add up", () => {
+    /**
+     * The model: the lines the two share are in the same order in both (revision order), and
+     * between two of them are the runs that differ; `merges` joins neighbouring runs with the
+     * shared lines between them into one (a build's ranges hold unchanged lines too).
+     */
+    const splicesOf = (b: string[], n: string[], merges: boolean[]): LineSplice[] => {
+      const inNext = new Map(n.map((line, j) => [line, j]));
+      const runs: LineSplice[] = [];
+      let i = 0;
+      let j = 0;
+      const shared = [...b.keys()].filter((k) => inNext.has(b[k]!));
+      for (const k of [...shared, b.length]) {
+        const jk = k === b.length ? n.length : inNext.get(b[k]!)!;
+        if (k > i || jk > j) runs.push({ from: i, to: k, at: j, count: jk - j });
+        i = k + 1;
+        j = jk + 1;
+      }
+      const out: LineSplice[] = [];
+      runs.forEach((r, k) => {
+        const last = out.at(-1);
+        if (last && merges[k % Math.max(1, merges.length)]) out[out.length - 1] = { from: last.from, to: r.to, at: last.at, count: r.at + r.count - last.at };
+        else out.push(r);
+      });
+      return out;
+    };
+    fc.assert(
+      fc.property(revisions, fc.array(fc.boolean(), { maxLength: 5 }), fc.integer({ min: -2, max: 2 }), ({ base, next }, merges, skew) => {
+        const b = linesOf(base);
+        const n = linesOf(next);
+        const whole = diffPrefixColumns(columnsOf(base), columnsOf(next));
+        const splices = splicesOf(b, n, merges);
+        expect(diffPrefixSplices(columnsOf(base), columnsOf(next), splices).equals(whole)).toBe(true);
+        // Splices that do not add up (one moved) still give a script that rebuilds `next`.
+        const wrong = splices.map((s, k) => (k === 0 ? { ...s, count: Math.max(0, s.count + skew) } : s));
+        expect(applyPrefixDelta(b, diffPrefixSplices(columnsOf(base), columnsOf(next), wrong))).toEqual(n);
+      }),
+      { numRuns: 400 },
     );
   });
 

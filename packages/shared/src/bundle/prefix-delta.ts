@@ -35,7 +35,10 @@ class Script {
   }
 
   skip(kind: "=" | "-", n: number): void {
-    for (let k = 0; k < n; k++) this.step(kind);
+    if (n <= 0) return;
+    if (kind !== this.kind) this.flush();
+    this.kind = kind;
+    this.count += n;
   }
 
   add(line: string): void {
@@ -92,11 +95,23 @@ const orderOf = (a: PrefixTable, b: PrefixTable) => (a.family !== b.family ? a.f
 /** The merge walk; null when the lines it compares show that a list is not in order. */
 function walk(base: Lines, next: Lines, same: (i: number, j: number) => boolean): Buffer | null {
   const script = new Script();
+  return walkInto(script, base, next, same, 0, base.length, 0, next.length) ? script.bytes() : null;
+}
+
+/** The merge walk over base lines [i, iEnd) and next lines [j, jEnd), onto `script`; false when a list is found out of order. */
+function walkInto(
+  script: Script,
+  base: Lines,
+  next: Lines,
+  same: (i: number, j: number) => boolean,
+  i: number,
+  iEnd: number,
+  j: number,
+  jEnd: number,
+): boolean {
   const left = new ParsedSide();
   const right = new ParsedSide();
-  let i = 0;
-  let j = 0;
-  while (i < base.length && j < next.length) {
+  while (i < iEnd && j < jEnd) {
     if (same(i, j)) {
       script.step("=");
       i++;
@@ -105,7 +120,7 @@ function walk(base: Lines, next: Lines, same: (i: number, j: number) => boolean)
     }
     const a = left.at(i, base.prefixAt(i));
     const b = right.at(j, next.prefixAt(j));
-    if (!a || !b) return null;
+    if (!a || !b) return false;
     const c = orderOf(a, b);
     if (c <= 0) {
       // Not in next (or re-tagged there: dropped here, added below).
@@ -118,15 +133,15 @@ function walk(base: Lines, next: Lines, same: (i: number, j: number) => boolean)
     }
   }
   // The rest of the longer list: parsed too, so that its order is checked like the rest.
-  for (; i < base.length; i++) {
-    if (!left.at(i, base.prefixAt(i))) return null;
+  for (; i < iEnd; i++) {
+    if (!left.at(i, base.prefixAt(i))) return false;
     script.step("-");
   }
-  for (; j < next.length; j++) {
-    if (!right.at(j, next.prefixAt(j))) return null;
+  for (; j < jEnd; j++) {
+    if (!right.at(j, next.prefixAt(j))) return false;
     script.add(next.lineAt(j));
   }
-  return script.bytes();
+  return true;
 }
 
 /**
@@ -203,6 +218,42 @@ export function diffPrefixColumns(base: PrefixColumns, next: PrefixColumns): Buf
   const b = columnList(base, joined);
   const n = columnList(next, joined);
   return diff(b, n, (i, j) => b.prefixAt(i) === n.prefixAt(j) && b.textAt(i) === n.textAt(j));
+}
+
+/** Base lines [from, to) that became next lines [at, at + count): outside such runs two sections hold the same lines. */
+export interface LineSplice {
+  from: number;
+  to: number;
+  at: number;
+  count: number;
+}
+
+/**
+ * diffPrefixColumns(base, next) when the caller knows where the two differ (`splices`,
+ * ascending, in lines of the whole section: IPv4 then IPv6): the lines between the splices are
+ * kept without a look at them, and only the spliced runs are walked, so a change of 1 % of a
+ * million prefixes costs its own lines. The same script the whole walk gives for lists in order;
+ * splices that do not add up to the two lists (or lists out of order) get the whole diff.
+ */
+export function diffPrefixSplices(base: PrefixColumns, next: PrefixColumns, splices: readonly LineSplice[]): Buffer {
+  const joined = new Map<readonly string[], string>();
+  const b = columnList(base, joined);
+  const n = columnList(next, joined);
+  const same = (i: number, j: number) => b.prefixAt(i) === n.prefixAt(j) && b.textAt(i) === n.textAt(j);
+  const script = new Script();
+  let i = 0;
+  let j = 0;
+  for (const s of splices) {
+    const fits = s.from >= i && s.to >= s.from && s.to <= b.length && s.count >= 0 && s.at - j === s.from - i && s.at + s.count <= n.length;
+    if (!fits) return diff(b, n, same);
+    script.skip("=", s.from - i);
+    if (!walkInto(script, b, n, same, s.from, s.to, s.at, s.at + s.count)) return diff(b, n, same);
+    i = s.to;
+    j = s.at + s.count;
+  }
+  if (b.length - i !== n.length - j) return diff(b, n, same);
+  script.skip("=", b.length - i);
+  return script.bytes();
 }
 
 /** `base`'s lines with the edit script applied; throws `malformed` for a script that does not fit the base. */

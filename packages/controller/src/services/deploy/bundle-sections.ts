@@ -1,9 +1,20 @@
-import { applyPrefixDeltaBytes, diffPrefixColumns, encodePrefixColumns, type PrefixColumn, type PrefixColumns, pagesOf, sha256Hex } from "@rlc/shared/bundle";
+import {
+  applyPrefixDeltaBytes,
+  diffPrefixColumns,
+  diffPrefixSplices,
+  encodePrefixColumns,
+  type LineSplice,
+  type PrefixColumn,
+  type PrefixColumns,
+  pagesOf,
+  sha256Hex,
+} from "@rlc/shared/bundle";
 import { type BundleSectionMeta, findBundleSection, insertBundleSection, readBundleSectionSlice, writeBundleSectionBody } from "../../db/bundle-sections.js";
 import type { Db, Sql } from "../../db/connect.js";
 import { listAllSpeakers } from "../../db/speakers.js";
 import { ENVELOPE_CHUNK_BYTES, openPieces, sealEnvelope } from "../../lib/sealed-envelope.js";
 import type { SecretBox } from "../../lib/secret-box.js";
+import type { RevisionSplices } from "../revisions/revision-commit.js";
 import type { RevisionContent, RevisionFamily } from "../revisions/revision-content.js";
 import type { RevisionStore } from "../revisions/revision-store.js";
 import { type SectionCache, sectionKey } from "./section-cache.js";
@@ -92,13 +103,20 @@ function once<T>(db: Db, deps: SectionDeps, key: string, build: () => Promise<T>
  * and that delta (its body written after the commit: writeBodyLater) while the chain of such
  * sections is within the revision storage's policy.
  */
-export function ensureFullSection(db: Db, deps: SectionDeps, tenantId: string, revisionId: number, base?: number): Promise<BundleSectionMeta | undefined> {
+export function ensureFullSection(
+  db: Db,
+  deps: SectionDeps,
+  tenantId: string,
+  revisionId: number,
+  base?: number,
+  splices?: RevisionSplices,
+): Promise<BundleSectionMeta | undefined> {
   return once(db, deps, `${tenantId}/${revisionId}/0`, async () => {
     const found = await findBundleSection(db, tenantId, revisionId, 0);
     if (found) return found;
     const content = await deps.revisions.content(db, tenantId, revisionId);
     if (!content) return undefined;
-    const made = base === undefined ? null : await fromBase(db, deps, tenantId, base, content);
+    const made = base === undefined ? null : await fromBase(db, deps, tenantId, base, content, splices);
     if (!made) {
       const body = encodePrefixColumns(column(content.v4), column(content.v6));
       const sha256 = sha256Hex(body);
@@ -143,17 +161,28 @@ async function fromBase(
   tenantId: string,
   baseRevisionId: number,
   content: RevisionContent,
+  splices?: RevisionSplices,
 ): Promise<{ columns: SectionColumns; delta: Buffer; base: BundleSectionMeta } | null> {
   const base = await findBundleSection(db, tenantId, baseRevisionId, 0);
   if (!base) return null;
   const baseContent = await deps.revisions.content(db, tenantId, baseRevisionId);
   if (!baseContent) return null;
-  const delta = diffPrefixColumns(columns(baseContent), columns(content));
+  // Made of the base's content by an incremental build: only its spliced ranges are walked.
+  const delta =
+    splices?.parentId === baseRevisionId
+      ? diffPrefixSplices(columns(baseContent), columns(content), lineSplices(splices, baseContent.v4.length, content.v4.length))
+      : diffPrefixColumns(columns(baseContent), columns(content));
   if (delta.length > base.size / 2) return null;
   const make = async () => columnsOf(await openSection(db, deps, tenantId, base));
   // Counted at the plain size here: the lines are not known before the section is read.
   const kept = deps.columns ? await deps.columns.get(sectionKey(tenantId, base), columnsSize(base.size, 0), make) : await make();
   return { columns: applyDeltaColumns(kept, delta), delta, base };
+}
+
+/** A build's splices per family as splices of the section's lines (IPv4's, then IPv6's after them). */
+function lineSplices(splices: RevisionSplices, baseV4: number, nextV4: number): LineSplice[] {
+  const v6 = splices.v6.map((s) => ({ from: s.from + baseV4, to: s.to + baseV4, at: s.at + nextV4, count: s.count }));
+  return [...splices.v4, ...v6];
 }
 
 /** Stores the delta section from `base` to `full` (both stored full sections). */
@@ -229,7 +258,13 @@ const PREPARED_BASES = 4;
  * to run once that transaction has committed: the full section's body written, when it was
  * stored as its base's and a delta.
  */
-export async function prepareSections(db: Db, deps: SectionDeps, tenantId: string, revisionId: number): Promise<(() => void) | undefined> {
+export async function prepareSections(
+  db: Db,
+  deps: SectionDeps,
+  tenantId: string,
+  revisionId: number,
+  splices?: RevisionSplices,
+): Promise<(() => void) | undefined> {
   const speakers = await listAllSpeakers(db, tenantId);
   // No speaker, no apply to prepare for: the section waits for one (12 MiB a revision kept for nothing).
   if (!speakers.length) return undefined;
@@ -238,7 +273,7 @@ export async function prepareSections(db: Db, deps: SectionDeps, tenantId: strin
   // The newest bases first: the speakers that lag furthest are the fewest, and their deltas the largest.
   const bases = [...running].sort((a, b) => b - a).slice(0, PREPARED_BASES);
   // The full section made from the newest base's and the delta to it (which is then stored too).
-  const full = await ensureFullSection(db, deps, tenantId, revisionId, bases[0]);
+  const full = await ensureFullSection(db, deps, tenantId, revisionId, bases[0], splices);
   if (!full) return undefined;
   for (const base of bases) await ensureDeltaSection(db, deps, tenantId, base, full);
   return full.made_from === null ? undefined : () => writeBodyLater(deps, tenantId, full);

@@ -9,6 +9,7 @@ import type { AuditWriter } from "../access/audit.js";
 import type { RequestContext } from "../access/context.js";
 import type { JobContext } from "../operations/job-context.js";
 import type { JobQueue } from "../operations/jobs.js";
+import type { RevisionSplices } from "../revisions/revision-commit.js";
 import type { AgentNotifier } from "./agent-notifier.js";
 import { type AwaitingQueue, evaluateAwaiting, runApply } from "./apply-awaiting.js";
 import type { Issued, IssueRequest } from "./issue-types.js";
@@ -195,7 +196,7 @@ export function createDeployService(deps: DeployDeps) {
     evaluateAwaiting: (now: () => Date, f: { tenantId?: string } = {}) => evaluateAwaiting(deps, now, f),
 
     /** A new revision's prefix sections, built before an apply asks for them (bundle-sections.ts). */
-    prepareSections: (db: Db, tenantId: string, revisionId: number) => prepareSections(db, deps, tenantId, revisionId),
+    prepareSections: (db: Db, tenantId: string, revisionId: number, splices?: RevisionSplices) => prepareSections(db, deps, tenantId, revisionId, splices),
 
     /**
      * Re-issues the bundle of every speaker's desired revision that expires within two days: a

@@ -4,7 +4,7 @@ import { type Db, withSavepoint } from "../../db/connect.js";
 import { findCurrentRevision, insertRevision, lockTenantRevisions, type RevisionRow } from "../../db/revisions.js";
 import { publishRevisionCreated } from "../../events/publish.js";
 import { withdrawnFrom } from "./revision-align.js";
-import type { RevisionChange as RevisionBuildChange } from "./revision-build.js";
+import type { ContentSplice, RevisionChange as RevisionBuildChange } from "./revision-build.js";
 import type { RevisionContent } from "./revision-content.js";
 import type { RevisionStore } from "./revision-store.js";
 
@@ -14,7 +14,17 @@ import type { RevisionStore } from "./revision-store.js";
  */
 export interface RevisionSections {
   /** Builds them in `tx`; answers what to run once it has committed, if anything. */
-  prepareSections(tx: Db, tenantId: string, revisionId: number): Promise<(() => void) | undefined>;
+  prepareSections(tx: Db, tenantId: string, revisionId: number, splices?: RevisionSplices): Promise<(() => void) | undefined>;
+}
+
+/**
+ * Where an incrementally built revision differs from revision `parentId` (BuiltRevision.change):
+ * per family, parent entries [from, to) became entries [at, at + count); the rest is the same.
+ */
+export interface RevisionSplices {
+  parentId: number;
+  v4: readonly ContentSplice[];
+  v6: readonly ContentSplice[];
 }
 
 /** A revision to commit: the row's own fields (the id and the time are the committer's). */
@@ -99,7 +109,8 @@ export function createRevisionCommitter(deps: { revisions: RevisionStore; bus: B
       let sectionsCommitted: (() => void) | undefined;
       if (deps.sections) {
         const sections = deps.sections;
-        sectionsCommitted = await withSavepoint(tx, (sp) => sections.prepareSections(sp, tenantId, row.revision_id)).catch((error: unknown) => {
+        const splices = change && current ? { parentId: current.revision_id, v4: change.v4, v6: change.v6 } : undefined;
+        sectionsCommitted = await withSavepoint(tx, (sp) => sections.prepareSections(sp, tenantId, row.revision_id, splices)).catch((error: unknown) => {
           sectionsError = error instanceof Error ? error.message : String(error);
           return undefined;
         });
