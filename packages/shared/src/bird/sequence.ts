@@ -91,7 +91,7 @@ export function validateRendered(deps: Pick<ApplyDeps, "runner" | "birdBin">, ta
 /**
  * What restoreRendered found: the rendered files (`unchanged`); the same configuration in the
  * words of another BIRD version (`rewritten`: what an agent before the render by BIRD version
- * wrote, or a render for the BIRD it ran before an upgrade); anything else (`restored`: a crash
+ * wrote, or one for a BIRD 2.0 or 3.0 upgraded since); anything else (`restored`: a crash
  * left an unconfirmed config, a file was edited or removed).
  */
 export type RestoreOutcome = "unchanged" | "rewritten" | "restored";
