@@ -6,6 +6,7 @@ import { describe, expect, it } from "vitest";
 import { issueBundle, okRunner, reply, storedKey, testKey } from "../../../test/helpers/agent-fakes.js";
 import { configFiles, env, harness, publish, useSyncEnv } from "../../../test/helpers/sync-loop-harness.js";
 import { ControllerError } from "./bundle/http-client.js";
+import { createLogger } from "./log.js";
 
 useSyncEnv();
 
@@ -278,6 +279,41 @@ describe("SyncLoop", () => {
     expect(await restarted.loop.restoreConfirmedFiles()).toBe(true);
     expect(readFileSync(h.configPath, "utf8")).toBe(confirmed);
     expect(await restarted.loop.restoreConfirmedFiles()).toBe(false);
+  });
+
+  it("restoreConfirmedFiles - files an agent before the render by BIRD version left are rewritten for this BIRD once, logged as that; a tampered one is still a restore", async () => {
+    env.content.peers[0]!.password = "md5-s3cret";
+    // The agent before: it rendered what every BIRD accepts, without `authentication md5;`.
+    const before = await harness();
+    await publish(before, 1, 1);
+    await before.loop.sync({ reason: "start" });
+    const left = readFileSync(before.configPath, "utf8");
+    expect(left).toContain('password "md5-s3cret";');
+    expect(left).not.toContain("authentication md5;");
+
+    const lines: string[] = [];
+    const upgraded = await harness({ birdVersion: async () => "3.1.8", log: createLogger("info", (l) => lines.push(l)) });
+    writeFileSync(upgraded.configPath, left); // the harness wrote the operator's empty include over it
+    const logged = () => lines.splice(0).map((l) => JSON.parse(l) as { level: number; msg: string; bird_version?: string });
+    expect(await upgraded.loop.restoreConfirmedFiles()).toBe(true);
+    expect(readFileSync(upgraded.configPath, "utf8")).toContain("authentication md5;");
+    expect(logged()).toEqual([
+      expect.objectContaining({
+        level: 30,
+        msg: "rewrote the files of the last confirmed revision for this BIRD's version (once, after an upgrade)",
+        bird_version: "3.1.8",
+      }),
+    ]);
+    expect(await upgraded.loop.restoreConfirmedFiles()).toBe(false);
+    expect(logged()).toEqual([]);
+
+    writeFileSync(upgraded.configPath, left.replace("md5-s3cret", "tampered"));
+    expect(await upgraded.loop.restoreConfirmedFiles()).toBe(true);
+    expect(readFileSync(upgraded.configPath, "utf8")).toContain('password "md5-s3cret";\n  authentication md5;');
+    expect(logged()).toEqual([expect.objectContaining({ level: 40, msg: "restored the files of the last confirmed revision" })]);
+    rmSync(upgraded.configPath);
+    expect(await upgraded.loop.restoreConfirmedFiles()).toBe(true);
+    expect(logged()).toEqual([expect.objectContaining({ level: 40, msg: "restored the files of the last confirmed revision" })]);
   });
 
   it("restoreConfirmedFiles - the files it puts back are no more readable than applyBirdConfig's (0640 group bird, or 0600)", async () => {

@@ -283,18 +283,27 @@ export class SyncLoop {
   /**
    * At start: puts back on disk the files of the bundle BIRD last confirmed, when they differ.
    * After a crash between `configure timeout` and confirm, BIRD went back in memory but the
-   * unconfirmed files stayed; without this, BIRD's next restart would load them.
+   * unconfirmed files stayed; without this, BIRD's next restart would load them. Files that hold
+   * that very configuration as an agent before the render by BIRD version wrote it (without
+   * `authentication md5;`, say) are rewritten for this BIRD once, and logged as that, not as a restore.
    */
   async restoreConfirmedFiles(): Promise<boolean> {
     const applied = await this.#o.state.readApplied();
     const payload = await this.#confirmed.payload(applied);
     if (!applied || !payload) return false;
     const kept = await this.#confirmed.prefixes(applied).catch(() => null);
-    const restored = await restoreRendered(
-      this.#target,
-      renderForTarget(payload, { ...this.#target, birdVersion: await this.#o.birdVersion?.() }, this.#statics, this.#fromSection(kept, null)),
-    );
-    if (restored) this.#o.log.warn("restored the files of the last confirmed revision", { revision_id: applied.revision_id });
-    return restored;
+    const birdVersion = (await this.#o.birdVersion?.()) ?? null;
+    const render = (version: string | null) =>
+      renderForTarget(payload, { ...this.#target, birdVersion: version }, this.#statics, this.#fromSection(kept, null));
+    const outcome = await restoreRendered(this.#target, render(birdVersion), birdVersion === null ? undefined : () => render(null));
+    const fields = { revision_id: applied.revision_id };
+    if (outcome === "restored") this.#o.log.warn("restored the files of the last confirmed revision", fields);
+    if (outcome === "rewritten") {
+      this.#o.log.info("rewrote the files of the last confirmed revision for this BIRD's version (once, after an upgrade)", {
+        ...fields,
+        bird_version: birdVersion,
+      });
+    }
+    return outcome !== "unchanged";
   }
 }

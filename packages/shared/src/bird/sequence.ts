@@ -9,7 +9,7 @@ import { confirmOrUndo } from "./confirm.js";
 import { SyncError } from "./errors.js";
 import { isStaticFileName, type RenderedConfig, renderBirdConfig, type SectionSource, type StaticsCache } from "./render/render.js";
 import { parseProtocolsAll } from "./status/parse-protocols.js";
-import { stageFiles, writeDiffering } from "./swap-files.js";
+import { differingFiles, stageFiles, writeDiffering } from "./swap-files.js";
 import type { WrittenFiles } from "./written-files.js";
 
 // The one BIRD sequence the agent and the controller's local speaker both run, as steps each
@@ -89,12 +89,34 @@ export function validateRendered(deps: Pick<ApplyDeps, "runner" | "birdBin">, ta
 }
 
 /**
- * Puts the rendered files on disk where they differ, without validating or configuring: the
- * files of the configuration BIRD confirmed last, after a crash left others in their place.
+ * What restoreRendered found: the rendered files (`unchanged`); the same configuration in the
+ * words of another BIRD version (`rewritten`: what an agent before the render by BIRD version
+ * wrote, or one for a BIRD 2.0 or 3.0 upgraded since); anything else (`restored`: a crash
+ * left an unconfirmed config, a file was edited or removed).
  */
-export function restoreRendered(target: Pick<BirdTarget, "configPath" | "written">, rendered: RenderedConfig): Promise<boolean> {
-  return writeDiffering(dirname(target.configPath), rendered.files, target.written);
+export type RestoreOutcome = "unchanged" | "rewritten" | "restored";
+
+/**
+ * Puts the rendered files on disk where they differ, without validating or configuring: the
+ * files of the configuration BIRD confirmed last. `otherVersion` renders that configuration for
+ * no BIRD version in particular (what every version accepts); it is rendered only when files
+ * differ, and when it is what they hold, the write is a `rewritten`, not a `restored`.
+ */
+export async function restoreRendered(
+  target: Pick<BirdTarget, "configPath" | "written">,
+  rendered: RenderedConfig,
+  otherVersion?: () => RenderedConfig,
+): Promise<RestoreOutcome> {
+  const dir = dirname(target.configPath);
+  const differing = differingFiles(dir, rendered.files, target.written);
+  if (!differing.length) return "unchanged";
+  const other = otherVersion?.().files;
+  const rewritten = other !== undefined && differing.every((name) => name in other) && !differingFiles(dir, pick(other, differing)).length;
+  await writeDiffering(dir, rendered.files, target.written, differing);
+  return rewritten ? "rewritten" : "restored";
 }
+
+const pick = <T>(files: Record<string, T>, names: string[]): Record<string, T> => Object.fromEntries(names.map((name) => [name, files[name] as T]));
 
 /** Every rendered BGP protocol is listed by BIRD after configure; throws `health_check_failed` otherwise. */
 export async function checkRenderedProtocols(bird: BirdControl, rendered: RenderedConfig, clock: Pick<Clock, "now">): Promise<void> {

@@ -68,31 +68,46 @@ export async function removeObsolete(staged: StagedFiles): Promise<void> {
 }
 
 /**
- * Writes each of `files` into `dir` whose bytes differ from what is there, as the stage step
- * writes them (whole, renamed, readable by BIRD's group only); nothing is validated or
- * configured. A file `written` knows unchanged is not read. Answers whether any file was written.
+ * The names of `files` whose bytes in `dir` differ from theirs (other bytes, no file, a symlink).
+ * A file `written` knows unchanged is not read; one read and found equal is recorded in it.
  */
-export async function writeDiffering(dir: string, files: Record<string, FileText>, written?: WrittenFiles): Promise<boolean> {
+export function differingFiles(dir: string, files: Record<string, FileText>, written?: WrittenFiles): string[] {
   written?.assertDir(dir);
-  let wrote = false;
-  const access = await birdReadable();
+  const differing: string[] = [];
   for (const [name, text] of Object.entries(files)) {
     const known = written?.known(name);
     if (known && sameBytes(known.text, text)) {
       if (known.text !== text) written?.adopt(name, text);
       continue;
     }
-    const path = join(dir, name);
-    const read = readOrNull(path);
+    const read = readOrNull(join(dir, name));
     if (read && sameBytes(read.bytes, text)) {
       written?.record(name, text, read.stat);
       continue;
     }
-    written?.forget(name);
-    written?.recordWrite(name, text, await writeFileAtomic(path, text, access));
-    wrote = true;
+    differing.push(name);
   }
-  return wrote;
+  return differing;
+}
+
+/**
+ * Writes each of `names` (by default each of `files` whose bytes differ from what is in `dir`) as
+ * the stage step writes them (whole, renamed, readable by BIRD's group only); nothing is
+ * validated or configured. Answers whether any file was written.
+ */
+export async function writeDiffering(
+  dir: string,
+  files: Record<string, FileText>,
+  written?: WrittenFiles,
+  names = differingFiles(dir, files, written),
+): Promise<boolean> {
+  const access = await birdReadable();
+  for (const name of names) {
+    const text = files[name] as FileText;
+    written?.forget(name);
+    written?.recordWrite(name, text, await writeFileAtomic(join(dir, name), text, access));
+  }
+  return names.length > 0;
 }
 
 /** The file, not followed when it is a symlink; null when it cannot be read so (none, a symlink). */

@@ -59,6 +59,13 @@ export const RevisionPreview = z
     prefix_count_v4: z.number().int(),
     prefix_count_v6: z.number().int(),
     by_community: z.array(z.object({ community: z.string().nullable(), title: z.string().nullable(), prefix_count: z.number().int() })),
+    bird_version: z
+      .string()
+      .nullable()
+      .describe(
+        "The BIRD version the excerpt is rendered for: the one the speaker last reported (`2.0.12`, `3.1.8`), as its agent renders for it. " +
+          "Null without `speaker_id`, or when the speaker has not reported one: the excerpt is then what every supported version accepts (BIRD 2.0's).",
+      ),
     bird_config_excerpt: z.string(),
   })
   .meta({ id: "RevisionPreview" });

@@ -84,7 +84,8 @@ const revisionRoutes = routeFile(["revisions"], "revisions", async (app, revisio
         summary: "What a speaker will receive: counts by community and the first 200 lines of the BIRD configuration",
         params: RevisionParams,
         description:
-          "`speaker_id` renders for that speaker (its peers, addresses and ASN) instead of a speaker with no peers. Peer passwords render as " +
+          "`speaker_id` renders for that speaker (its peers, addresses and ASN) instead of a speaker with no peers, and for the BIRD version it last " +
+          "reported (`bird_version`; without one, what every supported version accepts). Peer passwords render as " +
           '`password "********";`: only the speaker\'s own bundle carries them. A speaker whose peers cannot be rendered answers 409 naming the field.',
         querystring: z.strictObject({ speaker_id: Uuid.optional() }),
         response: { 200: RevisionPreview, ...authProblems, ...problems(404, 409) },

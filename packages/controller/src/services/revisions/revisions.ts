@@ -13,7 +13,7 @@ import {
   lockTenantRevisions,
   type RevisionRow,
 } from "../../db/revisions.js";
-import { findSpeakerById, listAllSpeakers, listProtectedRevisionIds } from "../../db/speakers.js";
+import { findSpeakerById, listAllSpeakers, listProtectedRevisionIds, type SpeakerRow } from "../../db/speakers.js";
 import { decodeCursor, encodeCursor, toPage } from "../../lib/cursor.js";
 import { isoRequired } from "../../lib/time.js";
 import type { AuditEntry, AuditWriter } from "../access/audit.js";
@@ -69,6 +69,15 @@ function renderPreview(...args: Parameters<typeof renderBirdConfig>): ReturnType
     if (err instanceof RenderError) throw new ConflictError(`the speaker's configuration does not render: ${err.message}`, { path: err.path });
     throw err;
   }
+}
+
+/**
+ * The BIRD version a speaker's last report names (`bird.version` of `show status`): what its
+ * agent renders for. Null when it never reported one, or BIRD did not answer that report.
+ */
+function reportedBirdVersion(speaker: Pick<SpeakerRow, "last_report"> | null | undefined): string | null {
+  const version = (speaker?.last_report as { bird?: { version?: unknown } | null } | null)?.bird?.version;
+  return typeof version === "string" && version !== "" ? version : null;
 }
 
 /**
@@ -198,6 +207,8 @@ export function createRevisionService(deps: {
         }
         return out;
       };
+      // Rendered as the speaker's agent renders it: for the BIRD it runs (shared/bird/version.ts).
+      const birdVersion = reportedBirdVersion(speaker);
       const rendered = renderPreview(
         {
           tenant_id: ctx.principal.tenantId,
@@ -219,7 +230,7 @@ export function createRevisionService(deps: {
           peers,
           prefixes: { v4: cap(c.v4), v6: cap(c.v6) },
         },
-        { mode: "include" },
+        { mode: "include", birdVersion },
       );
       const first = Object.values(rendered.files)[0] ?? "";
       const text = typeof first === "string" ? first : first.toString("utf8");
@@ -235,6 +246,7 @@ export function createRevisionService(deps: {
             title: community ? (communityTitles.get(community) ?? null) : null,
             prefix_count,
           })),
+        bird_version: birdVersion,
         bird_config_excerpt: text.split("\n").slice(0, EXCERPT_LINES).join("\n"),
       };
     },
