@@ -121,7 +121,7 @@ async function readerV2Of(box: SecretBox, db: Db, tenantId: string, revisionId: 
   const cache = sections.sections;
   const whole =
     section.made_from !== null
-      ? await openSection(db, sections, tenantId, section).catch(() => Promise.reject(gone()))
+      ? await openSection(db, sections, tenantId, section)
       : cache?.keeps(section.size)
         ? await cache.get(key, section.size, () => readSlice(0, section.size))
         : null;
