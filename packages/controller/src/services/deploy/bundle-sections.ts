@@ -176,7 +176,7 @@ async function fromBase(
   const make = async () => columnsOf(await openSection(db, deps, tenantId, base));
   // Counted at the plain size here: the lines are not known before the section is read.
   const kept = deps.columns ? await deps.columns.get(sectionKey(tenantId, base), columnsSize(base.size, 0), make) : await make();
-  return { columns: applyDeltaColumns(kept, delta), delta, base };
+  return { columns: applyDeltaColumns(kept, delta, deps.columns?.takeRoom(tenantId) ?? null), delta, base };
 }
 
 /** A build's splices per family as splices of the section's lines (IPv4's, then IPv6's after them). */
@@ -293,6 +293,9 @@ export function writeBodyLater(deps: SectionDeps, tenantId: string, full: Bundle
     void (async () => {
       const plain = await openSection(pool, deps, tenantId, full);
       await writeBundleSectionBody(pool, tenantId, full.revision_id, full.sha256, await sealEnvelope(deps.secretBox, plain, full.chunk));
+      // And room for the next one (section-columns.ts), while it is quiet.
+      const kept = await deps.columns?.peek(sectionKey(tenantId, full));
+      if (kept) deps.columns?.prepareRoom(tenantId, kept.section);
       // A failed write leaves the row as it was, which opens all the same: nothing to report.
     })().catch(() => {});
   }, deps.bodyDelayMs ?? SECTION_BODY_DELAY_MS);
