@@ -286,6 +286,10 @@ try {
   console.log(
     `lookup p99 ${median(rounds.map((r) => r.l.p99)).toFixed(2)} ms vs bare route ${median(rounds.map((r) => r.b.p99)).toFixed(2)} ms: median of the rounds' ratios ${median(ratios).toFixed(2)}×  (target ≤ 1.2×; ${LOOKUP_ROUNDS} rounds of ${LOOKUP_SECONDS} s each: ${ratios.map((x) => x.toFixed(2)).join(", ")}); p50 ${median(rounds.map((r) => r.l.p50 / r.b.p50)).toFixed(2)}×, requests/s ${median(rounds.map((r) => r.l.rps)).toFixed(0)} vs ${median(rounds.map((r) => r.b.rps)).toFixed(0)}`,
   );
+  const end = controller.memory();
+  console.log(
+    `the controller's RSS after the lookups (the tenant's lookup view built on the first) ${mib(end.rssMiB)}; its peak since the full refresh ${mib(end.peakMiB)}`,
+  );
   console.log("not measured here: agents notified and on probation (the fan-out harness, bench/fanout.mjs, with 200 agents)");
 } finally {
   await controller.close();
