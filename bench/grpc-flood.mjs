@@ -10,13 +10,14 @@
 // The speaker's bundle is made 8 MiB (its stored envelope replaced with filler bytes): the
 // flood is about what the controller holds per stream, not about the bundle's content.
 import { spawn } from "node:child_process";
-import { mkdtempSync, readFileSync, rmSync } from "node:fs";
+import { mkdtempSync, rmSync } from "node:fs";
 import { createServer } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { performance } from "node:perf_hooks";
 import postgres from "postgres";
 import { bearerMetadata, grpc, loadAgentService } from "../packages/proto/dist/index.js";
+import { procMemory } from "./controller-process.mjs";
 
 const adminUrl = process.env.TEST_DATABASE_URL || "postgres://postgres@127.0.0.1:5432/postgres";
 const dbName = `rlc_bench_grpc_${process.pid}`;
@@ -62,7 +63,7 @@ const child = spawn(
   },
 );
 const base = `http://127.0.0.1:${httpPort}`;
-const rssMiB = () => Number(/VmRSS:\s+(\d+)/.exec(readFileSync(`/proc/${child.pid}/status`, "utf8"))[1]) / 1024;
+const rssMiB = () => procMemory(child.pid).rssMiB;
 const api = async (key, method, path, body) => {
   const res = await fetch(`${base}${path}`, {
     method,
