@@ -12,7 +12,8 @@
 //
 //   npx turbo run build && node bench/refresh-agents.mjs        # ~120k collected prefixes (bench/README.md: why)
 //   BENCH_CDN_PREFIXES=55000 BENCH_ASNS=400 BENCH_AGENTS=20 node bench/refresh-agents.mjs   # the ~1.4M tenant
-//   BENCH_ROUNDS=3 (incremental and full, interleaved; default 2), BENCH_FANOUT_WORKERS (2)
+//   BENCH_ROUNDS=3 (incremental and full, interleaved; default 2), BENCH_FANOUT_WORKERS (2),
+//   BENCH_PAUSE_MS between rounds (6000: the controller's work after a commit done first)
 //   BENCH_CPU_PROF=/tmp/prof: a .cpuprofile of each round, the controller's and each agents' process's
 import { readFileSync } from "node:fs";
 import { createServer } from "node:http";
@@ -40,6 +41,8 @@ const CDN_MODULES = Number(process.env.BENCH_CDN_MODULES || 19);
 const CDN_PREFIXES = Number(process.env.BENCH_CDN_PREFIXES || 3000);
 const ASNS = Number(process.env.BENCH_ASNS || 10);
 const ROUNDS = Number(process.env.BENCH_ROUNDS || 2);
+/** Between rounds (BENCH_PAUSE_MS): longer than what a controller does after a refresh's commit. */
+const PAUSE_MS = Number(process.env.BENCH_PAUSE_MS ?? 6000);
 /** The CDN module whose feed changes. */
 const CHANGED = Math.min(3, CDN_MODULES - 1);
 const pct = (xs, p) => [...xs].sort((a, b) => a - b)[Math.min(xs.length - 1, Math.floor(xs.length * p))];
@@ -251,6 +254,9 @@ try {
   const results = [];
   // Interleaved: the change, incremental; put back, full; again… (each round leaves the feed as the next expects).
   for (let i = 0; i < ROUNDS * 2; i++) {
+    // Rounds as an operator's refreshes come, not back to back: the controller's work after a
+    // commit (the full section's body written, room for the next: bundle-sections.ts) is done.
+    await new Promise((r) => setTimeout(r, PAUSE_MS));
     const r = await round(i % 2 === 0, i % 2 === 1);
     results.push(r);
     console.log(

@@ -60,7 +60,15 @@ const before = { wall: [], cpu: [] };
 const now = { wall: [], cpu: [] };
 let checked = false;
 for (let r = 0; r < ROUNDS; r++) {
-  for (const [side, run] of r % 2 ? [["now", runNow], ["before", runBefore]] : [["before", runBefore], ["now", runNow]]) {
+  for (const [side, run] of r % 2
+    ? [
+        ["now", runNow],
+        ["before", runBefore],
+      ]
+    : [
+        ["before", runBefore],
+        ["now", runNow],
+      ]) {
     const res = await run();
     (side === "now" ? now : before).wall.push(res.wall);
     (side === "now" ? now : before).cpu.push(res.cpu);
@@ -101,7 +109,11 @@ async function runNow() {
 }
 
 const f = (ms) => `${ms.toFixed(0)} ms`;
-console.log(`${LINES.toLocaleString("en")} prefixes, ${EDITS} edits (${splices.length} replaced ranges), section ${(baseBytes.length / 2 ** 20).toFixed(1)} MiB; ${ROUNDS} interleaved rounds, medians`);
+console.log(
+  `${LINES.toLocaleString("en")} prefixes, ${EDITS} edits (${splices.length} replaced ranges), section ${(baseBytes.length / 2 ** 20).toFixed(1)} MiB; ${ROUNDS} interleaved rounds, medians`,
+);
 console.log(`  before  wall ${f(median(before.wall))}, CPU ${f(median(before.cpu))}`);
 console.log(`  now     wall ${f(median(now.wall))}, CPU ${f(median(now.cpu))}`);
-console.log(`  ratio   wall ${(median(before.wall) / median(now.wall)).toFixed(1)}×, CPU ${(median(before.cpu) / median(now.cpu)).toFixed(1)}×  (same SHA-256, page root and delta: checked)`);
+console.log(
+  `  ratio   wall ${(median(before.wall) / median(now.wall)).toFixed(1)}×, CPU ${(median(before.cpu) / median(now.cpu)).toFixed(1)}×  (same SHA-256, page root and delta: checked)`,
+);

@@ -110,6 +110,20 @@ describe("a full prefix section stored as its base's and a delta", () => {
     await until("the body written", async () => (await fullRow(second))!.written, 20_000);
     expect(await fullRow(second)).toMatchObject({ made_from: null, made_depth: 0, sha256: sha256Hex(whole) });
     expect((await openSection(sql(), replica(), tenant, (await findBundleSection(sql(), tenant, second, 0))!)).equals(whole)).toBe(true);
+
+    // The next refresh makes its section of the one this process keeps: the stored body is not read back.
+    const [{ body }] = (await sql()`SELECT body FROM bundle_sections WHERE revision_id = ${second} AND base_revision_id = 0`) as unknown as [{ body: Buffer }];
+    await sql()`UPDATE bundle_sections SET body = ''::bytea WHERE revision_id = ${second} AND base_revision_id = 0`;
+    try {
+      await runs(second);
+      await addRange("12.2.0.0/16");
+      const job = (await t.call(t.rootKey, { method: "POST", url: `/v1/modules/${moduleId}/refresh?wait=true` })).json();
+      expect(job.result.sections_error).toBeUndefined();
+      const next = job.result.revision_id as number;
+      expect(await fullRow(next)).toMatchObject({ made_from: second, made_depth: 1, sha256: sha256Hex(await encodedWhole(next)) });
+    } finally {
+      await sql()`UPDATE bundle_sections SET body = ${body} WHERE revision_id = ${second} AND base_revision_id = 0`;
+    }
   }, 60_000);
 
   it("a replica that never held it serves it before the body is written: from the base's and the delta, or from the content when the base is gone", async () => {

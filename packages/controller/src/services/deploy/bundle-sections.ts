@@ -37,11 +37,11 @@ export interface SectionDeps {
   columns?: SectionColumnsCache;
   /** The pool: a full section stored as its base's and a delta gets its body written on it after the commit. */
   sql?: Sql;
-  /** Milliseconds from the commit to that write (default SECTION_BODY_DELAY_MS). */
+  /** Milliseconds from the commit to that write (settleLater; default SECTION_BODY_DELAY_MS). */
   bodyDelayMs?: number;
 }
 
-/** How long after the commit the body of a full section stored as its base's and a delta is written: once the apply's agents have fetched their deltas. */
+/** How long after the commit what follows a revision's sections runs (settleLater): once the apply's agents have fetched their deltas. */
 export const SECTION_BODY_DELAY_MS = 5000;
 
 const column = (f: RevisionFamily): PrefixColumn => ({ length: f.length, prefixAt: (i) => f.prefixes[i]!, communitiesAt: (i) => f.tagAt(i).communities });
@@ -100,7 +100,7 @@ function once<T>(db: Db, deps: SectionDeps, key: string, build: () => Promise<T>
  * is gone. Written from the revision's columns straight into bytes and hashed once; or, given a
  * `base` revision whose full section is stored, made from that section (kept in columns) and the
  * delta between the two (fromBase), the delta stored beside it, and itself stored as the base's
- * and that delta (its body written after the commit: writeBodyLater) while the chain of such
+ * and that delta (its body written after the commit: settleLater) while the chain of such
  * sections is within the revision storage's policy.
  */
 export function ensureFullSection(
@@ -255,8 +255,7 @@ const PREPARED_BASES = 4;
  * section and the deltas from the revisions the tenant's speakers run now (the one before it,
  * usually). The refresh runs this in the transaction that commits the revision, so they commit
  * with it and an apply finds them stored instead of building them on its own path. Answers what
- * to run once that transaction has committed: the full section's body written, when it was
- * stored as its base's and a delta.
+ * to run once that transaction has committed (settleLater).
  */
 export async function prepareSections(
   db: Db,
@@ -276,26 +275,31 @@ export async function prepareSections(
   const full = await ensureFullSection(db, deps, tenantId, revisionId, bases[0], splices);
   if (!full) return undefined;
   for (const base of bases) await ensureDeltaSection(db, deps, tenantId, base, full);
-  return full.made_from === null ? undefined : () => writeBodyLater(deps, tenantId, full);
+  return () => settleLater(deps, tenantId, full);
 }
 
 /**
- * Writes the body of a full section stored as its base's and a delta, on the pool, a few seconds
- * from now: the apply's agents fetch deltas meanwhile, and the 33 MB of a 1.2M-prefix section
- * sealed and sent would hold the event loop they are served from. Until it is written any
- * replica opens the section from its base's (openSection); should this process stop first, the
- * chain is bounded (made_depth) and the next full section past the bound is written whole.
+ * What follows a new revision's sections on the pool, a few seconds after the commit (the apply's
+ * agents fetch their deltas meanwhile, and 33 MB of a 1.2M-prefix section sealed and sent would
+ * hold the event loop they are served from): the body of a full section stored as its base's and
+ * a delta written; the section kept in columns, and room made for the next one
+ * (section-columns.ts), so the next refresh neither reads it back nor allocates a section.
+ * Until the body is written any replica opens the section from its base's (openSection); should
+ * this process stop first, the chain is bounded (made_depth) and the next full section past the
+ * bound is written whole.
  */
-export function writeBodyLater(deps: SectionDeps, tenantId: string, full: BundleSectionMeta): void {
+export function settleLater(deps: SectionDeps, tenantId: string, full: BundleSectionMeta): void {
   const pool = deps.sql;
   if (!pool) return;
   const timer = setTimeout(() => {
     void (async () => {
       const plain = await openSection(pool, deps, tenantId, full);
-      await writeBundleSectionBody(pool, tenantId, full.revision_id, full.sha256, await sealEnvelope(deps.secretBox, plain, full.chunk));
-      // And room for the next one (section-columns.ts), while it is quiet.
-      const kept = await deps.columns?.peek(sectionKey(tenantId, full));
-      if (kept) deps.columns?.prepareRoom(tenantId, kept.section);
+      if (full.made_from !== null)
+        await writeBundleSectionBody(pool, tenantId, full.revision_id, full.sha256, await sealEnvelope(deps.secretBox, plain, full.chunk));
+      if (deps.columns) {
+        const kept = await deps.columns.get(sectionKey(tenantId, full), columnsSize(full.size, 0), async () => columnsOf(plain));
+        deps.columns.prepareRoom(tenantId, kept.section);
+      }
       // A failed write leaves the row as it was, which opens all the same: nothing to report.
     })().catch(() => {});
   }, deps.bodyDelayMs ?? SECTION_BODY_DELAY_MS);
