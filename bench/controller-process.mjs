@@ -49,6 +49,15 @@ export async function forkController(env) {
     async usage() {
       return (await ask(child, { type: "usage" }, "usage")).usage;
     },
+    /**
+     * closedLoopLoad (http-load.mjs) run inside the controller's process against its API (`paths`
+     * in turn) or the bare route (`paths` null): client and server on the same CPU, as the
+     * lookup's target was first measured; from the bench's process the client of the cheaper
+     * route is the bottleneck instead, and the p99 ratio follows the two routes' rates.
+     */
+    async loadInside(paths, seconds, key) {
+      return (await ask(child, { type: "load", paths, seconds, key }, "load")).result;
+    },
     async close() {
       clearInterval(timer);
       await ask(child, { type: "close" }, "closed");
@@ -66,8 +75,14 @@ if (process.argv[2] === "child") {
   const bare = Fastify();
   bare.get("/bare", async () => ({ ok: true }));
   const bareUrl = await bare.listen({ host: "127.0.0.1", port: 0 });
+  const { closedLoopLoad } = await import("./http-load.mjs");
   process.on("message", async (m) => {
-    if (m.type === "usage") {
+    if (m.type === "load") {
+      const result = m.paths
+        ? await closedLoopLoad(url, (n) => m.paths[n % m.paths.length], m.seconds, m.key)
+        : await closedLoopLoad(bareUrl, () => "/bare", m.seconds, m.key);
+      process.send({ type: "load", result });
+    } else if (m.type === "usage") {
       const u = process.memoryUsage();
       process.send({ type: "usage", usage: Object.fromEntries(Object.entries(u).map(([k, v]) => [k, Math.round(v / 2 ** 20)])) });
     } else if (m.type === "close") {

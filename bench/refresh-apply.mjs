@@ -286,6 +286,18 @@ try {
   console.log(
     `lookup p99 ${median(rounds.map((r) => r.l.p99)).toFixed(2)} ms vs bare route ${median(rounds.map((r) => r.b.p99)).toFixed(2)} ms: median of the rounds' ratios ${median(ratios).toFixed(2)}×  (target ≤ 1.2×; ${LOOKUP_ROUNDS} rounds of ${LOOKUP_SECONDS} s each: ${ratios.map((x) => x.toFixed(2)).join(", ")}); p50 ${median(rounds.map((r) => r.l.p50 / r.b.p50)).toFixed(2)}×, requests/s ${median(rounds.map((r) => r.l.rps)).toFixed(0)} vs ${median(rounds.map((r) => r.b.rps)).toFixed(0)}`,
   );
+  // The same inside the controller's process (client and server on one CPU, as the target was first measured).
+  const paths = targets.map((_, n) => lookupPath(n));
+  const inside = [];
+  for (let i = 0; i < LOOKUP_ROUNDS; i++) {
+    const r = {};
+    for (const which of i % 2 ? ["l", "b"] : ["b", "l"]) r[which] = await controller.loadInside(which === "l" ? paths : null, LOOKUP_SECONDS, KEY);
+    inside.push(r);
+  }
+  const insideRatios = inside.map((r) => r.l.p99 / r.b.p99);
+  console.log(
+    `  in the controller's process: lookup p99 ${median(inside.map((r) => r.l.p99)).toFixed(2)} ms vs bare route ${median(inside.map((r) => r.b.p99)).toFixed(2)} ms: median of the rounds' ratios ${median(insideRatios).toFixed(2)}×  (target ≤ 1.2×: ${insideRatios.map((x) => x.toFixed(2)).join(", ")}); requests/s ${median(inside.map((r) => r.l.rps)).toFixed(0)} vs ${median(inside.map((r) => r.b.rps)).toFixed(0)}`,
+  );
   const end = controller.memory();
   console.log(
     `the controller's RSS after the lookups (the tenant's lookup view built on the first) ${mib(end.rssMiB)}; its peak since the full refresh ${mib(end.peakMiB)}`,
