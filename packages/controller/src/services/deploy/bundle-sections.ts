@@ -129,7 +129,10 @@ export function ensureFullSection(
         base_prefixes_sha256: null,
         prefixes_pages_sha256: pagesOf(body).root,
       };
-      return store(db, deps, tenantId, meta, body);
+      const full = await store(db, deps, tenantId, meta, body);
+      // Built on the pool (an apply's): settled from here; in a refresh's transaction, once it commits (prepareSections).
+      if (!("savepoint" in db)) settleLater(deps, tenantId, full);
+      return full;
     }
     const { section, pages } = made.columns;
     const sha256 = sha256Hex(section.bytes);

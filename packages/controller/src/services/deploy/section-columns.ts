@@ -57,6 +57,9 @@ export function createSectionColumnsCache(maxBytes: number = SECTION_COLUMNS_BYT
     },
     /** Makes room for the tenant's section after `section`, its pages written now. */
     prepareRoom(tenantId: string, section: TaggedSection): void {
+      const room = rooms.get(tenantId);
+      // One made before that holds this section's size still holds the next one's (sectionStore's margin).
+      if (room && room.bytes.length >= section.bytes.length && room.starts.length > section.count) return;
       rooms.delete(tenantId);
       if (section.bytes.length < ROOM_MIN_BYTES) return;
       rooms.set(tenantId, sectionStore(section.bytes.length, section.count, true));
