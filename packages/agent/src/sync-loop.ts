@@ -66,7 +66,7 @@ export class SyncLoop {
   readonly #statics = new StaticsCache();
   /** The agent's one numbering of community sets, for every section it keeps in columns. */
   readonly #tags = new SectionTags();
-  /** The route files of the last render from a section: a delta writes only the sets it touched. */
+  /** The route files of the last render from a section (made again from it when asked, not held): a delta writes only the sets it touched. */
   readonly #sectionStatics = new SectionStaticsCache();
   readonly #target: BirdTarget;
   readonly #fetcher: BundleFetcher;
@@ -197,6 +197,9 @@ export class SyncLoop {
     } catch (error) {
       await this.#fail(error, trigger, desired, offered.bytes);
       return "failed";
+    } finally {
+      // The route files are written (or given up): the loop keeps none of their bytes.
+      this.#sectionStatics.settle();
     }
   }
 
@@ -294,6 +297,7 @@ export class SyncLoop {
       this.#target,
       renderForTarget(payload, { ...this.#target, birdVersion: await this.#o.birdVersion?.() }, this.#statics, this.#fromSection(kept, null)),
     );
+    this.#sectionStatics.settle();
     if (restored) this.#o.log.warn("restored the files of the last confirmed revision", { revision_id: applied.revision_id });
     return restored;
   }

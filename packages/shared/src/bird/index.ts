@@ -9,8 +9,10 @@ export {
   type FileAccess,
   type FileText,
   groupId,
+  type MadeText,
   readFileNoFollow,
   syncDirectory,
+  textData,
   UnsafeDirectoryError,
   writeFileAtomic,
 } from "./atomic-file.js";
