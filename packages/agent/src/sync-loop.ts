@@ -158,8 +158,7 @@ export class SyncLoop {
       // Fetch and verify: a delta from the prefixes BIRD runs when the agent holds them.
       const base = applied && applied.revision_id !== desired.revision_id ? await this.#confirmed.prefixes(applied).catch(() => null) : null;
       steps.mark("base");
-      const room = this.#confirmed.room();
-      const fetched = await this.#fetcher.fetch({ revisionId: desired.revision_id, applied, base, room, offered, steps });
+      const fetched = await this.#fetcher.fetch({ revisionId: desired.revision_id, applied, base, offered, steps });
       const payload = fetched.verified.payload;
       if (payload.revision_id !== desired.revision_id) {
         log.warn("sync: the controller sent another revision than it named", { named: desired.revision_id, got: payload.revision_id });
@@ -219,7 +218,6 @@ export class SyncLoop {
     this.#retryAttempt = 0;
     this.#o.log.info("sync: applied", { revision_id: record.revision_id, sequence: record.sequence, probation_ms: probationMs });
     await this.#o.reporter.report("applied");
-    this.#confirmed.prepareRoom();
   }
 
   /** The render's source when the section is held in columns (every rl-bundle/2 the columns take). */

@@ -115,9 +115,7 @@ export {
 export {
   applyTaggedDelta,
   prefixText,
-  type SectionStore,
   SectionTags,
-  sectionStore,
   type TaggedChange,
   type TaggedSection,
   tagSection,
