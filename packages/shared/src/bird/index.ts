@@ -13,6 +13,7 @@ export {
   readFileNoFollow,
   syncDirectory,
   textData,
+  textToWrite,
   UnsafeDirectoryError,
   writeFileAtomic,
 } from "./atomic-file.js";
