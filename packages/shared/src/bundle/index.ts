@@ -115,7 +115,9 @@ export {
 export {
   applyTaggedDelta,
   prefixText,
+  type SectionStore,
   SectionTags,
+  sectionStore,
   type TaggedChange,
   type TaggedSection,
   tagSection,

@@ -53,6 +53,17 @@ export interface TaggedSection {
   /** 1 where a page of `rl-prefix-pages/1` ends after the line (prefix-pages.ts): where a page ends is known without hashing the line again. */
   pageEnd: Uint8Array;
   tags: SectionTags;
+  /** The arrays the columns above are views of, with room to spare (a section a delta made): what a later delta may write into once this section is read no more. */
+  store?: SectionStore;
+}
+
+/** Room for a section: its bytes and columns are the first parts of these. */
+export interface SectionStore {
+  bytes: Buffer;
+  starts: Uint32Array;
+  prefixLength: Uint8Array;
+  tagOf: Uint32Array;
+  pageEnd: Uint8Array;
 }
 
 /** What a delta did to the section it applied to. */
@@ -102,13 +113,13 @@ export function tagSection(bytes: Buffer, tags: SectionTags): TaggedSection {
  * `check` sees the rebuilt bytes before any added line is read (the caller's SHA-256 against
  * the signed one: nothing unverified is parsed), and with them the new section's line starts
  * and page ends and which lines came from where: enough for updatePages (prefix-pages.ts) to
- * check the signed page root instead, hashing only the pages the delta touched. The new section
- * is memory of its own (the base stays as it is: BIRD runs it until the new one is confirmed).
+ * check the signed page root instead, hashing only the pages the delta touched.
  */
 export function applyTaggedDelta(
   base: TaggedSection,
   delta: Uint8Array,
   check: (bytes: Buffer, lines: PagedLines, change: LineMap) => void = () => {},
+  room: SectionStore | null = null,
 ): TaggedChange & LineMap {
   const ops = deltaOps(delta);
   const changedTags = new Set<number>();
@@ -133,12 +144,13 @@ export function applyTaggedDelta(
   if (cursor !== base.count) throw new BundleError("digest_mismatch", `the delta does not fit the base it names: it covers ${cursor} of ${base.count} lines`);
 
   // The bytes and where the lines start first; the added lines are read once `check` passed.
-  const bytes = Buffer.allocUnsafeSlow(size);
+  const store = roomIn(room, base, size, count) ?? sectionStore(size, count);
+  const bytes = store.bytes.subarray(0, size);
   HEAD.copy(bytes, 0);
-  const starts = new Uint32Array(count + 1);
-  const prefixLength = new Uint8Array(count);
-  const tagOf = new Uint32Array(count);
-  const pageEnd = new Uint8Array(count);
+  const starts = store.starts.subarray(0, count + 1);
+  const prefixLength = store.prefixLength.subarray(0, count);
+  const tagOf = store.tagOf.subarray(0, count);
+  const pageEnd = store.pageEnd.subarray(0, count);
   const added: number[] = [];
   const kept: number[] = [];
   let at = HEAD.length;
@@ -192,7 +204,31 @@ export function applyTaggedDelta(
     tagOf[i] = line.tag;
     changedTags.add(line.tag);
   }
-  return { section: { bytes, count, starts, prefixLength, tagOf, pageEnd, tags: base.tags }, changedTags, ...map };
+  return { section: { bytes, count, starts, prefixLength, tagOf, pageEnd, tags: base.tags, store }, changedTags, ...map };
+}
+
+/**
+ * `room` when it holds a section of `size` bytes and `count` lines and is not `base`'s: a delta
+ * then writes into memory already mapped. A new 34 MB section a delta (1.2M prefixes) cost as
+ * much in page faults as in copying; the caller hands back the store of a section it no longer reads.
+ */
+function roomIn(store: SectionStore | null, base: TaggedSection, size: number, count: number): SectionStore | null {
+  if (!store || store === base.store) return null;
+  if (store.bytes.length < size || store.starts.length < count + 1 || store.tagOf.length < count) return null;
+  return store;
+}
+
+/**
+ * Room for a section of `size` bytes and `count` lines, and a sixteenth more: the next revision
+ * is seldom much larger. `touch` writes every page of it now (at a quiet moment: after an apply),
+ * so the delta that takes it pays no page fault.
+ */
+export function sectionStore(size: number, count: number, touch = false): SectionStore {
+  const lines = count + (count >> 4) + 16;
+  const bytes = Buffer.allocUnsafeSlow(size + (size >> 4) + 1024);
+  // The typed arrays are zeroed as they are made; the bytes are not.
+  if (touch) bytes.fill(0);
+  return { bytes, starts: new Uint32Array(lines + 1), prefixLength: new Uint8Array(lines), tagOf: new Uint32Array(lines), pageEnd: new Uint8Array(lines) };
 }
 
 /** Line `i`'s prefix, as a string (for the few lines a caller needs as text). */

@@ -113,6 +113,7 @@ describe("the route files rendered from a section", () => {
         const tags = new SectionTags();
         const cache = new SectionStaticsCache();
         let base: TaggedSection = tagSection(sectionOf(revisions[0] as BundlePrefixes), tags);
+        let spare: TaggedSection | null = null;
         let baseSha = sha256Hex(base.bytes);
         let last: RenderedConfig | null = null;
         // The bytes of the last render's files, as written then.
@@ -125,8 +126,11 @@ describe("the route files rendered from a section", () => {
         else lastBytes = new Map(Object.entries(first.files));
         revisions.slice(1).forEach((next, step) => {
           const delta = diffPrefixLines(splitSection(base.bytes), linesOf(next));
-          const change = applyTaggedDelta(base, delta);
+          // Written into the memory of the section before the base, as the agent does once it reads it no more.
+          const change = applyTaggedDelta(base, delta, undefined, spare?.store ?? null);
           expect(change.section.bytes.equals(sectionOf(next))).toBe(true);
+          const room = spare?.store && change.section.bytes.length <= spare.store.bytes.length && change.section.count < spare.store.starts.length;
+          if (room) expect(change.section.store).toBe(spare?.store);
           // Now and then the cache has seen another section (a reverted apply): a whole render then.
           if (skips[step]) cache.sha256 = "elsewhere";
           const input: SectionInput = { section: change.section, sha256: sha256Hex(change.section.bytes), delta: { ...change, baseSha256: baseSha } };
@@ -160,6 +164,7 @@ describe("the route files rendered from a section", () => {
           if (now && "files" in whole) for (const [name, text] of Object.entries(now.files)) expect(textOf(text)).toBe(whole.files[name]);
           last = now;
           lastBytes = "files" in got ? new Map(Object.entries(got.files)) : new Map();
+          spare = base;
           base = change.section;
           baseSha = input.sha256;
         });
