@@ -1,7 +1,8 @@
 // One agent's delta apply, in-process, BIRD replaced by a recorder (no `bird -p`, a control
 // "socket" that answers like BIRD 2.0.12): the CPU and wall of SyncLoop.sync for a delta that
 // moves one community set of `BENCH_SETS` (1 % by default) and back, and the heap the agent
-// keeps between applies. What refresh-agents.mjs's agents pay per apply, without the network.
+// keeps between applies (agentMB: heap and buffers freed when the SyncLoop is dropped). What
+// refresh-agents.mjs's agents pay per apply, without the network.
 //   npx turbo run build --output-logs=errors-only && node --expose-gc bench/agent-apply-cpu.mjs
 //   BENCH_PREFIXES=1200000 node --expose-gc bench/agent-apply-cpu.mjs
 import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
@@ -35,6 +36,8 @@ const path = await (() => {
 })();
 await path.setUp("base");
 const heap = () => {
+  // Twice: buffers a first collection finds unreachable are freed by the next.
+  globalThis.gc?.();
   globalThis.gc?.();
   return process.memoryUsage().heapUsed + process.memoryUsage().arrayBuffers;
 };
@@ -55,6 +58,10 @@ for (let r = 0; r < ROUNDS; r++) {
   if (result.fetched !== "delta") throw new Error(`round ${r} fetched ${result.fetched}`);
 }
 if (session) writeFileSync(process.env.BENCH_CPU_PROF, JSON.stringify((await session.post("Profiler.stop")).profile));
+const kept = heap();
+const rss = process.memoryUsage().rss;
+path.release();
+const agentMB = +((kept - heap()) / 2 ** 20).toFixed(1);
 const median = (xs) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
 console.log(
   JSON.stringify({
@@ -62,8 +69,10 @@ console.log(
     cpuMs: Math.round(median(cpu)),
     wallMs: Math.round(median(wall)),
     cpuAll: cpu.map(Math.round),
-    heapMB: +(heap() / 2 ** 20).toFixed(1),
-    heapGrowthMB: +((heap() - before) / 2 ** 20).toFixed(1),
+    heapMB: +(kept / 2 ** 20).toFixed(1),
+    heapGrowthMB: +((kept - before) / 2 ** 20).toFixed(1),
+    agentMB,
+    rssMB: Math.round(rss / 2 ** 20),
   }),
 );
 rmSync(dir, { recursive: true, force: true });

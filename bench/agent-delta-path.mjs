@@ -96,6 +96,8 @@ export async function agentPath({ dir, birdc, configPath, contents, runner: give
       const s = script(running.name, name);
       delta = { base: running.revision, bytes: Buffer.concat([await head(s, running), s]) };
     }
+    // Only what may still be fetched: the bundles of older revisions are the bench's, not the agent's, memory.
+    for (const r of served.keys()) if (r < (running?.revision ?? 0)) served.delete(r);
     served.set(rev, { full, delta });
     return { revision_id: rev, digest: contentDigestV2(config, prefixesSha), sequence: rev, issued_at: null };
   }
@@ -158,6 +160,10 @@ export async function agentPath({ dir, birdc, configPath, contents, runner: give
     /** A new SyncLoop on the same state: nothing held in memory, as after a restart. */
     restart() {
       loop = new SyncLoop(options);
+    },
+    /** The loop dropped (a bench measures what it held); restart() makes another. */
+    release() {
+      loop = null;
     },
     /** `name` as a delta from what runs; answers the times in ms and what was fetched. */
     async change(name) {

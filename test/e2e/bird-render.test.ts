@@ -6,6 +6,7 @@ import { promisify } from "node:util";
 import { type BundleContent, type BundlePayload, buildBundlePayload, signBundle, signingKeyFromSeed, verifyBundle } from "@rlc/shared/bundle";
 import { afterAll, beforeAll, expect, it } from "vitest";
 import { applyBirdConfig } from "../../packages/shared/src/bird/apply.js";
+import { textToWrite } from "../../packages/shared/src/bird/atomic-file.js";
 import { BirdClient } from "../../packages/shared/src/bird/birdc.js";
 import { renderBirdConfig } from "../../packages/shared/src/bird/render/render.js";
 import { parseProtocolsAll } from "../../packages/shared/src/bird/status/parse-protocols.js";
@@ -124,7 +125,7 @@ describeEachBird(title, ["gobgpd", "gobgp"], (b) => {
 
     // First start: render and validate, then BIRD reads the files itself.
     const { files, entry } = renderBirdConfig(await bundle(v1), { mode: "full", logFile: join(dir, "bird.log") });
-    for (const [name, text] of Object.entries(files)) writeFileSync(join(etc, name), text);
+    for (const [name, text] of Object.entries(files)) writeFileSync(join(etc, name), textToWrite(text));
     await validateBirdConfig(join(etc, entry), { runner, birdBin: b.bird });
     // -f keeps BIRD in front as this process's child, so afterAll can wait for it to exit.
     bird = start(b.bird, ["-f", "-c", join(etc, entry), "-s", join(dir, "bird.ctl"), "-P", join(dir, "bird.pid")], join(dir, "bird.out"));

@@ -8,8 +8,8 @@ import type { VerifiedKept } from "./bundle/verify-kept.js";
 import { ConfirmedRevision } from "./confirmed.js";
 import { StateStore } from "./state.js";
 
-// A delta's section is written into memory the agent reads no more: after an apply there is
-// always such room, and it is never the memory of the section BIRD runs.
+// The section BIRD runs stays as it is while a delta's is made (in memory of its own) and until
+// that one is confirmed; then only the new one is held.
 
 let dir: string;
 beforeEach(() => {
@@ -23,53 +23,39 @@ const section = (n: number, shift: number) =>
     v6: [],
   });
 
-describe("ConfirmedRevision's room for the next delta", () => {
-  it("is made after a full apply, then is the store of the section confirmed before, never the running one's", async () => {
+describe("ConfirmedRevision across deltas", () => {
+  it("holds the section confirmed last; a delta's section never writes over the one BIRD runs", async () => {
     const state = new StateStore(join(dir, "state"));
     await state.init();
     const tags = new SectionTags();
     const confirmed = new ConfirmedRevision(state, tags);
+    const appliedOf = (revision: number) => ({ revision_id: revision, sequence: revision, digest: "sha256:00", applied_at: new Date().toISOString() });
     const record = (revision: number, verified: Partial<VerifiedKept>) =>
-      confirmed.record(
-        Buffer.from("bundle"),
-        { revision_id: revision, sequence: revision, digest: "sha256:00", applied_at: new Date().toISOString() },
-        verified as VerifiedKept,
-      );
+      confirmed.record(Buffer.from("bundle"), appliedOf(revision), verified as VerifiedKept);
 
     const a = section(300, 0);
-    const keptA = keepSection(1, a, tags);
-    await record(1, { prefixSection: a, kept: keptA, delta: null, payload: { revision_id: 1 } as VerifiedKept["payload"] });
-    expect(confirmed.room()).toBeNull();
-    confirmed.prepareRoom();
-    const first = confirmed.room();
-    expect(first?.bytes.length).toBeGreaterThanOrEqual(a.length);
-
-    let kept = keptA;
+    await record(1, { prefixSection: a, kept: keepSection(1, a, tags), delta: null, payload: { revision_id: 1 } as VerifiedKept["payload"] });
     let bytes = a;
-    const stores = [first];
     for (let revision = 2; revision <= 5; revision++) {
-      const next = section(300, revision * 7);
-      const script = diffPrefixLines(splitSection(bytes), splitSection(next));
+      const kept = await confirmed.prefixes(appliedOf(revision - 1));
       if (!kept) throw new Error("not kept");
-      const rebuilt = applyKeptDelta(kept, script, { revisionId: revision, sha256: sha256Hex(next), room: confirmed.room() });
+      const running = Buffer.from(kept.section.bytes);
+      const next = section(300, revision * 7);
+      const rebuilt = applyKeptDelta(kept, diffPrefixLines(splitSection(bytes), splitSection(next)), { revisionId: revision, sha256: sha256Hex(next) });
       expect(rebuilt.kept.section.bytes.equals(next)).toBe(true);
-      // Built in the room it was given, which was not the running section's memory.
-      expect(rebuilt.kept.section.store).toBe(confirmed.room());
-      expect(rebuilt.kept.section.store).not.toBe(kept.section.store);
+      // BIRD runs the base until the new one is confirmed: its bytes are as they were, in memory of their own.
+      expect(kept.section.bytes.equals(running)).toBe(true);
+      expect(rebuilt.kept.section.bytes.buffer).not.toBe(kept.section.bytes.buffer);
+      expect((await confirmed.prefixes(appliedOf(revision - 1)))?.section).toBe(kept.section);
       await record(revision, {
         prefixSection: rebuilt.kept.section.bytes,
         kept: rebuilt.kept,
         delta: rebuilt.delta,
         payload: { revision_id: revision } as VerifiedKept["payload"],
       });
-      confirmed.prepareRoom();
-      // The room now is what the section before held (none made: two stores take turns).
-      if (revision > 2) expect(confirmed.room()).toBe(kept.section.store);
-      stores.push(confirmed.room());
-      kept = rebuilt.kept;
+      expect((await confirmed.prefixes(appliedOf(revision)))?.section).toBe(rebuilt.kept.section);
       bytes = next;
     }
-    expect(new Set(stores.slice(1)).size).toBe(2);
   });
 });
 

@@ -1,4 +1,4 @@
-import { type BundlePayload, lazyPrefixes, type SectionStore, type SectionTags, sectionStore } from "@rlc/shared/bundle";
+import { type BundlePayload, lazyPrefixes, type SectionTags } from "@rlc/shared/bundle";
 import { readKeptPayload } from "./bundle/kept-bundle.js";
 import { type KeptPrefixes, keepSection } from "./bundle/kept-prefixes.js";
 import type { VerifiedKept } from "./bundle/verify-kept.js";
@@ -14,13 +14,8 @@ import type { AppliedRecord, StateStore } from "./state.js";
 export class ConfirmedRevision {
   readonly #state: StateStore;
   readonly #tags: SectionTags;
+  /** One section in memory between applies: a delta's is made anew, and the one before goes once it is confirmed. */
   #kept: KeptPrefixes | null = null;
-  /**
-   * Memory for the next delta's section: the store of the section confirmed before the one kept,
-   * which nothing reads any more, or one made after an apply (a fresh 34 MB a delta at 1.2M
-   * prefixes cost as much in page faults as the copy itself).
-   */
-  #room: SectionStore | null = null;
   #payload: BundlePayload | null = null;
 
   constructor(state: StateStore, tags: SectionTags) {
@@ -59,30 +54,11 @@ export class ConfirmedRevision {
 
   /** A confirmed apply: on disk first (StateStore.recordApplied), then what is held in memory. */
   async record(bundle: Uint8Array, record: AppliedRecord, verified: VerifiedKept): Promise<void> {
-    const was = this.#kept;
     this.#kept = null;
     this.#payload = null;
-    this.#room = null;
     const section = verified.prefixSection;
     await this.#state.recordApplied(bundle, record, section ? { section, delta: verified.deltaRecord } : undefined);
     this.#payload = verified.payload;
     this.#kept = verified.kept;
-    // The section confirmed before is read no more (the previous payload went with it above).
-    this.#room = was && was !== verified.kept ? (was.section.store ?? null) : null;
-  }
-
-  /** Memory nothing reads any more, which the next delta's section may take. */
-  room(): SectionStore | null {
-    return this.#room;
-  }
-
-  /**
-   * Room for the next delta's section when there is none (after a full bundle, or the first
-   * delta), made and written through now, when nothing waits on it: that delta then pays no page fault.
-   */
-  prepareRoom(): void {
-    const section = this.#kept?.section;
-    if (this.#room || !section) return;
-    this.#room = sectionStore(section.bytes.length, section.count, true);
   }
 }

@@ -66,7 +66,7 @@ export class SyncLoop {
   readonly #statics = new StaticsCache();
   /** The agent's one numbering of community sets, for every section it keeps in columns. */
   readonly #tags = new SectionTags();
-  /** The route files of the last render from a section: a delta writes only the sets it touched. */
+  /** The route files of the last render from a section (made again from it when asked, not held): a delta writes only the sets it touched. */
   readonly #sectionStatics = new SectionStaticsCache();
   readonly #target: BirdTarget;
   readonly #fetcher: BundleFetcher;
@@ -158,8 +158,7 @@ export class SyncLoop {
       // Fetch and verify: a delta from the prefixes BIRD runs when the agent holds them.
       const base = applied && applied.revision_id !== desired.revision_id ? await this.#confirmed.prefixes(applied).catch(() => null) : null;
       steps.mark("base");
-      const room = this.#confirmed.room();
-      const fetched = await this.#fetcher.fetch({ revisionId: desired.revision_id, applied, base, room, offered, steps });
+      const fetched = await this.#fetcher.fetch({ revisionId: desired.revision_id, applied, base, offered, steps });
       const payload = fetched.verified.payload;
       if (payload.revision_id !== desired.revision_id) {
         log.warn("sync: the controller sent another revision than it named", { named: desired.revision_id, got: payload.revision_id });
@@ -197,6 +196,9 @@ export class SyncLoop {
     } catch (error) {
       await this.#fail(error, trigger, desired, offered.bytes);
       return "failed";
+    } finally {
+      // The route files are written (or given up): the loop keeps none of their bytes.
+      this.#sectionStatics.settle();
     }
   }
 
@@ -216,7 +218,6 @@ export class SyncLoop {
     this.#retryAttempt = 0;
     this.#o.log.info("sync: applied", { revision_id: record.revision_id, sequence: record.sequence, probation_ms: probationMs });
     await this.#o.reporter.report("applied");
-    this.#confirmed.prepareRoom();
   }
 
   /** The render's source when the section is held in columns (every rl-bundle/2 the columns take). */
@@ -296,6 +297,7 @@ export class SyncLoop {
     const render = (version: string | null) =>
       renderForTarget(payload, { ...this.#target, birdVersion: version }, this.#statics, this.#fromSection(kept, null));
     const outcome = await restoreRendered(this.#target, render(birdVersion), birdVersion === null ? undefined : () => render(null));
+    this.#sectionStatics.settle();
     const fields = { revision_id: applied.revision_id };
     if (outcome === "restored") this.#o.log.warn("restored the files of the last confirmed revision", fields);
     if (outcome === "rewritten") {

@@ -1,4 +1,4 @@
-import { BundleError, isBundleV2, type ReceivedBundle, type SectionStore, type SectionTags, splitBundleV2, type VerifyOptions } from "@rlc/shared/bundle";
+import { BundleError, isBundleV2, type ReceivedBundle, type SectionTags, splitBundleV2, type VerifyOptions } from "@rlc/shared/bundle";
 import type { Clock } from "@rlc/shared/time";
 import type { Logger } from "../log.js";
 import type { AppliedRecord, StateStore } from "../state.js";
@@ -28,8 +28,6 @@ export interface FetchRequest {
   applied: AppliedRecord | null;
   /** The prefixes of the revision BIRD runs, when the agent holds them: a delta from them may come. */
   base: KeptPrefixes | null;
-  /** Memory the agent reads no more (the section confirmed before `base`'s): a delta's section is written there. */
-  room?: SectionStore | null;
   /** Each bundle's bytes as they come, before they are verified: what a refusal names. */
   offered: { bytes: Uint8Array | null };
   /** Marks the end of each fetch and each verify, for the sync's step times. */
@@ -64,7 +62,7 @@ export class BundleFetcher {
       return received;
     };
     const check = async (received: ReceivedBundle, base: KeptPrefixes | null) => {
-      const verified = await this.#verify(received, request.applied, base, request.room ?? null);
+      const verified = await this.#verify(received, request.applied, base);
       request.steps?.mark("verify");
       return { bytes: received.bytes, verified };
     };
@@ -90,10 +88,10 @@ export class BundleFetcher {
   }
 
   /** verifyKept; a key not pinned yet first refreshes the pinned keys through their statements. */
-  async #verify(received: ReceivedBundle, applied: AppliedRecord | null, base: KeptPrefixes | null, room: SectionStore | null): Promise<VerifiedKept> {
+  async #verify(received: ReceivedBundle, applied: AppliedRecord | null, base: KeptPrefixes | null): Promise<VerifiedKept> {
     const { state, client, log } = this.#o;
     const options = this.#verifyOptions(applied);
-    const verify = async () => verifyKept(received, await state.readSigningKeys(), options, base, this.#o.tags, room);
+    const verify = async () => verifyKept(received, await state.readSigningKeys(), options, base, this.#o.tags);
     try {
       return await verify();
     } catch (error) {

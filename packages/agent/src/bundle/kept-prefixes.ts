@@ -3,7 +3,6 @@ import {
   BundleError,
   pagesOfLines,
   type SectionPages,
-  type SectionStore,
   type SectionTags,
   sha256Hex,
   type TaggedChange,
@@ -36,8 +35,6 @@ export interface DeltaTarget {
   sha256: string;
   /** `prefixes_pages_sha256`, from a controller that signs it. */
   pagesRoot?: string | undefined;
-  /** Memory nothing reads any more (a section confirmed before): the rebuilt one is written there (applyTaggedDelta's `room`). */
-  room?: SectionStore | null;
 }
 
 /** What a delta did: the tags it touched and the lines it added, over the section with `baseSha256`. */
@@ -72,17 +69,12 @@ export function applyKeptDelta(kept: KeptPrefixes, delta: Uint8Array, target: De
   let pages: SectionPages | null = null;
   // A base read from disk has no pages yet: hashed once here, then carried from delta to delta.
   const base = target.pagesRoot !== undefined ? (kept.pages ??= pagesOfLines(kept.section)) : null;
-  const change = applyTaggedDelta(
-    kept.section,
-    delta,
-    (bytes, lines, map) => {
-      if (base) {
-        pages = updatePages(base, lines, map);
-        if (pages.root !== target.pagesRoot) throw mismatch();
-      } else if (sha256Hex(bytes) !== target.sha256) throw mismatch();
-    },
-    target.room ?? null,
-  );
+  const change = applyTaggedDelta(kept.section, delta, (bytes, lines, map) => {
+    if (base) {
+      pages = updatePages(base, lines, map);
+      if (pages.root !== target.pagesRoot) throw mismatch();
+    } else if (sha256Hex(bytes) !== target.sha256) throw mismatch();
+  });
   return {
     kept: { revision_id: target.revisionId, sha256: target.sha256, section: change.section, pages },
     delta: { baseSha256: kept.sha256, changedTags: change.changedTags, added: change.added },

@@ -8,7 +8,6 @@ import {
   type PinnedKey,
   payloadOfV2,
   type ReceivedBundle,
-  type SectionStore,
   type SectionTags,
   splitBundleV2,
   type VerifiedBundle,
@@ -46,7 +45,6 @@ export async function verifyKept(
   options: Omit<VerifyOptions, "base" | "received">,
   kept: KeptPrefixes | null,
   tags: SectionTags,
-  room: SectionStore | null = null,
 ): Promise<VerifiedKept> {
   const { bytes } = received;
   const plain = async (): Promise<VerifiedKept> => {
@@ -80,7 +78,6 @@ export async function verifyKept(
       revisionId: header.revision_id,
       sha256: header.prefixes_sha256,
       pagesRoot: header.prefixes_pages_sha256,
-      room,
     });
     const { config, digest } = checkConfigV2(header, parts.config);
     const section = rebuilt.kept.section.bytes;

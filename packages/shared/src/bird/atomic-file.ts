@@ -3,8 +3,32 @@ import { type BigIntStats, closeSync, constants, fstatSync, openSync, readFileSy
 import { open, readFile, rename, stat, unlink } from "node:fs/promises";
 import { basename, dirname, join } from "node:path";
 
-/** A file's text as the render gives it: a string, or its bytes (the route files written from a section). */
-export type FileText = string | Buffer;
+/**
+ * A file's text as the render gives it: a string, its bytes, or a {@link MadeText} (the route
+ * files written from a section, kept as a token rather than as their bytes).
+ */
+export type FileText = string | Buffer | MadeText;
+
+/**
+ * A text that is not held, only made again when its bytes are needed: told from another by
+ * identity, as long as its maker holds what makes it (null after: the caller then reads the file
+ * that holds it, or takes it as changed).
+ */
+export interface MadeText {
+  bytes(): Buffer | null;
+}
+
+/** The text as a string or bytes; null for a MadeText that can no longer be made. */
+export function textData(text: FileText): string | Buffer | null {
+  return typeof text === "string" || Buffer.isBuffer(text) ? text : text.bytes();
+}
+
+/** The text to write: as textData, but one that can no longer be made is a bug of the caller's. */
+export function textToWrite(text: FileText): string | Buffer {
+  const data = textData(text);
+  if (data === null) throw new TypeError("a file's text was asked for after its maker let it go");
+  return data;
+}
 
 /** Who may read a file the agent writes: its owner alone, or its owner and one group. */
 export interface FileAccess {

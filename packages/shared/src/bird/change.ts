@@ -1,7 +1,7 @@
 import { isAscii } from "node:buffer";
 import type { BigIntStats } from "node:fs";
 import { join, resolve } from "node:path";
-import { type FileText, readFileNoFollowSync } from "./atomic-file.js";
+import { type FileText, readFileNoFollowSync, textData } from "./atomic-file.js";
 import { type CheckFile, withFreshCopy } from "./check-copy.js";
 import type { CheckText } from "./render/section-statics.js";
 import { linesToCheck } from "./route-lines.js";
@@ -118,7 +118,7 @@ export async function validateChange(deps: { runner: ProcessRunner; birdBin?: st
     const isRoutes = options.routeFiles?.(name) ?? false;
     const was = running.get(name);
     let check: FileText | null;
-    if (was) check = isRoutes ? changedCheck(text, was, options.checkTexts?.[name]) : text;
+    if (was) check = isRoutes ? changedCheck(text, was, options.checkTexts?.[name], () => readRunning(options.configDir, name)?.text ?? null) : text;
     else check = isRoutes ? unchangedCheck(text, unchanged.get(name) ?? null) : null;
     copy.set(name, check === null ? { link: resolve(options.configDir, name) } : { text: check });
   }
@@ -153,12 +153,14 @@ export async function validateChange(deps: { runner: ProcessRunner; birdBin?: st
  * What `bird -p` reads of a changed route file: the renderer's check text when it was made
  * against what the file holds (by identity, and `written` vouched for the file); else the text
  * with the route lines the running file has too left blank; else (a first big apply, a file
- * that is not ASCII) the text whole.
+ * that is not ASCII) the text whole. `read`: the running file's text, for a known one whose
+ * text is a MadeText no longer made (the file holds it: `written` vouched for it).
  */
-function changedCheck(text: FileText, was: { text: FileText | null; known: boolean }, given: CheckText | undefined): FileText {
+function changedCheck(text: FileText, was: { text: FileText | null; known: boolean }, given: CheckText | undefined, read: () => FileText | null): FileText {
   if (given && was.known && given.against === was.text) return given.text;
   const now = asciiString(text);
-  const running = was.text === null ? null : asciiString(was.text);
+  const held = was.text === null ? null : (textData(was.text) ?? read());
+  const running = held === null ? null : asciiString(held);
   // A running file an eighth the size of the new one or less (a first big apply) has too few
   // of its lines to be worth the comparison: the new one is checked whole.
   if (now === null || running === null || running.length * 8 <= now.length) return text;
@@ -185,8 +187,9 @@ function unchangedCheck(text: FileText, known: KnownFile | null): string | null 
  * for other bytes, which are then checked whole.
  */
 function asciiString(text: FileText): string | null {
-  if (typeof text === "string") return text;
-  return isAscii(text) ? text.toString("latin1") : null;
+  const data = textData(text);
+  if (data === null || typeof data === "string") return data;
+  return isAscii(data) ? data.toString("latin1") : null;
 }
 
 /**

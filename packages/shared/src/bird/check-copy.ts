@@ -1,6 +1,6 @@
 import { mkdir, mkdtemp, rm, symlink, unlink, writeFile } from "node:fs/promises";
 import { join } from "node:path";
-import type { FileText } from "./atomic-file.js";
+import { type FileText, textToWrite } from "./atomic-file.js";
 
 // The directory `bird -p` reads in the validate step (change.ts): the config as it will run,
 // route files shortened, unchanged files linked. Kept between applies when the caller keeps a
@@ -93,7 +93,7 @@ async function fill(dir: string, had: Map<string, CheckFile>, want: Map<string, 
     // Removed first, never written through: the old entry may be a link to a running file.
     if (was) await unlink(path);
     if ("link" in file) await symlink(file.link, path);
-    else await writeFile(path, file.text, { flag: "wx", mode: 0o600 });
+    else await writeFile(path, textToWrite(file.text), { flag: "wx", mode: 0o600 });
     had.set(name, file);
   }
 }

@@ -9,8 +9,11 @@ export {
   type FileAccess,
   type FileText,
   groupId,
+  type MadeText,
   readFileNoFollow,
   syncDirectory,
+  textData,
+  textToWrite,
   UnsafeDirectoryError,
   writeFileAtomic,
 } from "./atomic-file.js";

@@ -1,7 +1,16 @@
 import type { Stats } from "node:fs";
 import { constants, link, lstat, open, readdir, rename, unlink } from "node:fs/promises";
 import { join } from "node:path";
-import { birdReadable, type FileAccess, type FileText, readFileNoFollow, readFileNoFollowSync, syncDirectory, writeFileAtomic } from "./atomic-file.js";
+import {
+  birdReadable,
+  type FileAccess,
+  type FileText,
+  readFileNoFollow,
+  readFileNoFollowSync,
+  syncDirectory,
+  textToWrite,
+  writeFileAtomic,
+} from "./atomic-file.js";
 import type { ValidatedChange } from "./change.js";
 import { type SetAside, sameBytes, type WrittenFiles } from "./written-files.js";
 
@@ -41,7 +50,7 @@ export async function stageFiles(change: ValidatedChange): Promise<StagedFiles> 
   await syncDirectory(dir);
   const swap = async (name: string) => {
     const text = options.files[name] as FileText;
-    const stat = await writeFileAtomic(join(dir, name), text, access, apart);
+    const stat = await writeFileAtomic(join(dir, name), textToWrite(text), access, apart);
     const known = written?.recordWrite(name, text, stat);
     if (known && change.unchangedChecks.has(name)) known.unchangedCheck = change.unchangedChecks.get(name) ?? null;
   };
@@ -105,7 +114,7 @@ export async function writeDiffering(
   for (const name of names) {
     const text = files[name] as FileText;
     written?.forget(name);
-    written?.recordWrite(name, text, await writeFileAtomic(join(dir, name), text, access));
+    written?.recordWrite(name, text, await writeFileAtomic(join(dir, name), textToWrite(text), access));
   }
   return names.length > 0;
 }

@@ -3,7 +3,7 @@ import { readdir } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { dirname, join } from "node:path";
 import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
-import type { FileText } from "./atomic-file.js";
+import type { FileText, MadeText } from "./atomic-file.js";
 import { type ChangeOptions, validateChange } from "./change.js";
 import { linesToCheck } from "./route-lines.js";
 import { stageFiles, writeDiffering } from "./swap-files.js";
@@ -223,6 +223,50 @@ describe("WrittenFiles - a renderer's check text", () => {
     await none.apply(none.files);
     await none.apply({ ...none.files, "a.conf": v2 }, { written: undefined, checkTexts: { "a.conf": { against: v1, text: given } } });
     expect(none.runner.seen.at(-1)?.["a.conf"]?.text).toBe(compared);
+  });
+});
+
+describe("WrittenFiles - route files held as a MadeText (a token, not their bytes)", () => {
+  const v1 = routeFile("10.0.0.0/8", "11.0.0.0/8");
+  const v2 = routeFile("10.0.0.0/8", "11.0.0.0/8", "12.0.0.0/8");
+  /** Its bytes held until let go, then made by `make` (none: no more). */
+  class Token implements MadeText {
+    constructor(
+      public held: Buffer | null,
+      public make: (() => Buffer) | null = null,
+    ) {}
+    bytes() {
+      return this.held ?? this.make?.() ?? null;
+    }
+  }
+
+  it("knows an unchanged token by identity, and reads a replaced one's running file for bird -p when it can no longer be made", async () => {
+    const a = new Token(Buffer.from(v1));
+    const s = setup({ ...setup().files, "a.conf": a });
+    await s.apply(s.files);
+    expect(s.read("a.conf")).toBe(v1);
+    a.held = null; // written: the bytes let go, and nothing makes them again
+    fsSpy.opened.length = 0;
+    expect(await s.apply(s.files)).toBeNull();
+    expect(s.openedHere()).toEqual([]);
+    // A new version without a check text: the running file (vouched for) is read, and only its new line checked.
+    const changed = await s.apply({ ...s.files, "a.conf": new Token(Buffer.from(v2)) });
+    expect(changed?.change.changed).toEqual(["a.conf"]);
+    expect(s.openedHere()).toEqual(["a.conf"]);
+    expect(s.runner.seen.at(-1)?.["a.conf"]?.text).toBe(linesToCheck(v2, v1));
+    expect(s.read("a.conf")).toBe(v2);
+  });
+
+  it("writes back a file edited by hand from the bytes the token makes again", async () => {
+    const a = new Token(Buffer.from(v1), () => Buffer.from(v1));
+    const s = setup({ ...setup().files, "a.conf": a });
+    await s.apply(s.files);
+    a.held = null;
+    writeFileSync(join(s.configDir, "a.conf"), v1.replace("11.0.0.0", "11.9.9.9"));
+    const again = await s.apply(s.files);
+    expect(again?.change.changed).toEqual(["a.conf"]);
+    expect(s.read("a.conf")).toBe(v1);
+    expect(await writeDiffering(s.configDir, s.files, s.written)).toBe(false);
   });
 });
 

@@ -1,7 +1,7 @@
 import { createHash } from "node:crypto";
 import { type BigIntStats, lstatSync } from "node:fs";
 import { join, resolve } from "node:path";
-import type { FileText } from "./atomic-file.js";
+import { type FileText, textData } from "./atomic-file.js";
 import { CheckCopy } from "./check-copy.js";
 
 // What this process last wrote (or read) in BIRD's config directory, so that the validate step
@@ -142,11 +142,14 @@ function sameStamp(a: Stamp, s: BigIntStats): boolean {
   return a.dev === s.dev && a.ino === s.ino && a.size === s.size && a.mtimeNs === s.mtimeNs && a.ctimeNs === s.ctimeNs;
 }
 
-/** Whether two texts are the same bytes (a string stands for its UTF-8). */
+/** Whether two texts are the same bytes (a string stands for its UTF-8); false when one is a MadeText that can no longer be made. */
 export function sameBytes(a: FileText, b: FileText): boolean {
   if (a === b) return true;
-  if (typeof a === "string" && typeof b === "string") return false;
-  const x = typeof a === "string" ? Buffer.from(a, "utf8") : a;
-  const y = typeof b === "string" ? Buffer.from(b, "utf8") : b;
+  const p = textData(a);
+  const q = textData(b);
+  if (p === null || q === null) return false;
+  if (typeof p === "string" && typeof q === "string") return p === q;
+  const x = typeof p === "string" ? Buffer.from(p, "utf8") : p;
+  const y = typeof q === "string" ? Buffer.from(q, "utf8") : q;
   return x.equals(y);
 }

@@ -95,7 +95,7 @@ describe("rl-prefix-pages/1", () => {
     );
   });
 
-  it("after each delta of a chain, updatePages from the base's pages is pagesOf the new section", () => {
+  it("after each delta of a chain, updatePages from the base's pages is pagesOf the new section, and the columns are the new section's read whole", () => {
     fc.assert(
       fc.property(chains, ({ first, steps }) => {
         const tags = new SectionTags();
@@ -115,6 +115,11 @@ describe("rl-prefix-pages/1", () => {
           expect(plain(updated)).toEqual(want);
           expect(plain(seen!)).toEqual(want);
           expect([...change.section.pageEnd]).toEqual(next.map((l) => ((fnv1a(l) & 63) === 0 ? 1 : 0)));
+          // Kept runs short and long (walked, or copied as subarrays) and added lines: as tagSection reads the bytes.
+          const whole = tagSection(change.section.bytes, tags);
+          expect([...change.section.starts]).toEqual([...whole.starts]);
+          expect([...change.section.prefixLength]).toEqual([...whole.prefixLength]);
+          expect([...change.section.tagOf]).toEqual([...whole.tagOf]);
           // The kept runs say truly where each kept line came from, and every line is kept or added.
           const from = new Array<number>(next.length).fill(-1);
           for (let r = 0; r < change.kept.length; r += 3) {

@@ -15,6 +15,8 @@ const HEAD = Buffer.from(`${PREFIX_SECTION_FORMAT}\n`, "latin1");
 const TAB = 0x09;
 const NEWLINE = 0x0a;
 const COLON = 0x3a;
+/** A run of kept lines this long or longer has its columns copied as subarrays, a shorter one walked. */
+const LONG_RUN = 256;
 
 /** Each (family, communities as written) seen, numbered in the order first seen. */
 export class SectionTags {
@@ -168,16 +170,26 @@ export function applyTaggedDelta(
       const from = base.starts[cursor] as number;
       const to = base.starts[cursor + op.n] as number;
       base.bytes.copy(bytes, at, from, to);
-      prefixLength.set(base.prefixLength.subarray(cursor, cursor + op.n), j);
-      tagOf.set(base.tagOf.subarray(cursor, cursor + op.n), j);
-      pageEnd.set(base.pageEnd.subarray(cursor, cursor + op.n), j);
       // Two keeps in a row (a script may split one) are one run: a page across them is still the base's.
       const last = kept.length - 3;
       if (last >= 0 && (kept[last] as number) + (kept[last + 2] as number) === cursor && (kept[last + 1] as number) + (kept[last + 2] as number) === j) {
         kept[last + 2] = (kept[last + 2] as number) + op.n;
       } else kept.push(cursor, j, op.n);
       const shift = at - from;
-      for (let i = cursor; i < cursor + op.n; i++) starts[j++] = (base.starts[i] as number) + shift;
+      // The columns in one walk of the run; a long run's as copies (a subarray each costs more than a short run's walk).
+      if (op.n >= LONG_RUN) {
+        prefixLength.set(base.prefixLength.subarray(cursor, cursor + op.n), j);
+        tagOf.set(base.tagOf.subarray(cursor, cursor + op.n), j);
+        pageEnd.set(base.pageEnd.subarray(cursor, cursor + op.n), j);
+        for (let i = cursor; i < cursor + op.n; i++) starts[j++] = (base.starts[i] as number) + shift;
+      } else {
+        for (let i = cursor; i < cursor + op.n; i++, j++) {
+          starts[j] = (base.starts[i] as number) + shift;
+          prefixLength[j] = base.prefixLength[i] as number;
+          tagOf[j] = base.tagOf[i] as number;
+          pageEnd[j] = base.pageEnd[i] as number;
+        }
+      }
       at = to + shift;
     }
     cursor += op.n;

@@ -1,4 +1,5 @@
 import type { BundlePayload, BundlePeer } from "../../bundle/index.js";
+import type { FileText } from "../atomic-file.js";
 import { type BirdDialect, birdDialect } from "../version.js";
 import { type CheckText, renderSectionStatics, type SectionInput, SectionStaticsCache } from "./section-statics.js";
 import { renderStatics, StaticsCache, staticFileName, TABLE_V4, TABLE_V6, uniqueSorted } from "./statics.js";
@@ -42,8 +43,8 @@ export interface RenderOptions {
 }
 
 export interface RenderedConfig {
-  /** File name → text (a route file rendered from a section: its bytes). All files live in one directory; the include is named relatively. */
-  files: Record<string, string | Buffer>;
+  /** File name → text (a route file rendered from a section: a MadeText, its bytes made when asked). All files live in one directory; the include is named relatively. */
+  files: Record<string, FileText>;
   /**
    * Route files rendered after a delta: the text `bird -p` needs to read, against the file it
    * replaces (the routes that file has, blanked). Only from a section render.
@@ -99,7 +100,7 @@ export function renderBirdConfig(payload: BundlePayload, options: RenderOptions 
   const titles = communityTitles(payload);
   const kind = payload.bird?.static_route_kind ?? "blackhole";
   if (kind !== "blackhole" && kind !== "unreachable") throw new RenderError("bird.static_route_kind", "must be blackhole or unreachable");
-  const files: Record<string, string | Buffer> = {};
+  const files: Record<string, FileText> = {};
   const out = { lines, files, split: options.statics === "split" ? includeName : null };
   let checks: Record<string, CheckText> | undefined;
   const fromPayload = (use?: StaticsCache) => renderStatics(out, { v4: payload.prefixes?.v4 ?? [], v6: payload.prefixes?.v6 ?? [] }, kind, titles, use);

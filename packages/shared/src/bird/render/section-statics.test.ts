@@ -15,6 +15,7 @@ import {
   type TaggedSection,
   tagSection,
 } from "../../bundle/index.js";
+import { type FileText, textData } from "../atomic-file.js";
 import { type RenderedConfig, renderBirdConfig, type SectionInput, SectionStaticsCache } from "./render.js";
 
 // The agent renders its route files from the section's bytes, and after a delta only the community
@@ -57,10 +58,17 @@ function payloadOf(section: Buffer, s: { kind: string; titled: boolean }): Bundl
   } as BundlePayload;
 }
 
+/** A file's text as a string (a route file's bytes made again when the render no longer holds them). */
+function textOf(text: FileText): string {
+  const data = textData(text);
+  if (data === null) throw new Error("a file of the latest render can no longer be made");
+  return typeof data === "string" ? data : data.toString("utf8");
+}
+
 function outcome(render: () => RenderedConfig): { files: Record<string, string> } | { refused: string } {
   try {
     const { files } = render();
-    return { files: Object.fromEntries(Object.entries(files).map(([k, v]) => [k, typeof v === "string" ? v : v.toString("utf8")])) };
+    return { files: Object.fromEntries(Object.entries(files).map(([k, v]) => [k, textOf(v)])) };
   } catch (error) {
     return { refused: (error as Error).message };
   }
@@ -98,7 +106,7 @@ describe("the route files rendered from a section", () => {
     );
   });
 
-  it("a run of deltas: each render the same files as the whole render of that revision; unchanged sets keep their Buffer; checks blank only what runs", () => {
+  it("a run of deltas: each render the same files as the whole render of that revision, held or made again; unchanged sets keep their text object; checks blank only what runs", () => {
     let checked = 0;
     fc.assert(
       fc.property(fc.array(plainer, { minLength: 2, maxLength: 6 }), settings, fc.array(fc.boolean(), { maxLength: 6 }), (revisions, s, skips) => {
@@ -108,11 +116,14 @@ describe("the route files rendered from a section", () => {
         let spare: TaggedSection | null = null;
         let baseSha = sha256Hex(base.bytes);
         let last: RenderedConfig | null = null;
+        // The bytes of the last render's files, as written then.
+        let lastBytes = new Map<string, string>();
         const first = outcome(
           () => (last = renderBirdConfig(payloadOf(base.bytes, s), options, undefined, { input: { section: base, sha256: baseSha, delta: null }, cache })),
         );
         expect(first).toEqual(outcome(() => renderBirdConfig(payloadOf(base.bytes, s), options)));
         if ("refused" in first) last = null;
+        else lastBytes = new Map(Object.entries(first.files));
         revisions.slice(1).forEach((next, step) => {
           const delta = diffPrefixLines(splitSection(base.bytes), linesOf(next));
           // Written into the memory of the section before the base, as the agent does once it reads it no more.
@@ -125,25 +136,34 @@ describe("the route files rendered from a section", () => {
           const input: SectionInput = { section: change.section, sha256: sha256Hex(change.section.bytes), delta: { ...change, baseSha256: baseSha } };
           let rendered: RenderedConfig | null = null;
           const got = outcome(() => (rendered = renderBirdConfig(payloadOf(change.section.bytes, s), options, undefined, { input, cache })));
-          expect(got).toEqual(outcome(() => renderBirdConfig(payloadOf(change.section.bytes, s), options)));
+          const whole = outcome(() => renderBirdConfig(payloadOf(change.section.bytes, s), options));
+          expect(got).toEqual(whole);
           const now = rendered as RenderedConfig | null;
           if (now && last && !skips[step]) {
             const before = last;
             for (const [name, text] of Object.entries(now.files)) {
-              if (!Buffer.isBuffer(text)) continue;
+              if (typeof text === "string") continue;
               const was = before.files[name];
               const check = now.checks?.[name];
               if (check) {
                 checked++;
                 expect(check.against).toBe(was);
-                expectSafeCheck(text, check.text, check.against);
-              } else if (was !== undefined && Buffer.isBuffer(was) && was !== text) {
+                expectSafeCheck(Buffer.from(textOf(text)), check.text, Buffer.from(lastBytes.get(name) as string));
+              } else if (was !== undefined && typeof was !== "string" && was !== text) {
                 // A set written again without a check text is checked whole: only a set new to the cache.
-                expect(text.equals(was)).toBe(false);
+                expect(textOf(text)).not.toBe(lastBytes.get(name));
               }
+              // A file the last render wrote and this one did not: the same object, its bytes made again from this section.
+              if (was === text) expect(textOf(text)).toBe(lastBytes.get(name));
+              // One this render wrote again: the last one's text is made no more (nothing holds what made it).
+              else if (was !== undefined && typeof was !== "string") expect(textData(was)).toBeNull();
             }
           }
+          // Written: the bytes let go, and made again (from the section) when asked.
+          cache.settle();
+          if (now && "files" in whole) for (const [name, text] of Object.entries(now.files)) expect(textOf(text)).toBe(whole.files[name]);
           last = now;
+          lastBytes = "files" in got ? new Map(Object.entries(got.files)) : new Map();
           spare = base;
           base = change.section;
           baseSha = input.sha256;
@@ -182,5 +202,10 @@ describe("the route files rendered from a section", () => {
     expect(kept).toHaveLength(2);
     const changed = routeFiles.find((n) => !kept.includes(n)) as string;
     expect(after.checks?.[changed]?.text.toString()).toMatch(/^# 2 IPv4 prefixes with 65000:2\n.*\n.*\n\n {2}route 10\.0\.3\.0\/24 blackhole;\n}\n$/);
+    expect(after.checks?.[changed]?.against).toBe(before.files[changed]);
+    // The cache holds no file's bytes once they are written: each is made again from the section.
+    cache.settle();
+    expect(textOf(after.files[changed] as FileText)).toMatch(/route 10\.0\.1\.0\/24 blackhole;\n {2}route 10\.0\.3\.0\/24 blackhole;\n}\n$/);
+    expect(textData(before.files[changed] as FileText)).toBeNull();
   });
 });

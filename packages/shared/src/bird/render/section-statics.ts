@@ -1,4 +1,5 @@
 import type { SectionTags, TaggedChange, TaggedSection } from "../../bundle/tagged-section.js";
+import type { FileText, MadeText } from "../atomic-file.js";
 import { compareSets, groupHead, type StaticsOut, staticFileName, uniqueSorted } from "./statics.js";
 import { type Community, communityText, isPlainV4Prefix, community as parseCommunity, prefix, quoted, RenderError } from "./values.js";
 
@@ -18,9 +19,9 @@ export interface SectionInput {
   delta: (Omit<TaggedChange, "section"> & { baseSha256: string }) | null;
 }
 
-/** A route file's text for `bird -p`: the new text with the routes of `against` (the file it replaces, as rendered last time) left blank. */
+/** A route file's text for `bird -p`: the new text with the routes of `against` (the file it replaces, as rendered last time: told by identity) left blank. */
 export interface CheckText {
-  against: Buffer;
+  against: FileText;
   text: Buffer;
 }
 
@@ -36,8 +37,40 @@ interface RenderedSet {
   of: SetOf;
   name: string;
   file: string;
-  /** The file's bytes: the same Buffer for as long as the set's routes do not change. */
-  text: Buffer;
+  head: string;
+  /** The file's text: the same object for as long as the set's routes do not change. */
+  text: RouteText;
+}
+
+/**
+ * A route file's text as the cache keeps it: its bytes until they are written
+ * ({@link SectionStaticsCache.settle}), then made again from the section of the latest render
+ * while the set is unchanged there (a file found touched, a restore), and not at all once a render
+ * wrote it again. A million routes' files are ~40 MB the agent then does not hold; what tells a
+ * file from its next version is this object's identity.
+ */
+class RouteText implements MadeText {
+  #bytes: Buffer | null;
+  #make: (() => Buffer) | null = null;
+
+  constructor(bytes: Buffer) {
+    this.#bytes = bytes;
+  }
+
+  bytes(): Buffer | null {
+    return this.#bytes ?? this.#make?.() ?? null;
+  }
+
+  /** Made by `make` from now on, once its bytes are let go (null: not any more). */
+  remake(make: (() => Buffer) | null): void {
+    this.#make = make;
+    if (!make) this.#bytes = null;
+  }
+
+  /** Its bytes let go: made again when asked. */
+  settle(): void {
+    this.#bytes = null;
+  }
 }
 
 /** The last render's files, per config path: a delta over the section they were made from renders only the sets it touched. */
@@ -52,7 +85,13 @@ export class SectionStaticsCache {
   setOfTag: (SetOf | undefined)[] = [];
   sets = new Map<string, RenderedSet>();
 
+  /** The files of the last render are written (or given up): their bytes let go, made again when asked. */
+  settle(): void {
+    for (const s of this.sets.values()) s.text.settle();
+  }
+
   clear(): void {
+    for (const s of this.sets.values()) s.text.remake(null);
     this.context = "";
     this.tags = null;
     this.sha256 = null;
@@ -88,6 +127,9 @@ export function renderSectionStatics(
 function render(out: StaticsOut & { split: string }, input: SectionInput, kind: string, titles: Map<string, string>, cache: SectionStaticsCache) {
   const { section, delta } = input;
   const context = JSON.stringify([kind, out.split, [...titles]]);
+  // The last render's files are written by now (or were refused): made from this section from
+  // here on while their set is unchanged (below), else no more.
+  for (const s of cache.sets.values()) s.text.remake(null);
   if (cache.context !== context || cache.tags !== section.tags) {
     cache.clear();
     cache.context = context;
@@ -128,11 +170,14 @@ function render(out: StaticsOut & { split: string }, input: SectionInput, kind: 
       for (const i of mine) if (isAdded[i]) checkPrefix(section, i, of.family);
     } else for (const i of mine) checkPrefix(section, i, of.family);
     const { name, head } = groupHead(of, of.family, mine.length, titles);
-    const made: RenderedSet = { of, name, file: staticFileName(out.split, name), text: writeRoutes(section, mine, head, kind, null) };
+    const made: RenderedSet = { of, name, file: staticFileName(out.split, name), head, text: new RouteText(writeRoutes(section, mine, head, kind, null)) };
     const before = incremental ? cache.sets.get(of.id) : undefined;
     if (before && isAdded) checks[made.file] = { against: before.text, text: writeRoutes(section, mine, head, kind, isAdded) };
     sets.set(of.id, made);
   });
+  // Every file as this section makes it, once its bytes are let go.
+  const { setOfTag } = cache;
+  for (const s of sets.values()) s.text.remake(() => remade(section, s, setOfTag, kind));
 
   const names = new Set<string>();
   for (const family of [4, 6] as const) {
@@ -159,21 +204,24 @@ function parseSet(tags: SectionTags, tag: number): SetOf {
   return { id: `${family} ${key}`, family, key, set };
 }
 
-/** For each chosen set (`slot[tag]`, -1: not chosen), its lines in the section's order. */
+/** For each chosen set (`slot[tag]`, -1: not chosen), its lines in the section's order: one pass over the tags. */
 function linesOfSets(section: TaggedSection, slot: Int32Array, sets: number): Uint32Array[] {
-  const counts = new Uint32Array(sets);
+  const lines: number[][] = Array.from({ length: sets }, () => []);
   const { tagOf, count } = section;
   for (let i = 0; i < count; i++) {
     const k = slot[tagOf[i] as number] as number;
-    if (k >= 0) counts[k] = (counts[k] as number) + 1;
+    if (k >= 0) (lines[k] as number[]).push(i);
   }
-  const lines = Array.from(counts, (n) => new Uint32Array(n));
-  const fill = new Uint32Array(sets);
-  for (let i = 0; i < count; i++) {
-    const k = slot[tagOf[i] as number] as number;
-    if (k >= 0) (lines[k] as Uint32Array)[(fill[k] as number)++] = i;
-  }
-  return lines;
+  return lines.map((l) => Uint32Array.from(l));
+}
+
+/** Set `s`'s file as `section` makes it (a set its last render did not write again: the same bytes). */
+function remade(section: TaggedSection, s: RenderedSet, setOfTag: readonly (SetOf | undefined)[], kind: string): Buffer {
+  const slot = new Int32Array(section.tags.texts.length).fill(-1);
+  setOfTag.forEach((of, tag) => {
+    if (of?.id === s.of.id) slot[tag] = 0;
+  });
+  return writeRoutes(section, linesOfSets(section, slot, 1)[0] as Uint32Array, s.head, kind, null);
 }
 
 /** Line `i`'s prefix is one the render takes as it is written; throws otherwise. */

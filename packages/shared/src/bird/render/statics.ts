@@ -1,4 +1,5 @@
 import { createHash } from "node:crypto";
+import type { FileText } from "../atomic-file.js";
 import { type Community, communityLiteral, communityText, compareCommunities, community as parseCommunity, prefix, quoted, RenderError } from "./values.js";
 
 // The static protocols of a render: one per community set and family, its routes in the
@@ -39,7 +40,7 @@ interface CachedGroup {
 export interface StaticsOut {
   /** The include file's lines. */
   lines: string[];
-  files: Record<string, string | Buffer>;
+  files: Record<string, FileText>;
   /** The include's name when each protocol goes into a file of its own; null = inline. */
   split: string | null;
 }
