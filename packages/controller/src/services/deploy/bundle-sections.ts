@@ -117,33 +117,24 @@ export function ensureFullSection(
     const content = await deps.revisions.content(db, tenantId, revisionId);
     if (!content) return undefined;
     const made = base === undefined ? null : await fromBase(db, deps, tenantId, base, content, splices);
-    if (!made) {
-      const body = encodePrefixColumns(column(content.v4), column(content.v6));
-      const sha256 = sha256Hex(body);
-      // The page root beside the SHA-256: what lets an agent check a delta by the pages it touched.
-      const meta = {
-        revision_id: revisionId,
-        base_revision_id: 0,
-        sha256,
-        prefixes_sha256: sha256,
-        base_prefixes_sha256: null,
-        prefixes_pages_sha256: pagesOf(body).root,
-      };
-      const full = await store(db, deps, tenantId, meta, body);
-      // Built on the pool (an apply's): settled from here; in a refresh's transaction, once it commits (prepareSections).
-      if (!("savepoint" in db)) settleLater(deps, tenantId, full);
-      return full;
-    }
-    const { section, pages } = made.columns;
-    const sha256 = sha256Hex(section.bytes);
-    const meta = {
+    // The page root beside the SHA-256: what lets an agent check a delta by the pages it touched.
+    const fullMeta = (sha256: string, root: string): NewSection => ({
       revision_id: revisionId,
       base_revision_id: 0,
       sha256,
       prefixes_sha256: sha256,
       base_prefixes_sha256: null,
-      prefixes_pages_sha256: pages.root,
-    };
+      prefixes_pages_sha256: root,
+    });
+    if (!made) {
+      const body = encodePrefixColumns(column(content.v4), column(content.v6));
+      const full = await store(db, deps, tenantId, fullMeta(sha256Hex(body), pagesOf(body).root), body);
+      // Built on the pool (an apply's): settled from here; in a refresh's transaction, once it commits (prepareSections).
+      if (!("savepoint" in db)) settleLater(deps, tenantId, full);
+      return full;
+    }
+    const { section, pages } = made.columns;
+    const meta = fullMeta(sha256Hex(section.bytes), pages.root);
     const depth = made.base.made_depth + 1;
     const full = await store(db, deps, tenantId, meta, section.bytes, depth <= deps.revisions.policy.maxDepth ? { from: made.base.revision_id, depth } : null);
     deps.columns?.put(sectionKey(tenantId, full), made.columns, columnsSize(full.size, section.count));
