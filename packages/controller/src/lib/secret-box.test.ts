@@ -26,8 +26,8 @@ describe("data key", () => {
   it("a value sealed under one key opens only under it", async () => {
     const a = createSecretBox(Buffer.alloc(32, 1));
     const b = createSecretBox(Buffer.alloc(32, 2));
-    // Long and with characters base64url never writes: random ciphertext cannot spell it by chance
-    // (the two letters "pw" it was once did, in about one run of a hundred).
+    // Long enough that random base64url cannot spell it by chance (six letters: about one in 10^9;
+    // the two letters "pw" it was once did, in about one run of a hundred).
     const secret = "peer password: s3cret!";
     const sealed = a.seal(secret);
     expect(isSealed(sealed)).toBe(true);
