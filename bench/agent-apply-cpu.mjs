@@ -1,6 +1,7 @@
 // One agent's delta apply, in-process, BIRD replaced by a recorder (no `bird -p`, a control
 // "socket" that answers like BIRD 2.0.12): the CPU and wall of SyncLoop.sync for a delta that
-// moves one community set of `BENCH_SETS` (1 % by default) and back, and the heap the agent
+// moves one community set of `BENCH_SETS` (1 % by default; its prefixes are all over the
+// table) and back, or drops `BENCH_EDITS` prefixes spread evenly and puts them back, and the heap the agent
 // keeps between applies (agentMB: heap and buffers freed when the SyncLoop is dropped). What
 // refresh-agents.mjs's agents pay per apply, without the network.
 //   npx turbo run build --output-logs=errors-only && node --expose-gc bench/agent-apply-cpu.mjs
@@ -15,6 +16,8 @@ import { asnInput } from "./asn-input.mjs";
 const PREFIXES = Number(process.env.BENCH_PREFIXES ?? 120_000);
 const SETS = Number(process.env.BENCH_SETS ?? 100);
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 6);
+/** BENCH_EDITS: the change is that many prefixes dropped and put back, spread evenly (refresh-agents.mjs's 1 % of one feed: ~1,100), not a set moved. */
+const EDITS = Number(process.env.BENCH_EDITS ?? 0);
 
 const STATUS = ["BIRD 2.0.12", "Router ID is 127.0.0.1", "Daemon is up and running"].join("\n");
 const birdc = {
@@ -32,7 +35,7 @@ const runner = async () => ({ code: 0, signal: null, stdout: "", stderr: "" });
 const dir = mkdtempSync(join(tmpdir(), "rl-bench-apply-cpu-"));
 const path = await (() => {
   const input = asnInput(PREFIXES, SETS);
-  return agentPath({ dir, birdc, runner, configPath: join(dir, "rl-routes.conf"), contents: { base: input.content(0, null), one: input.content(1, 0) } });
+  return agentPath({ dir, birdc, runner, configPath: join(dir, "rl-routes.conf"), contents: { base: input.content(0, null), one: EDITS > 0 ? input.thinned(EDITS) : input.content(1, 0) } });
 })();
 await path.setUp("base");
 const heap = () => {

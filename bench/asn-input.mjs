@@ -1,5 +1,6 @@
 // The benches' input: the @ip-location-db/asn table as CIDRs, ~90 % IPv4, one community set per
-// ASN mod `sets`; `content(shift, changed)` moves set `changed` (or "all") `shift` sets on.
+// ASN mod `sets`; `content(shift, changed)` moves set `changed` (or "all") `shift` sets on;
+// `thinned(edits)` drops that many of set 0's prefixes, spread over the table.
 import { readFileSync } from "node:fs";
 import { createRequire } from "node:module";
 import { dirname, join } from "node:path";
@@ -26,5 +27,14 @@ export function asnInput(n, sets) {
     v4: v4rows.map(([p, set]) => [p, tag(set === changed || changed === "all" ? (set + shift) % sets : set)]),
     v6: v6rows.map(([p, set]) => [p, tag(set === changed || changed === "all" ? (set + shift) % sets : set)]),
   });
-  return { v4rows, v6rows, content };
+  /** The base content (`content(0, null)`) without `edits` prefixes of set 0 (one module's), spread evenly over its prefixes, which are all over the table. */
+  const thinned = (edits) => {
+    const base = content(0, null);
+    const ofSet = v4rows.filter((r) => r[1] === 0).length + v6rows.filter((r) => r[1] === 0).length;
+    const every = Math.max(1, Math.floor(ofSet / edits));
+    let i = 0;
+    const keep = ([, tags]) => tags[0] !== "65000:1" || i++ % every !== every - 1;
+    return { v4: base.v4.filter(keep), v6: base.v6.filter(keep) };
+  };
+  return { v4rows, v6rows, content, thinned };
 }

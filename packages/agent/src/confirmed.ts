@@ -1,8 +1,8 @@
-import { type BundlePayload, lazyPrefixes, type SectionTags } from "@rlc/shared/bundle";
+import { type BundlePayload, chunkedBytes, lazyPrefixes, type SectionTags } from "@rlc/shared/bundle";
 import { readKeptPayload } from "./bundle/kept-bundle.js";
 import { type KeptPrefixes, keepSection } from "./bundle/kept-prefixes.js";
 import type { VerifiedKept } from "./bundle/verify-kept.js";
-import type { AppliedRecord, StateStore } from "./state.js";
+import type { AppliedPrefixes, AppliedRecord, StateStore } from "./state.js";
 
 /**
  * The revision BIRD last confirmed, as the sync loop needs it: its prefix section with a line
@@ -43,7 +43,7 @@ export class ConfirmedRevision {
     // The section as prefixes() holds it: at a start the base and its log are read and replayed once, not once for each.
     const kept = await this.prefixes(applied).catch(() => null);
     const [bytes, read] = await Promise.all([this.#state.readLastBundle(), kept ? null : this.#state.readLastPrefixes()]);
-    const prefixes = kept?.section.bytes ?? read;
+    const prefixes = kept ? chunkedBytes(kept.section) : read;
     if (!bytes) return null;
     const payload = readKeptPayload(bytes, prefixes);
     // Read again only when asked (a restore at start renders from the section's columns).
@@ -56,9 +56,19 @@ export class ConfirmedRevision {
   async record(bundle: Uint8Array, record: AppliedRecord, verified: VerifiedKept): Promise<void> {
     this.#kept = null;
     this.#payload = null;
-    const section = verified.prefixSection;
-    await this.#state.recordApplied(bundle, record, section ? { section, delta: verified.deltaRecord } : undefined);
+    await this.#state.recordApplied(bundle, record, appliedPrefixes(verified));
     this.#payload = verified.payload;
     this.#kept = verified.kept;
   }
+}
+
+/** What the state records of a verified bundle's section: a delta's section joined into one buffer only if the state writes its base again. */
+function appliedPrefixes(verified: VerifiedKept): AppliedPrefixes | undefined {
+  if (!verified.kept && !verified.prefixSection) return undefined;
+  return {
+    delta: verified.deltaRecord,
+    get section() {
+      return verified.prefixSection as Uint8Array;
+    },
+  };
 }

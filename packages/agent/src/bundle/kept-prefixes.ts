@@ -1,31 +1,28 @@
 import {
-  applyTaggedDelta,
-  BundleError,
+  applyChunkedDelta,
+  type ChunkedChange,
+  type ChunkedSection,
+  chunkSection,
   pagesOfLines,
   type SectionPages,
   type SectionTags,
   sha256Hex,
-  type TaggedChange,
-  type TaggedSection,
   tagSection,
-  updatePages,
 } from "@rlc/shared/bundle";
 
-// The prefix section of the revision BIRD runs, held in memory between syncs as columns over its
-// bytes (@rlc/shared's tagged section): where each line starts, its prefix's length, its
-// community set's number, which lines end a page (rl-prefix-pages/1). A delta costs a copy of
-// those columns, the hash of the pages it touched (the whole section's, from a controller that
-// signs no page root) and what it adds; no string or array a prefix is made, and the render
-// writes the community sets the delta touched from the same bytes. On disk for a restart: the section as a
-// base and the deltas applied since (../state.ts).
+// The prefix section of the revision BIRD runs, held in memory between syncs as chunks that
+// revisions share (@rlc/shared's chunked section): each chunk's lines with where each starts, its
+// prefix's length, its community set's number, which lines end a page (rl-prefix-pages/1), and
+// its pages' digests. A delta rebuilds only the chunks it touches and hashes only their pages;
+// no string or array a prefix is made, and the render writes the community sets the delta
+// touched from the same bytes. On disk for a restart: the section as a base and the deltas
+// applied since (../state.ts).
 
 export interface KeptPrefixes {
   revision_id: number;
   /** Hex SHA-256 of the section: what a delta's `base_prefixes_sha256` names. */
   sha256: string;
-  section: TaggedSection;
-  /** The section's page digests, when known (a full bundle that signed their root, or a delta checked by them); made when first needed otherwise. */
-  pages: SectionPages | null;
+  section: ChunkedSection;
 }
 
 /** What a delta bundle's signed header says of the section it rebuilds. */
@@ -38,19 +35,20 @@ export interface DeltaTarget {
 }
 
 /** What a delta did: the tags it touched and the lines it added, over the section with `baseSha256`. */
-export interface KeptDelta extends Omit<TaggedChange, "section"> {
+export interface KeptDelta extends Omit<ChunkedChange, "section"> {
   baseSha256: string;
 }
 
 /**
- * A whole section, read once (after a full bundle, or at start from disk); null when it is not
- * one the columns take (not ASCII, say: the generic decoder reads it, and the next bundle comes
- * whole).
+ * A whole section, read once (after a full bundle, or at start from disk), with its page digests
+ * (those a full bundle signed, or hashed now); null when it is not one the columns take (not
+ * ASCII, say: the generic decoder reads it, and the next bundle comes whole).
  */
 export function keepSection(revisionId: number, bytes: Uint8Array, tags: SectionTags, pages: SectionPages | null = null): KeptPrefixes | null {
   const buffer = Buffer.isBuffer(bytes) ? bytes : Buffer.from(bytes.buffer, bytes.byteOffset, bytes.length);
   try {
-    return { revision_id: revisionId, sha256: sha256Hex(buffer), section: tagSection(buffer, tags), pages };
+    const tagged = tagSection(buffer, tags);
+    return { revision_id: revisionId, sha256: sha256Hex(buffer), section: chunkSection(tagged, pages ?? pagesOfLines(tagged)) };
   } catch {
     return null;
   }
@@ -58,34 +56,25 @@ export function keepSection(revisionId: number, bytes: Uint8Array, tags: Section
 
 /**
  * The section `target` names rebuilt from `kept` and an `rl-prefix-delta/1` edit script, checked
- * before any added line is read: by its page root when the header signs one (only the pages
- * the delta touched are hashed; the whole section's SHA-256 is then the signed one, bound to the
- * same bytes by the root), else by the SHA-256 of the whole. Throws as verifyBundle does:
- * `digest_mismatch` for a script that does not fit the base or rebuilds other bytes, `malformed`
- * for an added line that is not a prefix line.
+ * before any added line is read: by its page root when the header signs one (only the pages of
+ * the chunks the delta touched are hashed; the whole section's SHA-256 is then the signed one,
+ * bound to the same bytes by the root), else by the SHA-256 of the whole. Throws as verifyBundle
+ * does: `digest_mismatch` for a script that does not fit the base or rebuilds other bytes,
+ * `malformed` for an added line that is not a prefix line.
  */
 export function applyKeptDelta(kept: KeptPrefixes, delta: Uint8Array, target: DeltaTarget): { kept: KeptPrefixes; delta: KeptDelta } {
-  const mismatch = () => new BundleError("digest_mismatch", "the prefixes rebuilt from the delta are not the revision's");
-  let pages: SectionPages | null = null;
-  // A base read from disk has no pages yet: hashed once here, then carried from delta to delta.
-  const base = target.pagesRoot !== undefined ? (kept.pages ??= pagesOfLines(kept.section)) : null;
-  const change = applyTaggedDelta(kept.section, delta, (bytes, lines, map) => {
-    if (base) {
-      pages = updatePages(base, lines, map);
-      if (pages.root !== target.pagesRoot) throw mismatch();
-    } else if (sha256Hex(bytes) !== target.sha256) throw mismatch();
-  });
+  const change = applyChunkedDelta(kept.section, delta, { sha256: target.sha256, pagesRoot: target.pagesRoot });
   return {
-    kept: { revision_id: target.revisionId, sha256: target.sha256, section: change.section, pages },
+    kept: { revision_id: target.revisionId, sha256: target.sha256, section: change.section },
     delta: { baseSha256: kept.sha256, changedTags: change.changedTags, added: change.added },
   };
 }
 
 /** The section's prefixes counted by family and communities (what the probation's export rule reads), one pass over the tags. */
 export function tallyOfKept(kept: KeptPrefixes): { v6: boolean; communities: readonly string[]; count: number }[] {
-  const { tagOf, count, tags } = kept.section;
+  const { chunks, tags } = kept.section;
   const counts = new Uint32Array(tags.texts.length);
-  for (let i = 0; i < count; i++) counts[tagOf[i] as number] = (counts[tagOf[i] as number] as number) + 1;
+  for (const { tagOf, count } of chunks) for (let i = 0; i < count; i++) counts[tagOf[i] as number] = (counts[tagOf[i] as number] as number) + 1;
   const tally: { v6: boolean; communities: readonly string[]; count: number }[] = [];
   counts.forEach((n, tag) => {
     const text = tags.texts[tag] as string;

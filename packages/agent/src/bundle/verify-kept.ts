@@ -3,6 +3,7 @@ import {
   type BundleHeaderV2,
   type BundleHeadV2,
   checkConfigV2,
+  chunkedBytes,
   isBundleV2,
   lazyPrefixes,
   type PinnedKey,
@@ -80,14 +81,18 @@ export async function verifyKept(
       pagesRoot: header.prefixes_pages_sha256,
     });
     const { config, digest } = checkConfigV2(header, parts.config);
-    const section = rebuilt.kept.section.bytes;
+    // The section's bytes whole only for what asks for them (a payload's prefixes decoded, the state's base rewritten).
+    let joined: Buffer | null = null;
+    const section = () => (joined ??= chunkedBytes(rebuilt.kept.section));
     const payload = payloadOfV2(header, config, lazyPrefixes(section), digest);
     const deltaRecord = { bytes: parts.section, baseSha256: header.base_prefixes_sha256, sha256: header.prefixes_sha256 };
     return {
       payload,
       payloadBytes: parts.header,
       keyId: parts.keyId,
-      prefixSection: section,
+      get prefixSection() {
+        return section();
+      },
       section: "delta",
       kept: rebuilt.kept,
       delta: rebuilt.delta,

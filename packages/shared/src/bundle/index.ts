@@ -26,6 +26,17 @@ export {
   verifyBundleV2,
 } from "./bundle-v2.js";
 export { canonicalJson, canonicalJsonBytes } from "./canonical-json.js";
+export {
+  applyChunkedDelta,
+  CHUNK_LINES,
+  type ChunkedChange,
+  type ChunkedSection,
+  type ChunkedTarget,
+  chunkedBytes,
+  chunkedSha256,
+  chunkSection,
+  type SectionChunk,
+} from "./chunked-section.js";
 export { BundleError, type BundleErrorCode } from "./errors.js";
 export {
   AGENT_CAPABILITIES,

@@ -165,11 +165,12 @@ export function decodePrefixSection(bytes: Uint8Array): BundlePrefixes {
 /**
  * The prefixes of a section the reader checked already (its SHA-256 and its lines), decoded
  * only when something reads them: an agent that renders from the section's bytes and applies
- * deltas to them holds 34 MB for 1.2M prefixes, not the ~100 MB of their tuples.
+ * deltas to them holds 34 MB for 1.2M prefixes, not the ~100 MB of their tuples. Given as a
+ * function, the bytes themselves are made only then (a chunked section joined).
  */
-export function lazyPrefixes(bytes: Uint8Array): BundlePrefixes {
+export function lazyPrefixes(bytes: Uint8Array | (() => Uint8Array)): BundlePrefixes {
   let decoded: BundlePrefixes | null = null;
-  const get = () => (decoded ??= decodePrefixSection(bytes));
+  const get = () => (decoded ??= decodePrefixSection(typeof bytes === "function" ? bytes() : bytes));
   return Object.defineProperties({} as BundlePrefixes, {
     v4: { enumerable: true, get: () => get().v4 },
     v6: { enumerable: true, get: () => get().v6 },

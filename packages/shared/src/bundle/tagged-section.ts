@@ -11,7 +11,8 @@ import { PREFIX_DELTA_FORMAT, PREFIX_SECTION_FORMAT } from "./prefix-section.js"
 // its number from one revision to the next and "which community sets did this delta touch" is
 // a set of numbers.
 
-const HEAD = Buffer.from(`${PREFIX_SECTION_FORMAT}\n`, "latin1");
+/** The section's first line, its newline included. */
+export const HEAD = Buffer.from(`${PREFIX_SECTION_FORMAT}\n`, "latin1");
 const TAB = 0x09;
 const NEWLINE = 0x0a;
 const COLON = 0x3a;
@@ -237,9 +238,10 @@ export function prefixText(section: TaggedSection, i: number): string {
   return section.bytes.toString("latin1", start, start + (section.prefixLength[i] as number));
 }
 
-type DeltaOp = { kind: "="; n: number; line: null } | { kind: "-"; n: number; line: null } | { kind: "+"; n: 1; line: Buffer };
+export type DeltaOp = { kind: "="; n: number; line: null } | { kind: "-"; n: number; line: null } | { kind: "+"; n: 1; line: Buffer };
 
-function deltaOps(delta: Uint8Array): DeltaOp[] {
+/** An `rl-prefix-delta/1` script's steps; throws `digest_mismatch` for what is no script. */
+export function deltaOps(delta: Uint8Array): DeltaOp[] {
   const bytes = Buffer.from(delta.buffer, delta.byteOffset, delta.length);
   const head = `${PREFIX_DELTA_FORMAT}\n`;
   if (bytes.toString("latin1", 0, head.length) !== head || bytes[bytes.length - 1] !== NEWLINE || !isAscii(bytes)) {
@@ -267,7 +269,7 @@ function deltaOps(delta: Uint8Array): DeltaOp[] {
  * one of those (most are: a revision has a handful of community sets) costs a byte comparison,
  * not a string and a map lookup.
  */
-class KnownTails {
+export class KnownTails {
   readonly #tags: SectionTags;
   readonly #recent: { bytes: Buffer; tag4: number; tag6: number }[] = [];
 
@@ -297,7 +299,7 @@ class KnownTails {
 }
 
 /** One line `bytes[at, nl)`: its prefix's length and its tag. */
-function readLine(bytes: Buffer, at: number, nl: number, known: KnownTails): { prefixLength: number; tag: number } {
+export function readLine(bytes: Buffer, at: number, nl: number, known: KnownTails): { prefixLength: number; tag: number } {
   let tab = at;
   let v6 = false;
   while (tab < nl && bytes[tab] !== TAB) {

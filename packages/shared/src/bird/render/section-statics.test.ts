@@ -1,18 +1,20 @@
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
 import {
-  applyTaggedDelta,
+  applyChunkedDelta,
   type BundlePayload,
   type BundlePrefixes,
+  type ChunkedSection,
+  chunkSection,
   columnOf,
   decodePrefixSection,
   diffPrefixLines,
   encodePrefixSection,
+  pagesOf,
   prefixLines,
   SectionTags,
   sha256Hex,
   splitSection,
-  type TaggedSection,
   tagSection,
 } from "../../bundle/index.js";
 import { type FileText, textData } from "../atomic-file.js";
@@ -91,13 +93,16 @@ function expectSafeCheck(file: Buffer, check: Buffer, against: Buffer): void {
   });
 }
 
+/** A section's bytes as the agent holds them: chunks of about `lines` lines (a few, so that a set's lines cross chunks). */
+const chunked = (bytes: Buffer, tags: SectionTags, lines?: number): ChunkedSection => chunkSection(tagSection(bytes, tags), pagesOf(bytes), lines);
+
 describe("the route files rendered from a section", () => {
   it("a whole section: the same files, or the same refusal, as the render of its prefixes", () => {
     fc.assert(
-      fc.property(prefixesArb, settings, (prefixes, s) => {
+      fc.property(prefixesArb, settings, fc.integer({ min: 1, max: 200 }), (prefixes, s, lines) => {
         const section = sectionOf(prefixes);
         const tags = new SectionTags();
-        const input: SectionInput = { section: tagSection(section, tags), sha256: sha256Hex(section), delta: null };
+        const input: SectionInput = { section: chunked(section, tags, lines), sha256: sha256Hex(section), delta: null };
         const payload = payloadOf(section, s);
         const fromSection = outcome(() => renderBirdConfig(payload, options, undefined, { input, cache: new SectionStaticsCache() }));
         expect(fromSection).toEqual(outcome(() => renderBirdConfig(payloadOf(section, s), options)));
@@ -109,66 +114,69 @@ describe("the route files rendered from a section", () => {
   it("a run of deltas: each render the same files as the whole render of that revision, held or made again; unchanged sets keep their text object; checks blank only what runs", () => {
     let checked = 0;
     fc.assert(
-      fc.property(fc.array(plainer, { minLength: 2, maxLength: 6 }), settings, fc.array(fc.boolean(), { maxLength: 6 }), (revisions, s, skips) => {
-        const tags = new SectionTags();
-        const cache = new SectionStaticsCache();
-        let base: TaggedSection = tagSection(sectionOf(revisions[0] as BundlePrefixes), tags);
-        let spare: TaggedSection | null = null;
-        let baseSha = sha256Hex(base.bytes);
-        let last: RenderedConfig | null = null;
-        // The bytes of the last render's files, as written then.
-        let lastBytes = new Map<string, string>();
-        const first = outcome(
-          () => (last = renderBirdConfig(payloadOf(base.bytes, s), options, undefined, { input: { section: base, sha256: baseSha, delta: null }, cache })),
-        );
-        expect(first).toEqual(outcome(() => renderBirdConfig(payloadOf(base.bytes, s), options)));
-        if ("refused" in first) last = null;
-        else lastBytes = new Map(Object.entries(first.files));
-        revisions.slice(1).forEach((next, step) => {
-          const delta = diffPrefixLines(splitSection(base.bytes), linesOf(next));
-          // Written into the memory of the section before the base, as the agent does once it reads it no more.
-          const change = applyTaggedDelta(base, delta, undefined, spare?.store ?? null);
-          expect(change.section.bytes.equals(sectionOf(next))).toBe(true);
-          const room = spare?.store && change.section.bytes.length <= spare.store.bytes.length && change.section.count < spare.store.starts.length;
-          if (room) expect(change.section.store).toBe(spare?.store);
-          // Now and then the cache has seen another section (a reverted apply): a whole render then.
-          if (skips[step]) cache.sha256 = "elsewhere";
-          const input: SectionInput = { section: change.section, sha256: sha256Hex(change.section.bytes), delta: { ...change, baseSha256: baseSha } };
-          let rendered: RenderedConfig | null = null;
-          const got = outcome(() => (rendered = renderBirdConfig(payloadOf(change.section.bytes, s), options, undefined, { input, cache })));
-          const whole = outcome(() => renderBirdConfig(payloadOf(change.section.bytes, s), options));
-          expect(got).toEqual(whole);
-          const now = rendered as RenderedConfig | null;
-          if (now && last && !skips[step]) {
-            const before = last;
-            for (const [name, text] of Object.entries(now.files)) {
-              if (typeof text === "string") continue;
-              const was = before.files[name];
-              const check = now.checks?.[name];
-              if (check) {
-                checked++;
-                expect(check.against).toBe(was);
-                expectSafeCheck(Buffer.from(textOf(text)), check.text, Buffer.from(lastBytes.get(name) as string));
-              } else if (was !== undefined && typeof was !== "string" && was !== text) {
-                // A set written again without a check text is checked whole: only a set new to the cache.
-                expect(textOf(text)).not.toBe(lastBytes.get(name));
+      fc.property(
+        fc.array(plainer, { minLength: 2, maxLength: 6 }),
+        settings,
+        fc.array(fc.boolean(), { maxLength: 6 }),
+        fc.integer({ min: 1, max: 9 }),
+        (revisions, s, skips, lines) => {
+          const tags = new SectionTags();
+          const cache = new SectionStaticsCache();
+          let bytes = sectionOf(revisions[0] as BundlePrefixes);
+          let base = chunked(bytes, tags, lines);
+          let baseSha = sha256Hex(bytes);
+          let last: RenderedConfig | null = null;
+          // The bytes of the last render's files, as written then.
+          let lastBytes = new Map<string, string>();
+          const first = outcome(
+            () => (last = renderBirdConfig(payloadOf(bytes, s), options, undefined, { input: { section: base, sha256: baseSha, delta: null }, cache })),
+          );
+          expect(first).toEqual(outcome(() => renderBirdConfig(payloadOf(bytes, s), options)));
+          if ("refused" in first) last = null;
+          else lastBytes = new Map(Object.entries(first.files));
+          revisions.slice(1).forEach((next, step) => {
+            const delta = diffPrefixLines(splitSection(bytes), linesOf(next));
+            const nextBytes = sectionOf(next);
+            const change = applyChunkedDelta(base, delta, { sha256: sha256Hex(nextBytes) }, lines);
+            // Now and then the cache has seen another section (a reverted apply): a whole render then.
+            if (skips[step]) cache.sha256 = "elsewhere";
+            const input: SectionInput = { section: change.section, sha256: sha256Hex(nextBytes), delta: { ...change, baseSha256: baseSha } };
+            let rendered: RenderedConfig | null = null;
+            const got = outcome(() => (rendered = renderBirdConfig(payloadOf(nextBytes, s), options, undefined, { input, cache })));
+            const whole = outcome(() => renderBirdConfig(payloadOf(nextBytes, s), options));
+            expect(got).toEqual(whole);
+            const now = rendered as RenderedConfig | null;
+            if (now && last && !skips[step]) {
+              const before = last;
+              for (const [name, text] of Object.entries(now.files)) {
+                if (typeof text === "string") continue;
+                const was = before.files[name];
+                const check = now.checks?.[name];
+                if (check) {
+                  checked++;
+                  expect(check.against).toBe(was);
+                  expectSafeCheck(Buffer.from(textOf(text)), check.text, Buffer.from(lastBytes.get(name) as string));
+                } else if (was !== undefined && typeof was !== "string" && was !== text) {
+                  // A set written again without a check text is checked whole: only a set new to the cache.
+                  expect(textOf(text)).not.toBe(lastBytes.get(name));
+                }
+                // A file the last render wrote and this one did not: the same object, its bytes made again from this section.
+                if (was === text) expect(textOf(text)).toBe(lastBytes.get(name));
+                // One this render wrote again: the last one's text is made no more (nothing holds what made it).
+                else if (was !== undefined && typeof was !== "string") expect(textData(was)).toBeNull();
               }
-              // A file the last render wrote and this one did not: the same object, its bytes made again from this section.
-              if (was === text) expect(textOf(text)).toBe(lastBytes.get(name));
-              // One this render wrote again: the last one's text is made no more (nothing holds what made it).
-              else if (was !== undefined && typeof was !== "string") expect(textData(was)).toBeNull();
             }
-          }
-          // Written: the bytes let go, and made again (from the section) when asked.
-          cache.settle();
-          if (now && "files" in whole) for (const [name, text] of Object.entries(now.files)) expect(textOf(text)).toBe(whole.files[name]);
-          last = now;
-          lastBytes = "files" in got ? new Map(Object.entries(got.files)) : new Map();
-          spare = base;
-          base = change.section;
-          baseSha = input.sha256;
-        });
-      }),
+            // Written: the bytes let go, and made again (from the section) when asked.
+            cache.settle();
+            if (now && "files" in whole) for (const [name, text] of Object.entries(now.files)) expect(textOf(text)).toBe(whole.files[name]);
+            last = now;
+            lastBytes = "files" in got ? new Map(Object.entries(got.files)) : new Map();
+            bytes = nextBytes;
+            base = change.section;
+            baseSha = input.sha256;
+          });
+        },
+      ),
       { numRuns: 200 },
     );
     // The runs did render from the last files (a check text is only made then), not only whole.
@@ -188,12 +196,12 @@ describe("the route files rendered from a section", () => {
     const tags = new SectionTags();
     const cache = new SectionStaticsCache();
     const s = { kind: "blackhole", titled: false };
-    const section = tagSection(sectionOf(a), tags);
-    const sha = sha256Hex(section.bytes);
-    const before = renderBirdConfig(payloadOf(section.bytes, s), options, undefined, { input: { section, sha256: sha, delta: null }, cache });
-    const change = applyTaggedDelta(section, diffPrefixLines(linesOf(a), linesOf(b)));
-    const after = renderBirdConfig(payloadOf(change.section.bytes, s), options, undefined, {
-      input: { section: change.section, sha256: sha256Hex(change.section.bytes), delta: { ...change, baseSha256: sha } },
+    const section = chunked(sectionOf(a), tags);
+    const sha = sha256Hex(sectionOf(a));
+    const before = renderBirdConfig(payloadOf(sectionOf(a), s), options, undefined, { input: { section, sha256: sha, delta: null }, cache });
+    const change = applyChunkedDelta(section, diffPrefixLines(linesOf(a), linesOf(b)), { sha256: sha256Hex(sectionOf(b)) });
+    const after = renderBirdConfig(payloadOf(sectionOf(b), s), options, undefined, {
+      input: { section: change.section, sha256: sha256Hex(sectionOf(b)), delta: { ...change, baseSha256: sha } },
       cache,
     });
     const routeFiles = Object.keys(after.files).filter((n) => n !== "rl-routes.conf");

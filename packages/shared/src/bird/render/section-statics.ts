@@ -1,9 +1,10 @@
-import type { SectionTags, TaggedChange, TaggedSection } from "../../bundle/tagged-section.js";
+import type { ChunkedChange, ChunkedSection, SectionChunk } from "../../bundle/chunked-section.js";
+import type { SectionTags } from "../../bundle/tagged-section.js";
 import type { FileText, MadeText } from "../atomic-file.js";
 import { compareSets, groupHead, type StaticsOut, staticFileName, uniqueSorted } from "./statics.js";
 import { type Community, communityText, isPlainV4Prefix, community as parseCommunity, prefix, quoted, RenderError } from "./values.js";
 
-// The static protocols of a split render written from a tagged section (../../bundle/tagged-
+// The static protocols of a split render written from a chunked section (../../bundle/chunked-
 // section.ts) rather than from the payload's prefix tuples: each community set's file made from
 // the section's bytes, and after a delta only the files of the sets it touched, so an agent's
 // apply costs what changed. Byte for byte what renderStatics writes for the same prefixes (a
@@ -12,11 +13,11 @@ import { type Community, communityText, isPlainV4Prefix, community as parseCommu
 
 /** What the agent renders from: a section, and when it came from a delta, what the delta did. */
 export interface SectionInput {
-  section: TaggedSection;
-  /** SHA-256 of `section.bytes`. */
+  section: ChunkedSection;
+  /** SHA-256 of the section's bytes. */
   sha256: string;
   /** The delta that made `section` from the section with SHA-256 `baseSha256`; null for a whole section. */
-  delta: (Omit<TaggedChange, "section"> & { baseSha256: string }) | null;
+  delta: (Omit<ChunkedChange, "section"> & { baseSha256: string }) | null;
 }
 
 /** A route file's text for `bird -p`: the new text with the routes of `against` (the file it replaces, as rendered last time: told by identity) left blank. */
@@ -166,9 +167,8 @@ function render(out: StaticsOut & { split: string }, input: SectionInput, kind: 
     const mine = lines[k] as Uint32Array;
     sets.delete(of.id);
     if (mine.length === 0) return;
-    if (isAdded) {
-      for (const i of mine) if (isAdded[i]) checkPrefix(section, i, of.family);
-    } else for (const i of mine) checkPrefix(section, i, of.family);
+    const line = new LineCursor(section);
+    for (const i of mine) if (!isAdded || isAdded[i]) checkPrefix(line.at(i), of.family);
     const { name, head } = groupHead(of, of.family, mine.length, titles);
     const made: RenderedSet = { of, name, file: staticFileName(out.split, name), head, text: new RouteText(writeRoutes(section, mine, head, kind, null)) };
     const before = incremental ? cache.sets.get(of.id) : undefined;
@@ -205,18 +205,47 @@ function parseSet(tags: SectionTags, tag: number): SetOf {
 }
 
 /** For each chosen set (`slot[tag]`, -1: not chosen), its lines in the section's order: one pass over the tags. */
-function linesOfSets(section: TaggedSection, slot: Int32Array, sets: number): Uint32Array[] {
+function linesOfSets(section: ChunkedSection, slot: Int32Array, sets: number): Uint32Array[] {
   const lines: number[][] = Array.from({ length: sets }, () => []);
-  const { tagOf, count } = section;
-  for (let i = 0; i < count; i++) {
-    const k = slot[tagOf[i] as number] as number;
-    if (k >= 0) (lines[k] as number[]).push(i);
-  }
+  section.chunks.forEach((c, k) => {
+    const first = section.first[k] as number;
+    const { tagOf } = c;
+    for (let j = 0; j < c.count; j++) {
+      const set = slot[tagOf[j] as number] as number;
+      if (set >= 0) (lines[set] as number[]).push(first + j);
+    }
+  });
   return lines.map((l) => Uint32Array.from(l));
 }
 
+/** Line i's chunk and prefix, for lines asked in ascending order (each step forward finds its chunk from the last one). */
+class LineCursor {
+  readonly #section: ChunkedSection;
+  #k = 0;
+  chunk: SectionChunk | null = null;
+  /** The prefix's bytes: `chunk.bytes[from, to)`. */
+  from = 0;
+  to = 0;
+
+  constructor(section: ChunkedSection) {
+    this.#section = section;
+  }
+
+  at(i: number): this {
+    const { first, chunks } = this.#section;
+    if (i < (first[this.#k] as number)) this.#k = 0;
+    while ((first[this.#k + 1] as number) <= i) this.#k++;
+    const c = chunks[this.#k] as SectionChunk;
+    const j = i - (first[this.#k] as number);
+    this.chunk = c;
+    this.from = c.starts[j] as number;
+    this.to = this.from + (c.prefixLength[j] as number);
+    return this;
+  }
+}
+
 /** Set `s`'s file as `section` makes it (a set its last render did not write again: the same bytes). */
-function remade(section: TaggedSection, s: RenderedSet, setOfTag: readonly (SetOf | undefined)[], kind: string): Buffer {
+function remade(section: ChunkedSection, s: RenderedSet, setOfTag: readonly (SetOf | undefined)[], kind: string): Buffer {
   const slot = new Int32Array(section.tags.texts.length).fill(-1);
   setOfTag.forEach((of, tag) => {
     if (of?.id === s.of.id) slot[tag] = 0;
@@ -224,12 +253,11 @@ function remade(section: TaggedSection, s: RenderedSet, setOfTag: readonly (SetO
   return writeRoutes(section, linesOfSets(section, slot, 1)[0] as Uint32Array, s.head, kind, null);
 }
 
-/** Line `i`'s prefix is one the render takes as it is written; throws otherwise. */
-function checkPrefix(section: TaggedSection, i: number, family: 4 | 6): void {
-  const from = section.starts[i] as number;
-  const to = from + (section.prefixLength[i] as number);
-  if (family === 4 && isPlainV4Prefix(section.bytes, from, to)) return;
-  const text = section.bytes.toString("latin1", from, to);
+/** The line's prefix is one the render takes as it is written; throws otherwise. */
+function checkPrefix(line: LineCursor, family: 4 | 6): void {
+  const bytes = (line.chunk as SectionChunk).bytes;
+  if (family === 4 && isPlainV4Prefix(bytes, line.from, line.to)) return;
+  const text = bytes.toString("latin1", line.from, line.to);
   // Throws as the render of the payload does; another spelling is the payload render's to write.
   if (prefix(text, family, `prefixes.v${family}`) !== text) throw new RenderError(`prefixes.v${family}`, `${text} is written otherwise`);
 }
@@ -239,12 +267,12 @@ function checkPrefix(section: TaggedSection, i: number, family: 4 | 6): void {
  * text `bird -p` reads instead: the routes not added left as empty lines (the running file has
  * them, and BIRD parsed them when it took it), so every other line stays where it is.
  */
-function writeRoutes(section: TaggedSection, lines: Uint32Array, head: string, kind: string, added: Uint8Array | null): Buffer {
-  const { bytes, starts, prefixLength } = section;
+function writeRoutes(section: ChunkedSection, lines: Uint32Array, head: string, kind: string, added: Uint8Array | null): Buffer {
+  const line = new LineCursor(section);
   const headBytes = Buffer.from(head, "utf8");
   const tail = Buffer.from(` ${kind};`, "latin1");
   let size = headBytes.length + END.length;
-  for (const i of lines) size += !added || added[i] ? ROUTE.length + (prefixLength[i] as number) + tail.length : 1;
+  for (const i of lines) size += !added || added[i] ? ROUTE.length + line.at(i).to - line.from + tail.length : 1;
   const text = Buffer.allocUnsafe(size);
   let o = headBytes.copy(text, 0);
   for (const i of lines) {
@@ -253,8 +281,8 @@ function writeRoutes(section: TaggedSection, lines: Uint32Array, head: string, k
       continue;
     }
     for (let k = 0; k < ROUTE.length; k++) text[o++] = ROUTE[k] as number;
-    const from = starts[i] as number;
-    const to = from + (prefixLength[i] as number);
+    const { from, to } = line.at(i);
+    const bytes = (line.chunk as SectionChunk).bytes;
     for (let k = from; k < to; k++) text[o++] = bytes[k] as number;
     for (let k = 0; k < tail.length; k++) text[o++] = tail[k] as number;
   }

@@ -1,0 +1,125 @@
+import fc from "fast-check";
+import { describe, expect, it } from "vitest";
+import { sha256Hex } from "./bundle-v2.js";
+import { applyChunkedDelta, type ChunkedSection, chunkedBytes, chunkedSha256, chunkSection } from "./chunked-section.js";
+import { diffPrefixLines } from "./prefix-delta.js";
+import { pagesOf } from "./prefix-pages.js";
+import { encodePrefixLines } from "./prefix-section.js";
+import { chains, edit, model, POOL } from "./section-chains.test-helper.js";
+import { applyTaggedDelta, SectionTags, tagSection } from "./tagged-section.js";
+
+// The chunked section against the whole one: after every delta of random chains (chunks of a
+// few lines, so that runs cross chunks, chunks empty out and grow past their bound), its bytes,
+// page root, columns, added lines and touched sets are those of the whole section's delta, and it
+// refuses what that refuses. Its chunks end where pages end, and those it did not touch are its
+// base's own objects.
+
+/** Every line of the chunked section as (prefix, communities, page end), in order. */
+function linesOf(section: ChunkedSection): string[] {
+  const out: string[] = [];
+  for (const c of section.chunks) {
+    for (let j = 0; j < c.count; j++) {
+      const start = c.starts[j]!;
+      const prefix = c.bytes.toString("latin1", start, start + c.prefixLength[j]!);
+      out.push(`${prefix}|${section.tags.texts[c.tagOf[j]!]}|${c.pageEnd[j]}`);
+    }
+  }
+  return out;
+}
+
+function shape(section: ChunkedSection) {
+  section.chunks.forEach((c, i) => {
+    expect(c.count).toBeGreaterThan(0);
+    if (i < section.chunks.length - 1) expect(c.pageEnd[c.count - 1]).toBe(1);
+    expect(c.digests.length).toBe(32 * (c.pageEnd.reduce((n, f) => n + f, 0) + (c.pageEnd[c.count - 1] === 1 ? 0 : 1)));
+    expect(section.first[i + 1]! - section.first[i]!).toBe(c.count);
+  });
+  expect(section.first[section.chunks.length]).toBe(section.count);
+}
+
+const refusal = (run: () => unknown) => {
+  try {
+    run();
+    return null;
+  } catch (error) {
+    return (error as { code?: string }).code ?? String(error);
+  }
+};
+
+describe("the chunked prefix section", () => {
+  it("after each delta of a chain: the whole section's bytes, root, columns, added lines and touched sets; chunks cut at page ends; untouched chunks shared", () => {
+    fc.assert(
+      fc.property(chains, fc.integer({ min: 1, max: 9 }), fc.boolean(), ({ first, steps }, lines, rooted) => {
+        const tags = new SectionTags();
+        const flatTags = new SectionTags();
+        let text = first;
+        let bytes = encodePrefixLines(text);
+        let flat = tagSection(bytes, flatTags);
+        let chunked = chunkSection(tagSection(bytes, tags), pagesOf(bytes), lines);
+        shape(chunked);
+        expect(chunkedBytes(chunked)).toEqual(bytes);
+        for (const s of steps) {
+          const next = "lines" in s ? s.lines : edit(text, s.e);
+          const script = diffPrefixLines(text, next);
+          const nextBytes = encodePrefixLines(next);
+          const target = { sha256: sha256Hex(nextBytes), ...(rooted ? { pagesRoot: pagesOf(nextBytes).root } : {}) };
+          const change = applyChunkedDelta(chunked, script, target, lines);
+          const whole = applyTaggedDelta(flat, script);
+          const section = change.section;
+          shape(section);
+          expect(chunkedBytes(section)).toEqual(nextBytes);
+          expect(chunkedSha256(section)).toBe(target.sha256);
+          expect(section.root).toBe(model(next).root);
+          expect(section.size).toBe(nextBytes.length);
+          expect(linesOf(section)).toEqual(linesOf(chunkSection(whole.section, pagesOf(nextBytes))));
+          expect([...change.added]).toEqual([...whole.added]);
+          const texts = (set: Set<number>, t: SectionTags) => [...set].map((tag) => `${t.v6[tag]}${t.texts[tag]}`).sort();
+          expect(texts(change.changedTags, tags)).toEqual(texts(whole.changedTags, flatTags));
+          // A chunk of the base the script did not reach is the same object, bytes and all.
+          const before = new Set(chunked.chunks);
+          const kept = section.chunks.filter((c) => before.has(c));
+          if (script.length < 40 && chunked.chunks.length > 8) expect(kept.length).toBeGreaterThan(0);
+          text = next;
+          bytes = nextBytes;
+          flat = whole.section;
+          chunked = section;
+        }
+      }),
+      { numRuns: 100 },
+    );
+  });
+
+  it("refuses as the whole section's delta does: a script that does not fit, bytes that are not the signed ones (by root or by SHA-256)", () => {
+    fc.assert(
+      fc.property(chains, fc.integer({ min: 1, max: 6 }), fc.nat(), ({ first, steps }, lines, pick) => {
+        const bytes = encodePrefixLines(first);
+        const chunked = chunkSection(tagSection(bytes, new SectionTags()), pagesOf(bytes), lines);
+        const s = steps[0]!;
+        const next = "lines" in s ? s.lines : edit(first, s.e);
+        const good = diffPrefixLines(first, next);
+        const nextBytes = encodePrefixLines(next);
+        const right = { sha256: sha256Hex(nextBytes), pagesRoot: pagesOf(nextBytes).root };
+        // A step too many, a step too few, and a script for another base.
+        const scripts = [
+          Buffer.concat([good, Buffer.from("=1\n")]),
+          Buffer.from(`rl-prefix-delta/1\n=${Math.max(1, first.length - 1)}\n`),
+          diffPrefixLines([...first, `${POOL[0]}\tx`], next),
+        ];
+        const script = scripts[pick % scripts.length]!;
+        const flat = tagSection(bytes, new SectionTags());
+        const wholeRefusal = refusal(() => {
+          const whole = applyTaggedDelta(flat, script);
+          if (sha256Hex(whole.section.bytes) !== right.sha256) throw Object.assign(new Error(), { code: "digest_mismatch" });
+        });
+        expect(refusal(() => applyChunkedDelta(chunked, script, right, lines))).toBe(wholeRefusal);
+        // The right script, the wrong target: refused either way it is checked.
+        if (next.length > 0 || first.length > 0) {
+          const other = { sha256: sha256Hex(Buffer.from("x")), pagesRoot: sha256Hex(Buffer.from("y")) };
+          expect(refusal(() => applyChunkedDelta(chunked, good, other, lines))).toBe("digest_mismatch");
+          expect(refusal(() => applyChunkedDelta(chunked, good, { sha256: other.sha256 }, lines))).toBe("digest_mismatch");
+        }
+      }),
+      { numRuns: 200 },
+    );
+  });
+});

@@ -1,0 +1,326 @@
+import { createHash, hash } from "node:crypto";
+import { BundleError } from "./errors.js";
+import { endsPage, type SectionPages } from "./prefix-pages.js";
+import { type DeltaOp, deltaOps, HEAD, KnownTails, readLine, type SectionTags, type TaggedSection } from "./tagged-section.js";
+
+// A prefix section held as chunks that revisions share, for a reader that keeps it from one
+// delta to the next (the agent). A delta of a few hundred scattered edits to 1.2M prefixes
+// rebuilds the ~1,000 chunks it touches (a few MB) and takes the other chunks of its base as
+// they are: no copy of the whole 34 MB section and its columns a delta, no hash of it. Each
+// chunk ends where an `rl-prefix-pages/1` page ends (the last one at the section's end) and
+// carries its pages' digests, so the signed page root is checked from the digests of every
+// chunk, only the rebuilt chunks' pages hashed.
+
+/** About this many lines a chunk: a rebuilt chunk is copied and its pages hashed whole. */
+export const CHUNK_LINES = 128;
+const DIGEST = 32;
+const NEWLINE = 0x0a;
+
+/** Lines of a section: those of the tagged section's columns (tagged-section.ts), over bytes the chunk may share with others. */
+export interface SectionChunk {
+  /** Where the chunk's lines are: line j is `bytes[starts[j], starts[j + 1])`, its newline included. */
+  bytes: Buffer;
+  count: number;
+  /** Where each line starts in `bytes`, and one more entry: where the last one ends. */
+  starts: Uint32Array;
+  prefixLength: Uint8Array;
+  tagOf: Uint32Array;
+  pageEnd: Uint8Array;
+  /** The SHA-256 digests of the pages that end in this chunk, 32 bytes each, in order. */
+  digests: Buffer;
+}
+
+export interface ChunkedSection {
+  chunks: readonly SectionChunk[];
+  /** Chunk k's first line, and one more entry: the section's line count. */
+  first: Uint32Array;
+  count: number;
+  /** The section's bytes, its `rl-prefixes/1` line included. */
+  size: number;
+  tags: SectionTags;
+  /** Hex SHA-256 of every page's digest in order: the section's `rl-prefix-pages/1` root. */
+  root: string;
+}
+
+/** What a delta did to the chunked section it applied to. */
+export interface ChunkedChange {
+  section: ChunkedSection;
+  /** Tags that lost or gained a line. */
+  changedTags: Set<number>;
+  /** The added lines, as their index in the new section, ascending. */
+  added: Uint32Array;
+}
+
+/** What a delta's signed header says the rebuilt section is. */
+export interface ChunkedTarget {
+  /** `prefixes_sha256`: checked by hashing the whole section only when no page root is signed. */
+  sha256: string;
+  /** `prefixes_pages_sha256`, from a controller that signs it. */
+  pagesRoot?: string | undefined;
+}
+
+/** A tagged section and its pages (prefix-pages.ts) as chunks: views of its bytes and columns, nothing copied. */
+export function chunkSection(section: TaggedSection, pages: SectionPages, lines = CHUNK_LINES): ChunkedSection {
+  const chunks: SectionChunk[] = [];
+  let from = 0;
+  let fromPage = 0;
+  const { ends } = pages;
+  for (let p = 0; p < ends.length; p++) {
+    const end = ends[p] as number;
+    if (end - from < lines && p < ends.length - 1) continue;
+    chunks.push({
+      bytes: section.bytes,
+      count: end - from,
+      starts: section.starts.subarray(from, end + 1),
+      prefixLength: section.prefixLength.subarray(from, end),
+      tagOf: section.tagOf.subarray(from, end),
+      pageEnd: section.pageEnd.subarray(from, end),
+      digests: pages.digests.subarray(fromPage * DIGEST, (p + 1) * DIGEST),
+    });
+    from = end;
+    fromPage = p + 1;
+  }
+  return { chunks, first: firstLines(chunks), count: section.count, size: section.bytes.length, tags: section.tags, root: pages.root };
+}
+
+/** The section's bytes whole (a copy): for what needs them as one buffer (the state's base file, a payload decoded). */
+export function chunkedBytes(section: ChunkedSection): Buffer {
+  const out = Buffer.allocUnsafe(section.size);
+  let at = HEAD.copy(out, 0);
+  for (const c of section.chunks) at += c.bytes.copy(out, at, c.starts[0] as number, c.starts[c.count] as number);
+  return out;
+}
+
+/** Hex SHA-256 of the section's bytes, chunk by chunk. */
+export function chunkedSha256(section: ChunkedSection): string {
+  const h = createHash("sha256").update(HEAD);
+  for (const c of section.chunks) h.update(c.bytes.subarray(c.starts[0] as number, c.starts[c.count] as number));
+  return h.digest("hex");
+}
+
+/** A run of lines the new section takes: a base chunk's lines `[from, to)`, or one added line. */
+type Piece = { chunk: SectionChunk; from: number; to: number; line: null } | { chunk: null; from: 0; to: 0; line: Buffer; pageEnd: boolean };
+
+/** A chunk of the new section: one of the base taken as it is, or pieces to copy. */
+type Planned = { reused: SectionChunk } | { reused: null; pieces: Piece[]; count: number; size: number; pages: number };
+
+/**
+ * `base` with an `rl-prefix-delta/1` edit script applied: the chunks the script does not touch
+ * taken as they are, the others rebuilt, and the rebuilt section checked against `target`
+ * before any added line is read (nothing unverified is parsed): by the signed page root when
+ * there is one (only the rebuilt chunks' pages hashed), else by the SHA-256 of the whole.
+ * Throws `digest_mismatch` for a script that does not fit the base or rebuilds other bytes, and
+ * `malformed` for an added line that is not a prefix line (as applyTaggedDelta does).
+ */
+export function applyChunkedDelta(base: ChunkedSection, delta: Uint8Array, target: ChunkedTarget, lines = CHUNK_LINES): ChunkedChange {
+  const ops = deltaOps(delta);
+  const { chunks, first } = base;
+  const changedTags = new Set<number>();
+
+  // Which base chunks the script touches: a dropped line's, or the one an added line goes before (the last for one added at the end).
+  const touched = new Uint8Array(chunks.length);
+  let cursor = 0;
+  let k = 0;
+  let size = HEAD.length;
+  const chunkOf = (line: number) => {
+    while (k < chunks.length - 1 && (first[k + 1] as number) <= line) k++;
+    return k;
+  };
+  for (const op of ops) {
+    if (op.line !== null) {
+      if (chunks.length > 0) touched[chunkOf(Math.min(cursor, base.count - 1))] = 1;
+      size += op.line.length + 1;
+      continue;
+    }
+    if (cursor + op.n > base.count) {
+      throw new BundleError("digest_mismatch", `the delta does not fit the base it names: step ${op.kind}${op.n} on ${base.count} lines`);
+    }
+    if (op.kind === "-") {
+      for (let line = cursor; line < cursor + op.n; ) {
+        const c = chunks[chunkOf(line)] as SectionChunk;
+        touched[k] = 1;
+        const end = Math.min(cursor + op.n, first[k + 1] as number);
+        for (let j = line - (first[k] as number); j < end - (first[k] as number); j++) changedTags.add(c.tagOf[j] as number);
+        size -= (c.starts[end - (first[k] as number)] as number) - (c.starts[line - (first[k] as number)] as number);
+        line = end;
+      }
+    }
+    cursor += op.n;
+  }
+  if (cursor !== base.count) throw new BundleError("digest_mismatch", `the delta does not fit the base it names: it covers ${cursor} of ${base.count} lines`);
+  size += base.size - HEAD.length;
+
+  // The plan: base chunks untouched taken as they are, the rest as pieces cut into new chunks at page ends.
+  const plan: Planned[] = [];
+  let pieces: Piece[] = [];
+  let count = 0;
+  let bytes = 0;
+  let pages = 0;
+  let endsPageNow = false;
+  const emit = (last: boolean) => {
+    if (count === 0) return;
+    plan.push({ reused: null, pieces, count, size: bytes, pages: pages + (last && !endsPageNow ? 1 : 0) });
+    pieces = [];
+    count = bytes = pages = 0;
+  };
+  const keep = (c: SectionChunk, from: number, to: number) => {
+    // A long run is cut at a page end once the chunk being made holds enough lines.
+    while (from < to) {
+      let end = to;
+      if (count + (to - from) > 2 * lines) {
+        const cut = c.pageEnd.indexOf(1, Math.max(from, from + lines - count - 1));
+        if (cut >= 0 && cut < to - 1) end = cut + 1;
+      }
+      pieces.push({ chunk: c, from, to: end, line: null });
+      for (let j = from; j < end; j++) pages += c.pageEnd[j] as number;
+      count += end - from;
+      bytes += (c.starts[end] as number) - (c.starts[from] as number);
+      endsPageNow = c.pageEnd[end - 1] === 1;
+      from = end;
+      if (from < to) emit(false);
+    }
+  };
+  const add = (line: Buffer) => {
+    const pageEnd = endsPage(line, 0, line.length);
+    pieces.push({ chunk: null, from: 0, to: 0, line, pageEnd });
+    count++;
+    bytes += line.length + 1;
+    endsPageNow = pageEnd;
+    if (pageEnd) {
+      pages++;
+      if (count >= 2 * lines) emit(false);
+    }
+  };
+  let o = 0;
+  let left = ops[0]?.n ?? 0;
+  const next = () => {
+    o++;
+    left = ops[o]?.n ?? 0;
+  };
+  /** Steps the script over chunk `c`'s lines, each line's added ones first; `made` keeps its kept lines (an untouched chunk taken as it is does not). */
+  const walk = (c: SectionChunk, made: boolean) => {
+    for (let j = 0; j < c.count; ) {
+      const op = ops[o] as DeltaOp;
+      if (op.line !== null) {
+        add(op.line);
+        next();
+        continue;
+      }
+      const step = Math.min(left, c.count - j);
+      if (op.kind === "=" && made) keep(c, j, j + step);
+      j += step;
+      left -= step;
+      if (left === 0) next();
+    }
+  };
+  for (let i = 0; i < chunks.length; i++) {
+    const c = chunks[i] as SectionChunk;
+    const made = touched[i] === 1 || count > 0;
+    if (!made) plan.push({ reused: c });
+    walk(c, made);
+    // A chunk ends at a page end with enough lines; else the next chunk joins it.
+    if (made && endsPageNow && count >= lines >> 1) emit(false);
+  }
+  // What is left of the script adds lines at the section's end (the fit check above saw to that).
+  for (; o < ops.length; o++) add((ops[o] as DeltaOp & { kind: "+" }).line);
+  emit(true);
+
+  // The new chunks' bytes and columns, in one buffer and one array each.
+  let newLines = 0;
+  let newBytes = 0;
+  let newPages = 0;
+  for (const p of plan) {
+    if (p.reused) continue;
+    newLines += p.count;
+    newBytes += p.size;
+    newPages += p.pages;
+  }
+  const arena = {
+    bytes: Buffer.allocUnsafeSlow(newBytes),
+    starts: new Uint32Array(newLines + plan.length),
+    prefixLength: new Uint8Array(newLines),
+    tagOf: new Uint32Array(newLines),
+    pageEnd: new Uint8Array(newLines),
+    digests: Buffer.allocUnsafeSlow(newPages * DIGEST),
+  };
+  const made: SectionChunk[] = [];
+  const addedOf = new Map<SectionChunk, number[]>();
+  let at = 0;
+  let line = 0;
+  let startAt = 0;
+  let digestAt = 0;
+  for (const p of plan) {
+    if (p.reused) {
+      made.push(p.reused);
+      continue;
+    }
+    const starts = arena.starts.subarray(startAt, startAt + p.count + 1);
+    const prefixLength = arena.prefixLength.subarray(line, line + p.count);
+    const tagOf = arena.tagOf.subarray(line, line + p.count);
+    const pageEnd = arena.pageEnd.subarray(line, line + p.count);
+    const added: number[] = [];
+    let j = 0;
+    for (const piece of p.pieces) {
+      if (piece.line !== null) {
+        starts[j] = at;
+        at += piece.line.copy(arena.bytes, at);
+        arena.bytes[at++] = NEWLINE;
+        pageEnd[j] = piece.pageEnd ? 1 : 0;
+        added.push(j++);
+        continue;
+      }
+      const { chunk: c, from, to } = piece;
+      const shift = at - (c.starts[from] as number);
+      at += c.bytes.copy(arena.bytes, at, c.starts[from] as number, c.starts[to] as number);
+      prefixLength.set(c.prefixLength.subarray(from, to), j);
+      tagOf.set(c.tagOf.subarray(from, to), j);
+      pageEnd.set(c.pageEnd.subarray(from, to), j);
+      for (let i = from; i < to; i++) starts[j++] = (c.starts[i] as number) + shift;
+    }
+    starts[j] = at;
+    const digests = arena.digests.subarray(digestAt, digestAt + p.pages * DIGEST);
+    let page = 0;
+    let pageStart = 0;
+    for (let i = 0; i < p.count; i++) {
+      if (pageEnd[i] !== 1 && i < p.count - 1) continue;
+      digests.set(hash("sha256", arena.bytes.subarray(starts[pageStart] as number, starts[i + 1] as number), "buffer"), page * DIGEST);
+      page++;
+      pageStart = i + 1;
+    }
+    const chunk: SectionChunk = { bytes: arena.bytes, count: p.count, starts, prefixLength, tagOf, pageEnd, digests };
+    made.push(chunk);
+    if (added.length > 0) addedOf.set(chunk, added);
+    line += p.count;
+    startAt += p.count + 1;
+    digestAt += p.pages * DIGEST;
+  }
+
+  // Checked before any added line is read.
+  const root = createHash("sha256");
+  for (const c of made) root.update(c.digests);
+  const section: ChunkedSection = { chunks: made, first: firstLines(made), count: 0, size, tags: base.tags, root: root.digest("hex") };
+  section.count = section.first[made.length] as number;
+  const fits = target.pagesRoot !== undefined ? section.root === target.pagesRoot : chunkedSha256(section) === target.sha256;
+  if (!fits) throw new BundleError("digest_mismatch", "the prefixes rebuilt from the delta are not the revision's");
+
+  const known = new KnownTails(base.tags);
+  const added: number[] = [];
+  made.forEach((c, i) => {
+    const mine = addedOf.get(c);
+    if (!mine) return;
+    for (const j of mine) {
+      const read = readLine(c.bytes, c.starts[j] as number, (c.starts[j + 1] as number) - 1, known);
+      c.prefixLength[j] = read.prefixLength;
+      c.tagOf[j] = read.tag;
+      changedTags.add(read.tag);
+      added.push((section.first[i] as number) + j);
+    }
+  });
+  return { section, changedTags, added: Uint32Array.from(added) };
+}
+
+function firstLines(chunks: readonly SectionChunk[]): Uint32Array {
+  const first = new Uint32Array(chunks.length + 1);
+  for (let i = 0; i < chunks.length; i++) first[i + 1] = (first[i] as number) + (chunks[i] as SectionChunk).count;
+  return first;
+}
