@@ -1,4 +1,4 @@
-import { type BundlePayload, chunkedBytes, lazyPrefixes, type SectionTags } from "@rlc/shared/bundle";
+import { type BundlePayload, chunkedBytes, compactSection, lazyPrefixes, type SectionTags } from "@rlc/shared/bundle";
 import { readKeptPayload } from "./bundle/kept-bundle.js";
 import { type KeptPrefixes, keepSection } from "./bundle/kept-prefixes.js";
 import type { VerifiedKept } from "./bundle/verify-kept.js";
@@ -50,6 +50,14 @@ export class ConfirmedRevision {
     if (payload && prefixes) payload.prefixes = lazyPrefixes(prefixes);
     this.#payload = payload?.sequence === applied.sequence ? payload : null;
     return this.#payload;
+  }
+
+  /**
+   * A quiet moment (the apply is done and reported): the kept section's chunks copied into one
+   * buffer when the buffers they are views of hold more than twice what it needs (chunked-section.ts).
+   */
+  settle(): void {
+    if (this.#kept) compactSection(this.#kept.section);
   }
 
   /** A confirmed apply: on disk first (StateStore.recordApplied), then what is held in memory. */

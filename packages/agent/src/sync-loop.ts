@@ -199,6 +199,7 @@ export class SyncLoop {
     } finally {
       // The route files are written (or given up): the loop keeps none of their bytes.
       this.#sectionStatics.settle();
+      this.#confirmed.settle();
     }
   }
 

@@ -1,7 +1,7 @@
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
 import { sha256Hex } from "./bundle-v2.js";
-import { applyChunkedDelta, type ChunkedSection, chunkedBytes, chunkedSha256, chunkSection } from "./chunked-section.js";
+import { applyChunkedDelta, type ChunkedSection, chunkedBytes, chunkedSha256, chunkSection, compactSection, heldBytes } from "./chunked-section.js";
 import { diffPrefixLines } from "./prefix-delta.js";
 import { pagesOf } from "./prefix-pages.js";
 import { encodePrefixLines } from "./prefix-section.js";
@@ -75,10 +75,6 @@ describe("the chunked prefix section", () => {
           expect([...change.added]).toEqual([...whole.added]);
           const texts = (set: Set<number>, t: SectionTags) => [...set].map((tag) => `${t.v6[tag]}${t.texts[tag]}`).sort();
           expect(texts(change.changedTags, tags)).toEqual(texts(whole.changedTags, flatTags));
-          // A chunk of the base the script did not reach is the same object, bytes and all.
-          const before = new Set(chunked.chunks);
-          const kept = section.chunks.filter((c) => before.has(c));
-          if (script.length < 40 && chunked.chunks.length > 8) expect(kept.length).toBeGreaterThan(0);
           text = next;
           bytes = nextBytes;
           flat = whole.section;
@@ -121,5 +117,73 @@ describe("the chunked prefix section", () => {
       }),
       { numRuns: 200 },
     );
+  });
+
+  it("compacted, a section whose chunks hold more than twice its size reads the same lines in one buffer, and so does an older section sharing its chunks", () => {
+    fc.assert(
+      fc.property(chains, fc.integer({ min: 1, max: 9 }), ({ first, steps }, lines) => {
+        const tags = new SectionTags();
+        let text = first;
+        const bytes = encodePrefixLines(text);
+        const sections: ChunkedSection[] = [chunkSection(tagSection(bytes, tags), pagesOf(bytes), lines)];
+        const texts = [bytes];
+        for (const s of steps) {
+          const next = "lines" in s ? s.lines : edit(text, s.e);
+          const nextBytes = encodePrefixLines(next);
+          sections.push(applyChunkedDelta(sections.at(-1)!, diffPrefixLines(text, next), { sha256: sha256Hex(nextBytes) }, lines).section);
+          texts.push(nextBytes);
+          text = next;
+        }
+        const last = sections.at(-1)!;
+        const before = sections.map(linesOf);
+        const held = heldBytes(last);
+        const compacted = compactSection(last, 0);
+        const needed = last.size + last.count * 10 + last.chunks.length * 4 + last.chunks.reduce((n, c) => n + c.digests.length, 0);
+        expect(compacted).toBe(held > 2 * needed);
+        if (compacted) expect(new Set(last.chunks.map((c) => c.bytes.buffer)).size).toBe(1);
+        expect(heldBytes(last)).toBeLessThanOrEqual(Math.max(held, 2 * needed));
+        sections.forEach((section, i) => {
+          expect(chunkedBytes(section)).toEqual(texts[i]);
+          expect(linesOf(section)).toEqual(before[i]);
+          shape(section);
+        });
+      }),
+      { numRuns: 100 },
+    );
+  });
+
+  it("a delta of one line rebuilds the chunk that held it (and at most the next): every other chunk is its base's own object", () => {
+    const pool = POOL.slice(0, 3000).map((p, i) => `${p}\t65000:${i % 3}`);
+    const bytes = encodePrefixLines(pool);
+    const base = chunkSection(tagSection(bytes, new SectionTags()), pagesOf(bytes), 8);
+    for (const at of [0, 1, 1500, 2999]) {
+      const next = pool.filter((_, i) => i !== at);
+      const nextBytes = encodePrefixLines(next);
+      const { section } = applyChunkedDelta(base, diffPrefixLines(pool, next), { sha256: sha256Hex(nextBytes), pagesRoot: pagesOf(nextBytes).root }, 8);
+      const shared = section.chunks.filter((c) => base.chunks.includes(c));
+      expect(shared.length).toBeGreaterThanOrEqual(base.chunks.length - 2);
+      expect(chunkedBytes(section)).toEqual(nextBytes);
+    }
+  });
+
+  it("compacts the section a run of deltas over different lines leaves spread over many buffers", () => {
+    const tags = new SectionTags();
+    const pool = POOL.slice(0, 3000).map((p, i) => `${p}\t65000:${i % 3}`);
+    let text = pool.filter((_, i) => i % 2 === 0);
+    const bytes = encodePrefixLines(text);
+    let section = chunkSection(tagSection(bytes, tags), pagesOf(bytes), 8);
+    // Each delta swaps a different stretch of lines in: chunk after chunk rebuilt, each in the buffer of its delta.
+    for (let d = 0; d < 30; d++) {
+      const next = pool.filter((_, i) => (Math.floor(i / 100) === d ? i % 2 === 1 : i % 2 === 0) || (i < d * 100 && i % 2 === 1));
+      const nextBytes = encodePrefixLines(next);
+      section = applyChunkedDelta(section, diffPrefixLines(text, next), { sha256: sha256Hex(nextBytes) }, 8).section;
+      text = next;
+    }
+    const held = heldBytes(section);
+    expect(held).toBeGreaterThan(3 * section.size);
+    expect(compactSection(section, 0)).toBe(true);
+    expect(heldBytes(section)).toBeLessThan(2 * section.size);
+    expect(chunkedBytes(section)).toEqual(encodePrefixLines(text));
+    expect(compactSection(section, 0)).toBe(false);
   });
 });

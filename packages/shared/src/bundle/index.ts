@@ -35,6 +35,8 @@ export {
   chunkedBytes,
   chunkedSha256,
   chunkSection,
+  compactSection,
+  heldBytes,
   type SectionChunk,
 } from "./chunked-section.js";
 export { BundleError, type BundleErrorCode } from "./errors.js";
