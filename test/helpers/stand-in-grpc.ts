@@ -24,7 +24,13 @@ export function standInSetup() {
       return c;
     },
     /** The agent's gRPC client (plaintext, short backoff) of one address or several replicas. */
-    grpcClient(o: { address: string | string[]; nodeKey: string; speakerId: string; onEndpoint?: (address: string) => void }): AgentGrpcClient {
+    grpcClient(o: {
+      address: string | string[];
+      nodeKey: string;
+      speakerId: string;
+      onEndpoint?: (address: string) => void;
+      watchIdleMs?: number;
+    }): AgentGrpcClient {
       const client = new AgentGrpcClient({
         address: o.address,
         credentials: grpc.credentials.createInsecure(),
@@ -35,6 +41,7 @@ export function standInSetup() {
         log: silentLogger,
         backoff: { baseMs: 50, maxMs: 200 },
         ...(o.onEndpoint ? { onEndpoint: o.onEndpoint } : {}),
+        ...(o.watchIdleMs ? { watchIdleMs: o.watchIdleMs } : {}),
       });
       cleanups.push(() => client.close());
       return client;

@@ -9,18 +9,28 @@ export interface TcpProxy {
   port: number;
   down(): void;
   up(): void;
+  /** Every connection open now stops carrying bytes either way but stays open (a stalled connection: nothing refused, nothing coming); new ones pass. */
+  stall(): void;
+  /** Connections made through it so far. */
+  readonly connections: number;
   close(): Promise<void>;
 }
 
 export async function startTcpProxy(target: { host: string; port: number }): Promise<TcpProxy> {
   let cut = false;
+  let connections = 0;
   const open = new Set<Socket>();
+  const pairs = new Set<[Socket, Socket]>();
   const server: Server = createServer((client) => {
     if (cut) return void client.resetAndDestroy();
+    connections++;
     const upstream = createConnection(target);
+    const pair: [Socket, Socket] = [client, upstream];
+    pairs.add(pair);
     open.add(client);
     open.add(upstream);
     const drop = () => {
+      pairs.delete(pair);
       open.delete(client);
       open.delete(upstream);
       client.destroy();
@@ -42,6 +52,18 @@ export async function startTcpProxy(target: { host: string; port: number }): Pro
     },
     up() {
       cut = false;
+    },
+    stall() {
+      for (const [client, upstream] of pairs) {
+        client.unpipe(upstream);
+        upstream.unpipe(client);
+        client.pause();
+        upstream.pause();
+      }
+      pairs.clear();
+    },
+    get connections() {
+      return connections;
     },
     async close() {
       cut = true;

@@ -70,11 +70,32 @@ export class AgentGrpcClient {
       options.log.warn("gRPC endpoint failed; moving to the next", { from, to });
       options.onEndpoint?.(to);
     });
-    for (const address of addresses) {
-      // A bundle is megabytes: with HTTP/2's default 64 KiB window the controller waits for a
-      // window update every 64 KiB; 4 MiB lets it send a bundle in a few turns.
-      this.#clients.set(address, new options.service.Client(address, options.credentials, { "grpc-node.flow_control_window": 4 * 1024 * 1024 }));
-    }
+    for (const address of addresses) this.#connect(address);
+  }
+
+  #connect(address: string): void {
+    this.#clients.set(
+      address,
+      new this.#o.service.Client(address, this.#o.credentials, {
+        // A bundle is megabytes: with HTTP/2's default 64 KiB window the controller waits for a
+        // window update every 64 KiB; 4 MiB lets it send a bundle in a few turns.
+        "grpc-node.flow_control_window": 4 * 1024 * 1024,
+        // A connection of this client's own: one made again (#reconnect) is a new one, not the
+        // process-wide pool's connection to the same address.
+        "grpc.use_local_subchannel_pool": 1,
+      }),
+    );
+  }
+
+  /**
+   * A call ran out its time, or a Watch stream went silent, on a connection that still answers
+   * pings (so it is never dropped): its HTTP/2 streams can stall for good (no stream slot or no
+   * window given back; seen with 200 agents, where every later call on it hung until its
+   * deadline). The next call opens a new connection; what was in flight on the old one ends.
+   */
+  #reconnect(address: string): void {
+    this.#clients.get(address)?.close();
+    this.#connect(address);
   }
 
   /** The endpoint the next call goes to. */
@@ -121,12 +142,16 @@ export class AgentGrpcClient {
   #watchOnce(address: string, handlers: WatchHandlers, request: WatchRequest, signal: AbortSignal): Promise<{ heard: boolean; error: unknown }> {
     return new Promise((resolve) => {
       let heard = false;
+      let silent = false;
       const call = this.#client(address).watch({ ...request, ...announcementToProto(this.#announced) }, bearerMetadata(this.#o.nodeKey));
       // Real timers: the watchdog measures silence on a socket, not the agent's clock.
       let idle: NodeJS.Timeout | undefined;
       const arm = () => {
         clearTimeout(idle);
-        idle = setTimeout(() => call.cancel(), this.#o.watchIdleMs ?? 90_000);
+        idle = setTimeout(() => {
+          silent = true;
+          call.cancel();
+        }, this.#o.watchIdleMs ?? 90_000);
       };
       const onAbort = () => call.cancel();
       const connected = () => {
@@ -138,6 +163,7 @@ export class AgentGrpcClient {
       const finish = (error: unknown) => {
         clearTimeout(idle);
         signal.removeEventListener("abort", onAbort);
+        if (silent) this.#reconnect(address);
         resolve({ heard, error });
       };
       signal.addEventListener("abort", onAbort, { once: true });
@@ -244,10 +270,12 @@ export class AgentGrpcClient {
 
   /**
    * A call that found no controller there, or none answering in time, moves the next calls to
-   * another endpoint (this one falls back to HTTP). CANCELLED is the agent's own doing.
+   * another endpoint (this one falls back to HTTP); one that ran out its time leaves its
+   * connection too. CANCELLED is the agent's own doing.
    */
   #unaryFailed(address: string, error: grpc.ServiceError): void {
     if (error.code === grpc.status.UNAVAILABLE || error.code === grpc.status.DEADLINE_EXCEEDED) this.#endpoints.failed(address);
+    if (error.code === grpc.status.DEADLINE_EXCEEDED) this.#reconnect(address);
   }
 
   close(): void {

@@ -2,15 +2,16 @@ import { describe, expect, it } from "vitest";
 import { fixtureContent } from "../../../../test/helpers/agent-fakes.js";
 import type { StandInController } from "../../../../test/helpers/stand-in-controller.js";
 import { deadAddress, standInSetup, statusReport } from "../../../../test/helpers/stand-in-grpc.js";
+import { startTcpProxy } from "../../../../test/helpers/tcp-proxy.js";
 import { until } from "../../../../test/helpers/wait.js";
 
 // Two replicas of one controller (stand-ins with the same speaker and node key): the client uses
 // one, and moves to the other when it is lost.
 
-const { cleanups, controller: replica, grpcClient } = standInSetup();
+const { cleanups, controller: replica, grpcClient: grpcClientOf } = standInSetup();
 
 const client = (address: string[], nodeKey: string, speakerId: string, moves: string[] = []) =>
-  grpcClient({ address, nodeKey, speakerId, onEndpoint: (a) => moves.push(a) });
+  grpcClientOf({ address, nodeKey, speakerId, onEndpoint: (a) => moves.push(a) });
 const report = (speakerId: string) => statusReport(speakerId, "sessions_changed");
 
 const watches = (c: StandInController) => c.grpcCalls.filter((call) => call === "Watch").length;
@@ -58,5 +59,43 @@ describe("AgentGrpcClient with several controller endpoints", () => {
     const grpcClient = client([a.grpcAddress, b.grpcAddress], "rlk_wrong", a.speakerId);
     await expect(grpcClient.reportStatus(report(a.speakerId))).rejects.toMatchObject({ code: "unauthenticated" });
     expect(grpcClient.endpoint).toBe(a.grpcAddress);
+  });
+
+  it("a call that runs out its time on a connection that carries nothing leaves it: the next call opens a new connection and gets through", async () => {
+    const c = await replica();
+    const issue = await c.publish(fixtureContent());
+    const [host, port] = c.grpcAddress.split(":");
+    const proxy = await startTcpProxy({ host: host as string, port: Number(port) });
+    cleanups.push(() => proxy.close());
+    const grpcClient = client([`127.0.0.1:${proxy.port}`], c.nodeKey, c.speakerId);
+    await grpcClient.reportStatus(report(c.speakerId));
+    // The connection stays open and answers nothing, as a wedged HTTP/2 connection does.
+    proxy.stall();
+    await expect(grpcClient.fetchBundle(1, { maxBytes: 1_000_000, timeoutMs: 300 })).rejects.toMatchObject({ code: "controller_unreachable" });
+    expect(Buffer.from((await grpcClient.fetchBundle(1, { maxBytes: 1_000_000, timeoutMs: 10_000 })).bytes).equals(issue.bytes)).toBe(true);
+    proxy.stall();
+    await expect(grpcClient.reportStatus(report(c.speakerId), 300)).rejects.toMatchObject({ code: "controller_unreachable" });
+    await grpcClient.reportStatus(report(c.speakerId), 10_000);
+    expect(proxy.connections).toBe(3);
+  });
+
+  it("a Watch stream gone silent on a connection that carries nothing comes back on a new connection", async () => {
+    const c = await replica();
+    const [host, port] = c.grpcAddress.split(":");
+    const proxy = await startTcpProxy({ host: host as string, port: Number(port) });
+    cleanups.push(() => proxy.close());
+    const grpcClient = grpcClientOf({ address: [`127.0.0.1:${proxy.port}`], nodeKey: c.nodeKey, speakerId: c.speakerId, watchIdleMs: 400 });
+    let connects = 0;
+    const watch = grpcClient.watch({ onNotification: () => undefined, onConnected: () => connects++ }, async () => ({
+      speaker_id: c.speakerId,
+      agent_version: "test",
+      applied_revision_id: 0,
+      applied_sequence: 0,
+    }));
+    cleanups.push(() => watch.stop());
+    await until("the stream up", async () => connects === 1);
+    proxy.stall();
+    await until("the stream up again", async () => connects === 2, 5000);
+    expect(proxy.connections).toBe(2);
   });
 });
