@@ -12,7 +12,8 @@
 //   npx turbo run build && node --expose-gc bench/fanout.mjs
 //   BENCH_FANOUT_AGENTS=50 BENCH_FANOUT_PREFIXES=10000 node bench/fanout.mjs
 //   BENCH_FANOUT_CPU_PROF=/tmp/prof node bench/fanout.mjs   # .cpuprofile of the apply alone, per process
-import { mkdirSync, mkdtempSync, rmSync } from "node:fs";
+//   BENCH_AGENT_LOG=/tmp/agents.log: every agent's log lines (info), each after the agent's name
+import { appendFileSync, mkdirSync, mkdtempSync, rmSync } from "node:fs";
 import { createServer as createHttpServer } from "node:http";
 import { createServer as createNetServer, connect as netConnect } from "node:net";
 import { tmpdir } from "node:os";
@@ -109,7 +110,9 @@ async function runAgents() {
               RL_METRICS_LISTEN: "off",
               RL_POLL_SECONDS: "3600",
             });
-            agents.push(await startAgent(config, { version: "bench", log, runner, hostname: name }));
+            // BENCH_AGENT_LOG=<file>: each agent's info lines there, its name first (which agent stalled, and on what).
+            const own = process.env.BENCH_AGENT_LOG ? createLogger("info", (line) => appendFileSync(process.env.BENCH_AGENT_LOG, `${name} ${line}`)) : log;
+            agents.push(await startAgent(config, { version: "bench", log: own, runner, hostname: name }));
           }),
         );
       }

@@ -15,6 +15,7 @@
 //   BENCH_ROUNDS=3 (incremental and full, interleaved; default 2), BENCH_FANOUT_WORKERS (2),
 //   BENCH_PAUSE_MS between rounds (6000: the controller's work after a commit done first)
 //   BENCH_CPU_PROF=/tmp/prof: a .cpuprofile of each round, the controller's and each agents' process's
+//   BENCH_AGENT_LOG=/tmp/agents.log: every agent's log lines, each after the agent's name (a late agent's stalled fetch shows there)
 import { readFileSync } from "node:fs";
 import { createServer } from "node:http";
 import { createRequire } from "node:module";
@@ -250,7 +251,7 @@ try {
       agentsCpuMs,
     };
   };
-  const line = (xs) => (xs.length ? `p50 ${s(pct(xs, 0.5))}  p99 ${s(pct(xs, 0.99))}  (${xs.length})` : "none");
+  const line = (xs) => (xs.length ? `p50 ${s(pct(xs, 0.5))}  p99 ${s(pct(xs, 0.99))}  max ${s(Math.max(...xs))}  (${xs.length})` : "none");
   const results = [];
   // Interleaved: the change, incremental; put back, full; again… (each round leaves the feed as the next expects).
   for (let i = 0; i < ROUNDS * 2; i++) {
@@ -266,6 +267,8 @@ try {
     console.log(`    → notified      ${line(r.toNotified)}`);
     console.log(`    → on probation  ${line(r.probation)}`);
     console.log(`    → applied       ${line(r.toApplied)}`);
+    // From the last report, not the p99: with 200 agents the p99 is the second latest, and one late agent is the job's end.
+    if (r.toApplied.length) console.log(`    apply job ended ${s(r.tJob - Math.max(...r.toApplied))} after the last applied report`);
   }
   const med = (full, f) => median(results.filter((r) => r.full === full).map(f));
   const p99 = (xs) => pct(xs, 0.99);
