@@ -4,6 +4,7 @@ import type { StandInController } from "../../../../test/helpers/stand-in-contro
 import { deadAddress, standInSetup, statusReport } from "../../../../test/helpers/stand-in-grpc.js";
 import { startTcpProxy } from "../../../../test/helpers/tcp-proxy.js";
 import { until } from "../../../../test/helpers/wait.js";
+import type { AgentGrpcClient } from "./grpc-client.js";
 
 // Two replicas of one controller (stand-ins with the same speaker and node key): the client uses
 // one, and moves to the other when it is lost.
@@ -14,6 +15,16 @@ const client = (address: string[], nodeKey: string, speakerId: string, moves: st
   grpcClientOf({ address, nodeKey, speakerId, onEndpoint: (a) => moves.push(a) });
 const report = (speakerId: string) => statusReport(speakerId, "sessions_changed");
 
+/** A Watch stream held until the test's end, `onConnected` called each time it is up. */
+const watchOn = (grpcClient: AgentGrpcClient, speakerId: string, onConnected: () => void) => {
+  const watch = grpcClient.watch({ onNotification: () => undefined, onConnected }, async () => ({
+    speaker_id: speakerId,
+    agent_version: "test",
+    applied_revision_id: 0,
+    applied_sequence: 0,
+  }));
+  cleanups.push(() => watch.stop());
+};
 const watches = (c: StandInController) => c.grpcCalls.filter((call) => call === "Watch").length;
 
 describe("AgentGrpcClient with several controller endpoints", () => {
@@ -22,13 +33,7 @@ describe("AgentGrpcClient with several controller endpoints", () => {
     const moves: string[] = [];
     const grpcClient = client([a.grpcAddress, b.grpcAddress], a.nodeKey, a.speakerId, moves);
     let connects = 0;
-    const watch = grpcClient.watch({ onNotification: () => undefined, onConnected: () => connects++ }, async () => ({
-      speaker_id: a.speakerId,
-      agent_version: "test",
-      applied_revision_id: 0,
-      applied_sequence: 0,
-    }));
-    cleanups.push(() => watch.stop());
+    watchOn(grpcClient, a.speakerId, () => connects++);
     await until("the stream on the first replica", async () => connects === 1);
     expect([watches(a), watches(b), grpcClient.endpoint]).toEqual([1, 0, a.grpcAddress]);
 
@@ -86,13 +91,7 @@ describe("AgentGrpcClient with several controller endpoints", () => {
     cleanups.push(() => proxy.close());
     const grpcClient = grpcClientOf({ address: [`127.0.0.1:${proxy.port}`], nodeKey: c.nodeKey, speakerId: c.speakerId, watchIdleMs: 400 });
     let connects = 0;
-    const watch = grpcClient.watch({ onNotification: () => undefined, onConnected: () => connects++ }, async () => ({
-      speaker_id: c.speakerId,
-      agent_version: "test",
-      applied_revision_id: 0,
-      applied_sequence: 0,
-    }));
-    cleanups.push(() => watch.stop());
+    watchOn(grpcClient, c.speakerId, () => connects++);
     await until("the stream up", async () => connects === 1);
     proxy.stall();
     await until("the stream up again", async () => connects === 2, 5000);

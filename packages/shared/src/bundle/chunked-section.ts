@@ -1,7 +1,7 @@
 import { createHash, hash } from "node:crypto";
 import { BundleError } from "./errors.js";
 import { endsPage, type SectionPages } from "./prefix-pages.js";
-import { type DeltaOp, deltaOps, HEAD, KnownTails, readLine, type SectionTags, type TaggedSection } from "./tagged-section.js";
+import { type DeltaOp, deltaOps, HEAD, KnownTails, type LineColumns, readLine, type SectionTags, type TaggedSection } from "./tagged-section.js";
 
 // A prefix section held as chunks that revisions share, for a reader that keeps it from one
 // delta to the next (the agent). A delta of a few hundred scattered edits to 1.2M prefixes
@@ -16,16 +16,8 @@ export const CHUNK_LINES = 128;
 const DIGEST = 32;
 const NEWLINE = 0x0a;
 
-/** Lines of a section: those of the tagged section's columns (tagged-section.ts), over bytes the chunk may share with others. */
-export interface SectionChunk {
-  /** Where the chunk's lines are: line j is `bytes[starts[j], starts[j + 1])`, its newline included. */
-  bytes: Buffer;
-  count: number;
-  /** Where each line starts in `bytes`, and one more entry: where the last one ends. */
-  starts: Uint32Array;
-  prefixLength: Uint8Array;
-  tagOf: Uint32Array;
-  pageEnd: Uint8Array;
+/** Lines of a section, as the tagged section's columns, over bytes the chunk may share with others. */
+export interface SectionChunk extends LineColumns {
   /** The SHA-256 digests of the pages that end in this chunk, 32 bytes each, in order. */
   digests: Buffer;
 }

@@ -41,18 +41,22 @@ export class SectionTags {
   }
 }
 
-export interface TaggedSection {
-  /** The section's bytes, its `rl-prefixes/1` line included. */
+/** Lines over bytes, as columns: a whole section's, or a chunk's (chunked-section.ts). */
+export interface LineColumns {
+  /** Where the lines are: line i is `bytes[starts[i], starts[i + 1])`, its newline included (a whole section's bytes begin with its `rl-prefixes/1` line). */
   bytes: Buffer;
   count: number;
-  /** Where each line starts, and one more entry: the section's end. */
+  /** Where each line starts, and one more entry: where the last one ends. */
   starts: Uint32Array;
   /** Each line's prefix: `bytes[starts[i], starts[i] + prefixLength[i])` (the tab follows it). */
   prefixLength: Uint8Array;
-  /** Each line's tag in `tags`. */
+  /** Each line's tag in the section's SectionTags. */
   tagOf: Uint32Array;
   /** 1 where a page of `rl-prefix-pages/1` ends after the line (prefix-pages.ts): where a page ends is known without hashing the line again. */
   pageEnd: Uint8Array;
+}
+
+export interface TaggedSection extends LineColumns {
   tags: SectionTags;
   /** The arrays the columns above are views of, with room to spare (a section a delta made): what a later delta may write into once this section is read no more. */
   store?: SectionStore;
