@@ -7,9 +7,11 @@
 //   const c = await forkController({ DATABASE_URL, BOOTSTRAP_API_KEY, ... });
 //   c.url, c.bareUrl; c.resetPeak(); ...; c.memory() → { rssMiB, peakMiB }; await c.close();
 //
-// BENCH_CONTROLLER_NODE_ARGS (e.g. "--heap-prof --heap-prof-dir=/tmp/prof") are given to its node.
+// BENCH_CONTROLLER_NODE_ARGS (e.g. "--heap-prof --heap-prof-dir=/tmp/prof") are given to its node;
+// BENCH_CONTROLLER_DIST runs another build's packages/controller/dist instead of this one's.
 import { fork } from "node:child_process";
 import { readFileSync, writeFileSync } from "node:fs";
+import { pathToFileURL } from "node:url";
 import { ask } from "./ipc.mjs";
 
 /** The VmRSS and VmHWM (peak since the start or the last reset) of process `pid`, in MiB. */
@@ -67,8 +69,12 @@ export async function forkController(env) {
 
 if (process.argv[2] === "child") {
   const { default: Fastify } = await import("fastify");
-  const { loadConfig } = await import("../packages/controller/dist/config.js");
-  const { startController } = await import("../packages/controller/dist/controller.js");
+  // BENCH_CONTROLLER_DIST: another build's packages/controller/dist, as in lookup-latency.mjs.
+  const dist = process.env.BENCH_CONTROLLER_DIST
+    ? pathToFileURL(`${process.env.BENCH_CONTROLLER_DIST}/`).href
+    : new URL("../packages/controller/dist/", import.meta.url).href;
+  const { loadConfig } = await import(`${dist}config.js`);
+  const { startController } = await import(`${dist}controller.js`);
   const env = JSON.parse(process.argv[3]);
   const controller = await startController(loadConfig(env), { logger: Boolean(env.LOG_LEVEL) && env.LOG_LEVEL !== "silent" });
   const url = await controller.app.listen({ host: "127.0.0.1", port: 0 });

@@ -1,8 +1,9 @@
 import { Problem } from "@rlc/shared/schemas";
 import type { FastifyInstance } from "fastify";
 import fp from "fastify-plugin";
-import { Counter, Histogram, type Registry } from "prom-client";
+import { Counter, type Registry } from "prom-client";
 import { z } from "zod";
+import { type DurationSeries, RequestDurations, type RequestLabels } from "./request-durations.js";
 
 /**
  * `/metrics` on the controller's public registry (metrics/controller-metrics.ts: process, jobs,
@@ -10,12 +11,10 @@ import { z } from "zod";
  * `serve: false` (METRICS_PORT set) the requests are still counted, and `/metrics` is answered
  * by its own listener (metrics-listener.ts) instead of this app.
  */
-type Labels = { method: string; route: string; status: string };
-
 export default fp(async function metricsPlugin(app: FastifyInstance, opts: { registry: Registry; serve?: boolean }) {
   const registry = opts.registry;
   // The count is the histogram's: read from it at scrape time rather than kept twice on every
-  // request (each prom-client update builds and checks its label key).
+  // request.
   new Counter({
     name: "rlc_http_requests_total",
     help: "HTTP requests answered, by method, route pattern and status code.",
@@ -25,36 +24,31 @@ export default fp(async function metricsPlugin(app: FastifyInstance, opts: { reg
       const { values } = await duration.get();
       // Reset and refill in one synchronous step, so scrapes that overlap never add up.
       this.reset();
-      for (const v of values) if (v.metricName === "rlc_http_request_duration_seconds_count") this.inc(v.labels as Labels, v.value);
+      for (const v of values) if (v.metricName === "rlc_http_request_duration_seconds_count") this.inc(v.labels as RequestLabels, v.value);
     },
   });
-  const duration = new Histogram({
-    name: "rlc_http_request_duration_seconds",
-    help: "HTTP request latency in seconds, by method, route pattern and status code.",
-    labelNames: ["method", "route", "status"] as const,
-    buckets: [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10],
-    registers: [registry],
-  });
+  const duration = new RequestDurations([0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10]);
+  duration.register(registry);
   app.decorate("metrics", registry);
 
-  // One label set per route, method and status, made once (as many as the series themselves) and
+  // One series per route, method and status, made once (as many as the series themselves) and
   // found through the route's own config object: no key is built per request.
-  const labelSets = new WeakMap<object, Map<string, Map<number, Labels>>>();
+  const seriesByRoute = new WeakMap<object, Map<string, Map<number, DurationSeries>>>();
   const NO_ROUTE: { url?: string } = {};
   app.addHook("onResponse", (req, reply, done) => {
     const config = req.routeOptions.config ?? NO_ROUTE;
-    let byMethod = labelSets.get(config);
-    if (!byMethod) labelSets.set(config, (byMethod = new Map()));
+    let byMethod = seriesByRoute.get(config);
+    if (!byMethod) seriesByRoute.set(config, (byMethod = new Map()));
     let byStatus = byMethod.get(req.method);
     if (!byStatus) byMethod.set(req.method, (byStatus = new Map()));
-    let labels = byStatus.get(reply.statusCode);
-    if (!labels) {
+    let series = byStatus.get(reply.statusCode);
+    if (!series) {
       // The route pattern, never the raw URL: ids in paths would explode the label set.
       const route = req.is404 ? "unmatched" : (config.url ?? "unmatched");
-      labels = { method: req.method, route, status: String(reply.statusCode) };
-      byStatus.set(reply.statusCode, labels);
+      series = duration.series({ method: req.method, route, status: String(reply.statusCode) });
+      byStatus.set(reply.statusCode, series);
     }
-    duration.observe(labels, reply.elapsedTime / 1000);
+    duration.observe(series, reply.elapsedTime / 1000);
     done();
   });
 

@@ -82,6 +82,28 @@ async function cachedPastHalfTtl() {
   return { prefix, secret, db, auth, first };
 }
 
+describe("authenticator, a cached key", () => {
+  it("is answered at once, not as a promise, with its expiry judged against each request's time; after an invalidation it is read again", async () => {
+    const prefix = newKeyPrefix();
+    const secret = newKeySecret(prefix);
+    const { sql, stats, row } = keyDatabase(secret, prefix, 1);
+    const expiry = new Date(Date.now() + 60_000);
+    row.expires_at = expiry as never;
+    const auth = createAuthenticator({ sql, ttlMs: 10_000 });
+    expect(auth.principalFor(`Bearer ${secret}`, new Date())).toBeInstanceOf(Promise); // the first read
+    await auth.authenticate(`Bearer ${secret}`, new Date());
+    const principal = auth.principalFor(`Bearer ${secret}`, new Date());
+    expect(principal).not.toBeInstanceOf(Promise);
+    expect(principal).toMatchObject({ keyId: "k1", tenantId: "t1", role: "viewer" });
+    expect(() => auth.principalFor(`Bearer ${secret}`, expiry)).toThrow(expect.objectContaining({ code: "unauthenticated" }));
+    expect(() => auth.principalFor(`Bearer ${newKeySecret(prefix)}`, new Date())).toThrow(expect.objectContaining({ code: "unauthenticated" }));
+    expect(stats.queries).toBe(1);
+    auth.invalidate(); // e.g. the key was revoked through this process
+    expect(auth.principalFor(`Bearer ${secret}`, new Date())).toBeInstanceOf(Promise);
+    expect(stats.queries).toBe(2);
+  });
+});
+
 describe("authenticator renewal", () => {
   it("past half its TTL a key is read again in the background while the cached row answers", async () => {
     const { prefix, secret, db, auth, first } = await cachedPastHalfTtl();
