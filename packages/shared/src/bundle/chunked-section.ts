@@ -32,6 +32,8 @@ export interface ChunkedSection {
   tags: SectionTags;
   /** Hex SHA-256 of every page's digest in order: the section's `rl-prefix-pages/1` root. */
   root: string;
+  /** Bytes of the chunks deltas rebuilt since the section was last whole (read whole, or compacted): what older buffers may hold beside it. */
+  rebuilt: number;
 }
 
 /** What a delta did to the chunked section it applied to. */
@@ -72,7 +74,7 @@ export function chunkSection(section: TaggedSection, pages: SectionPages, lines 
     from = end;
     fromPage = p + 1;
   }
-  return { chunks, first: firstLines(chunks), count: section.count, size: section.bytes.length, tags: section.tags, root: pages.root };
+  return { chunks, first: firstLines(chunks), count: section.count, size: section.bytes.length, tags: section.tags, root: pages.root, rebuilt: 0 };
 }
 
 /** The section's bytes whole (a copy): for what needs them as one buffer (the state's base file, a payload decoded). */
@@ -315,7 +317,15 @@ export function applyChunkedDelta(base: ChunkedSection, delta: Uint8Array, targe
   // Checked before any added line is read.
   const root = createHash("sha256");
   for (const c of made) root.update(c.digests);
-  const section: ChunkedSection = { chunks: made, first: firstLines(made), count: 0, size, tags: base.tags, root: root.digest("hex") };
+  const section: ChunkedSection = {
+    chunks: made,
+    first: firstLines(made),
+    count: 0,
+    size,
+    tags: base.tags,
+    root: root.digest("hex"),
+    rebuilt: base.rebuilt + newBytes,
+  };
   section.count = section.first[made.length] as number;
   const fits = target.pagesRoot !== undefined ? section.root === target.pagesRoot : chunkedSha256(section) === target.sha256;
   if (!fits) throw new BundleError("digest_mismatch", "the prefixes rebuilt from the delta are not the revision's");
@@ -342,34 +352,19 @@ function firstLines(chunks: readonly SectionChunk[]): Uint32Array {
   return first;
 }
 
-/** The bytes a section's chunks hold in memory: every buffer they are views of, each counted once. */
-export function heldBytes(section: ChunkedSection): number {
-  const held = new Set<ArrayBufferLike>();
-  let total = 0;
-  for (const c of section.chunks) {
-    for (const view of [c.bytes, c.starts, c.prefixLength, c.tagOf, c.pageEnd, c.digests]) {
-      if (held.has(view.buffer)) continue;
-      held.add(view.buffer);
-      total += view.buffer.byteLength;
-    }
-  }
-  return total;
-}
-
 /**
- * Each chunk's bytes and columns copied into one buffer and one array each, when the buffers its
- * chunks are views of hold more than twice what it needs: chunks rebuilt delta after delta leave
- * parts of older buffers (the full bundle's, earlier deltas') held for the few chunks still in
- * them. The chunks are changed in place, views of the new buffers, so every section sharing them
+ * Each chunk's bytes and columns copied into one buffer and one array each, once deltas have
+ * rebuilt more bytes of chunks than the section holds since it was last whole: chunks rebuilt
+ * delta after delta leave parts of older buffers (the full bundle's, earlier deltas') held for
+ * the few chunks still in them, up to about twice the section. The chunks are changed in place, views of the new buffers, so every section sharing them
  * reads the same lines as before. Answers whether it copied. For a quiet moment: it copies the
- * whole section (~40 ms at 1.2M prefixes). `slack`: bytes held beyond twice the need that are let be.
+ * whole section (~40 ms at 1.2M prefixes). `slack`: rebuilt bytes beyond the section's size let be.
  */
 export function compactSection(section: ChunkedSection, slack = 1 << 20): boolean {
+  if (section.rebuilt <= section.size + slack) return false;
   const { chunks, count } = section;
   let digestBytes = 0;
   for (const c of chunks) digestBytes += c.digests.length;
-  const needed = section.size + count * 10 + chunks.length * 4 + digestBytes;
-  if (heldBytes(section) <= 2 * needed + slack) return false;
   const bytes = Buffer.allocUnsafeSlow(section.size - HEAD.length);
   const starts = new Uint32Array(count + chunks.length);
   const prefixLength = new Uint8Array(count);
@@ -399,5 +394,6 @@ export function compactSection(section: ChunkedSection, slack = 1 << 20): boolea
     line += c.count;
     startAt += c.count + 1;
   }
+  section.rebuilt = 0;
   return true;
 }

@@ -36,7 +36,6 @@ export {
   chunkedSha256,
   chunkSection,
   compactSection,
-  heldBytes,
   type SectionChunk,
 } from "./chunked-section.js";
 export { BundleError, type BundleErrorCode } from "./errors.js";

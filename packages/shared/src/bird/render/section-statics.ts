@@ -206,16 +206,29 @@ function parseSet(tags: SectionTags, tag: number): SetOf {
 
 /** For each chosen set (`slot[tag]`, -1: not chosen), its lines in the section's order: one pass over the tags. */
 function linesOfSets(section: ChunkedSection, slot: Int32Array, sets: number): Uint32Array[] {
-  const lines: number[][] = Array.from({ length: sets }, () => []);
-  section.chunks.forEach((c, k) => {
-    const first = section.first[k] as number;
-    const { tagOf } = c;
-    for (let j = 0; j < c.count; j++) {
+  const { chunks, first } = section;
+  // Counted first, then written: one array a set, no array grown a line.
+  const counts = new Uint32Array(sets);
+  for (let k = 0; k < chunks.length; k++) {
+    const { tagOf, count } = chunks[k] as SectionChunk;
+    for (let j = 0; j < count; j++) {
       const set = slot[tagOf[j] as number] as number;
-      if (set >= 0) (lines[set] as number[]).push(first + j);
+      if (set >= 0) counts[set] = (counts[set] as number) + 1;
     }
-  });
-  return lines.map((l) => Uint32Array.from(l));
+  }
+  const lines = Array.from(counts, (n) => new Uint32Array(n));
+  const at = new Uint32Array(sets);
+  for (let k = 0; k < chunks.length; k++) {
+    const { tagOf, count } = chunks[k] as SectionChunk;
+    const base = first[k] as number;
+    for (let j = 0; j < count; j++) {
+      const set = slot[tagOf[j] as number] as number;
+      if (set < 0) continue;
+      (lines[set] as Uint32Array)[at[set] as number] = base + j;
+      at[set] = (at[set] as number) + 1;
+    }
+  }
+  return lines;
 }
 
 /** Line i's chunk and prefix, for lines asked in ascending order (each step forward finds its chunk from the last one). */
@@ -268,23 +281,46 @@ function checkPrefix(line: LineCursor, family: 4 | 6): void {
  * them, and BIRD parsed them when it took it), so every other line stays where it is.
  */
 function writeRoutes(section: ChunkedSection, lines: Uint32Array, head: string, kind: string, added: Uint8Array | null): Buffer {
-  const line = new LineCursor(section);
+  const { chunks, first } = section;
   const headBytes = Buffer.from(head, "utf8");
   const tail = Buffer.from(` ${kind};`, "latin1");
+  // Lines ascend: each one's chunk is found by stepping on from the last one's.
   let size = headBytes.length + END.length;
-  for (const i of lines) size += !added || added[i] ? ROUTE.length + line.at(i).to - line.from + tail.length : 1;
+  let k = 0;
+  for (let n = 0; n < lines.length; n++) {
+    const i = lines[n] as number;
+    if (added && !added[i]) {
+      size++;
+      continue;
+    }
+    while ((first[k + 1] as number) <= i) k++;
+    size += ROUTE.length + ((chunks[k] as SectionChunk).prefixLength[i - (first[k] as number)] as number) + tail.length;
+  }
   const text = Buffer.allocUnsafe(size);
   let o = headBytes.copy(text, 0);
-  for (const i of lines) {
+  k = 0;
+  let c = chunks[0] as SectionChunk;
+  let from0 = 0;
+  let end = first[1] as number;
+  for (let n = 0; n < lines.length; n++) {
+    const i = lines[n] as number;
     if (added && !added[i]) {
       text[o++] = 0x0a;
       continue;
     }
-    for (let k = 0; k < ROUTE.length; k++) text[o++] = ROUTE[k] as number;
-    const { from, to } = line.at(i);
-    const bytes = (line.chunk as SectionChunk).bytes;
-    for (let k = from; k < to; k++) text[o++] = bytes[k] as number;
-    for (let k = 0; k < tail.length; k++) text[o++] = tail[k] as number;
+    if (i >= end) {
+      while ((first[k + 1] as number) <= i) k++;
+      c = chunks[k] as SectionChunk;
+      from0 = first[k] as number;
+      end = first[k + 1] as number;
+    }
+    for (let r = 0; r < ROUTE.length; r++) text[o++] = ROUTE[r] as number;
+    const j = i - from0;
+    const { bytes } = c;
+    const from = c.starts[j] as number;
+    const to = from + (c.prefixLength[j] as number);
+    for (let r = from; r < to; r++) text[o++] = bytes[r] as number;
+    for (let r = 0; r < tail.length; r++) text[o++] = tail[r] as number;
   }
   END.copy(text, o);
   return text;
