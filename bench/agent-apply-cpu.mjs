@@ -35,7 +35,13 @@ const runner = async () => ({ code: 0, signal: null, stdout: "", stderr: "" });
 const dir = mkdtempSync(join(tmpdir(), "rl-bench-apply-cpu-"));
 const path = await (() => {
   const input = asnInput(PREFIXES, SETS);
-  return agentPath({ dir, birdc, runner, configPath: join(dir, "rl-routes.conf"), contents: { base: input.content(0, null), one: EDITS > 0 ? input.thinned(EDITS) : input.content(1, 0) } });
+  return agentPath({
+    dir,
+    birdc,
+    runner,
+    configPath: join(dir, "rl-routes.conf"),
+    contents: { base: input.content(0, null), one: EDITS > 0 ? input.thinned(EDITS) : input.content(1, 0) },
+  });
 })();
 await path.setUp("base");
 const heap = () => {
