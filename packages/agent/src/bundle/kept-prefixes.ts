@@ -2,6 +2,7 @@ import {
   applyChunkedDelta,
   type ChunkedChange,
   type ChunkedSection,
+  type ChunkedTarget,
   chunkSection,
   pagesOfLines,
   type SectionPages,
@@ -25,13 +26,9 @@ export interface KeptPrefixes {
   section: ChunkedSection;
 }
 
-/** What a delta bundle's signed header says of the section it rebuilds. */
-export interface DeltaTarget {
+/** What a delta bundle's signed header says of the section it rebuilds: its revision, `prefixes_sha256` and `prefixes_pages_sha256` when signed. */
+export interface DeltaTarget extends ChunkedTarget {
   revisionId: number;
-  /** `prefixes_sha256`. */
-  sha256: string;
-  /** `prefixes_pages_sha256`, from a controller that signs it. */
-  pagesRoot?: string | undefined;
 }
 
 /** What a delta did: the tags it touched and the lines it added, over the section with `baseSha256`. */
@@ -63,7 +60,7 @@ export function keepSection(revisionId: number, bytes: Uint8Array, tags: Section
  * `malformed` for an added line that is not a prefix line.
  */
 export function applyKeptDelta(kept: KeptPrefixes, delta: Uint8Array, target: DeltaTarget): { kept: KeptPrefixes; delta: KeptDelta } {
-  const change = applyChunkedDelta(kept.section, delta, { sha256: target.sha256, pagesRoot: target.pagesRoot });
+  const change = applyChunkedDelta(kept.section, delta, target);
   return {
     kept: { revision_id: target.revisionId, sha256: target.sha256, section: change.section },
     delta: { baseSha256: kept.sha256, changedTags: change.changedTags, added: change.added },

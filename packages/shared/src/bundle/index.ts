@@ -28,12 +28,10 @@ export {
 export { canonicalJson, canonicalJsonBytes } from "./canonical-json.js";
 export {
   applyChunkedDelta,
-  CHUNK_LINES,
   type ChunkedChange,
   type ChunkedSection,
   type ChunkedTarget,
   chunkedBytes,
-  chunkedSha256,
   chunkSection,
   compactSection,
   type SectionChunk,
