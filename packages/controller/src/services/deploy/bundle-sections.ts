@@ -31,6 +31,8 @@ export interface SectionDeps {
   revisions: RevisionStore;
   secretBox: SecretBox;
   sealChunkBytes?: number;
+  /** Bytes of a big sealed body sent a statement at a time (BODY_PART_BYTES; Infinity sends it in one). */
+  bodyPartBytes?: number;
   /** Where this process keeps the opened sections it serves: a section built here goes in as it is stored. */
   sections?: SectionCache;
   /** Full sections kept in columns, to make the next revision's of (section-columns.ts); without it each is read again. */
@@ -66,7 +68,7 @@ async function store(
 ): Promise<BundleSectionMeta> {
   const chunk = deps.sealChunkBytes ?? ENVELOPE_CHUNK_BYTES;
   const row = { ...meta, size: body.length, chunk, made_from: made?.from ?? null, made_depth: made?.depth ?? 0 };
-  await insertBundleSection(db, tenantId, { ...row, body: made ? null : await sealEnvelope(deps.secretBox, body, chunk) });
+  await insertBundleSection(db, tenantId, { ...row, body: made ? null : await sealEnvelope(deps.secretBox, body, chunk) }, deps.bodyPartBytes);
   // Named by its SHA-256: kept even if the transaction storing it rolls back, it is never wrong.
   deps.sections?.put(sectionKey(tenantId, meta), body);
   // Another replica may have stored the same section first: its row is the one to stream.
@@ -289,7 +291,7 @@ export function settleLater(deps: SectionDeps, tenantId: string, full: BundleSec
     void (async () => {
       const plain = await openSection(pool, deps, tenantId, full);
       if (full.made_from !== null)
-        await writeBundleSectionBody(pool, tenantId, full.revision_id, full.sha256, await sealEnvelope(deps.secretBox, plain, full.chunk));
+        await writeBundleSectionBody(pool, tenantId, full.revision_id, full.sha256, await sealEnvelope(deps.secretBox, plain, full.chunk), deps.bodyPartBytes);
       if (deps.columns) {
         const kept = await deps.columns.get(sectionKey(tenantId, full), columnsSize(full.size, 0), async () => columnsOf(plain));
         deps.columns.prepareRoom(tenantId, kept.section);
