@@ -180,6 +180,7 @@ export async function agentPath({ dir, birdc, configPath, contents, runner: give
         toProbation: marks.probation - t,
         total: end - t,
         cpu: (spent.user + spent.system) / 1000,
+        cpuSystem: spent.system / 1000,
         birdP: marks.birdP,
         beforeBirdP: marks.beforeBirdP,
         fetched,
