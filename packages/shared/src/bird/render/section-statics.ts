@@ -1,4 +1,4 @@
-import type { ChunkedChange, ChunkedSection, SectionChunk } from "../../bundle/chunked-section.js";
+import type { ChunkedChange, ChunkedSection, KeptRun, SectionChunk } from "../../bundle/chunked-section.js";
 import type { SectionTags } from "../../bundle/tagged-section.js";
 import type { FileText, MadeText } from "../atomic-file.js";
 import { compareSets, groupHead, type StaticsOut, staticFileName, uniqueSorted } from "./statics.js";
@@ -118,8 +118,9 @@ export class SectionStaticsCache {
   tags: SectionTags | null = null;
   /** SHA-256 of the section the files were rendered from. */
   sha256: string | null = null;
-  /** The section the files were rendered from: where each file's routes are, chunk by chunk. */
+  /** The section the files were rendered from, and its chunks' tallies: where each file's routes are, chunk by chunk. */
   section: ChunkedSection | null = null;
+  sectionTallies: Tally[] = [];
   /** Tag → its community set. */
   setOfTag: (SetOf | undefined)[] = [];
   sets = new Map<string, RenderedSet>();
@@ -145,6 +146,7 @@ export class SectionStaticsCache {
     this.tags = null;
     this.sha256 = null;
     this.section = null;
+    this.sectionTallies = [];
     this.setOfTag = [];
     this.sets.clear();
     this.tallies = new WeakMap();
@@ -225,14 +227,14 @@ function render(out: StaticsOut & { split: string }, input: SectionInput, kind: 
     });
   }
   if (old.some((o) => o !== null)) {
-    (last as ChunkedSection).chunks.forEach((chunk, j) => {
-      const tally = tallyOf(chunk);
+    cache.sectionTallies.forEach((tally, j) => {
       tally.index = j;
       tally.stamp = stamp;
       for (const o of old) if (o) (o.at as Uint32Array)[j] = o.end;
       const { entries } = tally;
       for (let e = 0; e < entries.length; e += 3) {
-        const o = old[slot[entries[e] as number] as number];
+        const k = slot[entries[e] as number] as number;
+        const o = k < 0 ? null : old[k];
         if (o) o.end += (entries[e + 1] as number) * (ROUTE.length + tail.length) + (entries[e + 2] as number);
       }
     });
@@ -250,8 +252,11 @@ function render(out: StaticsOut & { split: string }, input: SectionInput, kind: 
   const routes = new Uint32Array(chosen.length);
   const prefixBytes = new Float64Array(chosen.length);
   const walked = new Uint32Array(chosen.length);
+  const tallies = new Array<Tally>(chunks.length);
   for (let c = 0; c < chunks.length; c++) {
-    const { entries, stamp: was } = tallyOf(chunks[c] as SectionChunk);
+    const tally = tallyOf(chunks[c] as SectionChunk);
+    tallies[c] = tally;
+    const { entries, stamp: was } = tally;
     const fresh = was !== stamp;
     if (fresh) rebuilt[c] = 1;
     for (let e = 0; e < entries.length; e += 3) {
@@ -274,7 +279,19 @@ function render(out: StaticsOut & { split: string }, input: SectionInput, kind: 
     const headBytes = Buffer.from(head, "utf8");
     const size = headBytes.length + n * (ROUTE.length + tail.length) + (prefixBytes[k] as number) + END.length;
     // A kept line was checked when its set was last written; only the added ones are new.
-    const written = writeSet({ section, k, slot, tallyOf, rebuilt, lines: lines[k] as Uint32Array, old: old[k] as OldFile | null }, headBytes, tail, size, {
+    const from = {
+      section,
+      k,
+      slot,
+      tallies,
+      tallyOf,
+      stamp,
+      kept: incremental ? delta.kept : null,
+      rebuilt,
+      lines: lines[k] as Uint32Array,
+      old: old[k] as OldFile | null,
+    };
+    const written = writeSet(from, headBytes, tail, size, {
       added: incremental ? delta.added : null,
       family: of.family,
     });
@@ -285,7 +302,7 @@ function render(out: StaticsOut & { split: string }, input: SectionInput, kind: 
   });
   // Every file as this section makes it, once its bytes are let go.
   const { setOfTag } = cache;
-  for (const s of sets.values()) s.text.remake(() => remade(section, s, setOfTag, tail, tallyOf));
+  for (const s of sets.values()) s.text.remake(() => remade(section, s, setOfTag, tail, tallies));
 
   const names = new Set<string>();
   for (const family of [4, 6] as const) {
@@ -300,6 +317,7 @@ function render(out: StaticsOut & { split: string }, input: SectionInput, kind: 
   cache.sets = sets;
   cache.sha256 = input.sha256;
   cache.section = section;
+  cache.sectionTallies = tallies;
   return checks;
 }
 
@@ -373,21 +391,14 @@ function linesOfSets(section: ChunkedSection, slot: Int32Array, counts: Uint32Ar
 }
 
 /** Set `s`'s file as `section` makes it (a set its last render did not write again: the same bytes). */
-function remade(
-  section: ChunkedSection,
-  s: RenderedSet,
-  setOfTag: readonly (SetOf | undefined)[],
-  tail: Buffer,
-  tallyOf: (chunk: SectionChunk) => Tally,
-): Buffer {
+function remade(section: ChunkedSection, s: RenderedSet, setOfTag: readonly (SetOf | undefined)[], tail: Buffer, tallies: readonly Tally[]): Buffer {
   const slot = new Int32Array(section.tags.texts.length).fill(-1);
   setOfTag.forEach((of, tag) => {
     if (of?.id === s.of.id) slot[tag] = 0;
   });
   let routes = 0;
   let prefixBytes = 0;
-  for (const chunk of section.chunks) {
-    const { entries } = tallyOf(chunk);
+  for (const { entries } of tallies) {
     for (let e = 0; e < entries.length; e += 3) {
       if (slot[entries[e] as number] !== 0) continue;
       routes += entries[e + 1] as number;
@@ -397,7 +408,19 @@ function remade(
   const headBytes = Buffer.from(s.head, "utf8");
   const size = headBytes.length + routes * (ROUTE.length + tail.length) + prefixBytes + END.length;
   const lines = linesOfSets(section, slot, Uint32Array.of(routes), new Uint8Array(section.chunks.length), Uint8Array.of(1));
-  return writeSet({ section, k: 0, slot, tallyOf, rebuilt: null, lines: lines[0] as Uint32Array, old: null }, headBytes, tail, size, null).text;
+  const from = {
+    section,
+    k: 0,
+    slot,
+    tallies,
+    tallyOf: () => tallies[0] as Tally,
+    stamp: -1,
+    kept: null,
+    rebuilt: null,
+    lines: lines[0] as Uint32Array,
+    old: null,
+  };
+  return writeSet(from, headBytes, tail, size, null).text;
 }
 
 /** What a set's file is written from: its lines to read one by one, and its last file with the chunks that are not `rebuilt`. */
@@ -406,7 +429,13 @@ interface SetSource {
   /** The set's number in `slot`. */
   k: number;
   slot: Int32Array;
+  /** The section's chunks' tallies, in order; any chunk's, counted if need be. */
+  tallies: readonly Tally[];
   tallyOf: (chunk: SectionChunk) => Tally;
+  /** The render's stamp on the last section's chunks' tallies. */
+  stamp: number;
+  /** The delta's runs of kept lines in each rebuilt chunk: the set's routes in them are copied from `old` too, where their base chunk was in the last section. */
+  kept: Map<SectionChunk, readonly KeptRun[]> | null;
   rebuilt: Uint8Array | null;
   lines: Uint32Array;
   old: OldFile | null;
@@ -426,7 +455,7 @@ function writeSet(
   size: number,
   checks: { added: Uint32Array | null; family: 4 | 6 } | null,
 ): { text: Buffer; added: number[] } {
-  const { section, k, slot, tallyOf, rebuilt, lines, old } = from;
+  const { section, k, slot, tallies, tallyOf, stamp, kept, rebuilt, lines, old } = from;
   const { chunks, first } = section;
   const added = checks?.added ?? null;
   const text = Buffer.allocUnsafe(size);
@@ -438,14 +467,36 @@ function writeSet(
     if (runTo > runFrom) o += (old as OldFile).bytes.copy(text, o, runFrom, runTo);
     runFrom = runTo = 0;
   };
+  const route1 = ROUTE.length + tail.length;
+  // Where the set's routes of a base chunk's lines are in the last file: the chunk, its line, and where that line's route (if the set's) is.
+  let cursor: { chunk: SectionChunk | null; line: number; at: number } = { chunk: null, line: 0, at: 0 };
+  /** The last file's bytes of the set's routes in a kept run, and how many; null when its base chunk was not in the last section. */
+  const placeOf = (run: KeptRun): { from: number; to: number; count: number } | null => {
+    const b = run.chunk;
+    if (!old) return null;
+    const tally = tallyOf(b);
+    if (tally.stamp !== stamp) return null;
+    if (cursor.chunk !== b || cursor.line > run.from) cursor = { chunk: b, line: 0, at: old.at[tally.index] as number };
+    const { tagOf, prefixLength } = b;
+    let at = cursor.at;
+    for (let j = cursor.line; j < run.from; j++) if (slot[tagOf[j] as number] === k) at += route1 + (prefixLength[j] as number);
+    let to = at;
+    let count = 0;
+    for (let j = run.from; j < run.from + run.n; j++) {
+      if (slot[tagOf[j] as number] !== k) continue;
+      to += route1 + (prefixLength[j] as number);
+      count++;
+    }
+    cursor = { chunk: b, line: run.from + run.n, at: to };
+    return { from: at, to, count };
+  };
   const found: number[] = [];
   let route = 0;
   let n = 0;
   let a = 0;
   for (let c = 0; c < chunks.length; c++) {
-    const chunk = chunks[c] as SectionChunk;
     if (old && rebuilt?.[c] === 0) {
-      const { entries, index } = tallyOf(chunk);
+      const { entries, index } = tallies[c] as Tally;
       let count = 0;
       let bytes = 0;
       for (let e = 0; e < entries.length; e += 3) {
@@ -465,12 +516,33 @@ function writeSet(
     }
     const end = first[c + 1] as number;
     if (n >= lines.length || (lines[n] as number) >= end) continue;
-    flush();
     const base = first[c] as number;
+    const chunk = chunks[c] as SectionChunk;
     const { bytes, starts, prefixLength } = chunk;
+    const runs = old ? kept?.get(chunk) : undefined;
+    let next = 0;
     for (; n < lines.length && (lines[n] as number) < end; n++) {
       const i = lines[n] as number;
       const j = i - base;
+      // A line of a kept run: the run's routes copied from the last file, when it has them.
+      if (runs) {
+        while (next < runs.length && (runs[next] as KeptRun).at + (runs[next] as KeptRun).n <= j) next++;
+        const run = runs[next];
+        const place = run && run.at <= j ? placeOf(run) : null;
+        if (place) {
+          if (place.from !== runTo) {
+            flush();
+            runFrom = place.from;
+          }
+          runTo = place.to;
+          route += place.count;
+          next++;
+          const stop = base + (run as KeptRun).at + (run as KeptRun).n;
+          while (n + 1 < lines.length && (lines[n + 1] as number) < stop) n++;
+          continue;
+        }
+      }
+      flush();
       const p = starts[j] as number;
       const q = p + (prefixLength[j] as number);
       let isNew = checks !== null && added === null;
