@@ -1,7 +1,7 @@
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
 import { sha256Hex } from "./bundle-v2.js";
-import { applyChunkedDelta, type ChunkedSection, chunkedBytes, chunkedSha256, chunkSection, compactSection } from "./chunked-section.js";
+import { applyChunkedDelta, type ChunkedSection, chunkedBytes, chunkedSha256, chunkSection, compactSection, type SectionChunk } from "./chunked-section.js";
 import { diffPrefixLines } from "./prefix-delta.js";
 import { pagesOf } from "./prefix-pages.js";
 import { encodePrefixLines } from "./prefix-section.js";
@@ -173,10 +173,21 @@ describe("the chunked prefix section", () => {
     for (const at of [0, 1, 1500, 2999]) {
       const next = pool.filter((_, i) => i !== at);
       const nextBytes = encodePrefixLines(next);
-      const { section } = applyChunkedDelta(base, diffPrefixLines(pool, next), { sha256: sha256Hex(nextBytes), pagesRoot: pagesOf(nextBytes).root }, 8);
+      const { section, kept } = applyChunkedDelta(base, diffPrefixLines(pool, next), { sha256: sha256Hex(nextBytes), pagesRoot: pagesOf(nextBytes).root }, 8);
       const shared = section.chunks.filter((c) => base.chunks.includes(c));
       expect(shared.length).toBeGreaterThanOrEqual(base.chunks.length - 2);
       expect(chunkedBytes(section)).toEqual(nextBytes);
+      // Each rebuilt chunk names the runs of its base's lines it kept: the same lines, and every line but the one dropped.
+      const line = (c: SectionChunk, j: number) => c.bytes.toString("latin1", c.starts[j], c.starts[j + 1]);
+      let keptLines = 0;
+      for (const c of section.chunks.filter((c) => !shared.includes(c))) {
+        for (const run of kept.get(c) ?? []) {
+          expect(base.chunks).toContain(run.chunk);
+          for (let j = 0; j < run.n; j++) expect(line(c, run.at + j)).toBe(line(run.chunk, run.from + j));
+          keptLines += run.n;
+        }
+      }
+      expect(keptLines + shared.reduce((n, c) => n + c.count, 0)).toBe(pool.length - 1);
     }
   });
 

@@ -14,9 +14,9 @@ import { type Community, communityText, isPlainV4Prefix, community as parseCommu
 // A set written again after a delta is not written route by route: the chunks the new section
 // shares with the last one hold the same lines, so the set's routes in them are the same bytes
 // as in its last file, in runs whose places each chunk's tally (its lines by tag, counted once
-// per chunk) tells. Those runs are copied from the last file (read back: the cache does not hold
-// it), and only the rebuilt chunks' lines are read one by one. At 1.2M prefixes, 1 % of a feed
-// changed, that is ~3 % of a 240k-route file's lines.
+// per chunk) tells; so are the runs of its base's lines a rebuilt chunk kept (the delta names
+// them), found by reading the base chunk's tags. Those runs are copied from the last file (read
+// back: the cache does not hold it); only the added routes are written byte by byte.
 
 /** What the agent renders from: a section, and when it came from a delta, what the delta did. */
 export interface SectionInput {
@@ -63,7 +63,8 @@ interface RenderedSet {
  * `index`: where the chunk is in the last render's section, when `stamp` is the render's.
  */
 interface Tally {
-  entries: Uint32Array;
+  /** A plain array: a typed array a chunk would be a buffer of its own for the GC to track, a thousand of them a delta. */
+  entries: number[];
   index: number;
   stamp: number;
 }
@@ -356,7 +357,7 @@ function tallier(tallies: WeakMap<SectionChunk, Tally>, tagCount: number): (chun
       found[e + 1] = (found[e + 1] as number) + 1;
       found[e + 2] = (found[e + 2] as number) + (prefixLength[j] as number);
     }
-    const entries = Uint32Array.from(found);
+    const entries = found.slice();
     for (let e = 0; e < found.length; e += 3) at[found[e] as number] = -1;
     found.length = 0;
     tally = { entries, index: 0, stamp: 0 };
