@@ -134,7 +134,9 @@ export function applyChunkedDelta(base: ChunkedSection, delta: Uint8Array, targe
     while (k < chunks.length - 1 && (first[k + 1] as number) <= line) k++;
     return k;
   };
-  for (const op of ops) {
+  // Indexed loops over what has an entry a line or a chunk: an iterator's result a step is garbage while the JIT is cold (once a delta).
+  for (let q = 0; q < ops.length; q++) {
+    const op = ops[q] as DeltaOp;
     if (op.line !== null) {
       if (chunks.length > 0) touched[chunkOf(Math.min(cursor, base.count - 1))] = 1;
       size += op.line.length + 1;
@@ -238,7 +240,8 @@ export function applyChunkedDelta(base: ChunkedSection, delta: Uint8Array, targe
   let newLines = 0;
   let newBytes = 0;
   let newPages = 0;
-  for (const p of plan) {
+  for (let q = 0; q < plan.length; q++) {
+    const p = plan[q] as Planned;
     if (p.reused) continue;
     newLines += p.count;
     newBytes += p.size;
@@ -259,7 +262,8 @@ export function applyChunkedDelta(base: ChunkedSection, delta: Uint8Array, targe
   let line = 0;
   let startAt = 0;
   let digestAt = 0;
-  for (const p of plan) {
+  for (let q = 0; q < plan.length; q++) {
+    const p = plan[q] as Planned;
     if (p.reused) {
       made.push(p.reused);
       continue;
@@ -272,7 +276,8 @@ export function applyChunkedDelta(base: ChunkedSection, delta: Uint8Array, targe
     /** The kept runs as they landed: base chunk `chunk`'s lines from `from` are this chunk's lines from `at`, `n` of them. */
     const runs: KeptRun[] = [];
     let j = 0;
-    for (const piece of p.pieces) {
+    for (let q = 0; q < p.pieces.length; q++) {
+      const piece = p.pieces[q] as Piece;
       if (piece.line !== null) {
         starts[j] = at;
         at += piece.line.copy(arena.bytes, at);
@@ -335,7 +340,7 @@ export function applyChunkedDelta(base: ChunkedSection, delta: Uint8Array, targe
 
   // Checked before any added line is read.
   const root = createHash("sha256");
-  for (const c of made) root.update(c.digests);
+  for (let i = 0; i < made.length; i++) root.update((made[i] as SectionChunk).digests);
   const section: ChunkedSection = {
     chunks: made,
     first: firstLines(made),
@@ -388,7 +393,10 @@ export function compactSection(section: ChunkedSection, slack = 1 << 20): boolea
   // What each buffer holds of this section: the chunks of one buffer share its Buffer object (and
   // their columns are in the arrays made with it).
   const live = new Map<Buffer, number>();
-  for (const c of section.chunks) live.set(c.bytes, (live.get(c.bytes) ?? 0) + (c.starts[c.count] as number) - (c.starts[0] as number));
+  for (let i = 0; i < section.chunks.length; i++) {
+    const c = section.chunks[i] as SectionChunk;
+    live.set(c.bytes, (live.get(c.bytes) ?? 0) + (c.starts[c.count] as number) - (c.starts[0] as number));
+  }
   const chunks = section.chunks.filter((c) => (live.get(c.bytes) as number) * 2 < c.bytes.length);
   if (chunks.length === 0) return false;
   let count = 0;

@@ -228,17 +228,22 @@ function render(out: StaticsOut & { split: string }, input: SectionInput, kind: 
     });
   }
   if (old.some((o) => o !== null)) {
-    cache.sectionTallies.forEach((tally, j) => {
+    const lastTallies = cache.sectionTallies;
+    for (let j = 0; j < lastTallies.length; j++) {
+      const tally = lastTallies[j] as Tally;
       tally.index = j;
       tally.stamp = stamp;
-      for (const o of old) if (o) (o.at as Uint32Array)[j] = o.end;
+      for (let k = 0; k < old.length; k++) {
+        const o = old[k];
+        if (o) (o.at as Uint32Array)[j] = o.end;
+      }
       const { entries } = tally;
       for (let e = 0; e < entries.length; e += 3) {
         const k = slot[entries[e] as number] as number;
         const o = k < 0 ? null : old[k];
         if (o) o.end += (entries[e + 1] as number) * (ROUTE.length + tail.length) + (entries[e + 2] as number);
       }
-    });
+    }
     // A file that is not what the last section makes of the set (it cannot be, but its bytes came from a disk) is not copied from.
     old.forEach((o, k) => {
       if (o && (o.end + END.length !== o.bytes.length || !o.bytes.subarray(o.end).equals(END))) old[k] = null;
@@ -399,7 +404,8 @@ function remade(section: ChunkedSection, s: RenderedSet, setOfTag: readonly (Set
   });
   let routes = 0;
   let prefixBytes = 0;
-  for (const { entries } of tallies) {
+  for (let c = 0; c < tallies.length; c++) {
+    const { entries } = tallies[c] as Tally;
     for (let e = 0; e < entries.length; e += 3) {
       if (slot[entries[e] as number] !== 0) continue;
       routes += entries[e + 1] as number;
