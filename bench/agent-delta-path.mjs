@@ -90,7 +90,9 @@ export async function agentPath({ dir, birdc, configPath, contents, runner: give
         configBytes(config),
         key,
       );
-    const full = Buffer.concat([await head(sections[name], null), sections[name]]);
+    // The full bundle joined only when fetched: its 34 MB copy each round was the bench's garbage, collected in the agent's measured sync.
+    const fullHead = await head(sections[name], null);
+    const full = () => Buffer.concat([fullHead, sections[name]]);
     let delta = null;
     if (withDelta && running) {
       const s = script(running.name, name);
@@ -131,7 +133,7 @@ export async function agentPath({ dir, birdc, configPath, contents, runner: give
         const s = served.get(rev);
         const delta = s.delta && base === s.delta.base;
         fetched = delta ? "delta" : "full";
-        return receiveBundle(delta ? s.delta.bytes : s.full, { maxBytes: Number.MAX_SAFE_INTEGER, onHead });
+        return receiveBundle(delta ? s.delta.bytes : s.full(), { maxBytes: Number.MAX_SAFE_INTEGER, onHead });
       },
     },
     state,
@@ -180,6 +182,7 @@ export async function agentPath({ dir, birdc, configPath, contents, runner: give
         toProbation: marks.probation - t,
         total: end - t,
         cpu: (spent.user + spent.system) / 1000,
+        cpuSystem: spent.system / 1000,
         birdP: marks.birdP,
         beforeBirdP: marks.beforeBirdP,
         fetched,

@@ -67,7 +67,7 @@ export class SyncLoop {
   /** The agent's one numbering of community sets, for every section it keeps in columns. */
   readonly #tags = new SectionTags();
   /** The route files of the last render from a section (made again from it when asked, not held): a delta writes only the sets it touched. */
-  readonly #sectionStatics = new SectionStaticsCache();
+  readonly #sectionStatics: SectionStaticsCache;
   readonly #target: BirdTarget;
   readonly #fetcher: BundleFetcher;
   readonly #probation: Probation;
@@ -80,6 +80,8 @@ export class SyncLoop {
     // known by the text it was written with, and not read again on the next apply.
     const written = new WrittenFiles(dirname(o.birdConfigPath));
     this.#target = { mode: o.birdMode, configPath: o.birdConfigPath, stagingDir: o.stagingDir, written };
+    // A set a delta touched is written again from its running file, read back when it holds what this loop wrote.
+    this.#sectionStatics = new SectionStaticsCache((name, text) => written.readBack(name, text));
     this.#fetcher = new BundleFetcher({
       client: o.client,
       state: o.state,

@@ -31,7 +31,7 @@ export interface DeltaTarget extends ChunkedTarget {
   revisionId: number;
 }
 
-/** What a delta did: the tags it touched and the lines it added, over the section with `baseSha256`. */
+/** What a delta did: the tags it touched, the lines it added and the runs it kept, over the section with `baseSha256`. */
 export interface KeptDelta extends Omit<ChunkedChange, "section"> {
   baseSha256: string;
 }
@@ -63,7 +63,7 @@ export function applyKeptDelta(kept: KeptPrefixes, delta: Uint8Array, target: De
   const change = applyChunkedDelta(kept.section, delta, target);
   return {
     kept: { revision_id: target.revisionId, sha256: target.sha256, section: change.section },
-    delta: { baseSha256: kept.sha256, changedTags: change.changedTags, added: change.added },
+    delta: { baseSha256: kept.sha256, changedTags: change.changedTags, added: change.added, kept: change.kept },
   };
 }
 

@@ -16,6 +16,12 @@ export type FileText = string | Buffer | MadeText;
  */
 export interface MadeText {
   bytes(): Buffer | null;
+  /**
+   * A route file's text without its route lines, which are plain ASCII: `routes` of them, after
+   * the text's line `routesAfterLine` (1-based). What the validate step needs to blank them all
+   * (change.ts) without the text's bytes, which may be megabytes made again.
+   */
+  frame?(): { text: Buffer; routesAfterLine: number; routes: number };
 }
 
 /** The text as a string or bytes; null for a MadeText that can no longer be made. */

@@ -257,6 +257,30 @@ describe("WrittenFiles - route files held as a MadeText (a token, not their byte
     expect(s.read("a.conf")).toBe(v2);
   });
 
+  it("reads a token's running file back for a renderer only while it holds what was written with that token", async () => {
+    const a = new Token(Buffer.from(v1));
+    const s = setup({ ...setup().files, "a.conf": a });
+    await s.apply(s.files);
+    a.held = null;
+    expect(s.written.readBack("a.conf", a)?.toString()).toBe(v1);
+    // Asked with another text (a later version, or the same bytes in another object): not vouched for.
+    expect(s.written.readBack("a.conf", new Token(Buffer.from(v1)))).toBeNull();
+    expect(s.written.readBack("b.conf", a)).toBeNull();
+    // Edited by hand, even to the same size: not read back, and the validate step still reads and replaces it.
+    writeFileSync(join(s.configDir, "a.conf"), v1.replace("11.0.0.0", "11.9.9.9"));
+    expect(s.written.readBack("a.conf", a)).toBeNull();
+    const next = new Token(Buffer.from(v2));
+    fsSpy.opened.length = 0;
+    const changed = await s.apply({ ...s.files, "a.conf": next });
+    expect(changed?.change.changed).toEqual(["a.conf"]);
+    expect(s.openedHere()).toEqual(["a.conf"]);
+    expect(s.read("a.conf")).toBe(v2);
+    expect(s.written.readBack("a.conf", next)?.toString()).toBe(v2);
+    // Removed, or a symlink in its place: nothing.
+    rmSync(join(s.configDir, "a.conf"));
+    expect(s.written.readBack("a.conf", next)).toBeNull();
+  });
+
   it("writes back a file edited by hand from the bytes the token makes again", async () => {
     const a = new Token(Buffer.from(v1), () => Buffer.from(v1));
     const s = setup({ ...setup().files, "a.conf": a });

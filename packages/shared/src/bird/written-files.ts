@@ -1,5 +1,5 @@
 import { createHash } from "node:crypto";
-import { type BigIntStats, lstatSync } from "node:fs";
+import { type BigIntStats, closeSync, constants, fstatSync, lstatSync, openSync, readFileSync } from "node:fs";
 import { join, resolve } from "node:path";
 import { type FileText, textData } from "./atomic-file.js";
 import { CheckCopy } from "./check-copy.js";
@@ -119,6 +119,29 @@ export class WrittenFiles {
     if (now?.isFile() && now.dev === was.dev && now.ino === was.ino && now.size === was.size && now.mtimeNs === was.mtimeNs) {
       this.#files.set(name, { known: aside.known, stamp: stampOf(now) });
     } else this.#files.delete(name);
+  }
+
+  /**
+   * The bytes of `name` when this process wrote (or read) it with `text` (that very object) and
+   * nobody has touched it since: its stat through the descriptor, before the read and after it,
+   * is the one recorded. Null otherwise; the entry stays for the validate step to judge. For a
+   * renderer that makes a file's next version from this one's bytes rather than holding them
+   * (the page cache has them: the file was written by the last apply).
+   */
+  readBack(name: string, text: FileText): Buffer | null {
+    const entry = this.#files.get(name);
+    if (entry?.known.text !== text) return null;
+    let fd: number | null = null;
+    try {
+      fd = openSync(join(this.dir, name), constants.O_RDONLY | constants.O_NOFOLLOW);
+      if (!sameStamp(entry.stamp, fstatSync(fd, { bigint: true }))) return null;
+      const bytes = readFileSync(fd);
+      return sameStamp(entry.stamp, fstatSync(fd, { bigint: true })) && BigInt(bytes.length) === entry.stamp.size ? bytes : null;
+    } catch {
+      return null;
+    } finally {
+      if (fd !== null) closeSync(fd);
+    }
   }
 
   forget(name: string): void {

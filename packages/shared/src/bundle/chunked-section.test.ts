@@ -1,7 +1,7 @@
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
 import { sha256Hex } from "./bundle-v2.js";
-import { applyChunkedDelta, type ChunkedSection, chunkedBytes, chunkedSha256, chunkSection, compactSection } from "./chunked-section.js";
+import { applyChunkedDelta, type ChunkedSection, chunkedBytes, chunkedSha256, chunkSection, compactSection, type SectionChunk } from "./chunked-section.js";
 import { diffPrefixLines } from "./prefix-delta.js";
 import { pagesOf } from "./prefix-pages.js";
 import { encodePrefixLines } from "./prefix-section.js";
@@ -42,6 +42,13 @@ function heldBytes(section: ChunkedSection): number {
   const held = new Set<ArrayBufferLike>();
   for (const c of section.chunks) for (const view of [c.bytes, c.starts, c.prefixLength, c.tagOf, c.pageEnd, c.digests]) held.add(view.buffer);
   return [...held].reduce((n, b) => n + b.byteLength, 0);
+}
+
+/** How many of the buffers the section's bytes are views of hold less than half their size of it. */
+function sparseBuffers(section: ChunkedSection): number {
+  const live = new Map<ArrayBufferLike, number>();
+  for (const c of section.chunks) live.set(c.bytes.buffer, (live.get(c.bytes.buffer) ?? 0) + c.starts[c.count]! - c.starts[0]!);
+  return [...live].filter(([buffer, n]) => n * 2 < buffer.byteLength).length;
 }
 
 const refusal = (run: () => unknown) => {
@@ -126,7 +133,7 @@ describe("the chunked prefix section", () => {
     );
   });
 
-  it("compacted once deltas rebuilt more than its size, a section reads the same lines from one buffer, and so does an older section sharing its chunks", () => {
+  it("compacted once deltas rebuilt some of it, a section holds no buffer less than half used, and reads the same lines, as does an older section sharing its chunks", () => {
     fc.assert(
       fc.property(chains, fc.integer({ min: 1, max: 9 }), ({ first, steps }, lines) => {
         const tags = new SectionTags();
@@ -144,10 +151,11 @@ describe("the chunked prefix section", () => {
         const last = sections.at(-1)!;
         const before = sections.map(linesOf);
         const rebuilt = last.rebuilt;
+        const sparse = sparseBuffers(last);
         const compacted = compactSection(last, 0);
-        expect(compacted).toBe(rebuilt > last.size);
-        if (compacted && last.count > 0) expect(new Set(last.chunks.map((c) => c.bytes.buffer)).size).toBe(1);
-        expect(last.rebuilt).toBe(compacted ? 0 : rebuilt);
+        expect(compacted).toBe(rebuilt > 0 && sparse > 0);
+        if (rebuilt > 0) expect(sparseBuffers(last)).toBe(0);
+        expect(last.rebuilt).toBe(0);
         sections.forEach((section, i) => {
           expect(chunkedBytes(section)).toEqual(texts[i]);
           expect(linesOf(section)).toEqual(before[i]);
@@ -165,10 +173,21 @@ describe("the chunked prefix section", () => {
     for (const at of [0, 1, 1500, 2999]) {
       const next = pool.filter((_, i) => i !== at);
       const nextBytes = encodePrefixLines(next);
-      const { section } = applyChunkedDelta(base, diffPrefixLines(pool, next), { sha256: sha256Hex(nextBytes), pagesRoot: pagesOf(nextBytes).root }, 8);
+      const { section, kept } = applyChunkedDelta(base, diffPrefixLines(pool, next), { sha256: sha256Hex(nextBytes), pagesRoot: pagesOf(nextBytes).root }, 8);
       const shared = section.chunks.filter((c) => base.chunks.includes(c));
       expect(shared.length).toBeGreaterThanOrEqual(base.chunks.length - 2);
       expect(chunkedBytes(section)).toEqual(nextBytes);
+      // Each rebuilt chunk names the runs of its base's lines it kept: the same lines, and every line but the one dropped.
+      const line = (c: SectionChunk, j: number) => c.bytes.toString("latin1", c.starts[j], c.starts[j + 1]);
+      let keptLines = 0;
+      for (const c of section.chunks.filter((c) => !shared.includes(c))) {
+        for (const run of kept.get(c) ?? []) {
+          expect(base.chunks).toContain(run.chunk);
+          for (let j = 0; j < run.n; j++) expect(line(c, run.at + j)).toBe(line(run.chunk, run.from + j));
+          keptLines += run.n;
+        }
+      }
+      expect(keptLines + shared.reduce((n, c) => n + c.count, 0)).toBe(pool.length - 1);
     }
   });
 
@@ -188,8 +207,32 @@ describe("the chunked prefix section", () => {
     const held = heldBytes(section);
     expect(held).toBeGreaterThan(3 * section.size);
     expect(compactSection(section, 0)).toBe(true);
-    expect(heldBytes(section)).toBeLessThan(2 * section.size);
-    expect(chunkedBytes(section)).toEqual(encodePrefixLines(text));
+    // At most twice what the section read whole holds (its bytes and columns in one buffer each).
+    const whole = encodePrefixLines(text);
+    expect(heldBytes(section)).toBeLessThanOrEqual(2 * heldBytes(chunkSection(tagSection(whole, new SectionTags()), pagesOf(whole), 8)));
+    expect(sparseBuffers(section)).toBe(0);
+    expect(chunkedBytes(section)).toEqual(whole);
     expect(compactSection(section, 0)).toBe(false);
+  });
+
+  it("leaves be the buffers still mostly in use: a delta of a few lines moves nothing, and the buffer of a delta all rebuilt since is not held", () => {
+    const tags = new SectionTags();
+    const pool = POOL.slice(0, 3000).map((p, i) => `${p}\t65000:${i % 3}`);
+    const bytes = encodePrefixLines(pool);
+    const whole = chunkSection(tagSection(bytes, tags), pagesOf(bytes), 8);
+    const next = pool.filter((_, i) => i !== 1500);
+    const nextBytes = encodePrefixLines(next);
+    const section = applyChunkedDelta(whole, diffPrefixLines(pool, next), { sha256: sha256Hex(nextBytes) }, 8).section;
+    const buffers = () => new Set(section.chunks.map((c) => c.bytes.buffer));
+    const before = buffers();
+    expect(before.size).toBe(2);
+    // The whole section's buffer is nearly all in use, and so is the delta's: nothing is copied.
+    expect(compactSection(section, 0)).toBe(false);
+    expect(buffers()).toEqual(before);
+    // The line back: the first delta's chunks rebuilt again, its buffer no longer held by the section.
+    const back = applyChunkedDelta(section, diffPrefixLines(next, pool), { sha256: sha256Hex(bytes) }, 8).section;
+    expect(compactSection(back, 0)).toBe(false);
+    expect(new Set(back.chunks.map((c) => c.bytes.buffer)).size).toBe(2);
+    expect(chunkedBytes(back)).toEqual(bytes);
   });
 });

@@ -11,8 +11,12 @@ import { type DeltaOp, deltaOps, HEAD, KnownTails, type LineColumns, readLine, t
 // carries its pages' digests, so the signed page root is checked from the digests of every
 // chunk, only the rebuilt chunks' pages hashed.
 
-/** About this many lines a chunk: a rebuilt chunk is copied and its pages hashed whole. */
-export const CHUNK_LINES = 128;
+/**
+ * At least this many lines a chunk (it ends at the next page end: ~155 lines on average at 1.2M,
+ * ~7,700 chunks): a rebuilt chunk is copied whole, its lines read again by the render, and each
+ * chunk is an object the agent holds. 128 rebuilt ~5.2 MB for a 1 % delta at 1.2M; 32, ~3.3 MB.
+ */
+export const CHUNK_LINES = 32;
 const DIGEST = 32;
 const NEWLINE = 0x0a;
 
@@ -32,7 +36,7 @@ export interface ChunkedSection {
   tags: SectionTags;
   /** Hex SHA-256 of every page's digest in order: the section's `rl-prefix-pages/1` root. */
   root: string;
-  /** Bytes of the chunks deltas rebuilt since the section was last whole (read whole, or compacted): what older buffers may hold beside it. */
+  /** Bytes of the chunks deltas rebuilt since the section was read whole or compactSection last looked at it. */
   rebuilt: number;
 }
 
@@ -43,6 +47,16 @@ export interface ChunkedChange {
   changedTags: Set<number>;
   /** The added lines, as their index in the new section, ascending. */
   added: Uint32Array;
+  /** Each rebuilt chunk's runs of kept lines, in order: what a reader of the base's lines (a route file written from them) may take over. */
+  kept: Map<SectionChunk, readonly KeptRun[]>;
+}
+
+/** Base chunk `chunk`'s lines `[from, from + n)`, kept as lines `[at, at + n)` of a rebuilt chunk. */
+export interface KeptRun {
+  at: number;
+  chunk: SectionChunk;
+  from: number;
+  n: number;
 }
 
 /** What a delta's signed header says the rebuilt section is. */
@@ -120,7 +134,9 @@ export function applyChunkedDelta(base: ChunkedSection, delta: Uint8Array, targe
     while (k < chunks.length - 1 && (first[k + 1] as number) <= line) k++;
     return k;
   };
-  for (const op of ops) {
+  // Indexed loops over what has an entry a line or a chunk: an iterator's result a step is garbage while the JIT is cold (once a delta).
+  for (let q = 0; q < ops.length; q++) {
+    const op = ops[q] as DeltaOp;
     if (op.line !== null) {
       if (chunks.length > 0) touched[chunkOf(Math.min(cursor, base.count - 1))] = 1;
       size += op.line.length + 1;
@@ -166,7 +182,8 @@ export function applyChunkedDelta(base: ChunkedSection, delta: Uint8Array, targe
         if (cut >= 0 && cut < to - 1) end = cut + 1;
       }
       pieces.push({ chunk: c, from, to: end, line: null });
-      for (let j = from; j < end; j++) pages += c.pageEnd[j] as number;
+      // Its page ends counted by the flags' indexOf, not line by line.
+      for (let j = c.pageEnd.indexOf(1, from); j >= 0 && j < end; j = c.pageEnd.indexOf(1, j + 1)) pages++;
       count += end - from;
       bytes += (c.starts[end] as number) - (c.starts[from] as number);
       endsPageNow = c.pageEnd[end - 1] === 1;
@@ -223,7 +240,8 @@ export function applyChunkedDelta(base: ChunkedSection, delta: Uint8Array, targe
   let newLines = 0;
   let newBytes = 0;
   let newPages = 0;
-  for (const p of plan) {
+  for (let q = 0; q < plan.length; q++) {
+    const p = plan[q] as Planned;
     if (p.reused) continue;
     newLines += p.count;
     newBytes += p.size;
@@ -239,11 +257,13 @@ export function applyChunkedDelta(base: ChunkedSection, delta: Uint8Array, targe
   };
   const made: SectionChunk[] = [];
   const addedOf = new Map<SectionChunk, number[]>();
+  const keptOf = new Map<SectionChunk, readonly KeptRun[]>();
   let at = 0;
   let line = 0;
   let startAt = 0;
   let digestAt = 0;
-  for (const p of plan) {
+  for (let q = 0; q < plan.length; q++) {
+    const p = plan[q] as Planned;
     if (p.reused) {
       made.push(p.reused);
       continue;
@@ -254,9 +274,10 @@ export function applyChunkedDelta(base: ChunkedSection, delta: Uint8Array, targe
     const pageEnd = arena.pageEnd.subarray(line, line + p.count);
     const added: number[] = [];
     /** The kept runs as they landed: base chunk `chunk`'s lines from `from` are this chunk's lines from `at`, `n` of them. */
-    const runs: { at: number; chunk: SectionChunk; from: number; n: number }[] = [];
+    const runs: KeptRun[] = [];
     let j = 0;
-    for (const piece of p.pieces) {
+    for (let q = 0; q < p.pieces.length; q++) {
+      const piece = p.pieces[q] as Piece;
       if (piece.line !== null) {
         starts[j] = at;
         at += piece.line.copy(arena.bytes, at);
@@ -285,9 +306,10 @@ export function applyChunkedDelta(base: ChunkedSection, delta: Uint8Array, targe
     // Pages of run r's chunk before its line `flagLine`: the digest index of the page starting there.
     let flagLine = 0;
     let flags = 0;
-    for (let i = 0; i < p.count; i++) {
-      if (pageEnd[i] !== 1 && i < p.count - 1) continue;
-      while (r < runs.length && (runs[r] as (typeof runs)[number]).at + (runs[r] as (typeof runs)[number]).n <= pageStart) {
+    // From one page's last line to the next (the flags' indexOf), the chunk's last line ending the last page.
+    for (let i = pageEnd.indexOf(1); pageStart < p.count; i = pageEnd.indexOf(1, i + 1)) {
+      if (i < 0) i = p.count - 1;
+      while (r < runs.length && (runs[r] as KeptRun).at + (runs[r] as KeptRun).n <= pageStart) {
         r++;
         flagLine = flags = 0;
       }
@@ -297,7 +319,8 @@ export function applyChunkedDelta(base: ChunkedSection, delta: Uint8Array, targe
         const b = run.from + pageStart - run.at;
         const c = run.chunk;
         if (b === 0 || c.pageEnd[b - 1] === 1) {
-          for (; flagLine < b; flagLine++) flags += c.pageEnd[flagLine] as number;
+          for (let x = c.pageEnd.indexOf(1, flagLine); x >= 0 && x < b; x = c.pageEnd.indexOf(1, x + 1)) flags++;
+          flagLine = Math.max(flagLine, b);
           digests.set(c.digests.subarray(flags * DIGEST, (flags + 1) * DIGEST), page * DIGEST);
           taken = true;
         }
@@ -309,6 +332,7 @@ export function applyChunkedDelta(base: ChunkedSection, delta: Uint8Array, targe
     const chunk: SectionChunk = { bytes: arena.bytes, count: p.count, starts, prefixLength, tagOf, pageEnd, digests };
     made.push(chunk);
     if (added.length > 0) addedOf.set(chunk, added);
+    keptOf.set(chunk, runs);
     line += p.count;
     startAt += p.count + 1;
     digestAt += p.pages * DIGEST;
@@ -316,7 +340,7 @@ export function applyChunkedDelta(base: ChunkedSection, delta: Uint8Array, targe
 
   // Checked before any added line is read.
   const root = createHash("sha256");
-  for (const c of made) root.update(c.digests);
+  for (let i = 0; i < made.length; i++) root.update((made[i] as SectionChunk).digests);
   const section: ChunkedSection = {
     chunks: made,
     first: firstLines(made),
@@ -343,7 +367,7 @@ export function applyChunkedDelta(base: ChunkedSection, delta: Uint8Array, targe
       added.push((section.first[i] as number) + j);
     }
   });
-  return { section, changedTags, added: Uint32Array.from(added) };
+  return { section, changedTags, added: Uint32Array.from(added), kept: keptOf };
 }
 
 function firstLines(chunks: readonly SectionChunk[]): Uint32Array {
@@ -353,19 +377,37 @@ function firstLines(chunks: readonly SectionChunk[]): Uint32Array {
 }
 
 /**
- * Each chunk's bytes and columns copied into one buffer and one array each, once deltas have
- * rebuilt more bytes of chunks than the section holds since it was last whole: chunks rebuilt
- * delta after delta leave parts of older buffers (the full bundle's, earlier deltas') held for
- * the few chunks still in them, up to about twice the section. The chunks are changed in place, views of the new buffers, so every section sharing them
- * reads the same lines as before. Answers whether it copied. For a quiet moment: it copies the
- * whole section (~40 ms at 1.2M prefixes). `slack`: rebuilt bytes beyond the section's size let be.
+ * The chunks left in buffers that hold less than half their size of the section copied into one
+ * new buffer and array each, once deltas have rebuilt more than `slack` bytes of chunks since the
+ * last look: chunks rebuilt delta after delta leave parts of older buffers (the full bundle's,
+ * earlier deltas') held for the few chunks still in them. A buffer whose chunks were all rebuilt
+ * since is already gone, and one still mostly in use (the full bundle's, for a long while) is let
+ * be; every buffer then holds at least half of its size of the section, so the section holds
+ * less than twice its bytes (and `slack`). The chunks are changed in place, views of the new
+ * buffers, so every section sharing them reads the same lines as before. Answers whether it
+ * copied. For a quiet moment: it costs a look at each chunk, and the copy of what it moves.
  */
 export function compactSection(section: ChunkedSection, slack = 1 << 20): boolean {
-  if (section.rebuilt <= section.size + slack) return false;
-  const { chunks, count } = section;
+  if (section.rebuilt <= slack) return false;
+  section.rebuilt = 0;
+  // What each buffer holds of this section: the chunks of one buffer share its Buffer object (and
+  // their columns are in the arrays made with it).
+  const live = new Map<Buffer, number>();
+  for (let i = 0; i < section.chunks.length; i++) {
+    const c = section.chunks[i] as SectionChunk;
+    live.set(c.bytes, (live.get(c.bytes) ?? 0) + (c.starts[c.count] as number) - (c.starts[0] as number));
+  }
+  const chunks = section.chunks.filter((c) => (live.get(c.bytes) as number) * 2 < c.bytes.length);
+  if (chunks.length === 0) return false;
+  let count = 0;
+  let size = 0;
   let digestBytes = 0;
-  for (const c of chunks) digestBytes += c.digests.length;
-  const bytes = Buffer.allocUnsafeSlow(section.size - HEAD.length);
+  for (const c of chunks) {
+    count += c.count;
+    size += (c.starts[c.count] as number) - (c.starts[0] as number);
+    digestBytes += c.digests.length;
+  }
+  const bytes = Buffer.allocUnsafeSlow(size);
   const starts = new Uint32Array(count + chunks.length);
   const prefixLength = new Uint8Array(count);
   const tagOf = new Uint32Array(count);
@@ -394,6 +436,5 @@ export function compactSection(section: ChunkedSection, slack = 1 << 20): boolea
     line += c.count;
     startAt += c.count + 1;
   }
-  section.rebuilt = 0;
   return true;
 }

@@ -71,7 +71,9 @@ export interface SectionSource {
 const FILE_NAME = /^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$/;
 
 /**
- * Bundle → BIRD 2 or 3 configuration, with no I/O: the same payload always gives the same bytes.
+ * Bundle → BIRD 2 or 3 configuration, with no I/O (but a section render's cache reading back the
+ * files it last wrote, through the reader its owner gave it): the same payload always gives the
+ * same bytes.
  *
  * Prefixes are grouped by their community set and each group becomes one `protocol static` whose
  * import filter adds the communities once, so a million routes cost one short line each. Routes

@@ -1,4 +1,4 @@
-import type { ChunkedChange, ChunkedSection, SectionChunk } from "../../bundle/chunked-section.js";
+import type { ChunkedChange, ChunkedSection, KeptRun, SectionChunk } from "../../bundle/chunked-section.js";
 import type { SectionTags } from "../../bundle/tagged-section.js";
 import type { FileText, MadeText } from "../atomic-file.js";
 import { compareSets, groupHead, type StaticsOut, staticFileName, uniqueSorted } from "./statics.js";
@@ -10,6 +10,13 @@ import { type Community, communityText, isPlainV4Prefix, community as parseCommu
 // apply costs what changed. Byte for byte what renderStatics writes for the same prefixes (a
 // property test holds the two together); anything it does not take as it is (a prefix in
 // another spelling, a bad community) throws, and the caller renders the payload as before.
+//
+// A set written again after a delta is not written route by route: the chunks the new section
+// shares with the last one hold the same lines, so the set's routes in them are the same bytes
+// as in its last file, in runs whose places each chunk's tally (its lines by tag, counted once
+// per chunk) tells; so are the runs of its base's lines a rebuilt chunk kept (the delta names
+// them), found by reading the base chunk's tags. Those runs are copied from the last file (read
+// back: the cache does not hold it); only the added routes are written byte by byte.
 
 /** What the agent renders from: a section, and when it came from a delta, what the delta did. */
 export interface SectionInput {
@@ -25,6 +32,13 @@ export interface CheckText {
   against: FileText;
   text: Buffer;
 }
+
+/**
+ * The bytes of a route file the last render wrote, as the file in the config directory holds
+ * them: null unless the caller knows the file holds `text` as it was written (the agent's
+ * WrittenFiles reads it back then). A set written again takes the routes it kept from them.
+ */
+export type ReadWritten = (name: string, text: FileText) => Buffer | null;
 
 interface SetOf {
   /** `<family> <communities, parsed and sorted>`. */
@@ -44,6 +58,18 @@ interface RenderedSet {
 }
 
 /**
+ * A chunk's lines by tag, counted once for as long as the chunk lives (an unchanged chunk is the
+ * same object in the next section): `[tag, lines, bytes of their prefixes]` for each tag it has.
+ * `index`: where the chunk is in the last render's section, when `stamp` is the render's.
+ */
+interface Tally {
+  /** A plain array: a typed array a chunk would be a buffer of its own for the GC to track, a thousand of them a delta. */
+  entries: number[];
+  index: number;
+  stamp: number;
+}
+
+/**
  * A route file's text as the cache keeps it: its bytes until they are written
  * ({@link SectionStaticsCache.settle}), then made again from the section of the latest render
  * while the set is unchanged there (a file found touched, a restore), and not at all once a render
@@ -53,13 +79,24 @@ interface RenderedSet {
 class RouteText implements MadeText {
   #bytes: Buffer | null;
   #make: (() => Buffer) | null = null;
+  readonly #head: string;
+  readonly #routes: number;
 
-  constructor(bytes: Buffer) {
+  constructor(bytes: Buffer, head: string, routes: number) {
     this.#bytes = bytes;
+    this.#head = head;
+    this.#routes = routes;
   }
 
   bytes(): Buffer | null {
     return this.#bytes ?? this.#make?.() ?? null;
+  }
+
+  /** Its head and end: the validate step blanks its route lines without the text's bytes (every route line plain ASCII). */
+  frame(): { text: Buffer; routesAfterLine: number; routes: number } {
+    let lines = 1;
+    for (let i = this.#head.indexOf("\n"); i >= 0; i = this.#head.indexOf("\n", i + 1)) lines++;
+    return { text: Buffer.from(`${this.#head}${END_TEXT}`, "utf8"), routesAfterLine: lines, routes: this.#routes };
   }
 
   /** Made by `make` from now on, once its bytes are let go (null: not any more). */
@@ -82,9 +119,22 @@ export class SectionStaticsCache {
   tags: SectionTags | null = null;
   /** SHA-256 of the section the files were rendered from. */
   sha256: string | null = null;
+  /** The section the files were rendered from, and its chunks' tallies: where each file's routes are, chunk by chunk. */
+  section: ChunkedSection | null = null;
+  sectionTallies: Tally[] = [];
   /** Tag → its community set. */
   setOfTag: (SetOf | undefined)[] = [];
   sets = new Map<string, RenderedSet>();
+  /** Each chunk's lines by tag: after a delta only the rebuilt chunks are counted. */
+  tallies = new WeakMap<SectionChunk, Tally>();
+  /** Renders so far: what marks the chunks of the last render's section (Tally.stamp). */
+  stamp = 0;
+  /** Where a set written again reads its last file back from; without it, the set is written whole. */
+  readonly readWritten: ReadWritten | null;
+
+  constructor(readWritten: ReadWritten | null = null) {
+    this.readWritten = readWritten;
+  }
 
   /** The files of the last render are written (or given up): their bytes let go, made again when asked. */
   settle(): void {
@@ -96,13 +146,17 @@ export class SectionStaticsCache {
     this.context = "";
     this.tags = null;
     this.sha256 = null;
+    this.section = null;
+    this.sectionTallies = [];
     this.setOfTag = [];
     this.sets.clear();
+    this.tallies = new WeakMap();
   }
 }
 
 const ROUTE = Buffer.from("\n  route ", "latin1");
-const END = Buffer.from("\n}\n", "latin1");
+const END_TEXT = "\n}\n";
+const END = Buffer.from(END_TEXT, "latin1");
 
 /**
  * Both families' static protocols into `out` (split: `out.split` names the include), from
@@ -156,28 +210,105 @@ function render(out: StaticsOut & { split: string }, input: SectionInput, kind: 
     if (k === undefined) index.set(of.id, (k = chosen.push(of) - 1));
     slot[tag] = k;
   }
-  const lines = linesOfSets(section, slot, chosen.length);
+  const tail = Buffer.from(` ${kind};`, "latin1");
+  const tallyOf = tallier(cache.tallies, tagCount);
+  const stamp = ++cache.stamp;
 
-  // A kept line was checked when its set was last written; only the added ones are new.
-  const isAdded = incremental ? new Uint8Array(section.count) : null;
-  if (isAdded && delta) for (const i of delta.added) isAdded[i] = 1;
+  // Each set written again from its last file where it can be: the routes of the chunks this
+  // section shares with the last one are the same bytes, in runs the last file holds, at
+  // offsets the chunks' tallies tell. Only the rebuilt chunks' lines are then read one by one.
+  const befores = chosen.map((of) => (incremental ? cache.sets.get(of.id) : undefined));
+  const old: (OldFile | null)[] = chosen.map(() => null);
+  const last = cache.section;
+  if (last && cache.readWritten) {
+    chosen.forEach((_, k) => {
+      const before = befores[k];
+      const bytes = before ? cache.readWritten?.(before.file, before.text) : null;
+      if (before && bytes) old[k] = { bytes, at: new Uint32Array(last.chunks.length), end: Buffer.byteLength(before.head, "utf8") };
+    });
+  }
+  if (old.some((o) => o !== null)) {
+    const lastTallies = cache.sectionTallies;
+    for (let j = 0; j < lastTallies.length; j++) {
+      const tally = lastTallies[j] as Tally;
+      tally.index = j;
+      tally.stamp = stamp;
+      for (let k = 0; k < old.length; k++) {
+        const o = old[k];
+        if (o) (o.at as Uint32Array)[j] = o.end;
+      }
+      const { entries } = tally;
+      for (let e = 0; e < entries.length; e += 3) {
+        const k = slot[entries[e] as number] as number;
+        const o = k < 0 ? null : old[k];
+        if (o) o.end += (entries[e + 1] as number) * (ROUTE.length + tail.length) + (entries[e + 2] as number);
+      }
+    }
+    // A file that is not what the last section makes of the set (it cannot be, but its bytes came from a disk) is not copied from.
+    old.forEach((o, k) => {
+      if (o && (o.end + END.length !== o.bytes.length || !o.bytes.subarray(o.end).equals(END))) old[k] = null;
+    });
+  }
+
+  // What each set has in this section (tallies), and which chunks' lines are read one by one:
+  // the chunks not in the last section (rebuilt), and every chunk for a set not copied.
+  const { chunks } = section;
+  const rebuilt = new Uint8Array(chunks.length);
+  const whole = Uint8Array.from(old, (o) => (o === null ? 1 : 0));
+  const routes = new Uint32Array(chosen.length);
+  const prefixBytes = new Float64Array(chosen.length);
+  const walked = new Uint32Array(chosen.length);
+  const tallies = new Array<Tally>(chunks.length);
+  for (let c = 0; c < chunks.length; c++) {
+    const tally = tallyOf(chunks[c] as SectionChunk);
+    tallies[c] = tally;
+    const { entries, stamp: was } = tally;
+    const fresh = was !== stamp;
+    if (fresh) rebuilt[c] = 1;
+    for (let e = 0; e < entries.length; e += 3) {
+      const k = slot[entries[e] as number] as number;
+      if (k < 0) continue;
+      routes[k] = (routes[k] as number) + (entries[e + 1] as number);
+      prefixBytes[k] = (prefixBytes[k] as number) + (entries[e + 2] as number);
+      if (fresh || whole[k]) walked[k] = (walked[k] as number) + (entries[e + 1] as number);
+    }
+  }
+  const lines = linesOfSets(section, slot, walked, rebuilt, whole);
+
   const sets = new Map<string, RenderedSet>(incremental ? cache.sets : []);
   const checks: Record<string, CheckText> = {};
   chosen.forEach((of, k) => {
-    const mine = lines[k] as Uint32Array;
+    const n = routes[k] as number;
     sets.delete(of.id);
-    if (mine.length === 0) return;
-    const line = new LineCursor(section);
-    for (const i of mine) if (!isAdded || isAdded[i]) checkPrefix(line.at(i), of.family);
-    const { name, head } = groupHead(of, of.family, mine.length, titles);
-    const made: RenderedSet = { of, name, file: staticFileName(out.split, name), head, text: new RouteText(writeRoutes(section, mine, head, kind, null)) };
-    const before = incremental ? cache.sets.get(of.id) : undefined;
-    if (before && isAdded) checks[made.file] = { against: before.text, text: writeRoutes(section, mine, head, kind, isAdded) };
+    if (n === 0) return;
+    const { name, head } = groupHead(of, of.family, n, titles);
+    const headBytes = Buffer.from(head, "utf8");
+    const size = headBytes.length + n * (ROUTE.length + tail.length) + (prefixBytes[k] as number) + END.length;
+    // A kept line was checked when its set was last written; only the added ones are new.
+    const from = {
+      section,
+      k,
+      slot,
+      tallies,
+      tallyOf,
+      stamp,
+      kept: incremental ? delta.kept : null,
+      rebuilt,
+      lines: lines[k] as Uint32Array,
+      old: old[k] as OldFile | null,
+    };
+    const written = writeSet(from, headBytes, tail, size, {
+      added: incremental ? delta.added : null,
+      family: of.family,
+    });
+    const made: RenderedSet = { of, name, file: staticFileName(out.split, name), head, text: new RouteText(written.text, head, n) };
+    const before = befores[k];
+    if (before) checks[made.file] = { against: before.text, text: checkText(written.text, headBytes.length, n, written.added) };
     sets.set(of.id, made);
   });
   // Every file as this section makes it, once its bytes are let go.
   const { setOfTag } = cache;
-  for (const s of sets.values()) s.text.remake(() => remade(section, s, setOfTag, kind));
+  for (const s of sets.values()) s.text.remake(() => remade(section, s, setOfTag, tail, tallies));
 
   const names = new Set<string>();
   for (const family of [4, 6] as const) {
@@ -191,7 +322,16 @@ function render(out: StaticsOut & { split: string }, input: SectionInput, kind: 
   }
   cache.sets = sets;
   cache.sha256 = input.sha256;
+  cache.section = section;
+  cache.sectionTallies = tallies;
   return checks;
+}
+
+/** A set's last file, to copy routes from: `at[j]`, where its routes of the last section's chunk j start; `end`, where its routes end. */
+interface OldFile {
+  bytes: Buffer;
+  at: Uint32Array;
+  end: number;
 }
 
 /** Tag `tag`'s community set; throws RenderError for a community the render refuses. */
@@ -204,26 +344,51 @@ function parseSet(tags: SectionTags, tag: number): SetOf {
   return { id: `${family} ${key}`, family, key, set };
 }
 
-/** For each chosen set (`slot[tag]`, -1: not chosen), its lines in the section's order: one pass over the tags. */
-function linesOfSets(section: ChunkedSection, slot: Int32Array, sets: number): Uint32Array[] {
-  const { chunks, first } = section;
-  // Counted first, then written: one array a set, no array grown a line.
-  const counts = new Uint32Array(sets);
-  for (let k = 0; k < chunks.length; k++) {
-    const { tagOf, count } = chunks[k] as SectionChunk;
+/** A chunk's tally, counted the first time it is asked for (one pass over the chunk's tags). */
+function tallier(tallies: WeakMap<SectionChunk, Tally>, tagCount: number): (chunk: SectionChunk) => Tally {
+  const at = new Int32Array(tagCount).fill(-1);
+  const found: number[] = [];
+  return (chunk) => {
+    let tally = tallies.get(chunk);
+    if (tally) return tally;
+    const { tagOf, prefixLength, count } = chunk;
     for (let j = 0; j < count; j++) {
-      const set = slot[tagOf[j] as number] as number;
-      if (set >= 0) counts[set] = (counts[set] as number) + 1;
+      const tag = tagOf[j] as number;
+      let e = at[tag] as number;
+      if (e < 0) {
+        at[tag] = e = found.length;
+        found.push(tag, 0, 0);
+      }
+      found[e + 1] = (found[e + 1] as number) + 1;
+      found[e + 2] = (found[e + 2] as number) + (prefixLength[j] as number);
     }
-  }
+    const entries = found.slice();
+    for (let e = 0; e < found.length; e += 3) at[found[e] as number] = -1;
+    found.length = 0;
+    tally = { entries, index: 0, stamp: 0 };
+    tallies.set(chunk, tally);
+    return tally;
+  };
+}
+
+/**
+ * For each chosen set (`slot[tag]`, -1: not chosen), its lines in the section's order that are
+ * read one by one: in the chunks marked `rebuilt`, and in every chunk for a set marked `whole`.
+ * `counts`: how many that is for each set (from the tallies).
+ */
+function linesOfSets(section: ChunkedSection, slot: Int32Array, counts: Uint32Array, rebuilt: Uint8Array, whole: Uint8Array): Uint32Array[] {
+  const { chunks, first } = section;
   const lines = Array.from(counts, (n) => new Uint32Array(n));
-  const at = new Uint32Array(sets);
+  const at = new Uint32Array(counts.length);
+  const anyWhole = whole.includes(1);
   for (let k = 0; k < chunks.length; k++) {
+    const all = rebuilt[k] === 1;
+    if (!all && !anyWhole) continue;
     const { tagOf, count } = chunks[k] as SectionChunk;
     const base = first[k] as number;
     for (let j = 0; j < count; j++) {
       const set = slot[tagOf[j] as number] as number;
-      if (set < 0) continue;
+      if (set < 0 || (!all && whole[set] === 0)) continue;
       (lines[set] as Uint32Array)[at[set] as number] = base + j;
       at[set] = (at[set] as number) + 1;
     }
@@ -231,97 +396,208 @@ function linesOfSets(section: ChunkedSection, slot: Int32Array, sets: number): U
   return lines;
 }
 
-/** Line i's chunk and prefix, for lines asked in ascending order (each step forward finds its chunk from the last one). */
-class LineCursor {
-  readonly #section: ChunkedSection;
-  #k = 0;
-  chunk: SectionChunk | null = null;
-  /** The prefix's bytes: `chunk.bytes[from, to)`. */
-  from = 0;
-  to = 0;
-
-  constructor(section: ChunkedSection) {
-    this.#section = section;
-  }
-
-  at(i: number): this {
-    const { first, chunks } = this.#section;
-    if (i < (first[this.#k] as number)) this.#k = 0;
-    while ((first[this.#k + 1] as number) <= i) this.#k++;
-    const c = chunks[this.#k] as SectionChunk;
-    const j = i - (first[this.#k] as number);
-    this.chunk = c;
-    this.from = c.starts[j] as number;
-    this.to = this.from + (c.prefixLength[j] as number);
-    return this;
-  }
-}
-
 /** Set `s`'s file as `section` makes it (a set its last render did not write again: the same bytes). */
-function remade(section: ChunkedSection, s: RenderedSet, setOfTag: readonly (SetOf | undefined)[], kind: string): Buffer {
+function remade(section: ChunkedSection, s: RenderedSet, setOfTag: readonly (SetOf | undefined)[], tail: Buffer, tallies: readonly Tally[]): Buffer {
   const slot = new Int32Array(section.tags.texts.length).fill(-1);
   setOfTag.forEach((of, tag) => {
     if (of?.id === s.of.id) slot[tag] = 0;
   });
-  return writeRoutes(section, linesOfSets(section, slot, 1)[0] as Uint32Array, s.head, kind, null);
+  let routes = 0;
+  let prefixBytes = 0;
+  for (let c = 0; c < tallies.length; c++) {
+    const { entries } = tallies[c] as Tally;
+    for (let e = 0; e < entries.length; e += 3) {
+      if (slot[entries[e] as number] !== 0) continue;
+      routes += entries[e + 1] as number;
+      prefixBytes += entries[e + 2] as number;
+    }
+  }
+  const headBytes = Buffer.from(s.head, "utf8");
+  const size = headBytes.length + routes * (ROUTE.length + tail.length) + prefixBytes + END.length;
+  const lines = linesOfSets(section, slot, Uint32Array.of(routes), new Uint8Array(section.chunks.length), Uint8Array.of(1));
+  const from = {
+    section,
+    k: 0,
+    slot,
+    tallies,
+    tallyOf: () => tallies[0] as Tally,
+    stamp: -1,
+    kept: null,
+    rebuilt: null,
+    lines: lines[0] as Uint32Array,
+    old: null,
+  };
+  return writeSet(from, headBytes, tail, size, null).text;
 }
 
-/** The line's prefix is one the render takes as it is written; throws otherwise. */
-function checkPrefix(line: LineCursor, family: 4 | 6): void {
-  const bytes = (line.chunk as SectionChunk).bytes;
-  if (family === 4 && isPlainV4Prefix(bytes, line.from, line.to)) return;
-  const text = bytes.toString("latin1", line.from, line.to);
-  // Throws as the render of the payload does; another spelling is the payload render's to write.
-  if (prefix(text, family, `prefixes.v${family}`) !== text) throw new RenderError(`prefixes.v${family}`, `${text} is written otherwise`);
+/** What a set's file is written from: its lines to read one by one, and its last file with the chunks that are not `rebuilt`. */
+interface SetSource {
+  section: ChunkedSection;
+  /** The set's number in `slot`. */
+  k: number;
+  slot: Int32Array;
+  /** The section's chunks' tallies, in order; any chunk's, counted if need be. */
+  tallies: readonly Tally[];
+  tallyOf: (chunk: SectionChunk) => Tally;
+  /** The render's stamp on the last section's chunks' tallies. */
+  stamp: number;
+  /** The delta's runs of kept lines in each rebuilt chunk: the set's routes in them are copied from `old` too, where their base chunk was in the last section. */
+  kept: Map<SectionChunk, readonly KeptRun[]> | null;
+  rebuilt: Uint8Array | null;
+  lines: Uint32Array;
+  old: OldFile | null;
 }
 
 /**
- * A set's file: its head, `\n  route <prefix> <kind>;` a line, `\n}\n`. With `added`, the check
- * text `bird -p` reads instead: the routes not added left as empty lines (the running file has
- * them, and BIRD parsed them when it took it), so every other line stays where it is.
+ * A set's file: its head, `\n  route <prefix> <kind>;` a route, `\n}\n`; `size` bytes. The routes
+ * of a chunk the last section had too are copied from the last file (`old`), the others written
+ * from the chunk's bytes. `checks`: which routes are checked (checkPrefix) — the delta's added
+ * lines (ascending; answered as `[route's position in the file, from, to]` triples for the check
+ * text), or every line when null; without it, none (a file made again).
  */
-function writeRoutes(section: ChunkedSection, lines: Uint32Array, head: string, kind: string, added: Uint8Array | null): Buffer {
+function writeSet(
+  from: SetSource,
+  head: Buffer,
+  tail: Buffer,
+  size: number,
+  checks: { added: Uint32Array | null; family: 4 | 6 } | null,
+): { text: Buffer; added: number[] } {
+  const { section, k, slot, tallies, tallyOf, stamp, kept, rebuilt, lines, old } = from;
   const { chunks, first } = section;
-  const headBytes = Buffer.from(head, "utf8");
-  const tail = Buffer.from(` ${kind};`, "latin1");
-  // Lines ascend: each one's chunk is found by stepping on from the last one's.
-  let size = headBytes.length + END.length;
-  let k = 0;
-  for (let n = 0; n < lines.length; n++) {
-    const i = lines[n] as number;
-    if (added && !added[i]) {
-      size++;
-      continue;
-    }
-    while ((first[k + 1] as number) <= i) k++;
-    size += ROUTE.length + ((chunks[k] as SectionChunk).prefixLength[i - (first[k] as number)] as number) + tail.length;
-  }
+  const added = checks?.added ?? null;
   const text = Buffer.allocUnsafe(size);
-  let o = headBytes.copy(text, 0);
-  k = 0;
-  let c = chunks[0] as SectionChunk;
-  let from0 = 0;
-  let end = first[1] as number;
-  for (let n = 0; n < lines.length; n++) {
-    const i = lines[n] as number;
-    if (added && !added[i]) {
-      text[o++] = 0x0a;
+  let o = head.copy(text, 0);
+  // The run of the last file waiting to be copied.
+  let runFrom = 0;
+  let runTo = 0;
+  const flush = () => {
+    if (runTo > runFrom) o += (old as OldFile).bytes.copy(text, o, runFrom, runTo);
+    runFrom = runTo = 0;
+  };
+  const route1 = ROUTE.length + tail.length;
+  // Where the set's routes of a base chunk's lines are in the last file: the chunk, its line, and where that line's route (if the set's) is.
+  let cursor: { chunk: SectionChunk | null; line: number; at: number } = { chunk: null, line: 0, at: 0 };
+  /** The last file's bytes of the set's routes in a kept run, and how many; null when its base chunk was not in the last section. */
+  const placeOf = (run: KeptRun): { from: number; to: number; count: number } | null => {
+    const b = run.chunk;
+    if (!old) return null;
+    const tally = tallyOf(b);
+    if (tally.stamp !== stamp) return null;
+    if (cursor.chunk !== b || cursor.line > run.from) cursor = { chunk: b, line: 0, at: old.at[tally.index] as number };
+    const { tagOf, prefixLength } = b;
+    let at = cursor.at;
+    for (let j = cursor.line; j < run.from; j++) if (slot[tagOf[j] as number] === k) at += route1 + (prefixLength[j] as number);
+    let to = at;
+    let count = 0;
+    for (let j = run.from; j < run.from + run.n; j++) {
+      if (slot[tagOf[j] as number] !== k) continue;
+      to += route1 + (prefixLength[j] as number);
+      count++;
+    }
+    cursor = { chunk: b, line: run.from + run.n, at: to };
+    return { from: at, to, count };
+  };
+  const found: number[] = [];
+  let route = 0;
+  let n = 0;
+  let a = 0;
+  for (let c = 0; c < chunks.length; c++) {
+    if (old && rebuilt?.[c] === 0) {
+      const { entries, index } = tallies[c] as Tally;
+      let count = 0;
+      let bytes = 0;
+      for (let e = 0; e < entries.length; e += 3) {
+        if (slot[entries[e] as number] !== k) continue;
+        count += entries[e + 1] as number;
+        bytes += (entries[e + 1] as number) * (ROUTE.length + tail.length) + (entries[e + 2] as number);
+      }
+      if (count === 0) continue;
+      const at = old.at[index] as number;
+      if (at !== runTo) {
+        flush();
+        runFrom = at;
+      }
+      runTo = at + bytes;
+      route += count;
       continue;
     }
-    if (i >= end) {
-      while ((first[k + 1] as number) <= i) k++;
-      c = chunks[k] as SectionChunk;
-      from0 = first[k] as number;
-      end = first[k + 1] as number;
+    const end = first[c + 1] as number;
+    if (n >= lines.length || (lines[n] as number) >= end) continue;
+    const base = first[c] as number;
+    const chunk = chunks[c] as SectionChunk;
+    const { bytes, starts, prefixLength } = chunk;
+    const runs = old ? kept?.get(chunk) : undefined;
+    let next = 0;
+    for (; n < lines.length && (lines[n] as number) < end; n++) {
+      const i = lines[n] as number;
+      const j = i - base;
+      // A line of a kept run: the run's routes copied from the last file, when it has them.
+      if (runs) {
+        while (next < runs.length && (runs[next] as KeptRun).at + (runs[next] as KeptRun).n <= j) next++;
+        const run = runs[next];
+        const place = run && run.at <= j ? placeOf(run) : null;
+        if (place) {
+          if (place.from !== runTo) {
+            flush();
+            runFrom = place.from;
+          }
+          runTo = place.to;
+          route += place.count;
+          next++;
+          const stop = base + (run as KeptRun).at + (run as KeptRun).n;
+          while (n + 1 < lines.length && (lines[n + 1] as number) < stop) n++;
+          continue;
+        }
+      }
+      flush();
+      const p = starts[j] as number;
+      const q = p + (prefixLength[j] as number);
+      let isNew = checks !== null && added === null;
+      if (added) {
+        while (a < added.length && (added[a] as number) < i) a++;
+        isNew = added[a] === i;
+      }
+      if (isNew) checkPrefix(bytes, p, q, (checks as { family: 4 | 6 }).family);
+      const at = o;
+      for (let r = 0; r < ROUTE.length; r++) text[o++] = ROUTE[r] as number;
+      for (let r = p; r < q; r++) text[o++] = bytes[r] as number;
+      for (let r = 0; r < tail.length; r++) text[o++] = tail[r] as number;
+      if (isNew && added) found.push(route, at, o);
+      route++;
     }
-    for (let r = 0; r < ROUTE.length; r++) text[o++] = ROUTE[r] as number;
-    const j = i - from0;
-    const { bytes } = c;
-    const from = c.starts[j] as number;
-    const to = from + (c.prefixLength[j] as number);
-    for (let r = from; r < to; r++) text[o++] = bytes[r] as number;
-    for (let r = 0; r < tail.length; r++) text[o++] = tail[r] as number;
   }
-  END.copy(text, o);
-  return text;
+  flush();
+  o += END.copy(text, o);
+  if (o !== size) throw new Error(`a route file came out ${o} bytes, not the ${size} counted`);
+  return { text, added: found };
+}
+
+/**
+ * The check text `bird -p` reads of a file written again: its routes left as empty lines but
+ * the added ones (`added`, writeSet's triples), which the running file lacks (BIRD parsed the
+ * others when it took it), so every other line stays where it is.
+ */
+function checkText(text: Buffer, headLength: number, routes: number, added: number[]): Buffer {
+  let size = headLength + routes + END.length;
+  for (let m = 0; m < added.length; m += 3) size += (added[m + 2] as number) - (added[m + 1] as number) - 1;
+  const check = Buffer.allocUnsafe(size);
+  text.copy(check, 0, 0, headLength);
+  check.fill(0x0a, headLength, size - END.length);
+  let o = headLength;
+  let route = 0;
+  for (let m = 0; m < added.length; m += 3) {
+    o += (added[m] as number) - route;
+    o += text.copy(check, o, added[m + 1] as number, added[m + 2] as number);
+    route = (added[m] as number) + 1;
+  }
+  END.copy(check, size - END.length);
+  return check;
+}
+
+/** The prefix `bytes[from, to)` is one the render takes as it is written; throws otherwise. */
+function checkPrefix(bytes: Buffer, from: number, to: number, family: 4 | 6): void {
+  if (family === 4 && isPlainV4Prefix(bytes, from, to)) return;
+  const text = bytes.toString("latin1", from, to);
+  // Throws as the render of the payload does; another spelling is the payload render's to write.
+  if (prefix(text, family, `prefixes.v${family}`) !== text) throw new RenderError(`prefixes.v${family}`, `${text} is written otherwise`);
 }
