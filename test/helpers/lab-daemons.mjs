@@ -5,19 +5,23 @@ import { openSync, readFileSync } from "node:fs";
 import { connect, createServer } from "node:net";
 
 /**
- * A port free on `host` right now (the kernel picks it).
+ * A port free on `host` right now, below the kernel's ephemeral range (32768–60999 here): a port
+ * the kernel picked from that range could be taken, before the daemon binds it, as the source
+ * port of any connection the busy suite opens meanwhile (a BIRD that cannot listen leaves its
+ * session down). Tried at random among 20000–32767 until one binds.
  * @param {string} [host]
  * @returns {Promise<number>}
  */
-export function freePort(host = "127.0.0.1") {
-  return new Promise((resolve, reject) => {
-    const server = createServer();
-    server.once("error", reject);
-    server.listen(0, host, () => {
-      const address = server.address();
-      server.close(() => resolve(typeof address === "object" && address ? address.port : 0));
+export async function freePort(host = "127.0.0.1") {
+  for (;;) {
+    const port = 20000 + Math.floor(Math.random() * 12768);
+    const free = await new Promise((resolve, reject) => {
+      const server = createServer();
+      server.once("error", (error) => (error.code === "EADDRINUSE" || error.code === "EACCES" ? resolve(false) : reject(error)));
+      server.listen(port, host, () => server.close(() => resolve(true)));
     });
-  });
+    if (free) return port;
+  }
 }
 
 /**
