@@ -85,12 +85,18 @@ export function startScheduler(opts: SchedulerOptions) {
   };
 
   /**
-   * A lock taken after the first election makes this process the leader only at the next one, if
-   * it still holds it then: a leader whose connection was killed learns it at its own next
-   * election, so the two never lead at once (both elect at the same interval). At start there is
-   * no leader to wait for, and the process leads at once.
+   * A lock taken after the first election makes this process the leader only at its second
+   * election after that, if it still holds the lock then: a leader whose connection was killed
+   * learns it at its own next election, which comes within one interval of the kill (both elect
+   * at the same interval, at phases of their own), and its check of the lock takes a query's
+   * time. With one interval of waiting, a leader whose election fell just before the other's
+   * take-over and whose check was slower (a loaded machine) still led for a moment beside the
+   * new one; a whole interval more covers that. At start there is no leader to wait for, and the
+   * process leads at once.
    */
   let taken = false;
+  /** Elections still to wait, once a lock was taken after the first, before leading. */
+  let fence = 0;
   let first = true;
   const tryLead = async () => {
     if (stopped) return;
@@ -101,6 +107,7 @@ export function startScheduler(opts: SchedulerOptions) {
     if (lock.alone) return lead();
     try {
       if (taken) {
+        if (--fence > 0) return;
         taken = false;
         if ((await lock.held()) && !stopped) lead();
         else lock.letGo(true);
@@ -111,8 +118,10 @@ export function startScheduler(opts: SchedulerOptions) {
       const got = await lock.take();
       if (!got || stopped)
         taken = got; // stop() unlocks a lock taken while it ran
-      else if (fenced) taken = true;
-      else lead();
+      else if (fenced) {
+        taken = true;
+        fence = 2;
+      } else lead();
     } catch (err) {
       taken = false;
       opts.logger.warn({ err }, "scheduler election failed");
