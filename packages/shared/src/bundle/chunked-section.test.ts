@@ -1,7 +1,8 @@
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
 import { sha256Hex } from "./bundle-v2.js";
-import { applyChunkedDelta, type ChunkedSection, chunkedBytes, chunkedSha256, chunkSection, compactSection, type SectionChunk } from "./chunked-section.js";
+import { applyChunkedDelta, type ChunkedSection, chunkedBytes, chunkedSha256, chunkSection, type SectionChunk } from "./chunked-section.js";
+import { compactSection } from "./compact-section.js";
 import { diffPrefixLines } from "./prefix-delta.js";
 import { pagesOf } from "./prefix-pages.js";
 import { encodePrefixLines } from "./prefix-section.js";

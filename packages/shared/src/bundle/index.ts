@@ -33,9 +33,9 @@ export {
   type ChunkedTarget,
   chunkedBytes,
   chunkSection,
-  compactSection,
   type SectionChunk,
 } from "./chunked-section.js";
+export { compactSection } from "./compact-section.js";
 export { BundleError, type BundleErrorCode } from "./errors.js";
 export {
   AGENT_CAPABILITIES,
