@@ -19,6 +19,24 @@ export interface SchedulerOptions {
   tasks: PeriodicTask[];
   /** How often a follower tries to become the leader. Default 5 s (hand-over well within a minute). */
   electionMs?: number;
+  /**
+   * How long a check of the lock may take before the leader stops running the tasks until a
+   * check answers again. Default half the election interval: a leader that cannot tell whether
+   * it still holds the lock stops well before a replica that took the lock over starts leading.
+   */
+  checkMs?: number;
+}
+
+/** A check of the lock that did not answer in time. */
+const LATE = Symbol("late");
+
+/** `p`'s answer, or LATE if it takes longer than `ms` (`p` is left to settle on its own). */
+function within<T>(p: Promise<T>, ms: number): Promise<T | typeof LATE> {
+  let timer: NodeJS.Timeout | undefined;
+  const late = new Promise<typeof LATE>((resolve) => {
+    timer = setTimeout(() => resolve(LATE), ms);
+  });
+  return Promise.race([p, late]).finally(() => clearTimeout(timer));
 }
 
 /**
@@ -28,6 +46,10 @@ export interface SchedulerOptions {
  * over at its next try. The leader checks at every election interval, and before each task run,
  * that its connection still holds the lock (a PostgreSQL restart or a killed backend drops it
  * while the process lives on), and steps down if not, so two replicas never both run the tasks.
+ * A check that fails or does not answer within `checkMs` pauses the leader: it stops running
+ * the tasks but keeps its connection (unlocking or releasing it could leave the lock held by a
+ * pooled connection, or write to a lost one), and leads again when a later check says it still
+ * holds the lock, or lets the connection go as lost when a check says it does not.
  * The embedded database has one process and one connection, so there the process simply leads.
  */
 export function startScheduler(opts: SchedulerOptions) {
@@ -37,6 +59,13 @@ export function startScheduler(opts: SchedulerOptions) {
   const timers: NodeJS.Timeout[] = [];
   const running = new Set<Promise<void>>();
   let election: NodeJS.Timeout | null = null;
+  const electionMs = opts.electionMs ?? 5000;
+  const checkMs = opts.checkMs ?? electionMs / 2;
+  /** A lock this process holds without leading: taken after the first election, or kept by a paused leader (see tryLead). */
+  let taken = false;
+  /** Elections still to wait, while `taken`, before checking the lock and leading. */
+  let fence = 0;
+  let first = true;
 
   const runTask = (task: PeriodicTask) => {
     if (stopped || !leader) return;
@@ -60,15 +89,31 @@ export function startScheduler(opts: SchedulerOptions) {
     lock.letGo(err !== undefined);
   };
 
-  /** Whether this process still holds the lock; steps down if not. */
+  /**
+   * Stops running the tasks but keeps the lock's connection: the next election checks the lock
+   * again (the `taken` path below), and leads again or lets the connection go.
+   */
+  const pause = (why: string, err?: unknown) => {
+    if (!leader) return;
+    leader = false;
+    for (const t of timers.splice(0)) clearInterval(t);
+    opts.logger.warn({ err }, `this process stops running the periodic tasks until it can tell it still holds the lock: ${why}`);
+    taken = true;
+    fence = 1;
+  };
+
+  /** Whether this process still holds the lock; steps down if not, pauses if it cannot tell in time. */
   const confirm = async (): Promise<boolean> => {
     if (!leader) return false;
     if (lock.alone) return true;
     try {
-      if (await lock.held()) return true;
-      stepDown("the advisory lock is no longer held", new Error("the backend that took the lock no longer holds it"));
+      const held = await within(lock.held(), checkMs);
+      if (!leader) return false;
+      if (held === true) return true;
+      if (held === LATE) pause(`its check took longer than ${checkMs} ms`);
+      else stepDown("the advisory lock is no longer held", new Error("the backend that took the lock no longer holds it"));
     } catch (err) {
-      opts.logger.warn({ err }, "could not check the scheduler lock; trying again at the next election");
+      pause("its check failed", err);
     }
     return false;
   };
@@ -94,10 +139,6 @@ export function startScheduler(opts: SchedulerOptions) {
    * new one; a whole interval more covers that. At start there is no leader to wait for, and the
    * process leads at once.
    */
-  let taken = false;
-  /** Elections still to wait, once a lock was taken after the first, before leading. */
-  let fence = 0;
-  let first = true;
   const tryLead = async () => {
     if (stopped) return;
     if (leader) {
@@ -108,8 +149,12 @@ export function startScheduler(opts: SchedulerOptions) {
     try {
       if (taken) {
         if (--fence > 0) return;
+        // A check that is late or fails leaves the lock taken, to be checked at the next election.
+        fence = 1;
+        const held = await within(lock.held(), checkMs);
+        if (held === LATE || stopped || leader) return;
         taken = false;
-        if ((await lock.held()) && !stopped) lead();
+        if (held) lead();
         else lock.letGo(true);
         return;
       }
@@ -123,13 +168,21 @@ export function startScheduler(opts: SchedulerOptions) {
         fence = 2;
       } else lead();
     } catch (err) {
-      taken = false;
       opts.logger.warn({ err }, "scheduler election failed");
     }
   };
 
-  void tryLead();
-  election = setInterval(() => void tryLead(), opts.electionMs ?? 5000);
+  /** One election at a time: one that has not ended (a take that hangs) is not run beside. */
+  let electing = false;
+  const elect = () => {
+    if (electing) return;
+    electing = true;
+    void tryLead().finally(() => {
+      electing = false;
+    });
+  };
+  elect();
+  election = setInterval(elect, electionMs);
   election.unref();
 
   return {
