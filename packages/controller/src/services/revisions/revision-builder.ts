@@ -82,6 +82,8 @@ export function createRevisionBuilder(opts: { full?: boolean; tenants?: number }
       return {
         built: result.built,
         incremental,
+        /** The built content's prefixes parsed, per family, when the build kept them (the guard looks removed prefixes up in them). */
+        tables: state?.tables,
         /**
          * `generationNow` read in the committing transaction after its own bump (`bumped`): any
          * other refresh in between makes this build stale, and none is kept.

@@ -1,4 +1,5 @@
 import { AppError } from "@rlc/shared/errors";
+import type { PrefixTable } from "@rlc/shared/prefix";
 import type { Bus } from "../../bus/index.js";
 import { type Db, withSavepoint } from "../../db/connect.js";
 import { findCurrentRevision, insertRevision, lockTenantRevisions, type RevisionRow } from "../../db/revisions.js";
@@ -57,7 +58,9 @@ export function createRevisionCommitter(deps: { revisions: RevisionStore; bus: B
      * prefixes (revision_guard_tripped, 409), unless forced. `change`: how an incremental build
      * made `next` (BuiltRevision.change): when made from the current revision's content, only
      * the ranges it replaced are aligned, and the removed prefixes are looked up in its parsed
-     * prefixes.
+     * prefixes. `tables`: `next`'s prefixes parsed, from a full build that kept them: the removed
+     * prefixes are looked up in them too (at 1.2M, ~10 ms against ~0.4 s parsing `next`'s
+     * shorter prefixes from their texts).
      */
     async guard(
       tx: Db,
@@ -67,13 +70,14 @@ export function createRevisionCommitter(deps: { revisions: RevisionStore; bus: B
       maxDropPercent: number,
       force: boolean,
       change?: RevisionBuildChange,
+      tables?: { v4: PrefixTable; v6: PrefixTable },
     ) {
       if (!current || force) return;
       const before = await deps.revisions.content(tx, tenantId, current.revision_id);
       const total = current.prefix_count_v4 + current.prefix_count_v6;
       // Only a prefix the next content lacks can be withdrawn: the change's removed ones are
       // checked against it, not every prefix of both (the commit reuses the same walk).
-      const withdrawn = before ? withdrawnFrom(before, next, deps.revisions.align(before, next, change), change?.tables) : 0;
+      const withdrawn = before ? withdrawnFrom(before, next, deps.revisions.align(before, next, change), change?.tables ?? tables) : 0;
       if (total > 0 && (withdrawn * 100) / total > maxDropPercent) {
         throw new AppError(
           "revision_guard_tripped",

@@ -152,13 +152,16 @@ describe("rebuildRevision", () => {
   it("names a change whose ranges alone give the alignment, and whose parsed prefixes the withdrawn count, that the walks over both whole contents give", () => {
     fc.assert(
       fc.property(richScenario, (scenario) => {
-        rebuildSteps(scenario, (inc, _current, state) => {
+        rebuildSteps(scenario, (inc, current, state) => {
           const next = inc.built;
           const spliced = alignSpliced(next.content, next.change!);
           const whole = alignContents(state.content, next.content);
           expect(spliced).toEqual(whole);
           const withdrawn = withdrawnCount(state.content, next.content);
           expect(withdrawnFrom(state.content, next.content, spliced, next.change!.tables)).toBe(withdrawn);
+          // The full path's guard: the whole alignment, and the tables the full build kept.
+          const full = buildWithState(current, scenario.bird);
+          expect(withdrawnFrom(state.content, full.built.content, whole, full.state!.tables)).toBe(withdrawn);
           // The lookup itself (withdrawnFrom walks instead where few prefixes are left, as here).
           let looked = 0;
           for (const fam of ["v4", "v6"] as const) {
