@@ -71,11 +71,23 @@ async function mapLimit<T, R>(items: readonly T[], limit: number, fn: (item: T) 
 const messageOf = (err: unknown) => (err instanceof Error ? err.message : String(err));
 const hostPrefix = (address: string) => (address.includes(":") ? `${address}/128` : `${address}/32`);
 
-/** Every prefix of the collected groups, in group order (duplicates across sources included). */
+/**
+ * The same texts, cut from one joined string. A text a source formatted (a template literal of
+ * 13 characters or more, as most IPv4 prefixes are) is a V8 cons string, and the revision built
+ * from the module keeps the source's own texts: every later comparison of two texts then walks
+ * them piece by piece. At 1.2M the full path's guard aligned the contents in 1.4 s with them
+ * and 0.1 s with flat ones; the join and the split cost ~0.1 s there, ~5 ms for one 60k feed.
+ * (Prefix texts hold no newline.)
+ */
+export function flatTexts(texts: string[]): string[] {
+  return texts.length > 0 ? texts.join("\n").split("\n") : texts;
+}
+
+/** Every prefix of the collected groups, in group order (duplicates across sources included), flat (flatTexts). */
 export function collectedPrefixes(c: CollectedModule): string[] {
   const out: string[] = [];
   for (const g of c.groups) for (const p of g.prefixes) out.push(p);
-  return out;
+  return flatTexts(out);
 }
 
 /**
