@@ -21,7 +21,7 @@ import { createServer } from "node:http";
 import { createRequire } from "node:module";
 import { loadavg } from "node:os";
 import { dirname, join } from "node:path";
-import { performance } from "node:perf_hooks";
+import { PerformanceObserver, constants as perfConstants, performance } from "node:perf_hooks";
 import { eventSubjects, internalSubjects } from "@rlc/proto";
 import postgres from "postgres";
 import { loadConfig } from "../packages/controller/dist/config.js";
@@ -211,6 +211,13 @@ try {
       await session.post("Profiler.start");
     }
     const agentsCpu0 = await Promise.all(workers.map((w) => ask(w, { type: "stats", since: Number.POSITIVE_INFINITY }, "stats")));
+    // The controller's own GC pauses (it runs in this process), up to the revision and in all.
+    const gcs = [];
+    const gcObserver = new PerformanceObserver((list) => {
+      for (const e of list.getEntries())
+        gcs.push({ end: performance.timeOrigin + e.startTime + e.duration, ms: e.duration, major: e.detail?.kind === perfConstants.NODE_PERFORMANCE_GC_MAJOR });
+    });
+    gcObserver.observe({ entryTypes: ["gc"] });
     const t0 = now();
     const cpu0 = process.cpuUsage();
     const job = await call("POST", `/v1/modules/${cdn[CHANGED]}/refresh?wait=true`);
@@ -222,6 +229,9 @@ try {
     const applyJob = await finished(accepted.job_id, 1000, tenantId);
     const tJob = now() - t0;
     const cpu = process.cpuUsage(cpu0);
+    gcObserver.disconnect();
+    const gcMs = (upTo, major) => Math.round(gcs.filter((g) => g.end - t0 <= upTo && (!major || g.major)).reduce((n, g) => n + g.ms, 0));
+    const gc = { toRevision: gcMs(tRevision, false), toRevisionMajor: gcMs(tRevision, true), all: gcMs(Number.POSITIVE_INFINITY, false) };
     for (const u of unsubscribe) u();
     if (session) {
       const { mkdirSync, writeFileSync } = await import("node:fs");
@@ -249,6 +259,7 @@ try {
       toApplied,
       cpuMs: (cpu.user + cpu.system) / 1000,
       agentsCpuMs,
+      gc,
     };
   };
   const line = (xs) => (xs.length ? `p50 ${s(pct(xs, 0.5))}  p99 ${s(pct(xs, 0.99))}  max ${s(Math.max(...xs))}  (${xs.length})` : "none");
@@ -263,7 +274,9 @@ try {
     console.log(
       `${r.full ? "full       " : "incremental"}  POST refresh → revision ${s(r.tRevision)} (${r.build}), apply posted ${s(r.tApplyPosted)}, apply job ${r.applyJob.status} ${s(r.tJob)}; CPU: controller ${s(r.cpuMs)}, agents ${s(r.agentsCpuMs)} (${(r.agentsCpuMs / AGENTS).toFixed(0)} ms an agent)`,
     );
-    console.log(`    phases (ms) ${JSON.stringify(r.timings)}`);
+    console.log(
+      `    phases (ms) ${JSON.stringify(r.timings)}; the controller's GC pauses: ${r.gc.toRevision} ms up to the revision (${r.gc.toRevisionMajor} ms of it full collections), ${r.gc.all} ms in the round`,
+    );
     console.log(`    → notified      ${line(r.toNotified)}`);
     console.log(`    → on probation  ${line(r.probation)}`);
     console.log(`    → applied       ${line(r.toApplied)}`);
