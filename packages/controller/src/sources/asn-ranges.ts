@@ -1,5 +1,5 @@
 // The IPv4 ranges of the ASN file index (~412k rows of @ip-location-db/asn): appended row by row
-// into typed columns, then laid out per ASN once, and turned into CIDRs as numbers. A JS array
+// into typed columns, then grouped by ASN once, and turned into CIDRs as numbers. A JS array
 // per ASN (84k of them, grown push by push) and a bigint per range end cost the load ~0.2 s and
 // a 400-ASN refresh ~0.2 s more.
 
@@ -33,27 +33,39 @@ export class Ipv4AsnRanges {
     return this.byAsn.keys();
   }
 
-  /** Groups the rows by ASN (a counting sort over a map of offsets). */
+  /**
+   * Groups the rows by ASN: an LSD radix sort of the rows by ASN, 16 bits a pass (stable, so
+   * an ASN's rows keep their order), then one map entry per ASN. A count per ASN in a Map took
+   * ~0.25 s of the load for 412k rows; this ~20 ms.
+   */
   private index(): void {
-    const { asns, count } = this;
-    const first = this.byAsn;
-    for (let i = 0; i < count; i++) first.set(asns[i]!, (first.get(asns[i]!) ?? 0) + 1);
-    let offset = 0;
-    for (const [asn, n] of first) {
-      first.set(asn, offset);
-      offset += n;
+    const { count } = this;
+    let order = new Uint32Array(count);
+    for (let i = 0; i < count; i++) order[i] = i;
+    let spare = new Uint32Array(count);
+    const buckets = new Uint32Array(65_537);
+    for (const shift of [0, 16]) {
+      buckets.fill(0);
+      for (let i = 0; i < count; i++) buckets[((this.asns[order[i]!]! >>> shift) & 0xffff) + 1]!++;
+      for (let b = 1; b < buckets.length; b++) buckets[b]! += buckets[b - 1]!;
+      for (let i = 0; i < count; i++) spare[buckets[(this.asns[order[i]!]! >>> shift) & 0xffff]!++] = order[i]!;
+      [order, spare] = [spare, order];
     }
-    const next = new Map(first);
     const starts = new Uint32Array(count);
     const ends = new Uint32Array(count);
-    for (let i = 0; i < count; i++) {
-      const at = next.get(asns[i]!)!;
-      starts[at] = this.starts[i]!;
-      ends[at] = this.ends[i]!;
-      next.set(asns[i]!, at + 1);
-    }
     this.runEnds = new Uint32Array(count);
-    for (const [asn, end] of next) this.runEnds[first.get(asn)!] = end;
+    let from = 0;
+    for (let i = 0; i < count; i++) {
+      const row = order[i]!;
+      starts[i] = this.starts[row]!;
+      ends[i] = this.ends[row]!;
+      const asn = this.asns[row]!;
+      if (i + 1 === count || this.asns[order[i + 1]!] !== asn) {
+        this.byAsn.set(asn, from);
+        this.runEnds[from] = i + 1;
+        from = i + 1;
+      }
+    }
     this.starts = starts;
     this.ends = ends;
     this.asns = new Uint32Array(0);

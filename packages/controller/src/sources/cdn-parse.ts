@@ -46,9 +46,6 @@ function collector() {
   };
   // The scanners write the address's words here.
   const words = new Uint32Array(4);
-  const keep = (text: string, fresh: boolean) => {
-    if (fresh) result.prefixes.push(text);
-  };
   const keepText = (text: string) => {
     if (!seen.has(text)) {
       seen.add(text);
@@ -60,7 +57,11 @@ function collector() {
     const v6 = value.indexOf(":") !== -1;
     const scanned = v6 ? scanIPv6Prefix(value, words, 0) : scanIPv4Prefix(value, words, 0);
     // Already canonical: its own text, and for IPv4 its value (words[0], the length scanned).
-    if (scanned >= 0 && scanned < NOT_CANONICAL) return v6 ? keepText(value) : keep(value, seen4.add(words[0]!, scanned));
+    if (scanned >= 0 && scanned < NOT_CANONICAL) {
+      if (v6) keepText(value);
+      else if (seen4.add(words[0]!, scanned)) result.prefixes.push(value);
+      return;
+    }
     const parsed = parseCidrValue(value);
     if (!parsed.ok) return reject(value, parsed.code === "invalid_prefix_length" ? "bad_prefix_length" : "not_an_address");
     if (parsed.masked) result.masked++;
