@@ -18,7 +18,7 @@ import { readTenantSettings } from "../operations/settings.js";
 import { type BogonSettings, countDistinct } from "../revisions/revision-build.js";
 import type { RevisionBuilder } from "../revisions/revision-builder.js";
 import type { RevisionCommitter } from "../revisions/revision-commit.js";
-import { type CollectDeps, type CollectedModule, collectedPrefixes, collectModule, flatTexts, mapLimit } from "./collect.js";
+import { type CollectDeps, type CollectedModule, collectedPrefixes, collectModule, mapLimit } from "./collect.js";
 import { checkRpki, rpkiReport, withRpkiDropped } from "./rpki-check.js";
 import { dropStaleGroups, staleBudgetHours } from "./stale-sources.js";
 
@@ -172,7 +172,7 @@ export function createIngestService(deps: IngestDeps) {
         new Map([
           // A validated module's prefixes are the ones its validation kept (flattened by it, once).
           ...[...collected].filter(([id]) => !rpki.modules.has(id)).map(([id, c]) => [id, collectedPrefixes(c)] as const),
-          ...[...rpki.modules].map(([id, r]) => [id, flatTexts(r.prefixes)] as const),
+          ...[...rpki.modules].map(([id, r]) => [id, r.prefixes] as const),
         ]),
         bird,
       );
