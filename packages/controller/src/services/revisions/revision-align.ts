@@ -80,6 +80,35 @@ export function alignContents(from: RevisionContent, to: RevisionContent): Align
   return { v4: alignFamily(from.v4, to.v4, compare), v6: alignFamily(from.v6, to.v6, compare) };
 }
 
+/** A content's prefixes parsed, per family, in the content's order (a build's tables). */
+export type ContentTables = { v4: PrefixTable; v6: PrefixTable };
+
+/**
+ * alignContents from both contents' prefixes parsed (`from` and `to`, the two builds' tables):
+ * their words compared, not their texts. At 1.2M the texts' walk took 0.1 s in a fresh process
+ * and 0.7 s in the controller (two strings, each a slice of another, read a comparison).
+ */
+export function alignTables(from: ContentTables, to: ContentTables): Alignment {
+  const family = (a: PrefixTable, b: PrefixTable): FamilyAlignment => {
+    const removed: number[] = [];
+    const added: number[] = [];
+    let i = 0;
+    let j = 0;
+    while (i < a.count && j < b.count) {
+      const order = comparePrefixes(a, i, b, j);
+      if (order === 0) {
+        i++;
+        j++;
+      } else if (order < 0) removed.push(i++);
+      else added.push(j++);
+    }
+    while (i < a.count) removed.push(i++);
+    while (j < b.count) added.push(j++);
+    return { removed: Uint32Array.from(removed), added: Uint32Array.from(added) };
+  };
+  return { v4: family(from.v4, to.v4), v6: family(from.v6, to.v6) };
+}
+
 /**
  * alignContents of an incrementally built content and the one it was made from (`change`:
  * revision-build.ts), walked only inside the ranges the build replaced: outside them both hold

@@ -1,7 +1,7 @@
 import { parsePrefixTexts } from "@rlc/shared/prefix";
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
-import { alignContents, alignSpliced, uncoveredByLookup, withdrawnFrom } from "./revision-align.js";
+import { alignContents, alignSpliced, alignTables, uncoveredByLookup, withdrawnFrom } from "./revision-align.js";
 import { type BogonSettings, type BuiltRevision, buildRevision, type ModuleInput } from "./revision-build.js";
 import { type RevisionContent, uncovered, withdrawnCount } from "./revision-content.js";
 import { type BuildState, buildWithState, rebuildRevision } from "./revision-incremental.js";
@@ -159,8 +159,10 @@ describe("rebuildRevision", () => {
           expect(spliced).toEqual(whole);
           const withdrawn = withdrawnCount(state.content, next.content);
           expect(withdrawnFrom(state.content, next.content, spliced, next.change!.tables)).toBe(withdrawn);
-          // The full path's guard: the whole alignment, and the tables the full build kept.
+          // The full path's guard: the whole alignment (by the words of the two builds' tables
+          // too), and the tables the full build kept.
           const full = buildWithState(current, scenario.bird);
+          expect(alignTables(state.tables, full.state!.tables)).toEqual(alignContents(state.content, full.built.content));
           expect(withdrawnFrom(state.content, full.built.content, whole, full.state!.tables)).toBe(withdrawn);
           // The lookup itself (withdrawnFrom walks instead where few prefixes are left, as here).
           let looked = 0;
