@@ -1,6 +1,15 @@
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
-import { aggregateTagged, compareCommunities, type TaggedInput, type TaggedPrefix } from "./index.js";
+import {
+  aggregateTagged,
+  aggregateTaggedColumns,
+  aggregateTaggedLists,
+  compareCommunities,
+  parsePrefixList,
+  sortedDistinct,
+  type TaggedInput,
+  type TaggedPrefix,
+} from "./index.js";
 import { BASE_LEN, blockSize, byAddress, contains, type Fam, fromText, key, type P, smallPrefix, text } from "./small-space.test-helper.js";
 
 interface Module {
@@ -221,6 +230,27 @@ describe("aggregateTagged - properties against a brute-force model", () => {
         expect(run(modules)).toEqual(reference(modules));
       }),
       { numRuns: 8 },
+    );
+  });
+
+  it("aggregateTaggedLists - the parsed lists, sorted and deduplicated or not, give aggregateTaggedColumns' columns", () => {
+    fc.assert(
+      fc.property(fc.array(moduleArb(40), { minLength: 1, maxLength: 20 }), fc.boolean(), (modules, sorted) => {
+        const inputs = modules.map((m) => ({ prefixes: m.prefixes.map(text), communities: m.communities }));
+        const want = aggregateTaggedColumns(inputs);
+        const lists = inputs.map((input) => {
+          const parsed = parsePrefixList(input.prefixes);
+          return { communities: input.communities, v4: sorted ? sortedDistinct(parsed.v4) : parsed.v4, v6: sorted ? sortedDistinct(parsed.v6) : parsed.v6 };
+        });
+        const got = aggregateTaggedLists(lists);
+        for (const fam of ["v4", "v6"] as const) {
+          expect(got[fam].prefixes).toEqual(want[fam].prefixes);
+          expect(got[fam].prefixes.map((_, k) => got.communities[got[fam].sets[k]!])).toEqual(
+            want[fam].prefixes.map((_, k) => want.communities[want[fam].sets[k]!]),
+          );
+        }
+      }),
+      { numRuns: 500 },
     );
   });
 });

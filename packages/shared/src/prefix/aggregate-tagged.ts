@@ -1,7 +1,7 @@
 import type { Family } from "./address.js";
 import { aggregateList } from "./aggregate.js";
 import { CommunitySets } from "./communities.js";
-import { formatPrefixList, type ParsedPrefixes, PrefixList, parsePrefixList } from "./prefix-list.js";
+import { formatPrefixList, PrefixList, parsePrefixList } from "./prefix-list.js";
 import { PrefixTable } from "./prefix-table.js";
 import { mergedOrder } from "./sort.js";
 import { compareWords, containsWords, isLowerSibling } from "./words.js";
@@ -90,22 +90,40 @@ export interface TaggedColumns {
  * builder works from.
  */
 export function aggregateTaggedColumns(inputs: readonly TaggedInput[]): TaggedColumns {
-  const sets = new CommunitySets();
-  const modules: { set: number; lists: ParsedPrefixes }[] = inputs.map((input) => ({
-    set: sets.intern(input.communities),
-    lists: parsePrefixList(input.prefixes),
-  }));
   // Every module's texts in one array, so that an announced prefix can be given the text of
   // any module's input that is exactly its canonical text (PrefixList.source): text k of
-  // module m is texts[offsets[m] + k]. One native concat: 4.5 ms for the bench's 806k texts,
+  // module m is texts[offset of m + k]. One native concat: 4.5 ms for the bench's 806k texts,
   // against 6.6 ms copying them one by one.
-  const offsets = new Int32Array(inputs.length);
-  let total = 0;
-  for (let m = 0; m < inputs.length; m++) {
-    offsets[m] = total;
-    total += inputs[m]!.prefixes.length;
-  }
   const texts = ([] as string[]).concat(...inputs.map((input) => (Array.isArray(input.prefixes) ? input.prefixes : Array.from(input.prefixes))));
+  let offset = 0;
+  const modules = inputs.map((input): TaggedLists => {
+    const lists = parsePrefixList(input.prefixes);
+    for (const list of [lists.v4, lists.v6]) {
+      const src = list.src!;
+      for (let k = 0; k < list.count; k++) if (src[k]! >= 0) src[k]! += offset;
+      list.source = texts;
+    }
+    offset += input.prefixes.length;
+    return { communities: input.communities, v4: lists.v4, v6: lists.v6 };
+  });
+  return aggregateTaggedLists(modules);
+}
+
+/** One module's prefixes parsed (any order, duplicates allowed), and its communities. */
+export interface TaggedLists {
+  readonly communities: readonly string[];
+  readonly v4: PrefixList;
+  readonly v6: PrefixList;
+}
+
+/**
+ * aggregateTaggedColumns of modules parsed already (the revision builder parses each text
+ * once, for its bogon filter and attribution too). Lists in order need no sort; those that
+ * track their source texts (all the same array, or none) hand them to the announced prefixes.
+ */
+export function aggregateTaggedLists(inputs: readonly TaggedLists[]): TaggedColumns {
+  const sets = new CommunitySets();
+  const modules = inputs.map((input) => ({ set: sets.intern(input.communities), lists: input }));
   const out = {} as { v4: TaggedFamily; v6: TaggedFamily };
   for (const family of [4, 6] as const) {
     const results = modules.map((m) => ({ set: m.set, list: aggregateList(family === 4 ? m.lists.v4 : m.lists.v6) }));
@@ -113,18 +131,21 @@ export function aggregateTaggedColumns(inputs: readonly TaggedInput[]): TaggedCo
       family,
       results.reduce((n, r) => n + r.list.count, 0),
     );
-    const src = all.trackSource(texts);
+    const source = results.find((r) => r.list.source !== null)?.list.source ?? null;
+    const src = source !== null ? all.trackSource(source) : null;
     const tags = new Int32Array(all.lens.length);
     const runs: number[] = [];
-    results.forEach(({ set, list }, m) => {
+    for (const { set, list } of results) {
       runs.push(all.count);
       all.words.set(list.words.subarray(0, list.count * all.W), all.count * all.W);
       all.lens.set(list.lens.subarray(0, list.count), all.count);
       tags.fill(set, all.count, all.count + list.count);
-      const from = list.src!;
-      for (let k = 0; k < list.count; k++) src[all.count + k] = from[k]! < 0 ? -1 : offsets[m]! + from[k]!;
+      if (src !== null) {
+        if (list.src !== null && list.source === source) src.set(list.src.subarray(0, list.count), all.count);
+        else src.fill(-1, all.count, all.count + list.count);
+      }
       all.count += list.count;
-    });
+    }
     // Each module's result is in order: merging them is enough.
     out[family === 4 ? "v4" : "v6"] = announceAndReduce(family, all, mergedOrder(all, runs), tags, sets);
   }
@@ -140,8 +161,8 @@ export function aggregateTaggedColumns(inputs: readonly TaggedInput[]): TaggedCo
 function announceAndReduce(family: Family, all: PrefixList, order: Int32Array, tags: Int32Array, sets: CommunitySets): TaggedFamily {
   const { words, lens, W } = all;
   const ann = new PrefixList(family, all.count); // announced prefixes, in walk order
-  const inSrc = all.src!;
-  const src = ann.trackSource(all.source!);
+  const inSrc = all.src;
+  const src = inSrc !== null ? ann.trackSource(all.source!) : null;
   const set = new Int32Array(all.count);
   const alive = new Uint8Array(all.count);
   const chain = new Int32Array(130); // open containers (indexes into ann)
@@ -159,7 +180,7 @@ function announceAndReduce(family: Family, all: PrefixList, order: Int32Array, t
       if (set[a] !== set[x] || len !== ann.lens[x] || !isLowerSibling(ann.words, a * W, ann.words, x * W, len, W)) break;
       alive[x] = 0;
       ann.lens[a] = len - 1; // a's slot becomes the parent: same start, one bit shorter
-      src[a] = -1;
+      if (src !== null) src[a] = -1;
       kidTop--;
       x = a;
       if (depth > 0 && ann.lens[chain[depth - 1]!] === len - 1) {
@@ -184,9 +205,9 @@ function announceAndReduce(family: Family, all: PrefixList, order: Int32Array, t
   for (let k = 0; k < order.length; ) {
     const i = order[k++]!;
     let own = tags[i]!;
-    let text = inSrc[i]!;
+    let text = inSrc !== null ? inSrc[i]! : -1;
     while (k < order.length && lens[order[k]!] === lens[i] && compareWords(words, order[k]! * W, words, i * W, W) === 0) {
-      if (text < 0) text = inSrc[order[k]!]!;
+      if (text < 0 && inSrc !== null) text = inSrc[order[k]!]!;
       own = sets.union(own, tags[order[k++]!]!);
     }
     while (depth > 0 && !containsWords(ann.words, chain[depth - 1]! * W, ann.lens[chain[depth - 1]!]!, words, i * W, W)) {
@@ -194,7 +215,7 @@ function announceAndReduce(family: Family, all: PrefixList, order: Int32Array, t
     }
     const node = ann.count;
     ann.push(words, i * W, lens[i]!);
-    src[node] = text;
+    if (src !== null) src[node] = text;
     // Modules whose result contains this prefix: its own, and those of every open container.
     set[node] = depth > 0 ? sets.union(set[chain[depth - 1]!]!, own) : own;
     alive[node] = 1;

@@ -3,7 +3,7 @@ import { describe, expect, it } from "vitest";
 import { aggregatePrefixes } from "./index.js";
 import { PrefixList } from "./prefix-list.js";
 import { addressSet, BASE_LEN, blockSize, fromText, type P, slot, smallPrefix, text } from "./small-space.test-helper.js";
-import { mergedOrder, sortOrder } from "./sort.js";
+import { mergedOrder, sortedDistinct, sortOrder } from "./sort.js";
 import { byStart, keyOfText, rangeKeys, type Wide, widePrefix, wideRange, wideText } from "./whole-space.test-helper.js";
 
 /** Every maximal aligned block inside the set: the unique minimal CIDR cover. */
@@ -171,7 +171,7 @@ describe("sortOrder", () => {
       }),
     );
     fc.assert(
-      fc.property(fc.array(run, { minLength: 1, maxLength: 16 }), fc.boolean(), (runs, v4) => {
+      fc.property(fc.array(run, { minLength: 1, maxLength: 40 }), fc.boolean(), (runs, v4) => {
         const list = new PrefixList(v4 ? 4 : 6, 16);
         const starts: number[] = [];
         for (const r of runs) {
@@ -181,6 +181,30 @@ describe("sortOrder", () => {
           for (const e of sorted) list.push(Uint32Array.from(e.words), 0, v4 ? Math.min(e.len, 32) : e.len);
         }
         expect(Array.from(mergedOrder(list, starts))).toEqual(Array.from(sortOrder(list)));
+      }),
+      { numRuns: 100 },
+    );
+  });
+
+  it("sort - sortedDistinct is the sorted distinct prefixes, each with a source text when a copy had one", () => {
+    fc.assert(
+      fc.property(fc.array(fc.record({ e: entry, src: fc.integer({ min: -1, max: 5 }) }), { maxLength: 3000 }), fc.boolean(), (rows, v4) => {
+        const list = new PrefixList(v4 ? 4 : 6, 16);
+        const src = list.trackSource(["a", "b", "c", "d", "e", "f"]);
+        for (const { e, src: s } of rows) {
+          list.push(Uint32Array.from(e.words), 0, v4 ? Math.min(e.len, 32) : e.len);
+          list.src![list.count - 1] = s;
+        }
+        void src;
+        const W = v4 ? 1 : 4;
+        const keyAt = (l: PrefixList, i: number) =>
+          [...l.words.subarray(i * W, i * W + W)].map((w) => w.toString(16).padStart(8, "0")).join("") + String(l.lens[i]).padStart(3, "0");
+        const model = new Map<string, boolean>();
+        for (let i = 0; i < list.count; i++) model.set(keyAt(list, i), (model.get(keyAt(list, i)) ?? false) || list.src![i]! >= 0);
+        const out = sortedDistinct(list);
+        const got = Array.from({ length: out.count }, (_, i) => [keyAt(out, i), out.src![i]! >= 0]);
+        expect(got).toEqual([...model].sort((a, b) => (a[0] < b[0] ? -1 : a[0] > b[0] ? 1 : 0)));
+        for (let i = 0; i < out.count; i++) if (out.src![i]! >= 0) expect(list.src!.subarray(0, list.count).includes(out.src![i]!)).toBe(true);
       }),
       { numRuns: 100 },
     );

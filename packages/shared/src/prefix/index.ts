@@ -3,12 +3,14 @@
 // tables (PrefixTable) the revision builder works on, and a bigint view of addresses for code
 // that does arithmetic on them (ip-value). Sorted; a module that is public whole (ip-value,
 // prefix-table) is re-exported with `export *`, the others name what they give, so the
-// internals of the algorithms (PrefixList, words, sort, cidr's fast paths) stay in this folder.
+// internals of the algorithms (words, cidr's fast paths) stay in this folder. PrefixList, its
+// parser and its sorts are named for the revision builder, which parses each collected text once
+// and hands the parsed lists to the aggregation (aggregateTaggedLists).
 
 export type { Family } from "./address.js";
 export { aggregatePrefixes } from "./aggregate.js";
-export type { TaggedColumns, TaggedFamily, TaggedInput, TaggedPrefix } from "./aggregate-tagged.js";
-export { aggregateTagged, aggregateTaggedColumns } from "./aggregate-tagged.js";
+export type { TaggedColumns, TaggedFamily, TaggedInput, TaggedLists, TaggedPrefix } from "./aggregate-tagged.js";
+export { aggregateTagged, aggregateTaggedColumns, aggregateTaggedLists } from "./aggregate-tagged.js";
 export {
   DEFAULT_EXCLUDE_PREFIXES,
   DEFAULT_MIN_PREFIX_LENGTH_V4,
@@ -41,5 +43,8 @@ export * from "./ip-value.js";
 export type { PrefixIndex, PrefixTextIndex } from "./prefix-index.js";
 export { buildPrefixIndex, buildPrefixTextIndex } from "./prefix-index.js";
 export { writePrefixLines } from "./prefix-lines.js";
+export type { ParsedPrefixes } from "./prefix-list.js";
+export { PrefixList, parsePrefixList } from "./prefix-list.js";
 export * from "./prefix-table.js";
+export { mergedOrder, sortedDistinct } from "./sort.js";
 export { compareWords } from "./words.js";

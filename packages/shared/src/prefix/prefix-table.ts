@@ -46,6 +46,15 @@ export class PrefixTable {
   }
 }
 
+/** The prefixes of a PrefixList as a table: the same arrays, not a copy. */
+export function tableOf(list: Pick<PrefixTable, "family" | "words" | "lens" | "count">): PrefixTable {
+  const t = new PrefixTable(list.family, 1);
+  t.words = list.words;
+  t.lens = list.lens;
+  t.count = list.count;
+  return t;
+}
+
 /** Both families of some prefix texts. */
 export interface PrefixTables {
   v4: PrefixTable;

@@ -69,8 +69,13 @@ describe("buildRevision", () => {
         const tuples = [...built.content.v4.map((e) => e), ...built.content.v6.map((e) => e)];
         const text = tuples.map(([p, c]) => `${p} ${c.join(",")}\n`).join("");
         expect(built.digest).toBe(`sha256:${createHash("sha256").update(text).digest("hex")}`);
-        const back = decodeContent(encodeContent(built.content));
+        const bytes = encodeContent(built.content);
+        const back = decodeContent(bytes);
         expect([...back.v4.map((e) => e), ...back.v6.map((e) => e)]).toEqual(tuples);
+        // Written from the build's parsed prefixes, and from the decoded strings: the same bytes.
+        expect(built.content.v4.table).not.toBeNull();
+        expect(back.v4.table).toBeNull();
+        expect(encodeContent(back).equals(bytes)).toBe(true);
         expect(digestOf(back)).toBe(built.digest);
       }),
       { numRuns: 100 },

@@ -1,4 +1,4 @@
-import { aggregateTaggedColumns, isSorted, type PrefixTable, type TaggedColumns } from "@rlc/shared/prefix";
+import { aggregateTaggedLists, isSorted, type PrefixTable, type TaggedColumns } from "@rlc/shared/prefix";
 import { splitExclusions } from "./exclusions.js";
 import { attributeModules, maskModules } from "./revision-attribution.js";
 import { digestOf, type RevisionContent, RevisionFamily, type RevisionTag } from "./revision-content.js";
@@ -132,8 +132,10 @@ export function buildRevisionWithState(
   // Module indexes follow the ids' order, so each prefix's module_ids come out sorted.
   const modules = [...exclusions.announce].sort((a, b) => (a.module_id < b.module_id ? -1 : a.module_id > b.module_id ? 1 : 0));
   const filtered = filterModules(modules, bird);
-  const announced = aggregateTaggedColumns(filtered.aggregateInputs);
-  filtered.aggregateInputs.length = 0;
+  // The filter's lists, parsed once and sorted, with the texts they were parsed from.
+  const announced = aggregateTaggedLists(
+    filtered.modules.map((f, mi) => ({ communities: modules[mi]!.community ? [modules[mi]!.community!] : [], ...f.lists })),
+  );
 
   const t = tagger(modules.length, announced.communities);
   const owner = { modules: modules.map((m) => m.module_id), tags: t.tags };
@@ -141,7 +143,7 @@ export function buildRevisionWithState(
     const { prefixes, table, sets } = announced[fam];
     if (!isSorted(table)) throw new Error("aggregateTagged returned prefixes out of address order");
     const pairs = filtered[fam];
-    return new RevisionFamily(prefixes, t.tagAll(sets, attributeModules(pairs.table, pairs.tags, table, modules.length)), owner);
+    return new RevisionFamily(prefixes, t.tagAll(sets, attributeModules(pairs.table, pairs.tags, table, modules.length)), owner, table);
   };
   const content: RevisionContent = { ...owner, v4: familyOf("v4"), v6: familyOf("v6") };
   const tables = { v4: announced.v4.table, v6: announced.v6.table };

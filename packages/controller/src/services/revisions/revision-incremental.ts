@@ -1,4 +1,4 @@
-import { compareWords, PrefixTable } from "@rlc/shared/prefix";
+import { compareWords, type PrefixTable } from "@rlc/shared/prefix";
 import {
   apart,
   type Block,
@@ -15,7 +15,7 @@ import {
 } from "./revision-blocks.js";
 import { type BogonSettings, type BuiltRevision, buildRevisionWithState, type ModuleInput } from "./revision-build.js";
 import type { RevisionContent } from "./revision-content.js";
-import { type FilteredInput, filterModules, type ModulePairs } from "./revision-input.js";
+import { type FilteredInput, filterModules } from "./revision-input.js";
 import { digestOfLines, type FamilyLines } from "./revision-lines.js";
 import { type BlockPart, buildBlocks, type LocalModules } from "./revision-local.js";
 import { spliceContent } from "./revision-splice.js";
@@ -83,35 +83,8 @@ export interface RebuildOptions {
 const settingsKey = (s: BogonSettings) => JSON.stringify([s.min_prefix_length_v4 ?? null, s.min_prefix_length_v6 ?? null, s.exclude_prefixes ?? null]);
 const byId = (a: { module_id: string }, b: { module_id: string }) => (a.module_id < b.module_id ? -1 : a.module_id > b.module_id ? 1 : 0);
 
-/** Each module's pairs of `p`, as a table a module. */
-function byModule(p: ModulePairs, count: number): PrefixTable[] {
-  const t = p.table;
-  const W = t.W;
-  const sizes = new Int32Array(count);
-  for (let i = 0; i < t.count; i++) sizes[p.tags[i]!]!++;
-  const out = Array.from(sizes, (n) => new PrefixTable(t.family, Math.max(1, n)));
-  for (let i = 0; i < t.count; i++) {
-    const o = out[p.tags[i]!]!;
-    if (W === 1) o.words[o.count] = t.words[i]!;
-    else o.words.set(t.words.subarray(i * 4, i * 4 + 4), o.count * 4);
-    o.lens[o.count++] = t.lens[i]!;
-  }
-  return out;
-}
-
-function moduleStates(f: FilteredInput, count: number): ModuleState[] {
-  const split = (fam: Fam) => {
-    const raw = byModule(f.raw[fam], count);
-    return { raw, eff: f[fam].table === f.raw[fam].table ? raw : byModule(f[fam], count) };
-  };
-  const v4 = split("v4");
-  const v6 = split("v6");
-  return f.counts.map((counts, mi) => ({
-    raw: { v4: v4.raw[mi]!, v6: v6.raw[mi]! },
-    eff: { v4: v4.eff[mi]!, v6: v6.eff[mi]! },
-    counts,
-    bogonKeys: f.bogonKeys[mi]!,
-  }));
+function moduleStates(f: FilteredInput): ModuleState[] {
+  return f.modules.map((m, mi) => ({ raw: m.raw, eff: m.eff, counts: f.counts[mi]!, bogonKeys: f.bogonKeys[mi]! }));
 }
 
 const wideLayers = (states: readonly ModuleState[], bits: { v4: number; v6: number }): Record<Fam, WideLayer> => ({
@@ -131,7 +104,7 @@ export function buildWithState(input: ModuleInput[], settings: BogonSettings): {
   const { built, filtered, tables, lines, perTag } = buildRevisionWithState(input, settings, excludes ? "text" : "lines");
   if (excludes || !lines) return { built, state: null };
   const modules = [...input].sort(byId);
-  const states = moduleStates(filtered, modules.length);
+  const states = moduleStates(filtered);
   return {
     built,
     state: {
@@ -207,7 +180,6 @@ export function rebuildRevision(
       changedIdx.map((mi) => modules[mi]!),
       settings,
     ),
-    changedIdx.length,
   );
   const before = state.modules;
   const after = before.slice();

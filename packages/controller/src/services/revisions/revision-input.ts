@@ -3,16 +3,20 @@ import {
   DEFAULT_EXCLUDE_PREFIXES,
   DEFAULT_MIN_PREFIX_LENGTH_V4,
   DEFAULT_MIN_PREFIX_LENGTH_V6,
+  formatPrefix,
   isSorted,
   lastAddress,
-  newTables,
+  mergedOrder,
+  type ParsedPrefixes,
+  PrefixError,
+  PrefixList,
   PrefixTable,
-  type PrefixTables,
+  parsePrefixList,
   parsePrefixTexts,
-  pushPrefixText,
   removeBogons,
+  sortedDistinct,
   sortedPairs,
-  type TaggedInput,
+  tableOf,
 } from "@rlc/shared/prefix";
 
 export interface BogonSettings {
@@ -51,18 +55,32 @@ function holesOf(table: PrefixTable): Holes {
  * overlapping an excluded range. Those are what `dropped_prefix_count` counts (dropped whole
  * or cut); every other prefix passes the filter unchanged.
  */
-function isBogon(t: PrefixTable, i: number, min: number, holes: Holes, last: Uint32Array): boolean {
-  if (t.lens[i]! < min) return true;
+function isBogon(t: Packed, i: number, min: number, holes: Holes, last: Uint32Array): boolean {
+  const len = t.lens[i]!;
+  if (len < min) return true;
+  if (t.W === 1) {
+    // On numbers: most prefixes are IPv4, and each is compared with the holes below it.
+    const start = t.words[i]!;
+    const end = len === 32 ? start : start + (0xffffffff >>> len);
+    for (let k = 0; k < holes.count; k++) {
+      if (holes.starts[k]! > end) return false; // holes are ascending
+      if (holes.ends[k]! >= start) return true;
+    }
+    return false;
+  }
   const W = t.W;
-  lastAddress(t.words, i * W, t.lens[i]!, W, last);
+  lastAddress(t.words, i * W, len, W, last);
   for (let k = 0; k < holes.count; k++) {
-    if (compareWords(holes.starts, k * W, last, 0, W) > 0) return false; // holes are ascending
+    if (compareWords(holes.starts, k * W, last, 0, W) > 0) return false;
     if (compareWords(holes.ends, k * W, t.words, i * W, W) >= 0) return true;
   }
   return false;
 }
 
-const keyOf = (t: PrefixTable, i: number) => `${t.family}:${t.words.subarray(i * t.W, i * t.W + t.W).join(".")}/${t.lens[i]}`;
+/** Prefixes as typed columns: a PrefixTable or a PrefixList. */
+type Packed = Pick<PrefixTable, "W" | "words" | "lens" | "count">;
+
+const keyOf = (t: Packed & { family: 4 | 6 }, i: number) => `${t.family}:${t.words.subarray(i * t.W, i * t.W + t.W).join(".")}/${t.lens[i]}`;
 
 /** One family of the filtered module prefixes: distinct (prefix, module) pairs, sorted. */
 export interface ModulePairs {
@@ -71,9 +89,21 @@ export interface ModulePairs {
   tags: Uint32Array;
 }
 
+type Fam = "v4" | "v6";
+
+/** One module's prefixes after the filter, each family sorted by address then length, distinct. */
+export interface FilteredModule {
+  /** Its collected prefixes that pass the filter. */
+  raw: Record<Fam, PrefixTable>;
+  /** The same with the pieces the filter left of the cut ones: what the aggregation gets. */
+  eff: Record<Fam, PrefixTable>;
+  /** `eff` as lists whose prefixes keep their collected texts (PrefixList.source), for aggregateTaggedLists. */
+  lists: Record<Fam, PrefixList>;
+}
+
 export interface FilteredInput {
-  /** What aggregateTagged gets: each module's texts without its bogons, plus what the cut left. */
-  aggregateInputs: TaggedInput[];
+  modules: FilteredModule[];
+  /** Every module's `eff` as (prefix, module) pairs: what the attribution gets. */
   v4: ModulePairs;
   v6: ModulePairs;
   /** Distinct collected prefixes of all modules, bogons included (`input_prefix_count`). */
@@ -82,19 +112,114 @@ export interface FilteredInput {
   bogons: number;
   /** Distinct collected prefixes of each module, per family. */
   counts: { v4: number; v6: number }[];
-  /** The pairs of v4 and v6 without the pieces (what `distinct` counts), and the pieces alone, sorted. */
-  raw: { v4: ModulePairs; v6: ModulePairs };
-  pieces: { v4: ModulePairs; v6: ModulePairs };
   /** Each module's distinct collected prefixes that the filter drops or cuts, as keys. */
   bogonKeys: { v4: Set<string>; v6: Set<string> }[];
 }
 
 /**
- * The revision's bogon filter over every module at once, and the module prefixes as
- * typed pairs for the attribution. Each collected text is parsed once; the bogon test is a
- * comparison with the few excluded ranges, and only the prefixes it touches (rare) go through
- * `removeBogons` for the pieces around the holes. Their distinct keys across modules make
- * `dropped_prefix_count` without a second filter pass over the union.
+ * Parses a module's texts, each once (parsePrefixList: the texts tracked as their prefixes'
+ * source, text k being all[offset + k]). A text that is not a prefix throws the error the
+ * revision build always threw for it (parseCidr's, in mask mode), not the list parser's.
+ */
+function parseModule(texts: readonly string[], all: readonly string[], offset: number): ParsedPrefixes {
+  let parsed: ParsedPrefixes;
+  try {
+    parsed = parsePrefixList(texts);
+  } catch (error) {
+    if (error instanceof PrefixError) parsePrefixTexts(texts);
+    throw error;
+  }
+  for (const list of [parsed.v4, parsed.v6]) {
+    const src = list.src!;
+    if (offset > 0) for (let k = 0; k < list.count; k++) if (src[k]! >= 0) src[k]! += offset;
+    list.source = all;
+  }
+  return parsed;
+}
+
+/** Drops the prefixes of `list` that `drop` answers true for, in place, keeping the order. */
+function dropWhere(list: PrefixList, drop: (i: number) => boolean): void {
+  const { words, lens, W } = list;
+  const src = list.src!;
+  let m = 0;
+  for (let i = 0; i < list.count; i++) {
+    if (drop(i)) continue;
+    if (m !== i) {
+      if (W === 1) words[m] = words[i]!;
+      else words.copyWithin(m * 4, i * 4, i * 4 + 4);
+      lens[m] = lens[i]!;
+      src[m] = src[i]!;
+    }
+    m++;
+  }
+  list.count = m;
+}
+
+/** `a` then `b` in one list (the source of `a` kept; `b`'s prefixes get none). */
+function joined(a: PrefixList, b: PrefixList): PrefixList {
+  const out = new PrefixList(a.family, a.count + b.count);
+  const src = out.trackSource(a.source ?? []);
+  out.words.set(a.words.subarray(0, a.count * a.W));
+  out.lens.set(a.lens.subarray(0, a.count));
+  if (a.src) src.set(a.src.subarray(0, a.count));
+  out.words.set(b.words.subarray(0, b.count * b.W), a.count * a.W);
+  out.lens.set(b.lens.subarray(0, b.count), a.count);
+  src.fill(-1, a.count, a.count + b.count);
+  out.count = a.count + b.count;
+  return out;
+}
+
+/** The pairs of every module's sorted distinct list, sorted by address, length, module: a merge. */
+function pairsOf(family: 4 | 6, lists: readonly PrefixList[]): ModulePairs {
+  const all = new PrefixList(
+    family,
+    Math.max(
+      1,
+      lists.reduce((n, l) => n + l.count, 0),
+    ),
+  );
+  const moduleOf = new Uint32Array(all.lens.length);
+  const runs: number[] = [];
+  lists.forEach((l, mi) => {
+    runs.push(all.count);
+    all.words.set(l.words.subarray(0, l.count * l.W), all.count * all.W);
+    all.lens.set(l.lens.subarray(0, l.count), all.count);
+    moduleOf.fill(mi, all.count, all.count + l.count);
+    all.count += l.count;
+  });
+  // Among equal prefixes the lower run, that is the lower module, comes first.
+  const order = mergedOrder(all, runs);
+  const table = new PrefixTable(family, Math.max(1, all.count));
+  const tags = new Uint32Array(all.count);
+  const W = all.W;
+  for (let k = 0; k < order.length; k++) {
+    const i = order[k]!;
+    if (W === 1) table.words[k] = all.words[i]!;
+    else table.words.set(all.words.subarray(i * 4, i * 4 + 4), k * 4);
+    table.lens[k] = all.lens[i]!;
+    tags[k] = moduleOf[i]!;
+  }
+  table.count = all.count;
+  return { table, tags };
+}
+
+/** How many distinct prefixes a sorted table holds. */
+function distinctIn(t: PrefixTable): number {
+  let n = 0;
+  for (let k = 0; k < t.count; k++) {
+    if (k === 0 || t.lens[k] !== t.lens[k - 1] || compareWords(t.words, k * t.W, t.words, (k - 1) * t.W, t.W) !== 0) n++;
+  }
+  return n;
+}
+
+/**
+ * The revision's bogon filter over every module at once, and the module prefixes parsed once
+ * for everything after it: each module's sorted distinct prefixes (the aggregation's input,
+ * which needs no sort then, and the incremental rebuild's state), and all modules' as
+ * (prefix, module) pairs for the attribution, a merge of the modules' lists. The bogon test is
+ * a comparison with the few excluded ranges, and only the prefixes it touches (rare) go
+ * through `removeBogons` for the pieces around the holes. Their distinct keys across modules
+ * make `dropped_prefix_count` without a second filter pass over the union.
  */
 export function filterModules(modules: readonly { community: string | null; prefixes: readonly string[] }[], bird: BogonSettings): FilteredInput {
   const exclude = bird.exclude_prefixes ?? DEFAULT_EXCLUDE_PREFIXES;
@@ -102,84 +227,73 @@ export function filterModules(modules: readonly { community: string | null; pref
   const excluded = parsePrefixTexts(exclude);
   const holes = { v4: holesOf(excluded.v4), v6: holesOf(excluded.v6) };
   const last = new Uint32Array(4);
-  const total = modules.reduce((n, m) => n + m.prefixes.length, 0);
-  const collected: PrefixTables = newTables(total, 1024);
-  const moduleOf = { v4: new Uint32Array(total), v6: new Uint32Array(1024) };
+  // Every module's texts in one array: the source of every parsed list (see parseModule).
+  const texts = ([] as string[]).concat(...modules.map((m) => (Array.isArray(m.prefixes) ? m.prefixes : Array.from(m.prefixes))));
   const bogonKeys = new Set<string>();
   const bogonCounts = modules.map(() => ({ v4: new Set<string>(), v6: new Set<string>() }));
-  const pieces: PrefixTables = newTables();
-  const pieceModule = { v4: [] as number[], v6: [] as number[] };
-  const aggregateInputs: TaggedInput[] = [];
-
-  modules.forEach((m, mi) => {
-    let bogons: Set<string> | null = null;
-    for (const text of m.prefixes) {
-      const t = pushPrefixText(text, collected);
-      const i = t.count - 1;
-      const fam = t.family === 4 ? "v4" : "v6";
-      if (isBogon(t, i, min[fam], holes[fam], last)) {
-        const key = keyOf(t, i);
+  let offset = 0;
+  let anyPieces = false;
+  const filtered = modules.map((m, mi): FilteredModule => {
+    const parsed = parseModule(m.prefixes, texts, offset);
+    offset += m.prefixes.length;
+    let bogons: string[] | null = null;
+    for (const fam of ["v4", "v6"] as const) {
+      const list = parsed[fam];
+      dropWhere(list, (i) => {
+        if (!isBogon(list, i, min[fam], holes[fam], last)) return false;
+        const key = keyOf(list, i);
         bogonKeys.add(key);
         bogonCounts[mi]![fam].add(key);
-        (bogons ??= new Set()).add(text);
-        t.count--;
-        continue;
-      }
-      if (moduleOf[fam].length < t.lens.length) {
-        const grown = new Uint32Array(t.lens.length);
-        grown.set(moduleOf[fam]);
-        moduleOf[fam] = grown;
-      }
-      moduleOf[fam][i] = mi;
+        (bogons ??= []).push(formatPrefix({ family: list.family, words: list.words.subarray(i * list.W, i * list.W + list.W), length: list.lens[i]! }));
+        return true;
+      });
     }
-    let kept = m.prefixes;
+    const raw = { v4: sortedDistinct(parsed.v4), v6: sortedDistinct(parsed.v6) };
+    let lists = raw;
     if (bogons) {
-      const cut = removeBogons([...bogons], { minLengthV4: min.v4, minLengthV6: min.v6, exclude }).prefixes;
-      for (const p of cut) pieceModule[pushPrefixText(p, pieces).family === 4 ? "v4" : "v6"].push(mi);
-      kept = [...m.prefixes.filter((p) => !bogons.has(p)), ...cut];
+      // What the filter leaves of the cut prefixes: a function of the prefixes, whatever their texts.
+      const cut = parsePrefixList(removeBogons(bogons, { minLengthV4: min.v4, minLengthV6: min.v6, exclude }).prefixes);
+      if (cut.v4.count + cut.v6.count > 0) {
+        anyPieces = true;
+        lists = { v4: sortedDistinct(joined(raw.v4, cut.v4)), v6: sortedDistinct(joined(raw.v6, cut.v6)) };
+      }
     }
-    aggregateInputs.push({ prefixes: kept, communities: m.community ? [m.community] : [] });
+    const rawTables = { v4: tableOf(raw.v4), v6: tableOf(raw.v6) };
+    return { raw: rawTables, eff: lists === raw ? rawTables : { v4: tableOf(lists.v4), v6: tableOf(lists.v6) }, lists };
   });
 
+  const counts = filtered.map((f, mi) => ({ v4: bogonCounts[mi]!.v4.size + f.raw.v4.count, v6: bogonCounts[mi]!.v6.size + f.raw.v6.count }));
+  const v4 = pairsOf(
+    4,
+    filtered.map((f) => f.lists.v4),
+  );
+  const v6 = pairsOf(
+    6,
+    filtered.map((f) => f.lists.v6),
+  );
   let distinct = bogonKeys.size;
-  const counts = modules.map((_, mi) => ({ v4: bogonCounts[mi]!.v4.size, v6: bogonCounts[mi]!.v6.size }));
-  const pairsOf = (fam: "v4" | "v6"): ModulePairs => {
-    const sorted = sortedPairs(collected[fam], moduleOf[fam], modules.length);
-    const { table, tags } = sorted;
-    for (let k = 0; k < table.count; k++) {
-      counts[tags[k]!]![fam]++;
-      if (k === 0 || table.lens[k] !== table.lens[k - 1] || compareWords(table.words, k * table.W, table.words, (k - 1) * table.W, table.W) !== 0) distinct++;
+  if (!anyPieces) distinct += distinctIn(v4.table) + distinctIn(v6.table);
+  else {
+    for (const fam of [4, 6] as const) {
+      const key = fam === 4 ? "v4" : "v6";
+      distinct += distinctIn(
+        pairsOf(
+          fam,
+          filtered.map((f) => listOf(f.raw[key])),
+        ).table,
+      );
     }
-    raw[fam] = pieces[fam].count ? { table: copyTable(sorted.table), tags: sorted.tags.slice() } : sorted;
-    piecePairs[fam] = sortedPairs(pieces[fam], Uint32Array.from(pieceModule[fam]), modules.length);
-    return withPieces(sorted, pieces[fam], pieceModule[fam], modules.length);
-  };
-  const raw = {} as FilteredInput["raw"];
-  const piecePairs = {} as FilteredInput["pieces"];
-  const v4 = pairsOf("v4");
-  const v6 = pairsOf("v6");
-  return { aggregateInputs, v4, v6, distinct, bogons: bogonKeys.size, counts, raw, pieces: piecePairs, bogonKeys: bogonCounts };
-}
-
-function copyTable(t: PrefixTable): PrefixTable {
-  const out = new PrefixTable(t.family, t.count);
-  out.words.set(t.words.subarray(0, t.count * t.W));
-  out.lens.set(t.lens.subarray(0, t.count));
-  out.count = t.count;
-  return out;
-}
-
-/** The sorted pairs with the pieces that the bogon filter left of cut prefixes (rare). */
-function withPieces(sorted: ModulePairs, pieces: PrefixTable, pieceModule: number[], moduleCount: number): ModulePairs {
-  if (pieces.count === 0) return sorted;
-  const all = sorted.table;
-  const tags = new Uint32Array(all.count + pieces.count);
-  tags.set(sorted.tags);
-  for (let k = 0; k < pieces.count; k++) {
-    all.push(pieces.words, k * pieces.W, pieces.lens[k]!);
-    tags[all.count - 1] = pieceModule[k]!;
   }
-  return sortedPairs(all, tags, moduleCount);
+  return { modules: filtered, v4, v6, distinct, bogons: bogonKeys.size, counts, bogonKeys: bogonCounts };
+}
+
+/** A table as a list (the same arrays), for pairsOf. */
+function listOf(t: PrefixTable): PrefixList {
+  const list = new PrefixList(t.family, 1);
+  list.words = t.words;
+  list.lens = t.lens;
+  list.count = t.count;
+  return list;
 }
 
 /** Distinct prefixes per family of some collected texts (a module outside the revision). */

@@ -125,8 +125,8 @@ export function spliceContent(old: SplicedContent, parts: Record<Fam, readonly B
   }
   const content: RevisionContent = {
     ...owner,
-    v4: new RevisionFamily(families.v4.prefixes, families.v4.tags, owner),
-    v6: new RevisionFamily(families.v6.prefixes, families.v6.tags, owner),
+    v4: new RevisionFamily(families.v4.prefixes, families.v4.tags, owner, families.v4.table),
+    v6: new RevisionFamily(families.v6.prefixes, families.v6.tags, owner, families.v6.table),
   };
   return { content, tables: { v4: families.v4.table, v6: families.v6.table }, lines, perTag: perTag.subarray(0, tags.length), change };
 }

@@ -1,6 +1,7 @@
 import { gunzipSync, gzipSync } from "node:zlib";
+import fc from "fast-check";
 import { describe, expect, it } from "vitest";
-import { contentFromEntries, digestOf, type RevisionEntry } from "./revision-content.js";
+import { contentFromEntries, digestOf, type RevisionContent, type RevisionEntry } from "./revision-content.js";
 import { decodeContent, encodeContent } from "./revision-store.js";
 
 // ~300k prefixes in three tags: some 5 MB of stored JSON.
@@ -19,7 +20,67 @@ function members(bytes: Buffer): Buffer[] {
   return starts.map((s, k) => bytes.subarray(s, starts[k + 1] ?? bytes.length));
 }
 
+/** The encoder before it wrote bytes (JSON as strings, each piece's string gzip'd): the model. */
+function encodeAsStrings(c: RevisionContent): Buffer {
+  function* json(): Generator<string> {
+    const head = JSON.stringify({ format: 2, modules: c.modules, tags: c.tags.map((t) => [t.communities, t.modules]) });
+    yield `${head.slice(0, -1)},`;
+    for (const fam of ["v4", "v6"] as const) {
+      const { prefixes, tags } = c[fam];
+      yield `"${fam}":{"prefixes":"`;
+      for (let i = 0; i < prefixes.length; i += 50_000) yield `${i ? " " : ""}${JSON.stringify(prefixes.slice(i, i + 50_000).join(" ")).slice(1, -1)}`;
+      yield `","tags":[`;
+      for (let i = 0; i < tags.length; i += 200_000) yield `${i ? "," : ""}${tags.subarray(i, i + 200_000).join(",")}`;
+      yield fam === "v4" ? "]}," : "]}}";
+    }
+  }
+  const members: Buffer[] = [];
+  let piece = "";
+  for (const text of json()) {
+    piece += text;
+    if (piece.length >= 1 << 20) {
+      members.push(gzipSync(piece, { level: 1 }));
+      piece = "";
+    }
+  }
+  if (piece || !members.length) members.push(gzipSync(piece, { level: 1 }));
+  return Buffer.concat(members);
+}
+
 describe("stored revision content", () => {
+  it("is the bytes the string encoder wrote, escapes and non-ASCII text included", () => {
+    // Texts a hand-built content may hold (tests, callers): quotes, backslashes, controls, UTF-16.
+    const text = fc.oneof(
+      fc.constantFrom("10.0.0.0/8", "2001:db8::/32", 'a"b', "c\\d", "e\nf", "\u00e9", "\u{1f600}", "", " "),
+      fc.string({ maxLength: 6 }),
+      fc.string({ unit: "binary", maxLength: 4 }),
+    );
+    const entry = fc.tuple(
+      text,
+      fc.array(fc.constantFrom("65000:1", "65000:\u00e9", 'x"y'), { maxLength: 2 }),
+      fc.array(fc.constantFrom("m1", "m2", "m\u00fc"), { minLength: 1, maxLength: 2 }),
+    );
+    fc.assert(
+      fc.property(fc.array(entry, { maxLength: 40 }), fc.array(entry, { maxLength: 10 }), (v4, v6) => {
+        const content = contentFromEntries(v4 as RevisionEntry[], v6 as RevisionEntry[]);
+        expect(encodeContent(content).equals(encodeAsStrings(content))).toBe(true);
+      }),
+      { numRuns: 300 },
+    );
+  });
+
+  it("is the bytes the string encoder wrote on a content of many pieces and tags", () => {
+    const plain = entries(260_000);
+    // Tags past one digit, and a prefix that needs escaping in one slice only.
+    plain.v4.forEach((e, i) => {
+      e[1] = [`65000:${i % 37}`];
+    });
+    plain.v4[120_000]![0] = 'odd"text';
+    const content = contentFromEntries(plain.v4, plain.v6);
+    expect(content.tags.length).toBeGreaterThan(10);
+    expect(encodeContent(content).equals(encodeAsStrings(content))).toBe(true);
+  });
+
   it("is compressed a piece of about 1 MiB of its text at a time, and reads back the same", () => {
     const plain = entries(300_000);
     const content = contentFromEntries(plain.v4, plain.v6);
