@@ -189,7 +189,7 @@ export function createIngestService(deps: IngestDeps) {
         const unchanged = current?.digest === built.digest;
         if (!unchanged) {
           const maxDrop = typeof settings.revision_guard_max_drop_percent === "number" ? settings.revision_guard_max_drop_percent : 50;
-          await deps.committer.guard(tx, tenantId, current, built.content, maxDrop, params.force, built.change, build.parsed);
+          await deps.committer.guard(tx, tenantId, current, built.content, maxDrop, params.force, built.change);
         }
         lap("guard");
         const now = job.now();

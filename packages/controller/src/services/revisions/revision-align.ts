@@ -76,12 +76,22 @@ function alignFamily(from: RevisionFamily, to: RevisionFamily, compare: (x: stri
 }
 
 export function alignContents(from: RevisionContent, to: RevisionContent): Alignment {
+  // Two built contents carry their prefixes parsed: their words are compared, not their texts.
+  const a = tablesOf(from);
+  const b = tablesOf(to);
+  if (a && b) return alignTables(a, b);
   const compare = comparer();
   return { v4: alignFamily(from.v4, to.v4, compare), v6: alignFamily(from.v6, to.v6, compare) };
 }
 
 /** A content's prefixes parsed, per family, in the content's order (a build's tables). */
 export type ContentTables = { v4: PrefixTable; v6: PrefixTable };
+
+/** A content's prefixes parsed, when a build made it (RevisionFamily.table; a content read back has none). */
+export function tablesOf(c: RevisionContent): ContentTables | undefined {
+  const { v4, v6 } = c;
+  return v4.table?.count === v4.length && v6.table?.count === v6.length ? { v4: v4.table, v6: v6.table } : undefined;
+}
 
 /**
  * alignContents from both contents' prefixes parsed (`from` and `to`, the two builds' tables):

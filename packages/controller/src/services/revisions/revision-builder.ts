@@ -77,15 +77,11 @@ export function createRevisionBuilder(opts: { full?: boolean; tenants?: number }
         all = hashes;
       }
       const state = result.state;
-      // The build before's content and tables: the guard aligns the current revision by them when it is that content.
-      const previous = k ? { content: k.state.content, tables: k.state.tables } : undefined;
       // Whatever is kept now is the build before this one: a refresh that fails leaves none.
       kept.delete(tenantId);
       return {
         built: result.built,
         incremental,
-        /** What the guard may use (revision-commit.ts): the built content's prefixes parsed, when the build kept them, and the build before's. */
-        parsed: { tables: state?.tables, previous },
         /**
          * `generationNow` read in the committing transaction after its own bump (`bumped`): any
          * other refresh in between makes this build stale, and none is kept.

@@ -3,7 +3,7 @@ import type { Bus } from "../../bus/index.js";
 import { type Db, withSavepoint } from "../../db/connect.js";
 import { findCurrentRevision, insertRevision, lockTenantRevisions, type RevisionRow } from "../../db/revisions.js";
 import { publishRevisionCreated } from "../../events/publish.js";
-import { type ContentTables, withdrawnFrom } from "./revision-align.js";
+import { tablesOf, withdrawnFrom } from "./revision-align.js";
 import type { ContentSplice, RevisionChange as RevisionBuildChange } from "./revision-build.js";
 import type { RevisionContent } from "./revision-content.js";
 import type { RevisionStore } from "./revision-store.js";
@@ -25,12 +25,6 @@ export interface RevisionSplices {
   parentId: number;
   v4: readonly ContentSplice[];
   v6: readonly ContentSplice[];
-}
-
-/** What a full build kept beside its content (revision-builder.ts): its prefixes parsed, and the build before's content and tables. */
-export interface BuildParsed {
-  tables?: ContentTables | undefined;
-  previous?: { content: RevisionContent; tables: ContentTables } | undefined;
 }
 
 /** A revision to commit: the row's own fields (the id and the time are the committer's). */
@@ -63,10 +57,10 @@ export function createRevisionCommitter(deps: { revisions: RevisionStore; bus: B
      * prefixes (revision_guard_tripped, 409), unless forced. `change`: how an incremental build
      * made `next` (BuiltRevision.change): when made from the current revision's content, only
      * the ranges it replaced are aligned, and the removed prefixes are looked up in its parsed
-     * prefixes. `parsed`: what a full build kept (revision-builder.ts): `next`'s prefixes parsed,
-     * in which the removed prefixes are looked up too (at 1.2M, ~10 ms against ~0.4 s parsing
-     * `next`'s shorter prefixes from their texts), and the build before's content and tables,
-     * which, when that content is the current revision's, align the two by their words.
+     * prefixes. A full build's content carries its prefixes parsed (RevisionFamily.table): the
+     * removed prefixes are looked up in them too (at 1.2M, ~10 ms against ~0.4 s parsing `next`'s
+     * shorter prefixes from their texts), and a current content that carries them too is aligned
+     * by their words (alignContents).
      */
     async guard(
       tx: Db,
@@ -76,16 +70,13 @@ export function createRevisionCommitter(deps: { revisions: RevisionStore; bus: B
       maxDropPercent: number,
       force: boolean,
       change?: RevisionBuildChange,
-      parsed?: BuildParsed,
     ) {
       if (!current || force) return;
       const before = await deps.revisions.content(tx, tenantId, current.revision_id);
       const total = current.prefix_count_v4 + current.prefix_count_v6;
       // Only a prefix the next content lacks can be withdrawn: the change's removed ones are
       // checked against it, not every prefix of both (the commit reuses the same walk).
-      const previous = parsed?.previous;
-      const both = parsed?.tables && previous && previous.content === before ? { from: previous.tables, to: parsed.tables } : undefined;
-      const withdrawn = before ? withdrawnFrom(before, next, deps.revisions.align(before, next, change, both), change?.tables ?? parsed?.tables) : 0;
+      const withdrawn = before ? withdrawnFrom(before, next, deps.revisions.align(before, next, change), change?.tables ?? tablesOf(next)) : 0;
       if (total > 0 && (withdrawn * 100) / total > maxDropPercent) {
         throw new AppError(
           "revision_guard_tripped",

@@ -6,7 +6,7 @@ import { type BogonSettings, type BuiltRevision, buildRevision, type ModuleInput
 import { type RevisionContent, uncovered, withdrawnCount } from "./revision-content.js";
 import { type BuildState, buildWithState, rebuildRevision } from "./revision-incremental.js";
 import { modelEntries } from "./revision-model.test-helper.js";
-import { encodeContent } from "./revision-store.js";
+import { decodeContent, encodeContent } from "./revision-store.js";
 
 // Small address spaces (11.0.0.0/22 with lengths 22..32, 2a00::/118 with 118..128) and short
 // blocks (/28, /124), so that random edits cross blocks, widen them past wide prefixes, and
@@ -163,6 +163,10 @@ describe("rebuildRevision", () => {
           // too), and the tables the full build kept.
           const full = buildWithState(current, scenario.bird);
           expect(alignTables(state.tables, full.state!.tables)).toEqual(alignContents(state.content, full.built.content));
+          // Built contents are aligned by their tables; read back (no tables), by their texts: the same.
+          const read = (c: RevisionContent) => decodeContent(encodeContent(c));
+          expect(alignContents(read(state.content), read(full.built.content))).toEqual(alignContents(state.content, full.built.content));
+          expect(alignContents(read(state.content), read(next.content))).toEqual(whole);
           expect(withdrawnFrom(state.content, full.built.content, whole, full.state!.tables)).toBe(withdrawn);
           // The lookup itself (withdrawnFrom walks instead where few prefixes are left, as here).
           let looked = 0;

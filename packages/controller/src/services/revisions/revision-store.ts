@@ -10,7 +10,7 @@ import {
   rewriteContentWhole,
   type StoredContent,
 } from "../../db/revisions.js";
-import { type Alignment, alignContents, alignSpliced, alignTables, type ContentTables } from "./revision-align.js";
+import { type Alignment, alignContents, alignSpliced } from "./revision-align.js";
 import type { RevisionChange as RevisionBuildChange } from "./revision-build.js";
 import { applyChange, changeSize, decodeChange, encodeChange, makeChange, type RevisionChange } from "./revision-change.js";
 import { contentFromEntries, prefixCount, type RevisionContent, type RevisionEntry, RevisionFamily, type RevisionTag } from "./revision-content.js";
@@ -259,13 +259,11 @@ export function createRevisionStore(opts: { entries?: number; chain?: Partial<Ch
     /**
      * Where `from` and `to` part (revision-align.ts); the last pair is remembered. `change`: how
      * an incremental build made `to` (BuiltRevision.change); when made from `from`, only the
-     * ranges it replaced are walked; `tables`: both contents' prefixes parsed (the builds' own),
-     * whose words are compared instead of the texts.
+     * ranges it replaced are walked (two built contents are aligned by their parsed prefixes: alignContents).
      */
-    align(from: RevisionContent, to: RevisionContent, change?: RevisionBuildChange, tables?: { from: ContentTables; to: ContentTables }): Alignment {
+    align(from: RevisionContent, to: RevisionContent, change?: RevisionBuildChange): Alignment {
       if (aligned?.from !== from || aligned.to !== to) {
-        const al = change?.parent === from ? alignSpliced(to, change) : tables ? alignTables(tables.from, tables.to) : alignContents(from, to);
-        aligned = { from, to, al };
+        aligned = { from, to, al: change?.parent === from ? alignSpliced(to, change) : alignContents(from, to) };
       }
       return aligned.al;
     },
