@@ -89,12 +89,26 @@ async function bothLeading(schedulers: Scheduler[], ms: number): Promise<number>
   return both;
 }
 
+/**
+ * Samples every 2 ms until `done` holds (at most 10 s: a loaded machine delays the timers, so
+ * no test waits a fixed number of elections for what must come): how many samples saw more than
+ * one leader meanwhile.
+ */
+async function until(done: () => boolean, schedulers: Scheduler[]): Promise<number> {
+  let both = 0;
+  for (const end = Date.now() + 10_000; !done() && Date.now() < end; ) {
+    if (schedulers.filter((s) => s.isLeader()).length > 1) both++;
+    await sleep(2);
+  }
+  return both;
+}
+
 describe("scheduler leadership", () => {
   it("a leader whose check of the lock is slow after its connection is killed stops before the new holder leads: never two leaders", async () => {
     const db: FakeDatabase = { holder: null, dead: new Set(), next: 1 };
     const lockA = fakeLock(db);
     const a = replica(lockA);
-    await sleep(5);
+    await until(() => a.isLeader(), [a]);
     expect(a.isLeader()).toBe(true);
     const b = replica(fakeLock(db));
     await sleep(ELECTION_MS * 2);
@@ -105,6 +119,7 @@ describe("scheduler leadership", () => {
     lockA.checkDelayMs = ELECTION_MS * 10;
     db.dead.add(lockA.backend()!);
     db.holder = null;
+    expect(await until(() => b.isLeader(), [a, b])).toBe(0);
     expect(await bothLeading([a, b], ELECTION_MS * 15)).toBe(0);
     expect(b.isLeader()).toBe(true);
     expect(a.isLeader()).toBe(false);
@@ -115,12 +130,12 @@ describe("scheduler leadership", () => {
     const lockA = fakeLock(db);
     const runs = { n: 0 };
     const a = replica(lockA, runs);
-    await sleep(5);
+    await until(() => a.isLeader(), [a]);
     const b = replica(fakeLock(db));
     expect(a.isLeader()).toBe(true);
 
     lockA.checkFails = true;
-    await sleep(ELECTION_MS * 2);
+    await until(() => !a.isLeader(), [a, b]);
     expect(a.isLeader()).toBe(false);
     // Paused, not gone: its backend still holds the lock, so no one else leads, and no task runs.
     const held = lockA.backend();
@@ -131,9 +146,10 @@ describe("scheduler leadership", () => {
     expect(b.isLeader()).toBe(false);
 
     lockA.checkFails = false;
-    await sleep(ELECTION_MS * 3);
+    await until(() => a.isLeader(), [a, b]);
     expect(a.isLeader()).toBe(true);
     expect(lockA.backend()).toBe(held);
+    await until(() => runs.n > paused, [a, b]);
     expect(runs.n).toBeGreaterThan(paused);
     expect(b.isLeader()).toBe(false);
   });
@@ -142,15 +158,16 @@ describe("scheduler leadership", () => {
     const db: FakeDatabase = { holder: null, dead: new Set(), next: 1 };
     const lockA = fakeLock(db);
     const a = replica(lockA);
-    await sleep(5);
+    await until(() => a.isLeader(), [a]);
     const b = replica(fakeLock(db));
     lockA.checkFails = true;
-    await sleep(ELECTION_MS * 2);
+    await until(() => !a.isLeader(), [a, b]);
     expect(a.isLeader()).toBe(false);
 
     db.dead.add(lockA.backend()!);
     db.holder = null;
     lockA.checkFails = false;
+    expect(await until(() => b.isLeader(), [a, b])).toBe(0);
     expect(await bothLeading([a, b], ELECTION_MS * 6)).toBe(0);
     expect(b.isLeader()).toBe(true);
     expect(a.isLeader()).toBe(false);
