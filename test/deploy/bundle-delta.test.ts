@@ -125,7 +125,7 @@ describe("rl-bundle/2 sections and deltas", () => {
     const content = (await createRevisionStore().content(sql(), speakers[0]!.tenant, third))!;
     const column = (f: typeof content.v4) => ({
       length: f.length,
-      prefixAt: (i: number) => f.prefixes[i]!,
+      prefixAt: (i: number) => f.prefixAt(i),
       communitiesAt: (i: number) => f.tagAt(i).communities,
     });
     const [stored] = await sql()<{ sha256: string }[]>`SELECT sha256 FROM bundle_sections WHERE revision_id = ${third} AND base_revision_id = 0`;

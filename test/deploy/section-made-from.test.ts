@@ -41,7 +41,7 @@ async function encodedWhole(revisionId: number): Promise<Buffer> {
   const content = (await createRevisionStore().content(sql(), tenant, revisionId))!;
   const column = (f: typeof content.v4) => ({
     length: f.length,
-    prefixAt: (i: number) => f.prefixes[i]!,
+    prefixAt: (i: number) => f.prefixAt(i),
     communitiesAt: (i: number) => f.tagAt(i).communities,
   });
   return encodePrefixColumns(column(content.v4), column(content.v6));

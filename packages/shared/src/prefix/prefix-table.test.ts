@@ -1,7 +1,7 @@
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
 import { canonicalCidr } from "./cidr.js";
-import { isSorted, type PrefixTable, parsePrefixTexts, sortedPairs } from "./prefix-table.js";
+import { isSorted, type PrefixTable, parsePrefixTexts, prefixText, sortedPairs } from "./prefix-table.js";
 
 // The packed tables against a brute-force model on strings: BigInt addresses, sorted and
 // de-duplicated with plain comparisons.
@@ -52,6 +52,20 @@ describe("PrefixTable", () => {
           const expected = models.filter((m) => m.family === family).map(({ network, len }) => ({ network, len }));
           expect(rows(family === 4 ? tables.v4 : tables.v6)).toEqual(expected);
         }
+      }),
+    );
+  });
+
+  it("prefixText - each parsed prefix written back is its canonical text (canonicalCidr's)", () => {
+    fc.assert(
+      fc.property(texts, (list) => {
+        const tables = parsePrefixTexts(list);
+        const written = [
+          ...Array.from({ length: tables.v4.count }, (_, i) => prefixText(tables.v4, i)),
+          ...Array.from({ length: tables.v6.count }, (_, i) => prefixText(tables.v6, i)),
+        ];
+        const canonical = list.map((t) => canonicalCidr(t, { mode: "mask" }));
+        expect(written).toEqual([...canonical.filter((t) => !t.includes(":")), ...canonical.filter((t) => t.includes(":"))]);
       }),
     );
   });

@@ -2,7 +2,7 @@
 // million prefixes are a few arrays, not a million objects (parse, sort, compare, last
 // address). Parsing rules are `parseCidr`'s in mask mode, which the fast IPv4 path defers to on
 // anything unusual.
-import type { Family } from "./address.js";
+import { type Family, formatIPv4, formatIPv6 } from "./address.js";
 import { parseCidr } from "./cidr.js";
 import { compareWords, setLastAddress } from "./words.js";
 
@@ -128,6 +128,13 @@ export function pushPrefixText(text: string, tables: PrefixTables): PrefixTable 
   const into = p.family === 4 ? tables.v4 : tables.v6;
   into.push(p.words, 0, p.length);
   return into;
+}
+
+const SLASH = Array.from({ length: 129 }, (_, len) => `/${len}`);
+
+/** Canonical text of prefix i of `t` (formatPrefix's), written from its words without a Prefix made for it. */
+export function prefixText(t: PrefixTable, i: number): string {
+  return (t.W === 1 ? formatIPv4(t.words, i) : formatIPv6(t.words, i * 4)) + SLASH[t.lens[i]!]!;
 }
 
 /** Parses every text; see pushPrefixText. */

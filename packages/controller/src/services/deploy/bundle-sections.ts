@@ -46,7 +46,7 @@ export interface SectionDeps {
 /** How long after the commit what follows a revision's sections runs (settleLater): once the apply's agents have fetched their deltas. */
 export const SECTION_BODY_DELAY_MS = 5000;
 
-const column = (f: RevisionFamily): PrefixColumn => ({ length: f.length, prefixAt: (i) => f.prefixes[i]!, communitiesAt: (i) => f.tagAt(i).communities });
+const column = (f: RevisionFamily): PrefixColumn => ({ length: f.length, prefixAt: (i) => f.prefixAt(i), communitiesAt: (i) => f.tagAt(i).communities });
 const columns = (c: RevisionContent): PrefixColumns => ({ v4: column(c.v4), v6: column(c.v6) });
 
 /** What opening a stored section reads of its row. */

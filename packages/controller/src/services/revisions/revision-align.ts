@@ -38,10 +38,10 @@ function comparer(): (x: string, y: string) => number {
  * `b[j..jEnd)`, pushing the positions apart to `removed` and `added`.
  */
 function walk(
-  a: readonly string[],
+  a: (i: number) => string,
   i: number,
   iEnd: number,
-  b: readonly string[],
+  b: (j: number) => string,
   j: number,
   jEnd: number,
   compare: (x: string, y: string) => number,
@@ -49,8 +49,8 @@ function walk(
   added: number[],
 ): void {
   while (i < iEnd && j < jEnd) {
-    const x = a[i]!;
-    const y = b[j]!;
+    const x = a(i);
+    const y = b(j);
     if (x === y) {
       i++;
       j++;
@@ -68,10 +68,19 @@ function walk(
   while (j < jEnd) added.push(j++);
 }
 
+/** Prefix i's text of a family: its own array's entry while it holds one (read without a call a prefix). */
+function textsOf(f: RevisionFamily): (i: number) => string {
+  if (f.hasTexts) {
+    const texts = f.texts();
+    return (i) => texts[i]!;
+  }
+  return (i) => f.prefixAt(i);
+}
+
 function alignFamily(from: RevisionFamily, to: RevisionFamily, compare: (x: string, y: string) => number): FamilyAlignment {
   const removed: number[] = [];
   const added: number[] = [];
-  walk(from.prefixes, 0, from.length, to.prefixes, 0, to.length, compare, removed, added);
+  walk(textsOf(from), 0, from.length, textsOf(to), 0, to.length, compare, removed, added);
   return { removed: Uint32Array.from(removed), added: Uint32Array.from(added) };
 }
 
@@ -102,21 +111,24 @@ export function alignTables(from: ContentTables, to: ContentTables): Alignment {
   const family = (a: PrefixTable, b: PrefixTable): FamilyAlignment => {
     const removed: number[] = [];
     const added: number[] = [];
-    let i = 0;
-    let j = 0;
-    while (i < a.count && j < b.count) {
-      const order = comparePrefixes(a, i, b, j);
-      if (order === 0) {
-        i++;
-        j++;
-      } else if (order < 0) removed.push(i++);
-      else added.push(j++);
-    }
-    while (i < a.count) removed.push(i++);
-    while (j < b.count) added.push(j++);
+    walkTables(a, 0, a.count, b, 0, b.count, removed, added);
     return { removed: Uint32Array.from(removed), added: Uint32Array.from(added) };
   };
   return { v4: family(from.v4, to.v4), v6: family(from.v6, to.v6) };
+}
+
+/** walk() over two parsed tables: `a[i..iEnd)` against `b[j..jEnd)` by their words. */
+function walkTables(a: PrefixTable, i: number, iEnd: number, b: PrefixTable, j: number, jEnd: number, removed: number[], added: number[]): void {
+  while (i < iEnd && j < jEnd) {
+    const order = comparePrefixes(a, i, b, j);
+    if (order === 0) {
+      i++;
+      j++;
+    } else if (order < 0) removed.push(i++);
+    else added.push(j++);
+  }
+  while (i < iEnd) removed.push(i++);
+  while (j < jEnd) added.push(j++);
 }
 
 /**
@@ -132,9 +144,16 @@ export function alignSpliced(to: RevisionContent, change: RevisionChange): Align
   const family = (fam: "v4" | "v6"): FamilyAlignment => {
     const removed: number[] = [];
     const added: number[] = [];
-    const a = change.parent[fam].prefixes;
-    const b = to[fam].prefixes;
-    for (const c of change[fam]) walk(a, c.from, c.to, b, c.at, c.at + c.count, compare, removed, added);
+    const pa = change.parent[fam];
+    const pb = to[fam];
+    const ta = pa.table?.count === pa.length ? pa.table : null;
+    const tb = pb.table?.count === pb.length ? pb.table : null;
+    if (ta && tb) for (const c of change[fam]) walkTables(ta, c.from, c.to, tb, c.at, c.at + c.count, removed, added);
+    else {
+      const a = textsOf(pa);
+      const b = textsOf(pb);
+      for (const c of change[fam]) walk(a, c.from, c.to, b, c.at, c.at + c.count, compare, removed, added);
+    }
     return { removed: Uint32Array.from(removed), added: Uint32Array.from(added) };
   };
   return { v4: family("v4"), v6: family("v6") };
@@ -241,7 +260,7 @@ export function withdrawnFrom(current: RevisionContent, next: RevisionContent, a
     const removed = al[fam].removed;
     if (!removed.length) continue;
     const bits = fam === "v4" ? 32 : 128;
-    const texts = Array.from(removed, (i) => current[fam].prefixes[i]!);
+    const texts = Array.from(removed, (i) => current[fam].prefixAt(i));
     const table = tables?.[fam];
     // A lookup costs some `bits` binary searches a removed prefix; the walk, every prefix of `next`.
     if (table && table.count === next[fam].length && removed.length * bits * 4 < table.count) {
@@ -250,7 +269,7 @@ export function withdrawnFrom(current: RevisionContent, next: RevisionContent, a
     }
     let longest = 0;
     for (const t of texts) longest = Math.max(longest, lengthOf(t, bits));
-    const covering = next[fam].prefixes.filter((t) => lengthOf(t, bits) < longest);
+    const covering = next[fam].texts().filter((t) => lengthOf(t, bits) < longest);
     count += covering.length ? uncovered(parsePrefixTexts(texts)[fam], parsePrefixTexts(covering)[fam]) : texts.length;
   }
   return count;

@@ -3,7 +3,7 @@ import { canonicalCidr, containsPrefix, formatPrefix, parseCidr, parsePrefixText
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
 import { type BogonSettings, buildRevision, type ModuleInput } from "./revision-build.js";
-import { contentFromEntries, digestOf, type RevisionEntry, withdrawnCount } from "./revision-content.js";
+import { compactContent, contentFromEntries, digestOf, type RevisionEntry, RevisionFamily, withdrawnCount } from "./revision-content.js";
 import { modelEntries, settingsOf } from "./revision-model.test-helper.js";
 import { decodeContent, encodeContent } from "./revision-store.js";
 
@@ -72,9 +72,22 @@ describe("buildRevision", () => {
         const bytes = encodeContent(built.content);
         const back = decodeContent(bytes);
         expect([...back.v4.map((e) => e), ...back.v6.map((e) => e)]).toEqual(tuples);
-        // Written from the build's parsed prefixes, and from the decoded strings: the same bytes.
+        // Written from the build's parsed prefixes, and from the decoded strings alone: the same bytes.
         expect(built.content.v4.table).not.toBeNull();
-        expect(back.v4.table).toBeNull();
+        const owner = { modules: back.modules, tags: back.tags };
+        const textsOnly = {
+          ...owner,
+          v4: new RevisionFamily(back.v4.texts(), back.v4.tags, owner),
+          v6: new RevisionFamily(back.v6.texts(), back.v6.tags, owner),
+        };
+        expect(textsOnly.v4.table).toBeNull();
+        expect(encodeContent(textsOnly).equals(bytes)).toBe(true);
+        expect(digestOf(textsOnly)).toBe(built.digest);
+        // Decoded, it is parsed too, and once compact (its texts let go) it answers the same.
+        expect(back.v4.table).not.toBeNull();
+        compactContent(back);
+        expect(back.v4.hasTexts).toBe(false);
+        expect([...back.v4.map((e) => e), ...back.v6.map((e) => e)]).toEqual(tuples);
         expect(encodeContent(back).equals(bytes)).toBe(true);
         expect(digestOf(back)).toBe(built.digest);
       }),

@@ -3,6 +3,7 @@ import type { Db } from "../../db/connect.js";
 import { findSnapshotGeneration } from "../../db/snapshot-generation.js";
 import { listSnapshotPrefixes } from "../../db/snapshots.js";
 import type { BogonSettings, BuiltRevision, ModuleInput } from "./revision-build.js";
+import { compactContent } from "./revision-content.js";
 import { type BuildState, buildWithState, rebuildRevision } from "./revision-incremental.js";
 
 /** What a tenant's last build leaves for its next refresh. */
@@ -88,6 +89,7 @@ export function createRevisionBuilder(opts: { full?: boolean; tenants?: number }
          */
         keep(generationNow: string, bumped: boolean) {
           if (!state || opts.full || BigInt(generationNow) !== BigInt(generation) + (bumped ? 1n : 0n)) return;
+          compactContent(state.content);
           kept.set(tenantId, { state, generation: generationNow, hashes: all });
           while (kept.size > max) kept.delete(kept.keys().next().value!);
         },

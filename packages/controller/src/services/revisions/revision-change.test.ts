@@ -1,11 +1,19 @@
-import { diffTagged } from "@rlc/shared/prefix";
+import { canonicalCidr, diffTagged } from "@rlc/shared/prefix";
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
 import { alignContents, forKept, forKeptRuns, withdrawnFrom } from "./revision-align.js";
 import { applyChange, decodeChange, encodeChange, makeChange } from "./revision-change.js";
-import { contentFromEntries, type RevisionContent, type RevisionEntry, RevisionFamily, taggedPrefixes, withdrawnCount } from "./revision-content.js";
+import {
+  compactContent,
+  contentFromEntries,
+  type RevisionContent,
+  type RevisionEntry,
+  RevisionFamily,
+  taggedPrefixes,
+  withdrawnCount,
+} from "./revision-content.js";
 import { diffAligned } from "./revision-diff.js";
-import { encodeContent } from "./revision-store.js";
+import { decodeContent, encodeContent } from "./revision-store.js";
 
 // A revision stored as a change against its parent reads back as the whole content it was made
 // from, byte for byte once encoded, through any chain of changes; and the diff and the guard
@@ -21,7 +29,8 @@ function universe(words: (offset: number, len: number) => string, len: number, d
   return out;
 }
 const V4 = universe((o, len) => `10.${o * 8}.0.0/${len}`, 8, 5);
-const V6 = universe((o, len) => `2001:db8:${(o << 12).toString(16)}::/${len}`, 32, 4);
+// Canonical texts, as every built content holds (a compact content writes its texts from its words).
+const V6 = universe((o, len) => `2001:db8:${(o << 12).toString(16)}::/${len}`, 32, 4).map((t) => canonicalCidr(t));
 const COMMUNITIES = [[], ["65000:1"], ["65000:1", "65000:2"], ["65000:3"], ["65000:2"]];
 const MODULES = ["m-a", "m-b", "m-c", "m-d"];
 
@@ -46,7 +55,7 @@ function contentOf(p: Pick): RevisionContent {
     tags[to(k)] = t;
   });
   const owner = { modules: c.modules, tags };
-  const family = (f: RevisionFamily) => new RevisionFamily(f.prefixes, f.tags.map(to), owner);
+  const family = (f: RevisionFamily) => new RevisionFamily(f.texts(), f.tags.map(to), owner);
   return { ...owner, v4: family(c.v4), v6: family(c.v6) };
 }
 
@@ -77,8 +86,10 @@ describe("revision changes", () => {
       fc.property(contentArb, fc.array(fc.tuple(editArb, fc.nat(20)), { minLength: 1, maxLength: 6 }), (first, edits) => {
         let pick: Pick = first;
         let whole = contentOf(pick);
-        // What a reader has: the first content decoded from its bytes, the rest materialised.
+        // What a reader has: the first content decoded from its bytes, the rest materialised; and
+        // the same kept compact (its prefixes parsed, no text a prefix), as the revision store keeps it.
         let read = whole;
+        let compact = compactContent(decodeContent(encodeContent(whole)));
         for (const [edit, shuffle] of edits) {
           pick = apply(pick, edit, shuffle);
           const next = contentOf(pick);
@@ -90,8 +101,14 @@ describe("revision changes", () => {
           // The stored change is the alignment the diff of a revision and its parent uses.
           expect(diffAligned(read, materialised, change)).toEqual(diffTagged(taggedPrefixes(whole), taggedPrefixes(next)));
           expect(withdrawnFrom(whole, next, al)).toBe(withdrawnCount(whole, next));
+          const fromCompact = applyChange(compact, change);
+          expect(fromCompact.v4.hasTexts || fromCompact.v6.hasTexts).toBe(false);
+          expect(encodeContent(fromCompact).equals(encodeContent(next))).toBe(true);
+          expect(alignContents(compact, next)).toEqual(alignContents(read, next));
+          expect(diffAligned(compact, fromCompact, change)).toEqual(diffTagged(taggedPrefixes(whole), taggedPrefixes(next)));
           whole = next;
           read = materialised;
+          compact = fromCompact;
         }
       }),
       { numRuns: 300 },

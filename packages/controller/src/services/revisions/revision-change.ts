@@ -1,4 +1,5 @@
 import { gunzipSync, gzipSync } from "node:zlib";
+import { PrefixTable, parsePrefixTexts } from "@rlc/shared/prefix";
 import { type Alignment, alignContents, type FamilyAlignment, forKeptRuns } from "./revision-align.js";
 import { type RevisionContent, RevisionFamily, type RevisionTag } from "./revision-content.js";
 
@@ -95,7 +96,7 @@ export function makeChange(from: RevisionContent, to: RevisionContent, al: Align
     return {
       ...al[fam],
       length: b.length,
-      addedPrefixes: Array.from(added, (j) => b.prefixes[j]!),
+      addedPrefixes: Array.from(added, (j) => b.prefixAt(j)),
       addedTags: Uint32Array.from(added, (j) => b.tags[j]!),
       retagAt: Uint32Array.from(retagAt),
       retagTags: Uint32Array.from(retagTags),
@@ -104,12 +105,21 @@ export function makeChange(from: RevisionContent, to: RevisionContent, al: Align
   return { modules: to.modules, tags: to.tags, map, v4: family("v4"), v6: family("v6") };
 }
 
-/** The content `change` makes of `parent`: kept prefixes are the parent's own strings. */
+/**
+ * The content `change` makes of `parent`: kept prefixes are the parent's own strings, or, from a
+ * compact parent (its table only), its parsed words, the added prefixes parsed beside them.
+ */
 export function applyChange(parent: RevisionContent, change: RevisionChange): RevisionContent {
   const owner = { modules: change.modules, tags: change.tags };
   const family = (old: RevisionFamily, c: FamilyChange) => {
     if (old.length - c.removed.length + c.added.length !== c.length) throw new Error("revision change does not fit its parent");
-    const prefixes = new Array<string>(c.length);
+    const from = old.hasTexts ? null : old.table!;
+    const prefixes = from ? null : new Array<string>(c.length);
+    const texts = from ? null : old.texts();
+    const table = from ? new PrefixTable(from.family, Math.max(1, c.length)) : null;
+    const addedTable = from ? parsePrefixTexts(c.addedPrefixes)[from.family === 4 ? "v4" : "v6"] : null;
+    if (addedTable && addedTable.count !== c.added.length) throw new Error("revision change adds a prefix of another family");
+    const W = from?.W ?? 1;
     const tags = new Uint32Array(c.length);
     const map = change.map;
     let i = 0;
@@ -117,7 +127,10 @@ export function applyChange(parent: RevisionContent, change: RevisionChange): Re
     let a = 0;
     for (let j = 0; j < c.length; j++) {
       if (a < c.added.length && c.added[a] === j) {
-        prefixes[j] = c.addedPrefixes[a]!;
+        if (table) {
+          table.words.set(addedTable!.words.subarray(a * W, a * W + W), j * W);
+          table.lens[j] = addedTable!.lens[a]!;
+        } else prefixes![j] = c.addedPrefixes[a]!;
         tags[j] = c.addedTags[a]!;
         a++;
         continue;
@@ -126,14 +139,18 @@ export function applyChange(parent: RevisionContent, change: RevisionChange): Re
         r++;
         i++;
       }
-      prefixes[j] = old.prefixes[i]!;
+      if (table) {
+        for (let w = 0; w < W; w++) table.words[j * W + w] = from!.words[i * W + w]!;
+        table.lens[j] = from!.lens[i]!;
+      } else prefixes![j] = texts![i]!;
       // -1 (no tag kept) becomes 0xffffffff: a retag must cover it, which is checked below.
       tags[j] = map[old.tags[i]!]!;
       i++;
     }
     for (let k = 0; k < c.retagAt.length; k++) tags[c.retagAt[k]!] = c.retagTags[k]!;
     for (let j = 0; j < c.length; j++) if (tags[j]! >= change.tags.length) throw new Error("revision change leaves a prefix without a tag");
-    return new RevisionFamily(prefixes, tags, owner);
+    if (table) table.count = c.length;
+    return new RevisionFamily(prefixes, tags, owner, table);
   };
   return { ...owner, v4: family(parent.v4, change.v4), v6: family(parent.v6, change.v6) };
 }

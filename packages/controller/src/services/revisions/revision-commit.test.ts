@@ -113,7 +113,7 @@ describe("revision committer", () => {
       sections: {
         // As deploy's sections do: the new revision's content read inside the transaction.
         async prepareSections(tx: Db, t: string, revisionId: number) {
-          seen.push((await seenStore.content(tx, t, revisionId))!.v4.prefixes);
+          seen.push((await seenStore.content(tx, t, revisionId))!.v4.texts());
         },
       },
     });
@@ -131,6 +131,6 @@ describe("revision committer", () => {
     const committed = await commit(build(["12.0.0.0/24"]));
     expect(committed.row.revision_id).toBe(1);
     expect(seen).toEqual([["11.0.0.0/24"], ["12.0.0.0/24"]]);
-    expect((await seenStore.content(sql as never, tenant, 1))!.v4.prefixes).toEqual(["12.0.0.0/24"]);
+    expect((await seenStore.content(sql as never, tenant, 1))!.v4.texts()).toEqual(["12.0.0.0/24"]);
   });
 });

@@ -1,5 +1,5 @@
 import { createHash } from "node:crypto";
-import { compareWords, isSorted, lastAddress, type PrefixTable, parsePrefixTexts, sortedPairs, type TaggedPrefix } from "@rlc/shared/prefix";
+import { compareWords, isSorted, lastAddress, type PrefixTable, parsePrefixTexts, prefixText, sortedPairs, type TaggedPrefix } from "@rlc/shared/prefix";
 
 /** A distinct (communities, modules) pair that announced prefixes refer to by index. */
 export interface RevisionTag {
@@ -14,14 +14,24 @@ export type RevisionEntry = [string, string[], string[]];
 
 /**
  * One family's announced prefixes, sorted by address then length, and the tag of each:
- * columnar, so a million prefixes are one string array and one typed array. `map` and `at`
- * give tuples for readers that want them (the bundle builder, the prefixes route).
+ * columnar, so a million prefixes are one typed table (or one string array) and one typed array.
+ * `prefixAt`, `at` and `map` give a prefix's text and tuples for readers that want them (the
+ * bundle builder, the prefixes route).
+ *
+ * A family holds its prefixes' texts, its parsed table, or both. A content kept in memory
+ * between refreshes (the revision store, the builder's last build) is made compact: its texts
+ * are let go where it has its table, and a text is written from the table when asked. In the
+ * controller of a 1.2M-prefix tenant the texts of the contents it kept were ~5M strings
+ * (~150 MiB of the heap's ~400 MiB, a heap snapshot), which every collection walked and every
+ * incremental refresh paid for in the marking its allocations drove; a table is a few typed
+ * arrays the collector does not walk.
  */
 export class RevisionFamily {
   private entryParts: { communities: string[]; moduleIds: string[] }[] | null = null;
+  #texts: string[] | null;
 
   constructor(
-    readonly prefixes: string[],
+    texts: string[] | null,
     readonly tags: Uint32Array,
     private readonly owner: { modules: string[]; tags: RevisionTag[] },
     /**
@@ -30,10 +40,40 @@ export class RevisionFamily {
      * strings scattered in memory to join them takes ~0.4 s.
      */
     readonly table: PrefixTable | null = null,
-  ) {}
+  ) {
+    if (texts === null && table === null) throw new TypeError("a revision family needs its texts or its table");
+    this.#texts = texts;
+  }
 
   get length(): number {
-    return this.prefixes.length;
+    return this.#texts ? this.#texts.length : this.table!.count;
+  }
+
+  /** Prefix i's canonical text. */
+  prefixAt(i: number): string {
+    return this.#texts ? this.#texts[i]! : prefixText(this.table!, i);
+  }
+
+  /**
+   * Every prefix's text, in order: the family's own array while it holds one (not to be
+   * changed), else written anew from the table (not kept: a compact family stays compact).
+   */
+  texts(): string[] {
+    if (this.#texts) return this.#texts;
+    const t = this.table!;
+    const out = new Array<string>(t.count);
+    for (let i = 0; i < t.count; i++) out[i] = prefixText(t, i);
+    return out;
+  }
+
+  /** Whether it holds its texts (a compact family does not). */
+  get hasTexts(): boolean {
+    return this.#texts !== null;
+  }
+
+  /** Lets the texts go where the table stands for them (what it answers is unchanged). */
+  compact(): void {
+    if (this.table) this.#texts = null;
   }
 
   /** The tag of prefix i. */
@@ -45,14 +85,22 @@ export class RevisionFamily {
     // Module ids resolved once a tag, so a million tuples share a handful of arrays.
     this.entryParts ??= this.owner.tags.map((t) => ({ communities: t.communities, moduleIds: t.modules.map((m) => this.owner.modules[m]!) }));
     const part = this.entryParts[this.tags[i]!]!;
-    return [this.prefixes[i]!, part.communities, part.moduleIds];
+    return [this.prefixAt(i), part.communities, part.moduleIds];
   }
 
   map<T>(fn: (entry: RevisionEntry, index: number) => T): T[] {
-    const out = new Array<T>(this.prefixes.length);
-    for (let i = 0; i < this.prefixes.length; i++) out[i] = fn(this.at(i), i);
+    const n = this.length;
+    const out = new Array<T>(n);
+    for (let i = 0; i < n; i++) out[i] = fn(this.at(i), i);
     return out;
   }
+}
+
+/** Lets go of the texts of both families where their tables stand for them (RevisionFamily.compact). */
+export function compactContent(content: RevisionContent): RevisionContent {
+  content.v4.compact();
+  content.v6.compact();
+  return content;
 }
 
 /** A revision's content: each module id is written once, not 36 characters on every prefix. */
@@ -89,13 +137,15 @@ export function contentFromEntries(v4: readonly RevisionEntry[], v6: readonly Re
   return { modules, tags, v4: family(v4), v6: family(v6) };
 }
 
-export const prefixCount = (c: RevisionContent) => c.v4.prefixes.length + c.v6.prefixes.length;
+export const prefixCount = (c: RevisionContent) => c.v4.length + c.v6.length;
 
 /** The digest covers what routers receive (prefix and communities), not the attribution. */
 export function digestOf(content: RevisionContent): string {
   const h = createHash("sha256");
   const joined = content.tags.map((t) => t.communities.join(","));
-  for (const { prefixes, tags } of [content.v4, content.v6]) {
+  for (const f of [content.v4, content.v6]) {
+    const { tags } = f;
+    const prefixes = f.texts();
     // Hashing in ~64 kB pieces: one update call a prefix costs ~3x more.
     let chunk = "";
     for (let i = 0; i < prefixes.length; i++) {
@@ -113,7 +163,9 @@ export function digestOf(content: RevisionContent): string {
 /** `{prefix, communities}` of every announced prefix, IPv4 first (the diff's input). */
 export function taggedPrefixes(content: RevisionContent): TaggedPrefix[] {
   const out: TaggedPrefix[] = [];
-  for (const { prefixes, tags } of [content.v4, content.v6]) {
+  for (const f of [content.v4, content.v6]) {
+    const { tags } = f;
+    const prefixes = f.texts();
     for (let i = 0; i < prefixes.length; i++) out.push({ prefix: prefixes[i]!, communities: content.tags[tags[i]!]!.communities });
   }
   return out;
@@ -149,7 +201,7 @@ export function uncovered(current: PrefixTable, next: PrefixTable): number {
  * as kept when some prefix of `next` contains it. One merge walk over the sorted lists.
  */
 export function withdrawnCount(current: RevisionContent, next: RevisionContent): number {
-  const a = parsePrefixTexts([...current.v4.prefixes, ...current.v6.prefixes]);
-  const b = parsePrefixTexts([...next.v4.prefixes, ...next.v6.prefixes]);
+  const a = parsePrefixTexts([...current.v4.texts(), ...current.v6.texts()]);
+  const b = parsePrefixTexts([...next.v4.texts(), ...next.v6.texts()]);
   return uncovered(a.v4, b.v4) + uncovered(a.v6, b.v6);
 }

@@ -30,14 +30,14 @@ export function diffAligned(from: RevisionContent, to: RevisionContent, al: Alig
   for (const fam of ["v4", "v6"] as const) {
     const a = from[fam];
     const b = to[fam];
-    for (const i of al[fam].removed) diff.removed.push({ prefix: a.prefixes[i]!, communities: from.tags[a.tags[i]!]!.communities });
-    for (const j of al[fam].added) diff.added.push({ prefix: b.prefixes[j]!, communities: to.tags[b.tags[j]!]!.communities });
+    for (const i of al[fam].removed) diff.removed.push({ prefix: a.prefixAt(i), communities: from.tags[a.tags[i]!]!.communities });
+    for (const j of al[fam].added) diff.added.push({ prefix: b.prefixAt(j), communities: to.tags[b.tags[j]!]!.communities });
     forKept(al[fam], a.length, (i, j) => {
       const ta = a.tags[i]!;
       const tb = b.tags[j]!;
       if (ta === tb && from.tags === to.tags) return;
       const c = changeOf(ta, tb);
-      if (c) diff.changed.push({ prefix: b.prefixes[j]!, from_communities: c.from_communities, to_communities: c.to_communities });
+      if (c) diff.changed.push({ prefix: b.prefixAt(j), from_communities: c.from_communities, to_communities: c.to_communities });
     });
   }
   return diff;

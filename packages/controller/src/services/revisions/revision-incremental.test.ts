@@ -171,7 +171,7 @@ describe("rebuildRevision", () => {
           // The lookup itself (withdrawnFrom walks instead where few prefixes are left, as here).
           let looked = 0;
           for (const fam of ["v4", "v6"] as const) {
-            const removed = parsePrefixTexts(Array.from(spliced[fam].removed, (i) => state.content[fam].prefixes[i]!))[fam];
+            const removed = parsePrefixTexts(Array.from(spliced[fam].removed, (i) => state.content[fam].prefixAt(i)))[fam];
             const table = next.change!.tables![fam];
             expect(uncoveredByLookup(removed, table)).toBe(uncovered(removed, table));
             looked += uncoveredByLookup(removed, table);

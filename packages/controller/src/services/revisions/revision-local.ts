@@ -1,4 +1,4 @@
-import { formatPrefix, PrefixTable, parsePrefixTexts } from "@rlc/shared/prefix";
+import { PrefixTable, parsePrefixTexts, prefixText } from "@rlc/shared/prefix";
 import { type Block, blockText, coveringModules, covers, FAMS, type Fam, holds, lowerBound, rangeIn, type WideLayer } from "./revision-blocks.js";
 import { type BogonSettings, buildRevisionWithState, type ModuleInput } from "./revision-build.js";
 import type { RevisionTag } from "./revision-content.js";
@@ -18,8 +18,7 @@ import type { RevisionTag } from "./revision-content.js";
 /** What the build of a block gives inside it, and its summary. */
 export interface BlockPart {
   block: Block;
-  /** The entries strictly inside the block (all of them for the whole space), in order. */
-  prefixes: string[];
+  /** The entries strictly inside the block (all of them for the whole space), in order: their tags and their prefixes parsed. */
   tags: RevisionTag[];
   table: PrefixTable;
   /** Null when the block's build gives a prefix that contains the block (it merged beyond it). */
@@ -41,12 +40,10 @@ export interface LocalModules {
   same: Map<Block, { covering: readonly number[]; texts: (readonly string[])[] }>;
 }
 
-const textAt = (t: PrefixTable, i: number) => formatPrefix({ family: t.family, words: t.words.subarray(i * t.W, i * t.W + t.W), length: t.lens[i]! });
-
 function textsIn(t: PrefixTable, b: Block): string[] {
   const [lo, hi] = rangeIn(t, b, false);
   const out = new Array<string>(hi - lo);
-  for (let i = lo; i < hi; i++) out[i - lo] = textAt(t, i);
+  for (let i = lo; i < hi; i++) out[i - lo] = prefixText(t, i);
   return out;
 }
 
@@ -77,7 +74,8 @@ export function buildBlocks(blocks: Record<Fam, readonly Block[]>, modules: Loca
   const out = {} as Record<Fam, BlockPart[]>;
   for (const fam of FAMS) {
     const f = part.content[fam];
-    const table = parsePrefixTexts(f.prefixes)[fam];
+    // The build's own parse of what it gives (a content it builds always carries it).
+    const table = f.table ?? parsePrefixTexts(f.texts())[fam];
     const W = table.W;
     let from = 0;
     out[fam] = blocks[fam].map((b) => {
@@ -95,14 +93,14 @@ export function buildBlocks(blocks: Record<Fam, readonly Block[]>, modules: Loca
       }
       if (at > 0 && b.len > 0 && holds(table, at - 1, b)) summary = null;
       if (summary !== null) summary += `|${modules.changed.map((mi) => (covers(modules.tables[mi]![fam], b) ? 1 : 0)).join("")}`;
-      if (!entries) return { block: b, prefixes: [], tags: [], table: new PrefixTable(table.family, 1), summary };
+      if (!entries) return { block: b, tags: [], table: new PrefixTable(table.family, 1), summary };
       const inside = new PrefixTable(table.family, Math.max(1, hi - lo));
       inside.words.set(table.words.subarray(lo * W, hi * W));
       inside.lens.set(table.lens.subarray(lo, hi));
       inside.count = hi - lo;
       const tags: RevisionTag[] = [];
       for (let i = lo; i < hi; i++) tags.push(f.tagAt(i));
-      return { block: b, prefixes: f.prefixes.slice(lo, hi), tags, table: inside, summary };
+      return { block: b, tags, table: inside, summary };
     });
   }
   return out;

@@ -1,4 +1,4 @@
-import { PrefixTable } from "@rlc/shared/prefix";
+import { comparePrefixes, PrefixTable } from "@rlc/shared/prefix";
 import { FAMS, type Fam, rangeIn } from "./revision-blocks.js";
 import type { ContentSplice } from "./revision-build.js";
 import { type RevisionContent, RevisionFamily, type RevisionTag } from "./revision-content.js";
@@ -15,8 +15,8 @@ export interface SplicedContent {
 
 /**
  * The last content with each block's inside replaced by the block's build (`parts`, sorted,
- * disjoint, per family). The kept ranges are copied as runs (prefix texts, parsed words, the
- * digest's line bytes); only the tags go one by one, renumbered in order of first appearance
+ * disjoint, per family). The kept ranges are copied as runs (parsed words, the digest's line
+ * bytes; the new content is compact: no text a prefix, see RevisionFamily); only the tags go one by one, renumbered in order of first appearance
  * (IPv4, then IPv6) as the full build numbers them. The prefixes of each new tag are counted
  * from the old counts and the replaced ranges, and the ranges that changed are named.
  */
@@ -41,7 +41,7 @@ export function spliceContent(old: SplicedContent, parts: Record<Fam, readonly B
   for (const fam of FAMS) for (const p of parts[fam]) partCount += p.tags.length;
   const perTag = new Int32Array(oldTags.length + partCount);
   const owner = { modules: old.content.modules, tags };
-  const families = {} as Record<Fam, { prefixes: string[]; tags: Uint32Array; table: PrefixTable; partTags: Uint32Array[]; change: ContentSplice[] }>;
+  const families = {} as Record<Fam, { tags: Uint32Array; table: PrefixTable; partTags: Uint32Array[]; change: ContentSplice[] }>;
 
   for (const fam of FAMS) {
     const o = old.content[fam];
@@ -56,20 +56,15 @@ export function spliceContent(old: SplicedContent, parts: Record<Fam, readonly B
       const [lo, hi] = rangeIn(ot, p.block, true, oi);
       runs.push({ from: oi, to: lo }, p);
       n += lo - oi;
-      change.push({ from: lo, to: hi, at: n, count: p.prefixes.length });
-      n += p.prefixes.length;
+      change.push({ from: lo, to: hi, at: n, count: p.table.count });
+      n += p.table.count;
       oi = hi;
     }
-    runs.push({ from: oi, to: o.prefixes.length });
-    n += o.prefixes.length - oi;
+    runs.push({ from: oi, to: o.length });
+    n += o.length - oi;
 
     const out = new Uint32Array(n);
     const table = new PrefixTable(ot.family, Math.max(1, n));
-    // A copy of the old array, cut or grown to its new length (kept packed), then written over
-    // from the first change on.
-    const oldN = o.prefixes.length;
-    // (Not grown by push: a full array of a million grows by copying itself.)
-    const prefixes = n <= oldN ? o.prefixes.slice(0, n) : o.prefixes.concat(new Array<string>(n - oldN).fill(""));
     const partTags: Uint32Array[] = [];
     let k = 0;
     for (const run of runs) {
@@ -78,7 +73,6 @@ export function spliceContent(old: SplicedContent, parts: Record<Fam, readonly B
         for (let i = 0; i < nums.length; i++) {
           nums[i] = tagFor(run.tags[i]!);
           perTag[nums[i]!]!++;
-          prefixes[k + i] = run.prefixes[i]!;
         }
         out.set(nums, k);
         partTags.push(nums);
@@ -91,11 +85,11 @@ export function spliceContent(old: SplicedContent, parts: Record<Fam, readonly B
       if (from === to) continue;
       table.words.set(ot.words.subarray(from * W, to * W), k * W);
       table.lens.set(ot.lens.subarray(from, to), k);
-      copyRun(o.tags, o.prefixes, from, to, out, prefixes, k, oldMap, (t) => (oldMap[t] = tagFor(oldTags[t]!)));
+      copyRun(o.tags, from, to, out, k, oldMap, (t) => (oldMap[t] = tagFor(oldTags[t]!)));
       k += to - from;
     }
     table.count = n;
-    families[fam] = { prefixes, tags: out, table, partTags, change };
+    families[fam] = { tags: out, table, partTags, change };
   }
 
   // The kept prefixes' counts: the old ones, less those of the replaced ranges.
@@ -116,50 +110,41 @@ export function spliceContent(old: SplicedContent, parts: Record<Fam, readonly B
     parts[fam].forEach((p, j) => {
       const c = f.change[j]!;
       pieces.push({ lines: old.lines[fam], from: oi, to: c.from });
-      pieces.push({ lines: linesOf(p.table, f.partTags[j]!, suffixes), from: 0, to: p.prefixes.length });
+      pieces.push({ lines: linesOf(p.table, f.partTags[j]!, suffixes), from: 0, to: p.table.count });
       oi = c.to;
     });
-    pieces.push({ lines: old.lines[fam], from: oi, to: old.content[fam].prefixes.length });
+    pieces.push({ lines: old.lines[fam], from: oi, to: old.content[fam].length });
     lines[fam] = joinLines(pieces.filter((p) => p.to > p.from));
-    change[fam] = f.change.filter((c) => !sameRange(old.content, fam, c, f.prefixes, f.tags, tags));
+    change[fam] = f.change.filter((c) => !sameRange(old, fam, c, f.table, f.tags, tags));
   }
   const content: RevisionContent = {
     ...owner,
-    v4: new RevisionFamily(families.v4.prefixes, families.v4.tags, owner, families.v4.table),
-    v6: new RevisionFamily(families.v6.prefixes, families.v6.tags, owner, families.v6.table),
+    // Compact from the start (RevisionFamily): the prefixes' texts are written when asked for.
+    v4: new RevisionFamily(null, families.v4.tags, owner, families.v4.table),
+    v6: new RevisionFamily(null, families.v6.tags, owner, families.v6.table),
   };
   return { content, tables: { v4: families.v4.table, v6: families.v6.table }, lines, perTag: perTag.subarray(0, tags.length), change };
 }
 
-/** Old prefixes [from, to) to position k of the new family, their tags renumbered (`first` numbers a tag not seen yet). */
-function copyRun(
-  tags: Uint32Array,
-  texts: readonly string[],
-  from: number,
-  to: number,
-  out: Uint32Array,
-  prefixes: string[],
-  k: number,
-  oldMap: Int32Array,
-  first: (tag: number) => number,
-) {
+/** The tags of old prefixes [from, to) to position k of the new family, renumbered (`first` numbers a tag not seen yet). */
+function copyRun(tags: Uint32Array, from: number, to: number, out: Uint32Array, k: number, oldMap: Int32Array, first: (tag: number) => number) {
   const shift = k - from;
   for (let i = from; i < to; i++) {
     let m = oldMap[tags[i]!]!;
     if (m < 0) m = first(tags[i]!);
     out[i + shift] = m;
   }
-  if (shift !== 0) for (let i = from; i < to; i++) prefixes[i + shift] = texts[i]!;
 }
 
 const tagKey = (t: RevisionTag) => `${t.communities.join(",")}|${t.modules.join(",")}`;
 
-/** Whether a replaced range holds what it held (same texts, same communities and modules). */
-function sameRange(old: RevisionContent, fam: Fam, c: ContentSplice, prefixes: string[], newTags: Uint32Array, tags: RevisionTag[]): boolean {
+/** Whether a replaced range holds what it held (the same prefixes, communities and modules). */
+function sameRange(old: SplicedContent, fam: Fam, c: ContentSplice, table: PrefixTable, newTags: Uint32Array, tags: RevisionTag[]): boolean {
   if (c.to - c.from !== c.count) return false;
-  const o = old[fam];
+  const o = old.content[fam];
+  const ot = old.tables[fam];
   for (let i = 0; i < c.count; i++) {
-    if (o.prefixes[c.from + i] !== prefixes[c.at + i] || tagKey(o.tagAt(c.from + i)) !== tagKey(tags[newTags[c.at + i]!]!)) return false;
+    if (comparePrefixes(ot, c.from + i, table, c.at + i) !== 0 || tagKey(o.tagAt(c.from + i)) !== tagKey(tags[newTags[c.at + i]!]!)) return false;
   }
   return true;
 }

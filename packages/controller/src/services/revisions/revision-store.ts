@@ -1,5 +1,5 @@
 import { gunzipSync, gzipSync } from "node:zlib";
-import { writePrefixLines } from "@rlc/shared/prefix";
+import { parsePrefixList, tableOf, writePrefixLines } from "@rlc/shared/prefix";
 import type { Db } from "../../db/connect.js";
 import {
   findChain,
@@ -13,7 +13,15 @@ import {
 import { type Alignment, alignContents, alignSpliced } from "./revision-align.js";
 import type { RevisionChange as RevisionBuildChange } from "./revision-build.js";
 import { applyChange, changeSize, decodeChange, encodeChange, makeChange, type RevisionChange } from "./revision-change.js";
-import { contentFromEntries, prefixCount, type RevisionContent, type RevisionEntry, RevisionFamily, type RevisionTag } from "./revision-content.js";
+import {
+  compactContent,
+  contentFromEntries,
+  prefixCount,
+  type RevisionContent,
+  type RevisionEntry,
+  RevisionFamily,
+  type RevisionTag,
+} from "./revision-content.js";
 
 /*
  * Stored form (gzip'd JSON, format 2), columnar:
@@ -84,18 +92,20 @@ function* contentJson(c: RevisionContent): Generator<JsonPiece> {
   const head = JSON.stringify({ format: 2, modules: c.modules, tags: c.tags.map((t) => [t.communities, t.modules]) });
   yield textPiece(`${head.slice(0, -1)},`);
   for (const fam of ["v4", "v6"] as const) {
-    const { prefixes, tags } = c[fam];
+    const { tags } = c[fam];
+    const count = c[fam].length;
     yield textPiece(`"${fam}":{"prefixes":"`);
     // A slice's JSON string without its quotes: escaping is per character, so the slices in a row
     // read as the one string of every prefix joined by spaces.
     const table = c[fam].table;
     const spaces = table ? [SPACE] : null;
     const zeros = table ? new Uint8Array(table.count) : null;
-    for (let i = 0; i < prefixes.length; i += 50_000) {
+    const prefixes = table ? null : c[fam].texts();
+    for (let i = 0; i < count; i += 50_000) {
       if (table) {
         // Written from the parsed prefixes: `p p … p ` (writePrefixLines, a space after each),
         // turned into the slice's text, ` p … p` after the first.
-        const { bytes } = writePrefixLines(table, zeros!, spaces!, i, Math.min(prefixes.length, i + 50_000));
+        const { bytes } = writePrefixLines(table, zeros!, spaces!, i, Math.min(count, i + 50_000));
         const sep = i ? 1 : 0;
         const out = Buffer.allocUnsafe(bytes.length - 1 + sep);
         if (sep) out[0] = 32;
@@ -103,7 +113,7 @@ function* contentJson(c: RevisionContent): Generator<JsonPiece> {
         yield [out, out.length];
         continue;
       }
-      const joined = prefixes.slice(i, i + 50_000).join(" ");
+      const joined = prefixes!.slice(i, i + 50_000).join(" ");
       const sep = i ? 1 : 0;
       if (!PLAIN.test(joined)) {
         yield textPiece(`${i ? " " : ""}${JSON.stringify(joined).slice(1, -1)}`);
@@ -154,8 +164,14 @@ export function decodeContent(data: Buffer): RevisionContent {
   if (stored.format !== 2) throw new Error(`revision content format ${String(stored.format)} is not known`);
   const tags: RevisionTag[] = stored.tags.map(([communities, modules]) => ({ communities, modules }));
   const owner = { modules: stored.modules, tags };
-  const family = (f: Stored["v4"]) => new RevisionFamily(f.prefixes === "" ? [] : f.prefixes.split(" "), Uint32Array.from(f.tags), owner);
-  return { ...owner, v4: family(stored.v4), v6: family(stored.v6) };
+  // Parsed as well: a content kept in memory is kept compact (RevisionFamily), by its table.
+  const family = (f: Stored["v4"], fam: "v4" | "v6") => {
+    const texts = f.prefixes === "" ? [] : f.prefixes.split(" ");
+    const list = parsePrefixList(texts)[fam];
+    if (list.count !== texts.length) throw new Error(`revision content holds a prefix of the other family among its ${fam} prefixes`);
+    return new RevisionFamily(texts, Uint32Array.from(f.tags), owner, tableOf(list));
+  };
+  return { ...owner, v4: family(stored.v4, "v4"), v6: family(stored.v6, "v6") };
 }
 
 /** When a revision is stored as a change against its parent rather than whole. */
@@ -194,7 +210,8 @@ export function createRevisionStore(opts: { entries?: number; chain?: Partial<Ch
     map.set(key, value);
     while (map.size > limit) map.delete(map.keys().next().value!);
   };
-  const keep = (key: string, content: RevisionContent) => keepIn(cache, max, key, content);
+  // Kept compact: the texts of the contents kept here were most of the controller's heap.
+  const keep = (key: string, content: RevisionContent) => keepIn(cache, max, key, compactContent(content));
   // The last alignment walked (the guard's), which the commit of the same content reuses.
   let aligned: { from: RevisionContent; to: RevisionContent; al: Alignment } | null = null;
 

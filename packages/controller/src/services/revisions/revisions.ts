@@ -164,7 +164,7 @@ export function createRevisionService(deps: {
           const tag = list.tagAt(i);
           if (q.community !== undefined && !tag.communities.includes(q.community)) continue;
           if (q.module_id !== undefined && !tag.modules.includes(moduleIndex)) continue;
-          if (address && !containsAddress(list.prefixes[i]!, address)) continue;
+          if (address && !containsAddress(list.prefixAt(i), address)) continue;
           if (items.length === q.limit) return { items, next_cursor: encodeCursor([last]), has_more: true };
           const [prefix, communities, moduleIds] = list.at(i);
           items.push({ prefix, family, communities, module_ids: moduleIds });
@@ -203,7 +203,7 @@ export function createRevisionService(deps: {
           const t = list.tags[i]!;
           const n = perSet.get(setKeys[t]!) ?? 0;
           perSet.set(setKeys[t]!, n + 1);
-          if (n < EXCERPT_LINES) out.push([list.prefixes[i]!, c.tags[t]!.communities]);
+          if (n < EXCERPT_LINES) out.push([list.prefixAt(i), c.tags[t]!.communities]);
         }
         return out;
       };

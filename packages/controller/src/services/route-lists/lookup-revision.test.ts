@@ -43,7 +43,7 @@ function edited(pairs: readonly [string, string[]][], e: { keep: number; retag: 
 function probes(contents: RevisionContent[]): string[] {
   const out = new Set(["10.0.0.0", "10.0.3.255", "10.0.4.0", "9.255.255.255", "2a00::", "2a00::3ff", "2a00::400", "::"]);
   for (const c of contents) {
-    for (const p of [...c.v4.prefixes, ...c.v6.prefixes]) {
+    for (const p of [...c.v4.texts(), ...c.v6.texts()]) {
       const parsed = parseCidr(p);
       const words = [...parsed.words];
       const bits = parsed.family === 4 ? 32 : 128;

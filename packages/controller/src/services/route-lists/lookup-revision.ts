@@ -1,4 +1,5 @@
-import { type Address, buildPrefixTextIndex, compareWords, type PrefixTextIndex, parseCidr } from "@rlc/shared/prefix";
+import { type Address, buildPrefixTextIndex, type PrefixTextIndex } from "@rlc/shared/prefix";
+import { alignContents, forKept } from "../revisions/revision-align.js";
 import type { RevisionContent, RevisionFamily } from "../revisions/revision-content.js";
 
 /*
@@ -65,7 +66,7 @@ export function buildRevisionLayer(revisionId: number, content: RevisionContent)
   tagOf.set(v6.tags, v4.length);
   return layerOf({
     revisionId,
-    index: buildPrefixTextIndex([...v4.prefixes, ...v6.prefixes]),
+    index: buildPrefixTextIndex([...v4.texts(), ...v6.texts()]),
     tagOf,
     tagCommunities: content.tags.map((t) => t.communities),
     gone: null,
@@ -82,23 +83,11 @@ export interface ContentChange {
   added: [string, string[]][];
 }
 
-/** Family, address words and length of a prefix text, for ordering two texts that differ. */
-function keyOf(text: string): { family: number; words: Uint32Array; length: number } {
-  const p = parseCidr(text, { mode: "mask" });
-  return { family: p.family, words: p.words, length: p.length };
-}
-
-function compareTexts(a: string, b: string): number {
-  const x = keyOf(a);
-  const y = keyOf(b);
-  return compareWords(x.words, 0, y.words, 0, x.words.length) || x.length - y.length;
-}
-
 /**
- * What changed from one content to the next, one family at a time: both are sorted by address
- * then length, and a refresh's contents share most of their prefix strings, so the walk mostly
- * compares equal strings and parses only where the two differ. Answers null once the change
- * passes `limit` prefixes (the caller builds anew).
+ * What changed from one content to the next, one family at a time, from where the two part
+ * (alignContents: their parsed words when both carry them, else their texts) and the kept
+ * prefixes whose communities differ. Answers null when the change passes `limit` prefixes (the
+ * caller builds anew).
  */
 export function contentChange(from: RevisionContent, to: RevisionContent, limit = Number.POSITIVE_INFINITY): ContentChange | null {
   const change: ContentChange = { removed: [], added: [] };
@@ -113,30 +102,36 @@ export function contentChange(from: RevisionContent, to: RevisionContent, limit 
     });
   const fromIds = idsOf(from);
   const toIds = idsOf(to);
+  // Where the two part: by their parsed words when both carry them, else by their texts.
+  const al = alignContents(from, to);
   for (const fam of ["v4", "v6"] as const) {
     const a: RevisionFamily = from[fam];
     const b: RevisionFamily = to[fam];
-    const ap = a.prefixes;
-    const bp = b.prefixes;
     const at = a.tags;
     const bt = b.tags;
-    let i = 0;
-    let j = 0;
-    while (i < ap.length || j < bp.length) {
-      if (change.removed.length + change.added.length > limit) return null;
-      const p = ap[i];
-      const q = bp[j];
-      const order = p === q ? 0 : p === undefined ? 1 : q === undefined ? -1 : compareTexts(p, q);
-      if (order < 0) change.removed.push(ap[i++]!);
-      else if (order > 0) change.added.push([bp[j]!, to.tags[bt[j++]!]!.communities]);
+    const { removed, added } = al[fam];
+    if (change.removed.length + change.added.length + removed.length + added.length > limit) return null;
+    // Kept prefixes whose communities differ count as removed and added again.
+    const retagged: number[] = [];
+    forKept(al[fam], a.length, (i, j) => {
+      if (fromIds[at[i]!] !== toIds[bt[j]!]) retagged.push(i, j);
+    });
+    if (change.removed.length + change.added.length + removed.length + added.length + retagged.length > limit) return null;
+    // Each list in address order: the positions apart merged with the retagged ones.
+    for (let r = 0, k = 0; r < removed.length || k < retagged.length; ) {
+      if (k >= retagged.length || (r < removed.length && removed[r]! < retagged[k]!)) change.removed.push(a.prefixAt(removed[r++]!));
       else {
-        if (fromIds[at[i]!] !== toIds[bt[j]!]) {
-          change.removed.push(p!);
-          change.added.push([q!, to.tags[bt[j]!]!.communities]);
-        }
-        i++;
-        j++;
+        change.removed.push(a.prefixAt(retagged[k]!));
+        k += 2;
       }
+    }
+    for (let r = 0, k = 1; r < added.length || k < retagged.length; ) {
+      let j: number;
+      if (k < retagged.length && (r >= added.length || retagged[k]! < added[r]!)) {
+        j = retagged[k]!;
+        k += 2;
+      } else j = added[r++]!;
+      change.added.push([b.prefixAt(j), to.tags[bt[j]!]!.communities]);
     }
   }
   return change;
