@@ -1,7 +1,7 @@
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
 import { canonicalCidr } from "./cidr.js";
-import { isSorted, type PrefixTable, parsePrefixTexts, prefixText, sortedPairs } from "./prefix-table.js";
+import { isSorted, type PrefixTable, parseJoinedIPv4, parsePrefixTexts, prefixText, sortedPairs } from "./prefix-table.js";
 
 // The packed tables against a brute-force model on strings: BigInt addresses, sorted and
 // de-duplicated with plain comparisons.
@@ -66,6 +66,39 @@ describe("PrefixTable", () => {
         ];
         const canonical = list.map((t) => canonicalCidr(t, { mode: "mask" }));
         expect(written).toEqual([...canonical.filter((t) => !t.includes(":")), ...canonical.filter((t) => t.includes(":"))]);
+      }),
+    );
+  });
+
+  it("parseJoinedIPv4 - canonical IPv4 prefixes joined by spaces give parsePrefixTexts' table; anything else gives null", () => {
+    const canonical4 = v4.map((t) => canonicalCidr(t, { mode: "mask" }));
+    const odd = fc.constantFrom(
+      "10.0.0.1/8",
+      "010.0.0.0/8",
+      "10.0.0.0/33",
+      "10.0.0.0",
+      "10.0.0.0/08",
+      "2001:db8::/32",
+      "10.0.0.0/8,",
+      "256.0.0.0/8",
+      "10..0.0/8",
+      "",
+    );
+    fc.assert(
+      fc.property(fc.array(canonical4, { maxLength: 30 }), fc.option(fc.tuple(odd, fc.nat()), { nil: null }), (list, bad) => {
+        if (bad === null) {
+          const t = parseJoinedIPv4(list.join(" "), list.length);
+          expect(t).not.toBeNull();
+          expect(rows(t!)).toEqual(rows(parsePrefixTexts(list).v4));
+          // Another count, or a doubled or trailing space, is not this text.
+          expect(parseJoinedIPv4(list.join(" "), list.length + 1)).toBeNull();
+          if (list.length > 1) expect(parseJoinedIPv4(list.join("  "), list.length)).toBeNull();
+          if (list.length) expect(parseJoinedIPv4(`${list.join(" ")} `, list.length)).toBeNull();
+          return;
+        }
+        const withBad = [...list];
+        withBad.splice(bad[1] % (list.length + 1), 0, bad[0]);
+        expect(parseJoinedIPv4(withBad.join(" "), withBad.length)).toBeNull();
       }),
     );
   });

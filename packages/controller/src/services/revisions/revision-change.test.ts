@@ -12,7 +12,7 @@ import {
   taggedPrefixes,
   withdrawnCount,
 } from "./revision-content.js";
-import { diffAligned } from "./revision-diff.js";
+import { diffAligned, diffFromChange, diffFromChangeAlone, reversed } from "./revision-diff.js";
 import { decodeContent, encodeContent } from "./revision-store.js";
 
 // A revision stored as a change against its parent reads back as the whole content it was made
@@ -82,6 +82,7 @@ const apply = (p: Pick, edit: Pick | { v6: boolean; at: number; pick: number | n
 
 describe("revision changes", () => {
   it("a chain of changes over random edits reads back each content byte for byte; diff and guard from the change equal the whole walk's", () => {
+    let answeredAlone = 0;
     fc.assert(
       fc.property(contentArb, fc.array(fc.tuple(editArb, fc.nat(20)), { minLength: 1, maxLength: 6 }), (first, edits) => {
         let pick: Pick = first;
@@ -100,6 +101,18 @@ describe("revision changes", () => {
           expect(diffAligned(whole, next, al)).toEqual(diffTagged(taggedPrefixes(whole), taggedPrefixes(next)));
           // The stored change is the alignment the diff of a revision and its parent uses.
           expect(diffAligned(read, materialised, change)).toEqual(diffTagged(taggedPrefixes(whole), taggedPrefixes(next)));
+          // …and, without the child's content, from the parent and the change alone, either way round.
+          expect(diffFromChange(read, change)).toEqual(diffTagged(taggedPrefixes(whole), taggedPrefixes(next)));
+          expect(reversed(diffFromChange(read, change))).toEqual(diffTagged(taggedPrefixes(next), taggedPrefixes(whole)));
+          // …and from the change alone where it can answer (no parent tag mapped to other communities).
+          const alone = diffFromChangeAlone(change);
+          if (alone) {
+            answeredAlone++;
+            expect(alone).toEqual(diffTagged(taggedPrefixes(whole), taggedPrefixes(next)));
+          }
+          // A change stored before it kept the parent's part answers nothing alone.
+          const { parentCommunities: _, ...older } = change;
+          expect(diffFromChangeAlone(older)).toBeNull();
           expect(withdrawnFrom(whole, next, al)).toBe(withdrawnCount(whole, next));
           const fromCompact = applyChange(compact, change);
           expect(fromCompact.v4.hasTexts || fromCompact.v6.hasTexts).toBe(false);
@@ -113,6 +126,8 @@ describe("revision changes", () => {
       }),
       { numRuns: 300 },
     );
+    // Most changes answer alone: the assertion above ran.
+    expect(answeredAlone).toBeGreaterThan(100);
   });
 
   it("a change of a few prefixes holds those few: kept prefixes and a renumbering of the tags cost nothing", () => {

@@ -16,6 +16,12 @@ export interface RevisionChange {
   map: Int32Array;
   v4: FamilyChange;
   v6: FamilyChange;
+  /**
+   * The parent's tags' communities, with each family's removed and retagged prefixes' texts
+   * (below): enough for the diff of the two revisions without the parent's content
+   * (diffFromChangeAlone). Changes stored before they were kept have none.
+   */
+  parentCommunities?: string[][];
 }
 
 export interface FamilyChange extends FamilyAlignment {
@@ -26,6 +32,11 @@ export interface FamilyChange extends FamilyAlignment {
   /** Positions in the new family of kept prefixes whose tag is not `map`'s, and their tags. */
   retagAt: Uint32Array;
   retagTags: Uint32Array;
+  /** The removed prefixes' texts and parent tags, the retagged prefixes' texts and parent tags (see RevisionChange.parentCommunities). */
+  removedPrefixes?: string[];
+  removedTags?: Uint32Array;
+  retagPrefixes?: string[];
+  retagFrom?: Uint32Array;
 }
 
 /** Entries a change holds: what a read applies beyond copying the parent. */
@@ -83,16 +94,19 @@ export function makeChange(from: RevisionContent, to: RevisionContent, al: Align
     const bt = b.tags;
     const retagAt: number[] = [];
     const retagTags: number[] = [];
+    const retagFrom: number[] = [];
     forKeptRuns(al[fam], from[fam].length, (i, j, n) => {
       for (let k = 0; k < n; k++) {
         const t = bt[j + k]!;
         if (map[a[i + k]!] !== t) {
           retagAt.push(j + k);
           retagTags.push(t);
+          retagFrom.push(a[i + k]!);
         }
       }
     });
     const added = al[fam].added;
+    const removed = al[fam].removed;
     return {
       ...al[fam],
       length: b.length,
@@ -100,9 +114,13 @@ export function makeChange(from: RevisionContent, to: RevisionContent, al: Align
       addedTags: Uint32Array.from(added, (j) => b.tags[j]!),
       retagAt: Uint32Array.from(retagAt),
       retagTags: Uint32Array.from(retagTags),
+      removedPrefixes: Array.from(removed, (i) => from[fam].prefixAt(i)),
+      removedTags: Uint32Array.from(removed, (i) => a[i]!),
+      retagPrefixes: retagAt.map((j) => b.prefixAt(j)),
+      retagFrom: Uint32Array.from(retagFrom),
     };
   };
-  return { modules: to.modules, tags: to.tags, map, v4: family("v4"), v6: family("v6") };
+  return { modules: to.modules, tags: to.tags, map, v4: family("v4"), v6: family("v6"), parentCommunities: from.tags.map((t) => t.communities) };
 }
 
 /**
@@ -155,6 +173,8 @@ export function applyChange(parent: RevisionContent, change: RevisionChange): Re
   return { ...owner, v4: family(parent.v4, change.v4), v6: family(parent.v6, change.v6) };
 }
 
+const splitTexts = (joined: string) => (joined === "" ? [] : joined.split(" "));
+
 /** Ascending positions as the first, then the gaps: small numbers, which JSON and gzip keep short. */
 const gaps = (xs: Uint32Array) => xs.map((x, k) => (k === 0 ? x : x - xs[k - 1]!)).join(",");
 const ungap = (xs: number[]) => {
@@ -167,7 +187,9 @@ interface StoredFamily {
   length: number;
   removed: number[];
   added: { at: number[]; prefixes: string; tags: number[] };
-  retag: { at: number[]; tags: number[] };
+  retag: { at: number[]; tags: number[]; prefixes?: string; from?: number[] };
+  /** Absent in changes stored before it was kept (as `parent_communities`). */
+  removed_entries?: { prefixes: string; tags: number[] };
 }
 
 interface StoredChange {
@@ -175,6 +197,7 @@ interface StoredChange {
   modules: string[];
   tags: [string[], number[]][];
   map: number[];
+  parent_communities?: string[][];
   v4: StoredFamily;
   v6: StoredFamily;
 }
@@ -182,12 +205,25 @@ interface StoredChange {
 /**
  * Stored form of a change (gzip'd JSON, format 3), packed as a whole content is
  * (revision-store.ts, format 2): prefixes one space-separated string, tags and positions
- * number lists, positions as gaps.
+ * number lists, positions as gaps. The removed and retagged prefixes' texts and the parent's
+ * communities were added to format 3 later, as fields a reader without them skips.
  */
 export function encodeChange(c: RevisionChange): Buffer {
+  const retagPrefixes = (f: FamilyChange) =>
+    f.retagPrefixes && f.retagFrom ? `,"prefixes":${JSON.stringify(f.retagPrefixes.join(" "))},"from":[${f.retagFrom.join(",")}]` : "";
+  const removedEntries = (f: FamilyChange) =>
+    f.removedPrefixes && f.removedTags
+      ? `,"removed_entries":{"prefixes":${JSON.stringify(f.removedPrefixes.join(" "))},"tags":[${f.removedTags.join(",")}]}`
+      : "";
   const family = (f: FamilyChange) =>
-    `{"length":${f.length},"removed":[${gaps(f.removed)}],"added":{"at":[${gaps(f.added)}],"prefixes":${JSON.stringify(f.addedPrefixes.join(" "))},"tags":[${f.addedTags.join(",")}]},"retag":{"at":[${gaps(f.retagAt)}],"tags":[${f.retagTags.join(",")}]}}`;
-  const head = JSON.stringify({ format: 3, modules: c.modules, tags: c.tags.map((t) => [t.communities, t.modules]), map: [...c.map] });
+    `{"length":${f.length},"removed":[${gaps(f.removed)}],"added":{"at":[${gaps(f.added)}],"prefixes":${JSON.stringify(f.addedPrefixes.join(" "))},"tags":[${f.addedTags.join(",")}]},"retag":{"at":[${gaps(f.retagAt)}],"tags":[${f.retagTags.join(",")}]${retagPrefixes(f)}}${removedEntries(f)}}`;
+  const head = JSON.stringify({
+    format: 3,
+    modules: c.modules,
+    tags: c.tags.map((t) => [t.communities, t.modules]),
+    map: [...c.map],
+    ...(c.parentCommunities ? { parent_communities: c.parentCommunities } : {}),
+  });
   return gzipSync(`${head.slice(0, -1)},"v4":${family(c.v4)},"v6":${family(c.v6)}}`, { level: 1 });
 }
 
@@ -202,6 +238,14 @@ export function decodeChange(data: Buffer): RevisionChange {
     addedTags: Uint32Array.from(f.added.tags),
     retagAt: ungap(f.retag.at),
     retagTags: Uint32Array.from(f.retag.tags),
+    ...(f.removed_entries && f.retag.prefixes !== undefined && f.retag.from
+      ? {
+          removedPrefixes: splitTexts(f.removed_entries.prefixes),
+          removedTags: Uint32Array.from(f.removed_entries.tags),
+          retagPrefixes: splitTexts(f.retag.prefixes),
+          retagFrom: Uint32Array.from(f.retag.from),
+        }
+      : {}),
   });
   return {
     modules: stored.modules,
@@ -209,5 +253,6 @@ export function decodeChange(data: Buffer): RevisionChange {
     map: Int32Array.from(stored.map),
     v4: family(stored.v4),
     v6: family(stored.v6),
+    ...(stored.parent_communities ? { parentCommunities: stored.parent_communities } : {}),
   };
 }

@@ -1,5 +1,17 @@
 import { createHash } from "node:crypto";
-import { compareWords, isSorted, lastAddress, type PrefixTable, parsePrefixTexts, prefixText, sortedPairs, type TaggedPrefix } from "@rlc/shared/prefix";
+import {
+  compareWords,
+  isSorted,
+  lastAddress,
+  type PrefixTable,
+  parseJoinedIPv4,
+  parsePrefixList,
+  parsePrefixTexts,
+  prefixText,
+  sortedPairs,
+  type TaggedPrefix,
+  tableOf,
+} from "@rlc/shared/prefix";
 
 /** A distinct (communities, modules) pair that announced prefixes refer to by index. */
 export interface RevisionTag {
@@ -29,51 +41,108 @@ export type RevisionEntry = [string, string[], string[]];
 export class RevisionFamily {
   private entryParts: { communities: string[]; moduleIds: string[] }[] | null = null;
   #texts: string[] | null;
+  #table: PrefixTable | null;
+  /** A decoded family's prefixes as stored: one text, joined by spaces (fromJoined). */
+  #joined: string | null = null;
+  /** Where each prefix of `#joined` starts (one more: the text's length and a space), found when first asked for. */
+  #offsets: Uint32Array | null = null;
+  #family: 4 | 6 = 4;
 
   constructor(
     texts: string[] | null,
     readonly tags: Uint32Array,
     private readonly owner: { modules: string[]; tags: RevisionTag[] },
     /**
-     * The same prefixes parsed, when the builder has them (a decoded content has not): the
-     * stored form's text is written from them (revision-store.ts), as reading a million
-     * strings scattered in memory to join them takes ~0.4 s.
+     * The same prefixes parsed, when the builder has them: the stored form's text is written
+     * from them (revision-store.ts), as reading a million strings scattered in memory to join
+     * them takes ~0.4 s.
      */
-    readonly table: PrefixTable | null = null,
+    table: PrefixTable | null = null,
   ) {
     if (texts === null && table === null) throw new TypeError("a revision family needs its texts or its table");
     this.#texts = texts;
+    this.#table = table;
+  }
+
+  /**
+   * A family read back from its stored form: its prefixes kept as the one text they were stored
+   * as (compact, no string a prefix), a prefix's text cut from it when asked for, and parsed
+   * into its table only when something needs the table (an alignment by words, the encoder).
+   * Decoding a million prefixes this way skips the split into a million strings and their parse
+   * (~0.15 s of a cold diff's decode), which a diff from a stored change never needs.
+   */
+  static fromJoined(joined: string, family: 4 | 6, tags: Uint32Array, owner: { modules: string[]; tags: RevisionTag[] }): RevisionFamily {
+    const f = new RevisionFamily([], tags, owner);
+    f.#texts = null;
+    f.#joined = joined;
+    f.#family = family;
+    return f;
   }
 
   get length(): number {
-    return this.#texts ? this.#texts.length : this.table!.count;
+    return this.tags.length;
+  }
+
+  /** The prefixes parsed (null: a family of texts alone, which a hand-made content is). */
+  get table(): PrefixTable | null {
+    if (!this.#table && this.#joined !== null && this.#family === 4) this.#table = parseJoinedIPv4(this.#joined, this.length);
+    if (!this.#table && this.#joined !== null) {
+      const texts = this.texts();
+      const list = parsePrefixList(texts)[this.#family === 4 ? "v4" : "v6"];
+      if (list.count !== texts.length) throw new Error(`a stored revision family holds prefixes of another family than IPv${this.#family}`);
+      this.#table = tableOf(list);
+    }
+    return this.#table;
   }
 
   /** Prefix i's canonical text. */
   prefixAt(i: number): string {
-    return this.#texts ? this.#texts[i]! : prefixText(this.table!, i);
+    if (this.#texts) return this.#texts[i]!;
+    if (this.#joined !== null) {
+      const at = this.offsets();
+      return this.#joined.slice(at[i]!, at[i + 1]! - 1);
+    }
+    return prefixText(this.#table!, i);
+  }
+
+  private offsets(): Uint32Array {
+    if (!this.#offsets) {
+      const joined = this.#joined!;
+      const n = this.length;
+      const at = new Uint32Array(n + 1);
+      let p = 0;
+      for (let i = 0; i < n; i++) {
+        at[i] = p;
+        const space = joined.indexOf(" ", p);
+        p = space < 0 ? joined.length + 1 : space + 1;
+      }
+      at[n] = joined.length + 1;
+      this.#offsets = at;
+    }
+    return this.#offsets;
   }
 
   /**
    * Every prefix's text, in order: the family's own array while it holds one (not to be
-   * changed), else written anew from the table (not kept: a compact family stays compact).
+   * changed), else written anew (not kept: a compact family stays compact).
    */
   texts(): string[] {
     if (this.#texts) return this.#texts;
-    const t = this.table!;
+    if (this.#joined !== null) return this.#joined === "" ? [] : this.#joined.split(" ");
+    const t = this.#table!;
     const out = new Array<string>(t.count);
     for (let i = 0; i < t.count; i++) out[i] = prefixText(t, i);
     return out;
   }
 
-  /** Whether it holds its texts (a compact family does not). */
+  /** Whether it holds a string a prefix (a compact family does not). */
   get hasTexts(): boolean {
     return this.#texts !== null;
   }
 
   /** Lets the texts go where the table stands for them (what it answers is unchanged). */
   compact(): void {
-    if (this.table) this.#texts = null;
+    if (this.#table) this.#texts = null;
   }
 
   /** The tag of prefix i. */

@@ -1,8 +1,9 @@
 import { gunzipSync, gzipSync } from "node:zlib";
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
+import { buildRevision } from "./revision-build.js";
 import { contentFromEntries, digestOf, type RevisionContent, type RevisionEntry } from "./revision-content.js";
-import { decodeContent, encodeContent } from "./revision-store.js";
+import { createRevisionStore, decodeContent, encodeContent } from "./revision-store.js";
 
 // ~300k prefixes in three tags: some 5 MB of stored JSON.
 const entries = (n: number): { v4: RevisionEntry[]; v6: RevisionEntry[] } => {
@@ -102,5 +103,24 @@ describe("stored revision content", () => {
     const whole = gzipSync(gunzipSync(encodeContent(content)));
     expect(members(whole)).toHaveLength(1);
     expect(digestOf(decodeContent(whole))).toBe(digestOf(content));
+  });
+
+  it("is kept in memory without a string a prefix: a built content once the store remembers it, a decoded one as stored, answering as before", async () => {
+    const built = buildRevision([
+      { module_id: "m-a", name: "a", community: "65000:1", prefixes: ["8.8.8.0/25", "9.9.9.0/24", "2a00:1450::/32"] },
+      { module_id: "m-b", name: "b", community: "65000:2", prefixes: ["8.8.8.128/25", "1.1.1.0/24"] },
+    ]).content;
+    const tuples = [...built.v4.map((e) => e), ...built.v6.map((e) => e)];
+    expect(built.v4.length).toBe(4);
+    expect(built.v4.hasTexts).toBe(true);
+    const store = createRevisionStore();
+    store.remember("t", 1, built);
+    const kept = (await store.content(null as never, "t", 1))!;
+    expect(kept.v4.hasTexts || kept.v6.hasTexts).toBe(false);
+    expect([...kept.v4.map((e) => e), ...kept.v6.map((e) => e)]).toEqual(tuples);
+    const decoded = decodeContent(encodeContent(built));
+    expect(decoded.v4.hasTexts || decoded.v6.hasTexts).toBe(false);
+    expect([...decoded.v4.map((e) => e), ...decoded.v6.map((e) => e)]).toEqual(tuples);
+    expect(decoded.v6.table?.count).toBe(1);
   });
 });

@@ -1,5 +1,5 @@
 import { gunzipSync, gzipSync } from "node:zlib";
-import { parsePrefixList, tableOf, writePrefixLines } from "@rlc/shared/prefix";
+import { writePrefixLines } from "@rlc/shared/prefix";
 import type { Db } from "../../db/connect.js";
 import {
   findChain,
@@ -164,14 +164,9 @@ export function decodeContent(data: Buffer): RevisionContent {
   if (stored.format !== 2) throw new Error(`revision content format ${String(stored.format)} is not known`);
   const tags: RevisionTag[] = stored.tags.map(([communities, modules]) => ({ communities, modules }));
   const owner = { modules: stored.modules, tags };
-  // Parsed as well: a content kept in memory is kept compact (RevisionFamily), by its table.
-  const family = (f: Stored["v4"], fam: "v4" | "v6") => {
-    const texts = f.prefixes === "" ? [] : f.prefixes.split(" ");
-    const list = parsePrefixList(texts)[fam];
-    if (list.count !== texts.length) throw new Error(`revision content holds a prefix of the other family among its ${fam} prefixes`);
-    return new RevisionFamily(texts, Uint32Array.from(f.tags), owner, tableOf(list));
-  };
-  return { ...owner, v4: family(stored.v4, "v4"), v6: family(stored.v6, "v6") };
+  // Kept as the one text it was stored as: compact (RevisionFamily.fromJoined).
+  const family = (f: Stored["v4"], family: 4 | 6) => RevisionFamily.fromJoined(f.prefixes, family, Uint32Array.from(f.tags), owner);
+  return { ...owner, v4: family(stored.v4, 4), v6: family(stored.v6, 6) };
 }
 
 /** When a revision is stored as a change against its parent rather than whole. */
