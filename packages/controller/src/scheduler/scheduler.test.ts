@@ -62,9 +62,12 @@ function fakeLock(db: FakeDatabase): FakeLock {
     },
     async held() {
       if (backend === null || holder === null) return false;
+      // The database answers as things stand when asked; the answer takes checkDelayMs to come
+      // back (a check begun just before a kill says the lock is still held).
+      const answer = db.holder === holder;
       await sleep(lock.checkDelayMs);
       if (lock.checkFails) throw new Error("the database does not answer");
-      return db.holder === holder;
+      return answer;
     },
     letGo(lost: boolean) {
       lock.letGos.push({ lost, backend });
