@@ -11,9 +11,25 @@ export interface TcpProxy {
   up(): void;
   /** Every connection open now stops carrying bytes either way but stays open (a stalled connection: nothing refused, nothing coming); new ones pass. */
   stall(): void;
+  /**
+   * Catches the next request on the one connection whose server side leaves from `port` (what
+   * PostgreSQL shows as its `client_port`): from the client's next bytes on, nothing passes either
+   * way, the connection stays open, and those bytes are held; null if there is no such connection.
+   */
+  catchRequest(port: number): CaughtRequest | null;
   /** Connections made through it so far. */
   readonly connections: number;
   close(): Promise<void>;
+}
+
+/** A request held by `catchRequest`. */
+export interface CaughtRequest {
+  /** Whether the client has sent it yet. */
+  caught(): boolean;
+  /** Sends what was held to the server, and what the client sends after; the server's answers still never come back. */
+  forward(): void;
+  /** Nothing gets through either way from now on, not even a close from the client (a connection gone silent). */
+  silence(): void;
 }
 
 export async function startTcpProxy(target: { host: string; port: number }): Promise<TcpProxy> {
@@ -61,6 +77,39 @@ export async function startTcpProxy(target: { host: string; port: number }): Pro
         upstream.pause();
       }
       pairs.clear();
+    },
+    catchRequest(port) {
+      const pair = [...pairs].find(([, upstream]) => upstream.localPort === port);
+      if (!pair) return null;
+      const [client, upstream] = pair;
+      pairs.delete(pair);
+      let mode: "watching" | "holding" | "forwarding" | "silent" = "watching";
+      const held: Buffer[] = [];
+      client.unpipe(upstream);
+      client.on("data", (chunk: Buffer) => {
+        if (mode === "forwarding") return void upstream.write(chunk);
+        if (mode === "silent") return;
+        // Answers stop only now: one to an earlier request has arrived in full, as the client
+        // sends its next request only after it.
+        if (mode === "watching") {
+          upstream.unpipe(client);
+          upstream.pause();
+          mode = "holding";
+        }
+        held.push(chunk);
+      });
+      client.resume();
+      return {
+        caught: () => mode !== "watching",
+        forward() {
+          for (const chunk of held.splice(0)) upstream.write(chunk);
+          mode = "forwarding";
+        },
+        silence() {
+          mode = "silent";
+          client.pause();
+        },
+      };
     },
     get connections() {
       return connections;

@@ -57,9 +57,21 @@ describe("scheduler", () => {
           WHERE l.locktype = 'advisory' AND l.granted AND d.datname = current_database()
             AND l.classid = 0 AND l.objid = ${SCHEDULER_LOCK} AND l.objsubid = 1`
       ).map((r) => r.pid);
+    // Sessions on which a take of the lock has answered: one for each process that has held an election.
+    const electing = async () =>
+      (
+        await sql<{ n: number }[]>`
+          SELECT count(*)::int AS n FROM pg_stat_activity
+          WHERE datname = current_database() AND application_name LIKE '%scheduler lock'
+            AND state = 'idle' AND query ILIKE '%pg_try_advisory_lock%'`
+      )[0]!.n;
     try {
       const leaders = () => [a, b].filter((c) => c.scheduler!.isLeader());
       await until("one leader", async () => leaders().length === 1, 3000);
+      // Both have held an election before the kill: a process leads at once from its first one
+      // (a starting process waits for no one), so a first take that reached PostgreSQL just after
+      // the kill would make it lead beside the old leader until that one's next check.
+      await until("both processes electing", async () => (await electing()) === 2);
       const first = leaders()[0]!;
       const [pid] = await holders();
       expect(pid).toBeDefined();

@@ -30,10 +30,24 @@ export async function backendHoldsLock(sql: Sql, pid: number, key: number): Prom
   return row?.held === true;
 }
 
-export async function unlockSession(conn: Db, key: number): Promise<void> {
-  await conn`SELECT pg_advisory_unlock(${key})`;
+/** A backend, told apart from a later one that reuses its pid by when it started. */
+export interface Backend {
+  pid: number;
+  started: string;
 }
 
-export async function unlockAllSession(conn: Db): Promise<void> {
-  await conn`SELECT pg_advisory_unlock_all()`;
+/** The backend of the connection `conn`. */
+export async function backendOf(conn: Db): Promise<Backend | undefined> {
+  const [row] = await conn<Backend[]>`
+    SELECT pid, backend_start::text AS started FROM pg_stat_activity WHERE pid = pg_backend_pid()`;
+  return row;
+}
+
+/**
+ * Ends the backend `b` if it still runs, and so its session and every session lock on it
+ * (asked through another connection: the same role may end its own backends).
+ */
+export async function endBackend(sql: Sql, b: Backend): Promise<void> {
+  await sql`
+    SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE pid = ${b.pid} AND backend_start::text = ${b.started}`;
 }

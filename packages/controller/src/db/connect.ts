@@ -80,6 +80,13 @@ export interface Database {
    * pool's work.
    */
   probe(): Promise<void>;
+  /**
+   * A client of its own with one connection, never recycled (PostgreSQL only), for a session
+   * whose state must live and die with that connection (the scheduler's advisory lock): ending
+   * the client ends the session, where a pooled connection would carry it on unseen. `name`
+   * tells it apart in pg_stat_activity.
+   */
+  session(name: string): Sql;
   close(): Promise<void>;
 }
 
@@ -114,13 +121,17 @@ const baseOptions = (applicationName: string) =>
  */
 export async function openDatabase(options: OpenDatabaseOptions): Promise<Database> {
   const applicationName = options.applicationName ?? "rl-controller";
-  if (options.url) {
-    const sql = guardPool(postgres(options.url, { ...baseOptions(applicationName), max: options.max ?? 10 }));
-    const probeSql = postgres(options.url, { ...baseOptions(`${applicationName} probe`), max: 1, connect_timeout: 2, idle_timeout: 60 });
+  const url = options.url;
+  if (url) {
+    const sql = guardPool(postgres(url, { ...baseOptions(applicationName), max: options.max ?? 10 }));
+    const probeSql = postgres(url, { ...baseOptions(`${applicationName} probe`), max: 1, connect_timeout: 2, idle_timeout: 60 });
     return {
       sql,
       kind: "postgres",
       probe: async () => void (await probeSql`SELECT 1`),
+      // max_lifetime off: postgres.js otherwise ends a connection after 30 to 60 minutes, and a
+      // session lock with it.
+      session: (name) => postgres(url, { ...baseOptions(`${applicationName} ${name}`), max: 1, max_lifetime: null }),
       close: async () => {
         await probeSql.end({ timeout: 1 });
         await sql.end({ timeout: 5 });
@@ -157,6 +168,10 @@ async function openEmbedded(dataDir: string, applicationName: string): Promise<D
     sql,
     kind: "embedded",
     probe: async () => void (await sql`SELECT 1`),
+    session() {
+      // One backend, served one connection at a time: a second client would wait behind the pool.
+      throw new Error("the embedded database has one connection: it has no session of its own to give");
+    },
     async close() {
       await sql.end({ timeout: 5 });
       await server.stop();

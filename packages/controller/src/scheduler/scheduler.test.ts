@@ -24,6 +24,12 @@ interface FakeLock extends SchedulerLock {
   backend(): number | null;
   checkDelayMs: number;
   checkFails: boolean;
+  /** While true, a take reaches the database (and gets the lock if it is free) but its answer never comes. */
+  takeHangs: boolean;
+  /** The backends whose take hung, in order. */
+  hung: number[];
+  /** Every letGo, with the backend it let go. */
+  letGos: { lost: boolean; backend: number | null }[];
 }
 
 function fakeLock(db: FakeDatabase): FakeLock {
@@ -33,9 +39,19 @@ function fakeLock(db: FakeDatabase): FakeLock {
     alone: false,
     checkDelayMs: 0,
     checkFails: false,
+    takeHangs: false,
+    hung: [],
+    letGos: [],
     backend: () => backend,
     async take() {
       backend ??= db.next++;
+      if (lock.takeHangs) {
+        // Granted on the server, the answer lost on the way: the connection now holds the lock
+        // without this process knowing.
+        if (db.holder === null) db.holder = backend;
+        lock.hung.push(backend);
+        return new Promise<boolean>(() => {});
+      }
       if (db.dead.has(backend)) {
         backend = null;
         throw new Error("connection lost");
@@ -46,16 +62,22 @@ function fakeLock(db: FakeDatabase): FakeLock {
     },
     async held() {
       if (backend === null || holder === null) return false;
+      // The database answers as things stand when asked; the answer takes checkDelayMs to come
+      // back (a check begun just before a kill says the lock is still held).
+      const answer = db.holder === holder;
       await sleep(lock.checkDelayMs);
       if (lock.checkFails) throw new Error("the database does not answer");
-      return db.holder === holder;
+      return answer;
     },
     letGo(lost: boolean) {
-      if (!lost && backend !== null && db.holder === backend) db.holder = null;
+      lock.letGos.push({ lost, backend });
+      // Unlocked, or its connection closed: either way the session, and a lock on it, ends (a
+      // killed backend's lock is already gone).
+      if (backend !== null && db.holder === backend) db.holder = null;
       backend = holder = null;
     },
-    async close(leading: boolean) {
-      if (leading && backend !== null && db.holder === backend) db.holder = null;
+    async close() {
+      if (backend !== null && db.holder === backend) db.holder = null;
       backend = holder = null;
     },
   };
@@ -173,5 +195,25 @@ describe("scheduler leadership", () => {
     expect(a.isLeader()).toBe(false);
     // A gave its lost connection back, and any later try is on a new backend that B's lock keeps out.
     expect(lockA.backend()).not.toBe(db.dead.values().next().value);
+  });
+
+  it("an election whose take of the lock never answers ends: its connection is let go as lost, and the replica leads once a take answers", async () => {
+    const db: FakeDatabase = { holder: null, dead: new Set(), next: 1 };
+    const lockA = fakeLock(db);
+    lockA.takeHangs = true;
+    const a = replica(lockA);
+    await until(() => lockA.hung.length > 0, [a]);
+    const [hung] = lockA.hung;
+    // The lock was granted on the hung connection: only letting that connection go frees it.
+    expect(db.holder).toBe(hung);
+    await until(() => lockA.letGos.some((g) => g.backend === hung), [a]);
+    expect(lockA.letGos).toContainEqual({ lost: true, backend: hung });
+    expect(db.holder).not.toBe(hung);
+
+    lockA.takeHangs = false;
+    await until(() => a.isLeader(), [a]);
+    expect(a.isLeader()).toBe(true);
+    expect(lockA.backend()).not.toBe(hung);
+    expect(db.holder).toBe(lockA.backend());
   });
 });

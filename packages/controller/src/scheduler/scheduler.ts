@@ -25,9 +25,15 @@ export interface SchedulerOptions {
    * it still holds the lock stops well before a replica that took the lock over starts leading.
    */
   checkMs?: number;
+  /**
+   * How long a take of the lock may go unanswered before its connection is given up (closed, not
+   * handed back: a lock granted on it late ends with its session) and the next election tries on
+   * a new one. Default two election intervals: more than the 5 s a new connection may take to open.
+   */
+  takeMs?: number;
 }
 
-/** A check of the lock that did not answer in time. */
+/** A check or take of the lock that did not answer in time. */
 const LATE = Symbol("late");
 
 /** `p`'s answer, or LATE if it takes longer than `ms` (`p` is left to settle on its own). */
@@ -47,9 +53,12 @@ function within<T>(p: Promise<T>, ms: number): Promise<T | typeof LATE> {
  * that its connection still holds the lock (a PostgreSQL restart or a killed backend drops it
  * while the process lives on), and steps down if not, so two replicas never both run the tasks.
  * A check that fails or does not answer within `checkMs` pauses the leader: it stops running
- * the tasks but keeps its connection (unlocking or releasing it could leave the lock held by a
- * pooled connection, or write to a lost one), and leads again when a later check says it still
+ * the tasks but keeps its connection (it may still hold the lock there), and leads again when a later check says it still
  * holds the lock, or lets the connection go as lost when a check says it does not.
+ * A take that does not answer within `takeMs` (a connection gone silent) gives its connection up
+ * as lost, which ends its session and any lock PostgreSQL granted there after all, and the
+ * election ends: later ones try again on a new connection, so one silent connection never stops
+ * the elections for good.
  * The embedded database has one process and one connection, so there the process simply leads.
  */
 export function startScheduler(opts: SchedulerOptions) {
@@ -61,6 +70,7 @@ export function startScheduler(opts: SchedulerOptions) {
   let election: NodeJS.Timeout | null = null;
   const electionMs = opts.electionMs ?? 5000;
   const checkMs = opts.checkMs ?? electionMs / 2;
+  const takeMs = opts.takeMs ?? electionMs * 2;
   /** A lock this process holds without leading: taken after the first election, or kept by a paused leader (see tryLead). */
   let taken = false;
   /** Elections still to wait, while `taken`, before checking the lock and leading. */
@@ -160,9 +170,17 @@ export function startScheduler(opts: SchedulerOptions) {
       }
       const fenced = !first;
       first = false;
-      const got = await lock.take();
+      const got = await within(lock.take(), takeMs);
+      if (got === LATE) {
+        if (stopped) return;
+        opts.logger.warn(
+          `taking the scheduler lock took longer than ${takeMs} ms: its connection is closed (a lock granted on it late ends with it), and the next election tries on a new one`,
+        );
+        lock.letGo(true);
+        return;
+      }
       if (!got || stopped)
-        taken = got; // stop() unlocks a lock taken while it ran
+        taken = got; // stop() ends the session, and a lock taken while it ran with it
       else if (fenced) {
         taken = true;
         fence = 2;
@@ -172,7 +190,7 @@ export function startScheduler(opts: SchedulerOptions) {
     }
   };
 
-  /** One election at a time: one that has not ended (a take that hangs) is not run beside. */
+  /** One election at a time: one that has not ended (a take within its `takeMs`) is not run beside. */
   let electing = false;
   const elect = () => {
     if (electing) return;
@@ -192,7 +210,7 @@ export function startScheduler(opts: SchedulerOptions) {
       if (election) clearInterval(election);
       for (const t of timers) clearInterval(t);
       await Promise.allSettled([...running]);
-      await lock.close(leader || taken);
+      await lock.close();
       leader = false;
     },
   };
