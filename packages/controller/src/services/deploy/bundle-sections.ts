@@ -4,16 +4,19 @@ import {
   diffPrefixSplices,
   encodePrefixColumns,
   type LineSplice,
+  PREFIX_SECTION_FORMAT,
   type PrefixColumn,
   type PrefixColumns,
   pagesOf,
   sha256Hex,
 } from "@rlc/shared/bundle";
+import { writePrefixLines } from "@rlc/shared/prefix";
 import { type BundleSectionMeta, findBundleSection, insertBundleSection, readBundleSectionSlice, writeBundleSectionBody } from "../../db/bundle-sections.js";
 import type { Db, Sql } from "../../db/connect.js";
 import { listAllSpeakers } from "../../db/speakers.js";
 import { ENVELOPE_CHUNK_BYTES, openPieces, sealEnvelope } from "../../lib/sealed-envelope.js";
 import type { SecretBox } from "../../lib/secret-box.js";
+import { contentSplices } from "../revisions/revision-align.js";
 import type { RevisionSplices } from "../revisions/revision-commit.js";
 import type { RevisionContent, RevisionFamily } from "../revisions/revision-content.js";
 import type { RevisionStore } from "../revisions/revision-store.js";
@@ -129,7 +132,7 @@ export function ensureFullSection(
       prefixes_pages_sha256: root,
     });
     if (!made) {
-      const body = encodePrefixColumns(column(content.v4), column(content.v6));
+      const body = fullSection(content);
       const full = await store(db, deps, tenantId, fullMeta(sha256Hex(body), pagesOf(body).root), body);
       // Built on the pool (an apply's): settled from here; in a refresh's transaction, once it commits (prepareSections).
       if (!("savepoint" in db)) settleLater(deps, tenantId, full);
@@ -164,10 +167,7 @@ async function fromBase(
   const baseContent = await deps.revisions.content(db, tenantId, baseRevisionId);
   if (!baseContent) return null;
   // Made of the base's content by an incremental build: only its spliced ranges are walked.
-  const delta =
-    splices?.parentId === baseRevisionId
-      ? diffPrefixSplices(columns(baseContent), columns(content), lineSplices(splices, baseContent.v4.length, content.v4.length))
-      : diffPrefixColumns(columns(baseContent), columns(content));
+  const delta = sectionDelta(baseContent, content, splices?.parentId === baseRevisionId ? splices : undefined);
   if (delta.length > base.size / 2) return null;
   const make = async () => columnsOf(await openSection(db, deps, tenantId, base));
   // Counted at the plain size here: the lines are not known before the section is read.
@@ -175,8 +175,36 @@ async function fromBase(
   return { columns: applyDeltaColumns(kept, delta, deps.columns?.takeRoom(tenantId) ?? null), delta, base };
 }
 
+/**
+ * The full prefix section of `content`: written from its parsed prefixes where it has them
+ * (writePrefixLines, each line's tail the bytes of its tag's communities), no string made a
+ * prefix, which a compact content (RevisionFamily) would otherwise write one by one; else from
+ * its texts. The same bytes either way (section-of-content.test.ts).
+ */
+export function fullSection(content: RevisionContent): Buffer {
+  const { v4, v6 } = content;
+  const t4 = v4.table;
+  const t6 = v6.table;
+  if (!t4 || !t6 || t4.count !== v4.length || t6.count !== v6.length) return encodePrefixColumns(column(v4), column(v6));
+  const tails = content.tags.map((t) => Buffer.from(`\t${t.communities.join(",")}\n`, "utf8"));
+  return Buffer.concat([SECTION_HEAD, writePrefixLines(t4, v4.tags, tails).bytes, writePrefixLines(t6, v6.tags, tails).bytes]);
+}
+
+const SECTION_HEAD = Buffer.from(`${PREFIX_SECTION_FORMAT}\n`, "latin1");
+
+/**
+ * The delta script from `base`'s section to `content`'s: walked only over where they differ,
+ * as the build that made `content` from `base` names it (`splices`), or as their alignment by
+ * parsed prefixes finds it (contentSplices), else over every line.
+ */
+export function sectionDelta(base: RevisionContent, content: RevisionContent, splices?: Omit<RevisionSplices, "parentId">): Buffer {
+  const where = splices ?? contentSplices(base, content);
+  if (!where) return diffPrefixColumns(columns(base), columns(content));
+  return diffPrefixSplices(columns(base), columns(content), lineSplices(where, base.v4.length, content.v4.length));
+}
+
 /** A build's splices per family as splices of the section's lines (IPv4's, then IPv6's after them). */
-function lineSplices(splices: RevisionSplices, baseV4: number, nextV4: number): LineSplice[] {
+function lineSplices(splices: Omit<RevisionSplices, "parentId">, baseV4: number, nextV4: number): LineSplice[] {
   const v6 = splices.v6.map((s) => ({ from: s.from + baseV4, to: s.to + baseV4, at: s.at + nextV4, count: s.count }));
   return [...splices.v4, ...v6];
 }
@@ -233,7 +261,7 @@ export function ensureDeltaSection(
     const baseContent = await deps.revisions.content(db, tenantId, baseRevisionId);
     const content = await deps.revisions.content(db, tenantId, full.revision_id);
     if (!baseContent || !content) return null;
-    const body = diffPrefixColumns(columns(baseContent), columns(content));
+    const body = sectionDelta(baseContent, content);
     if (body.length > full.size / 2) {
       if (known.size >= TOO_LARGE_KEPT) known.clear();
       known.add(pair);
@@ -342,5 +370,5 @@ async function madeSection(db: Db, deps: SectionDeps, tenantId: string, section:
   if (base && delta) return applyPrefixDeltaBytes(await openSection(db, deps, tenantId, base), await openSection(db, deps, tenantId, delta));
   const content = await deps.revisions.content(db, tenantId, section.revision_id);
   if (!content) throw new Error(`the prefix section of revision ${section.revision_id} is gone`);
-  return encodePrefixColumns(column(content.v4), column(content.v6));
+  return fullSection(content);
 }
