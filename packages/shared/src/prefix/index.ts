@@ -41,7 +41,7 @@ export type { BogonFilterOptions, FilterResult, MinPrefixLengths } from "./exclu
 export { excludeRanges, filterMinLength, removeBogons } from "./exclude.js";
 export * from "./ip-value.js";
 export type { PrefixIndex, PrefixTextIndex } from "./prefix-index.js";
-export { buildPrefixIndex, buildPrefixTextIndex } from "./prefix-index.js";
+export { buildPrefixIndex, buildPrefixTableIndex, buildPrefixTextIndex } from "./prefix-index.js";
 export { writePrefixLines } from "./prefix-lines.js";
 export type { ParsedPrefixes } from "./prefix-list.js";
 export { PrefixList, parsePrefixList } from "./prefix-list.js";

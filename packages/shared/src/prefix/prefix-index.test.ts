@@ -1,6 +1,15 @@
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
-import { buildPrefixIndex, buildPrefixTextIndex, formatAddress, PrefixError, parseAddress } from "./index.js";
+import {
+  buildPrefixIndex,
+  buildPrefixTableIndex,
+  buildPrefixTextIndex,
+  canonicalCidr,
+  formatAddress,
+  PrefixError,
+  parseAddress,
+  parsePrefixList,
+} from "./index.js";
 
 interface Item {
   prefix: string;
@@ -209,6 +218,25 @@ describe("buildPrefixTextIndex - against a linear scan", () => {
       expect(index.longest(q)).toBe(longest === undefined ? -1 : want.find((i) => lengthOf(texts[i]!) === lengthOf(texts[longest]!)));
     }
   };
+
+  it("prefixTableIndex - over the parsed lists answers as the text index over their canonical texts, IPv4 first", () => {
+    fc.assert(
+      fc.property(fc.array(fc.oneof(v4, v6), { maxLength: 60 }), addresses, (texts, queries) => {
+        const canonical = texts.map((t) => canonicalCidr(t, { mode: "mask" }));
+        const ordered = [...canonical.filter((t) => !t.includes(":")), ...canonical.filter((t) => t.includes(":"))];
+        const lists = parsePrefixList(ordered);
+        const byTable = buildPrefixTableIndex(lists.v4, lists.v6);
+        const byText = buildPrefixTextIndex(ordered);
+        expect(byTable.size).toBe(ordered.length);
+        expect(ordered.map((_, i) => byTable.text(i))).toEqual(ordered);
+        for (const q of queries) {
+          expect(byTable.lookup(q)).toEqual(byText.lookup(q));
+          expect(byTable.longest(q)).toBe(byText.longest(q));
+        }
+      }),
+      { numRuns: 500 },
+    );
+  });
 
   it("prefixTextIndex - lookup, longest and text agree with the texts", () => {
     fc.assert(fc.property(fc.array(fc.oneof(v4, v6), { maxLength: 60 }), addresses, check), { numRuns: 800 });

@@ -1,7 +1,7 @@
 import { formatIPv4, formatIPv6 } from "./address.js";
 import type { Address } from "./cidr.js";
 import { parseAddress } from "./cidr.js";
-import { type PrefixList, parsePrefixList } from "./prefix-list.js";
+import { PrefixList, parsePrefixList } from "./prefix-list.js";
 import { sortOrder } from "./sort.js";
 import { compareWords, containsWords, increment, setLastAddress } from "./words.js";
 
@@ -201,13 +201,67 @@ export function buildPrefixTextIndex(texts: readonly string[]): PrefixTextIndex 
     rowOf[i] = row;
     if ((v4Text ? v4.src : v6.src)![row]! < 0) kept.set(i, texts[i]!);
   }
+  return indexOf(
+    v4,
+    v6,
+    itemOf4,
+    itemOf6,
+    (i) => (familyOfText[i] === 4 ? 4 : 6),
+    (i) => rowOf[i]!,
+    kept,
+    rowOf.byteLength + familyOfText.byteLength,
+  );
+}
+
+/**
+ * A PrefixTextIndex over the prefixes of two parsed lists, IPv4's positions first, then IPv6's
+ * (a revision's content: its families' tables, each prefix canonical): nothing parsed and no
+ * text kept, a text written from the words when asked for. The same answers as
+ * buildPrefixTextIndex over the lists' canonical texts, IPv4 first.
+ */
+export function buildPrefixTableIndex(v4: Pick<PrefixList, "words" | "lens" | "count">, v6: Pick<PrefixList, "words" | "lens" | "count">): PrefixTextIndex {
+  const n4 = v4.count;
+  const list = (family: 4 | 6, t: Pick<PrefixList, "words" | "lens" | "count">) => {
+    const l = new PrefixList(family, 1);
+    l.words = t.words;
+    l.lens = t.lens;
+    l.count = t.count;
+    return l;
+  };
+  const itemOf4 = new Int32Array(n4);
+  for (let i = 0; i < n4; i++) itemOf4[i] = i;
+  const itemOf6 = new Int32Array(v6.count);
+  for (let i = 0; i < v6.count; i++) itemOf6[i] = n4 + i;
+  return indexOf(
+    list(4, v4),
+    list(6, v6),
+    itemOf4,
+    itemOf6,
+    (i) => (i < n4 ? 4 : 6),
+    (i) => (i < n4 ? i : i - n4),
+    new Map(),
+    0,
+  );
+}
+
+function indexOf(
+  v4: PrefixList,
+  v6: PrefixList,
+  itemOf4: Int32Array,
+  itemOf6: Int32Array,
+  familyAt: (i: number) => 4 | 6,
+  rowAt: (i: number) => number,
+  kept: Map<number, string>,
+  extraBytes: number,
+): PrefixTextIndex {
+  const n = v4.count + v6.count;
   const families = [new FamilyIndex(v4, itemOf4), new FamilyIndex(v6, itemOf6)] as const;
-  // Copies cut to size: the lists have spare room, and they refer to `texts` (their source).
+  // Copies cut to size: the lists have spare room, and they refer to their texts (their source).
   const words4 = v4.words.slice(0, v4.count);
   const lens4 = v4.lens.slice(0, v4.count);
   const words6 = v6.words.slice(0, v6.count * 4);
   const lens6 = v6.lens.slice(0, v6.count);
-  let bytes = rowOf.byteLength + familyOfText.byteLength + words4.byteLength + lens4.byteLength + words6.byteLength + lens6.byteLength;
+  let bytes = extraBytes + words4.byteLength + lens4.byteLength + words6.byteLength + lens6.byteLength;
   for (const f of families) {
     bytes += f.bounds.byteLength + f.deepest.byteLength + f.members.byteLength + f.first.byteLength + f.parent.byteLength;
   }
@@ -221,8 +275,8 @@ export function buildPrefixTextIndex(texts: readonly string[]): PrefixTextIndex 
       if (!(i >= 0 && i < n)) throw new RangeError(`no text at ${i} (size ${n})`);
       const given = kept.get(i);
       if (given !== undefined) return given;
-      const row = rowOf[i]!;
-      return familyOfText[i] === 4 ? `${formatIPv4(words4, row)}/${lens4[row]}` : `${formatIPv6(words6, row * 4)}/${lens6[row]}`;
+      const row = rowAt(i);
+      return familyAt(i) === 4 ? `${formatIPv4(words4, row)}/${lens4[row]}` : `${formatIPv6(words6, row * 4)}/${lens6[row]}`;
     },
   };
 }

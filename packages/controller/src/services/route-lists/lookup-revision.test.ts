@@ -1,7 +1,8 @@
 import { formatPrefix, parseAddress, parseCidr } from "@rlc/shared/prefix";
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
-import { contentFromEntries, type RevisionContent, type RevisionEntry } from "../revisions/revision-content.js";
+import { compactContent, contentFromEntries, type RevisionContent, type RevisionEntry } from "../revisions/revision-content.js";
+import { decodeContent, encodeContent } from "../revisions/revision-store.js";
 import { buildRevisionLayer, contentChange, longestInLayer, nextRevisionLayer, type RevisionLayer } from "./lookup-revision.js";
 
 // Small address spaces (10.0.0.0/22 with lengths 20..32, 2a00::/118 with 116..128), so that
@@ -76,6 +77,10 @@ describe("the lookup's revision layer", () => {
         let pairs = first;
         const kept: RevisionContent[] = [contentOf(pairs)]; // the layer's content stays in memory, as the revision store keeps it
         let layer = buildRevisionLayer(1, kept[0]!);
+        // The same contents as the store keeps them: read back and compact (parsed, no text a prefix).
+        const compactOf = (c: RevisionContent) => compactContent(decodeContent(encodeContent(c)));
+        let last = compactOf(kept[0]!);
+        let layerCompact = buildRevisionLayer(1, last);
         for (const [k, e] of edits.entries()) {
           pairs = edited(pairs, e);
           const next = contentOf(pairs);
@@ -84,6 +89,12 @@ describe("the lookup's revision layer", () => {
           const fresh = buildRevisionLayer(k + 2, next);
           const at = probes(kept.slice(-2));
           expect(answers(layer, at)).toEqual(answers(fresh, at));
+          const nextCompact = compactOf(next);
+          expect(contentChange(last, nextCompact)).toEqual(contentChange(kept.at(-2)!, next));
+          layerCompact = nextRevisionLayer(layerCompact, k + 2, nextCompact);
+          expect(answers(layerCompact, at)).toEqual(answers(fresh, at));
+          expect(answers(buildRevisionLayer(k + 2, nextCompact), at)).toEqual(answers(fresh, at));
+          last = nextCompact;
         }
       }),
       { numRuns: 300 },

@@ -1,5 +1,5 @@
-import { type Address, buildPrefixTextIndex, type PrefixTextIndex } from "@rlc/shared/prefix";
-import { alignContents, forKept } from "../revisions/revision-align.js";
+import { type Address, buildPrefixTableIndex, buildPrefixTextIndex, type PrefixTextIndex } from "@rlc/shared/prefix";
+import { alignContents, forKept, tablesOf } from "../revisions/revision-align.js";
 import type { RevisionContent, RevisionFamily } from "../revisions/revision-content.js";
 
 /*
@@ -58,6 +58,12 @@ function layerOf(parts: Omit<RevisionLayer, "bytes">): RevisionLayer {
   return { ...parts, bytes };
 }
 
+/** The content's prefixes indexed: from its parsed prefixes where it has them (no text written or parsed), else from its texts. */
+function indexOfContent(content: RevisionContent): PrefixTextIndex {
+  const t = tablesOf(content);
+  return t ? buildPrefixTableIndex(t.v4, t.v6) : buildPrefixTextIndex([...content.v4.texts(), ...content.v6.texts()]);
+}
+
 /** The layer of `content`, built whole. */
 export function buildRevisionLayer(revisionId: number, content: RevisionContent): RevisionLayer {
   const { v4, v6 } = content;
@@ -66,7 +72,7 @@ export function buildRevisionLayer(revisionId: number, content: RevisionContent)
   tagOf.set(v6.tags, v4.length);
   return layerOf({
     revisionId,
-    index: buildPrefixTextIndex([...v4.texts(), ...v6.texts()]),
+    index: indexOfContent(content),
     tagOf,
     tagCommunities: content.tags.map((t) => t.communities),
     gone: null,
