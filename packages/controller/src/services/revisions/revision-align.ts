@@ -1,4 +1,4 @@
-import { comparePrefixes, newTables, type PrefixTable, type PrefixTables, parsePrefixTexts, pushPrefixText } from "@rlc/shared/prefix";
+import { comparePrefixes, newTables, PrefixTable, type PrefixTables, parsePrefixTexts, pushPrefixText } from "@rlc/shared/prefix";
 import { lowerBound, maskTo } from "./revision-blocks.js";
 import type { ContentSplice, RevisionChange } from "./revision-build.js";
 import { type RevisionContent, type RevisionFamily, uncovered } from "./revision-content.js";
@@ -249,6 +249,22 @@ export function contentSplices(from: RevisionContent, to: RevisionContent): { v4
   return { v4: family("v4"), v6: family("v6") };
 }
 
+/** The prefixes of sorted `t` shorter than `len`, in order. */
+function shorterThan(t: PrefixTable, len: number): PrefixTable {
+  const W = t.W;
+  let n = 0;
+  for (let i = 0; i < t.count; i++) if (t.lens[i]! < len) n++;
+  const out = new PrefixTable(t.family, Math.max(1, n));
+  let k = 0;
+  for (let i = 0; i < t.count; i++) {
+    if (t.lens[i]! >= len) continue;
+    for (let w = 0; w < W; w++) out.words[k * W + w] = t.words[i * W + w]!;
+    out.lens[k++] = t.lens[i]!;
+  }
+  out.count = n;
+  return out;
+}
+
 /** The length a prefix text ends with (`/24`); a bare address is a host route. */
 function lengthOf(text: string, bits: number): number {
   const slash = text.lastIndexOf("/");
@@ -308,8 +324,13 @@ export function withdrawnFrom(current: RevisionContent, next: RevisionContent, a
     }
     let longest = 0;
     for (const t of texts) longest = Math.max(longest, lengthOf(t, bits));
-    const covering = next[fam].texts().filter((t) => lengthOf(t, bits) < longest);
-    count += covering.length ? uncovered(parsePrefixTexts(texts)[fam], parsePrefixTexts(covering)[fam]) : texts.length;
+    // The prefixes of `next` shorter than the longest removed one: from its table where it has
+    // one (no text written for a compact content), else from its texts.
+    const covering =
+      table && table.count === next[fam].length
+        ? shorterThan(table, longest)
+        : parsePrefixTexts(next[fam].texts().filter((t) => lengthOf(t, bits) < longest))[fam];
+    count += covering.count ? uncovered(parsePrefixTexts(texts)[fam], covering) : texts.length;
   }
   return count;
 }
