@@ -17,7 +17,9 @@ import { type Community, communityText, community as parseCommunity, quoted, Ren
 // as in its last file, in runs whose places each chunk's tally (its lines by tag, counted once
 // per chunk) tells; so are the runs of its base's lines a rebuilt chunk kept (the delta names
 // them), found by reading the base chunk's tags. Those runs are copied from the last file (read
-// back: the cache does not hold it); only the added routes are written byte by byte.
+// back: the cache does not hold it); only the added routes are written byte by byte. A set the
+// last render wrote keeps where its routes were chunk by chunk (its places), so writing it again
+// after the next delta looks only at the chunks that delta rebuilt, not at every chunk's tally.
 
 /** What the agent renders from: a section, and when it came from a delta, what the delta did. */
 export interface SectionInput {
