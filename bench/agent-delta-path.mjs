@@ -3,7 +3,7 @@
 // the new config on probation (the loop's own log line) and to the end (confirmed, recorded).
 // It runs in a child process (startAgentProcess), as the agent does on a router.
 import { fork } from "node:child_process";
-import { mkdirSync } from "node:fs";
+import { mkdirSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import { performance } from "node:perf_hooks";
 import { fileURLToPath } from "node:url";
@@ -38,15 +38,23 @@ export async function agentPath({ dir, birdc, configPath, contents, runner: give
   const key = await generateSigningKey();
   const sections = {};
   const lines = {};
+  // Each content's SHA-256 and page root, once here: hashing 34 MB a round is the controller's
+  // work, not the agent's, and would be most of the bench's profile at 1.2M.
+  const digests = {};
+  const roots = {};
   for (const [name, prefixes] of Object.entries(contents)) {
     sections[name] = encodePrefixSection(prefixes);
     lines[name] = prefixLines(columnOf(prefixes.v4), columnOf(prefixes.v6));
+    digests[name] = sha256Hex(sections[name]);
+    // The page root, as a controller since migration 0026 signs it (BENCH_PAGES=0: as one before).
+    roots[name] = process.env.BENCH_PAGES === "0" ? null : pagesOf(sections[name]).root;
   }
   // Every script between two contents, made now: the line lists are not kept.
   const scripts = new Map();
   for (const from of Object.keys(lines))
     for (const to of Object.keys(lines)) if (from !== to) scripts.set(`${from}>${to}`, diffPrefixLines(lines[from], lines[to]));
   const script = (from, to) => scripts.get(`${from}>${to}`);
+  const scriptDigests = new Map([...scripts].map(([k, s]) => [k, sha256Hex(s)]));
   const state = new StateStore(join(dir, "agent-state"));
   await state.init();
   await state.writeSigningKeys([{ key_id: key.keyId, alg: "ed25519", public_key: Buffer.from(key.publicKey).toString("base64"), status: "active" }]);
@@ -55,7 +63,6 @@ export async function agentPath({ dir, birdc, configPath, contents, runner: give
   let revision = 1000;
   let running = null; // { revision, name } BIRD runs
   const served = new Map(); // revision → { full, delta, base }
-  const roots = {};
   async function issue(name, withDelta) {
     const rev = ++revision;
     const config = {
@@ -67,10 +74,9 @@ export async function agentPath({ dir, birdc, configPath, contents, runner: give
       communities: [],
       peers: [],
     };
-    const prefixesSha = sha256Hex(sections[name]);
-    // The page root, as a controller since migration 0026 signs it (BENCH_PAGES=0: as one before).
-    const pagesRoot = process.env.BENCH_PAGES === "0" ? null : (roots[name] ??= pagesOf(sections[name]).root);
-    const head = async (section, base) =>
+    const prefixesSha = digests[name];
+    const pagesRoot = roots[name];
+    const head = async (section, sectionSha, base) =>
       signBundleHead(
         {
           tenant_id: TENANT,
@@ -83,20 +89,20 @@ export async function agentPath({ dir, birdc, configPath, contents, runner: give
           prefixes_sha256: prefixesSha,
           ...(pagesRoot ? { prefixes_pages_sha256: pagesRoot } : {}),
           section: base ? "delta" : "full",
-          section_sha256: sha256Hex(section),
+          section_sha256: sectionSha,
           section_size: section.length,
-          ...(base ? { base_revision_id: base.revision, base_prefixes_sha256: sha256Hex(sections[base.name]) } : {}),
+          ...(base ? { base_revision_id: base.revision, base_prefixes_sha256: digests[base.name] } : {}),
         },
         configBytes(config),
         key,
       );
     // The full bundle joined only when fetched: its 34 MB copy each round was the bench's garbage, collected in the agent's measured sync.
-    const fullHead = await head(sections[name], null);
+    const fullHead = await head(sections[name], digests[name], null);
     const full = () => Buffer.concat([fullHead, sections[name]]);
     let delta = null;
     if (withDelta && running) {
       const s = script(running.name, name);
-      delta = { base: running.revision, bytes: Buffer.concat([await head(s, running), s]) };
+      delta = { base: running.revision, bytes: Buffer.concat([await head(s, scriptDigests.get(`${running.name}>${name}`), running), s]) };
     }
     // Only what may still be fetched: the bundles of older revisions are the bench's, not the agent's, memory.
     for (const r of served.keys()) if (r < (running?.revision ?? 0)) served.delete(r);
@@ -172,10 +178,14 @@ export async function agentPath({ dir, birdc, configPath, contents, runner: give
       const desired = await issue(name, true);
       const t = performance.now();
       marks = { start: t };
+      const window = [process.hrtime.bigint()];
+      const main = mainThreadNs();
       const cpu = process.cpuUsage();
       const result = await loop.sync({ reason: "manual", desired });
-      const end = performance.now();
       const spent = process.cpuUsage(cpu);
+      const mainSpent = mainThreadNs() - main;
+      window.push(process.hrtime.bigint());
+      const end = performance.now();
       if (result !== "applied") throw new Error(`the agent answered ${result}`);
       running = { revision: desired.revision_id, name };
       return {
@@ -183,12 +193,25 @@ export async function agentPath({ dir, birdc, configPath, contents, runner: give
         total: end - t,
         cpu: (spent.user + spent.system) / 1000,
         cpuSystem: spent.system / 1000,
+        // The main thread's alone: the agent's JS, its GC pauses and its syscalls, without the GC's helper threads and the thread pool.
+        cpuMain: Number.isNaN(mainSpent) ? null : mainSpent / 1e6,
+        // When sync() ran, on the clock of a .cpuprofile's timestamps (µs).
+        window: window.map((ns) => Number(ns / 1000n)),
         birdP: marks.birdP,
         beforeBirdP: marks.beforeBirdP,
         fetched,
       };
     },
   };
+}
+
+/** CPU time of the calling thread so far, in ns (Linux's schedstat; NaN elsewhere). */
+function mainThreadNs() {
+  try {
+    return Number(readFileSync("/proc/thread-self/schedstat", "latin1").split(" ")[0]);
+  } catch {
+    return Number.NaN;
+  }
 }
 
 /** The same, in a child process; each call is one message there and back. */

@@ -17,7 +17,9 @@ import { type Community, communityText, community as parseCommunity, quoted, Ren
 // as in its last file, in runs whose places each chunk's tally (its lines by tag, counted once
 // per chunk) tells; so are the runs of its base's lines a rebuilt chunk kept (the delta names
 // them), found by reading the base chunk's tags. Those runs are copied from the last file (read
-// back: the cache does not hold it); only the added routes are written byte by byte.
+// back: the cache does not hold it); only the added routes are written byte by byte. A set the
+// last render wrote keeps where its routes were chunk by chunk (its places), so writing it again
+// after the next delta looks only at the chunks that delta rebuilt, not at every chunk's tally.
 
 /** What the agent renders from: a section, and when it came from a delta, what the delta did. */
 export interface SectionInput {
@@ -56,6 +58,15 @@ interface RenderedSet {
   head: string;
   /** The file's text: the same object for as long as the set's routes do not change. */
   text: RouteText;
+  /** Where its routes are in the file, chunk by chunk of the section it was written from (writeSet's `places`): while that section is the last render's, a delta's render of the set takes them as they are. */
+  places: Places | null;
+}
+
+/** A route file's routes chunk by chunk: `at[c]`, where those of chunk c start (`at[chunks]`, where they end); `n[c]`, how many come before. */
+interface Places {
+  section: ChunkedSection;
+  at: Uint32Array;
+  n: Uint32Array;
 }
 
 /**
@@ -205,62 +216,118 @@ function render(out: StaticsOut & { split: string }, input: SectionInput, kind: 
   const befores = chosen.map((of) => (incremental ? cache.sets.get(of.id) : undefined));
   const old: (OldFile | null)[] = chosen.map(() => null);
   const last = cache.section;
+  const lastChunks = last ? last.chunks.length : 0;
+  // The sets whose routes' places in the last file are counted from the last section's tallies
+  // (the others kept them from when they were written, from the last section).
+  const counted = new Uint8Array(chosen.length);
   if (last && cache.readWritten) {
     chosen.forEach((_, k) => {
       const before = befores[k];
       const bytes = before ? cache.readWritten?.(before.file, before.text) : null;
-      if (before && bytes) old[k] = { bytes, at: new Uint32Array(last.chunks.length), end: Buffer.byteLength(before.head, "utf8") };
+      if (!before || !bytes) return;
+      const known = before.places?.section === last ? before.places : null;
+      if (known) old[k] = { bytes, at: known.at, n: known.n, end: known.at[lastChunks] as number };
+      else {
+        counted[k] = 1;
+        old[k] = { bytes, at: new Uint32Array(lastChunks + 1), n: new Uint32Array(lastChunks + 1), end: Buffer.byteLength(before.head, "utf8") };
+      }
     });
   }
-  if (old.some((o) => o !== null)) {
-    const lastTallies = cache.sectionTallies;
+  const route1 = ROUTE.length + tail.length;
+  const lastTallies = cache.sectionTallies;
+  const anyOld = old.some((o) => o !== null);
+  if (anyOld) {
+    const anyCounted = counted.includes(1);
+    const seen = new Uint32Array(chosen.length);
     for (let j = 0; j < lastTallies.length; j++) {
       const tally = lastTallies[j] as Tally;
       tally.index = j;
       tally.stamp = stamp;
+      if (!anyCounted) continue;
       for (let k = 0; k < old.length; k++) {
         const o = old[k];
-        if (o) (o.at as Uint32Array)[j] = o.end;
+        if (o && counted[k]) {
+          o.at[j] = o.end;
+          o.n[j] = seen[k] as number;
+        }
       }
       const { entries } = tally;
       for (let e = 0; e < entries.length; e += 3) {
         const k = slot[entries[e] as number] as number;
         const o = k < 0 ? null : old[k];
-        if (o) o.end += (entries[e + 1] as number) * (ROUTE.length + tail.length) + (entries[e + 2] as number);
+        if (!o || !counted[k]) continue;
+        o.end += (entries[e + 1] as number) * route1 + (entries[e + 2] as number);
+        seen[k] = (seen[k] as number) + (entries[e + 1] as number);
       }
     }
+    old.forEach((o, k) => {
+      if (!o || !counted[k]) return;
+      o.at[lastChunks] = o.end;
+      o.n[lastChunks] = seen[k] as number;
+    });
     // A file that is not what the last section makes of the set (it cannot be, but its bytes came from a disk) is not copied from.
     old.forEach((o, k) => {
       if (o && (o.end + END.length !== o.bytes.length || !o.bytes.subarray(o.end).equals(END))) old[k] = null;
     });
   }
 
-  // What each set has in this section (tallies), and which chunks' lines are read one by one:
-  // the chunks not in the last section (rebuilt), and every chunk for a set not copied.
+  // What each set has in this section, and which chunks' lines are read one by one: the chunks
+  // not in the last section (rebuilt), and every chunk for a set not copied. A chunk the last
+  // section had is found by walking the two sections side by side (the chunks a delta kept are
+  // in the same order); for a set copied from its last file, what it has there is its places.
   const { chunks } = section;
   const rebuilt = new Uint8Array(chunks.length);
+  const lastIndex = new Int32Array(chunks.length).fill(-1);
   const whole = Uint8Array.from(old, (o) => (o === null ? 1 : 0));
+  const anyWhole = whole.includes(1);
+  const copiedSets = Int32Array.from(old.flatMap((o, k) => (o ? [k] : [])));
   const routes = new Uint32Array(chosen.length);
   const prefixBytes = new Float64Array(chosen.length);
   const walked = new Uint32Array(chosen.length);
   const tallies = new Array<Tally>(chunks.length);
+  let next = 0;
   for (let c = 0; c < chunks.length; c++) {
-    const tally = tallyOf(chunks[c] as SectionChunk);
+    const chunk = chunks[c] as SectionChunk;
+    let j = -1;
+    if (anyOld) {
+      if (next < lastChunks && (last as ChunkedSection).chunks[next] === chunk) j = next;
+      else {
+        const known = cache.tallies.get(chunk);
+        if (known && known.stamp === stamp) j = known.index;
+      }
+    }
+    let tally: Tally;
+    if (j >= 0) {
+      next = j + 1;
+      lastIndex[c] = j;
+      tally = lastTallies[j] as Tally;
+      for (let x = 0; x < copiedSets.length; x++) {
+        const k = copiedSets[x] as number;
+        const o = old[k] as OldFile;
+        const count = (o.n[j + 1] as number) - (o.n[j] as number);
+        routes[k] = (routes[k] as number) + count;
+        prefixBytes[k] = (prefixBytes[k] as number) + (o.at[j + 1] as number) - (o.at[j] as number) - count * route1;
+      }
+    } else {
+      rebuilt[c] = 1;
+      tally = tallyOf(chunk);
+    }
     tallies[c] = tally;
-    const { entries, stamp: was } = tally;
-    const fresh = was !== stamp;
-    if (fresh) rebuilt[c] = 1;
+    if (j >= 0 && !anyWhole) continue;
+    const { entries } = tally;
     for (let e = 0; e < entries.length; e += 3) {
       const k = slot[entries[e] as number] as number;
-      if (k < 0) continue;
+      if (k < 0 || (j >= 0 && !whole[k])) continue;
       routes[k] = (routes[k] as number) + (entries[e + 1] as number);
       prefixBytes[k] = (prefixBytes[k] as number) + (entries[e + 2] as number);
-      if (fresh || whole[k]) walked[k] = (walked[k] as number) + (entries[e + 1] as number);
+      walked[k] = (walked[k] as number) + (entries[e + 1] as number);
     }
   }
   const lines = linesOfSets(section, slot, walked, rebuilt, whole);
 
   const sets = new Map<string, RenderedSet>(incremental ? cache.sets : []);
+  // The places of the sets not written now are of the last section: of no use from here on.
+  for (const s of sets.values()) s.places = null;
   const checks: Record<string, CheckText> = {};
   chosen.forEach((of, k) => {
     const n = routes[k] as number;
@@ -274,19 +341,23 @@ function render(out: StaticsOut & { split: string }, input: SectionInput, kind: 
       section,
       k,
       slot,
-      tallies,
       tallyOf,
       stamp,
       kept: incremental ? delta.kept : null,
       rebuilt,
+      lastIndex,
       lines: lines[k] as Uint32Array,
       old: old[k] as OldFile | null,
+      // Kept for the next delta after a delta (a whole render's would be every set's, most never used).
+      places: incremental,
     };
     const written = writeSet(from, headBytes, tail, size, {
       added: incremental ? delta.added : null,
       family: of.family,
     });
-    const made: RenderedSet = { of, name, file: staticFileName(out.split, name), head, text: new RouteText(written.text, head, n) };
+    const text = new RouteText(written.text, head, n);
+    const places = written.places ? { section, ...written.places } : null;
+    const made: RenderedSet = { of, name, file: staticFileName(out.split, name), head, text, places };
     const before = befores[k];
     if (before) checks[made.file] = { against: before.text, text: checkText(written.text, headBytes.length, n, written.added) };
     sets.set(of.id, made);
@@ -345,13 +416,14 @@ function remade(section: ChunkedSection, s: RenderedSet, setOfTag: readonly (Set
     section,
     k: 0,
     slot,
-    tallies,
     tallyOf: () => tallies[0] as Tally,
     stamp: -1,
     kept: null,
     rebuilt: null,
+    lastIndex: null,
     lines: lines[0] as Uint32Array,
     old: null,
+    places: false,
   };
   return writeSet(from, headBytes, tail, size, null).text;
 }

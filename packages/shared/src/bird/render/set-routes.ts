@@ -22,10 +22,14 @@ export const ROUTE = Buffer.from("\n  route ", "latin1");
 export const END_TEXT = "\n}\n";
 export const END = Buffer.from(END_TEXT, "latin1");
 
-/** A set's last file, to copy routes from: `at[j]`, where its routes of the last section's chunk j start; `end`, where its routes end. */
+/**
+ * A set's last file, to copy routes from: `at[j]`, where its routes of the last section's chunk j
+ * start (`at[chunks]`: where they end, `end`); `n[j]`, how many of its routes come before them.
+ */
 export interface OldFile {
   bytes: Buffer;
   at: Uint32Array;
+  n: Uint32Array;
   end: number;
 }
 
@@ -87,16 +91,18 @@ export interface SetSource {
   /** The set's number in `slot`. */
   k: number;
   slot: Int32Array;
-  /** The section's chunks' tallies, in order; any chunk's, counted if need be. */
-  tallies: readonly Tally[];
   tallyOf: (chunk: SectionChunk) => Tally;
   /** The render's stamp on the last section's chunks' tallies. */
   stamp: number;
   /** The delta's runs of kept lines in each rebuilt chunk: the set's routes in them are copied from `old` too, where their base chunk was in the last section. */
   kept: Map<SectionChunk, readonly KeptRun[]> | null;
   rebuilt: Uint8Array | null;
+  /** For a chunk not rebuilt, its index in the last section. */
+  lastIndex: Int32Array | null;
   lines: Uint32Array;
   old: OldFile | null;
+  /** Whether to answer where the routes of each chunk landed (`places`). */
+  places: boolean;
 }
 
 /**
@@ -104,7 +110,9 @@ export interface SetSource {
  * of a chunk the last section had too are copied from the last file (`old`), the others written
  * from the chunk's bytes. `checks`: which routes are checked (checkPrefix) — the delta's added
  * lines (ascending; answered as `[route's position in the file, from, to]` triples for the check
- * text), or every line when null; without it, none (a file made again).
+ * text), or every line when null; without it, none (a file made again). `places` (when asked):
+ * where the routes of each chunk of `section` start in the file and how many come before, as
+ * {@link OldFile} has them, for the next render to copy from this file without counting.
  */
 export function writeSet(
   from: SetSource,
@@ -112,8 +120,8 @@ export function writeSet(
   tail: Buffer,
   size: number,
   checks: { added: Uint32Array | null; family: 4 | 6 } | null,
-): { text: Buffer; added: number[] } {
-  const { section, k, slot, tallies, tallyOf, stamp, kept, rebuilt, lines, old } = from;
+): { text: Buffer; added: number[]; places: { at: Uint32Array; n: Uint32Array } | null } {
+  const { section, k, slot, tallyOf, stamp, kept, rebuilt, lastIndex, lines, old } = from;
   const { chunks, first } = section;
   const added = checks?.added ?? null;
   const text = Buffer.allocUnsafe(size);
@@ -152,17 +160,18 @@ export function writeSet(
   let route = 0;
   let n = 0;
   let a = 0;
+  const placeAt = from.places ? new Uint32Array(chunks.length + 1) : null;
+  const placeN = from.places ? new Uint32Array(chunks.length + 1) : null;
   for (let c = 0; c < chunks.length; c++) {
+    if (placeAt && placeN) {
+      placeAt[c] = o + runTo - runFrom;
+      placeN[c] = route;
+    }
     if (old && rebuilt?.[c] === 0) {
-      const { entries, index } = tallies[c] as Tally;
-      let count = 0;
-      let bytes = 0;
-      for (let e = 0; e < entries.length; e += 3) {
-        if (slot[entries[e] as number] !== k) continue;
-        count += entries[e + 1] as number;
-        bytes += (entries[e + 1] as number) * (ROUTE.length + tail.length) + (entries[e + 2] as number);
-      }
+      const index = (lastIndex as Int32Array)[c] as number;
+      const count = (old.n[index + 1] as number) - (old.n[index] as number);
       if (count === 0) continue;
+      const bytes = (old.at[index + 1] as number) - (old.at[index] as number);
       const at = old.at[index] as number;
       if (at !== runTo) {
         flush();
@@ -218,9 +227,13 @@ export function writeSet(
     }
   }
   flush();
+  if (placeAt && placeN) {
+    placeAt[chunks.length] = o;
+    placeN[chunks.length] = route;
+  }
   o += END.copy(text, o);
   if (o !== size) throw new Error(`a route file came out ${o} bytes, not the ${size} counted`);
-  return { text, added: found };
+  return { text, added: found, places: placeAt && placeN ? { at: placeAt, n: placeN } : null };
 }
 
 /**
