@@ -116,6 +116,16 @@ const baseOptions = (applicationName: string) =>
   }) as const;
 
 /**
+ * The one connection of a `Database.session` client, reserved. Without fetch_types, postgres.js
+ * never hands a connection it is still opening to a reserve (the reserve waits for ever): a
+ * first query opens it, and the reserve then takes it as it stands.
+ */
+export async function reserveSession(session: Sql): Promise<Awaited<ReturnType<Sql["reserve"]>>> {
+  await session`SELECT 1`;
+  return session.reserve();
+}
+
+/**
  * PostgreSQL when `url` is set; otherwise an embedded PostgreSQL (PGlite) under `dataDir`,
  * served over the wire protocol by pglite-socket so the same driver, SQL and migrations run.
  */
@@ -130,8 +140,11 @@ export async function openDatabase(options: OpenDatabaseOptions): Promise<Databa
       kind: "postgres",
       probe: async () => void (await probeSql`SELECT 1`),
       // max_lifetime off: postgres.js otherwise ends a connection after 30 to 60 minutes, and a
-      // session lock with it.
-      session: (name) => postgres(url, { ...baseOptions(`${applicationName} ${name}`), max: 1, max_lifetime: null }),
+      // session lock with it. fetch_types off: postgres.js reads the array types as a connection's
+      // first query, a promise of its own that nothing awaits, and a session ended at once while
+      // that query ran rejected it unhandled, which ends a Node process (test/scheduler/lock-session.test.ts);
+      // the lock's queries use no arrays. Reserve it with reserveSession.
+      session: (name) => postgres(url, { ...baseOptions(`${applicationName} ${name}`), max: 1, max_lifetime: null, fetch_types: false }),
       close: async () => {
         await probeSql.end({ timeout: 1 });
         await sql.end({ timeout: 5 });

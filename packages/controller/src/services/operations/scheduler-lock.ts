@@ -1,5 +1,5 @@
 import { ADVISORY_LOCKS, type Backend, backendHoldsLock, backendOf, endBackend, tryLockForSession } from "../../db/advisory-locks.js";
-import type { Database, Sql } from "../../db/connect.js";
+import { type Database, reserveSession, type Sql } from "../../db/connect.js";
 
 /** Advisory lock held by the one scheduler leader among all replicas. */
 export const SCHEDULER_LOCK = ADVISORY_LOCKS.scheduler;
@@ -86,7 +86,7 @@ export function createSchedulerLock(db: Database) {
       void endOrphans();
       const s: Session = (session ??= { client: db.session("scheduler lock"), conn: null, backend: null, taking: false });
       try {
-        s.conn ??= await s.client.reserve();
+        s.conn ??= await reserveSession(s.client);
         // Its backend is learnt before any take is sent on it, so that a take that never
         // answers still leaves a backend to end.
         s.backend ??= (await backendOf(s.conn)) ?? null;
