@@ -3,6 +3,7 @@ import fc from "fast-check";
 import { describe, expect, it } from "vitest";
 import { buildRevision, type ModuleInput } from "../revisions/revision-build.js";
 import { compactContent, type RevisionContent, type RevisionFamily } from "../revisions/revision-content.js";
+import { smallV4, smallV6 } from "../revisions/revision-model.test-helper.js";
 import { decodeContent, encodeContent } from "../revisions/revision-store.js";
 import { fullSection, sectionDelta } from "./bundle-sections.js";
 
@@ -10,12 +11,8 @@ import { fullSection, sectionDelta } from "./bundle-sections.js";
 // bytes the walk over every line's text gives, whether the content carries its texts, only its
 // parsed prefixes (kept compact), or its stored text (read back).
 
-const v4 = fc
-  .record({ off: fc.integer({ min: 0, max: 255 }), len: fc.integer({ min: 24, max: 32 }) })
-  .map(({ off, len }) => `11.0.0.${off & ~(2 ** (32 - len) - 1)}/${len}`);
-const v6 = fc
-  .record({ off: fc.integer({ min: 0, max: 255 }), len: fc.integer({ min: 120, max: 128 }) })
-  .map(({ off, len }) => `2a00::${(off & ~(2 ** (128 - len) - 1)).toString(16)}/${len}`);
+const v4 = smallV4;
+const v6 = smallV6;
 const prefixes = fc.array(fc.oneof({ weight: 2, arbitrary: v4 }, { weight: 1, arbitrary: v6 }), { maxLength: 14 });
 const community = fc.option(fc.constantFrom("65000:1", "65000:2", "65000:3"), { nil: null });
 const modulesArb = fc

@@ -4,17 +4,13 @@ import fc from "fast-check";
 import { describe, expect, it } from "vitest";
 import { type BogonSettings, buildRevision, type ModuleInput } from "./revision-build.js";
 import { compactContent, contentFromEntries, digestOf, type RevisionEntry, RevisionFamily, withdrawnCount } from "./revision-content.js";
-import { modelEntries, settingsOf } from "./revision-model.test-helper.js";
+import { modelEntries, settingsOf, smallV4, smallV6 } from "./revision-model.test-helper.js";
 import { decodeContent, encodeContent } from "./revision-store.js";
 
 // Small address spaces, so a brute-force model can check every pair: 11.0.0.0/24 (lengths
 // 24..32) and 2a00::/120 (120..128), plus a few prefixes outside them (short, bogon).
-const v4 = fc
-  .record({ off: fc.integer({ min: 0, max: 255 }), len: fc.integer({ min: 24, max: 32 }) })
-  .map(({ off, len }) => `11.0.0.${off & ~(2 ** (32 - len) - 1)}/${len}`);
-const v6 = fc
-  .record({ off: fc.integer({ min: 0, max: 255 }), len: fc.integer({ min: 120, max: 128 }) })
-  .map(({ off, len }) => `2a00::${(off & ~(2 ** (128 - len) - 1)).toString(16)}/${len}`);
+const v4 = smallV4;
+const v6 = smallV6;
 const odd = fc.constantFrom("10.1.0.0/16", "0.0.0.0/0", "11.0.0.0/7", "11.0.0.77/24", "2a00::/8", "fc00::/7");
 const prefixes = fc.array(fc.oneof({ weight: 6, arbitrary: v4 }, { weight: 3, arbitrary: v6 }, { weight: 1, arbitrary: odd }), { maxLength: 14 });
 const community = fc.option(fc.constantFrom("65000:1", "65000:2", "65000:3"), { nil: null });

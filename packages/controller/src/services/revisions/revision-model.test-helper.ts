@@ -1,9 +1,18 @@
 import { aggregateTagged, containsPrefix, removeBogons } from "@rlc/shared/prefix";
+import fc from "fast-check";
 import type { BogonSettings, ModuleInput } from "./revision-build.js";
 import type { RevisionEntry } from "./revision-content.js";
 
 // The revision build's brute-force model, for the property tests of the full build
 // (revision-build.test.ts) and of the incremental one (revision-incremental.test.ts).
+
+/** Prefixes of small address spaces, 11.0.0.0/24 (lengths 24..32) and 2a00::/120 (120..128), so that random ones nest and touch. */
+export const smallV4 = fc
+  .record({ off: fc.integer({ min: 0, max: 255 }), len: fc.integer({ min: 24, max: 32 }) })
+  .map(({ off, len }) => `11.0.0.${off & ~(2 ** (32 - len) - 1)}/${len}`);
+export const smallV6 = fc
+  .record({ off: fc.integer({ min: 0, max: 255 }), len: fc.integer({ min: 120, max: 128 }) })
+  .map(({ off, len }) => `2a00::${(off & ~(2 ** (128 - len) - 1)).toString(16)}/${len}`);
 
 export const settingsOf = (b: BogonSettings) => ({
   minLengthV4: b.min_prefix_length_v4,
