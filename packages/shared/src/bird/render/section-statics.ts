@@ -1,9 +1,10 @@
 import type { ChunkedChange, ChunkedSection, SectionChunk } from "../../bundle/chunked-section.js";
 import type { SectionTags } from "../../bundle/tagged-section.js";
-import type { FileText, MadeText } from "../atomic-file.js";
-import { checkText, END, END_TEXT, linesOfSets, type OldFile, ROUTE, type Tally, tallier, writeSet } from "./set-routes.js";
+import type { FileText } from "../atomic-file.js";
+import { type RenderedSet, RouteText, SectionStaticsCache, type SetOf } from "./section-statics-cache.js";
+import { checkText, END, linesOfSets, type OldFile, ROUTE, type Tally, tallier, writeSet } from "./set-routes.js";
 import { compareSets, groupHead, type StaticsOut, staticFileName, uniqueSorted } from "./statics.js";
-import { type Community, communityText, community as parseCommunity, quoted, RenderError } from "./values.js";
+import { communityText, community as parseCommunity, quoted, RenderError } from "./values.js";
 
 // The static protocols of a split render written from a chunked section (../../bundle/chunked-
 // section.ts) rather than from the payload's prefix tuples: each community set's file made from
@@ -11,6 +12,8 @@ import { type Community, communityText, community as parseCommunity, quoted, Ren
 // apply costs what changed. Byte for byte what renderStatics writes for the same prefixes (a
 // property test holds the two together); anything it does not take as it is (a prefix in
 // another spelling, a bad community) throws, and the caller renders the payload as before.
+//
+// What a render keeps for the next one: section-statics-cache.ts.
 //
 // A set written again after a delta is not written route by route: the chunks the new section
 // shares with the last one hold the same lines, so the set's routes in them are the same bytes
@@ -42,117 +45,6 @@ export interface CheckText {
  * WrittenFiles reads it back then). A set written again takes the routes it kept from them.
  */
 export type ReadWritten = (name: string, text: FileText) => Buffer | null;
-
-interface SetOf {
-  /** `<family> <communities, parsed and sorted>`. */
-  id: string;
-  family: 4 | 6;
-  key: string;
-  set: Community[];
-}
-
-interface RenderedSet {
-  of: SetOf;
-  name: string;
-  file: string;
-  head: string;
-  /** The file's text: the same object for as long as the set's routes do not change. */
-  text: RouteText;
-  /** Where its routes are in the file, chunk by chunk of the section it was written from (writeSet's `places`): while that section is the last render's, a delta's render of the set takes them as they are. */
-  places: Places | null;
-}
-
-/** A route file's routes chunk by chunk: `at[c]`, where those of chunk c start (`at[chunks]`, where they end); `n[c]`, how many come before. */
-interface Places {
-  section: ChunkedSection;
-  at: Uint32Array;
-  n: Uint32Array;
-}
-
-/**
- * A route file's text as the cache keeps it: its bytes until they are written
- * ({@link SectionStaticsCache.settle}), then made again from the section of the latest render
- * while the set is unchanged there (a file found touched, a restore), and not at all once a render
- * wrote it again. A million routes' files are ~40 MB the agent then does not hold; what tells a
- * file from its next version is this object's identity.
- */
-class RouteText implements MadeText {
-  #bytes: Buffer | null;
-  #make: (() => Buffer) | null = null;
-  readonly #head: string;
-  readonly #routes: number;
-
-  constructor(bytes: Buffer, head: string, routes: number) {
-    this.#bytes = bytes;
-    this.#head = head;
-    this.#routes = routes;
-  }
-
-  bytes(): Buffer | null {
-    return this.#bytes ?? this.#make?.() ?? null;
-  }
-
-  /** Its head and end: the validate step blanks its route lines without the text's bytes (every route line plain ASCII). */
-  frame(): { text: Buffer; routesAfterLine: number; routes: number } {
-    let lines = 1;
-    for (let i = this.#head.indexOf("\n"); i >= 0; i = this.#head.indexOf("\n", i + 1)) lines++;
-    return { text: Buffer.from(`${this.#head}${END_TEXT}`, "utf8"), routesAfterLine: lines, routes: this.#routes };
-  }
-
-  /** Made by `make` from now on, once its bytes are let go (null: not any more). */
-  remake(make: (() => Buffer) | null): void {
-    this.#make = make;
-    if (!make) this.#bytes = null;
-  }
-
-  /** Its bytes let go: made again when asked. */
-  settle(): void {
-    this.#bytes = null;
-  }
-}
-
-/** The last render's files, per config path: a delta over the section they were made from renders only the sets it touched. */
-export class SectionStaticsCache {
-  /** Route kind, titles and include name the files were written under; another renders all again. */
-  context = "";
-  /** The numbering the tags below come from. */
-  tags: SectionTags | null = null;
-  /** SHA-256 of the section the files were rendered from. */
-  sha256: string | null = null;
-  /** The section the files were rendered from, and its chunks' tallies: where each file's routes are, chunk by chunk. */
-  section: ChunkedSection | null = null;
-  sectionTallies: Tally[] = [];
-  /** Tag → its community set. */
-  setOfTag: (SetOf | undefined)[] = [];
-  sets = new Map<string, RenderedSet>();
-  /** Each chunk's lines by tag: after a delta only the rebuilt chunks are counted. */
-  tallies = new WeakMap<SectionChunk, Tally>();
-  /** Renders so far: what marks the chunks of the last render's section (Tally.stamp). */
-  stamp = 0;
-  /** Where a set written again reads its last file back from; without it, the set is written whole. */
-  readonly readWritten: ReadWritten | null;
-
-  constructor(readWritten: ReadWritten | null = null) {
-    this.readWritten = readWritten;
-  }
-
-  /** The files of the last render are written (or given up): their bytes let go, made again when asked. */
-  settle(): void {
-    for (const s of this.sets.values()) s.text.settle();
-  }
-
-  clear(): void {
-    for (const s of this.sets.values()) s.text.remake(null);
-    this.context = "";
-    this.tags = null;
-    this.sha256 = null;
-    this.section = null;
-    this.sectionTallies = [];
-    this.setOfTag = [];
-    this.sets.clear();
-    this.tallies = new WeakMap();
-  }
-}
 
 /**
  * Both families' static protocols into `out` (split: `out.split` names the include), from
@@ -427,3 +319,5 @@ function remade(section: ChunkedSection, s: RenderedSet, setOfTag: readonly (Set
   };
   return writeSet(from, headBytes, tail, size, null).text;
 }
+
+export { SectionStaticsCache };
