@@ -1,13 +1,19 @@
 import type { ChunkedSection, SectionChunk } from "../../bundle/chunked-section.js";
 import type { SectionTags } from "../../bundle/tagged-section.js";
-import type { MadeText } from "../atomic-file.js";
-import type { ReadWritten } from "./section-statics.js";
+import type { FileText, MadeText } from "../atomic-file.js";
 import { END_TEXT, type Tally } from "./set-routes.js";
 import type { Community } from "./values.js";
 
 // What a section render keeps from one apply to the next (section-statics.ts): each community
 // set's route file as last written (its text, made again on demand, and where its routes are
 // chunk by chunk), the section it was rendered from and that section's chunks' tallies.
+
+/**
+ * The bytes of a route file the last render wrote, as the file in the config directory holds
+ * them: null unless the caller knows the file holds `text` as it was written (the agent's
+ * WrittenFiles reads it back then). A set written again takes the routes it kept from them.
+ */
+export type ReadWritten = (name: string, text: FileText) => Buffer | null;
 
 export interface SetOf {
   /** `<family> <communities, parsed and sorted>`. */

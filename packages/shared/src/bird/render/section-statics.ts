@@ -1,7 +1,7 @@
 import type { ChunkedChange, ChunkedSection, SectionChunk } from "../../bundle/chunked-section.js";
 import type { SectionTags } from "../../bundle/tagged-section.js";
 import type { FileText } from "../atomic-file.js";
-import { type RenderedSet, RouteText, SectionStaticsCache, type SetOf } from "./section-statics-cache.js";
+import { type ReadWritten, type RenderedSet, RouteText, SectionStaticsCache, type SetOf } from "./section-statics-cache.js";
 import { checkText, END, linesOfSets, type OldFile, ROUTE, type Tally, tallier, writeSet } from "./set-routes.js";
 import { compareSets, groupHead, type StaticsOut, staticFileName, uniqueSorted } from "./statics.js";
 import { communityText, community as parseCommunity, quoted, RenderError } from "./values.js";
@@ -38,13 +38,6 @@ export interface CheckText {
   against: FileText;
   text: Buffer;
 }
-
-/**
- * The bytes of a route file the last render wrote, as the file in the config directory holds
- * them: null unless the caller knows the file holds `text` as it was written (the agent's
- * WrittenFiles reads it back then). A set written again takes the routes it kept from them.
- */
-export type ReadWritten = (name: string, text: FileText) => Buffer | null;
 
 /**
  * Both families' static protocols into `out` (split: `out.split` names the include), from
@@ -320,4 +313,4 @@ function remade(section: ChunkedSection, s: RenderedSet, setOfTag: readonly (Set
   return writeSet(from, headBytes, tail, size, null).text;
 }
 
-export { SectionStaticsCache };
+export { type ReadWritten, SectionStaticsCache };
