@@ -2,6 +2,7 @@ import { AsyncLocalStorage } from "node:async_hooks";
 import { mkdir } from "node:fs/promises";
 import { join } from "node:path";
 import postgres from "postgres";
+import { releaseQueryOrigin, runTransactionTexts } from "./query-origin.js";
 
 export type Sql = postgres.Sql;
 /** A connection or a transaction: every query function takes one of these. */
@@ -40,21 +41,33 @@ export function guardPool(sql: postgres.Sql): postgres.Sql {
   const check = (what: string) => {
     if (inTransaction.getStore()) throw new PoolInTransactionError(what);
   };
+  // Before the pool's first transaction (query-origin.ts); again after a failure (no database yet).
+  let texts: Promise<void> | null = null;
+  const textsRun = () =>
+    (texts ??= runTransactionTexts(sql).catch((err: unknown) => {
+      texts = null;
+      throw err;
+    }));
   return new Proxy(sql, {
     apply(target, thisArg, args: unknown[]) {
       // sql`…` is a query; sql(value) builds a fragment (identifiers, lists) and is harmless.
       const first = args[0] as { raw?: unknown } | undefined;
       if (Array.isArray(first) && first && "raw" in first) check("a query");
-      return Reflect.apply(target, thisArg, args);
+      const query = Reflect.apply(target, thisArg, args);
+      releaseQueryOrigin(query);
+      return query;
     },
     get(target, prop, receiver) {
       const value = Reflect.get(target, prop, receiver);
       if (prop === "begin") {
-        return (...args: unknown[]) => {
+        return async (...args: unknown[]) => {
           check("a second transaction");
           const fn = args[args.length - 1] as (tx: postgres.TransactionSql) => unknown;
           const rest = args.slice(0, -1);
-          return (target.begin as (...a: unknown[]) => unknown)(...rest, (tx: postgres.TransactionSql) => inTransaction.run(true, () => fn(tx)));
+          await textsRun();
+          return (target.begin as (...a: unknown[]) => unknown)(...rest, (tx: postgres.TransactionSql) =>
+            inTransaction.run(true, () => fn(releasingOrigins(tx))),
+          );
         };
       }
       if (prop === "unsafe" || prop === "reserve" || prop === "file") {
@@ -64,6 +77,34 @@ export function guardPool(sql: postgres.Sql): postgres.Sql {
         };
       }
       return value;
+    },
+  });
+}
+
+/**
+ * A transaction (or savepoint) whose queries let go of what their origin holds
+ * (query-origin.ts), as the pool's do: the first run of a query text inside a transaction
+ * would otherwise keep the transaction's callback, and all it holds, for the process's life.
+ */
+function releasingOrigins(tx: postgres.TransactionSql): postgres.TransactionSql {
+  return new Proxy(tx, {
+    apply(target, thisArg, args: unknown[]) {
+      const query = Reflect.apply(target, thisArg, args);
+      releaseQueryOrigin(query);
+      return query;
+    },
+    get(target, prop, receiver) {
+      const value = Reflect.get(target, prop, receiver);
+      if (prop !== "savepoint" || typeof value !== "function") return value;
+      return (...args: unknown[]) => {
+        const fn = args[args.length - 1];
+        if (typeof fn !== "function") return (value as (...a: unknown[]) => unknown).apply(target, args);
+        const rest = args.slice(0, -1);
+        return (value as (...a: unknown[]) => unknown).apply(target, [
+          ...rest,
+          (sp: postgres.TransactionSql) => (fn as (s: postgres.TransactionSql) => unknown)(releasingOrigins(sp)),
+        ]);
+      };
     },
   });
 }
