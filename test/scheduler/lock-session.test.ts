@@ -22,9 +22,7 @@ beforeAll(async () => {
   server = createServer((client) => {
     const upstream = createConnection({ host: target.hostname, port: Number(target.port || 5432) });
     sockets.push(client, upstream);
-    client
-      .on("error", () => {})
-      .on("data", (chunk) => upstream.write(chunk));
+    client.on("error", () => {}).on("data", (chunk) => upstream.write(chunk));
     upstream
       .on("error", () => {})
       .on("data", (chunk: Buffer) => {
