@@ -1,4 +1,4 @@
-import { canonicalCidr, diffTagged } from "@rlc/shared/prefix";
+import { canonicalCidr, diffTagged, type TaggedDiff } from "@rlc/shared/prefix";
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
 import { alignContents, forKept, forKeptRuns, withdrawnFrom } from "./revision-align.js";
@@ -13,6 +13,7 @@ import {
   withdrawnCount,
 } from "./revision-content.js";
 import { diffAligned, diffFromChange, diffFromChangeAlone, reversed } from "./revision-diff.js";
+import { composeDiffs } from "./revision-diff-chain.js";
 import { decodeContent, encodeContent } from "./revision-store.js";
 
 // A revision stored as a change against its parent reads back as the whole content it was made
@@ -83,10 +84,14 @@ const apply = (p: Pick, edit: Pick | { v6: boolean; at: number; pick: number | n
 describe("revision changes", () => {
   it("a chain of changes over random edits reads back each content byte for byte; diff and guard from the change equal the whole walk's", () => {
     let answeredAlone = 0;
+    let composed = 0;
     fc.assert(
       fc.property(contentArb, fc.array(fc.tuple(editArb, fc.nat(20)), { minLength: 1, maxLength: 6 }), (first, edits) => {
         let pick: Pick = first;
         let whole = contentOf(pick);
+        const start = whole;
+        // The diffs of the steps so far, each from its change alone (null once one could not answer).
+        let steps: TaggedDiff[] | null = [];
         // What a reader has: the first content decoded from its bytes, the rest materialised; and
         // the same kept compact (its prefixes parsed, no text a prefix), as the revision store keeps it.
         let read = whole;
@@ -110,6 +115,13 @@ describe("revision changes", () => {
             answeredAlone++;
             expect(alone).toEqual(diffTagged(taggedPrefixes(whole), taggedPrefixes(next)));
           }
+          // The diff of the chain's first content and this one, from the steps' diffs, either way round.
+          steps = alone && steps ? [...steps, alone] : null;
+          if (steps && steps.length > 1) {
+            composed++;
+            expect(composeDiffs(steps)).toEqual(diffTagged(taggedPrefixes(start), taggedPrefixes(next)));
+            expect(reversed(composeDiffs(steps))).toEqual(diffTagged(taggedPrefixes(next), taggedPrefixes(start)));
+          }
           // A change stored before it kept the parent's part answers nothing alone.
           const { parentCommunities: _, ...older } = change;
           expect(diffFromChangeAlone(older)).toBeNull();
@@ -126,8 +138,9 @@ describe("revision changes", () => {
       }),
       { numRuns: 300 },
     );
-    // Most changes answer alone: the assertion above ran.
+    // Most changes answer alone: the assertions above ran.
     expect(answeredAlone).toBeGreaterThan(100);
+    expect(composed).toBeGreaterThan(100);
   });
 
   it("a change of a few prefixes holds those few: kept prefixes and a renumbering of the tags cost nothing", () => {

@@ -4,6 +4,7 @@ import type { Db } from "../../db/connect.js";
 import { type Alignment, alignContents, forKeptRuns } from "./revision-align.js";
 import type { RevisionChange } from "./revision-change.js";
 import type { RevisionContent, RevisionTag } from "./revision-content.js";
+import { composeDiffs } from "./revision-diff-chain.js";
 import type { RevisionStore } from "./revision-store.js";
 
 /** The change of communities between a tag of one content and a tag of another (null: none), worked out once a pair. */
@@ -152,8 +153,9 @@ export function reversed(d: TaggedDiff): TaggedDiff {
 /**
  * The diff of two revisions. When one is stored as a change against the other, from that change
  * alone (diffFromChangeAlone: a cold diff of two million-prefix revisions reads ~100 kB, not a
- * 10 MB content to inflate and parse), or with the other's content (diffFromChange); else one merge walk over both (by their parsed
- * words where both carry them).
+ * 10 MB content to inflate and parse), or with the other's content (diffFromChange); when one
+ * is a few changes after the other on its chain, from those changes (composeDiffs); else one
+ * merge walk over both (by their parsed words where both carry them).
  */
 export async function diffRevisions(store: RevisionStore, db: Db, tenantId: string, a: number, b: number): Promise<TaggedDiff> {
   const content = async (id: number) => {
@@ -168,6 +170,16 @@ export async function diffRevisions(store: RevisionStore, db: Db, tenantId: stri
   if (back) {
     const d = diffFromChangeAlone(back);
     return reversed(d ?? diffFromChange(await content(b), back));
+  }
+  // One a few changes after the other on its chain: the steps' diffs composed, when each
+  // change alone answers its step.
+  const along = (await store.changesAlong(db, tenantId, a, b)) ?? (await store.changesAlong(db, tenantId, b, a));
+  if (along) {
+    const steps = along.map(diffFromChangeAlone);
+    if (steps.every((d) => d !== null)) {
+      const d = composeDiffs(steps as TaggedDiff[]);
+      return a < b ? d : reversed(d);
+    }
   }
   const from = await content(a);
   const to = await content(b);

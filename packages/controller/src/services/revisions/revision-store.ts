@@ -269,6 +269,33 @@ export function createRevisionStore(opts: { entries?: number; chain?: Partial<Ch
     },
 
     /**
+     * The stored changes from `ancestor` to `descendant`, oldest first, when `descendant` is
+     * stored as a chain of changes that passes through `ancestor`; else null.
+     */
+    async changesAlong(db: Db, tenantId: string, ancestor: number, descendant: number): Promise<RevisionChange[] | null> {
+      if (ancestor >= descendant) return null;
+      const links = await findChainLinks(db, tenantId, descendant);
+      const k = links.findIndex((l) => l.revision_id === ancestor);
+      if (k <= 0) return null;
+      const steps = links.slice(0, k);
+      const missing = steps.filter((l) => !changes.has(`${tenantId}:${l.revision_id}`)).map((l) => l.revision_id);
+      const rows = missing.length ? await findStoredContents(db, tenantId, missing) : new Map<number, StoredContent>();
+      const out: RevisionChange[] = [];
+      for (let i = k - 1; i >= 0; i--) {
+        const key = `${tenantId}:${steps[i]!.revision_id}`;
+        let hit = changes.get(key);
+        if (!hit) {
+          const row = rows.get(steps[i]!.revision_id);
+          if (!row || row.parent_id === null) return null;
+          hit = { parentId: row.parent_id, change: decodeChange(row.content) };
+          keepIn(changes, 4 * max, key, hit);
+        }
+        out.push(hit.change);
+      }
+      return out;
+    },
+
+    /**
      * Where `from` and `to` part (revision-align.ts); the last pair is remembered. `change`: how
      * an incremental build made `to` (BuiltRevision.change); when made from `from`, only the
      * ranges it replaced are walked (two built contents are aligned by their parsed prefixes: alignContents).
