@@ -1,3 +1,4 @@
+import { executionAsyncResource } from "node:async_hooks";
 import postgres from "postgres";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { guardPool, outsideTransaction, PoolInTransactionError } from "./connect.js";
@@ -51,5 +52,53 @@ describe("guardPool", () => {
     ).rejects.toThrow("at once");
     await expect(sql.begin(async () => sql`SELECT 1`)).rejects.toBeInstanceOf(PoolInTransactionError);
     expect((await sql`SELECT 7 AS n`)[0]).toEqual({ n: 7 });
+  });
+
+  it("stops tracking async work once no transaction is open, and starts again with the next one", async () => {
+    // The scope's own mark on the async resource a transaction's callback runs in.
+    const mark = await sql.begin(async () => {
+      await null;
+      const resource = executionAsyncResource() as Record<symbol, unknown>;
+      return Object.getOwnPropertySymbols(resource).find((s) => resource[s] === true);
+    });
+    expect(mark).toBeDefined();
+    const tracked = () => new Promise<boolean>((resolve) => setImmediate(() => resolve(Object.hasOwn(executionAsyncResource(), mark as symbol))));
+    // No transaction open: resources are made without the scope's hook (it ran on every one).
+    expect(await tracked()).toBe(false);
+    // With a transaction open, every resource is tracked again (the scope must follow its callback's work).
+    let release!: () => void;
+    const held = new Promise<void>((r) => {
+      release = r;
+    });
+    let started!: () => void;
+    const open = new Promise<void>((r) => {
+      started = r;
+    });
+    const tx = sql.begin(async () => {
+      started();
+      await held;
+      return sql`SELECT 1`;
+    });
+    await open;
+    expect(await tracked()).toBe(true);
+    release();
+    await expect(tx).rejects.toBeInstanceOf(PoolInTransactionError);
+    expect(await tracked()).toBe(false);
+    expect((await sql`SELECT 8 AS n`)[0]).toEqual({ n: 8 });
+  });
+
+  it("lets a timer left by an ended transaction query the pool while no transaction is open", async () => {
+    const left = await new Promise<unknown>((resolve, reject) => {
+      sql.begin(async () => {
+        setTimeout(() => {
+          try {
+            resolve(sql`SELECT 9 AS n`);
+          } catch (e) {
+            reject(e);
+          }
+        }, 50);
+      });
+    });
+    expect(left).toEqual([{ n: 9 }]);
   });
 });

@@ -27,6 +27,37 @@ export class PoolInTransactionError extends Error {
 const inTransaction = new AsyncLocalStorage<true>();
 
 /**
+ * Transactions whose callback has begun and whose `begin` has not yet settled, over every
+ * guarded pool. While there is none the storage is disabled: an enabled AsyncLocalStorage (on
+ * Node 20) turns on async_hooks for the whole process, and every promise, nextTick, timer and
+ * socket write then calls its init hook in JS, on every request of every route, long after the
+ * last transaction ended: 4–33 µs of server CPU a request in three runs, the bare route's and the lookup's
+ * alike, in bench/lookup-builds.mjs on a loaded 2-core machine (docs/benchmarks.md). A callback left
+ * over from a transaction that has ended (a timer it set) is then no longer refused a pool
+ * query unless another transaction is open: it holds no connection, so it cannot deadlock.
+ */
+let openTransactions = 0;
+
+/** `begin` of `target` with `fn` in the transaction's scope, counted from its first call until the transaction has ended. */
+function watchedBegin(target: postgres.Sql, rest: unknown[], fn: (tx: postgres.TransactionSql) => unknown): Promise<unknown> {
+  let entered = false;
+  const leave = () => {
+    if (!entered) return;
+    entered = false;
+    if (--openTransactions === 0) inTransaction.disable();
+  };
+  const scoped = (tx: postgres.TransactionSql) => {
+    if (!entered) {
+      entered = true;
+      openTransactions++;
+    }
+    return inTransaction.run(true, () => fn(tx));
+  };
+  // `finally` passes the result and a rejection on unchanged, after the count is down.
+  return (target.begin as (...a: unknown[]) => Promise<unknown>)(...rest, scoped).finally(leave);
+}
+
+/**
  * The pool, guarded: a query, `unsafe`, `begin` or `reserve` on the pool from inside a
  * `begin` callback throws at once. Such a query is not part of the transaction (it neither sees
  * its writes nor rolls back with it), and it needs a second connection while the transaction
@@ -65,9 +96,7 @@ export function guardPool(sql: postgres.Sql): postgres.Sql {
           const fn = args[args.length - 1] as (tx: postgres.TransactionSql) => unknown;
           const rest = args.slice(0, -1);
           await textsRun();
-          return (target.begin as (...a: unknown[]) => unknown)(...rest, (tx: postgres.TransactionSql) =>
-            inTransaction.run(true, () => fn(releasingOrigins(tx))),
-          );
+          return watchedBegin(target, rest, (tx) => fn(releasingOrigins(tx)));
         };
       }
       if (prop === "unsafe" || prop === "reserve" || prop === "file") {
