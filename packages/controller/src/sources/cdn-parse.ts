@@ -16,7 +16,7 @@ export interface RejectedValue {
 }
 
 export interface FeedParseResult {
-  /** Distinct prefixes, host bits cleared, canonical text, in order of first appearance. */
+  /** Distinct prefixes, host bits cleared, canonical text, in order of first appearance; flat strings (no V8 cons string). */
   prefixes: string[];
   /** Values (not distinct) whose host bits were set. */
   masked: number;
@@ -34,10 +34,11 @@ export class FeedParseError extends Error {
 const SAMPLE_SIZE = 20;
 const VALUE_CHARS = 200;
 
-function collector() {
+/** `expected`: about how many values the feed holds (the IPv4 set is made at that size). */
+function collector(expected = 0) {
   // Distinct IPv4 prefixes by value (no string hashed per line: most of a feed's lines), the
   // rest by canonical text.
-  const seen4 = new Ipv4PrefixSet();
+  const seen4 = new Ipv4PrefixSet(expected);
   const seen = new Set<string>();
   const result: FeedParseResult = { prefixes: [], masked: 0, rejected: 0, rejectedSample: [] };
   const reject = (value: string, reason: RejectReason) => {
@@ -46,9 +47,12 @@ function collector() {
   };
   // The scanners write the address's words here.
   const words = new Uint32Array(4);
-  const keepText = (text: string) => {
+  // Where result.prefixes holds a text formatted here (formatCidrValue's), made flat at the end.
+  const formatted: number[] = [];
+  const keepText = (text: string, made = false) => {
     if (!seen.has(text)) {
       seen.add(text);
+      if (made) formatted.push(result.prefixes.length);
       result.prefixes.push(text);
     }
   };
@@ -66,10 +70,30 @@ function collector() {
     if (!parsed.ok) return reject(value, parsed.code === "invalid_prefix_length" ? "bad_prefix_length" : "not_an_address");
     if (parsed.masked) result.masked++;
     const { cidr } = parsed;
-    if (cidr.family === 6) return keepText(formatCidrValue(cidr));
-    if (seen4.add(Number(cidr.network), cidr.length)) result.prefixes.push(formatCidrValue(cidr));
+    if (cidr.family === 6) return keepText(formatCidrValue(cidr), true);
+    if (seen4.add(Number(cidr.network), cidr.length)) {
+      formatted.push(result.prefixes.length);
+      result.prefixes.push(formatCidrValue(cidr));
+    }
   };
-  return { add, reject, result };
+  /**
+   * The result, every text flat: the values kept as they were are the feed's own (slices of its
+   * text, or JSON's strings); the few formatted here (template literals: V8 cons strings, which
+   * every later comparison walks piece by piece) are cut from one joined string.
+   */
+  const done = () => {
+    if (formatted.length) {
+      const flat = formatted
+        .map((i) => result.prefixes[i]!)
+        .join("\n")
+        .split("\n");
+      formatted.forEach((i, k) => {
+        result.prefixes[i] = flat[k]!;
+      });
+    }
+    return result;
+  };
+  return { add, reject, result, done };
 }
 
 /**
@@ -80,7 +104,9 @@ function collector() {
  * another character, which may be a blank it knows).
  */
 export function parseTextFeed(text: string): FeedParseResult {
-  const { add, result } = collector();
+  // At most one value a LINE_CHARS characters, but for short junk lines (an IPv4 /24 line is 11-19).
+  // (Capped: a bigger feed's set grows from there as any other.)
+  const { add, done } = collector(Math.min(1_000_000, Math.ceil(text.length / LINE_CHARS)));
   const n = text.length;
   let i = n > 0 && text.charCodeAt(0) === 0xfeff ? 1 : 0;
   while (i < n) {
@@ -100,8 +126,11 @@ export function parseTextFeed(text: string): FeedParseResult {
     const value = text.charCodeAt(start) < 128 && text.charCodeAt(stop - 1) < 128 ? text.slice(start, stop) : text.slice(start, stop).trim();
     if (value !== "") add(value);
   }
-  return result;
+  return done();
 }
+
+/** Characters of a short feed line (what the set's size is reckoned from): `1.2.3.0/24` and its line end. */
+const LINE_CHARS = 11;
 
 /** Tab, vertical tab, form feed, space: the ASCII characters String#trim removes within a line. */
 const isAsciiBlank = (c: number) => c === 32 || c === 9 || c === 11 || c === 12;
@@ -118,7 +147,7 @@ export function parseJsonFeed(text: string, path: string | JsonPath): FeedParseR
   } catch (cause) {
     throw new FeedParseError(`the feed is not valid JSON: ${(cause as Error).message}`, { cause });
   }
-  const { add, reject, result } = collector();
+  const { add, reject, done } = collector();
   const take = (value: unknown) => {
     if (typeof value === "string") add(value.trim());
     else reject(JSON.stringify(value) ?? String(value), "not_a_string");
@@ -127,5 +156,5 @@ export function parseJsonFeed(text: string, path: string | JsonPath): FeedParseR
     if (Array.isArray(value)) for (const element of value) take(element);
     else take(value);
   }
-  return result;
+  return done();
 }

@@ -194,22 +194,27 @@ export function createIngestService(deps: IngestDeps) {
         lap("guard");
         const now = job.now();
         await replaceSnapshots(tx, tenantId, [...collected.values()], now);
-        for (const c of collected.values()) {
-          const allFailed = c.sources_failed > 0 && c.sources_ok === 0;
-          await updateModuleRefreshed(tx, c.module_id, {
-            prefix_count_v4: counts.get(c.module_id)!.v4,
-            prefix_count_v6: counts.get(c.module_id)!.v6,
-            collected_at: now,
-            last_refreshed_at: allFailed ? null : now,
-            last_refresh_error: c.warnings.length
-              ? c.warnings
-                  .map((w) => `${w.source}: ${w.message}`)
-                  .join("; ")
-                  .slice(0, 2000)
-              : null,
-          });
-          for (const s of c.cdn) await updateCdnSourceStatus(tx, s.id, { ...s, at: now });
-        }
+        // One round trip for them all: the statements go out together on the transaction's connection.
+        await Promise.all(
+          [...collected.values()].flatMap((c) => {
+            const allFailed = c.sources_failed > 0 && c.sources_ok === 0;
+            return [
+              updateModuleRefreshed(tx, c.module_id, {
+                prefix_count_v4: counts.get(c.module_id)!.v4,
+                prefix_count_v6: counts.get(c.module_id)!.v6,
+                collected_at: now,
+                last_refreshed_at: allFailed ? null : now,
+                last_refresh_error: c.warnings.length
+                  ? c.warnings
+                      .map((w) => `${w.source}: ${w.message}`)
+                      .join("; ")
+                      .slice(0, 2000)
+                  : null,
+              }),
+              ...c.cdn.map((s) => updateCdnSourceStatus(tx, s.id, { ...s, at: now })),
+            ];
+          }),
+        );
         if (collected.size) await bumpSnapshotGeneration(tx, tenantId);
         generation = await deps.builder.generationOf(tx, tenantId);
         lap("snapshot_write");
