@@ -10,6 +10,25 @@ beforeAll(() => {
 });
 afterAll(async () => sql?.end({ timeout: 1 }));
 
+/** A transaction under way until `release()`, which then queries the pool (refused: PoolInTransactionError). */
+async function heldTransaction(): Promise<{ transaction: Promise<unknown>; release: () => void }> {
+  let release!: () => void;
+  const held = new Promise<void>((r) => {
+    release = r;
+  });
+  let started!: () => void;
+  const open = new Promise<void>((r) => {
+    started = r;
+  });
+  const transaction = sql.begin(async () => {
+    started();
+    await held;
+    return sql`SELECT 1`;
+  });
+  await open;
+  return { transaction, release };
+}
+
 describe("guardPool", () => {
   it("refuses a pool query, a second transaction or unsafe inside a transaction, and rolls the transaction back", async () => {
     await expect(sql.begin(async () => sql`SELECT 1`)).rejects.toBeInstanceOf(PoolInTransactionError);
@@ -26,20 +45,7 @@ describe("guardPool", () => {
   });
 
   it("keeps watching a transaction while another one ends beside it, and an array of queries still answers their rows", async () => {
-    let release!: () => void;
-    const held = new Promise<void>((r) => {
-      release = r;
-    });
-    let started!: () => void;
-    const open = new Promise<void>((r) => {
-      started = r;
-    });
-    const first = sql.begin(async () => {
-      started();
-      await held;
-      return sql`SELECT 1`;
-    });
-    await open;
+    const { transaction: first, release } = await heldTransaction();
     // A second transaction starts and ends while the first is still under way.
     expect(await sql.begin((tx) => [tx`SELECT 5 AS n`, tx`SELECT 6 AS n`])).toEqual([[{ n: 5 }], [{ n: 6 }]]);
     release();
@@ -66,20 +72,7 @@ describe("guardPool", () => {
     // No transaction open: resources are made without the scope's hook (it ran on every one).
     expect(await tracked()).toBe(false);
     // With a transaction open, every resource is tracked again (the scope must follow its callback's work).
-    let release!: () => void;
-    const held = new Promise<void>((r) => {
-      release = r;
-    });
-    let started!: () => void;
-    const open = new Promise<void>((r) => {
-      started = r;
-    });
-    const tx = sql.begin(async () => {
-      started();
-      await held;
-      return sql`SELECT 1`;
-    });
-    await open;
+    const { transaction: tx, release } = await heldTransaction();
     expect(await tracked()).toBe(true);
     release();
     await expect(tx).rejects.toBeInstanceOf(PoolInTransactionError);

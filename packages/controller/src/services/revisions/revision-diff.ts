@@ -163,23 +163,16 @@ export async function diffRevisions(store: RevisionStore, db: Db, tenantId: stri
     if (!c) throw new NotFoundError("revision", id);
     return c;
   };
-  // One stored as a change against the other: the change alone, or with the parent's content.
-  const forward = await store.changeFrom(db, tenantId, a, b);
-  if (forward) return diffFromChangeAlone(forward) ?? diffFromChange(await content(a), forward);
-  const back = await store.changeFrom(db, tenantId, b, a);
-  if (back) {
-    const d = diffFromChangeAlone(back);
-    return reversed(d ?? diffFromChange(await content(b), back));
-  }
-  // One a few changes after the other on its chain: the steps' diffs composed, when each
-  // change alone answers its step.
-  const along = (await store.changesAlong(db, tenantId, a, b)) ?? (await store.changesAlong(db, tenantId, b, a));
+  // One a change, or a few, after the other on its chain: from those changes alone (each
+  // step's diff, composed), or for a parent and child with the parent's content.
+  const [older, newer] = a < b ? [a, b] : [b, a];
+  const along = await store.changesAlong(db, tenantId, older, newer);
   if (along) {
     const steps = along.map(diffFromChangeAlone);
-    if (steps.every((d) => d !== null)) {
-      const d = composeDiffs(steps as TaggedDiff[]);
-      return a < b ? d : reversed(d);
-    }
+    let d: TaggedDiff | null = null;
+    if (steps.every((x) => x !== null)) d = steps.length === 1 ? steps[0]! : composeDiffs(steps as TaggedDiff[]);
+    else if (along.length === 1) d = diffFromChange(await content(older), along[0]!);
+    if (d) return a < b ? d : reversed(d);
   }
   const from = await content(a);
   const to = await content(b);

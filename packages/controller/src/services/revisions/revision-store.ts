@@ -1,15 +1,7 @@
 import { gunzipSync, gzipSync } from "node:zlib";
 import { writePrefixLines } from "@rlc/shared/prefix";
 import type { Db } from "../../db/connect.js";
-import {
-  findChain,
-  findChainLinks,
-  findStoredContent,
-  findStoredContents,
-  listDependents,
-  rewriteContentWhole,
-  type StoredContent,
-} from "../../db/revisions.js";
+import { findChain, findChainLinks, findStoredContents, listDependents, rewriteContentWhole, type StoredContent } from "../../db/revisions.js";
 import { type Alignment, alignContents, alignSpliced } from "./revision-align.js";
 import type { RevisionChange as RevisionBuildChange } from "./revision-build.js";
 import { applyChange, changeSize, decodeChange, encodeChange, makeChange, type RevisionChange } from "./revision-change.js";
@@ -253,46 +245,39 @@ export function createRevisionStore(opts: { entries?: number; chain?: Partial<Ch
       return content;
     },
 
-    /** The stored change of `revisionId` when it is one against `parentId`, else null. */
-    async changeFrom(db: Db, tenantId: string, parentId: number, revisionId: number): Promise<RevisionChange | null> {
-      const key = `${tenantId}:${revisionId}`;
-      let hit = changes.get(key);
-      if (!hit) {
-        // The chain columns first: a whole content is not read only to learn it is one.
-        if ((await findChain(db, tenantId, revisionId))?.parent_id !== parentId) return null;
-        const data = await findStoredContent(db, tenantId, revisionId);
-        if (!data || data.parent_id === null) return null;
-        hit = { parentId: data.parent_id, change: decodeChange(data.content) };
-        keepIn(changes, 4 * max, key, hit);
-      }
-      return hit.parentId === parentId ? hit.change : null;
-    },
-
     /**
      * The stored changes from `ancestor` to `descendant`, oldest first, when `descendant` is
      * stored as a chain of changes that passes through `ancestor`; else null.
      */
     async changesAlong(db: Db, tenantId: string, ancestor: number, descendant: number): Promise<RevisionChange[] | null> {
       if (ancestor >= descendant) return null;
-      const links = await findChainLinks(db, tenantId, descendant);
+      const key = (id: number) => `${tenantId}:${id}`;
+      // Newest first: down the decoded changes kept here, then the chain's links for the rest.
+      const out: RevisionChange[] = [];
+      let id = descendant;
+      for (let hit = changes.get(key(id)); hit && id > ancestor; hit = changes.get(key(id))) {
+        out.push(hit.change);
+        id = hit.parentId;
+      }
+      if (id === ancestor) return out.reverse();
+      if (id < ancestor) return null;
+      const links = await findChainLinks(db, tenantId, id);
       const k = links.findIndex((l) => l.revision_id === ancestor);
       if (k <= 0) return null;
       const steps = links.slice(0, k);
-      const missing = steps.filter((l) => !changes.has(`${tenantId}:${l.revision_id}`)).map((l) => l.revision_id);
+      const missing = steps.filter((l) => !changes.has(key(l.revision_id))).map((l) => l.revision_id);
       const rows = missing.length ? await findStoredContents(db, tenantId, missing) : new Map<number, StoredContent>();
-      const out: RevisionChange[] = [];
-      for (let i = k - 1; i >= 0; i--) {
-        const key = `${tenantId}:${steps[i]!.revision_id}`;
-        let hit = changes.get(key);
+      for (const step of steps) {
+        let hit = changes.get(key(step.revision_id));
         if (!hit) {
-          const row = rows.get(steps[i]!.revision_id);
+          const row = rows.get(step.revision_id);
           if (!row || row.parent_id === null) return null;
           hit = { parentId: row.parent_id, change: decodeChange(row.content) };
-          keepIn(changes, 4 * max, key, hit);
+          keepIn(changes, 4 * max, key(step.revision_id), hit);
         }
         out.push(hit.change);
       }
-      return out;
+      return out.reverse();
     },
 
     /**
