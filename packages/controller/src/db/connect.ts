@@ -24,7 +24,12 @@ export class PoolInTransactionError extends Error {
   }
 }
 
-const inTransaction = new AsyncLocalStorage<true>();
+/** The scope of one transaction's callback: open until that transaction's `begin` has settled. */
+interface TransactionScope {
+  open: boolean;
+}
+
+const inTransaction = new AsyncLocalStorage<TransactionScope>();
 
 /**
  * Transactions whose callback has begun and whose `begin` has not yet settled, over every
@@ -32,16 +37,20 @@ const inTransaction = new AsyncLocalStorage<true>();
  * Node 20) turns on async_hooks for the whole process, and every promise, nextTick, timer and
  * socket write then calls its init hook in JS, on every request of every route, long after the
  * last transaction ended: 4–33 µs of server CPU a request in three runs, the bare route's and the lookup's
- * alike, in bench/lookup-builds.mjs on a loaded 2-core machine (docs/benchmarks.md). A callback left
- * over from a transaction that has ended (a timer it set) is then no longer refused a pool
- * query unless another transaction is open: it holds no connection, so it cannot deadlock.
+ * alike, in bench/lookup-builds.mjs on a loaded 2-core machine (docs/benchmarks.md). Node 24's
+ * storage (AsyncContextFrame) has no hooks to turn off; disabling it there is harmless.
+ * A callback left over from a transaction that has ended (a timer it set) still carries that
+ * transaction's scope, closed by then, and may query the pool: it holds no connection, so it
+ * cannot deadlock. This holds on every Node, whether the storage is on or off at that moment.
  */
 let openTransactions = 0;
 
 /** `begin` of `target` with `fn` in the transaction's scope, counted from its first call until the transaction has ended. */
 function watchedBegin(target: postgres.Sql, rest: unknown[], fn: (tx: postgres.TransactionSql) => unknown): Promise<unknown> {
   let entered = false;
+  const scope: TransactionScope = { open: true };
   const leave = () => {
+    scope.open = false;
     if (!entered) return;
     entered = false;
     if (--openTransactions === 0) inTransaction.disable();
@@ -51,7 +60,7 @@ function watchedBegin(target: postgres.Sql, rest: unknown[], fn: (tx: postgres.T
       entered = true;
       openTransactions++;
     }
-    return inTransaction.run(true, () => fn(tx));
+    return inTransaction.run(scope, () => fn(tx));
   };
   // `finally` passes the result and a rejection on unchanged, after the count is down.
   return (target.begin as (...a: unknown[]) => Promise<unknown>)(...rest, scoped).finally(leave);
@@ -70,7 +79,7 @@ function watchedBegin(target: postgres.Sql, rest: unknown[], fn: (tx: postgres.T
  */
 export function guardPool(sql: postgres.Sql): postgres.Sql {
   const check = (what: string) => {
-    if (inTransaction.getStore()) throw new PoolInTransactionError(what);
+    if (inTransaction.getStore()?.open) throw new PoolInTransactionError(what);
   };
   // Before the pool's first transaction (query-origin.ts); again after a failure (no database yet).
   let texts: Promise<void> | null = null;
