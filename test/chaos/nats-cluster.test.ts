@@ -43,6 +43,22 @@ describe.skipIf(!natsServer.available)("NATS cluster: a node lost, then the whol
     const r = await t.call(speaker.nodeKey, "POST", `/v1/speakers/${speaker.id}/status`, { speaker_id: speaker.id, reason: "sessions_changed", sessions: [] });
     expect(r.statusCode, r.body).toBe(204);
   };
+  /**
+   * Reports until the stream holds more than `above` events. An event is published live and kept
+   * only once the stream has a leader: one written while the replicas still elect one (just
+   * after the stream is made, or a node or the cluster went) is seen live only, so the next
+   * report counts.
+   */
+  const reportUntilKept = (what: string, above: number) =>
+    until(
+      what,
+      async () => {
+        await report();
+        await new Promise((r) => setTimeout(r, 500));
+        return (await streamMessages().catch(() => 0)) > above;
+      },
+      40_000,
+    );
   /** A live poll reaches the agent's NATS subscription. */
   const wakeReaches = (what: string) =>
     until(
@@ -89,15 +105,13 @@ describe.skipIf(!natsServer.available)("NATS cluster: a node lost, then the whol
   it("the stream has three replicas and keeps events through a lost node and a whole-cluster restart; wake-ups reach the agent after each", {
     timeout: 180_000,
   }, async () => {
-    await report();
-    await until("the first event in the stream", async () => (await streamMessages().catch(() => 0)) > 0, 20_000);
+    await reportUntilKept("the first event in the stream", 0);
     expect((await streamInfo()).config.num_replicas).toBe(3);
 
     await cluster.kill(0);
     await wakeReaches("a wake-up with one node down");
     const beforeOne = await until("the stream with a node down", () => streamMessages().catch(() => 0), 20_000);
-    await report();
-    await until("an event written with a node down", async () => (await streamMessages().catch(() => 0)) > beforeOne, 20_000);
+    await reportUntilKept("an event written with a node down", beforeOne);
     await cluster.start(0);
 
     const kept = await until("the stream before the restart", () => streamMessages().catch(() => 0), 20_000);
@@ -107,16 +121,6 @@ describe.skipIf(!natsServer.available)("NATS cluster: a node lost, then the whol
     await wakeReaches("a wake-up after the cluster restart");
     // Kept: every event from before the restart is read back (once the replicas have caught up).
     await until("the stream's events after the restart", async () => (await streamMessages().catch(() => 0)) >= kept, 40_000);
-    // Events are published live and kept by the stream once it has its leader again: a report
-    // while the replicas still elect one is seen live only, so the agent's next report counts.
-    await until(
-      "an event written after the restart",
-      async () => {
-        await report();
-        await new Promise((r) => setTimeout(r, 500));
-        return (await streamMessages().catch(() => 0)) > kept;
-      },
-      40_000,
-    );
+    await reportUntilKept("an event written after the restart", kept);
   });
 });
