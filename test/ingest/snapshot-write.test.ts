@@ -104,4 +104,22 @@ describe("replaceSnapshots", () => {
     ).rejects.toThrow(/snapshots_source_form/);
     for (const id of ids) expect(await listSnapshotGroups(db.sql, id)).toEqual([{ ...before, refreshed_at: at.getTime() }]);
   }, 60_000);
+
+  it("stores a module's prefixes lz4-compressed where the server has lz4 (PostgreSQL), uncompressed on the embedded database", async () => {
+    const id = await newModule();
+    const prefixes = slash24s(0, 60_000);
+    await db.sql.begin((tx) => replaceSnapshots(tx, tenantId, [{ module_id: id, groups: [{ source: "cdn", origin: "feed", prefixes, seen_at: null }] }], at));
+    const [row] = await db.sql<{ stored: number; text: number; compression: string | null }[]>`
+      SELECT pg_column_size(prefixes)::int AS stored, length(array_to_string(prefixes, ' '))::int AS text, pg_column_compression(prefixes) AS compression
+      FROM snapshots WHERE module_id = ${id}`;
+    if (db.kind === "postgres") {
+      // ~0.3 MB for ~0.85 MB of text (uncompressed, as stored before: ~1.15 MB), in the table and in the WAL.
+      expect(row).toMatchObject({ compression: "lz4" });
+      expect(row!.stored).toBeLessThan(row!.text / 2);
+    } else {
+      expect(row!.compression).toBeNull();
+      expect(row!.stored).toBeGreaterThan(row!.text);
+    }
+    expect((await listSnapshotGroups(db.sql, id))[0]!.prefixes).toEqual(prefixes);
+  });
 });
