@@ -13,6 +13,7 @@ import metricsPlugin from "./plugins/metrics.js";
 import openapiPlugin from "./plugins/openapi.js";
 import securityHeadersPlugin from "./plugins/security-headers.js";
 import strictRequestsPlugin from "./plugins/strict-requests.js";
+import writeBatchingPlugin from "./plugins/write-batching.js";
 import "./plugins/types.js";
 import type { AppDeps } from "./app-deps.js";
 import { operationIds, operationKey, registerRoutes } from "./routes/table.js";
@@ -79,6 +80,8 @@ export async function buildApp(deps: AppDeps, opts: { logger?: FastifyServerOpti
     });
   }
   await app.register(securityHeadersPlugin);
+  // After the headers' hook: an answer is queued once it is complete.
+  await app.register(writeBatchingPlugin);
   // The document's plugin first: it sees only routes added after it (/metrics is one).
   await app.register(openapiPlugin, { version: deps.buildInfo.version, operationId: (method, url) => operationIds[operationKey(method, url)] });
   // With METRICS_PORT, /metrics is that listener's (metrics-listener.ts); requests are counted here still.

@@ -47,7 +47,7 @@ export default fp(async function authPlugin(
     if (opts.databaseHealth?.isDown()) {
       return done(new AppError("database_unavailable", "the database cannot be reached; retry shortly", { headers: { "retry-after": "5" } }));
     }
-    const principal = opts.authenticator.principalFor(req.headers.authorization, new Date(opts.clock.now()));
+    const principal = opts.authenticator.principalFor(req.headers.authorization, opts.clock.now());
     if (principal instanceof Promise) principal.then((p) => admit(req, access, p, done), done);
     else admit(req, access, principal, done);
   });

@@ -90,16 +90,18 @@ describe("authenticator, a cached key", () => {
     const expiry = new Date(Date.now() + 60_000);
     row.expires_at = expiry as never;
     const auth = createAuthenticator({ sql, ttlMs: 10_000 });
-    expect(auth.principalFor(`Bearer ${secret}`, new Date())).toBeInstanceOf(Promise); // the first read
+    expect(auth.principalFor(`Bearer ${secret}`, Date.now())).toBeInstanceOf(Promise); // the first read
     await auth.authenticate(`Bearer ${secret}`, new Date());
-    const principal = auth.principalFor(`Bearer ${secret}`, new Date());
+    const principal = auth.principalFor(`Bearer ${secret}`, Date.now());
     expect(principal).not.toBeInstanceOf(Promise);
     expect(principal).toMatchObject({ keyId: "k1", tenantId: "t1", role: "viewer" });
-    expect(() => auth.principalFor(`Bearer ${secret}`, expiry)).toThrow(expect.objectContaining({ code: "unauthenticated" }));
-    expect(() => auth.principalFor(`Bearer ${newKeySecret(prefix)}`, new Date())).toThrow(expect.objectContaining({ code: "unauthenticated" }));
+    // The request's time is a number of milliseconds: valid up to the millisecond before the expiry.
+    expect(auth.principalFor(`Bearer ${secret}`, expiry.getTime() - 1)).toBe(principal);
+    expect(() => auth.principalFor(`Bearer ${secret}`, expiry.getTime())).toThrow(expect.objectContaining({ code: "unauthenticated" }));
+    expect(() => auth.principalFor(`Bearer ${newKeySecret(prefix)}`, Date.now())).toThrow(expect.objectContaining({ code: "unauthenticated" }));
     expect(stats.queries).toBe(1);
     auth.invalidate(); // e.g. the key was revoked through this process
-    expect(auth.principalFor(`Bearer ${secret}`, new Date())).toBeInstanceOf(Promise);
+    expect(auth.principalFor(`Bearer ${secret}`, Date.now())).toBeInstanceOf(Promise);
     expect(stats.queries).toBe(2);
   });
 });

@@ -11,9 +11,10 @@ export interface Authenticator {
   /**
    * The same, answered at once (a principal, or a 401 thrown) when the key's row is cached, and
    * as a promise only while it is being read: the HTTP hook's path, where a promise and its
-   * microtask a request were a measurable share of a cached authentication.
+   * microtask a request were a measurable share of a cached authentication. `now` in
+   * milliseconds since the epoch: the hook makes no Date a request.
    */
-  principalFor(header: string | undefined, now: Date): Principal | Promise<Principal>;
+  principalFor(header: string | undefined, now: number): Principal | Promise<Principal>;
   /** Forgets every cached key: called by every change to a key (update, revoke, rotate). */
   invalidate(): void;
 }
@@ -144,8 +145,8 @@ export function createAuthenticator(deps: { sql: Db; ttlMs?: number }): Authenti
   }
 
   /** true: `secret` is the row's current secret; false: its previous one, within the grace; null: neither. */
-  function matchOf(entry: Entry, row: ApiKeyAuthRow, secret: string, now: Date): boolean | null {
-    const inGrace = row.previous_valid_until !== null && row.previous_valid_until > now;
+  function matchOf(entry: Entry, row: ApiKeyAuthRow, secret: string, now: number): boolean | null {
+    const inGrace = row.previous_valid_until !== null && row.previous_valid_until.getTime() > now;
     const known = entry.verified.get(secret);
     if (known !== undefined) return known || inGrace ? known : null;
     let match: boolean | null = null;
@@ -156,19 +157,19 @@ export function createAuthenticator(deps: { sql: Db; ttlMs?: number }): Authenti
   }
 
   /** The principal of `row` for this request, or a 401: validity is judged against `now` on every request. */
-  function admit(entry: Entry, row: ApiKeyAuthRow | null, header: string, parsed: { secret: string; prefix: string }, now: Date): Principal {
-    if (!row || row.revoked_at !== null || (row.expires_at !== null && row.expires_at <= now)) throw new UnauthenticatedError();
+  function admit(entry: Entry, row: ApiKeyAuthRow | null, header: string, parsed: { secret: string; prefix: string }, now: number): Principal {
+    if (!row || row.revoked_at !== null || (row.expires_at !== null && row.expires_at.getTime() <= now)) throw new UnauthenticatedError();
     if (matchOf(entry, row, parsed.secret, now) === null) throw new UnauthenticatedError();
     if (!parsedHeaders.has(header)) {
       if (parsedHeaders.size > 10_000) parsedHeaders.clear();
       parsedHeaders.set(header, parsed);
     }
     const last = touched.get(row.id);
-    if (last === undefined || Math.abs(now.getTime() - last) >= LAST_USED_EVERY_MS) {
-      touched.set(row.id, now.getTime());
+    if (last === undefined || Math.abs(now - last) >= LAST_USED_EVERY_MS) {
+      touched.set(row.id, now);
       if (touched.size > 10_000) touched.clear();
       // Off the request's path: a failed touch must not fail the request.
-      touches.add({ id: row.id, at: now }).catch(() => {});
+      touches.add({ id: row.id, at: new Date(now) }).catch(() => {});
     }
     entry.principal ??= Object.freeze({
       tenantId: row.tenant_id,
@@ -181,7 +182,7 @@ export function createAuthenticator(deps: { sql: Db; ttlMs?: number }): Authenti
     return entry.principal;
   }
 
-  function principalFor(header: string | undefined, now: Date): Principal | Promise<Principal> {
+  function principalFor(header: string | undefined, now: number): Principal | Promise<Principal> {
     const parsed = parse(header);
     if (!header || !parsed) throw new UnauthenticatedError();
     const entry = entryFor(parsed.prefix);
@@ -191,7 +192,7 @@ export function createAuthenticator(deps: { sql: Db; ttlMs?: number }): Authenti
 
   return {
     async authenticate(header, now) {
-      return principalFor(header, now);
+      return principalFor(header, now.getTime());
     },
     principalFor,
     invalidate() {

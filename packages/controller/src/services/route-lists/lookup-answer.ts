@@ -38,6 +38,11 @@ export function answerLookup(
   collected: readonly CollectedMatch[],
   bogonRules: () => BogonRules,
 ): LookupAnswer {
+  // Nothing collected and nothing announced (most addresses looked up): the answer is known
+  // without the filtering and sorting below.
+  if (!revision && collected.length === 0) {
+    return { announced: false, announced_prefix: null, communities: [], excluded_by: [], answer: "not announced: in no enabled list" };
+  }
   const announcing = collected.filter((c) => c.enabled && c.action === "announce");
   const names = unique(announcing.map((c) => c.module_name)).sort();
   if (revision) {
