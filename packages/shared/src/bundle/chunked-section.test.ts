@@ -47,9 +47,12 @@ function heldBytes(section: ChunkedSection): number {
 
 /** How many of the buffers the section's bytes are views of hold less than half their size of it. */
 function sparseBuffers(section: ChunkedSection): number {
-  const live = new Map<ArrayBufferLike, number>();
-  for (const c of section.chunks) live.set(c.bytes.buffer, (live.get(c.bytes.buffer) ?? 0) + c.starts[c.count]! - c.starts[0]!);
-  return [...live].filter(([buffer, n]) => n * 2 < buffer.byteLength).length;
+  // By the Buffer the chunks share, as compactSection counts: a small section's bytes may be a
+  // view of Node's shared allocation pool (8 KiB on Node 20, more on Node 24), which the section
+  // does not own and which would look almost empty by its ArrayBuffer.
+  const live = new Map<Buffer, number>();
+  for (const c of section.chunks) live.set(c.bytes, (live.get(c.bytes) ?? 0) + c.starts[c.count]! - c.starts[0]!);
+  return [...live].filter(([bytes, n]) => n * 2 < bytes.length).length;
 }
 
 const refusal = (run: () => unknown) => {
@@ -163,7 +166,19 @@ describe("the chunked prefix section", () => {
           shape(section);
         });
       }),
-      { numRuns: 100 },
+      {
+        numRuns: 100,
+        // A section of three lines, in Node's shared pool: by the pool's ArrayBuffer it looked sparse.
+        examples: [
+          [
+            {
+              first: ["10.0.2.0/24\t65000:100", "10.0.3.0/24\t65000:100", "10.0.4.0/24\t65000:100"],
+              steps: [{ e: { drop: [], retag: [], add: [0], cut: 0 } }],
+            },
+            1,
+          ],
+        ],
+      },
     );
   });
 
