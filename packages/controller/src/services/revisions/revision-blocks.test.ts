@@ -4,8 +4,8 @@ import { describe, expect, it } from "vitest";
 import { blockOf, rangeIn } from "./revision-blocks.js";
 
 describe("rangeIn", () => {
-  it("finds the prefixes of a block in a large IPv4 table (looked up by /16) as a scan does", () => {
-    // 12,000 prefixes over three /16s and their neighbours, enough for the /16 index (over 4,096),
+  it("finds the prefixes of a block in a large IPv4 table (searched on the numbers) as a scan does", () => {
+    // 12,000 prefixes over three /16s and their neighbours, many equal addresses of several lengths,
     // drawn from a seed (fast-check's arrays repeat their values too much for that many).
     const block = fc.record({ a: fc.constantFrom(0x0b00, 0x0b01, 0x0b02, 0x0b03, 0xffff), low: fc.nat(0xffff), len: fc.integer({ min: 4, max: 32 }) });
     fc.assert(

@@ -3,6 +3,7 @@ import fc from "fast-check";
 import { describe, expect, it } from "vitest";
 import { alignContents, alignSpliced, alignTables, uncoveredByLookup, withdrawnFrom } from "./revision-align.js";
 import { type BogonSettings, type BuiltRevision, buildRevision, type ModuleInput } from "./revision-build.js";
+import { encodeChange, makeChange, tagWalkSpliced } from "./revision-change.js";
 import { type RevisionContent, uncovered, withdrawnCount } from "./revision-content.js";
 import { type BuildState, buildWithState, rebuildRevision } from "./revision-incremental.js";
 import { modelEntries } from "./revision-model.test-helper.js";
@@ -150,6 +151,8 @@ describe("rebuildRevision", () => {
   }, 120_000);
 
   it("names a change whose ranges alone give the alignment, and whose parsed prefixes the withdrawn count, that the walks over both whole contents give", () => {
+    let fromRanges = 0;
+    let steps = 0;
     fc.assert(
       fc.property(richScenario, (scenario) => {
         rebuildSteps(scenario, (inc, current, state) => {
@@ -157,6 +160,13 @@ describe("rebuildRevision", () => {
           const spliced = alignSpliced(next.content, next.change!);
           const whole = alignContents(state.content, next.content);
           expect(spliced).toEqual(whole);
+          // The stored change from the ranges and the build's tag map (no walk of every kept
+          // prefix), byte for byte the one the walks give.
+          expect(encodeChange(makeChange(state.content, next.content, spliced, next.change))).toEqual(
+            encodeChange(makeChange(state.content, next.content, whole)),
+          );
+          steps++;
+          if (tagWalkSpliced(state.content, next.content, spliced, next.change!)) fromRanges++;
           const withdrawn = withdrawnCount(state.content, next.content);
           expect(withdrawnFrom(state.content, next.content, spliced, next.change!.tables)).toBe(withdrawn);
           // The full path's guard: the whole alignment (by the words of the two builds' tables
@@ -181,6 +191,8 @@ describe("rebuildRevision", () => {
       }),
       { numRuns: 200 },
     );
+    // Most changes' tags are told by the ranges alone (the rest are walked).
+    expect(fromRanges).toBeGreaterThan(steps / 2);
   }, 120_000);
 
   it("rebuilds a block of the changed prefix, not all that another module's covering prefix holds", () => {

@@ -222,6 +222,40 @@ function distinctIn(t: PrefixTable): number {
  * make `dropped_prefix_count` without a second filter pass over the union.
  */
 export function filterModules(modules: readonly { community: string | null; prefixes: readonly string[] }[], bird: BogonSettings): FilteredInput {
+  const { modules: filtered, counts, bogonKeys: bogonCounts, bogons, anyPieces } = filterEach(modules, bird);
+  const v4 = pairsOf(
+    4,
+    filtered.map((f) => f.lists.v4),
+  );
+  const v6 = pairsOf(
+    6,
+    filtered.map((f) => f.lists.v6),
+  );
+  let distinct = bogons.size;
+  if (!anyPieces) distinct += distinctIn(v4.table) + distinctIn(v6.table);
+  else {
+    for (const fam of [4, 6] as const) {
+      const key = fam === 4 ? "v4" : "v6";
+      distinct += distinctIn(
+        pairsOf(
+          fam,
+          filtered.map((f) => listOf(f.raw[key])),
+        ).table,
+      );
+    }
+  }
+  return { modules: filtered, v4, v6, distinct, bogons: bogons.size, counts, bogonKeys: bogonCounts };
+}
+
+/**
+ * filterModules' part of each module alone: its filtered prefixes, counts and bogon keys,
+ * without the (prefix, module) pairs of all of them and their distinct count, which an
+ * incremental rebuild, filtering only the changed modules, does not use.
+ */
+export function filterEach(
+  modules: readonly { community: string | null; prefixes: readonly string[] }[],
+  bird: BogonSettings,
+): Pick<FilteredInput, "modules" | "counts" | "bogonKeys"> & { bogons: Set<string>; anyPieces: boolean } {
   const exclude = bird.exclude_prefixes ?? DEFAULT_EXCLUDE_PREFIXES;
   const min = { v4: bird.min_prefix_length_v4 ?? DEFAULT_MIN_PREFIX_LENGTH_V4, v6: bird.min_prefix_length_v6 ?? DEFAULT_MIN_PREFIX_LENGTH_V6 };
   const excluded = parsePrefixTexts(exclude);
@@ -263,28 +297,7 @@ export function filterModules(modules: readonly { community: string | null; pref
   });
 
   const counts = filtered.map((f, mi) => ({ v4: bogonCounts[mi]!.v4.size + f.raw.v4.count, v6: bogonCounts[mi]!.v6.size + f.raw.v6.count }));
-  const v4 = pairsOf(
-    4,
-    filtered.map((f) => f.lists.v4),
-  );
-  const v6 = pairsOf(
-    6,
-    filtered.map((f) => f.lists.v6),
-  );
-  let distinct = bogonKeys.size;
-  if (!anyPieces) distinct += distinctIn(v4.table) + distinctIn(v6.table);
-  else {
-    for (const fam of [4, 6] as const) {
-      const key = fam === 4 ? "v4" : "v6";
-      distinct += distinctIn(
-        pairsOf(
-          fam,
-          filtered.map((f) => listOf(f.raw[key])),
-        ).table,
-      );
-    }
-  }
-  return { modules: filtered, v4, v6, distinct, bogons: bogonKeys.size, counts, bogonKeys: bogonCounts };
+  return { modules: filtered, counts, bogonKeys: bogonCounts, bogons: bogonKeys, anyPieces };
 }
 
 /** A table as a list (the same arrays), for pairsOf. */
