@@ -7,6 +7,7 @@ import { encodeChange, makeChange, tagWalkSpliced } from "./revision-change.js";
 import { type RevisionContent, uncovered, withdrawnCount } from "./revision-content.js";
 import { type BuildState, buildWithState, rebuildRevision } from "./revision-incremental.js";
 import { modelEntries } from "./revision-model.test-helper.js";
+import { firstAppearances } from "./revision-splice.js";
 import { decodeContent, encodeContent } from "./revision-store.js";
 
 // Small address spaces (11.0.0.0/22 with lengths 22..32, 2a00::/118 with 118..128) and short
@@ -129,6 +130,8 @@ function rebuildSteps(
     const which = step.which % current.length;
     current = current.map((m, i) => (i === which ? { ...m, prefixes: [...m.prefixes.filter((_, k) => (step.keep >> k) & 1), ...step.add] } : m));
     const inc = rebuildRevision(state, current, bird, new Set([current[which]!.module_id]), { blockBits: bits })!;
+    // Where each tag first appears, kept through the splices: what a pass over the new content finds.
+    expect(Array.from(inc.state.firstAt)).toEqual(Array.from(firstAppearances(inc.state.content)));
     check(inc, current, state);
     state = inc.state;
   }

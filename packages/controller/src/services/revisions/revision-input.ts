@@ -77,6 +77,27 @@ function isBogon(t: Packed, i: number, min: number, holes: Holes, last: Uint32Ar
   return false;
 }
 
+/** Whether isBogon holds for some prefix of `t`: for IPv4, its test inlined. */
+function anyBogon(t: Packed, min: number, holes: Holes, last: Uint32Array): boolean {
+  if (t.W !== 1) {
+    for (let i = 0; i < t.count; i++) if (isBogon(t, i, min, holes, last)) return true;
+    return false;
+  }
+  const { words, lens } = t;
+  const { starts, ends, count } = holes;
+  for (let i = 0; i < t.count; i++) {
+    const len = lens[i]!;
+    if (len < min) return true;
+    const start = words[i]!;
+    const end = len === 32 ? start : start + (0xffffffff >>> len);
+    for (let k = 0; k < count; k++) {
+      if (starts[k]! > end) break;
+      if (ends[k]! >= start) return true;
+    }
+  }
+  return false;
+}
+
 /** Prefixes as typed columns: a PrefixTable or a PrefixList. */
 type Packed = Pick<PrefixTable, "W" | "words" | "lens" | "count">;
 
@@ -273,6 +294,9 @@ export function filterEach(
     let bogons: string[] | null = null;
     for (const fam of ["v4", "v6"] as const) {
       const list = parsed[fam];
+      // Most lists hold no bogon: one loop without a call a prefix tells so (the changed module
+      // of an incremental rebuild is filtered before V8 has optimised anything).
+      if (!anyBogon(list, min[fam], holes[fam], last)) continue;
       dropWhere(list, (i) => {
         if (!isBogon(list, i, min[fam], holes[fam], last)) return false;
         const key = keyOf(list, i);
