@@ -84,6 +84,8 @@ export interface Rebuilt {
 export interface RebuildOptions {
   /** The block lengths (IPv4, IPv6). Tests use long ones to cross many. */
   blockBits?: { v4: number; v6: number };
+  /** The splice's searches for a tag's first kept prefix before one pass finds the rest (spliceContent). Tests use 0 to take the pass. */
+  tagSearches?: number;
 }
 
 const settingsKey = (s: BogonSettings) => JSON.stringify([s.min_prefix_length_v4 ?? null, s.min_prefix_length_v6 ?? null, s.exclude_prefixes ?? null]);
@@ -276,7 +278,7 @@ export function rebuildRevision(
   });
   const parts = buildAll(blocks, local(before), local(after), settings);
   lap("build");
-  const spliced = spliceContent(state, parts);
+  const spliced = spliceContent(state, parts, options.tagSearches === undefined ? {} : { tagSearches: options.tagSearches });
   lap("splice");
   const digest = digestOfLines(spliced.lines.v4, spliced.lines.v6);
   lap("digest");

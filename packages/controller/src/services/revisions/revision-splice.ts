@@ -57,6 +57,7 @@ interface TagEntry {
 export function spliceContent(
   old: SplicedContent,
   parts: Record<Fam, readonly BlockPart[]>,
+  options: { tagSearches?: number } = {},
 ): SplicedContent & { change: Record<Fam, ContentSplice[]>; tagMap: Int32Array } {
   const oldTags = old.content.tags;
   const families = {} as Record<Fam, { table: PrefixTable; change: ContentSplice[]; length: number }>;
@@ -93,7 +94,10 @@ export function spliceContent(
   }
 
   // Where each old tag first appears among the kept prefixes, and each part tag in its part.
-  const entries: TagEntry[] = oldTags.map((tag, t) => ({ key: tagKey(tag), first: firstKept(old, families, t), tag }));
+  const budget = { left: options.tagSearches ?? TAG_SEARCHES };
+  const entries: TagEntry[] = oldTags.map((tag, t) => ({ key: tagKey(tag), first: firstKept(old, families, t, budget), tag }));
+  const unresolved = entries.flatMap((e, t) => (Number.isNaN(e.first) ? [t] : []));
+  if (unresolved.length) firstKeptByPass(old, families, entries, unresolved);
   const byKey = new Map(entries.map((e, t) => [e.key, t]));
   const partEntry = new Map<RevisionTag, number>();
   const partEntries = {} as Record<Fam, Uint32Array[]>;
@@ -226,7 +230,7 @@ export function spliceContent(
  * next old prefix of the tag outside the replaced ranges (a native search of the tags: a tag's
  * first prefix is rarely in a changed block).
  */
-function firstKept(old: SplicedContent, families: Record<Fam, { change: ContentSplice[]; length: number }>, t: number): number {
+function firstKept(old: SplicedContent, families: Record<Fam, { change: ContentSplice[]; length: number }>, t: number, budget: { left: number }): number {
   const p = old.firstAt[t]!;
   const v4 = old.content.v4.length;
   let base = 0;
@@ -235,8 +239,12 @@ function firstKept(old: SplicedContent, families: Record<Fam, { change: ContentS
     const { change } = families[fam];
     // Where to look in this family: from its first prefix, or from the start when that is in IPv4.
     let i: number;
-    if (fam === "v4") i = p < 0 ? o.tags.indexOf(t) : p < v4 ? p : -1;
-    else i = p < v4 ? o.tags.indexOf(t) : p - v4;
+    if (fam === "v4") i = p < v4 ? p : -1;
+    else i = p < v4 ? -2 : p - v4;
+    if (i === -2 || p < 0) {
+      if (budget.left-- <= 0) return Number.NaN;
+      i = o.tags.indexOf(t);
+    }
     while (i >= 0 && i < o.length) {
       // The last replaced range that starts at or before i.
       let lo = 0;
@@ -249,11 +257,54 @@ function firstKept(old: SplicedContent, families: Record<Fam, { change: ContentS
       const c = lo > 0 ? change[lo - 1]! : null;
       if (c === null) return base + i;
       if (i >= c.to) return base + i + (c.at + c.count - c.to);
+      if (budget.left-- <= 0) return Number.NaN;
       i = o.tags.indexOf(t, c.to);
     }
     base += families[fam].length;
   }
   return Number.POSITIVE_INFINITY;
+}
+
+/**
+ * Searches of the old tags firstKept makes before the rest are found in one pass: each is
+ * native but may run to the end of the tags (a tag whose only prefixes were replaced), so a
+ * change that removes many tags' first prefixes walks the kept prefixes once instead.
+ */
+const TAG_SEARCHES = 16;
+
+/** firstKept of the `unresolved` old tags, in one walk of the kept prefixes (+Infinity for those that have none). */
+function firstKeptByPass(old: SplicedContent, families: Record<Fam, { change: ContentSplice[]; length: number }>, entries: TagEntry[], unresolved: number[]) {
+  const need = new Uint8Array(entries.length);
+  for (const t of unresolved) {
+    need[t] = 1;
+    entries[t]!.first = Number.POSITIVE_INFINITY;
+  }
+  let left = unresolved.length;
+  let base = 0;
+  for (const fam of FAMS) {
+    const tags = old.content[fam].tags;
+    const length = old.content[fam].length;
+    const { change } = families[fam];
+    let from = 0;
+    let shift = 0;
+    for (let k = 0; k <= change.length && left > 0; k++) {
+      const to = k < change.length ? change[k]!.from : length;
+      for (let i = from; i < to && left > 0; i++) {
+        const t = tags[i]!;
+        if (need[t] === 1) {
+          need[t] = 0;
+          left--;
+          entries[t]!.first = base + i + shift;
+        }
+      }
+      if (k < change.length) {
+        const c = change[k]!;
+        from = c.to;
+        shift = c.at + c.count - c.to;
+      }
+    }
+    base += families[fam].length;
+  }
 }
 
 /**
