@@ -77,37 +77,62 @@ function increment(v: Uint32Array): boolean {
   return false;
 }
 
-/** First index of sorted `t` in [from, to) whose address is >= words (or > when `after`); `to` when none. */
-export function lowerBound(t: PrefixTable, words: Uint32Array, after: boolean, from = 0, to = t.count): number {
+/**
+ * First index of sorted `t` in [from, to) whose address is >= words[at .. at + W) (or > when
+ * `after`); `to` when none. IPv4 compares the numbers in place: the rebuild makes tens of
+ * thousands of these searches, mostly before V8 has optimised anything.
+ */
+export function lowerBound(t: PrefixTable, words: Uint32Array, after: boolean, from = 0, to = t.count, at = 0): number {
   let lo = from;
   let hi = to;
+  if (t.W === 1) {
+    const x = words[at]!;
+    const tw = t.words;
+    while (lo < hi) {
+      const mid = (lo + hi) >>> 1;
+      const v = tw[mid]!;
+      if (v < x || (after && v === x)) lo = mid + 1;
+      else hi = mid;
+    }
+    return lo;
+  }
   while (lo < hi) {
     const mid = (lo + hi) >>> 1;
-    const c = compareWords(t.words, mid * t.W, words, 0, t.W);
+    const c = compareWords(t.words, mid * t.W, words, at, t.W);
     if (c < 0 || (after && c === 0)) lo = mid + 1;
     else hi = mid;
   }
   return lo;
 }
 
+/** The IPv4 occupancy's granule: a /20 (2^20 bits, 128 KiB a table). */
+export const GRANULE_SHIFT = 12;
+
 /**
- * Where each /16 of a sorted IPv4 table starts (65,537 entries), made once a table: a block
- * (a /16 or longer) is then looked up within its /16, and most modules have nothing in most
- * blocks. Tables are not changed once made (a rebuild makes new ones), so they key the cache.
+ * Which /20s some prefix of a sorted IPv4 table starts in, as bits: a rebuild asks every
+ * module's table for each block's prefixes (tens of thousands of binary searches, before V8
+ * has optimised them: ~50 ms in the controller), and most modules have none in most blocks.
+ * Made once a table (a module's part of the last build), in one pass. Null for IPv6.
  */
-const slash16s = new WeakMap<PrefixTable, Uint32Array>();
-function slash16sOf(t: PrefixTable): Uint32Array {
-  let index = slash16s.get(t);
-  if (!index) {
-    index = new Uint32Array(65_537);
-    let i = 0;
-    for (let a = 0; a <= 65_536; a++) {
-      while (i < t.count && t.words[i]! >>> 16 < a) i++;
-      index[a] = i;
-    }
-    slash16s.set(t, index);
+export function occupancyOf(t: PrefixTable): Uint32Array | null {
+  if (t.W !== 1) return null;
+  const bits = new Uint32Array(1 << (32 - GRANULE_SHIFT - 5));
+  const w = t.words;
+  for (let i = 0; i < t.count; i++) {
+    const g = w[i]! >>> GRANULE_SHIFT;
+    bits[g >>> 5]! |= 1 << (g & 31);
   }
-  return index;
+  return bits;
+}
+
+/** False when no prefix of the table `occupied` was made from starts in addresses [first, last] (IPv4); true when some may. */
+export function mayStartIn(occupied: Uint32Array | null | undefined, first: number, last: number): boolean {
+  if (!occupied) return true;
+  const a = first >>> GRANULE_SHIFT;
+  const z = last >>> GRANULE_SHIFT;
+  if (z - a > 4096) return true;
+  for (let g = a; g <= z; g++) if (occupied[g >>> 5]! & (1 << (g & 31))) return true;
+  return false;
 }
 
 /**
@@ -115,13 +140,10 @@ function slash16sOf(t: PrefixTable): Uint32Array {
  * the prefixes that contain it (they sort first), unless b is the whole space.
  */
 export function rangeIn(t: PrefixTable, b: Block, strict: boolean, from = 0): [number, number] {
-  let to = t.count;
-  if (t.W === 1 && b.len >= 16 && t.count > 4096) {
-    const index = slash16sOf(t);
-    const a = b.start[0]! >>> 16;
-    from = Math.max(from, index[a]!);
-    to = Math.max(from, index[a + 1]!);
-  }
+  // Two binary searches: an index of each table's /16s (65,537 entries) made them shorter, but
+  // a rebuild after a full build made one for every module's table and the last content's,
+  // ~2.6M steps of a cold loop (15-35 ms in the controller), for 1-2k blocks.
+  const to = t.count;
   let lo = lowerBound(t, b.start, false, from, to);
   const hi = lowerBound(t, b.last, true, lo, to);
   if (strict && b.len > 0) while (lo < hi && t.lens[lo]! <= b.len && compareWords(t.words, lo * t.W, b.start, 0, t.W) === 0) lo++;
@@ -138,7 +160,8 @@ export function holds(t: PrefixTable, i: number, b: Block): boolean {
 }
 
 /** Whether the prefixes of sorted `t` inside b (b itself included) cover all of b. */
-export function covers(t: PrefixTable, b: Block): boolean {
+export function covers(t: PrefixTable, b: Block, occupied?: Uint32Array | null): boolean {
+  if (t.W === 1 && !mayStartIn(occupied, b.start[0]!, b.last[0]!)) return false;
   const W = t.W;
   const [lo, hi] = rangeIn(t, b, false);
   const need = Uint32Array.from(b.start); // the first address not covered yet
@@ -155,9 +178,15 @@ export function covers(t: PrefixTable, b: Block): boolean {
   return false;
 }
 
-/** A prefix as a key: a number for IPv4 (address * 64 + length), text for IPv6. */
+/** The IPv4 key of the prefix of length len that holds address a (`>>> 32` would shift by 0). */
+const v4Key = (a: number, len: number): number => (len === 0 ? 0 : (a >>> (32 - len)) * 64 + len);
+
+/**
+ * A prefix as a key: a number for IPv4 (its `len` leading bits * 64 + length: a small integer
+ * for the layer's short prefixes, which V8 hashes without a heap number), text for IPv6.
+ */
 const keyOf = (words: ArrayLike<number>, at: number, W: number, len: number): number | string =>
-  W === 1 ? words[at]! * 64 + len : `${words[at]},${words[at + 1]},${words[at + 2]},${words[at + 3]}/${len}`;
+  W === 1 ? v4Key(words[at]!, len) : `${words[at]},${words[at + 1]},${words[at + 2]},${words[at + 3]}/${len}`;
 
 /**
  * The module prefixes shorter than the block length, by prefix: which modules hold each. A
@@ -211,7 +240,7 @@ export function coveringModules(layer: WideLayer, b: Block): number[] {
   for (const len of layer.lengths) {
     if (len >= b.len) continue;
     let key: number | string;
-    if (W === 1) key = (len === 0 ? 0 : (a & (-1 << (32 - len))) >>> 0) * 64 + len;
+    if (W === 1) key = v4Key(a, len);
     else {
       w.set(b.start);
       maskTo(w, len);

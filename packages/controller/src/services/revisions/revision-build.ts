@@ -57,6 +57,12 @@ export interface RevisionChange {
   v6: ContentSplice[];
   /** The new content's prefixes parsed, per family (the guard looks removed prefixes up in them). */
   tables?: { v4: PrefixTable; v6: PrefixTable };
+  /**
+   * The new tag of each parent tag outside the ranges (-1: its entries are gone), and how many
+   * prefixes each parent tag has: with the ranges, what a kept prefix's tag is without a walk
+   * of every kept prefix (makeChange's tag map).
+   */
+  tagMap?: { map: Int32Array; parentCounts: Int32Array };
 }
 
 /** Tags by (communities, modules), shared by both families of one revision. */

@@ -1,6 +1,7 @@
 import { gunzipSync, gzipSync } from "node:zlib";
 import { PrefixTable, parsePrefixTexts } from "@rlc/shared/prefix";
 import { type Alignment, alignContents, type FamilyAlignment, forKeptRuns } from "./revision-align.js";
+import type { RevisionChange as BuildChange } from "./revision-build.js";
 import { type RevisionContent, RevisionFamily, type RevisionTag } from "./revision-content.js";
 
 /**
@@ -104,9 +105,95 @@ function tagWalk(from: RevisionContent, to: RevisionContent, al: Alignment): { m
   return { map, retags: moved ? null : listed };
 }
 
-/** The change that turns `from` into `to` (`al`: their alignment, when already walked). */
-export function makeChange(from: RevisionContent, to: RevisionContent, al: Alignment = alignContents(from, to)): RevisionChange {
-  const { map, retags } = tagWalk(from, to, al);
+/**
+ * tagWalk's answer for a content an incremental build made from `from` (`built`, whose ranges
+ * `al` was aligned in: alignSpliced), without walking every kept prefix: outside the ranges a
+ * kept prefix's tag is the build's map of its parent tag (BuildChange.tagMap), so each parent
+ * tag's count there is its count less its prefixes in the ranges, and only the kept prefixes in
+ * the ranges are walked. The same map and retagged prefixes as tagWalk (the majority, ties to
+ * the lower tag; the kept prefixes whose tag is not the map's, in order); null when a parent
+ * tag's prefixes outside the ranges are not the map's majority (they would all be retagged:
+ * tagWalk lists them).
+ */
+export function tagWalkSpliced(from: RevisionContent, to: RevisionContent, al: Alignment, built: BuildChange): ReturnType<typeof tagWalk> | null {
+  const hint = built.tagMap;
+  if (!hint || hint.map.length !== from.tags.length || hint.parentCounts.length !== from.tags.length) return null;
+  const nOld = from.tags.length;
+  const nNew = Math.max(1, to.tags.length);
+  const outside = Float64Array.from(hint.parentCounts);
+  const inside = new Map<number, number>();
+  const pairs: Record<"v4" | "v6", { at: number[]; tags: number[]; from: number[] }> = {
+    v4: { at: [], tags: [], from: [] },
+    v6: { at: [], tags: [], from: [] },
+  };
+  for (const fam of ["v4", "v6"] as const) {
+    const a = from[fam].tags;
+    const b = to[fam].tags;
+    const { removed, added } = al[fam];
+    const p = pairs[fam];
+    let r = 0;
+    let q = 0;
+    for (const c of built[fam]) {
+      for (let i = c.from; i < c.to; i++) outside[a[i]!]!--;
+      // The kept prefixes of the range: its old positions not removed, paired in order with its new ones not added.
+      let i = c.from;
+      let j = c.at;
+      for (;;) {
+        while (r < removed.length && removed[r]! < i) r++;
+        while (q < added.length && added[q]! < j) q++;
+        while (i < c.to && r < removed.length && removed[r] === i) {
+          i++;
+          r++;
+        }
+        while (j < c.at + c.count && q < added.length && added[q] === j) {
+          j++;
+          q++;
+        }
+        if (i >= c.to || j >= c.at + c.count) break;
+        const key = a[i]! * nNew + b[j]!;
+        inside.set(key, (inside.get(key) ?? 0) + 1);
+        p.at.push(j);
+        p.tags.push(b[j]!);
+        p.from.push(a[i]!);
+        i++;
+        j++;
+      }
+    }
+  }
+  // The majority of each parent tag's kept prefixes, ties to the lower tag.
+  const map = new Int32Array(nOld).fill(-1);
+  const best = new Float64Array(nOld);
+  const offer = (o: number, t: number, n: number) => {
+    if (n > best[o]! || (n === best[o]! && n > 0 && t < map[o]!)) {
+      best[o] = n;
+      map[o] = t;
+    }
+  };
+  for (let o = 0; o < nOld; o++) if (outside[o]! > 0 && hint.map[o]! >= 0) offer(o, hint.map[o]!, outside[o]!);
+  for (const [key, n] of inside) offer(Math.floor(key / nNew), key % nNew, n);
+  for (let o = 0; o < nOld; o++) if (outside[o]! > 0 && map[o] !== hint.map[o]) return null;
+  const retags = {} as Record<"v4" | "v6", Retags>;
+  for (const fam of ["v4", "v6"] as const) {
+    const p = pairs[fam];
+    const l: Retags = { at: [], tags: [], from: [] };
+    p.at.forEach((j, k) => {
+      if (map[p.from[k]!] !== p.tags[k]) {
+        l.at.push(j);
+        l.tags.push(p.tags[k]!);
+        l.from.push(p.from[k]!);
+      }
+    });
+    retags[fam] = l;
+  }
+  return { map, retags };
+}
+
+/**
+ * The change that turns `from` into `to` (`al`: their alignment, when already walked; `built`:
+ * how an incremental build made `to` from `from`, when it did, with `al` aligned in its ranges).
+ */
+export function makeChange(from: RevisionContent, to: RevisionContent, al: Alignment = alignContents(from, to), built?: BuildChange): RevisionChange {
+  const { map, retags } = (built?.parent === from ? tagWalkSpliced(from, to, al, built) : null) ?? tagWalk(from, to, al);
   const family = (fam: "v4" | "v6"): FamilyChange => {
     const b = to[fam];
     const a = from[fam].tags;

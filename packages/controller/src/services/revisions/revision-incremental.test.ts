@@ -3,9 +3,11 @@ import fc from "fast-check";
 import { describe, expect, it } from "vitest";
 import { alignContents, alignSpliced, alignTables, uncoveredByLookup, withdrawnFrom } from "./revision-align.js";
 import { type BogonSettings, type BuiltRevision, buildRevision, type ModuleInput } from "./revision-build.js";
+import { encodeChange, makeChange, tagWalkSpliced } from "./revision-change.js";
 import { type RevisionContent, uncovered, withdrawnCount } from "./revision-content.js";
 import { type BuildState, buildWithState, rebuildRevision } from "./revision-incremental.js";
 import { modelEntries } from "./revision-model.test-helper.js";
+import { firstAppearances } from "./revision-splice.js";
 import { decodeContent, encodeContent } from "./revision-store.js";
 
 // Small address spaces (11.0.0.0/22 with lengths 22..32, 2a00::/118 with 118..128) and short
@@ -124,10 +126,13 @@ function rebuildSteps(
 ): { current: ModuleInput[]; state: BuildState } {
   let current = modules.map((m, i): ModuleInput => ({ module_id: `00000000-0000-0000-0000-00000000000${i}`, name: `m${i}`, ...m }));
   let state: BuildState = buildWithState(current, bird).state!;
-  for (const step of steps) {
+  for (const [n, step] of steps.entries()) {
     const which = step.which % current.length;
     current = current.map((m, i) => (i === which ? { ...m, prefixes: [...m.prefixes.filter((_, k) => (step.keep >> k) & 1), ...step.add] } : m));
-    const inc = rebuildRevision(state, current, bird, new Set([current[which]!.module_id]), { blockBits: bits })!;
+    // Every other step finds the tags whose first prefix was replaced in one pass, not by searches.
+    const inc = rebuildRevision(state, current, bird, new Set([current[which]!.module_id]), { blockBits: bits, ...(n % 2 ? { tagSearches: 0 } : {}) })!;
+    // Where each tag first appears, kept through the splices: what a pass over the new content finds.
+    expect(Array.from(inc.state.firstAt)).toEqual(Array.from(firstAppearances(inc.state.content)));
     check(inc, current, state);
     state = inc.state;
   }
@@ -150,6 +155,8 @@ describe("rebuildRevision", () => {
   }, 120_000);
 
   it("names a change whose ranges alone give the alignment, and whose parsed prefixes the withdrawn count, that the walks over both whole contents give", () => {
+    let fromRanges = 0;
+    let steps = 0;
     fc.assert(
       fc.property(richScenario, (scenario) => {
         rebuildSteps(scenario, (inc, current, state) => {
@@ -157,6 +164,13 @@ describe("rebuildRevision", () => {
           const spliced = alignSpliced(next.content, next.change!);
           const whole = alignContents(state.content, next.content);
           expect(spliced).toEqual(whole);
+          // The stored change from the ranges and the build's tag map (no walk of every kept
+          // prefix), byte for byte the one the walks give.
+          expect(encodeChange(makeChange(state.content, next.content, spliced, next.change))).toEqual(
+            encodeChange(makeChange(state.content, next.content, whole)),
+          );
+          steps++;
+          if (tagWalkSpliced(state.content, next.content, spliced, next.change!)) fromRanges++;
           const withdrawn = withdrawnCount(state.content, next.content);
           expect(withdrawnFrom(state.content, next.content, spliced, next.change!.tables)).toBe(withdrawn);
           // The full path's guard: the whole alignment (by the words of the two builds' tables
@@ -181,6 +195,8 @@ describe("rebuildRevision", () => {
       }),
       { numRuns: 200 },
     );
+    // Most changes' tags are told by the ranges alone (the rest are walked).
+    expect(fromRanges).toBeGreaterThan(steps / 2);
   }, 120_000);
 
   it("rebuilds a block of the changed prefix, not all that another module's covering prefix holds", () => {

@@ -6,8 +6,10 @@ import {
   copyWide,
   FAMS,
   type Fam,
+  GRANULE_SHIFT,
   lowerBound,
   normalize,
+  occupancyOf,
   parentOf,
   setWide,
   type WideLayer,
@@ -15,10 +17,10 @@ import {
 } from "./revision-blocks.js";
 import { type BogonSettings, type BuiltRevision, buildRevisionWithState, type ModuleInput } from "./revision-build.js";
 import type { RevisionContent } from "./revision-content.js";
-import { type FilteredInput, filterModules } from "./revision-input.js";
+import { type FilteredInput, filterEach } from "./revision-input.js";
 import { digestOfLines, type FamilyLines } from "./revision-lines.js";
 import { type BlockPart, buildBlocks, type LocalModules } from "./revision-local.js";
-import { spliceContent } from "./revision-splice.js";
+import { firstAppearances, spliceContent } from "./revision-splice.js";
 
 /*
  * A refresh that changes a few modules rebuilds only what they touched. The changed modules'
@@ -46,6 +48,8 @@ export interface ModuleState {
   counts: { v4: number; v6: number };
   /** Its distinct collected prefixes that the filter drops or cuts, as keys. */
   bogonKeys: { v4: Set<string>; v6: Set<string> };
+  /** Where `eff.v4` (which holds `raw.v4`) has prefixes (occupancyOf). */
+  occupied: Uint32Array | null;
 }
 
 /** What the last build of a tenant leaves for the next. */
@@ -64,6 +68,8 @@ export interface BuildState {
   lines: Record<Fam, FamilyLines>;
   /** How many prefixes each tag of `content` has. */
   perTag: Int32Array;
+  /** Where each tag of `content` first appears (SplicedContent.firstAt). */
+  firstAt: Float64Array;
 }
 
 export interface Rebuilt {
@@ -78,13 +84,15 @@ export interface Rebuilt {
 export interface RebuildOptions {
   /** The block lengths (IPv4, IPv6). Tests use long ones to cross many. */
   blockBits?: { v4: number; v6: number };
+  /** The splice's searches for a tag's first kept prefix before one pass finds the rest (spliceContent). Tests use 0 to take the pass. */
+  tagSearches?: number;
 }
 
 const settingsKey = (s: BogonSettings) => JSON.stringify([s.min_prefix_length_v4 ?? null, s.min_prefix_length_v6 ?? null, s.exclude_prefixes ?? null]);
 const byId = (a: { module_id: string }, b: { module_id: string }) => (a.module_id < b.module_id ? -1 : a.module_id > b.module_id ? 1 : 0);
 
-function moduleStates(f: FilteredInput): ModuleState[] {
-  return f.modules.map((m, mi) => ({ raw: m.raw, eff: m.eff, counts: f.counts[mi]!, bogonKeys: f.bogonKeys[mi]! }));
+function moduleStates(f: Pick<FilteredInput, "modules" | "counts" | "bogonKeys">): ModuleState[] {
+  return f.modules.map((m, mi) => ({ raw: m.raw, eff: m.eff, counts: f.counts[mi]!, bogonKeys: f.bogonKeys[mi]!, occupied: occupancyOf(m.eff.v4) }));
 }
 
 const wideLayers = (states: readonly ModuleState[], bits: { v4: number; v6: number }): Record<Fam, WideLayer> => ({
@@ -118,15 +126,34 @@ export function buildWithState(input: ModuleInput[], settings: BogonSettings): {
       tables,
       lines,
       perTag,
+      firstAt: firstAppearances(built.content),
     },
   };
 }
 
-/** Walks two sorted distinct tables; `onlyOne` gets each prefix found in one of them only. */
+/**
+ * Walks two sorted distinct tables; `onlyOne` gets each prefix found in one of them only. IPv4
+ * compares the numbers in place (a changed module's tables are walked whole, before V8 has
+ * optimised the walk: a call a step was most of it).
+ */
 function eachDifference(a: PrefixTable, b: PrefixTable, onlyOne: (t: PrefixTable, i: number) => void) {
   const W = a.W;
   let i = 0;
   let j = 0;
+  if (W === 1) {
+    const aw = a.words;
+    const bw = b.words;
+    while (i < a.count && j < b.count) {
+      const x = aw[i]!;
+      const y = bw[j]!;
+      const c = x !== y ? (x < y ? -1 : 1) : a.lens[i]! - b.lens[j]!;
+      if (c === 0) {
+        i++;
+        j++;
+      } else if (c < 0) onlyOne(a, i++);
+      else onlyOne(b, j++);
+    }
+  }
   while (i < a.count || j < b.count) {
     const c = i >= a.count ? 1 : j >= b.count ? -1 : compareWords(a.words, i * W, b.words, j * W, W) || a.lens[i]! - b.lens[j]!;
     if (c === 0) {
@@ -140,13 +167,21 @@ function eachDifference(a: PrefixTable, b: PrefixTable, onlyOne: (t: PrefixTable
 /** Whether sorted distinct `t` holds prefix i of `s`. */
 function has(t: PrefixTable, s: PrefixTable, i: number): boolean {
   const W = t.W;
-  for (let k = lowerBound(t, s.words.subarray(i * W, i * W + W), false); k < t.count && compareWords(t.words, k * W, s.words, i * W, W) === 0; k++) {
+  for (let k = lowerBound(t, s.words, false, 0, t.count, i * W); k < t.count && compareWords(t.words, k * W, s.words, i * W, W) === 0; k++) {
     if (t.lens[k] === s.lens[i]) return true;
   }
   return false;
 }
 
-const hasWide = (t: PrefixTable, bits: number) => t.lens.subarray(0, t.count).some((len) => len < bits);
+/**
+ * Whether `t` has a prefix shorter than `bits`: a native search of its lengths for each length
+ * below `bits` (a loop over a 60k module's lengths ran cold, ~20 ms a rebuild in the controller).
+ */
+function hasWide(t: PrefixTable, bits: number): boolean {
+  const lens = t.lens.subarray(0, t.count);
+  for (let len = 0; len < bits; len++) if (lens.indexOf(len) !== -1) return true;
+  return false;
+}
 
 /**
  * The content and figures a full build of `input` gives, rebuilt from `state` (the last build's)
@@ -175,8 +210,9 @@ export function rebuildRevision(
     phases[phase] += now - mark;
     mark = now;
   };
+  // The changed modules alone, without the pairs of every module the full build's attribution takes.
   const fresh = moduleStates(
-    filterModules(
+    filterEach(
       changedIdx.map((mi) => modules[mi]!),
       settings,
     ),
@@ -206,11 +242,24 @@ export function rebuildRevision(
     const list: Block[] = [];
     const current = before.slice();
     for (const mi of changedIdx) {
-      eachDifference(before[mi]!.eff[fam], after[mi]!.eff[fam], (t, i) => list.push(blockOf(t.words, i * t.W, t.W, Math.min(t.lens[i]!, bits[fam]))));
-      eachDifference(before[mi]!.raw[fam], after[mi]!.raw[fam], (t, i) => {
-        if (current.some((s, other) => other !== mi && has(s.raw[fam], t, i))) return;
+      const rawStep = (t: PrefixTable, i: number) => {
+        // Held by another module? Its occupancy bit first (IPv4), tested here rather than in a call a module.
+        const g = t.W === 1 ? t.words[i]! >>> GRANULE_SHIFT : -1;
+        for (let other = 0; other < current.length; other++) {
+          if (other === mi) continue;
+          const occupied = current[other]!.occupied;
+          if (g >= 0 && occupied && (occupied[g >>> 5]! & (1 << (g & 31))) === 0) continue;
+          if (has(current[other]!.raw[fam], t, i)) return;
+        }
         rawDistinct += t === after[mi]!.raw[fam] ? 1 : -1;
+      };
+      // Without bogon pieces a module's filtered prefixes are its raw ones (the same table): one walk.
+      const effIsRaw = before[mi]!.eff[fam] === before[mi]!.raw[fam] && after[mi]!.eff[fam] === after[mi]!.raw[fam];
+      eachDifference(before[mi]!.eff[fam], after[mi]!.eff[fam], (t, i) => {
+        list.push(blockOf(t.words, i * t.W, t.W, Math.min(t.lens[i]!, bits[fam])));
+        if (effIsRaw) rawStep(t, i);
       });
+      if (!effIsRaw) eachDifference(before[mi]!.raw[fam], after[mi]!.raw[fam], rawStep);
       current[mi] = after[mi]!;
     }
     blocks[fam] = normalize(list);
@@ -219,10 +268,17 @@ export function rebuildRevision(
   lap("blocks");
   const meta = modules.map((m) => ({ module_id: m.module_id, name: m.name, community: m.community }));
   const same: LocalModules["same"] = new Map();
-  const local = (states: ModuleState[]): LocalModules => ({ meta, tables: states.map((s) => s.eff), wide, changed: changedIdx, same });
+  const local = (states: ModuleState[]): LocalModules => ({
+    meta,
+    tables: states.map((s) => s.eff),
+    occupied: states.map((s) => s.occupied),
+    wide,
+    changed: changedIdx,
+    same,
+  });
   const parts = buildAll(blocks, local(before), local(after), settings);
   lap("build");
-  const spliced = spliceContent(state, parts);
+  const spliced = spliceContent(state, parts, options.tagSearches === undefined ? {} : { tagSearches: options.tagSearches });
   lap("splice");
   const digest = digestOfLines(spliced.lines.v4, spliced.lines.v6);
   lap("digest");
@@ -249,12 +305,22 @@ export function rebuildRevision(
       excluded_prefix_count: 0,
     })),
     collected: new Map(modules.map((m, mi) => [m.module_id, after[mi]!.counts])),
-    change: { parent: state.content, ...spliced.change, tables: spliced.tables },
+    change: { parent: state.content, ...spliced.change, tables: spliced.tables, tagMap: { map: spliced.tagMap, parentCounts: state.perTag } },
   };
   const blockCount = { v4: parts.v4.length, v6: parts.v6.length };
   return {
     built,
-    state: { ...state, modules: after, rawDistinct, wide, content, tables: spliced.tables, lines: spliced.lines, perTag: spliced.perTag },
+    state: {
+      ...state,
+      modules: after,
+      rawDistinct,
+      wide,
+      content,
+      tables: spliced.tables,
+      lines: spliced.lines,
+      perTag: spliced.perTag,
+      firstAt: spliced.firstAt,
+    },
     phases,
     blocks: blockCount,
   };

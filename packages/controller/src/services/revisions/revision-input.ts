@@ -77,6 +77,27 @@ function isBogon(t: Packed, i: number, min: number, holes: Holes, last: Uint32Ar
   return false;
 }
 
+/** Whether isBogon holds for some prefix of `t`: for IPv4, its test inlined. */
+function anyBogon(t: Packed, min: number, holes: Holes, last: Uint32Array): boolean {
+  if (t.W !== 1) {
+    for (let i = 0; i < t.count; i++) if (isBogon(t, i, min, holes, last)) return true;
+    return false;
+  }
+  const { words, lens } = t;
+  const { starts, ends, count } = holes;
+  for (let i = 0; i < t.count; i++) {
+    const len = lens[i]!;
+    if (len < min) return true;
+    const start = words[i]!;
+    const end = len === 32 ? start : start + (0xffffffff >>> len);
+    for (let k = 0; k < count; k++) {
+      if (starts[k]! > end) break;
+      if (ends[k]! >= start) return true;
+    }
+  }
+  return false;
+}
+
 /** Prefixes as typed columns: a PrefixTable or a PrefixList. */
 type Packed = Pick<PrefixTable, "W" | "words" | "lens" | "count">;
 
@@ -222,6 +243,40 @@ function distinctIn(t: PrefixTable): number {
  * make `dropped_prefix_count` without a second filter pass over the union.
  */
 export function filterModules(modules: readonly { community: string | null; prefixes: readonly string[] }[], bird: BogonSettings): FilteredInput {
+  const { modules: filtered, counts, bogonKeys: bogonCounts, bogons, anyPieces } = filterEach(modules, bird);
+  const v4 = pairsOf(
+    4,
+    filtered.map((f) => f.lists.v4),
+  );
+  const v6 = pairsOf(
+    6,
+    filtered.map((f) => f.lists.v6),
+  );
+  let distinct = bogons.size;
+  if (!anyPieces) distinct += distinctIn(v4.table) + distinctIn(v6.table);
+  else {
+    for (const fam of [4, 6] as const) {
+      const key = fam === 4 ? "v4" : "v6";
+      distinct += distinctIn(
+        pairsOf(
+          fam,
+          filtered.map((f) => listOf(f.raw[key])),
+        ).table,
+      );
+    }
+  }
+  return { modules: filtered, v4, v6, distinct, bogons: bogons.size, counts, bogonKeys: bogonCounts };
+}
+
+/**
+ * filterModules' part of each module alone: its filtered prefixes, counts and bogon keys,
+ * without the (prefix, module) pairs of all of them and their distinct count, which an
+ * incremental rebuild, filtering only the changed modules, does not use.
+ */
+export function filterEach(
+  modules: readonly { community: string | null; prefixes: readonly string[] }[],
+  bird: BogonSettings,
+): Pick<FilteredInput, "modules" | "counts" | "bogonKeys"> & { bogons: Set<string>; anyPieces: boolean } {
   const exclude = bird.exclude_prefixes ?? DEFAULT_EXCLUDE_PREFIXES;
   const min = { v4: bird.min_prefix_length_v4 ?? DEFAULT_MIN_PREFIX_LENGTH_V4, v6: bird.min_prefix_length_v6 ?? DEFAULT_MIN_PREFIX_LENGTH_V6 };
   const excluded = parsePrefixTexts(exclude);
@@ -239,6 +294,9 @@ export function filterModules(modules: readonly { community: string | null; pref
     let bogons: string[] | null = null;
     for (const fam of ["v4", "v6"] as const) {
       const list = parsed[fam];
+      // Most lists hold no bogon: one loop without a call a prefix tells so (the changed module
+      // of an incremental rebuild is filtered before V8 has optimised anything).
+      if (!anyBogon(list, min[fam], holes[fam], last)) continue;
       dropWhere(list, (i) => {
         if (!isBogon(list, i, min[fam], holes[fam], last)) return false;
         const key = keyOf(list, i);
@@ -263,28 +321,7 @@ export function filterModules(modules: readonly { community: string | null; pref
   });
 
   const counts = filtered.map((f, mi) => ({ v4: bogonCounts[mi]!.v4.size + f.raw.v4.count, v6: bogonCounts[mi]!.v6.size + f.raw.v6.count }));
-  const v4 = pairsOf(
-    4,
-    filtered.map((f) => f.lists.v4),
-  );
-  const v6 = pairsOf(
-    6,
-    filtered.map((f) => f.lists.v6),
-  );
-  let distinct = bogonKeys.size;
-  if (!anyPieces) distinct += distinctIn(v4.table) + distinctIn(v6.table);
-  else {
-    for (const fam of [4, 6] as const) {
-      const key = fam === 4 ? "v4" : "v6";
-      distinct += distinctIn(
-        pairsOf(
-          fam,
-          filtered.map((f) => listOf(f.raw[key])),
-        ).table,
-      );
-    }
-  }
-  return { modules: filtered, v4, v6, distinct, bogons: bogonKeys.size, counts, bogonKeys: bogonCounts };
+  return { modules: filtered, counts, bogonKeys: bogonCounts, bogons: bogonKeys, anyPieces };
 }
 
 /** A table as a list (the same arrays), for pairsOf. */

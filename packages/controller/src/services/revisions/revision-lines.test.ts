@@ -2,9 +2,9 @@ import { createHash } from "node:crypto";
 import { parsePrefixTexts } from "@rlc/shared/prefix";
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
-import { digestOfLines, type FamilyLines, joinLines, type LinesPiece, linesOf as linesOfTable, suffixesOf } from "./revision-lines.js";
+import { digestOfLines, type FamilyLines, joinLines, type LinesPiece, linesOf as linesOfTable, offsetsOf, piecesOf, suffixesOf } from "./revision-lines.js";
 
-const bytesOf = (l: FamilyLines) => Buffer.concat(l.pieces);
+const bytesOf = (l: FamilyLines) => Buffer.concat(piecesOf(l));
 /** Lines of one family's prefix texts (canonical, in any order), tag i's communities joined[i]. */
 const linesOf = (prefixes: readonly string[], tags: readonly number[], joined: readonly string[]) => {
   const table = parsePrefixTexts(prefixes);
@@ -30,7 +30,7 @@ describe("revision lines", () => {
         for (let i = 0; i < list.length; i++) {
           expect(
             bytesOf(lines)
-              .subarray(lines.offsets[i], lines.offsets[i + 1])
+              .subarray(offsetsOf(lines)[i], offsetsOf(lines)[i + 1])
               .toString("utf8"),
           ).toBe(`${prefixes[i]} ${joined[tags[i]!]}\n`);
         }
@@ -90,7 +90,7 @@ describe("revision lines", () => {
           prefixes = nextPrefixes;
           tags = nextTags;
           expect(bytesOf(lines).toString("utf8")).toBe(textOf(prefixes, tags, joined));
-          expect(Array.from(lines.offsets)).toEqual(Array.from(linesOf(prefixes, tags, joined).offsets));
+          expect(Array.from(offsetsOf(lines))).toEqual(Array.from(offsetsOf(linesOf(prefixes, tags, joined))));
         }
       }),
     );
@@ -100,8 +100,41 @@ describe("revision lines", () => {
     const prefixes = Array.from({ length: 10_000 }, (_, i) => `11.${i >> 8}.${i & 255}.0/24`);
     const tags = prefixes.map((_, i) => i % 3);
     const lines = linesOf(prefixes, tags, joined);
-    const one = joinLines(prefixes.map((_, i) => ({ lines, from: i, to: i + 1 })));
-    expect(one.pieces).toHaveLength(1);
+    // Every other line from a copy written apart: no two pieces follow each other in one block.
+    const copy = linesOf(prefixes, tags, joined);
+    const one = joinLines(prefixes.map((_, i) => ({ lines: i % 2 ? copy : lines, from: i, to: i + 1 })));
+    expect(one.runs).toHaveLength(1);
     expect(bytesOf(one).equals(bytesOf(lines))).toBe(true);
+    expect(Array.from(offsetsOf(one))).toEqual(Array.from(offsetsOf(lines)));
+  });
+
+  it("share the offsets of the lines they are joined from: a join copies no line's offset", () => {
+    const prefixes = Array.from({ length: 1000 }, (_, i) => `11.${i >> 8}.${i & 255}.0/24`);
+    const tags = prefixes.map((_, i) => i % 3);
+    const lines = linesOf(prefixes, tags, joined);
+    const added = linesOf(["12.0.0.0/24"], [1], joined);
+    const next = joinLines([
+      { lines, from: 0, to: 400 },
+      { lines: added, from: 0, to: 1 },
+      { lines, from: 401, to: 1000 },
+    ]);
+    expect(next.count).toBe(1000);
+    expect(next.runs.map((r) => r.offsets)).toEqual([lines.runs[0]!.offsets, added.runs[0]!.offsets, lines.runs[0]!.offsets]);
+    expect(next.runs.every((r, k) => r.offsets === [lines, added, lines][k]!.runs[0]!.offsets)).toBe(true);
+    // Kept lines next to each other again make one run of the block they come from.
+    const again = joinLines([
+      { lines: next, from: 0, to: 400 },
+      { lines: next, from: 401, to: 1000 },
+    ]);
+    expect(again.runs).toHaveLength(2);
+    expect(
+      joinLines([
+        { lines: next, from: 0, to: 400 },
+        { lines: next, from: 400, to: 1000 },
+      ]).runs,
+    ).toHaveLength(3);
+    expect(bytesOf(again).toString("utf8")).toBe(
+      textOf([...prefixes.slice(0, 400), ...prefixes.slice(401)], [...tags.slice(0, 400), ...tags.slice(401)], joined),
+    );
   });
 });

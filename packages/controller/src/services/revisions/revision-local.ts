@@ -1,5 +1,18 @@
 import { PrefixTable, parsePrefixTexts, prefixText } from "@rlc/shared/prefix";
-import { type Block, blockText, coveringModules, covers, FAMS, type Fam, holds, lowerBound, rangeIn, type WideLayer } from "./revision-blocks.js";
+import {
+  type Block,
+  blockText,
+  coveringModules,
+  covers,
+  FAMS,
+  type Fam,
+  GRANULE_SHIFT,
+  holds,
+  lowerBound,
+  mayStartIn,
+  rangeIn,
+  type WideLayer,
+} from "./revision-blocks.js";
 import { type BogonSettings, buildRevisionWithState, type ModuleInput } from "./revision-build.js";
 import type { RevisionTag } from "./revision-content.js";
 
@@ -30,6 +43,8 @@ export interface LocalModules {
   meta: readonly Omit<ModuleInput, "prefixes">[];
   /** Each module's prefixes after the bogon filter, the cut pieces included, sorted, per family. */
   tables: readonly Record<Fam, PrefixTable>[];
+  /** Where each module's IPv4 table has prefixes (occupancyOf), when known. */
+  occupied: readonly (Uint32Array | null)[];
   wide: Record<Fam, WideLayer>;
   /** The modules whose change is being rebuilt: their cover of each block is in its summary. */
   changed: readonly number[];
@@ -37,10 +52,17 @@ export interface LocalModules {
    * What the other modules give each block (the prefix texts of each module, the block's text
    * for each covering one), made once for the builds before and after the change.
    */
-  same: Map<Block, { covering: readonly number[]; texts: (readonly string[])[] }>;
+  same: Map<Block, { covering: readonly number[]; texts: (readonly string[])[]; text: readonly string[] }>;
 }
 
-function textsIn(t: PrefixTable, b: Block): string[] {
+/** The entries of a part built for its summary alone (never written to). */
+const NO_ENTRIES = { v4: new PrefixTable(4, 1), v6: new PrefixTable(6, 1) };
+
+/** No texts (never written to). */
+const NONE: string[] = [];
+
+function textsIn(t: PrefixTable, b: Block, occupied: Uint32Array | null | undefined): string[] {
+  if (t.count === 0 || (t.W === 1 && !mayStartIn(occupied, b.start[0]!, b.last[0]!))) return NONE;
   const [lo, hi] = rangeIn(t, b, false);
   const out = new Array<string>(hi - lo);
   for (let i = lo; i < hi; i++) out[i - lo] = prefixText(t, i);
@@ -58,15 +80,19 @@ export function buildBlocks(blocks: Record<Fam, readonly Block[]>, modules: Loca
     for (const b of blocks[fam]) {
       let same = modules.same.get(b);
       if (!same) {
-        const texts = modules.tables.map((t, mi) => (isChanged.has(mi) ? [] : textsIn(t[fam], b)));
-        modules.same.set(b, (same = { covering: coveringModules(modules.wide[fam], b), texts }));
+        const texts = new Array<readonly string[]>(modules.tables.length);
+        // The block's /20 when it is one (IPv4): a module's occupancy bit tested here, not a call a module.
+        const g = fam === "v4" && b.start[0]! >>> GRANULE_SHIFT === b.last[0]! >>> GRANULE_SHIFT ? b.start[0]! >>> GRANULE_SHIFT : -1;
+        for (let mi = 0; mi < texts.length; mi++) {
+          const occupied = modules.occupied[mi];
+          if (isChanged.has(mi) || (g >= 0 && occupied && (occupied[g >>> 5]! & (1 << (g & 31))) === 0)) texts[mi] = NONE;
+          else texts[mi] = textsIn(modules.tables[mi]![fam], b, occupied);
+        }
+        modules.same.set(b, (same = { covering: coveringModules(modules.wide[fam], b), texts, text: [blockText(b)] }));
       }
-      const text = [blockText(b)];
-      for (const mi of same.covering) lists[mi]!.push(text);
-      same.texts.forEach((texts, mi) => {
-        if (texts.length) lists[mi]!.push(texts);
-      });
-      for (const mi of modules.changed) lists[mi]!.push(textsIn(modules.tables[mi]![fam], b));
+      for (const mi of same.covering) lists[mi]!.push(same.text);
+      for (let mi = 0; mi < same.texts.length; mi++) if (same.texts[mi]!.length) lists[mi]!.push(same.texts[mi]!);
+      for (const mi of modules.changed) lists[mi]!.push(textsIn(modules.tables[mi]![fam], b, modules.occupied[mi]));
     }
   }
   const inputs = modules.meta.map((m, mi) => ({ ...m, prefixes: ([] as string[]).concat(...lists[mi]!) }));
@@ -92,8 +118,8 @@ export function buildBlocks(blocks: Record<Fam, readonly Block[]>, modules: Loca
         }
       }
       if (at > 0 && b.len > 0 && holds(table, at - 1, b)) summary = null;
-      if (summary !== null) summary += `|${modules.changed.map((mi) => (covers(modules.tables[mi]![fam], b) ? 1 : 0)).join("")}`;
-      if (!entries) return { block: b, tags: [], table: new PrefixTable(table.family, 1), summary };
+      if (summary !== null) summary += `|${modules.changed.map((mi) => (covers(modules.tables[mi]![fam], b, modules.occupied[mi]) ? 1 : 0)).join("")}`;
+      if (!entries) return { block: b, tags: [], table: NO_ENTRIES[fam], summary };
       const inside = new PrefixTable(table.family, Math.max(1, hi - lo));
       inside.words.set(table.words.subarray(lo * W, hi * W));
       inside.lens.set(table.lens.subarray(lo, hi));

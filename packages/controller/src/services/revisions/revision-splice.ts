@@ -11,88 +11,166 @@ export interface SplicedContent {
   tables: Record<Fam, PrefixTable>;
   lines: Record<Fam, FamilyLines>;
   perTag: Int32Array;
+  /**
+   * Where each tag's first prefix is (IPv4 positions, then IPv6 ones after the IPv4 count):
+   * ascending, as tags are numbered in order of first appearance.
+   */
+  firstAt: Float64Array;
+}
+
+/** Where each tag of `content` first appears (SplicedContent.firstAt): one pass, made by the full build. */
+export function firstAppearances(content: RevisionContent): Float64Array {
+  const out = new Float64Array(content.tags.length).fill(-1);
+  let seen = 0;
+  let base = 0;
+  for (const fam of FAMS) {
+    const { tags, length } = content[fam];
+    for (let i = 0; i < length && seen < out.length; i++) {
+      if (out[tags[i]!]! < 0) {
+        out[tags[i]!] = base + i;
+        seen++;
+      }
+    }
+    base += length;
+  }
+  return out;
+}
+
+/** One tag of the new content: its key, where it first appears, and a tag it was made from. */
+interface TagEntry {
+  key: string;
+  first: number;
+  tag: RevisionTag;
 }
 
 /**
  * The last content with each block's inside replaced by the block's build (`parts`, sorted,
- * disjoint, per family). The kept ranges are copied as runs (parsed words, the digest's line
- * bytes; the new content is compact: no text a prefix, see RevisionFamily); only the tags go one by one, renumbered in order of first appearance
- * (IPv4, then IPv6) as the full build numbers them. The prefixes of each new tag are counted
- * from the old counts and the replaced ranges, and the ranges that changed are named.
+ * disjoint, per family). The kept ranges are copied as runs (parsed words, tags, the digest's
+ * lines; the new content is compact: no text a prefix, see RevisionFamily); tags are numbered in
+ * order of first appearance (IPv4, then IPv6) as the full build numbers them, found from where
+ * each old tag first appeared (`firstAt`) and where the parts put theirs, without a walk of the
+ * kept tags: when no tag's number moves (a change that makes no tag and removes no tag's first
+ * prefix), the kept tags are copied as they are, else renumbered in one pass. The prefixes of
+ * each new tag are counted from the old counts and the replaced ranges, and the ranges that
+ * changed are named.
  */
-export function spliceContent(old: SplicedContent, parts: Record<Fam, readonly BlockPart[]>): SplicedContent & { change: Record<Fam, ContentSplice[]> } {
-  const tags: RevisionTag[] = [];
-  const index = new Map<string, number>();
-  const communityArrays = new Map<string, string[]>();
-  const tagFor = (t: RevisionTag): number => {
-    const joined = t.communities.join(",");
-    const key = tagKey(t);
-    let k = index.get(key);
-    if (k === undefined) {
-      let communities = communityArrays.get(joined);
-      if (!communities) communityArrays.set(joined, (communities = t.communities));
-      index.set(key, (k = tags.push({ communities, modules: t.modules }) - 1));
-    }
-    return k;
-  };
+export function spliceContent(
+  old: SplicedContent,
+  parts: Record<Fam, readonly BlockPart[]>,
+  options: { tagSearches?: number } = {},
+): SplicedContent & { change: Record<Fam, ContentSplice[]>; tagMap: Int32Array } {
   const oldTags = old.content.tags;
-  const oldMap = new Int32Array(oldTags.length).fill(-1);
-  let partCount = 0;
-  for (const fam of FAMS) for (const p of parts[fam]) partCount += p.tags.length;
-  const perTag = new Int32Array(oldTags.length + partCount);
-  const owner = { modules: old.content.modules, tags };
-  const families = {} as Record<Fam, { tags: Uint32Array; table: PrefixTable; partTags: Uint32Array[]; change: ContentSplice[] }>;
-
+  const families = {} as Record<Fam, { table: PrefixTable; change: ContentSplice[]; length: number }>;
   for (const fam of FAMS) {
     const o = old.content[fam];
     const ot = old.tables[fam];
     const W = ot.W;
-    // Runs: [from, to) of the old family, or a part.
-    const runs: ({ from: number; to: number } | BlockPart)[] = [];
     const change: ContentSplice[] = [];
     let oi = 0;
     let n = 0;
     for (const p of parts[fam]) {
       const [lo, hi] = rangeIn(ot, p.block, true, oi);
-      runs.push({ from: oi, to: lo }, p);
       n += lo - oi;
       change.push({ from: lo, to: hi, at: n, count: p.table.count });
       n += p.table.count;
       oi = hi;
     }
-    runs.push({ from: oi, to: o.length });
     n += o.length - oi;
-
-    const out = new Uint32Array(n);
+    // The words: the kept runs and the parts' prefixes, copied as runs.
     const table = new PrefixTable(ot.family, Math.max(1, n));
-    const partTags: Uint32Array[] = [];
-    let k = 0;
-    for (const run of runs) {
-      if ("block" in run) {
-        const nums = new Uint32Array(run.tags.length);
-        for (let i = 0; i < nums.length; i++) {
-          nums[i] = tagFor(run.tags[i]!);
-          perTag[nums[i]!]!++;
-        }
-        out.set(nums, k);
-        partTags.push(nums);
-        table.words.set(run.table.words.subarray(0, run.table.count * W), k * W);
-        table.lens.set(run.table.lens.subarray(0, run.table.count), k);
-        k += nums.length;
-        continue;
-      }
-      const { from, to } = run;
-      if (from === to) continue;
-      table.words.set(ot.words.subarray(from * W, to * W), k * W);
-      table.lens.set(ot.lens.subarray(from, to), k);
-      // Where a tag has no number yet, it is numbered and the run copied on from there.
-      for (let i = copyRun(o.tags, from, to, out, k, oldMap); i < to; i = copyRun(o.tags, i, to, out, k + i - from, oldMap)) {
-        oldMap[o.tags[i]!] = tagFor(oldTags[o.tags[i]!]!);
-      }
-      k += to - from;
-    }
+    let from = 0;
+    parts[fam].forEach((p, j) => {
+      const c = change[j]!;
+      table.words.set(ot.words.subarray(from * W, c.from * W), (c.at - (c.from - from)) * W);
+      table.lens.set(ot.lens.subarray(from, c.from), c.at - (c.from - from));
+      table.words.set(p.table.words.subarray(0, c.count * W), c.at * W);
+      table.lens.set(p.table.lens.subarray(0, c.count), c.at);
+      from = c.to;
+    });
+    table.words.set(ot.words.subarray(from * W, o.length * W), (n - (o.length - from)) * W);
+    table.lens.set(ot.lens.subarray(from, o.length), n - (o.length - from));
     table.count = n;
-    families[fam] = { tags: out, table, partTags, change };
+    families[fam] = { table, change, length: n };
+  }
+
+  // Where each old tag first appears among the kept prefixes, and each part tag in its part.
+  const budget = { left: options.tagSearches ?? TAG_SEARCHES };
+  const entries: TagEntry[] = oldTags.map((tag, t) => ({ key: tagKey(tag), first: firstKept(old, families, t, budget), tag }));
+  const unresolved = entries.flatMap((e, t) => (Number.isNaN(e.first) ? [t] : []));
+  if (unresolved.length) firstKeptByPass(old, families, entries, unresolved);
+  const byKey = new Map(entries.map((e, t) => [e.key, t]));
+  const partEntry = new Map<RevisionTag, number>();
+  const partEntries = {} as Record<Fam, Uint32Array[]>;
+  let base = 0;
+  for (const fam of FAMS) {
+    partEntries[fam] = parts[fam].map((p, j) => {
+      const at = base + families[fam].change[j]!.at;
+      const ids = new Uint32Array(p.tags.length);
+      for (let i = 0; i < ids.length; i++) {
+        const tag = p.tags[i]!;
+        let e = partEntry.get(tag);
+        if (e === undefined) {
+          const key = tagKey(tag);
+          e = byKey.get(key);
+          if (e === undefined) {
+            e = entries.push({ key, first: Number.POSITIVE_INFINITY, tag }) - 1;
+            byKey.set(key, e);
+          }
+          partEntry.set(tag, e);
+        }
+        if (at + i < entries[e]!.first) entries[e]!.first = at + i;
+        ids[i] = e;
+      }
+      return ids;
+    });
+    base += families[fam].length;
+  }
+
+  // The new numbers: in order of first appearance; a tag that appears nowhere is gone.
+  const order = entries.map((_, e) => e).filter((e) => entries[e]!.first !== Number.POSITIVE_INFINITY);
+  order.sort((a, b) => entries[a]!.first - entries[b]!.first);
+  const numberOf = new Int32Array(entries.length).fill(-1);
+  const tags: RevisionTag[] = [];
+  const firstAt = new Float64Array(order.length);
+  const communityArrays = new Map<string, string[]>();
+  order.forEach((e, k) => {
+    const { tag, first } = entries[e]!;
+    numberOf[e] = k;
+    firstAt[k] = first;
+    const joined = tag.communities.join(",");
+    let communities = communityArrays.get(joined);
+    if (!communities) communityArrays.set(joined, (communities = tag.communities));
+    tags.push({ communities, modules: tag.modules });
+  });
+  // Old tag t is entry t: its new number, when it still appears.
+  const oldMap = numberOf.subarray(0, oldTags.length);
+  let moved = false;
+  for (let t = 0; t < oldTags.length && !moved; t++) moved = oldMap[t]! >= 0 && oldMap[t] !== t;
+
+  const perTag = new Int32Array(tags.length);
+  const built = {} as Record<Fam, { tags: Uint32Array }>;
+  for (const fam of FAMS) {
+    const o = old.content[fam];
+    const { change, length } = families[fam];
+    const out = new Uint32Array(length);
+    let from = 0;
+    const keep = (to: number, at: number) => {
+      if (to <= from) return;
+      if (moved) renumber(o.tags, from, to, out, at, oldMap);
+      else out.set(o.tags.subarray(from, to), at);
+    };
+    partEntries[fam].forEach((ids, j) => {
+      const c = change[j]!;
+      keep(c.from, c.at - (c.from - from));
+      for (let i = 0; i < ids.length; i++) {
+        const n = numberOf[ids[i]!]!;
+        out[c.at + i] = n;
+        perTag[n]!++;
+      }
+      from = c.to;
+    });
+    keep(o.length, length - (o.length - from));
+    built[fam] = { tags: out };
   }
 
   // The kept prefixes' counts: the old ones, less those of the replaced ranges.
@@ -108,41 +186,135 @@ export function spliceContent(old: SplicedContent, parts: Record<Fam, readonly B
   const change = {} as Record<Fam, ContentSplice[]>;
   for (const fam of FAMS) {
     const f = families[fam];
+    // Every part's lines written at once (a write a part made three arrays a block, thousands a rebuild).
+    let total = 0;
+    for (const c of f.change) total += c.count;
+    const all = new PrefixTable(f.table.family, Math.max(1, total));
+    const allTags = new Uint32Array(total);
+    const W = f.table.W;
+    let at = 0;
+    for (const c of f.change) {
+      all.words.set(f.table.words.subarray(c.at * W, (c.at + c.count) * W), at * W);
+      all.lens.set(f.table.lens.subarray(c.at, c.at + c.count), at);
+      allTags.set(built[fam].tags.subarray(c.at, c.at + c.count), at);
+      at += c.count;
+    }
+    all.count = total;
+    const written = linesOf(all, allTags, suffixes);
     const pieces: LinesPiece[] = [];
     let oi = 0;
-    parts[fam].forEach((p, j) => {
-      const c = f.change[j]!;
+    at = 0;
+    for (const c of f.change) {
       pieces.push({ lines: old.lines[fam], from: oi, to: c.from });
-      pieces.push({ lines: linesOf(p.table, f.partTags[j]!, suffixes), from: 0, to: p.table.count });
+      pieces.push({ lines: written, from: at, to: at + c.count });
+      at += c.count;
       oi = c.to;
-    });
+    }
     pieces.push({ lines: old.lines[fam], from: oi, to: old.content[fam].length });
     lines[fam] = joinLines(pieces.filter((p) => p.to > p.from));
-    change[fam] = f.change.filter((c) => !sameRange(old, fam, c, f.table, f.tags, tags));
+    change[fam] = f.change.filter((c) => !sameRange(old, fam, c, f.table, built[fam].tags, tags));
   }
+  const owner = { modules: old.content.modules, tags };
   const content: RevisionContent = {
     ...owner,
     // Compact from the start (RevisionFamily): the prefixes' texts are written when asked for.
-    v4: new RevisionFamily(null, families.v4.tags, owner, families.v4.table),
-    v6: new RevisionFamily(null, families.v6.tags, owner, families.v6.table),
+    v4: new RevisionFamily(null, built.v4.tags, owner, families.v4.table),
+    v6: new RevisionFamily(null, built.v6.tags, owner, families.v6.table),
   };
-  return { content, tables: { v4: families.v4.table, v6: families.v6.table }, lines, perTag: perTag.subarray(0, tags.length), change };
+  return { content, tables: { v4: families.v4.table, v6: families.v6.table }, lines, perTag, firstAt, change, tagMap: Int32Array.from(oldMap) };
 }
 
 /**
- * The tags of old prefixes [from, to) to position k of the new family, renumbered by `oldMap`,
- * up to the first whose tag has no number yet: its index, or `to` when the whole run was copied.
+ * Where old tag t first appears in the new content among the kept prefixes (the new position,
+ * IPv6 after IPv4), or +Infinity. From its first old prefix when that one is kept; else the
+ * next old prefix of the tag outside the replaced ranges (a native search of the tags: a tag's
+ * first prefix is rarely in a changed block).
+ */
+function firstKept(old: SplicedContent, families: Record<Fam, { change: ContentSplice[]; length: number }>, t: number, budget: { left: number }): number {
+  const p = old.firstAt[t]!;
+  const v4 = old.content.v4.length;
+  let base = 0;
+  for (const fam of FAMS) {
+    const o = old.content[fam];
+    const { change } = families[fam];
+    // Where to look in this family: from its first prefix, or from the start when that is in IPv4.
+    let i: number;
+    if (fam === "v4") i = p < v4 ? p : -1;
+    else i = p < v4 ? -2 : p - v4;
+    if (i === -2 || p < 0) {
+      if (budget.left-- <= 0) return Number.NaN;
+      i = o.tags.indexOf(t);
+    }
+    while (i >= 0 && i < o.length) {
+      // The last replaced range that starts at or before i.
+      let lo = 0;
+      let hi = change.length;
+      while (lo < hi) {
+        const mid = (lo + hi) >>> 1;
+        if (change[mid]!.from <= i) lo = mid + 1;
+        else hi = mid;
+      }
+      const c = lo > 0 ? change[lo - 1]! : null;
+      if (c === null) return base + i;
+      if (i >= c.to) return base + i + (c.at + c.count - c.to);
+      if (budget.left-- <= 0) return Number.NaN;
+      i = o.tags.indexOf(t, c.to);
+    }
+    base += families[fam].length;
+  }
+  return Number.POSITIVE_INFINITY;
+}
+
+/**
+ * Searches of the old tags firstKept makes before the rest are found in one pass: each is
+ * native but may run to the end of the tags (a tag whose only prefixes were replaced), so a
+ * change that removes many tags' first prefixes walks the kept prefixes once instead.
+ */
+const TAG_SEARCHES = 16;
+
+/** firstKept of the `unresolved` old tags, in one walk of the kept prefixes (+Infinity for those that have none). */
+function firstKeptByPass(old: SplicedContent, families: Record<Fam, { change: ContentSplice[]; length: number }>, entries: TagEntry[], unresolved: number[]) {
+  const need = new Uint8Array(entries.length);
+  for (const t of unresolved) {
+    need[t] = 1;
+    entries[t]!.first = Number.POSITIVE_INFINITY;
+  }
+  let left = unresolved.length;
+  let base = 0;
+  for (const fam of FAMS) {
+    const tags = old.content[fam].tags;
+    const length = old.content[fam].length;
+    const { change } = families[fam];
+    let from = 0;
+    let shift = 0;
+    for (let k = 0; k <= change.length && left > 0; k++) {
+      const to = k < change.length ? change[k]!.from : length;
+      for (let i = from; i < to && left > 0; i++) {
+        const t = tags[i]!;
+        if (need[t] === 1) {
+          need[t] = 0;
+          left--;
+          entries[t]!.first = base + i + shift;
+        }
+      }
+      if (k < change.length) {
+        const c = change[k]!;
+        from = c.to;
+        shift = c.at + c.count - c.to;
+      }
+    }
+    base += families[fam].length;
+  }
+}
+
+/**
+ * The tags of old prefixes [from, to) to position at of the new family, renumbered by `oldMap`.
  * No callback in the loop: one created per splice made V8 drop this function's optimised code
  * each time (the loop walks every kept prefix, 1.2M in a large tenant).
  */
-function copyRun(tags: Uint32Array, from: number, to: number, out: Uint32Array, k: number, oldMap: Int32Array): number {
-  const shift = k - from;
-  for (let i = from; i < to; i++) {
-    const m = oldMap[tags[i]!]!;
-    if (m < 0) return i;
-    out[i + shift] = m;
-  }
-  return to;
+function renumber(tags: Uint32Array, from: number, to: number, out: Uint32Array, at: number, oldMap: Int32Array): void {
+  const shift = at - from;
+  for (let i = from; i < to; i++) out[i + shift] = oldMap[tags[i]!]!;
 }
 
 const tagKey = (t: RevisionTag) => `${t.communities.join(",")}|${t.modules.join(",")}`;

@@ -304,7 +304,7 @@ export function createRevisionStore(opts: { entries?: number; chain?: Partial<Ch
       if (!chain || chain.chain_depth + 1 > policy.maxDepth) return whole();
       const parent = await store.content(db, tenantId, parentId);
       if (!parent) return whole();
-      const change = makeChange(parent, content, store.align(parent, content, built));
+      const change = makeChange(parent, content, store.align(parent, content, built), built);
       const size = changeSize(change);
       const n = Math.max(1, prefixCount(content));
       if (size > n * policy.maxChangeShare || chain.chain_changes + size > n * policy.maxChainShare) return whole();
