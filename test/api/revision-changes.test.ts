@@ -99,6 +99,36 @@ describe("revisions stored as changes", () => {
     ).toBe(1);
   });
 
+  it("a revision stored whole because its chain is full keeps its change as a link, and a diff across it reads no whole content", async () => {
+    const first = [...made.keys()][0]!;
+    // The chain is at most eight changes deep: the revision after it is stored whole, with its change kept as its link.
+    let whole = 0;
+    for (const cidr of ["11.0.111.0/24", "11.0.113.0/24"]) {
+      await entry(0, cidr);
+      whole = await refresh();
+    }
+    expect((await stored()).find((r) => r.revision_id === whole - 1)).toMatchObject({ chain_depth: 8 });
+    await entry(1, "2a00:10::/32");
+    const after = await refresh();
+    const links = await t.controller.deps.sql<{ revision_id: number; parent_id: number | null; link_parent_id: number | null; linked: boolean }[]>`
+      SELECT revision_id, parent_id, link_parent_id, link_change IS NOT NULL AS linked FROM revisions WHERE revision_id >= ${whole} ORDER BY revision_id`;
+    expect(links).toEqual([
+      { revision_id: whole, parent_id: null, link_parent_id: whole - 1, linked: true },
+      { revision_id: after, parent_id: whole, link_parent_id: null, linked: false },
+    ]);
+    // The first revision's content made unreadable: the diff is composed from the changes and the link alone.
+    const [{ content }] = await t.controller.deps.sql<{ content: Buffer }[]>`SELECT content FROM revisions WHERE revision_id = ${first}`;
+    await t.controller.deps.sql`UPDATE revisions SET content = ${Buffer.from([0])} WHERE revision_id = ${first}`;
+    try {
+      const tagged = (id: number) =>
+        made.get(id)!.map((p) => ({ prefix: (p as { prefix: string }).prefix, communities: (p as { communities: string[] }).communities }));
+      const d = diffTagged(tagged(first), tagged(after));
+      expect(await call("GET", `/v1/revisions/${first}/diff/${after}?limit=100`)).toMatchObject({ added: d.added, removed: d.removed, changed: d.changed });
+    } finally {
+      await t.controller.deps.sql`UPDATE revisions SET content = ${content} WHERE revision_id = ${first}`;
+    }
+  });
+
   it("a rollback is stored as a change against the current revision and answers the old prefixes", async () => {
     const [first] = made.keys();
     const rolled = await call("POST", `/v1/revisions/${first}/rollback`);
@@ -121,6 +151,18 @@ describe("revisions stored as changes", () => {
     expect(rows[0]).toMatchObject({ parent_id: null, chain_depth: 0 });
     expect(rows[1]).toMatchObject({ parent_id: ids[4] });
     for (const id of ids.slice(4)) expect(await prefixesOf(id)).toEqual(made.get(id));
+  });
+
+  it("a prune clears the links to the revisions it deletes, and every kept revision reads as before", async () => {
+    const sql = t.controller.deps.sql;
+    const [{ whole }] = await sql<{ whole: number }[]>`SELECT revision_id AS whole FROM revisions WHERE link_parent_id IS NOT NULL`;
+    await sql`UPDATE revisions SET created_at = created_at - interval '1 day' WHERE revision_id < ${whole}`;
+    const pruned = await call("POST", "/v1/revisions/prune", {});
+    expect(pruned.deleted_revision_ids).toContain(whole - 1);
+    expect(await sql`SELECT link_parent_id, link_change FROM revisions WHERE revision_id = ${whole}`).toEqual([{ link_parent_id: null, link_change: null }]);
+    const kept = (await stored()).map((r) => r.revision_id);
+    expect(kept[0]).toBe(whole);
+    for (const id of kept) expect(await prefixesOf(id)).toEqual(made.get(id));
   });
 });
 

@@ -64,6 +64,9 @@ export interface StoredContent {
   parent_id: number | null;
   chain_depth: number;
   chain_changes: number;
+  /** A content stored whole because its chain was full: its parent and the (small) change from it, for diffs (migration 0030). */
+  link_parent_id?: number | null;
+  link_change?: Buffer | null;
 }
 
 /** The content column as stored: whole or a change (parent_id says which; revision-store.ts). */
@@ -93,9 +96,31 @@ export async function findChainLinks(db: Db, tenantId: string, revisionId: numbe
 /** The stored content of each of `ids`, by id. */
 export async function findStoredContents(db: Db, tenantId: string, ids: number[]): Promise<Map<number, StoredContent>> {
   const rows = await db<(StoredContent & { revision_id: number })[]>`
-    SELECT revision_id, content, parent_id, chain_depth, chain_changes FROM revisions
+    SELECT revision_id, content, parent_id, chain_depth, chain_changes, link_parent_id, link_change FROM revisions
      WHERE tenant_id = ${tenantId} AND revision_id = ANY(${ids}::int[])`;
   return new Map(rows.map(({ revision_id, ...row }) => [revision_id, row]));
+}
+
+/**
+ * The revision and the revisions before it that a diff can walk through, newest first: each
+ * one's parent, or the parent its link names when it is stored whole (migration 0030), at most
+ * `limit` of them (the walk ends at a revision with neither, or at an id no longer stored).
+ */
+export async function findDiffLinks(db: Db, tenantId: string, revisionId: number, limit: number): Promise<{ revision_id: number; parent_id: number | null }[]> {
+  return db<{ revision_id: number; parent_id: number | null }[]>`
+    WITH RECURSIVE chain AS (
+      SELECT revision_id, COALESCE(parent_id, link_parent_id) AS parent_id, 1 AS n FROM revisions WHERE tenant_id = ${tenantId} AND revision_id = ${revisionId}
+      UNION ALL
+      SELECT r.revision_id, COALESCE(r.parent_id, r.link_parent_id), c.n + 1 FROM revisions r
+        JOIN chain c ON r.tenant_id = ${tenantId} AND r.revision_id = c.parent_id AND r.revision_id < c.revision_id
+       WHERE c.n < ${limit})
+    SELECT revision_id, parent_id FROM chain ORDER BY revision_id DESC`;
+}
+
+/** Forgets the links (migration 0030) to revisions about to be deleted. */
+export async function clearLinksTo(db: Db, tenantId: string, ids: number[]): Promise<void> {
+  if (!ids.length) return;
+  await db`UPDATE revisions SET link_parent_id = NULL, link_change = NULL WHERE tenant_id = ${tenantId} AND link_parent_id = ANY(${ids}::int[])`;
 }
 
 /** The chain columns alone (the writer of the next revision decides from them). */
@@ -109,10 +134,11 @@ export async function insertRevision(db: Db, row: RevisionRow & { content: Buffe
   await db`
     INSERT INTO revisions (tenant_id, revision_id, created_at, created_by, reason, rolled_back_from, digest, prefix_count_v4,
                            prefix_count_v6, input_prefix_count, dropped_prefix_count, modules, content, parent_id, chain_depth,
-                           chain_changes)
+                           chain_changes, link_parent_id, link_change)
     VALUES (${row.tenant_id}, ${row.revision_id}, ${row.created_at}, ${row.created_by}, ${row.reason}, ${row.rolled_back_from},
             ${row.digest}, ${row.prefix_count_v4}, ${row.prefix_count_v6}, ${row.input_prefix_count}, ${row.dropped_prefix_count},
-            ${db.json(row.modules as never)}, ${row.content}, ${row.parent_id ?? null}, ${row.chain_depth ?? 0}, ${row.chain_changes ?? 0})`;
+            ${db.json(row.modules as never)}, ${row.content}, ${row.parent_id ?? null}, ${row.chain_depth ?? 0}, ${row.chain_changes ?? 0},
+            ${row.link_parent_id ?? null}, ${row.link_change ?? null})`;
 }
 
 /** The revisions outside `ids` whose content is a change against one of `ids` (a prune re-bases them). */

@@ -1,7 +1,16 @@
 import { gunzipSync, gzipSync } from "node:zlib";
 import { writePrefixLines } from "@rlc/shared/prefix";
 import type { Db } from "../../db/connect.js";
-import { findChain, findChainLinks, findStoredContents, listDependents, rewriteContentWhole, type StoredContent } from "../../db/revisions.js";
+import {
+  clearLinksTo,
+  findChain,
+  findChainLinks,
+  findDiffLinks,
+  findStoredContents,
+  listDependents,
+  rewriteContentWhole,
+  type StoredContent,
+} from "../../db/revisions.js";
 import { type Alignment, alignContents, alignSpliced } from "./revision-align.js";
 import type { RevisionChange as RevisionBuildChange } from "./revision-build.js";
 import { applyChange, changeSize, decodeChange, encodeChange, makeChange, type RevisionChange } from "./revision-change.js";
@@ -184,6 +193,9 @@ export const DEFAULT_CHAIN: ChainPolicy = { maxDepth: 8, maxChangeShare: 0.25, m
  * kept in memory without ever going stale; the database stays the only source. A content stored
  * as a change is read by applying it to its parent's (cached, or read the same way).
  */
+/** The most stored changes a diff composes (revision-diff-chain.ts); further apart, both contents are read whole. */
+const MAX_DIFF_STEPS = 64;
+
 export function createRevisionStore(opts: { entries?: number; chain?: Partial<ChainPolicy> } = {}) {
   // A decoded million-prefix content is ~45 MB, strings mostly (the tuple form was ~150 MB).
   // Contents read through a change share the kept prefixes' strings with their parent.
@@ -260,8 +272,9 @@ export function createRevisionStore(opts: { entries?: number; chain?: Partial<Ch
         id = hit.parentId;
       }
       if (id === ancestor) return out.reverse();
-      if (id < ancestor) return null;
-      const links = await findChainLinks(db, tenantId, id);
+      if (id < ancestor || out.length >= MAX_DIFF_STEPS) return null;
+      // Through the chains' changes and, where a chain was full, a whole content's link.
+      const links = await findDiffLinks(db, tenantId, id, MAX_DIFF_STEPS - out.length);
       const k = links.findIndex((l) => l.revision_id === ancestor);
       if (k <= 0) return null;
       const steps = links.slice(0, k);
@@ -271,8 +284,10 @@ export function createRevisionStore(opts: { entries?: number; chain?: Partial<Ch
         let hit = changes.get(key(step.revision_id));
         if (!hit) {
           const row = rows.get(step.revision_id);
-          if (!row || row.parent_id === null) return null;
-          hit = { parentId: row.parent_id, change: decodeChange(row.content) };
+          if (!row) return null;
+          if (row.parent_id !== null) hit = { parentId: row.parent_id, change: decodeChange(row.content) };
+          else if (row.link_parent_id != null && row.link_change) hit = { parentId: row.link_parent_id, change: decodeChange(row.link_change) };
+          else return null;
           keepIn(changes, 4 * max, key(step.revision_id), hit);
         }
         out.push(hit.change);
@@ -301,13 +316,17 @@ export function createRevisionStore(opts: { entries?: number; chain?: Partial<Ch
       const whole = (): StoredContent => ({ content: encodeContent(content), parent_id: null, chain_depth: 0, chain_changes: 0 });
       if (parentId === null || policy.maxDepth === 0) return whole();
       const chain = await findChain(db, tenantId, parentId);
-      if (!chain || chain.chain_depth + 1 > policy.maxDepth) return whole();
+      if (!chain) return whole();
       const parent = await store.content(db, tenantId, parentId);
       if (!parent) return whole();
       const change = makeChange(parent, content, store.align(parent, content, built), built);
       const size = changeSize(change);
       const n = Math.max(1, prefixCount(content));
-      if (size > n * policy.maxChangeShare || chain.chain_changes + size > n * policy.maxChainShare) return whole();
+      if (size > n * policy.maxChangeShare) return whole();
+      // A full chain starts again from this content, which keeps the change as its link: a
+      // diff of revisions on either side walks through it rather than reading both whole.
+      if (chain.chain_depth + 1 > policy.maxDepth || chain.chain_changes + size > n * policy.maxChainShare)
+        return { ...whole(), link_parent_id: parentId, link_change: encodeChange(change) };
       return { content: encodeChange(change), parent_id: parentId, chain_depth: chain.chain_depth + 1, chain_changes: chain.chain_changes + size };
     },
 
@@ -316,6 +335,7 @@ export function createRevisionStore(opts: { entries?: number; chain?: Partial<Ch
      * stored whole instead, so that no kept revision loses its parent.
      */
     async rebaseDependents(db: Db, tenantId: string, ids: number[]): Promise<number[]> {
+      await clearLinksTo(db, tenantId, ids);
       const dependents = await listDependents(db, tenantId, ids);
       for (const id of dependents) {
         const content = await store.content(db, tenantId, id);
