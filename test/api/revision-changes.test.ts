@@ -117,7 +117,8 @@ describe("revisions stored as changes", () => {
       { revision_id: after, parent_id: whole, link_parent_id: null, linked: false },
     ]);
     // The first revision's content made unreadable: the diff is composed from the changes and the link alone.
-    const [{ content }] = await t.controller.deps.sql<{ content: Buffer }[]>`SELECT content FROM revisions WHERE revision_id = ${first}`;
+    const [saved] = await t.controller.deps.sql<{ content: Buffer }[]>`SELECT content FROM revisions WHERE revision_id = ${first}`;
+    const content = saved!.content;
     await t.controller.deps.sql`UPDATE revisions SET content = ${Buffer.from([0])} WHERE revision_id = ${first}`;
     try {
       const tagged = (id: number) =>
@@ -155,7 +156,8 @@ describe("revisions stored as changes", () => {
 
   it("a prune clears the links to the revisions it deletes, and every kept revision reads as before", async () => {
     const sql = t.controller.deps.sql;
-    const [{ whole }] = await sql<{ whole: number }[]>`SELECT revision_id AS whole FROM revisions WHERE link_parent_id IS NOT NULL`;
+    const [linked] = await sql<{ whole: number }[]>`SELECT revision_id AS whole FROM revisions WHERE link_parent_id IS NOT NULL`;
+    const whole = linked!.whole;
     await sql`UPDATE revisions SET created_at = created_at - interval '1 day' WHERE revision_id < ${whole}`;
     const pruned = await call("POST", "/v1/revisions/prune", {});
     expect(pruned.deleted_revision_ids).toContain(whole - 1);
