@@ -14,42 +14,12 @@ import { findSettings } from "../../db/settings.js";
 import { listDomainAddresses, listTenantSnapshotGroups, type SnapshotSource } from "../../db/snapshots.js";
 import { normaliseDomain } from "../../lib/domain-name.js";
 import type { RpkiValidator } from "../../sources/rpki-source.js";
-import type { RpkiState } from "../../sources/rpki-vrps.js";
 import type { RevisionStore } from "../revisions/revision-store.js";
 import { answerLookup, type BogonRules, type CollectedMatch } from "./lookup-answer.js";
+import { entryMatch, moduleFields, rpkiOf } from "./lookup-matches.js";
 import { longestInLayer, nextRevisionLayer, type RevisionLayer } from "./lookup-revision.js";
 
 const byFamilyThenText = (a: string, b: string) => Number(a.includes(":")) - Number(b.includes(":")) || (a < b ? -1 : a > b ? 1 : 0);
-
-/** The RFC 6811 state of a snapshot prefix whose origin is an ASN, when a VRP source is configured. */
-function rpkiOf(rpki: RpkiValidator | null | undefined, g: { source: string; origin: string }, prefix: string): { rpki?: RpkiState | "unavailable" } {
-  if (!rpki || g.source !== "asn") return {};
-  return { rpki: rpki.peek()?.validate(prefix, Number(g.origin)) ?? "unavailable" };
-}
-
-/** An entry-layer match: one object literal of a fixed shape (the module's fields spread into it made two). */
-const entryMatch = (m: LookupModuleRow, entryId: string, value: string) => ({
-  layer: "entry" as const,
-  module_id: m.id,
-  module_name: m.name,
-  module_type: m.type,
-  enabled: m.enabled,
-  community_id: m.community_id,
-  community: m.community,
-  community_title: m.community_title,
-  entry_id: entryId,
-  value,
-});
-
-const moduleFields = (m: LookupModuleRow) => ({
-  module_id: m.id,
-  module_name: m.name,
-  module_type: m.type,
-  enabled: m.enabled,
-  community_id: m.community_id,
-  community: m.community,
-  community_title: m.community_title,
-});
 
 /**
  * Every snapshot prefix of a tenant: prefix i came from group groupOf[i]; its text is
