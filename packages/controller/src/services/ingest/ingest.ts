@@ -71,15 +71,23 @@ export function createIngestService(deps: IngestDeps) {
     /** POST /v1/modules/refresh and /v1/modules/{id}/refresh: enqueues a module_ingest job in the caller's transaction. */
     async requestRefresh(tx: Db, ctx: RequestContext, moduleIds: string[] | null, force: boolean) {
       const tenantId = ctx.principal.tenantId;
-      if (moduleIds && !(await moduleExists(tx, tenantId, moduleIds[0]!))) throw new NotFoundError("module", moduleIds[0]);
-      const job = await deps.queue.enqueue(tx, {
-        tenantId,
-        type: "module_ingest",
-        params: { module_ids: moduleIds, force },
-        createdBy: `key:${ctx.principal.keyPrefix}`,
-        now: ctx.now,
-        afterCommit: ctx.afterCommit,
-      });
+      // The module's check and the job's statements go out together (one round trip less); a
+      // module that does not exist still answers 404 first, and its job is rolled back with the rest.
+      const [exists, enqueued] = await Promise.allSettled([
+        moduleIds ? moduleExists(tx, tenantId, moduleIds[0]!) : true,
+        deps.queue.enqueue(tx, {
+          tenantId,
+          type: "module_ingest",
+          params: { module_ids: moduleIds, force },
+          createdBy: `key:${ctx.principal.keyPrefix}`,
+          now: ctx.now,
+          afterCommit: ctx.afterCommit,
+        }),
+      ]);
+      if (exists.status === "rejected") throw exists.reason;
+      if (!exists.value) throw new NotFoundError("module", moduleIds![0]);
+      if (enqueued.status === "rejected") throw enqueued.reason;
+      const job = enqueued.value;
       await deps.audit.record(tx, ctx, {
         action: "run",
         resource_type: "job",
@@ -109,8 +117,7 @@ export function createIngestService(deps: IngestDeps) {
       const started = Date.now();
       const tenantId = job.job.tenant_id;
       const params = job.job.params as unknown as IngestParams;
-      const modules = await listIngestModules(deps.sql, tenantId);
-      const settings = await readTenantSettings(deps.sql, tenantId);
+      const [modules, settings] = await Promise.all([listIngestModules(deps.sql, tenantId), readTenantSettings(deps.sql, tenantId)]);
       const bird = (settings.BIRD ?? {}) as BogonSettings;
       const wanted = new Set(params.module_ids ?? modules.filter((m) => m.enabled).map((m) => m.id));
       const targets = modules.filter((m) => wanted.has(m.id) || (m.enabled && m.collected_at === null));
@@ -124,9 +131,11 @@ export function createIngestService(deps: IngestDeps) {
       };
       const collected = new Map<string, CollectedModule>();
       let done = 0;
-      await job.progress(0, targets.length);
-      // Progress written in order (the modules end in any order, each write on a connection of the pool).
-      let progressed = Promise.resolve();
+      // Progress written in order (the modules end in any order, each write on a connection of the
+      // pool), beside the work rather than before it: waited for once the modules are collected.
+      let progressed = job.progress(0, targets.length);
+      const noted = () => progressed.catch(() => {}); // rethrown where awaited
+      noted();
       const irr = deps.irrSource?.session(job.signal) ?? null;
       try {
         // A few modules at once: one's feeds are fetched and its rows read while another's are
@@ -146,14 +155,14 @@ export function createIngestService(deps: IngestDeps) {
           );
           const now = ++done;
           progressed = progressed.then(() => job.progress(now, targets.length));
-          await progressed;
+          noted();
           return c;
         });
         for (const [i, m] of targets.entries()) collected.set(m.id, results[i]!);
       } finally {
         irr?.close();
       }
-      await job.checkpoint();
+      await Promise.all([progressed, job.checkpoint()]);
       lap("collect");
 
       const enabled = modules.filter((m) => m.enabled);
