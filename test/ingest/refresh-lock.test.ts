@@ -41,7 +41,8 @@ describe("a refresh and the tenant's revision lock", () => {
     }
     const first = await post("/v1/modules/refresh?wait=true");
     expect(first.status).toBe("succeeded");
-    const [{ tenant_id: tenantId }] = await admin<{ tenant_id: string }[]>`SELECT tenant_id FROM modules WHERE id = ${ids[0]!}`;
+    const [row] = await admin<{ tenant_id: string }[]>`SELECT tenant_id FROM modules WHERE id = ${ids[0]!}`;
+    const tenantId = row!.tenant_id;
 
     await post(`/v1/modules/${ids[1]}/ip-range-entries`, { cidr: "17.0.0.0/24" });
     // "Another replica" holds the lock, with module 0's new snapshot written but not committed.
@@ -50,14 +51,14 @@ describe("a refresh and the tenant's revision lock", () => {
       commit = resolve;
     });
     const other = admin.begin(async (tx) => {
-      await lockTenantRevisions(tx, tenantId!);
+      await lockTenantRevisions(tx, tenantId);
       await replaceSnapshots(
         tx,
-        tenantId!,
+        tenantId,
         [{ module_id: ids[0]!, groups: [{ source: "ip_range", origin: "other", prefixes: ["12.0.0.0/24", "16.0.0.0/24"], seen_at: null }] }],
         new Date(),
       );
-      await bumpSnapshotGeneration(tx, tenantId!);
+      await bumpSnapshotGeneration(tx, tenantId);
       await committing;
     });
 
