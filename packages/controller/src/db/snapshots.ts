@@ -45,15 +45,22 @@ export async function replaceModuleSnapshot(db: Db, tenantId: string, moduleId: 
 
 /**
  * Replaces the snapshots of several modules of a tenant: one DELETE, then their rows in
- * statements of ~1 MB of prefixes, sent as they are built (three at most under way).
+ * statements of ~1 MB of prefixes, sent as they are built (three at most under way), the
+ * DELETE's round trip not waited for. `db` is a transaction: its statements run in the order sent.
  */
 export async function replaceSnapshots(db: Db, tenantId: string, snapshots: readonly ModuleSnapshot[], now: Date): Promise<void> {
   if (!snapshots.length) return;
-  await db`DELETE FROM snapshots WHERE module_id = ANY(${snapshots.map((s) => s.module_id)}::uuid[])`;
   let chunk: { module: string; source: string; origin: string; via: string; prefixes: string; seen: string | null; refreshed: string }[] = [];
   let chars = 0;
   const pending: Promise<unknown>[] = [];
   let failure: { reason: unknown } | null = null;
+  const hold = (statement: PromiseLike<unknown>) =>
+    pending.push(
+      Promise.resolve(statement).catch((reason: unknown) => {
+        failure ??= { reason };
+      }),
+    );
+  hold(db`DELETE FROM snapshots WHERE module_id = ANY(${snapshots.map((s) => s.module_id)}::uuid[])`);
   const flush = async () => {
     if (!chunk.length) return;
     const rows = chunk;
@@ -68,11 +75,7 @@ export async function replaceSnapshots(db: Db, tenantId: string, snapshots: read
       FROM unnest(${rows.map((r) => r.module)}::text[], ${rows.map((r) => r.source)}::text[], ${rows.map((r) => r.origin)}::text[], ${rows.map((r) => r.via)}::text[],
                   ${rows.map((r) => r.prefixes)}::text[], ${rows.map((r) => r.seen)}::text[], ${rows.map((r) => r.refreshed)}::text[]) AS x(m, s, o, v, p, t, r)`);
     // Held here, so that a failure waits for the rest rather than going unhandled; the first is thrown.
-    pending.push(
-      insert.catch((reason: unknown) => {
-        failure ??= { reason };
-      }),
-    );
+    hold(insert);
     // The statement goes out (postgres.js sends it a tick after it is awaited) before the next is built.
     await new Promise<void>((resolve) => setImmediate(resolve));
   };

@@ -145,6 +145,23 @@ describe("parseTextFeed against the model", () => {
     );
   });
 
+  it("gives the model's answer for feeds with no comment and no CR (their lines found by indexOf)", () => {
+    const plainFeed = fc
+      .tuple(
+        fc.array(fc.oneof({ weight: 8, arbitrary: fc.tuple(blank, value, blank).map((p) => p.join("")) }, { weight: 1, arbitrary: blank }), { maxLength: 60 }),
+        fc.boolean(),
+        fc.boolean(),
+      )
+      .map(([lines, bom, last]) => (bom ? "\ufeff" : "") + lines.join("\n") + (last ? "\n" : ""))
+      .filter((text) => !/[#;\r]/.test(text));
+    fc.assert(
+      fc.property(plainFeed, (text) => {
+        expect(parseTextFeed(text)).toEqual(modelTextFeed(text));
+      }),
+      { numRuns: 3000 },
+    );
+  });
+
   it("gives the model's answer for feeds of arbitrary characters", () => {
     fc.assert(
       fc.property(fc.string({ unit: fc.constantFrom(..."0123456789abcdef.:/ \t#;\r\n\ufeff\u00a0x") }), (text) => {

@@ -56,6 +56,10 @@ function collector(expected = 0) {
       result.prefixes.push(text);
     }
   };
+  /** A canonical IPv4 prefix's value and its text (cut only when kept). */
+  const keep4 = (network: number, length: number, text: string, from: number, to: number) => {
+    if (seen4.add(network, length)) result.prefixes.push(text.slice(from, to));
+  };
   /** `value` trimmed. */
   const add = (value: string) => {
     const v6 = value.indexOf(":") !== -1;
@@ -63,7 +67,7 @@ function collector(expected = 0) {
     // Already canonical: its own text, and for IPv4 its value (words[0], the length scanned).
     if (scanned >= 0 && scanned < NOT_CANONICAL) {
       if (v6) keepText(value);
-      else if (seen4.add(words[0]!, scanned)) result.prefixes.push(value);
+      else keep4(words[0]!, scanned, value, 0, value.length);
       return;
     }
     const parsed = parseCidrValue(value);
@@ -93,7 +97,7 @@ function collector(expected = 0) {
     }
     return result;
   };
-  return { add, reject, result, done };
+  return { add, keep4, words, reject, result, done };
 }
 
 /**
@@ -106,16 +110,24 @@ function collector(expected = 0) {
 export function parseTextFeed(text: string): FeedParseResult {
   // At most one value a LINE_CHARS characters, but for short junk lines (an IPv4 /24 line is 11-19).
   // (Capped: a bigger feed's set grows from there as any other.)
-  const { add, done } = collector(Math.min(1_000_000, Math.ceil(text.length / LINE_CHARS)));
+  const { add, keep4, words, done } = collector(Math.min(1_000_000, Math.ceil(text.length / LINE_CHARS)));
   const n = text.length;
   let i = n > 0 && text.charCodeAt(0) === 0xfeff ? 1 : 0;
+  // A feed with no comment and no CR anywhere (most) has its lines found by indexOf, not
+  // character by character: the same ends, ~3 ms less for a 55k-line feed.
+  const plain = text.indexOf("#") === -1 && text.indexOf(";") === -1 && text.indexOf("\r") === -1;
   while (i < n) {
     let end = i;
     let comment = -1;
-    for (; end < n; end++) {
-      const c = text.charCodeAt(end);
-      if (c === 10 || c === 13) break;
-      if (comment === -1 && (c === 35 || c === 59)) comment = end;
+    if (plain) {
+      end = text.indexOf("\n", i);
+      if (end === -1) end = n;
+    } else {
+      for (; end < n; end++) {
+        const c = text.charCodeAt(end);
+        if (c === 10 || c === 13) break;
+        if (comment === -1 && (c === 35 || c === 59)) comment = end;
+      }
     }
     let start = i;
     let stop = comment === -1 ? end : comment;
@@ -123,6 +135,13 @@ export function parseTextFeed(text: string): FeedParseResult {
     while (start < stop && isAsciiBlank(text.charCodeAt(start))) start++;
     while (stop > start && isAsciiBlank(text.charCodeAt(stop - 1))) stop--;
     if (start === stop) continue;
+    // A canonical IPv4 prefix (most of a feed's lines) read where it is, cut only when kept: what
+    // add() does with it, without a string per line (ASCII only, so nothing String#trim would cut).
+    const scanned = scanIPv4Prefix(text, words, 0, start, stop);
+    if (scanned >= 0 && scanned < NOT_CANONICAL) {
+      keep4(words[0]!, scanned, text, start, stop);
+      continue;
+    }
     const value = text.charCodeAt(start) < 128 && text.charCodeAt(stop - 1) < 128 ? text.slice(start, stop) : text.slice(start, stop).trim();
     if (value !== "") add(value);
   }

@@ -90,13 +90,15 @@ export const NOT_CANONICAL = 512;
  * NOT_CANONICAL unless the text is the one formatPrefix would write; -1 when the text is
  * refused (parsePrefixInto gives the reason). Leading zeros in the octets and in the length
  * are refused, so an accepted text is canonical exactly when it has a length and no host bits.
+ * `from`, `to`: the text is text.slice(from, to), read in place (a feed's line in the feed:
+ * no string cut for it, ~40% of a 55k-line feed's parse).
  */
-export function scanIPv4Prefix(text: string, out: Uint32Array, off: number): number {
+export function scanIPv4Prefix(text: string, out: Uint32Array, off: number, from = 0, to = text.length): number {
   // Octet by octet, each digit tested with one unsigned comparison: measured 30 ms against
   // 36 ms for a loop over the characters with a state per character (565k IPv4 texts of the
   // bench's table; reading the characters alone takes 24 ms).
-  const n = text.length;
-  let i = 0;
+  const n = to;
+  let i = from;
   let value = 0;
   for (let q = 0; q < 4; q++) {
     if (i >= n) return -1;

@@ -182,6 +182,22 @@ function rows(list: PrefixList): number[][] {
   return out;
 }
 
+describe("scanIPv4Prefix - a text read in place", () => {
+  it("scan - text.slice(from, to) read where it is answers what the slice does, with the same words", () => {
+    fc.assert(
+      fc.property(anyText, fc.string({ maxLength: 4 }), fc.string({ maxLength: 4 }), (text, before, after) => {
+        const whole = `${before}${text}${after}`;
+        const alone = new Uint32Array(1);
+        const inPlace = new Uint32Array(1);
+        const want = scanIPv4Prefix(text, alone, 0);
+        expect(scanIPv4Prefix(whole, inPlace, 0, before.length, before.length + text.length)).toBe(want);
+        if (want >= 0) expect(inPlace[0]).toBe(alone[0]);
+      }),
+      { numRuns: 3000 },
+    );
+  });
+});
+
 describe("parsePrefixList - against parsePrefixInto, text by text", () => {
   const validText = prefixText.filter((t) => slow(t) !== null);
 

@@ -71,15 +71,23 @@ export function createIngestService(deps: IngestDeps) {
     /** POST /v1/modules/refresh and /v1/modules/{id}/refresh: enqueues a module_ingest job in the caller's transaction. */
     async requestRefresh(tx: Db, ctx: RequestContext, moduleIds: string[] | null, force: boolean) {
       const tenantId = ctx.principal.tenantId;
-      if (moduleIds && !(await moduleExists(tx, tenantId, moduleIds[0]!))) throw new NotFoundError("module", moduleIds[0]);
-      const job = await deps.queue.enqueue(tx, {
-        tenantId,
-        type: "module_ingest",
-        params: { module_ids: moduleIds, force },
-        createdBy: `key:${ctx.principal.keyPrefix}`,
-        now: ctx.now,
-        afterCommit: ctx.afterCommit,
-      });
+      // The module's check and the job's statements go out together (one round trip less); a
+      // module that does not exist still answers 404 first, and its job is rolled back with the rest.
+      const [exists, enqueued] = await Promise.allSettled([
+        moduleIds ? moduleExists(tx, tenantId, moduleIds[0]!) : true,
+        deps.queue.enqueue(tx, {
+          tenantId,
+          type: "module_ingest",
+          params: { module_ids: moduleIds, force },
+          createdBy: `key:${ctx.principal.keyPrefix}`,
+          now: ctx.now,
+          afterCommit: ctx.afterCommit,
+        }),
+      ]);
+      if (exists.status === "rejected") throw exists.reason;
+      if (!exists.value) throw new NotFoundError("module", moduleIds![0]);
+      if (enqueued.status === "rejected") throw enqueued.reason;
+      const job = enqueued.value;
       await deps.audit.record(tx, ctx, {
         action: "run",
         resource_type: "job",
@@ -93,7 +101,8 @@ export function createIngestService(deps: IngestDeps) {
      * module_ingest: collect the refreshed modules (and enabled ones never collected), build the
      * revision from every enabled module's snapshot, and commit snapshots and revision in the one
      * transaction that ends the job. A guard trip, a cancel or a crash before that commit leaves no
-     * trace.
+     * trace. The build runs in that transaction, once it holds the tenant's revision lock (so it
+     * reads every snapshot another refresh committed), with the snapshots' rows sent beside it.
      *
      * Measured with bench/refresh-lookup.mjs (1.2M collected prefixes, 2 cores, busy machine): a
      * full refresh took 42-51 s at 1.24-1.37 GiB peak RSS with one snapshot row per prefix and the
@@ -108,8 +117,7 @@ export function createIngestService(deps: IngestDeps) {
       const started = Date.now();
       const tenantId = job.job.tenant_id;
       const params = job.job.params as unknown as IngestParams;
-      const modules = await listIngestModules(deps.sql, tenantId);
-      const settings = await readTenantSettings(deps.sql, tenantId);
+      const [modules, settings] = await Promise.all([listIngestModules(deps.sql, tenantId), readTenantSettings(deps.sql, tenantId)]);
       const bird = (settings.BIRD ?? {}) as BogonSettings;
       const wanted = new Set(params.module_ids ?? modules.filter((m) => m.enabled).map((m) => m.id));
       const targets = modules.filter((m) => wanted.has(m.id) || (m.enabled && m.collected_at === null));
@@ -123,9 +131,11 @@ export function createIngestService(deps: IngestDeps) {
       };
       const collected = new Map<string, CollectedModule>();
       let done = 0;
-      await job.progress(0, targets.length);
-      // Progress written in order (the modules end in any order, each write on a connection of the pool).
-      let progressed = Promise.resolve();
+      // Progress written in order (the modules end in any order, each write on a connection of the
+      // pool), beside the work rather than before it: waited for once the modules are collected.
+      let progressed = job.progress(0, targets.length);
+      const noted = () => progressed.catch(() => {}); // rethrown where awaited
+      noted();
       const irr = deps.irrSource?.session(job.signal) ?? null;
       try {
         // A few modules at once: one's feeds are fetched and its rows read while another's are
@@ -145,78 +155,90 @@ export function createIngestService(deps: IngestDeps) {
           );
           const now = ++done;
           progressed = progressed.then(() => job.progress(now, targets.length));
-          await progressed;
+          noted();
           return c;
         });
         for (const [i, m] of targets.entries()) collected.set(m.id, results[i]!);
       } finally {
         irr?.close();
       }
-      await job.checkpoint();
+      await Promise.all([progressed, job.checkpoint()]);
       lap("collect");
 
       const enabled = modules.filter((m) => m.enabled);
       // Validated modules go to the build as collected, so a new VRP set reaches them too.
       const rpki = await checkRpki(deps.sql, deps.rpki ?? null, modules, collected);
-      // Every module's part from the tenant's last build when the snapshots are as it saw them
-      // (only what the collected modules changed is rebuilt), else from the stored snapshots.
-      const build = await deps.builder.build(
-        deps.sql,
-        tenantId,
-        enabled.map((m: IngestModuleRow) => ({
-          module_id: m.id,
-          name: m.name,
-          community: m.community,
-          action: m.action,
-        })),
-        new Map([
-          // A validated module's prefixes are the ones its validation kept (flattened by it, once).
-          ...[...collected].filter(([id]) => !rpki.modules.has(id)).map(([id, c]) => [id, collectedPrefixes(c)] as const),
-          ...[...rpki.modules].map(([id, r]) => [id, r.prefixes] as const),
-        ]),
-        bird,
-      );
-      const built = build.built;
-      // Distinct collected prefixes per module; a disabled module is outside the revision.
-      const counts = new Map([...collected.values()].map((c) => [c.module_id, built.collected.get(c.module_id) ?? countDistinct(collectedPrefixes(c))]));
-      await job.checkpoint();
+      const inputs = new Map([
+        // A validated module's prefixes are the ones its validation kept (flattened by it, once).
+        ...[...collected].filter(([id]) => !rpki.modules.has(id)).map(([id, c]) => [id, collectedPrefixes(c)] as const),
+        ...[...rpki.modules].map(([id, r]) => [id, r.prefixes] as const),
+      ]);
       lap("aggregate");
 
       const afterCommit: (() => void)[] = [];
       let generation = "";
+      let build: Awaited<ReturnType<RevisionBuilder["build"]>> | undefined;
       const result = await job.complete(async (tx) => {
+        // The tenant's revision lock before the build: the build reads the snapshots and the
+        // generation once no other refresh of the tenant can commit until this one has (one
+        // built from before another's commit would leave that one's change out of the revision).
         const current = await deps.committer.lockCurrent(tx, tenantId);
+        lap("guard");
+        const now = job.now();
+        // The collected snapshots are sent once the build has read what it needs and before its
+        // own work, which holds this thread: the server stores them meanwhile (~15 ms a 60k-prefix
+        // row, most of it splitting the text) instead of after it. Awaited below; a failure fails
+        // the transaction there.
+        let written: Promise<void> | null = null;
+        const sendSnapshots = async () => {
+          written = replaceSnapshots(tx, tenantId, [...collected.values()], now);
+          written.catch(() => {}); // rethrown where awaited
+          // The statements go out (postgres.js writes them a tick after they are made) before the build.
+          await new Promise<void>((resolve) => setImmediate(resolve));
+        };
+        // Every module's part from the tenant's last build when the snapshots are as it saw them
+        // (only what the collected modules changed is rebuilt), else from the stored snapshots.
+        build = await deps.builder.build(
+          tx,
+          tenantId,
+          enabled.map((m: IngestModuleRow) => ({ module_id: m.id, name: m.name, community: m.community, action: m.action })),
+          inputs,
+          bird,
+          sendSnapshots,
+        );
+        const built = build.built;
+        lap("aggregate");
         const unchanged = current?.digest === built.digest;
         if (!unchanged) {
           const maxDrop = typeof settings.revision_guard_max_drop_percent === "number" ? settings.revision_guard_max_drop_percent : 50;
           await deps.committer.guard(tx, tenantId, current, built.content, maxDrop, params.force, built.change);
         }
         lap("guard");
-        const now = job.now();
-        await replaceSnapshots(tx, tenantId, [...collected.values()], now);
-        // One round trip for them all: the statements go out together on the transaction's connection.
-        await Promise.all(
-          [...collected.values()].flatMap((c) => {
-            const allFailed = c.sources_failed > 0 && c.sources_ok === 0;
-            return [
-              updateModuleRefreshed(tx, c.module_id, {
-                prefix_count_v4: counts.get(c.module_id)!.v4,
-                prefix_count_v6: counts.get(c.module_id)!.v6,
-                collected_at: now,
-                last_refreshed_at: allFailed ? null : now,
-                last_refresh_error: c.warnings.length
-                  ? c.warnings
-                      .map((w) => `${w.source}: ${w.message}`)
-                      .join("; ")
-                      .slice(0, 2000)
-                  : null,
-              }),
-              ...c.cdn.map((s) => updateCdnSourceStatus(tx, s.id, { ...s, at: now })),
-            ];
-          }),
-        );
-        if (collected.size) await bumpSnapshotGeneration(tx, tenantId);
-        generation = await deps.builder.generationOf(tx, tenantId);
+        await (written ?? replaceSnapshots(tx, tenantId, [...collected.values()], now));
+        // Distinct collected prefixes per module; a disabled module is outside the revision.
+        const counts = new Map([...collected.values()].map((c) => [c.module_id, built.collected.get(c.module_id) ?? countDistinct(collectedPrefixes(c))]));
+        // One round trip for them all: the statements go out together on the transaction's
+        // connection and run in the order they are made (the generation read after the bump).
+        const bumped = collected.size ? bumpSnapshotGeneration(tx, tenantId) : Promise.resolve();
+        const updated = [...collected.values()].flatMap((c) => {
+          const allFailed = c.sources_failed > 0 && c.sources_ok === 0;
+          return [
+            updateModuleRefreshed(tx, c.module_id, {
+              prefix_count_v4: counts.get(c.module_id)!.v4,
+              prefix_count_v6: counts.get(c.module_id)!.v6,
+              collected_at: now,
+              last_refreshed_at: allFailed ? null : now,
+              last_refresh_error: c.warnings.length
+                ? c.warnings
+                    .map((w) => `${w.source}: ${w.message}`)
+                    .join("; ")
+                    .slice(0, 2000)
+                : null,
+            }),
+            ...c.cdn.map((s) => updateCdnSourceStatus(tx, s.id, { ...s, at: now })),
+          ];
+        });
+        [generation] = await Promise.all([deps.builder.generationOf(tx, tenantId), bumped, ...updated]);
         lap("snapshot_write");
         let revisionId = current?.revision_id ?? null;
         let sectionsError: string | null = null;
@@ -270,7 +292,7 @@ export function createIngestService(deps: IngestDeps) {
         };
       });
       // `complete` returns once the revision has committed with the job's end.
-      build.keep(generation, collected.size > 0);
+      build!.keep(generation, collected.size > 0);
       for (const fn of afterCommit) fn();
       return result;
     },

@@ -44,8 +44,9 @@ export interface JobRun {
   /** Parks the job as `awaiting`; false when a cancel or another worker got there first. */
   park(p: { awaiting: unknown; deadline: Date; done: number; total: number }, now: Date): Promise<boolean>;
   /**
-   * Runs `fn` and ends the job `succeeded` with its result in one transaction that first checks
-   * the job is still this worker's (JobLostError) and not asked to stop (JobCancelledError).
+   * Runs `fn` and ends the job `succeeded` with its result in one transaction that then checks
+   * the job is still this worker's (JobLostError) and not asked to stop (JobCancelledError),
+   * rolling back what `fn` wrote otherwise.
    * The end is announced by `completed`, once the handler has published what it made.
    */
   complete<R extends Record<string, unknown>>(fn: (tx: Db) => Promise<R>, now: () => Date): Promise<R>;
@@ -86,10 +87,12 @@ export function createJobRuns(deps: { sql: Sql; bus: Bus } & JobRunCaps) {
     park: (p, now) => parkJob(sql, job.id, workerId, { ...p, now }),
     async complete<R extends Record<string, unknown>>(fn: (tx: Db) => Promise<R>, now: () => Date): Promise<R> {
       const result = (await sql.begin(async (tx): Promise<R> => {
+        const done = await fn(tx);
+        // The job's row locked last, for the moment it ends: held while `fn` worked (a revision's
+        // build), it kept the lease's renewal and a cancel request waiting on it meanwhile.
         const row = await lockJobState(tx, job.id);
         if (!row || row.locked_by !== workerId || row.status !== "running") throw new JobLostError();
         if (row.cancel_requested) throw new JobCancelledError();
-        const done = await fn(tx);
         await finishJob(tx, job.id, workerId, { status: "succeeded", result: done, now: now() });
         return done;
       })) as R;

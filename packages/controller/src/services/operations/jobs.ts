@@ -73,8 +73,8 @@ export interface EnqueueInput {
  */
 export async function enqueueJob(tx: Db, bus: Bus, input: EnqueueInput, tenantMaxQueued = DEFAULT_TENANT_MAX_QUEUED): Promise<JobRow> {
   if (isBounded(input.createdBy)) {
-    await lockTenantQueue(tx, input.tenantId);
-    const queued = await countQueuedJobs(tx, input.tenantId);
+    // One round trip: the count runs after the lock on the transaction's connection, in the order sent.
+    const [, queued] = await Promise.all([lockTenantQueue(tx, input.tenantId), countQueuedJobs(tx, input.tenantId)]);
     if (queued >= tenantMaxQueued) {
       throw new AppError(
         "too_many_jobs",

@@ -45,6 +45,8 @@ export function createRevisionBuilder(opts: { full?: boolean; tenants?: number }
      * snapshot generation the database has now, from that build (only the blocks the collected
      * modules changed are rebuilt). `keep` is called once the revision's transaction has
      * committed, with the generation the snapshots have then (generationOf in it).
+     * `beforeCompute` is awaited once `db` has been read and before the build's own work (which
+     * holds this thread): a caller's statements sent then run on the server beside it.
      */
     async build(
       db: Db,
@@ -52,6 +54,7 @@ export function createRevisionBuilder(opts: { full?: boolean; tenants?: number }
       modules: Omit<ModuleInput, "prefixes">[],
       collected: ReadonlyMap<string, readonly string[]>,
       settings: BogonSettings,
+      beforeCompute?: () => Promise<void>,
     ) {
       const generation = await findSnapshotGeneration(db, tenantId);
       const hashes = new Map([...collected].filter(([id]) => modules.some((m) => m.module_id === id)).map(([id, list]) => [id, prefixesHash(list)]));
@@ -61,6 +64,7 @@ export function createRevisionBuilder(opts: { full?: boolean; tenants?: number }
       if (k && k.generation === generation && modules.every((m) => collected.has(m.module_id) || k.hashes.has(m.module_id))) {
         const changed = new Set([...hashes].filter(([id, hash]) => k.hashes.get(id) !== hash).map(([id]) => id));
         const input = modules.map((m) => ({ ...m, prefixes: collected.get(m.module_id) ?? [] }));
+        await beforeCompute?.();
         result = rebuildRevision(k.state, input, settings, changed);
         all = new Map([...k.hashes, ...hashes]);
       }
@@ -70,6 +74,7 @@ export function createRevisionBuilder(opts: { full?: boolean; tenants?: number }
           db,
           modules.filter((m) => !collected.has(m.module_id)).map((m) => m.module_id),
         );
+        await beforeCompute?.();
         for (const [id, list] of stored) hashes.set(id, prefixesHash(list));
         result = buildWithState(
           modules.map((m) => ({ ...m, prefixes: collected.get(m.module_id) ?? stored.get(m.module_id) ?? [] })),
