@@ -15,20 +15,18 @@ interface Kept {
   hashes: Map<string, string>;
 }
 
-/** The content hash a module's build input is kept under. */
+/**
+ * The content hash a module's build input is kept under: SHA-256 of its texts, each followed by
+ * a newline. Joined natively a slice at a time (a concatenation a text, 60k of them in a CDN
+ * module, ran cold in the refresh: 6-11 ms against 5).
+ */
 export function prefixesHash(prefixes: readonly string[]): string {
   const h = createHash("sha256");
-  let chunk = "";
-  for (const p of prefixes) {
-    chunk += `${p}\n`;
-    if (chunk.length > 65_536) {
-      h.update(chunk);
-      chunk = "";
-    }
-  }
-  h.update(chunk);
+  for (let i = 0; i < prefixes.length; i += HASH_SLICE) h.update(`${prefixes.slice(i, i + HASH_SLICE).join("\n")}\n`);
   return h.digest("base64");
 }
+
+const HASH_SLICE = 16_384;
 
 /**
  * Builds revisions, keeping each tenant's last build so that a refresh of a few modules

@@ -129,8 +129,13 @@ function rebuildSteps(
   for (const [n, step] of steps.entries()) {
     const which = step.which % current.length;
     current = current.map((m, i) => (i === which ? { ...m, prefixes: [...m.prefixes.filter((_, k) => (step.keep >> k) & 1), ...step.add] } : m));
-    // Every other step finds the tags whose first prefix was replaced in one pass, not by searches.
-    const inc = rebuildRevision(state, current, bird, new Set([current[which]!.module_id]), { blockBits: bits, ...(n % 2 ? { tagSearches: 0 } : {}) })!;
+    // Every other step finds the tags whose first prefix was replaced in one pass, not by searches;
+    // every other pair of steps renumbers every kept prefix rather than fix the moved tags' in place.
+    const inc = rebuildRevision(state, current, bird, new Set([current[which]!.module_id]), {
+      blockBits: bits,
+      ...(n % 2 ? { tagSearches: 0 } : {}),
+      ...((n >> 1) % 2 ? { tagFixups: 0 } : {}),
+    })!;
     // Where each tag first appears, kept through the splices: what a pass over the new content finds.
     expect(Array.from(inc.state.firstAt)).toEqual(Array.from(firstAppearances(inc.state.content)));
     check(inc, current, state);
@@ -141,10 +146,12 @@ function rebuildSteps(
 
 describe("rebuildRevision", () => {
   it("gives the full build's revision, and the brute-force model's entries, where other modules' short prefixes cover the blocks and blocks fill up; the change it names is the difference", () => {
+    const numbered = { kept: 0, fixed: 0, renumbered: 0 };
     fc.assert(
       fc.property(richScenario, (scenario) => {
         const { bird } = scenario;
         const { current, state } = rebuildSteps(scenario, (inc, current, state) => {
+          numbered[inc.tagNumbers]++;
           expectSame(inc.built, buildRevision(current, bird));
           expectChange(state.content, inc.built.content, inc.built.change);
         });
@@ -152,7 +159,33 @@ describe("rebuildRevision", () => {
       }),
       { numRuns: 150 },
     );
+    // Each way of numbering the kept tags is taken.
+    expect(Math.min(numbered.kept, numbered.fixed, numbered.renumbered)).toBeGreaterThan(0);
   }, 120_000);
+
+  it("fixes in place the kept prefixes of the few tags whose numbers move, as renumbering every kept prefix gives, and renumbers when told to", () => {
+    const slash24s = (a: number, n: number) => Array.from({ length: n }, (_, k) => `11.${a}.${k}.0/24`);
+    // a's first prefix comes before b's; without it b's tag is first: both tags move.
+    const input: ModuleInput[] = [
+      { module_id: "a", name: "a", community: "65000:1", prefixes: ["11.0.0.0/24", ...slash24s(2, 10)] },
+      { module_id: "b", name: "b", community: "65000:2", prefixes: [...slash24s(1, 10), ...slash24s(3, 10)] },
+      { module_id: "c", name: "c", community: "65000:3", prefixes: ["2a00::/48", ...slash24s(4, 10)] },
+    ];
+    const state = buildWithState(input, {}).state!;
+    const next = [{ ...input[0]!, prefixes: input[0]!.prefixes.slice(1) }, input[1]!, input[2]!];
+    const full = buildRevision(next, {});
+    const fixed = rebuildRevision(state, next, {}, new Set(["a"]))!;
+    expect(fixed.tagNumbers).toBe("fixed");
+    expectSame(fixed.built, full);
+    const renumbered = rebuildRevision(state, next, {}, new Set(["a"]), { tagFixups: 0 })!;
+    expect(renumbered.tagNumbers).toBe("renumbered");
+    expectSame(renumbered.built, full);
+    // A change that moves no tag copies the kept tags as they are.
+    const later = [next[0]!, { ...next[1]!, prefixes: next[1]!.prefixes.slice(0, -1) }, next[2]!];
+    const kept = rebuildRevision(fixed.state, later, {}, new Set(["b"]))!;
+    expect(kept.tagNumbers).toBe("kept");
+    expectSame(kept.built, buildRevision(later, {}));
+  });
 
   it("names a change whose ranges alone give the alignment, and whose parsed prefixes the withdrawn count, that the walks over both whole contents give", () => {
     let fromRanges = 0;

@@ -20,7 +20,7 @@ import type { RevisionContent } from "./revision-content.js";
 import { type FilteredInput, filterEach } from "./revision-input.js";
 import { digestOfLines, type FamilyLines } from "./revision-lines.js";
 import { type BlockPart, buildBlocks, type LocalModules } from "./revision-local.js";
-import { firstAppearances, spliceContent } from "./revision-splice.js";
+import { firstAppearances, spliceContent, type TagNumbers } from "./revision-splice.js";
 
 /*
  * A refresh that changes a few modules rebuilds only what they touched. The changed modules'
@@ -79,6 +79,8 @@ export interface Rebuilt {
   phases: { filter: number; blocks: number; build: number; splice: number; digest: number };
   /** How many blocks were rebuilt, per family. */
   blocks: { v4: number; v6: number };
+  /** How the kept prefixes' tags were numbered (spliceContent). */
+  tagNumbers: TagNumbers;
 }
 
 export interface RebuildOptions {
@@ -86,6 +88,8 @@ export interface RebuildOptions {
   blockBits?: { v4: number; v6: number };
   /** The splice's searches for a tag's first kept prefix before one pass finds the rest (spliceContent). Tests use 0 to take the pass. */
   tagSearches?: number;
+  /** The moved tags the splice fixes in place before it renumbers every kept prefix (spliceContent). Tests use 0 to renumber. */
+  tagFixups?: number;
 }
 
 const settingsKey = (s: BogonSettings) => JSON.stringify([s.min_prefix_length_v4 ?? null, s.min_prefix_length_v6 ?? null, s.exclude_prefixes ?? null]);
@@ -278,7 +282,7 @@ export function rebuildRevision(
   });
   const parts = buildAll(blocks, local(before), local(after), settings);
   lap("build");
-  const spliced = spliceContent(state, parts, options.tagSearches === undefined ? {} : { tagSearches: options.tagSearches });
+  const spliced = spliceContent(state, parts, { tagSearches: options.tagSearches, tagFixups: options.tagFixups });
   lap("splice");
   const digest = digestOfLines(spliced.lines.v4, spliced.lines.v6);
   lap("digest");
@@ -323,6 +327,7 @@ export function rebuildRevision(
     },
     phases,
     blocks: blockCount,
+    tagNumbers: spliced.tagNumbers,
   };
 }
 
