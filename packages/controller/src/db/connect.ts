@@ -7,6 +7,8 @@ import { releaseQueryOrigin, runTransactionTexts } from "./query-origin.js";
 export type Sql = postgres.Sql;
 /** A connection or a transaction: every query function takes one of these. */
 export type Db = postgres.Sql | postgres.TransactionSql;
+/** A transaction: for a function whose statements are sent without waiting, relying on one connection running them in order. */
+export type Tx = postgres.TransactionSql;
 
 /**
  * Runs `fn` in a savepoint of the transaction `db` (a failure rolls back what `fn` did, and

@@ -1,4 +1,4 @@
-import type { Db } from "./connect.js";
+import type { Db, Tx } from "./connect.js";
 
 export type SnapshotSource = "asn" | "domain" | "ip_range" | "cdn" | "country";
 
@@ -39,16 +39,17 @@ export interface ModuleSnapshot {
 }
 
 /** Replaces a module's snapshot: one row per group, in a few multi-row statements. */
-export async function replaceModuleSnapshot(db: Db, tenantId: string, moduleId: string, groups: readonly SnapshotGroup[], now: Date): Promise<void> {
+export async function replaceModuleSnapshot(db: Tx, tenantId: string, moduleId: string, groups: readonly SnapshotGroup[], now: Date): Promise<void> {
   await replaceSnapshots(db, tenantId, [{ module_id: moduleId, groups }], now);
 }
 
 /**
  * Replaces the snapshots of several modules of a tenant: one DELETE, then their rows in
  * statements of ~1 MB of prefixes, sent as they are built (three at most under way), the
- * DELETE's round trip not waited for. `db` is a transaction: its statements run in the order sent.
+ * DELETE's round trip not waited for: `db` is a transaction (on a pool, an INSERT could run
+ * before the DELETE on another connection), whose statements run in the order sent.
  */
-export async function replaceSnapshots(db: Db, tenantId: string, snapshots: readonly ModuleSnapshot[], now: Date): Promise<void> {
+export async function replaceSnapshots(db: Tx, tenantId: string, snapshots: readonly ModuleSnapshot[], now: Date): Promise<void> {
   if (!snapshots.length) return;
   let chunk: { module: string; source: string; origin: string; via: string; prefixes: string; seen: string | null; refreshed: string }[] = [];
   let chars = 0;

@@ -1,4 +1,4 @@
-import type { Db } from "../../db/connect.js";
+import type { Tx } from "../../db/connect.js";
 import type { JobRow } from "../../db/jobs.js";
 
 /**
@@ -19,7 +19,7 @@ export interface JobContext {
    * not cancelled, and marks it succeeded with `result`: the effect and the job's end commit
    * together, so a worker killed before this point leaves nothing, and after it, everything.
    */
-  complete<R extends Record<string, unknown>>(fn: (tx: Db) => Promise<R>): Promise<R>;
+  complete<R extends Record<string, unknown>>(fn: (tx: Tx) => Promise<R>): Promise<R>;
   /**
    * Parks the job as `awaiting` (the worker slot is freed once `run` returns): something outside
    * (agents' reports, the deadline sweep) ends it later. Throws when a cancel was asked or the

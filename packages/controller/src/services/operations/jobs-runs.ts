@@ -1,7 +1,7 @@
 import { internalSubjects } from "@rlc/proto";
 import { AppError } from "@rlc/shared/errors";
 import type { Bus } from "../../bus/index.js";
-import type { Db, Sql } from "../../db/connect.js";
+import type { Sql, Tx } from "../../db/connect.js";
 import { claimJob, failPoisonedJobs, finishJob, type JobRow, lockJobState, parkJob, renewJobLease, retryJob, updateJobProgress } from "../../db/jobs.js";
 import { publishJobFinished } from "../../events/publish.js";
 import { JobCancelledError, JobLostError } from "./job-context.js";
@@ -49,7 +49,7 @@ export interface JobRun {
    * rolling back what `fn` wrote otherwise.
    * The end is announced by `completed`, once the handler has published what it made.
    */
-  complete<R extends Record<string, unknown>>(fn: (tx: Db) => Promise<R>, now: () => Date): Promise<R>;
+  complete<R extends Record<string, unknown>>(fn: (tx: Tx) => Promise<R>, now: () => Date): Promise<R>;
   /** Announces the end `complete` committed (`job_finished`): after the handler's own events, which it follows. */
   completed(now: Date): void;
   /** Ends the job `succeeded`; false when the worker no longer owned it. */
@@ -85,7 +85,7 @@ export function createJobRuns(deps: { sql: Sql; bus: Bus } & JobRunCaps) {
     renew: (now) => renewJobLease(sql, job.id, workerId, now, leaseMs),
     progress: (done, total) => updateJobProgress(sql, job.id, workerId, done, total),
     park: (p, now) => parkJob(sql, job.id, workerId, { ...p, now }),
-    async complete<R extends Record<string, unknown>>(fn: (tx: Db) => Promise<R>, now: () => Date): Promise<R> {
+    async complete<R extends Record<string, unknown>>(fn: (tx: Tx) => Promise<R>, now: () => Date): Promise<R> {
       const result = (await sql.begin(async (tx): Promise<R> => {
         const done = await fn(tx);
         // The job's row locked last, for the moment it ends: held while `fn` worked (a revision's
