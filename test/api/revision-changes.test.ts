@@ -31,7 +31,8 @@ const stored = () =>
     SELECT revision_id, parent_id, chain_depth FROM revisions ORDER BY revision_id`;
 
 beforeAll(async () => {
-  t = await startTestController();
+  // Long enough to see the revision that fills a chain stored as a change first.
+  t = await startTestController({ env: { REVISION_WHOLE_DELAY_MS: "3000" } });
   for (const [i, community] of ["65000:1", "65000:2"].entries()) {
     const cid = (await call("POST", "/v1/communities", { community, title: `c${i}` })).id;
     modules.push((await call("POST", "/v1/modules", { name: `ranges-${i}`, type: "IP_RANGES", community_id: cid })).id);
@@ -99,15 +100,28 @@ describe("revisions stored as changes", () => {
     ).toBe(1);
   });
 
-  it("a revision stored whole because its chain is full keeps its change as a link, and a diff across it reads no whole content", async () => {
+  it("the refresh that fills the chain stores only its change, rewritten whole after the commit with the change kept as its link; a diff across it reads no whole content", async () => {
     const first = [...made.keys()][0]!;
-    // The chain is at most eight changes deep: the revision after it is stored whole, with its change kept as its link.
+    // The chain is at most eight changes deep: the change after it is stored one past the bound,
+    // then rewritten whole REVISION_WHOLE_DELAY_MS after its commit, its change kept as its link.
     let whole = 0;
     for (const cidr of ["11.0.111.0/24", "11.0.113.0/24"]) {
       await entry(0, cidr);
       whole = await refresh();
     }
-    expect((await stored()).find((r) => r.revision_id === whole - 1)).toMatchObject({ chain_depth: 8 });
+    const rows = await stored();
+    expect(rows.find((r) => r.revision_id === whole - 1)).toMatchObject({ chain_depth: 8 });
+    expect(rows.find((r) => r.revision_id === whole)).toEqual({ revision_id: whole, parent_id: whole - 1, chain_depth: 9 });
+    expect(await prefixesOf(whole)).toEqual(made.get(whole));
+    const linkOf = async (id: number) =>
+      (
+        await t.controller.deps.sql<{ parent_id: number | null; chain_depth: number; link_parent_id: number | null; linked: boolean }[]>`
+          SELECT parent_id, chain_depth, link_parent_id, link_change IS NOT NULL AS linked FROM revisions WHERE revision_id = ${id}`
+      )[0];
+    await expect
+      .poll(() => linkOf(whole), { timeout: 30_000, interval: 200 })
+      .toEqual({ parent_id: null, chain_depth: 0, link_parent_id: whole - 1, linked: true });
+    expect(await prefixesOf(whole)).toEqual(made.get(whole));
     await entry(1, "2a00:10::/32");
     const after = await refresh();
     const links = await t.controller.deps.sql<{ revision_id: number; parent_id: number | null; link_parent_id: number | null; linked: boolean }[]>`
@@ -182,6 +196,38 @@ describe("REVISION_STORAGE=whole", () => {
         { revision_id: 1, parent_id: null },
         { revision_id: 2, parent_id: null },
       ]);
+    } finally {
+      await w.close();
+    }
+  });
+});
+
+describe("a revision past its chain's bound whose rewrite never came", () => {
+  it("is read as stored, and the revision after it is stored whole at once, keeping its change as its link", async () => {
+    const w = await startTestController({ env: { REVISION_WHOLE_DELAY_MS: "3600000" } });
+    try {
+      const post = async (url: string, payload?: object) => (await w.call(w.rootKey, { method: "POST", url, ...(payload ? { payload } : {}) })).json();
+      const id = (await post("/v1/modules", { name: "ranges", type: "IP_RANGES", community_id: null })).id;
+      // Enough prefixes that the chain ends at its depth, not at its share of them.
+      for (let k = 11; k < 40; k++) await post(`/v1/modules/${id}/ip-range-entries`, { cidr: `11.0.${2 * k}.0/24` });
+      // The first revision whole, eight changes, the ninth past the bound, and one more.
+      for (let k = 0; k < 11; k++) {
+        await post(`/v1/modules/${id}/ip-range-entries`, { cidr: `11.0.${2 * k}.0/24` });
+        expect((await post("/v1/modules/refresh?wait=true")).status).toBe("succeeded");
+      }
+      const rows = await w.controller.deps.sql<{ revision_id: number; parent_id: number | null; chain_depth: number; link_parent_id: number | null }[]>`
+        SELECT revision_id, parent_id, chain_depth, link_parent_id FROM revisions ORDER BY revision_id`;
+      expect(rows.slice(8)).toEqual([
+        { revision_id: 9, parent_id: 8, chain_depth: 8, link_parent_id: null },
+        { revision_id: 10, parent_id: 9, chain_depth: 9, link_parent_id: null },
+        { revision_id: 11, parent_id: null, chain_depth: 0, link_parent_id: 10 },
+      ]);
+      for (const rev of [10, 11]) {
+        const items = (await w.call(w.rootKey, { method: "GET", url: `/v1/revisions/${rev}/prefixes?limit=50` })).json().items as { prefix: string }[];
+        expect(items.map((p) => p.prefix)).toEqual(
+          [...Array.from({ length: rev }, (_, k) => k), ...Array.from({ length: 29 }, (_, k) => 11 + k)].map((k) => `11.0.${2 * k}.0/24`),
+        );
+      }
     } finally {
       await w.close();
     }

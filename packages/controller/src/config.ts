@@ -165,6 +165,11 @@ const ConfigSchema = z.object({
    * 0025 (a rolling upgrade with older controllers still reading, or for comparison).
    */
   REVISION_STORAGE: z.enum(["changes", "whole"], { error: "must be changes or whole" }).default("changes"),
+  /**
+   * Milliseconds after its commit that a revision whose change filled its chain is rewritten
+   * whole (on the pool, beside the event loop), so the refresh that fills it writes only the change.
+   */
+  REVISION_WHOLE_DELAY_MS: z.coerce.number().int().min(0).max(3_600_000).default(5000),
   LOG_LEVEL: z.enum(["fatal", "error", "warn", "info", "debug", "trace", "silent"]).default("info"),
 });
 

@@ -158,6 +158,19 @@ export async function rewriteContentWhole(db: Db, tenantId: string, revisionId: 
      WHERE tenant_id = ${tenantId} AND revision_id = ${revisionId}`;
 }
 
+/**
+ * A revision stored as a change against `parentId` rewritten whole, that change kept as its link
+ * (what a content stored whole at its chain's bound keeps: migration 0030); false when it is no
+ * longer stored against that parent (a prune rewrote it first) or is gone.
+ */
+export async function rewriteChangeWhole(db: Db, tenantId: string, revisionId: number, parentId: number, content: Buffer): Promise<boolean> {
+  const rows = await db`
+    UPDATE revisions SET content = ${content}, parent_id = NULL, chain_depth = 0, chain_changes = 0,
+                         link_parent_id = parent_id, link_change = content
+     WHERE tenant_id = ${tenantId} AND revision_id = ${revisionId} AND parent_id = ${parentId}`;
+  return rows.count > 0;
+}
+
 export async function listRevisions(db: Db, tenantId: string, f: { beforeId: number | null; limit: number }): Promise<RevisionRow[]> {
   return db<RevisionRow[]>`
     SELECT ${db(COLUMNS)} FROM revisions WHERE tenant_id = ${tenantId}

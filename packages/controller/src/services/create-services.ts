@@ -234,7 +234,13 @@ export function createServices(opts: {
     ...services.sections,
   });
   // A revision is committed in one place (ingest and rollback), with the sections deploy builds for it.
-  const committer = createRevisionCommitter({ revisions: opts.revisions, bus: opts.bus, sections: deploy });
+  const committer = createRevisionCommitter({
+    revisions: opts.revisions,
+    bus: opts.bus,
+    sections: deploy,
+    // An apply's agents fetch in the seconds after the commit: the rewrite comes after them.
+    rewrite: { sql: opts.sql, delayMs: opts.config.REVISION_WHOLE_DELAY_MS },
+  });
   const revisions = createRevisionService({ sql: opts.sql, audit, revisions: opts.revisions, committer, previewPeers: previewPeersOf });
   const maintenance = createMaintenanceService({ sql: opts.sql, queue: jobs, audit, revisions, runtimeLogs: services.runtimeLogs });
   const localBird = createLocalBirdService({

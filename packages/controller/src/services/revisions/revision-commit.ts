@@ -44,7 +44,13 @@ export interface CommittedRevision {
  * that withdraws too much, the row, the decoded copy kept in memory, the sections an apply of it
  * needs, and the revision.created event once the transaction commits. Ingest and rollback call it.
  */
-export function createRevisionCommitter(deps: { revisions: RevisionStore; bus: Bus; sections?: RevisionSections | undefined }) {
+export function createRevisionCommitter(deps: {
+  revisions: RevisionStore;
+  bus: Bus;
+  sections?: RevisionSections | undefined;
+  /** Where and when a revision stored past its chain's bound is rewritten whole: the pool, and `delayMs` after its commit (REVISION_WHOLE_DELAY_MS; storedForm). */
+  rewrite?: { sql: Db; delayMs: number } | undefined;
+}) {
   return {
     /** Takes the tenant's revision lock for the transaction and answers the current revision. */
     async lockCurrent(tx: Db, tenantId: string): Promise<RevisionRow | undefined> {
@@ -105,7 +111,9 @@ export function createRevisionCommitter(deps: { revisions: RevisionStore; bus: B
       deps.revisions.forget(tenantId, row.revision_id);
       // Bytes (a whole content, encodeContent's) are stored as given; a decoded content as a
       // change against the current revision where that is smaller (revision-store.ts).
-      const stored = Buffer.isBuffer(content) ? { content } : await deps.revisions.storedForm(tx, tenantId, current?.revision_id ?? null, content, change);
+      const { wholeLater, ...stored } = Buffer.isBuffer(content)
+        ? { content, wholeLater: undefined }
+        : await deps.revisions.storedForm(tx, tenantId, current?.revision_id ?? null, content, change);
       await insertRevision(tx, { ...row, ...stored });
       const written = Date.now();
       let sectionsError: string | null = null;
@@ -123,6 +131,8 @@ export function createRevisionCommitter(deps: { revisions: RevisionStore; bus: B
         if (!Buffer.isBuffer(content)) deps.revisions.remember(tenantId, row.revision_id, content);
         publishRevisionCreated(deps.bus, row);
         sectionsCommitted?.();
+        if (wholeLater && deps.rewrite && current)
+          void deps.revisions.compactLater(deps.rewrite.sql, tenantId, row.revision_id, current.revision_id, deps.rewrite.delayMs);
       });
       return { row, sections_error: sectionsError, write_ms: written - started, sections_ms: Date.now() - written };
     },

@@ -3,7 +3,7 @@ import fc from "fast-check";
 import { describe, expect, it } from "vitest";
 import { buildRevision } from "./revision-build.js";
 import { contentFromEntries, digestOf, type RevisionContent, type RevisionEntry } from "./revision-content.js";
-import { createRevisionStore, decodeContent, encodeContent } from "./revision-store.js";
+import { createRevisionStore, decodeContent, encodeContent, encodeContentAsync } from "./revision-store.js";
 
 // ~300k prefixes in three tags: some 5 MB of stored JSON.
 const entries = (n: number): { v4: RevisionEntry[]; v6: RevisionEntry[] } => {
@@ -81,6 +81,22 @@ describe("stored revision content", () => {
     const content = contentFromEntries(plain.v4, plain.v6);
     expect(content.tags.length).toBeGreaterThan(10);
     expect(encodeContent(content).equals(encodeAsStrings(content))).toBe(true);
+  });
+
+  it("is the same bytes when made beside the event loop (the rewrite after a commit), which goes on meanwhile", async () => {
+    const plain = entries(260_000);
+    const content = contentFromEntries(plain.v4, plain.v6);
+    let turns = 0;
+    const ticking = setInterval(() => turns++, 0);
+    try {
+      const bytes = await encodeContentAsync(content);
+      expect(bytes.equals(encodeContent(content))).toBe(true);
+      expect(members(bytes).length).toBeGreaterThan(2);
+      // The loop ran between the pieces: timers fired while the encode was under way.
+      expect(turns).toBeGreaterThan(0);
+    } finally {
+      clearInterval(ticking);
+    }
   });
 
   it("is compressed a piece of about 1 MiB of its text at a time, and reads back the same", () => {
