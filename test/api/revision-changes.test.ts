@@ -202,30 +202,30 @@ describe("REVISION_STORAGE=whole", () => {
   });
 });
 
-describe("a revision past its chain's bound whose rewrite never came", () => {
-  it("is read as stored, and the revision after it is stored whole at once, keeping its change as its link", async () => {
+describe("revisions past their chain's bound whose rewrites never came", () => {
+  it("are read as stored, and a chain twice the bound starts again whole at once, keeping its change as its link", async () => {
     const w = await startTestController({ env: { REVISION_WHOLE_DELAY_MS: "3600000" } });
     try {
       const post = async (url: string, payload?: object) => (await w.call(w.rootKey, { method: "POST", url, ...(payload ? { payload } : {}) })).json();
       const id = (await post("/v1/modules", { name: "ranges", type: "IP_RANGES", community_id: null })).id;
       // Enough prefixes that the chain ends at its depth, not at its share of them.
-      for (let k = 11; k < 40; k++) await post(`/v1/modules/${id}/ip-range-entries`, { cidr: `11.0.${2 * k}.0/24` });
-      // The first revision whole, eight changes, the ninth past the bound, and one more.
-      for (let k = 0; k < 11; k++) {
+      for (let k = 40; k < 69; k++) await post(`/v1/modules/${id}/ip-range-entries`, { cidr: `11.0.${2 * k}.0/24` });
+      // The first revision whole, eight changes, eight more past the bound (rewrites to come), and one more.
+      for (let k = 0; k < 18; k++) {
         await post(`/v1/modules/${id}/ip-range-entries`, { cidr: `11.0.${2 * k}.0/24` });
         expect((await post("/v1/modules/refresh?wait=true")).status).toBe("succeeded");
       }
       const rows = await w.controller.deps.sql<{ revision_id: number; parent_id: number | null; chain_depth: number; link_parent_id: number | null }[]>`
         SELECT revision_id, parent_id, chain_depth, link_parent_id FROM revisions ORDER BY revision_id`;
-      expect(rows.slice(8)).toEqual([
-        { revision_id: 9, parent_id: 8, chain_depth: 8, link_parent_id: null },
-        { revision_id: 10, parent_id: 9, chain_depth: 9, link_parent_id: null },
-        { revision_id: 11, parent_id: null, chain_depth: 0, link_parent_id: 10 },
+      expect(rows).toEqual([
+        { revision_id: 1, parent_id: null, chain_depth: 0, link_parent_id: null },
+        ...Array.from({ length: 16 }, (_, k) => ({ revision_id: k + 2, parent_id: k + 1, chain_depth: k + 1, link_parent_id: null })),
+        { revision_id: 18, parent_id: null, chain_depth: 0, link_parent_id: 17 },
       ]);
-      for (const rev of [10, 11]) {
-        const items = (await w.call(w.rootKey, { method: "GET", url: `/v1/revisions/${rev}/prefixes?limit=50` })).json().items as { prefix: string }[];
-        expect(items.map((p) => p.prefix)).toEqual(
-          [...Array.from({ length: rev }, (_, k) => k), ...Array.from({ length: 29 }, (_, k) => 11 + k)].map((k) => `11.0.${2 * k}.0/24`),
+      for (const rev of [9, 10, 17, 18]) {
+        const items = (await w.call(w.rootKey, { method: "GET", url: `/v1/revisions/${rev}/prefixes?limit=100` })).json().items as { prefix: string }[];
+        expect(items.map((p) => p.prefix).sort()).toEqual(
+          [...Array.from({ length: rev }, (_, k) => k), ...Array.from({ length: 29 }, (_, k) => 40 + k)].map((k) => `11.0.${2 * k}.0/24`).sort(),
         );
       }
     } finally {

@@ -339,12 +339,13 @@ export function createRevisionStore(opts: { entries?: number; chain?: Partial<Ch
     /**
      * How to store `content` as the revision after `parentId` (the current one): a change
      * against it when that is smaller and the chain stays within the policy, else whole
-     * (`built`: the build's change, as for align). The change that fills the chain is stored as
-     * a change all the same, one past the bound, and `wholeLater` set: the committer has it
-     * rewritten whole once the refresh has committed (compactLater), so that the refresh that
-     * meets the bound does not encode and write a whole content (at 1.2M prefixes ~0.45 s, more
-     * than the rest of an incremental refresh). A revision after one whose rewrite never came (its process stopped) is stored
-     * whole at once: a chain is never more than one past the bound.
+     * (`built`: the build's change, as for align). A change that takes the chain past the bound
+     * is stored as a change all the same, with `wholeLater` set: the committer has it rewritten
+     * whole once the refresh has committed (compactLater), so that the refresh that meets the
+     * bound does not encode and write a whole content (at 1.2M prefixes ~0.45 s, more than the
+     * rest of an incremental refresh). Refreshes that follow within the rewrite's delay go on
+     * the same way, each rewritten in its turn; a chain twice the bound (rewrites that never
+     * came: the process stopped) starts again whole at once.
      */
     async storedForm(
       db: Db,
@@ -363,13 +364,13 @@ export function createRevisionStore(opts: { entries?: number; chain?: Partial<Ch
       const size = changeSize(change);
       const n = Math.max(1, prefixCount(content));
       if (size > n * policy.maxChangeShare) return whole();
-      // Judged by a revision's own prefixes: the parent is past the bound exactly when it was stored so.
-      const past = (depth: number, changes: number, prefixes: number) => depth > policy.maxDepth || changes > Math.max(1, prefixes) * policy.maxChainShare;
       const stored = { content: encodeChange(change), parent_id: parentId, chain_depth: chain.chain_depth + 1, chain_changes: chain.chain_changes + size };
-      if (!past(stored.chain_depth, stored.chain_changes, n)) return stored;
+      // Past the policy's bound (`times` 1), or twice past it.
+      const past = (times: number) => stored.chain_depth > times * policy.maxDepth || stored.chain_changes > n * times * policy.maxChainShare;
+      if (!past(1)) return stored;
       // A full chain starts again from this content, which keeps the change as its link: a
       // diff of revisions on either side walks through it rather than reading both whole.
-      if (past(chain.chain_depth, chain.chain_changes, prefixCount(parent))) return { ...whole(), link_parent_id: parentId, link_change: stored.content };
+      if (past(2)) return { ...whole(), link_parent_id: parentId, link_change: stored.content };
       return { ...stored, wholeLater: true };
     },
 
