@@ -31,8 +31,8 @@ const stored = () =>
     SELECT revision_id, parent_id, chain_depth FROM revisions ORDER BY revision_id`;
 
 beforeAll(async () => {
-  // Long enough to see the revision that fills a chain stored as a change first.
-  t = await startTestController({ env: { REVISION_WHOLE_DELAY_MS: "3000" } });
+  // The default delay (5 s): long enough to see the revision that fills a chain stored as a change first.
+  t = await startTestController();
   for (const [i, community] of ["65000:1", "65000:2"].entries()) {
     const cid = (await call("POST", "/v1/communities", { community, title: `c${i}` })).id;
     modules.push((await call("POST", "/v1/modules", { name: `ranges-${i}`, type: "IP_RANGES", community_id: cid })).id);
