@@ -13,7 +13,7 @@
 //   BENCH_LOOKUP_ROUNDS=10 BENCH_LOOKUP_SECONDS=3 (the lookup's interleaved rounds), BENCH_CONTROLLER_ROUNDS=3
 //   (incremental and full refreshes of the change, interleaved)
 
-import { readFileSync } from "node:fs";
+import { readdirSync, readFileSync } from "node:fs";
 import { createServer } from "node:http";
 import { createRequire } from "node:module";
 import { loadavg } from "node:os";
@@ -243,16 +243,38 @@ try {
   const pairs = [];
   let inc;
   let full;
+  // The controller's CPU during each refresh, from /proc (ns): its main thread's, and all its
+  // threads' (the collector's helpers, the thread pool). Less moved than the wall time by what
+  // else the two cores run (PostgreSQL storing the snapshots, other processes).
+  const threadNs = (task) => Number(readFileSync(`/proc/${controller.pid}/task/${task}/schedstat`, "utf8").split(" ")[0]);
+  const cpuNow = () => {
+    let all = 0;
+    for (const task of readdirSync(`/proc/${controller.pid}/task`)) {
+      try {
+        all += threadNs(task);
+      } catch {
+        // a thread that ended meanwhile
+      }
+    }
+    return { main: threadNs(controller.pid), all };
+  };
+  const cpuSince = (a) => {
+    const b = cpuNow();
+    return { main: (b.main - a.main) / 1e6, all: (b.all - a.all) / 1e6 };
+  };
   for (let r = 0; r < CONTROLLER_ROUNDS; r++) {
     changeFeed(k, false);
     t = performance.now();
+    let cpu = cpuNow();
     const i = await refreshed(`/v1/modules/${cdn[k]}/refresh`);
     const incMs = performance.now() - t;
+    const incCpu = cpuSince(cpu);
     changeFeed(k, true);
     await sql`UPDATE tenant_generations SET snapshot_generation = snapshot_generation + 1`;
     t = performance.now();
+    cpu = cpuNow();
     const f = await refreshed(`/v1/modules/${cdn[k]}/refresh`);
-    pairs.push({ incMs, fullMs: performance.now() - t, inc: i, full: f });
+    pairs.push({ incMs, fullMs: performance.now() - t, incCpu, fullCpu: cpuSince(cpu), inc: i, full: f });
     inc ??= i;
     full = f;
   }
@@ -270,6 +292,13 @@ try {
   console.log(
     `  full / incremental           median of the rounds' ratios ${median(pairs.map((p) => p.fullMs / p.incMs)).toFixed(1)}×  (target ≥ 8×; rounds ${pairs.map((p) => (p.fullMs / p.incMs).toFixed(1)).join(", ")})`,
   );
+  for (const which of ["main", "all"]) {
+    const incs = pairs.map((p) => p.incCpu[which]);
+    const fulls = pairs.map((p) => p.fullCpu[which]);
+    console.log(
+      `  the controller's CPU, ${which === "main" ? "main thread" : "all threads"}: incremental median ${median(incs).toFixed(0)} ms, full ${median(fulls).toFixed(0)} ms; median of the rounds' ratios ${median(pairs.map((p) => p.fullCpu[which] / p.incCpu[which])).toFixed(1)}× (rounds ${pairs.map((p) => (p.fullCpu[which] / p.incCpu[which]).toFixed(1)).join(", ")})`,
+    );
+  }
   console.log(`  the change put back gives the first revision again: ${rev3.digest === rev1.digest ? "yes" : "NO"} (digest)`);
   console.log(`  the controller's peak RSS over all of the above: ${mib(controller.memory().peakMiB)}`);
 
@@ -301,7 +330,7 @@ try {
   await closedLoopLoad(controller.bareUrl, () => "/bare", 1, KEY);
   // The server's main-thread CPU a request as well (from /proc, as lookup-builds.mjs reads it):
   // on a shared machine the p99 follows the load, the CPU a request much less so.
-  const mainThreadNs = () => Number(readFileSync(`/proc/${controller.pid}/task/${controller.pid}/schedstat`, "utf8").split(" ")[0]);
+  const mainThreadNs = () => threadNs(controller.pid);
   const loadOf = async (base, pathFor) => {
     const before = mainThreadNs();
     const r = await closedLoopLoad(base, pathFor, LOOKUP_SECONDS, KEY);
