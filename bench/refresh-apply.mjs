@@ -302,6 +302,27 @@ try {
   console.log(`  the change put back gives the first revision again: ${rev3.digest === rev1.digest ? "yes" : "NO"} (digest)`);
   console.log(`  the controller's peak RSS over all of the above: ${mib(controller.memory().peakMiB)}`);
 
+  // The incremental loop alone, as an operator's refreshes run it: the change and its reverse in
+  // turn, every refresh incremental. Above, each incremental refresh comes after a full one and
+  // pays for part of it (the collector's concurrent marking of the heap the full build grew, on
+  // the same two cores); here none does. Beside the full path's median from the rounds above.
+  const loop = [];
+  for (let r = 0; r < 2 * CONTROLLER_ROUNDS; r++) {
+    changeFeed(k, r % 2 === 1);
+    t = performance.now();
+    const cpu = cpuNow();
+    const j = await refreshed(`/v1/modules/${cdn[k]}/refresh`);
+    if (j.result.build !== "incremental") throw new Error(`the loop's refresh ${r} was ${j.result.build}`);
+    loop.push({ ms: performance.now() - t, cpu: cpuSince(cpu) });
+  }
+  const fullMedianMs = median(pairs.map((p) => p.fullMs));
+  const fullMain = median(pairs.map((p) => p.fullCpu.main));
+  const loopMs = median(loop.map((x) => x.ms));
+  const loopMain = median(loop.map((x) => x.cpu.main));
+  console.log(
+    `  the incremental loop alone (${loop.length} refreshes in a row, the change and its reverse): median ${s(loopMs)} (rounds ${loop.map((x) => x.ms.toFixed(0)).join(", ")} ms); the full path's median above / this: ${(fullMedianMs / loopMs).toFixed(1)}×; main-thread CPU ${loopMain.toFixed(0)} ms, ${(fullMain / loopMain).toFixed(1)}×; all threads ${median(loop.map((x) => x.cpu.all)).toFixed(0)} ms`,
+  );
+
   // The first revision against the first incremental one (stored as a change against it), and
   // against the last incremental one (a change against the full build before it: both contents
   // are read and aligned). Neither is in the controller's memory by now: the first call is cold.
