@@ -313,7 +313,7 @@ try {
     const cpu = cpuNow();
     const j = await refreshed(`/v1/modules/${cdn[k]}/refresh`);
     if (j.result.build !== "incremental") throw new Error(`the loop's refresh ${r} was ${j.result.build}`);
-    loop.push({ ms: performance.now() - t, cpu: cpuSince(cpu) });
+    loop.push({ ms: performance.now() - t, cpu: cpuSince(cpu), phases: j.result.timings_ms });
   }
   const fullMedianMs = median(pairs.map((p) => p.fullMs));
   const fullMain = median(pairs.map((p) => p.fullCpu.main));
@@ -322,6 +322,8 @@ try {
   console.log(
     `  the incremental loop alone (${loop.length} refreshes in a row, the change and its reverse): median ${s(loopMs)} (rounds ${loop.map((x) => x.ms.toFixed(0)).join(", ")} ms); the full path's median above / this: ${(fullMedianMs / loopMs).toFixed(1)}×; main-thread CPU ${loopMain.toFixed(0)} ms, ${(fullMain / loopMain).toFixed(1)}×; all threads ${median(loop.map((x) => x.cpu.all)).toFixed(0)} ms`,
   );
+  const slowest = loop.reduce((a, b) => (b.ms > a.ms ? b : a));
+  console.log(`    the loop's slowest refresh: ${slowest.ms.toFixed(0)} ms, phases (ms) ${JSON.stringify(slowest.phases)}`);
 
   // The first revision against the first incremental one (stored as a change against it), and
   // against the last incremental one (a change against the full build before it: both contents

@@ -118,17 +118,32 @@ describe("revisions stored as changes", () => {
         await t.controller.deps.sql<{ parent_id: number | null; chain_depth: number; link_parent_id: number | null; linked: boolean }[]>`
           SELECT parent_id, chain_depth, link_parent_id, link_change IS NOT NULL AS linked FROM revisions WHERE revision_id = ${id}`
       )[0];
+    // A refresh within the delay (the prefix just added taken out again): a change one further
+    // past the bound, to be rewritten in its turn.
+    const added = (await call("GET", `/v1/modules/${modules[0]}/ip-range-entries?limit=100`)).items as { id: string; cidr: string }[];
+    await call("DELETE", `/v1/modules/${modules[0]}/ip-range-entries/${added.find((e) => e.cidr === "11.0.113.0/24")!.id}`);
+    const next = await refresh();
+    const nextAt = Date.now();
+    expect(await linkOf(next)).toEqual({ parent_id: whole, chain_depth: 10, link_parent_id: null, linked: false });
     await expect
       .poll(() => linkOf(whole), { timeout: 30_000, interval: 200 })
       .toEqual({ parent_id: null, chain_depth: 0, link_parent_id: whole - 1, linked: true });
-    expect(await prefixesOf(whole)).toEqual(made.get(whole));
+    // Its rewrite took the depth of the one after it down with it: one change from a whole content,
+    // which its own rewrite, when its time comes, finds within the bound and leaves as it is.
+    expect(await linkOf(next)).toEqual({ parent_id: whole, chain_depth: 1, link_parent_id: null, linked: false });
+    await new Promise((r) => setTimeout(r, Math.max(0, nextAt + 7000 - Date.now())));
+    expect(await linkOf(next)).toEqual({ parent_id: whole, chain_depth: 1, link_parent_id: null, linked: false });
+    for (const id of [whole, next]) expect(await prefixesOf(id)).toEqual(made.get(id));
     await entry(1, "2a00:10::/32");
     const after = await refresh();
-    const links = await t.controller.deps.sql<{ revision_id: number; parent_id: number | null; link_parent_id: number | null; linked: boolean }[]>`
-      SELECT revision_id, parent_id, link_parent_id, link_change IS NOT NULL AS linked FROM revisions WHERE revision_id >= ${whole} ORDER BY revision_id`;
+    const links = await t.controller.deps.sql<
+      { revision_id: number; parent_id: number | null; chain_depth: number; link_parent_id: number | null; linked: boolean }[]
+    >`
+      SELECT revision_id, parent_id, chain_depth, link_parent_id, link_change IS NOT NULL AS linked FROM revisions WHERE revision_id >= ${whole} ORDER BY revision_id`;
     expect(links).toEqual([
-      { revision_id: whole, parent_id: null, link_parent_id: whole - 1, linked: true },
-      { revision_id: after, parent_id: whole, link_parent_id: null, linked: false },
+      { revision_id: whole, parent_id: null, chain_depth: 0, link_parent_id: whole - 1, linked: true },
+      { revision_id: next, parent_id: whole, chain_depth: 1, link_parent_id: null, linked: false },
+      { revision_id: after, parent_id: next, chain_depth: 2, link_parent_id: null, linked: false },
     ]);
     // The first revision's content made unreadable: the diff is composed from the changes and the link alone.
     const [saved] = await t.controller.deps.sql<{ content: Buffer }[]>`SELECT content FROM revisions WHERE revision_id = ${first}`;
@@ -203,15 +218,15 @@ describe("REVISION_STORAGE=whole", () => {
 });
 
 describe("revisions past their chain's bound whose rewrites never came", () => {
-  it("are read as stored, and a chain twice the bound starts again whole at once, keeping its change as its link", async () => {
+  it("are read as stored, and a chain four times the bound starts again whole at once, keeping its change as its link", async () => {
     const w = await startTestController({ env: { REVISION_WHOLE_DELAY_MS: "3600000" } });
     try {
       const post = async (url: string, payload?: object) => (await w.call(w.rootKey, { method: "POST", url, ...(payload ? { payload } : {}) })).json();
       const id = (await post("/v1/modules", { name: "ranges", type: "IP_RANGES", community_id: null })).id;
       // Enough prefixes that the chain ends at its depth, not at its share of them.
       for (let k = 40; k < 69; k++) await post(`/v1/modules/${id}/ip-range-entries`, { cidr: `11.0.${2 * k}.0/24` });
-      // The first revision whole, eight changes, eight more past the bound (rewrites to come), and one more.
-      for (let k = 0; k < 18; k++) {
+      // The first revision whole, eight changes, 24 more past the bound (rewrites to come), and one more.
+      for (let k = 0; k < 34; k++) {
         await post(`/v1/modules/${id}/ip-range-entries`, { cidr: `11.0.${2 * k}.0/24` });
         expect((await post("/v1/modules/refresh?wait=true")).status).toBe("succeeded");
       }
@@ -219,10 +234,10 @@ describe("revisions past their chain's bound whose rewrites never came", () => {
         SELECT revision_id, parent_id, chain_depth, link_parent_id FROM revisions ORDER BY revision_id`;
       expect(rows).toEqual([
         { revision_id: 1, parent_id: null, chain_depth: 0, link_parent_id: null },
-        ...Array.from({ length: 16 }, (_, k) => ({ revision_id: k + 2, parent_id: k + 1, chain_depth: k + 1, link_parent_id: null })),
-        { revision_id: 18, parent_id: null, chain_depth: 0, link_parent_id: 17 },
+        ...Array.from({ length: 32 }, (_, k) => ({ revision_id: k + 2, parent_id: k + 1, chain_depth: k + 1, link_parent_id: null })),
+        { revision_id: 34, parent_id: null, chain_depth: 0, link_parent_id: 33 },
       ]);
-      for (const rev of [9, 10, 17, 18]) {
+      for (const rev of [9, 10, 33, 34]) {
         const items = (await w.call(w.rootKey, { method: "GET", url: `/v1/revisions/${rev}/prefixes?limit=100` })).json().items as { prefix: string }[];
         expect(items.map((p) => p.prefix).sort()).toEqual(
           [...Array.from({ length: rev }, (_, k) => k), ...Array.from({ length: 29 }, (_, k) => 40 + k)].map((k) => `11.0.${2 * k}.0/24`).sort(),

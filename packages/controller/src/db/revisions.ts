@@ -160,15 +160,31 @@ export async function rewriteContentWhole(db: Db, tenantId: string, revisionId: 
 
 /**
  * A revision stored as a change against `parentId` rewritten whole, that change kept as its link
- * (what a content stored whole at its chain's bound keeps: migration 0030); false when it is no
- * longer stored against that parent (a prune rewrote it first) or is gone.
+ * (what a content stored whole at its chain's bound keeps: migration 0030), and the revisions
+ * stored on it since, down their chain, as many changes nearer a whole content as it was: their
+ * depth and entries counted from it. One statement (every part sees the row as it was). False
+ * when it is no longer stored against that parent (a prune rewrote it first) or is gone.
  */
 export async function rewriteChangeWhole(db: Db, tenantId: string, revisionId: number, parentId: number, content: Buffer): Promise<boolean> {
-  const rows = await db`
-    UPDATE revisions SET content = ${content}, parent_id = NULL, chain_depth = 0, chain_changes = 0,
-                         link_parent_id = parent_id, link_change = content
-     WHERE tenant_id = ${tenantId} AND revision_id = ${revisionId} AND parent_id = ${parentId}`;
-  return rows.count > 0;
+  const [row] = await db<{ rewritten: number }[]>`
+    WITH RECURSIVE was AS (
+      SELECT chain_depth, chain_changes FROM revisions WHERE tenant_id = ${tenantId} AND revision_id = ${revisionId} AND parent_id = ${parentId}
+    ), rewritten AS (
+      UPDATE revisions SET content = ${content}, parent_id = NULL, chain_depth = 0, chain_changes = 0,
+                           link_parent_id = parent_id, link_change = content
+       WHERE tenant_id = ${tenantId} AND revision_id = ${revisionId} AND parent_id = ${parentId}
+      RETURNING revision_id
+    ), below AS (
+      SELECT revision_id FROM revisions WHERE tenant_id = ${tenantId} AND parent_id = ${revisionId}
+      UNION ALL
+      SELECT r.revision_id FROM revisions r JOIN below b ON r.tenant_id = ${tenantId} AND r.parent_id = b.revision_id
+    ), rebased AS (
+      UPDATE revisions r SET chain_depth = GREATEST(r.chain_depth - was.chain_depth, 1), chain_changes = GREATEST(r.chain_changes - was.chain_changes, 0)
+        FROM was, rewritten
+       WHERE r.tenant_id = ${tenantId} AND r.revision_id IN (SELECT revision_id FROM below)
+    )
+    SELECT count(*)::int AS rewritten FROM rewritten`;
+  return (row?.rewritten ?? 0) > 0;
 }
 
 export async function listRevisions(db: Db, tenantId: string, f: { beforeId: number | null; limit: number }): Promise<RevisionRow[]> {

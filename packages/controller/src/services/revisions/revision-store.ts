@@ -243,6 +243,10 @@ export function createRevisionStore(opts: { entries?: number; chain?: Partial<Ch
   // The last alignment walked (the guard's), which the commit of the same content reuses.
   let aligned: { from: RevisionContent; to: RevisionContent; al: Alignment } | null = null;
 
+  /** A chain `depth` changes deep holding `changes` entries, for a content of `prefixes`: past the policy's bound `times` over. */
+  const pastBound = (depth: number, changes: number, prefixes: number, times = 1) =>
+    depth > times * policy.maxDepth || changes > Math.max(1, prefixes) * times * policy.maxChainShare;
+
   const store = {
     /** When a revision is stored as a change (the bundle sections' full ones follow the same bound: bundle-sections.ts). */
     policy: policy as Readonly<ChainPolicy>,
@@ -344,8 +348,10 @@ export function createRevisionStore(opts: { entries?: number; chain?: Partial<Ch
      * whole once the refresh has committed (compactLater), so that the refresh that meets the
      * bound does not encode and write a whole content (at 1.2M prefixes ~0.45 s, more than the
      * rest of an incremental refresh). Refreshes that follow within the rewrite's delay go on
-     * the same way, each rewritten in its turn; a chain twice the bound (rewrites that never
-     * came: the process stopped) starts again whole at once.
+     * the same way; the first rewrite takes their depth down with it (rewriteChangeWhole), and
+     * theirs then find them within the bound. A chain four times the bound (a burst of more
+     * refreshes than the delay lets the first rewrite come, or rewrites that never came: the
+     * process stopped) starts again whole at once.
      */
     async storedForm(
       db: Db,
@@ -365,12 +371,13 @@ export function createRevisionStore(opts: { entries?: number; chain?: Partial<Ch
       const n = Math.max(1, prefixCount(content));
       if (size > n * policy.maxChangeShare) return whole();
       const stored = { content: encodeChange(change), parent_id: parentId, chain_depth: chain.chain_depth + 1, chain_changes: chain.chain_changes + size };
-      // Past the policy's bound (`times` 1), or twice past it.
-      const past = (times: number) => stored.chain_depth > times * policy.maxDepth || stored.chain_changes > n * times * policy.maxChainShare;
+      // Past the policy's bound (`times` 1), or four times: a cold read of such a chain applies
+      // 32 changes (~10 ms each at 1M prefixes) to its whole content.
+      const past = (times: number) => pastBound(stored.chain_depth, stored.chain_changes, n, times);
       if (!past(1)) return stored;
       // A full chain starts again from this content, which keeps the change as its link: a
       // diff of revisions on either side walks through it rather than reading both whole.
-      if (past(2)) return { ...whole(), link_parent_id: parentId, link_change: stored.content };
+      if (past(4)) return { ...whole(), link_parent_id: parentId, link_change: stored.content };
       return { ...stored, wholeLater: true };
     },
 
@@ -385,8 +392,13 @@ export function createRevisionStore(opts: { entries?: number; chain?: Partial<Ch
       return new Promise<boolean>((resolve) => {
         const timer = setTimeout(() => {
           void (async () => {
+            // Still stored against `parentId` and still past the bound: the rewrite of a revision
+            // before it on its chain takes its descendants' depth down with it (rewriteChangeWhole).
+            const chain = await findChain(pool, tenantId, revisionId);
+            if (chain?.parent_id !== parentId) return false;
             const content = await store.content(pool, tenantId, revisionId);
-            return content ? rewriteChangeWhole(pool, tenantId, revisionId, parentId, await encodeContentAsync(content)) : false;
+            if (!content || !pastBound(chain.chain_depth, chain.chain_changes, prefixCount(content))) return false;
+            return rewriteChangeWhole(pool, tenantId, revisionId, parentId, await encodeContentAsync(content));
           })()
             .catch(() => false)
             .then(resolve);
