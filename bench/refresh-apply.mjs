@@ -64,7 +64,7 @@ const fresh = publicSlash24s(changedCount, xorshift(99))
 // BENCH_SKIP_BUILD=1 leaves it out.
 if (!process.env.BENCH_SKIP_BUILD) {
   const { buildWithState, rebuildRevision } = await import("../packages/controller/dist/services/revisions/revision-incremental.js");
-  const { encodeContent } = await import("../packages/controller/dist/services/revisions/revision-store.js");
+  const { encodeContent } = await import("../packages/controller/dist/services/revisions/revision-encoding.js");
   const { taggedPrefixes } = await import("../packages/controller/dist/services/revisions/revision-content.js");
   const { diffTagged, rangeToCidrs } = await import("@rlc/shared/prefix");
   // The top ASNs' address space (the same table the file ASN source reads), as CIDRs.

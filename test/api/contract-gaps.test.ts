@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { insertRevision } from "../../packages/controller/src/db/revisions.js";
 import { enqueueJob } from "../../packages/controller/src/services/operations/jobs.js";
-import { encodeContent } from "../../packages/controller/src/services/revisions/revision-store.js";
+import { encodeContent } from "../../packages/controller/src/services/revisions/revision-encoding.js";
 import { startTestController, type TestController } from "../helpers/controller.js";
 
 // The api role runs no worker: a job enqueued here stays where the test puts it.

@@ -197,39 +197,47 @@ describe("revisions stored as changes", () => {
   });
 });
 
+/**
+ * A controller of its own (`env`) with one IP_RANGES module: `post` to its API, and `add` an
+ * entry then refresh (which must succeed). Closed when `fn` ends.
+ */
+async function withOwnController(
+  env: Record<string, string>,
+  fn: (c: { w: TestController; add: (cidr: string, refresh?: boolean) => Promise<void> }) => Promise<void>,
+) {
+  const w = await startTestController({ env });
+  try {
+    const post = async (url: string, payload?: object) => (await w.call(w.rootKey, { method: "POST", url, ...(payload ? { payload } : {}) })).json();
+    const id = (await post("/v1/modules", { name: "ranges", type: "IP_RANGES", community_id: null })).id;
+    const add = async (cidr: string, refresh = true) => {
+      await post(`/v1/modules/${id}/ip-range-entries`, { cidr });
+      if (refresh) expect((await post("/v1/modules/refresh?wait=true")).status).toBe("succeeded");
+    };
+    await fn({ w, add });
+  } finally {
+    await w.close();
+  }
+}
+
 describe("REVISION_STORAGE=whole", () => {
   it("stores every revision whole, as before migration 0025", async () => {
-    const w = await startTestController({ env: { REVISION_STORAGE: "whole" } });
-    try {
-      const post = async (url: string, payload?: object) => (await w.call(w.rootKey, { method: "POST", url, ...(payload ? { payload } : {}) })).json();
-      const id = (await post("/v1/modules", { name: "ranges", type: "IP_RANGES", community_id: null })).id;
-      for (const cidr of ["11.0.0.0/24", "11.0.2.0/24"]) {
-        await post(`/v1/modules/${id}/ip-range-entries`, { cidr });
-        expect((await post("/v1/modules/refresh?wait=true")).status).toBe("succeeded");
-      }
+    await withOwnController({ REVISION_STORAGE: "whole" }, async ({ w, add }) => {
+      for (const cidr of ["11.0.0.0/24", "11.0.2.0/24"]) await add(cidr);
       expect(await w.controller.deps.sql`SELECT revision_id, parent_id FROM revisions ORDER BY revision_id`).toEqual([
         { revision_id: 1, parent_id: null },
         { revision_id: 2, parent_id: null },
       ]);
-    } finally {
-      await w.close();
-    }
+    });
   });
 });
 
 describe("revisions past their chain's bound whose rewrites never came", () => {
   it("are read as stored, and a chain four times the bound starts again whole at once, keeping its change as its link", async () => {
-    const w = await startTestController({ env: { REVISION_WHOLE_DELAY_MS: "3600000" } });
-    try {
-      const post = async (url: string, payload?: object) => (await w.call(w.rootKey, { method: "POST", url, ...(payload ? { payload } : {}) })).json();
-      const id = (await post("/v1/modules", { name: "ranges", type: "IP_RANGES", community_id: null })).id;
+    await withOwnController({ REVISION_WHOLE_DELAY_MS: "3600000" }, async ({ w, add }) => {
       // Enough prefixes that the chain ends at its depth, not at its share of them.
-      for (let k = 40; k < 69; k++) await post(`/v1/modules/${id}/ip-range-entries`, { cidr: `11.0.${2 * k}.0/24` });
+      for (let k = 40; k < 69; k++) await add(`11.0.${2 * k}.0/24`, false);
       // The first revision whole, eight changes, 24 more past the bound (rewrites to come), and one more.
-      for (let k = 0; k < 34; k++) {
-        await post(`/v1/modules/${id}/ip-range-entries`, { cidr: `11.0.${2 * k}.0/24` });
-        expect((await post("/v1/modules/refresh?wait=true")).status).toBe("succeeded");
-      }
+      for (let k = 0; k < 34; k++) await add(`11.0.${2 * k}.0/24`);
       const rows = await w.controller.deps.sql<{ revision_id: number; parent_id: number | null; chain_depth: number; link_parent_id: number | null }[]>`
         SELECT revision_id, parent_id, chain_depth, link_parent_id FROM revisions ORDER BY revision_id`;
       expect(rows).toEqual([
@@ -243,8 +251,6 @@ describe("revisions past their chain's bound whose rewrites never came", () => {
           [...Array.from({ length: rev }, (_, k) => k), ...Array.from({ length: 29 }, (_, k) => 40 + k)].map((k) => `11.0.${2 * k}.0/24`).sort(),
         );
       }
-    } finally {
-      await w.close();
-    }
+    });
   });
 });

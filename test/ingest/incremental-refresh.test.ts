@@ -1,7 +1,8 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { listSnapshotPrefixes } from "../../packages/controller/src/db/snapshots.js";
 import { buildRevision } from "../../packages/controller/src/services/revisions/revision-build.js";
-import { createRevisionStore, encodeContent } from "../../packages/controller/src/services/revisions/revision-store.js";
+import { encodeContent } from "../../packages/controller/src/services/revisions/revision-encoding.js";
+import { createRevisionStore } from "../../packages/controller/src/services/revisions/revision-store.js";
 import { startTestController, type TestController } from "../helpers/controller.js";
 
 // A refresh of one module rebuilds only what it changed, from the tenant's last build; what it

@@ -4,7 +4,7 @@ import { insertRevision } from "../../packages/controller/src/db/revisions.js";
 import { jobHandler } from "../../packages/controller/src/jobs/handlers.js";
 import { startWorker } from "../../packages/controller/src/jobs/worker.js";
 import { enqueueJob } from "../../packages/controller/src/services/operations/jobs.js";
-import { encodeContent } from "../../packages/controller/src/services/revisions/revision-store.js";
+import { encodeContent } from "../../packages/controller/src/services/revisions/revision-encoding.js";
 import { startTestController, type TestController } from "../helpers/controller.js";
 
 // The api role runs neither a worker nor a scheduler: the test calls the scheduler's passes

@@ -3,8 +3,8 @@ import fc from "fast-check";
 import { describe, expect, it } from "vitest";
 import { buildRevision, type ModuleInput } from "../revisions/revision-build.js";
 import { compactContent, type RevisionContent, type RevisionFamily } from "../revisions/revision-content.js";
+import { decodeContent, encodeContent } from "../revisions/revision-encoding.js";
 import { smallV4, smallV6 } from "../revisions/revision-model.test-helper.js";
-import { decodeContent, encodeContent } from "../revisions/revision-store.js";
 import { fullSection, sectionDelta } from "./bundle-sections.js";
 
 // A revision's prefix section, and the delta from one revision's section to another's, are the

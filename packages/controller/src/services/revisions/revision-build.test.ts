@@ -4,8 +4,8 @@ import fc from "fast-check";
 import { describe, expect, it } from "vitest";
 import { type BogonSettings, buildRevision, type ModuleInput } from "./revision-build.js";
 import { compactContent, contentFromEntries, digestOf, type RevisionEntry, RevisionFamily, withdrawnCount } from "./revision-content.js";
+import { decodeContent, encodeContent } from "./revision-encoding.js";
 import { modelEntries, settingsOf, smallV4, smallV6 } from "./revision-model.test-helper.js";
-import { decodeContent, encodeContent } from "./revision-store.js";
 
 // Small address spaces, so a brute-force model can check every pair: 11.0.0.0/24 (lengths
 // 24..32) and 2a00::/120 (120..128), plus a few prefixes outside them (short, bogon).

@@ -14,7 +14,7 @@ import {
 } from "./revision-content.js";
 import { diffAligned, diffFromChange, diffFromChangeAlone, reversed } from "./revision-diff.js";
 import { composeDiffs } from "./revision-diff-chain.js";
-import { decodeContent, encodeContent } from "./revision-store.js";
+import { decodeContent, encodeContent } from "./revision-encoding.js";
 
 // A revision stored as a change against its parent reads back as the whole content it was made
 // from, byte for byte once encoded, through any chain of changes; and the diff and the guard

@@ -312,7 +312,7 @@ interface StoredChange {
 
 /**
  * Stored form of a change (gzip'd JSON, format 3), packed as a whole content is
- * (revision-store.ts, format 2): prefixes one space-separated string, tags and positions
+ * (revision-encoding.ts, format 2): prefixes one space-separated string, tags and positions
  * number lists, positions as gaps. The removed and retagged prefixes' texts and the parent's
  * communities were added to format 3 later, as fields a reader without them skips.
  */

@@ -54,7 +54,7 @@ export class RevisionFamily {
     private readonly owner: { modules: string[]; tags: RevisionTag[] },
     /**
      * The same prefixes parsed, when the builder has them: the stored form's text is written
-     * from them (revision-store.ts), as reading a million strings scattered in memory to join
+     * from them (revision-encoding.ts), as reading a million strings scattered in memory to join
      * them takes ~0.4 s.
      */
     table: PrefixTable | null = null,

@@ -5,10 +5,10 @@ import { alignContents, alignSpliced, alignTables, uncoveredByLookup, withdrawnF
 import { type BogonSettings, type BuiltRevision, buildRevision, type ModuleInput } from "./revision-build.js";
 import { encodeChange, makeChange, tagWalkSpliced } from "./revision-change.js";
 import { type RevisionContent, uncovered, withdrawnCount } from "./revision-content.js";
+import { decodeContent, encodeContent } from "./revision-encoding.js";
 import { type BuildState, buildWithState, rebuildRevision } from "./revision-incremental.js";
 import { modelEntries } from "./revision-model.test-helper.js";
 import { firstAppearances } from "./revision-splice.js";
-import { decodeContent, encodeContent } from "./revision-store.js";
 
 // Small address spaces (11.0.0.0/22 with lengths 22..32, 2a00::/118 with 118..128) and short
 // blocks (/28, /124), so that random edits cross blocks, widen them past wide prefixes, and

@@ -3,7 +3,8 @@ import fc from "fast-check";
 import { describe, expect, it } from "vitest";
 import { buildRevision } from "./revision-build.js";
 import { contentFromEntries, digestOf, type RevisionContent, type RevisionEntry } from "./revision-content.js";
-import { createRevisionStore, decodeContent, encodeContent, encodeContentAsync } from "./revision-store.js";
+import { decodeContent, encodeContent, encodeContentAsync } from "./revision-encoding.js";
+import { createRevisionStore } from "./revision-store.js";
 
 // ~300k prefixes in three tags: some 5 MB of stored JSON.
 const entries = (n: number): { v4: RevisionEntry[]; v6: RevisionEntry[] } => {

@@ -2,7 +2,7 @@ import { formatPrefix, parseAddress, parseCidr } from "@rlc/shared/prefix";
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
 import { compactContent, contentFromEntries, type RevisionContent, type RevisionEntry } from "../revisions/revision-content.js";
-import { decodeContent, encodeContent } from "../revisions/revision-store.js";
+import { decodeContent, encodeContent } from "../revisions/revision-encoding.js";
 import { buildRevisionLayer, contentChange, longestInLayer, nextRevisionLayer, type RevisionLayer } from "./lookup-revision.js";
 
 // Small address spaces (10.0.0.0/22 with lengths 20..32, 2a00::/118 with 116..128), so that
