@@ -3,7 +3,7 @@
 // "N passed, N failed, N skipped".
 import { spawnSync } from "node:child_process";
 import { existsSync, mkdirSync, readFileSync, rmSync } from "node:fs";
-import { join } from "node:path";
+import { join, relative } from "node:path";
 import { ensureBirdRoots } from "./bird-roots.mjs";
 import { ensureBuilt, ensureInstalled, root } from "./lib.mjs";
 import { EMBEDDED_NODE, nodeBinary } from "./node-dist.mjs";
@@ -41,6 +41,12 @@ if (process.env.RLC_TEST_NODE === "24") process.stdout.write(`vitest on Node ${E
 
 let status = 0;
 const totals = { passed: 0, failed: 0, skipped: 0, broken: 0 };
+/** Each failed test as `run: file > name: first line of its message`, repeated after the totals. */
+const failures = [];
+const firstLine = (text) =>
+  String(text ?? "")
+    .split("\n")[0]
+    .slice(0, 300);
 for (const run of runs) {
   const results = join(outDir, `results-${run.name}.json`);
   rmSync(results, { force: true });
@@ -61,9 +67,19 @@ for (const run of runs) {
     totals.passed += report.numPassedTests;
     totals.failed += report.numFailedTests;
     totals.skipped += skipped;
+    for (const file of report.testResults ?? []) {
+      const where = relative(root, file.name ?? "");
+      for (const t of file.assertionResults ?? []) {
+        if (t.status !== "failed") continue;
+        failures.push(`${run.name}: ${where} > ${t.fullName ?? t.title}: ${firstLine(t.failureMessages?.[0])}`);
+      }
+      if (file.status === "failed" && !(file.assertionResults ?? []).length) failures.push(`${run.name}: ${where}: ${firstLine(file.message)}`);
+    }
   }
   if ((r.status ?? 1) !== 0) status = r.status ?? 1;
 }
 const brokenFiles = totals.broken ? ` (${totals.broken} test file(s) failed to load)` : "";
 process.stdout.write(`\n${totals.passed} passed, ${totals.failed} failed, ${totals.skipped} skipped${brokenFiles}\n`);
+// Said last, where a log's tail (CI's) still shows them after the runs' long output.
+if (failures.length) process.stdout.write(`failed:\n${failures.map((f) => `  ${f}`).join("\n")}\n`);
 process.exit(status);
