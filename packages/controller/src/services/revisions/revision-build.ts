@@ -154,13 +154,7 @@ export function buildRevisionWithState(
   const content: RevisionContent = { ...owner, v4: familyOf("v4"), v6: familyOf("v6") };
   const tables = { v4: announced.v4.table, v6: announced.v6.table };
 
-  const perTag = new Int32Array(t.tags.length);
-  for (const f of [content.v4, content.v6]) for (const tag of f.tags) perTag[tag]!++;
-  const announcedBy = new Int32Array(modules.length);
-  t.tags.forEach((tag, k) => {
-    for (const m of tag.modules) announcedBy[m]! += perTag[k]!;
-  });
-  const indexOf = new Map(modules.map((m, mi) => [m.module_id, mi]));
+  const perTag = tagCounts(t.tags.length, content.v4.tags, content.v6.tags);
   let lines: BuildExtras["lines"] = null;
   if (digest === "lines") {
     const suffixes = suffixesOf(t.tags);
@@ -171,20 +165,66 @@ export function buildRevisionWithState(
     digest: lines ? digestOfLines(lines.v4, lines.v6) : digest === "none" ? "" : digestOf(content),
     input_prefix_count: filtered.distinct,
     dropped_prefix_count: filtered.bogons,
-    modules: input.map((m) => ({
+    modules: moduleFigures(input, modules, t.tags, perTag, exclusions.excluded),
+    collected: collectedCounts(input, modules, filtered.counts),
+  };
+  return { built, filtered, bird, tables, lines, perTag };
+}
+
+/*
+ * The loops over a build's prefixes, tags and modules are functions of their own, apart from
+ * buildRevisionWithState, which only calls: the full build runs it once over a million prefixes
+ * and an incremental one runs it several times over a few blocks, with objects of other shapes.
+ * A loop inside it had V8 compile the whole function on the stack (OSR) in one and deoptimise
+ * it in the other, and an incremental refresh after a full one paid ~20 ms of recompilation
+ * for it each time (bench/refresh-apply.mjs, traced with --trace-opt --trace-deopt).
+ */
+
+/** How many prefixes each of `count` tags has in the families' tag columns. */
+function tagCounts(count: number, v4: ArrayLike<number>, v6: ArrayLike<number>): Int32Array {
+  const perTag = new Int32Array(count);
+  for (let i = 0; i < v4.length; i++) perTag[v4[i]!]!++;
+  for (let i = 0; i < v6.length; i++) perTag[v6[i]!]!++;
+  return perTag;
+}
+
+/** Each input module's line of the build: its prefixes announced (its tags' counts) or excluded. */
+function moduleFigures(
+  input: readonly ModuleInput[],
+  announcing: readonly ModuleInput[],
+  tags: readonly RevisionTag[],
+  perTag: Int32Array,
+  excluded: ReadonlyMap<string, number>,
+): BuiltRevision["modules"] {
+  const announcedBy = new Int32Array(announcing.length);
+  for (let k = 0; k < tags.length; k++) for (const m of tags[k]!.modules) announcedBy[m]! += perTag[k]!;
+  const indexOf = new Map<string, number>();
+  for (let mi = 0; mi < announcing.length; mi++) indexOf.set(announcing[mi]!.module_id, mi);
+  const out: BuiltRevision["modules"] = [];
+  for (const m of input) {
+    const mi = indexOf.get(m.module_id);
+    out.push({
       module_id: m.module_id,
       name: m.name,
       community: m.community,
-      prefix_count: indexOf.has(m.module_id) ? announcedBy[indexOf.get(m.module_id)!]! : 0,
+      prefix_count: mi === undefined ? 0 : announcedBy[mi]!,
       action: m.action ?? "announce",
-      excluded_prefix_count: exclusions.excluded.get(m.module_id) ?? 0,
-    })),
-    collected: new Map([
-      ...input.filter((m) => m.action === "exclude").map((m) => [m.module_id, countDistinct(m.prefixes)] as const),
-      ...modules.map((m, mi) => [m.module_id, filtered.counts[mi]!] as const),
-    ]),
-  };
-  return { built, filtered, bird, tables, lines, perTag };
+      excluded_prefix_count: excluded.get(m.module_id) ?? 0,
+    });
+  }
+  return out;
+}
+
+/** The distinct prefixes collected per module: the exclude modules' first, then the announcing ones'. */
+function collectedCounts(
+  input: readonly ModuleInput[],
+  announcing: readonly ModuleInput[],
+  counts: readonly { v4: number; v6: number }[],
+): BuiltRevision["collected"] {
+  const out: BuiltRevision["collected"] = new Map();
+  for (const m of input) if (m.action === "exclude") out.set(m.module_id, countDistinct(m.prefixes));
+  for (let mi = 0; mi < announcing.length; mi++) out.set(announcing[mi]!.module_id, counts[mi]!);
+  return out;
 }
 
 export function buildRevision(input: ModuleInput[], settings: BogonSettings = {}): BuiltRevision {

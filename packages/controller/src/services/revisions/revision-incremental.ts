@@ -136,11 +136,13 @@ export function buildWithState(input: ModuleInput[], settings: BogonSettings): {
 }
 
 /**
- * Walks two sorted distinct tables; `onlyOne` gets each prefix found in one of them only. IPv4
- * compares the numbers in place (a changed module's tables are walked whole, before V8 has
- * optimised the walk: a call a step was most of it).
+ * Walks two sorted distinct tables; `visitor.onlyOne` gets each prefix found in one of them
+ * only. IPv4 compares the numbers in place (a changed module's tables are walked whole, before V8
+ * has optimised the walk: a call a step was most of it). A visitor object of one class, not a
+ * closure made for each walk: V8 compiled the walk with the closure it saw, and each refresh's new
+ * closure threw that code away (a recompilation a refresh, more after a full build).
  */
-function eachDifference(a: PrefixTable, b: PrefixTable, onlyOne: (t: PrefixTable, i: number) => void) {
+function eachDifference(a: PrefixTable, b: PrefixTable, visitor: ChangedPrefixes) {
   const W = a.W;
   let i = 0;
   let j = 0;
@@ -154,8 +156,8 @@ function eachDifference(a: PrefixTable, b: PrefixTable, onlyOne: (t: PrefixTable
       if (c === 0) {
         i++;
         j++;
-      } else if (c < 0) onlyOne(a, i++);
-      else onlyOne(b, j++);
+      } else if (c < 0) visitor.onlyOne(a, i++);
+      else visitor.onlyOne(b, j++);
     }
   }
   while (i < a.count || j < b.count) {
@@ -163,8 +165,48 @@ function eachDifference(a: PrefixTable, b: PrefixTable, onlyOne: (t: PrefixTable
     if (c === 0) {
       i++;
       j++;
-    } else if (c < 0) onlyOne(a, i++);
-    else onlyOne(b, j++);
+    } else if (c < 0) visitor.onlyOne(a, i++);
+    else visitor.onlyOne(b, j++);
+  }
+}
+
+/**
+ * What the prefixes one changed module `mi` has before or after the change only (its filtered
+ * ones, `eff`, or its collected ones, `raw`) do: each filtered one marks its block (`blocks`),
+ * and each collected one held by no other module counts in or out of the distinct prefixes
+ * (`rawDelta`: +1 for one of `afterRaw`, -1 for one it had).
+ */
+class ChangedPrefixes {
+  rawDelta = 0;
+  constructor(
+    private readonly fam: Fam,
+    private readonly mi: number,
+    /** The modules' states as the walk sees them: those changed before `mi` already after the change. */
+    private readonly current: readonly ModuleState[],
+    private readonly afterRaw: PrefixTable,
+    private readonly blockBits: number,
+    /** Where the blocks go; null when the walk is of the collected prefixes only. */
+    private readonly blocks: Block[] | null,
+    /** Whether the prefixes walked count for the distinct prefixes (the filtered ones are the collected ones). */
+    private readonly countRaw: boolean,
+  ) {}
+
+  onlyOne(t: PrefixTable, i: number): void {
+    if (this.blocks) this.blocks.push(blockOf(t.words, i * t.W, t.W, Math.min(t.lens[i]!, this.blockBits)));
+    if (this.countRaw && !this.heldByAnother(t, i)) this.rawDelta += t === this.afterRaw ? 1 : -1;
+  }
+
+  /** Whether a module other than `mi` holds prefix i of `t`; its occupancy bit first (IPv4), tested here rather than in a call a module. */
+  private heldByAnother(t: PrefixTable, i: number): boolean {
+    const g = t.W === 1 ? t.words[i]! >>> GRANULE_SHIFT : -1;
+    const current = this.current;
+    for (let other = 0; other < current.length; other++) {
+      if (other === this.mi) continue;
+      const occupied = current[other]!.occupied;
+      if (g >= 0 && occupied && (occupied[g >>> 5]! & (1 << (g & 31))) === 0) continue;
+      if (has(current[other]!.raw[this.fam], t, i)) return true;
+    }
+    return false;
   }
 }
 
@@ -246,24 +288,17 @@ export function rebuildRevision(
     const list: Block[] = [];
     const current = before.slice();
     for (const mi of changedIdx) {
-      const rawStep = (t: PrefixTable, i: number) => {
-        // Held by another module? Its occupancy bit first (IPv4), tested here rather than in a call a module.
-        const g = t.W === 1 ? t.words[i]! >>> GRANULE_SHIFT : -1;
-        for (let other = 0; other < current.length; other++) {
-          if (other === mi) continue;
-          const occupied = current[other]!.occupied;
-          if (g >= 0 && occupied && (occupied[g >>> 5]! & (1 << (g & 31))) === 0) continue;
-          if (has(current[other]!.raw[fam], t, i)) return;
-        }
-        rawDistinct += t === after[mi]!.raw[fam] ? 1 : -1;
-      };
       // Without bogon pieces a module's filtered prefixes are its raw ones (the same table): one walk.
       const effIsRaw = before[mi]!.eff[fam] === before[mi]!.raw[fam] && after[mi]!.eff[fam] === after[mi]!.raw[fam];
-      eachDifference(before[mi]!.eff[fam], after[mi]!.eff[fam], (t, i) => {
-        list.push(blockOf(t.words, i * t.W, t.W, Math.min(t.lens[i]!, bits[fam])));
-        if (effIsRaw) rawStep(t, i);
-      });
-      if (!effIsRaw) eachDifference(before[mi]!.raw[fam], after[mi]!.raw[fam], rawStep);
+      const afterRaw = after[mi]!.raw[fam];
+      const eff = new ChangedPrefixes(fam, mi, current, afterRaw, bits[fam], list, effIsRaw);
+      eachDifference(before[mi]!.eff[fam], after[mi]!.eff[fam], eff);
+      rawDistinct += eff.rawDelta;
+      if (!effIsRaw) {
+        const raw = new ChangedPrefixes(fam, mi, current, afterRaw, bits[fam], null, true);
+        eachDifference(before[mi]!.raw[fam], afterRaw, raw);
+        rawDistinct += raw.rawDelta;
+      }
       current[mi] = after[mi]!;
     }
     blocks[fam] = normalize(list);

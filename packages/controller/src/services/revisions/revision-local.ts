@@ -14,7 +14,7 @@ import {
   type WideLayer,
 } from "./revision-blocks.js";
 import { type BogonSettings, buildRevisionWithState, type ModuleInput } from "./revision-build.js";
-import type { RevisionTag } from "./revision-content.js";
+import type { RevisionFamily, RevisionTag } from "./revision-content.js";
 
 /*
  * The build of a few address blocks alone (revision-incremental.ts). What the full build gives
@@ -52,7 +52,14 @@ export interface LocalModules {
    * What the other modules give each block (the prefix texts of each module, the block's text
    * for each covering one), made once for the builds before and after the change.
    */
-  same: Map<Block, { covering: readonly number[]; texts: (readonly string[])[]; text: readonly string[] }>;
+  same: Map<Block, SameInBlock>;
+}
+
+/** What the modules other than the changed ones give a block: those covering it, their prefix texts inside it, and its text. */
+interface SameInBlock {
+  covering: readonly number[];
+  texts: (readonly string[])[];
+  text: readonly string[];
 }
 
 /** The entries of a part built for its summary alone (never written to). */
@@ -71,63 +78,84 @@ function textsIn(t: PrefixTable, b: Block, occupied: Uint32Array | null | undefi
 
 /**
  * Builds the blocks of both families at once; no two blocks of a family may touch (apart()).
- * Without `entries`, only the summaries are worked out.
+ * Without `entries`, only the summaries are worked out. Its loops are functions of their own
+ * (inputsOf, partsOf): it runs several times a refresh on small inputs, and a loop here had V8
+ * compile and recompile the whole of it (see revision-build.ts on buildRevisionWithState).
  */
 export function buildBlocks(blocks: Record<Fam, readonly Block[]>, modules: LocalModules, settings: BogonSettings, entries: boolean): Record<Fam, BlockPart[]> {
-  const lists: (readonly string[])[][] = modules.meta.map(() => []);
+  const part = buildRevisionWithState(inputsOf(blocks, modules), settings, "none").built;
+  return { v4: partsOf("v4", blocks.v4, part.content.v4, modules, entries), v6: partsOf("v6", blocks.v6, part.content.v6, modules, entries) };
+}
+
+/** What the other modules give block `b` (SameInBlock), worked out once for the builds before and after the change. */
+function sameIn(fam: Fam, b: Block, modules: LocalModules, isChanged: ReadonlySet<number>): SameInBlock {
+  const texts = new Array<readonly string[]>(modules.tables.length);
+  // The block's /20 when it is one (IPv4): a module's occupancy bit tested here, not a call a module.
+  const g = fam === "v4" && b.start[0]! >>> GRANULE_SHIFT === b.last[0]! >>> GRANULE_SHIFT ? b.start[0]! >>> GRANULE_SHIFT : -1;
+  for (let mi = 0; mi < texts.length; mi++) {
+    const occupied = modules.occupied[mi];
+    if (isChanged.has(mi) || (g >= 0 && occupied && (occupied[g >>> 5]! & (1 << (g & 31))) === 0)) texts[mi] = NONE;
+    else texts[mi] = textsIn(modules.tables[mi]![fam], b, occupied);
+  }
+  return { covering: coveringModules(modules.wide[fam], b), texts, text: [blockText(b)] };
+}
+
+/** Each module's prefixes inside the blocks, the block itself for a module that covers it: the build's input. */
+function inputsOf(blocks: Record<Fam, readonly Block[]>, modules: LocalModules): ModuleInput[] {
+  const lists: (readonly string[])[][] = [];
+  for (let mi = 0; mi < modules.meta.length; mi++) lists.push([]);
   const isChanged = new Set(modules.changed);
   for (const fam of FAMS) {
     for (const b of blocks[fam]) {
       let same = modules.same.get(b);
-      if (!same) {
-        const texts = new Array<readonly string[]>(modules.tables.length);
-        // The block's /20 when it is one (IPv4): a module's occupancy bit tested here, not a call a module.
-        const g = fam === "v4" && b.start[0]! >>> GRANULE_SHIFT === b.last[0]! >>> GRANULE_SHIFT ? b.start[0]! >>> GRANULE_SHIFT : -1;
-        for (let mi = 0; mi < texts.length; mi++) {
-          const occupied = modules.occupied[mi];
-          if (isChanged.has(mi) || (g >= 0 && occupied && (occupied[g >>> 5]! & (1 << (g & 31))) === 0)) texts[mi] = NONE;
-          else texts[mi] = textsIn(modules.tables[mi]![fam], b, occupied);
-        }
-        modules.same.set(b, (same = { covering: coveringModules(modules.wide[fam], b), texts, text: [blockText(b)] }));
-      }
+      if (!same) modules.same.set(b, (same = sameIn(fam, b, modules, isChanged)));
       for (const mi of same.covering) lists[mi]!.push(same.text);
       for (let mi = 0; mi < same.texts.length; mi++) if (same.texts[mi]!.length) lists[mi]!.push(same.texts[mi]!);
       for (const mi of modules.changed) lists[mi]!.push(textsIn(modules.tables[mi]![fam], b, modules.occupied[mi]));
     }
   }
-  const inputs = modules.meta.map((m, mi) => ({ ...m, prefixes: ([] as string[]).concat(...lists[mi]!) }));
-  const part = buildRevisionWithState(inputs, settings, "none").built;
-  const out = {} as Record<Fam, BlockPart[]>;
-  for (const fam of FAMS) {
-    const f = part.content[fam];
-    // The build's own parse of what it gives (a content it builds always carries it).
-    const table = f.table ?? parsePrefixTexts(f.texts())[fam];
-    const W = table.W;
-    let from = 0;
-    out[fam] = blocks[fam].map((b) => {
-      const at = lowerBound(table, b.start, false, from);
-      const [lo, hi] = rangeIn(table, b, true, at);
-      from = hi;
-      // The entry for b itself, or one that contains b (none, the blocks being apart; checked).
-      let summary: string | null = "-";
-      for (let i = at; i < lo && b.len > 0; i++) {
-        if (table.lens[i]! < b.len) summary = null;
-        else {
-          const tag = f.tagAt(i);
-          summary = `${tag.communities.join(",")}|${tag.modules.join(",")}`;
-        }
+  const inputs: ModuleInput[] = [];
+  for (let mi = 0; mi < modules.meta.length; mi++) inputs.push({ ...modules.meta[mi]!, prefixes: ([] as string[]).concat(...lists[mi]!) });
+  return inputs;
+}
+
+/** What the build `f` (of family `fam`) gives inside each block, and the block's summary. */
+function partsOf(fam: Fam, blocks: readonly Block[], f: RevisionFamily, modules: LocalModules, entries: boolean): BlockPart[] {
+  // The build's own parse of what it gives (a content it builds always carries it).
+  const table = f.table ?? parsePrefixTexts(f.texts())[fam];
+  const W = table.W;
+  const out: BlockPart[] = [];
+  let from = 0;
+  for (const b of blocks) {
+    const at = lowerBound(table, b.start, false, from);
+    const [lo, hi] = rangeIn(table, b, true, at);
+    from = hi;
+    // The entry for b itself, or one that contains b (none, the blocks being apart; checked).
+    let summary: string | null = "-";
+    for (let i = at; i < lo && b.len > 0; i++) {
+      if (table.lens[i]! < b.len) summary = null;
+      else {
+        const tag = f.tagAt(i);
+        summary = `${tag.communities.join(",")}|${tag.modules.join(",")}`;
       }
-      if (at > 0 && b.len > 0 && holds(table, at - 1, b)) summary = null;
-      if (summary !== null) summary += `|${modules.changed.map((mi) => (covers(modules.tables[mi]![fam], b, modules.occupied[mi]) ? 1 : 0)).join("")}`;
-      if (!entries) return { block: b, tags: [], table: NO_ENTRIES[fam], summary };
-      const inside = new PrefixTable(table.family, Math.max(1, hi - lo));
-      inside.words.set(table.words.subarray(lo * W, hi * W));
-      inside.lens.set(table.lens.subarray(lo, hi));
-      inside.count = hi - lo;
-      const tags: RevisionTag[] = [];
-      for (let i = lo; i < hi; i++) tags.push(f.tagAt(i));
-      return { block: b, tags, table: inside, summary };
-    });
+    }
+    if (at > 0 && b.len > 0 && holds(table, at - 1, b)) summary = null;
+    if (summary !== null) {
+      let covered = "";
+      for (const mi of modules.changed) covered += covers(modules.tables[mi]![fam], b, modules.occupied[mi]) ? "1" : "0";
+      summary += `|${covered}`;
+    }
+    if (!entries) {
+      out.push({ block: b, tags: [], table: NO_ENTRIES[fam], summary });
+      continue;
+    }
+    const inside = new PrefixTable(table.family, Math.max(1, hi - lo));
+    inside.words.set(table.words.subarray(lo * W, hi * W));
+    inside.lens.set(table.lens.subarray(lo, hi));
+    inside.count = hi - lo;
+    const tags: RevisionTag[] = [];
+    for (let i = lo; i < hi; i++) tags.push(f.tagAt(i));
+    out.push({ block: b, tags, table: inside, summary });
   }
   return out;
 }

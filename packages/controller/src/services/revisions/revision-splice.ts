@@ -67,51 +67,123 @@ export function spliceContent(
   parts: Record<Fam, readonly BlockPart[]>,
   options: SpliceOptions = {},
 ): SplicedContent & { change: Record<Fam, ContentSplice[]>; tagMap: Int32Array; tagNumbers: TagNumbers } {
-  const oldTags = old.content.tags;
-  const families = {} as Record<Fam, { table: PrefixTable; change: ContentSplice[]; length: number }>;
-  for (const fam of FAMS) {
-    const o = old.content[fam];
-    const ot = old.tables[fam];
-    const W = ot.W;
-    const change: ContentSplice[] = [];
-    let oi = 0;
-    let n = 0;
-    for (const p of parts[fam]) {
-      const [lo, hi] = rangeIn(ot, p.block, true, oi);
-      n += lo - oi;
-      change.push({ from: lo, to: hi, at: n, count: p.table.count });
-      n += p.table.count;
-      oi = hi;
+  // Each step is a function of its own: this runs once a refresh, and a change in what one step
+  // sees had V8 recompile all of them together (~70 ms, traced with --trace-opt --trace-deopt).
+  const families = { v4: spliceFamily(old, "v4", parts.v4), v6: spliceFamily(old, "v6", parts.v6) };
+  const { entries, partEntries } = tagEntries(old, families, parts, { left: options.tagSearches ?? TAG_SEARCHES });
+  const { numberOf, tags, firstAt } = numberTags(entries);
+  // Old tag t is entry t: its new number, when it still appears.
+  const oldMap = numberOf.subarray(0, old.content.tags.length);
+  // The kept prefixes' counts: the old ones, less those of the replaced ranges.
+  const left = keptCounts(old, families);
+  // The old tags whose number moves and that keep prefixes: a few are fixed where they are, more renumber every kept prefix.
+  const moved: number[] = [];
+  let movedPrefixes = 0;
+  for (let t = 0; t < oldMap.length; t++) {
+    if (oldMap[t]! >= 0 && oldMap[t] !== t && left[t]! > 0) {
+      moved.push(t);
+      movedPrefixes += left[t]!;
     }
-    n += o.length - oi;
-    // The words: the kept runs and the parts' prefixes, copied as runs.
-    const table = new PrefixTable(ot.family, Math.max(1, n));
-    let from = 0;
-    parts[fam].forEach((p, j) => {
-      const c = change[j]!;
-      table.words.set(ot.words.subarray(from * W, c.from * W), (c.at - (c.from - from)) * W);
-      table.lens.set(ot.lens.subarray(from, c.from), c.at - (c.from - from));
-      table.words.set(p.table.words.subarray(0, c.count * W), c.at * W);
-      table.lens.set(p.table.lens.subarray(0, c.count), c.at);
-      from = c.to;
-    });
-    table.words.set(ot.words.subarray(from * W, o.length * W), (n - (o.length - from)) * W);
-    table.lens.set(ot.lens.subarray(from, o.length), n - (o.length - from));
-    table.count = n;
-    families[fam] = { table, change, length: n };
   }
+  const tagNumbers: TagNumbers =
+    moved.length === 0 ? "kept" : moved.length <= (options.tagFixups ?? TAG_FIXUPS) && movedPrefixes <= FIXUP_PREFIXES ? "fixed" : "renumbered";
 
-  // Where each old tag first appears among the kept prefixes, and each part tag in its part.
-  const budget = { left: options.tagSearches ?? TAG_SEARCHES };
-  const entries: TagEntry[] = oldTags.map((tag, t) => ({ key: tagKey(tag), first: firstKept(old, families, t, budget), tag }));
-  const unresolved = entries.flatMap((e, t) => (Number.isNaN(e.first) ? [t] : []));
+  const perTag = new Int32Array(tags.length);
+  const built = {
+    v4: spliceTags(old, "v4", families.v4, partEntries.v4, numberOf, oldMap, tagNumbers, perTag),
+    v6: spliceTags(old, "v6", families.v6, partEntries.v6, numberOf, oldMap, tagNumbers, perTag),
+  };
+  if (tagNumbers === "fixed") {
+    for (const t of moved) {
+      let fixed = 0;
+      for (const fam of FAMS)
+        fixed += fixKept(old.content[fam].tags, old.content[fam].length, families[fam].change, built[fam], t, oldMap[t]!, left[t]! - fixed);
+    }
+  }
+  for (let t = 0; t < oldMap.length; t++) if (oldMap[t]! >= 0) perTag[oldMap[t]!]! += left[t]!;
+
+  // The digest's lines: the kept runs' bytes, the parts' written with the new tags.
+  const suffixes = suffixesOf(tags);
+  const lines = { v4: spliceLines(old, "v4", families.v4, built.v4, suffixes), v6: spliceLines(old, "v6", families.v6, built.v6, suffixes) };
+  const change = {
+    v4: families.v4.change.filter((c) => !sameRange(old, "v4", c, families.v4.table, built.v4, tags)),
+    v6: families.v6.change.filter((c) => !sameRange(old, "v6", c, families.v6.table, built.v6, tags)),
+  };
+  const owner = { modules: old.content.modules, tags };
+  const content: RevisionContent = {
+    ...owner,
+    // Compact from the start (RevisionFamily): the prefixes' texts are written when asked for.
+    v4: new RevisionFamily(null, built.v4, owner, families.v4.table),
+    v6: new RevisionFamily(null, built.v6, owner, families.v6.table),
+  };
+  return { content, tables: { v4: families.v4.table, v6: families.v6.table }, lines, perTag, firstAt, change, tagMap: Int32Array.from(oldMap), tagNumbers };
+}
+
+/** One family of a splice: its prefixes (the kept runs and the parts' ones), the ranges replaced, its length. */
+interface SplicedFamily {
+  table: PrefixTable;
+  change: ContentSplice[];
+  length: number;
+}
+
+/** The family's prefixes with each part's block replaced by the part's: the kept runs copied as runs. */
+function spliceFamily(old: SplicedContent, fam: Fam, parts: readonly BlockPart[]): SplicedFamily {
+  const o = old.content[fam];
+  const ot = old.tables[fam];
+  const W = ot.W;
+  const change: ContentSplice[] = [];
+  let oi = 0;
+  let n = 0;
+  for (const p of parts) {
+    const [lo, hi] = rangeIn(ot, p.block, true, oi);
+    n += lo - oi;
+    change.push({ from: lo, to: hi, at: n, count: p.table.count });
+    n += p.table.count;
+    oi = hi;
+  }
+  n += o.length - oi;
+  const table = new PrefixTable(ot.family, Math.max(1, n));
+  let from = 0;
+  for (let j = 0; j < parts.length; j++) {
+    const p = parts[j]!;
+    const c = change[j]!;
+    table.words.set(ot.words.subarray(from * W, c.from * W), (c.at - (c.from - from)) * W);
+    table.lens.set(ot.lens.subarray(from, c.from), c.at - (c.from - from));
+    table.words.set(p.table.words.subarray(0, c.count * W), c.at * W);
+    table.lens.set(p.table.lens.subarray(0, c.count), c.at);
+    from = c.to;
+  }
+  table.words.set(ot.words.subarray(from * W, o.length * W), (n - (o.length - from)) * W);
+  table.lens.set(ot.lens.subarray(from, o.length), n - (o.length - from));
+  table.count = n;
+  return { table, change, length: n };
+}
+
+/**
+ * The new content's tags as entries: old tag t is entry t (where it first appears among the kept
+ * prefixes), then the parts' tags that are new; and each part's tags as entry numbers.
+ */
+function tagEntries(
+  old: SplicedContent,
+  families: Record<Fam, SplicedFamily>,
+  parts: Record<Fam, readonly BlockPart[]>,
+  budget: { left: number },
+): { entries: TagEntry[]; partEntries: Record<Fam, Uint32Array[]> } {
+  const oldTags = old.content.tags;
+  const entries: TagEntry[] = [];
+  for (let t = 0; t < oldTags.length; t++) entries.push({ key: tagKey(oldTags[t]!), first: firstKept(old, families, t, budget), tag: oldTags[t]! });
+  const unresolved: number[] = [];
+  for (let t = 0; t < entries.length; t++) if (Number.isNaN(entries[t]!.first)) unresolved.push(t);
   if (unresolved.length) firstKeptByPass(old, families, entries, unresolved);
-  const byKey = new Map(entries.map((e, t) => [e.key, t]));
+  const byKey = new Map<string, number>();
+  for (let t = 0; t < entries.length; t++) byKey.set(entries[t]!.key, t);
   const partEntry = new Map<RevisionTag, number>();
-  const partEntries = {} as Record<Fam, Uint32Array[]>;
+  const partEntries = { v4: [] as Uint32Array[], v6: [] as Uint32Array[] };
   let base = 0;
   for (const fam of FAMS) {
-    partEntries[fam] = parts[fam].map((p, j) => {
+    const list = parts[fam];
+    for (let j = 0; j < list.length; j++) {
+      const p = list[j]!;
       const at = base + families[fam].change[j]!.at;
       const ids = new Uint32Array(p.tags.length);
       for (let i = 0; i < ids.length; i++) {
@@ -129,19 +201,24 @@ export function spliceContent(
         if (at + i < entries[e]!.first) entries[e]!.first = at + i;
         ids[i] = e;
       }
-      return ids;
-    });
+      partEntries[fam].push(ids);
+    }
     base += families[fam].length;
   }
+  return { entries, partEntries };
+}
 
-  // The new numbers: in order of first appearance; a tag that appears nowhere is gone.
-  const order = entries.map((_, e) => e).filter((e) => entries[e]!.first !== Number.POSITIVE_INFINITY);
+/** The new numbers: in order of first appearance; an entry that appears nowhere is gone (-1). */
+function numberTags(entries: readonly TagEntry[]): { numberOf: Int32Array; tags: RevisionTag[]; firstAt: Float64Array } {
+  const order: number[] = [];
+  for (let e = 0; e < entries.length; e++) if (entries[e]!.first !== Number.POSITIVE_INFINITY) order.push(e);
   order.sort((a, b) => entries[a]!.first - entries[b]!.first);
   const numberOf = new Int32Array(entries.length).fill(-1);
   const tags: RevisionTag[] = [];
   const firstAt = new Float64Array(order.length);
   const communityArrays = new Map<string, string[]>();
-  order.forEach((e, k) => {
+  for (let k = 0; k < order.length; k++) {
+    const e = order[k]!;
     const { tag, first } = entries[e]!;
     numberOf[e] = k;
     firstAt[k] = first;
@@ -149,103 +226,87 @@ export function spliceContent(
     let communities = communityArrays.get(joined);
     if (!communities) communityArrays.set(joined, (communities = tag.communities));
     tags.push({ communities, modules: tag.modules });
-  });
-  // Old tag t is entry t: its new number, when it still appears.
-  const oldMap = numberOf.subarray(0, oldTags.length);
-  // The kept prefixes' counts: the old ones, less those of the replaced ranges.
+  }
+  return { numberOf, tags, firstAt };
+}
+
+/** How many prefixes each old tag keeps: its count less those of the replaced ranges. */
+function keptCounts(old: SplicedContent, families: Record<Fam, SplicedFamily>): Int32Array {
   const left = Int32Array.from(old.perTag);
-  for (const fam of FAMS) for (const c of families[fam].change) for (let i = c.from; i < c.to; i++) left[old.content[fam].tags[i]!]!--;
-  // The old tags whose number moves and that keep prefixes: a few are fixed where they are, more renumber every kept prefix.
-  const moved: number[] = [];
-  let movedPrefixes = 0;
-  for (let t = 0; t < oldTags.length; t++) {
-    if (oldMap[t]! >= 0 && oldMap[t] !== t && left[t]! > 0) {
-      moved.push(t);
-      movedPrefixes += left[t]!;
-    }
-  }
-  const tagNumbers: TagNumbers =
-    moved.length === 0 ? "kept" : moved.length <= (options.tagFixups ?? TAG_FIXUPS) && movedPrefixes <= FIXUP_PREFIXES ? "fixed" : "renumbered";
-
-  const perTag = new Int32Array(tags.length);
-  const built = {} as Record<Fam, { tags: Uint32Array }>;
   for (const fam of FAMS) {
-    const o = old.content[fam];
-    const { change, length } = families[fam];
-    const out = new Uint32Array(length);
-    let from = 0;
-    const keep = (to: number, at: number) => {
-      if (to <= from) return;
-      if (tagNumbers === "renumbered") renumber(o.tags, from, to, out, at, oldMap);
-      else out.set(o.tags.subarray(from, to), at);
-    };
-    partEntries[fam].forEach((ids, j) => {
-      const c = change[j]!;
-      keep(c.from, c.at - (c.from - from));
-      for (let i = 0; i < ids.length; i++) {
-        const n = numberOf[ids[i]!]!;
-        out[c.at + i] = n;
-        perTag[n]!++;
-      }
-      from = c.to;
-    });
-    keep(o.length, length - (o.length - from));
-    built[fam] = { tags: out };
+    const tags = old.content[fam].tags;
+    for (const c of families[fam].change) for (let i = c.from; i < c.to; i++) left[tags[i]!]!--;
   }
-  if (tagNumbers === "fixed") {
-    for (const t of moved) {
-      let fixed = 0;
-      for (const fam of FAMS)
-        fixed += fixKept(old.content[fam].tags, old.content[fam].length, families[fam].change, built[fam].tags, t, oldMap[t]!, left[t]! - fixed);
-    }
-  }
+  return left;
+}
 
-  oldMap.forEach((m, t) => {
-    if (m >= 0) perTag[m]! += left[t]!;
-  });
-
-  // The digest's lines: the kept runs' bytes, the parts' written with the new tags.
-  const suffixes = suffixesOf(tags);
-  const lines = {} as Record<Fam, FamilyLines>;
-  const change = {} as Record<Fam, ContentSplice[]>;
-  for (const fam of FAMS) {
-    const f = families[fam];
-    // Every part's lines written at once (a write a part made three arrays a block, thousands a rebuild).
-    let total = 0;
-    for (const c of f.change) total += c.count;
-    const all = new PrefixTable(f.table.family, Math.max(1, total));
-    const allTags = new Uint32Array(total);
-    const W = f.table.W;
-    let at = 0;
-    for (const c of f.change) {
-      all.words.set(f.table.words.subarray(c.at * W, (c.at + c.count) * W), at * W);
-      all.lens.set(f.table.lens.subarray(c.at, c.at + c.count), at);
-      allTags.set(built[fam].tags.subarray(c.at, c.at + c.count), at);
-      at += c.count;
+/**
+ * The family's new tag column: the kept runs' tags copied (renumbered when `tagNumbers` says
+ * so), each part's written from its entries; the parts' prefixes counted in `perTag`.
+ */
+function spliceTags(
+  old: SplicedContent,
+  fam: Fam,
+  f: SplicedFamily,
+  partEntries: readonly Uint32Array[],
+  numberOf: Int32Array,
+  oldMap: Int32Array,
+  tagNumbers: TagNumbers,
+  perTag: Int32Array,
+): Uint32Array {
+  const o = old.content[fam];
+  const out = new Uint32Array(f.length);
+  let from = 0;
+  for (let j = 0; j < partEntries.length; j++) {
+    const ids = partEntries[j]!;
+    const c = f.change[j]!;
+    keepTags(o.tags, from, c.from, out, c.at - (c.from - from), oldMap, tagNumbers);
+    for (let i = 0; i < ids.length; i++) {
+      const n = numberOf[ids[i]!]!;
+      out[c.at + i] = n;
+      perTag[n]!++;
     }
-    all.count = total;
-    const written = linesOf(all, allTags, suffixes);
-    const pieces: LinesPiece[] = [];
-    let oi = 0;
-    at = 0;
-    for (const c of f.change) {
-      pieces.push({ lines: old.lines[fam], from: oi, to: c.from });
-      pieces.push({ lines: written, from: at, to: at + c.count });
-      at += c.count;
-      oi = c.to;
-    }
-    pieces.push({ lines: old.lines[fam], from: oi, to: old.content[fam].length });
-    lines[fam] = joinLines(pieces.filter((p) => p.to > p.from));
-    change[fam] = f.change.filter((c) => !sameRange(old, fam, c, f.table, built[fam].tags, tags));
+    from = c.to;
   }
-  const owner = { modules: old.content.modules, tags };
-  const content: RevisionContent = {
-    ...owner,
-    // Compact from the start (RevisionFamily): the prefixes' texts are written when asked for.
-    v4: new RevisionFamily(null, built.v4.tags, owner, families.v4.table),
-    v6: new RevisionFamily(null, built.v6.tags, owner, families.v6.table),
-  };
-  return { content, tables: { v4: families.v4.table, v6: families.v6.table }, lines, perTag, firstAt, change, tagMap: Int32Array.from(oldMap), tagNumbers };
+  keepTags(o.tags, from, o.length, out, f.length - (o.length - from), oldMap, tagNumbers);
+  return out;
+}
+
+/** Old tags [from, to) into `out` at `at`: copied, or renumbered one by one. */
+function keepTags(tags: Uint32Array, from: number, to: number, out: Uint32Array, at: number, oldMap: Int32Array, tagNumbers: TagNumbers): void {
+  if (to <= from) return;
+  if (tagNumbers === "renumbered") renumber(tags, from, to, out, at, oldMap);
+  else out.set(tags.subarray(from, to), at);
+}
+
+/** The family's digest lines: the kept runs' lines as they were, the parts' written with the new tags, all at once. */
+function spliceLines(old: SplicedContent, fam: Fam, f: SplicedFamily, tags: Uint32Array, suffixes: ReturnType<typeof suffixesOf>): FamilyLines {
+  // Every part's lines written at once (a write a part made three arrays a block, thousands a rebuild).
+  let total = 0;
+  for (const c of f.change) total += c.count;
+  const all = new PrefixTable(f.table.family, Math.max(1, total));
+  const allTags = new Uint32Array(total);
+  const W = f.table.W;
+  let at = 0;
+  for (const c of f.change) {
+    all.words.set(f.table.words.subarray(c.at * W, (c.at + c.count) * W), at * W);
+    all.lens.set(f.table.lens.subarray(c.at, c.at + c.count), at);
+    allTags.set(tags.subarray(c.at, c.at + c.count), at);
+    at += c.count;
+  }
+  all.count = total;
+  const written = linesOf(all, allTags, suffixes);
+  const pieces: LinesPiece[] = [];
+  let oi = 0;
+  at = 0;
+  for (const c of f.change) {
+    if (c.from > oi) pieces.push({ lines: old.lines[fam], from: oi, to: c.from });
+    if (c.count > 0) pieces.push({ lines: written, from: at, to: at + c.count });
+    at += c.count;
+    oi = c.to;
+  }
+  if (old.content[fam].length > oi) pieces.push({ lines: old.lines[fam], from: oi, to: old.content[fam].length });
+  return joinLines(pieces);
 }
 
 /**
