@@ -135,7 +135,15 @@ export async function startController(config: Config, opts: StartOptions = {}): 
       ? createAsnSource(config.ASN_SOURCE, { client: outbound, ...(config.ASN_SOURCE_URL ? { baseUrl: config.ASN_SOURCE_URL } : {}) })
       : null;
     if (asnSource) closers.push(() => asnSource.close());
-    const revisions = createRevisionStore(config.REVISION_STORAGE === "whole" ? { chain: { maxDepth: 0 } } : {});
+    let log: FastifyInstance["log"] | null = null;
+    const revisions = createRevisionStore({
+      ...(config.REVISION_STORAGE === "whole" ? { chain: { maxDepth: 0 } } : {}),
+      onRewriteError: (err, { tenantId, revisionId }) =>
+        log?.warn(
+          { err, tenant_id: tenantId, revision_id: revisionId },
+          "revision not rewritten whole after its commit: it stays stored as a change against its parent (it reads the same; a later revision starts its chain again)",
+        ),
+    });
     const pushEnabled = Boolean(config.AUTH_PORTAL_URL && config.AUTH_AUDIT_INGEST_SECRET);
     let pusher: AuditPusher | null = null;
     // Bound before the services exist, so enrollment names the port really bound (GRPC_PORT=0).
@@ -161,7 +169,6 @@ export async function startController(config: Config, opts: StartOptions = {}): 
       : null;
     if (grpc) closers.unshift(() => grpc.close());
     const serviceConfig = grpc ? { ...config, GRPC_PORT: grpc.port } : config;
-    let log: FastifyInstance["log"] | null = null;
     const metrics = createControllerMetrics({ sql: db.sql, clock, bus, onQueryError: (query, err) => log?.warn({ err, query }, "metrics query failed") });
     const services = createServices({
       metrics: metrics.jobs,

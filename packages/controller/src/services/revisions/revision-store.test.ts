@@ -1,5 +1,6 @@
 import { gunzipSync, gzipSync } from "node:zlib";
 import fc from "fast-check";
+import postgres from "postgres";
 import { describe, expect, it } from "vitest";
 import { buildRevision } from "./revision-build.js";
 import { contentFromEntries, digestOf, type RevisionContent, type RevisionEntry } from "./revision-content.js";
@@ -139,5 +140,20 @@ describe("stored revision content", () => {
     expect(decoded.v4.hasTexts || decoded.v6.hasTexts).toBe(false);
     expect([...decoded.v4.map((e) => e), ...decoded.v6.map((e) => e)]).toEqual(tuples);
     expect(decoded.v6.table?.count).toBe(1);
+  });
+});
+
+describe("a revision's rewrite after its commit (compactLater)", () => {
+  it("that fails is told to onRewriteError, with the revision, and answers false", async () => {
+    const told: { err: unknown; revision: { tenantId: string; revisionId: number } }[] = [];
+    const store = createRevisionStore({ onRewriteError: (err, revision) => told.push({ err, revision }) });
+    // A client whose connections are gone by the time the rewrite runs (a database restarted,
+    // a pool closed): the real client's own error, no server needed.
+    const gone = postgres("postgres://nobody@127.0.0.1:1/none", { max: 1, onnotice: () => {} });
+    await gone.end();
+    await expect(store.compactLater(gone, "tenant-a", 7, 6, 0)).resolves.toBe(false);
+    expect(told).toHaveLength(1);
+    expect(told[0]!.revision).toEqual({ tenantId: "tenant-a", revisionId: 7 });
+    expect(String(told[0]!.err)).toMatch(/CONNECTION_ENDED|ended/i);
   });
 });

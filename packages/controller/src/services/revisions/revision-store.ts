@@ -42,7 +42,14 @@ export const DEFAULT_CHAIN: ChainPolicy = { maxDepth: 8, maxChangeShare: 0.25, m
 /** The most stored changes a diff composes (revision-diff-chain.ts); further apart, both contents are read whole. */
 const MAX_DIFF_STEPS = 64;
 
-export function createRevisionStore(opts: { entries?: number; chain?: Partial<ChainPolicy> } = {}) {
+export function createRevisionStore(
+  opts: {
+    entries?: number;
+    chain?: Partial<ChainPolicy>;
+    /** Told of a rewrite after the commit (compactLater) that failed: the revision stays stored as a change. */
+    onRewriteError?: (err: unknown, revision: { tenantId: string; revisionId: number }) => void;
+  } = {},
+) {
   // A decoded million-prefix content is ~45 MB, strings mostly (the tuple form was ~150 MB).
   // Contents read through a change share the kept prefixes' strings with their parent.
   const max = opts.entries ?? 4;
@@ -204,8 +211,8 @@ export function createRevisionStore(opts: { entries?: number; chain?: Partial<Ch
      * its change kept as its link, as storedForm's whole form keeps it. Only while it is still
      * stored against `parentId` (a prune may have rewritten it whole first) and still past the
      * bound (the rewrite of one before it on the chain may have brought it back within). A
-     * rewrite that fails or never comes leaves a change that reads the same; a chain four times
-     * the bound starts again whole (storedForm).
+     * rewrite that fails (told to `onRewriteError`: the controller logs it) or never comes leaves
+     * a change that reads the same; a chain four times the bound starts again whole (storedForm).
      */
     compactLater(pool: Db, tenantId: string, revisionId: number, parentId: number, delayMs: number): Promise<boolean> {
       return new Promise<boolean>((resolve) => {
@@ -219,7 +226,10 @@ export function createRevisionStore(opts: { entries?: number; chain?: Partial<Ch
             if (!content || !pastBound(chain.chain_depth, chain.chain_changes, prefixCount(content))) return false;
             return rewriteChangeWhole(pool, tenantId, revisionId, parentId, await encodeContentAsync(content));
           })()
-            .catch(() => false)
+            .catch((err: unknown) => {
+              opts.onRewriteError?.(err, { tenantId, revisionId });
+              return false;
+            })
             .then(resolve);
         }, delayMs);
         timer.unref();
