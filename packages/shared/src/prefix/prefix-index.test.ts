@@ -26,6 +26,20 @@ function value(address: string): [4 | 6, bigint] {
   return [6, groups.reduce((v, g) => (v << 16n) | BigInt(`0x${g}`), 0n)];
 }
 
+/** The addresses just before, at the first and last of, and just after `prefix`, within its family's space. */
+function edgesOf(prefix: string): string[] {
+  const [net, len] = prefix.split("/") as [string, string];
+  const [family, v] = value(net);
+  const bits = family === 4 ? 32 : 128;
+  const last = v + (1n << BigInt(bits - Number(len))) - 1n;
+  const max = (1n << BigInt(bits)) - 1n;
+  const text = (x: bigint) =>
+    family === 4
+      ? [24n, 16n, 8n, 0n].map((s) => String((x >> s) & 255n)).join(".")
+      : Array.from({ length: 8 }, (_, k) => ((x >> BigInt(112 - 16 * k)) & 0xffffn).toString(16)).join(":");
+  return [v - 1n, v, last, last + 1n].filter((x) => x >= 0n && x <= max).map(text);
+}
+
 function inPrefix(prefix: string, address: string): boolean {
   const [net, len] = prefix.split("/") as [string, string];
   const [fa, a] = value(address);
@@ -218,6 +232,47 @@ describe("buildPrefixTextIndex - against a linear scan", () => {
       expect(index.longest(q)).toBe(longest === undefined ? -1 : want.find((i) => lengthOf(texts[i]!) === lengthOf(texts[longest]!)));
     }
   };
+
+  // Spread over many values of an address's top bits, and enough of them for the directory of a
+  // large index (prefix-index.ts: 2^11 values for these ~10k bounds a family): each search
+  // starts and ends in the bounds of its address's top bits, short prefixes crossing several.
+  const top4 = fc.constantFrom(0, 10, 11, 127, 255);
+  const wide4 = fc.tuple(top4, octet, octet, fc.integer({ min: 9, max: 32 })).map(([a, b, c, len]) => {
+    const host = 32 - len;
+    const v = ((((a << 24) | (b << 16) | (c << 8) | ((b * 37 + c) & 255)) >>> 0) >>> host) * 2 ** host;
+    return `${[24, 16, 8, 0].map((s) => Math.floor(v / 2 ** s) % 256).join(".")}/${len}`;
+  });
+  const top6 = fc.constantFrom(0, 0x2001, 0x2a00, 0xfe80, 0xffff);
+  const wide6 = fc.tuple(top6, fc.nat(0xffff), fc.nat(0xffff), fc.integer({ min: 9, max: 64 })).map(([a, b, c, len]) => {
+    const full = (((BigInt(a) << 112n) | (BigInt(b) << 96n) | (BigInt(c) << 80n)) >> BigInt(128 - len)) << BigInt(128 - len);
+    return `${Array.from({ length: 8 }, (_, k) => ((full >> BigInt(112 - 16 * k)) & 0xffffn).toString(16)).join(":")}/${len}`;
+  });
+  const wideAddresses = fc.array(
+    fc.oneof(
+      fc.tuple(top4, octet, octet, octet).map((o) => o.join(".")),
+      fc.tuple(top4, fc.constantFrom(0, 255), fc.constantFrom(0, 255)).map(([a, b, d]) => `${a}.${b}.${d}.${d}`),
+      fc.tuple(top6, fc.nat(0xffff), fc.nat(0xffff)).map(([a, b, c]) => `${a.toString(16)}:${b.toString(16)}:${c.toString(16)}::1`),
+    ),
+    { minLength: 1, maxLength: 40 },
+  );
+
+  it("prefixTextIndex - agrees on indexes large enough for the directory of their addresses' top bits", () => {
+    fc.assert(
+      fc.property(
+        fc.array(wide4, { minLength: 12_000, maxLength: 12_000 }),
+        fc.array(wide6, { minLength: 12_000, maxLength: 12_000 }),
+        wideAddresses,
+        (t4, t6, queries) => {
+          const texts = [...t4, ...t6];
+          // Besides the drawn addresses, those at and beside some prefixes' ends, where an answer
+          // changes: some of those ends are the first or last bound of their directory entry.
+          check(texts, [...queries, ...texts.filter((_, i) => i % 1500 === 0).flatMap(edgesOf)]);
+        },
+      ),
+      // No shrinking: a failure's 24,000 prefixes would take minutes to shrink; it is reported as found.
+      { numRuns: 3, endOnFailure: true },
+    );
+  });
 
   it("prefixTableIndex - over the parsed lists answers as the text index over their canonical texts, IPv4 first", () => {
     fc.assert(
