@@ -80,6 +80,7 @@ describe("request contract", () => {
         reason: "ingest",
         rolled_back_from: null,
         digest: `sha256:${String(id).padStart(64, "0")}`,
+        digest_scheme: 2,
         prefix_count_v4: 0,
         prefix_count_v6: 0,
         input_prefix_count: 0,

@@ -8,6 +8,8 @@ export interface RevisionRow {
   reason: "ingest" | "rollback";
   rolled_back_from: number | null;
   digest: string;
+  /** How `digest` was computed (migration 0031): 1 the SHA-256 of the lines, 2 of their groups (revision-digest.ts). */
+  digest_scheme: number;
   prefix_count_v4: number;
   prefix_count_v6: number;
   input_prefix_count: number;
@@ -32,6 +34,7 @@ const COLUMNS = [
   "reason",
   "rolled_back_from",
   "digest",
+  "digest_scheme",
   "prefix_count_v4",
   "prefix_count_v6",
   "input_prefix_count",
@@ -132,11 +135,11 @@ export async function findChain(db: Db, tenantId: string, revisionId: number): P
 
 export async function insertRevision(db: Db, row: RevisionRow & { content: Buffer } & Partial<Omit<StoredContent, "content">>): Promise<void> {
   await db`
-    INSERT INTO revisions (tenant_id, revision_id, created_at, created_by, reason, rolled_back_from, digest, prefix_count_v4,
-                           prefix_count_v6, input_prefix_count, dropped_prefix_count, modules, content, parent_id, chain_depth,
-                           chain_changes, link_parent_id, link_change)
+    INSERT INTO revisions (tenant_id, revision_id, created_at, created_by, reason, rolled_back_from, digest, digest_scheme,
+                           prefix_count_v4, prefix_count_v6, input_prefix_count, dropped_prefix_count, modules, content, parent_id,
+                           chain_depth, chain_changes, link_parent_id, link_change)
     VALUES (${row.tenant_id}, ${row.revision_id}, ${row.created_at}, ${row.created_by}, ${row.reason}, ${row.rolled_back_from},
-            ${row.digest}, ${row.prefix_count_v4}, ${row.prefix_count_v6}, ${row.input_prefix_count}, ${row.dropped_prefix_count},
+            ${row.digest}, ${row.digest_scheme}, ${row.prefix_count_v4}, ${row.prefix_count_v6}, ${row.input_prefix_count}, ${row.dropped_prefix_count},
             ${db.json(row.modules as never)}, ${row.content}, ${row.parent_id ?? null}, ${row.chain_depth ?? 0}, ${row.chain_changes ?? 0},
             ${row.link_parent_id ?? null}, ${row.link_change ?? null})`;
 }

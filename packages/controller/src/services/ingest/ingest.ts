@@ -18,6 +18,7 @@ import { readTenantSettings } from "../operations/settings.js";
 import { type BogonSettings, countDistinct } from "../revisions/revision-build.js";
 import type { RevisionBuilder } from "../revisions/revision-builder.js";
 import type { RevisionCommitter } from "../revisions/revision-commit.js";
+import { DIGEST_SCHEME, sameDigest } from "../revisions/revision-digest.js";
 import { type CollectDeps, type CollectedModule, collectedPrefixes, collectModule, mapLimit } from "./collect.js";
 import { checkRpki, rpkiReport, withRpkiDropped } from "./rpki-check.js";
 import { dropStaleGroups, staleBudgetHours } from "./stale-sources.js";
@@ -208,7 +209,7 @@ export function createIngestService(deps: IngestDeps) {
         );
         const built = build.built;
         lap("aggregate");
-        const unchanged = current?.digest === built.digest;
+        const unchanged = current !== undefined && sameDigest(current, built);
         if (!unchanged) {
           const maxDrop = typeof settings.revision_guard_max_drop_percent === "number" ? settings.revision_guard_max_drop_percent : 50;
           await deps.committer.guard(tx, tenantId, current, built.content, maxDrop, params.force, built.change);
@@ -253,6 +254,7 @@ export function createIngestService(deps: IngestDeps) {
               reason: "ingest",
               rolled_back_from: null,
               digest: built.digest,
+              digest_scheme: DIGEST_SCHEME,
               prefix_count_v4: built.content.v4.length,
               prefix_count_v6: built.content.v6.length,
               input_prefix_count: built.input_prefix_count,

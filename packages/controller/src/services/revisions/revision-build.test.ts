@@ -3,7 +3,8 @@ import { canonicalCidr, containsPrefix, formatPrefix, parseCidr, parsePrefixText
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
 import { type BogonSettings, buildRevision, type ModuleInput } from "./revision-build.js";
-import { compactContent, contentFromEntries, digestOf, type RevisionEntry, RevisionFamily, withdrawnCount } from "./revision-content.js";
+import { compactContent, contentFromEntries, type RevisionEntry, RevisionFamily, withdrawnCount } from "./revision-content.js";
+import { digestOf, flatDigestOf } from "./revision-digest.js";
 import { decodeContent, encodeContent } from "./revision-encoding.js";
 import { modelEntries, settingsOf, smallV4, smallV6 } from "./revision-model.test-helper.js";
 
@@ -24,6 +25,40 @@ const birdArb: fc.Arbitrary<BogonSettings> = fc.record({
   min_prefix_length_v6: fc.constantFrom(16, 16, 122),
   exclude_prefixes: fc.constantFrom(undefined, ["11.0.0.64/27", "2a00::40/123"], ["11.0.0.128/25", "11.0.0.0/30"]),
 });
+/** The digest's definition (scheme 2), from the prefixes' texts: lines grouped by the address's top 12 (IPv4) or 20 (IPv6) bits. */
+function groupedDigestModel(tuples: readonly (readonly [string, readonly string[]])[]): string {
+  const v6Words = (address: string) => {
+    const [head, tail] = address.includes("::") ? address.split("::") : [address, null];
+    const h = head ? head.split(":") : [];
+    const t = tail ? tail.split(":") : [];
+    const fill = tail === null ? [] : new Array(8 - h.length - t.length).fill("0");
+    return [...h, ...fill, ...t].map((x) => Number.parseInt(x || "0", 16));
+  };
+  const groupOf = (prefix: string): [number, number] => {
+    const address = prefix.split("/")[0]!;
+    if (address.includes(":")) {
+      const w = v6Words(address);
+      return [6, (w[0]! << 4) | (w[1]! >> 12)];
+    }
+    const [a, b] = address.split(".").map(Number);
+    return [4, (a! << 4) | (b! >> 4)];
+  };
+  const groups: { family: number; key: number; text: string }[] = [];
+  for (const [p, c] of tuples) {
+    const [family, key] = groupOf(p);
+    const last = groups[groups.length - 1];
+    if (last && last.family === family && last.key === key) last.text += `${p} ${c.join(",")}\n`;
+    else groups.push({ family, key, text: `${p} ${c.join(",")}\n` });
+  }
+  const records = groups.map((g) => {
+    const r = Buffer.alloc(5);
+    r[0] = g.family;
+    r.writeUInt32BE(g.key, 1);
+    return Buffer.concat([r, createHash("sha256").update(g.text).digest()]);
+  });
+  return `sha256:${createHash("sha256").update(Buffer.concat(records)).digest("hex")}`;
+}
+
 describe("buildRevision", () => {
   it("attributes each module to the prefixes that contain its prefixes or are their longest announcement, as the brute-force model does", () => {
     fc.assert(
@@ -64,7 +99,9 @@ describe("buildRevision", () => {
         const built = buildRevision(modules);
         const tuples = [...built.content.v4.map((e) => e), ...built.content.v6.map((e) => e)];
         const text = tuples.map(([p, c]) => `${p} ${c.join(",")}\n`).join("");
-        expect(built.digest).toBe(`sha256:${createHash("sha256").update(text).digest("hex")}`);
+        expect(built.digest).toBe(groupedDigestModel(tuples));
+        // Scheme 1, which revisions stored before it have: the SHA-256 of the lines.
+        expect(flatDigestOf(built.content)).toBe(`sha256:${createHash("sha256").update(text).digest("hex")}`);
         const bytes = encodeContent(built.content);
         const back = decodeContent(bytes);
         expect([...back.v4.map((e) => e), ...back.v6.map((e) => e)]).toEqual(tuples);

@@ -1,12 +1,14 @@
 import { aggregateTaggedLists, isSorted, type PrefixTable, type TaggedColumns } from "@rlc/shared/prefix";
 import { splitExclusions } from "./exclusions.js";
 import { attributeModules, maskModules } from "./revision-attribution.js";
-import { digestOf, type RevisionContent, RevisionFamily, type RevisionTag } from "./revision-content.js";
+import { type RevisionContent, RevisionFamily, type RevisionTag } from "./revision-content.js";
+import { type DigestGroups, digestOf, digestOfGroups, groupsOf } from "./revision-digest.js";
 import { type BogonSettings, countDistinct, type FilteredInput, filterModules } from "./revision-input.js";
-import { digestOfLines, type FamilyLines, linesOf, suffixesOf } from "./revision-lines.js";
+import { type FamilyLines, linesOf, suffixesOf } from "./revision-lines.js";
 
 export type { RevisionContent, RevisionEntry } from "./revision-content.js";
-export { digestOf, withdrawnCount } from "./revision-content.js";
+export { withdrawnCount } from "./revision-content.js";
+export { digestOf } from "./revision-digest.js";
 export { type BogonSettings, countDistinct } from "./revision-input.js";
 
 export interface ModuleInput {
@@ -122,6 +124,8 @@ export interface BuildExtras {
   perTag: Int32Array;
   /** The digest's lines of each family (revision-lines.ts), when asked for. */
   lines: { v4: FamilyLines; v6: FamilyLines } | null;
+  /** The digest's groups of each family (revision-digest.ts), with the lines. */
+  groups: { v4: DigestGroups; v6: DigestGroups } | null;
 }
 
 /**
@@ -156,19 +160,21 @@ export function buildRevisionWithState(
 
   const perTag = tagCounts(t.tags.length, content.v4.tags, content.v6.tags);
   let lines: BuildExtras["lines"] = null;
+  let groups: BuildExtras["groups"] = null;
   if (digest === "lines") {
     const suffixes = suffixesOf(t.tags);
     lines = { v4: linesOf(tables.v4, content.v4.tags, suffixes), v6: linesOf(tables.v6, content.v6.tags, suffixes) };
+    groups = { v4: groupsOf(tables.v4, lines.v4), v6: groupsOf(tables.v6, lines.v6) };
   }
   const built: BuiltRevision = {
     content,
-    digest: lines ? digestOfLines(lines.v4, lines.v6) : digest === "none" ? "" : digestOf(content),
+    digest: groups ? digestOfGroups(groups.v4, groups.v6) : digest === "none" ? "" : digestOf(content),
     input_prefix_count: filtered.distinct,
     dropped_prefix_count: filtered.bogons,
     modules: moduleFigures(input, modules, t.tags, perTag, exclusions.excluded),
     collected: collectedCounts(input, modules, filtered.counts),
   };
-  return { built, filtered, bird, tables, lines, perTag };
+  return { built, filtered, bird, tables, lines, groups, perTag };
 }
 
 /*

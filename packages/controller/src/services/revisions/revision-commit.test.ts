@@ -7,6 +7,7 @@ import type { Db } from "../../db/connect.js";
 import { findRevision, findRevisionContent } from "../../db/revisions.js";
 import { buildRevision } from "./revision-build.js";
 import { createRevisionCommitter, type NewRevision } from "./revision-commit.js";
+import { DIGEST_SCHEME } from "./revision-digest.js";
 import { createRevisionStore } from "./revision-store.js";
 
 // The one place a revision is committed: ingest and rollback both go through it, so both get
@@ -41,6 +42,7 @@ const fields = (built: ReturnType<typeof buildRevision>, reason: NewRevision["re
   reason,
   rolled_back_from: null,
   digest: built.digest,
+  digest_scheme: DIGEST_SCHEME,
   prefix_count_v4: built.content.v4.length,
   prefix_count_v6: built.content.v6.length,
   input_prefix_count: built.input_prefix_count,

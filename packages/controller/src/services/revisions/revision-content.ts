@@ -1,4 +1,3 @@
-import { createHash } from "node:crypto";
 import {
   compareWords,
   isSorted,
@@ -207,27 +206,6 @@ export function contentFromEntries(v4: readonly RevisionEntry[], v6: readonly Re
 }
 
 export const prefixCount = (c: RevisionContent) => c.v4.length + c.v6.length;
-
-/** The digest covers what routers receive (prefix and communities), not the attribution. */
-export function digestOf(content: RevisionContent): string {
-  const h = createHash("sha256");
-  const joined = content.tags.map((t) => t.communities.join(","));
-  for (const f of [content.v4, content.v6]) {
-    const { tags } = f;
-    const prefixes = f.texts();
-    // Hashing in ~64 kB pieces: one update call a prefix costs ~3x more.
-    let chunk = "";
-    for (let i = 0; i < prefixes.length; i++) {
-      chunk += `${prefixes[i]} ${joined[tags[i]!]}\n`;
-      if (chunk.length > 65_536) {
-        h.update(chunk);
-        chunk = "";
-      }
-    }
-    h.update(chunk);
-  }
-  return `sha256:${h.digest("hex")}`;
-}
 
 /** `{prefix, communities}` of every announced prefix, IPv4 first (the diff's input). */
 export function taggedPrefixes(content: RevisionContent): TaggedPrefix[] {

@@ -3,8 +3,9 @@ import { apart, type Block, copyWide, FAMS, type Fam, normalize, occupancyOf, pa
 import { type BogonSettings, type BuiltRevision, buildRevisionWithState, type ModuleInput } from "./revision-build.js";
 import { changedBlocks, type ModuleState } from "./revision-changed.js";
 import type { RevisionContent } from "./revision-content.js";
+import { type DigestGroups, digestOfGroups } from "./revision-digest.js";
 import { type FilteredInput, filterEach } from "./revision-input.js";
-import { digestOfLines, type FamilyLines } from "./revision-lines.js";
+import type { FamilyLines } from "./revision-lines.js";
 import { type BlockPart, buildBlocks, type LocalModules } from "./revision-local.js";
 import { firstAppearances, spliceContent, type TagNumbers } from "./revision-splice.js";
 
@@ -17,8 +18,9 @@ import { firstAppearances, spliceContent, type TagNumbers } from "./revision-spl
  * module does not make a block of everything under it). The block's inside is then the full
  * build's; when the block's summary (what its inside does to the block and above it) differs
  * before and after the change, the block is widened to its parent and built again. The insides
- * are spliced into the last content (revision-splice.ts), whose digest's bytes are kept, so
- * that the rebuild costs the blocks, a copy of the arrays and a hash of the kept bytes. The
+ * are spliced into the last content (revision-splice.ts), whose digest's bytes and groups are
+ * kept, so that the rebuild costs the blocks, a copy of the arrays and a hash of the digest's
+ * groups the blocks touch (revision-digest.ts). The
  * content, its encoding and its digest are byte for byte the full build's (the property tests
  * in revision-incremental.test.ts compare them on random module sets and edits).
  */
@@ -39,6 +41,8 @@ export interface BuildState {
   content: RevisionContent;
   tables: Record<Fam, PrefixTable>;
   lines: Record<Fam, FamilyLines>;
+  /** The digest's groups of `content` (revision-digest.ts). */
+  groups: Record<Fam, DigestGroups>;
   /** How many prefixes each tag of `content` has. */
   perTag: Int32Array;
   /** Where each tag of `content` first appears (SplicedContent.firstAt). */
@@ -86,8 +90,8 @@ const wideLayers = (states: readonly ModuleState[], bits: { v4: number; v6: numb
 /** The full build, and the state an incremental rebuild starts from (none when a module excludes). */
 export function buildWithState(input: ModuleInput[], settings: BogonSettings): { built: BuiltRevision; state: BuildState | null } {
   const excludes = input.some((m) => m.action === "exclude");
-  const { built, filtered, tables, lines, perTag } = buildRevisionWithState(input, settings, excludes ? "text" : "lines");
-  if (excludes || !lines) return { built, state: null };
+  const { built, filtered, tables, lines, groups, perTag } = buildRevisionWithState(input, settings, excludes ? "text" : "lines");
+  if (excludes || !lines || !groups) return { built, state: null };
   const modules = [...input].sort(byId);
   const states = moduleStates(filtered);
   return {
@@ -102,6 +106,7 @@ export function buildWithState(input: ModuleInput[], settings: BogonSettings): {
       content: built.content,
       tables,
       lines,
+      groups,
       perTag,
       firstAt: firstAppearances(built.content),
     },
@@ -189,7 +194,7 @@ export function rebuildRevision(
   lap("build");
   const spliced = spliceContent(state, parts, { tagSearches: options.tagSearches, tagFixups: options.tagFixups });
   lap("splice");
-  const digest = digestOfLines(spliced.lines.v4, spliced.lines.v6);
+  const digest = digestOfGroups(spliced.groups.v4, spliced.groups.v6);
   lap("digest");
   const content = spliced.content;
 
@@ -227,6 +232,7 @@ export function rebuildRevision(
       content,
       tables: spliced.tables,
       lines: spliced.lines,
+      groups: spliced.groups,
       perTag: spliced.perTag,
       firstAt: spliced.firstAt,
     },

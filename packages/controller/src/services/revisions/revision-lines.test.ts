@@ -2,7 +2,7 @@ import { createHash } from "node:crypto";
 import { parsePrefixTexts } from "@rlc/shared/prefix";
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
-import { digestOfLines, type FamilyLines, joinLines, type LinesPiece, linesOf as linesOfTable, offsetsOf, piecesOf, suffixesOf } from "./revision-lines.js";
+import { type FamilyLines, flatDigestOfLines, joinLines, type LinesPiece, linesOf as linesOfTable, offsetsOf, piecesOf, suffixesOf } from "./revision-lines.js";
 
 const bytesOf = (l: FamilyLines) => Buffer.concat(piecesOf(l));
 /** Lines of one family's prefix texts (canonical, in any order), tag i's communities joined[i]. */
@@ -34,7 +34,7 @@ describe("revision lines", () => {
               .toString("utf8"),
           ).toBe(`${prefixes[i]} ${joined[tags[i]!]}\n`);
         }
-        expect(digestOfLines(lines, linesOf([], [], joined))).toBe(sha(text));
+        expect(flatDigestOfLines(lines, linesOf([], [], joined))).toBe(sha(text));
       }),
     );
   });

@@ -2,12 +2,12 @@ import { createHash } from "node:crypto";
 import { type PrefixTable, writePrefixLines } from "@rlc/shared/prefix";
 
 /*
- * The bytes a revision's digest covers (digestOf in revision-content.ts: a line
- * `prefix communities\n` per announced prefix, IPv4 then IPv6), kept by the tenant's last build
- * so that an incremental rebuild hashes the new content without writing a line of what it
- * kept: the kept ranges' lines are views of the parent's bytes, only the rebuilt blocks' lines
- * are written. SHA-256 of the ~34 MB of a 1.2M-prefix revision takes ~15 ms; writing its lines
- * as strings ~0.3 s; written from the parsed prefixes (writePrefixLines), tens of milliseconds.
+ * The bytes a revision's digest covers (revision-digest.ts: a line `prefix communities\n` per
+ * announced prefix, IPv4 then IPv6), kept by the tenant's last build so that an incremental
+ * rebuild hashes the groups it touched without writing a line of what it kept: the kept
+ * ranges' lines are views of the parent's bytes, only the rebuilt blocks' lines are written.
+ * Writing a 1.2M-prefix revision's lines as strings takes ~0.3 s; from the parsed prefixes
+ * (writePrefixLines), tens of milliseconds.
  */
 
 /**
@@ -81,7 +81,7 @@ export function offsetsOf(lines: FamilyLines): Uint32Array {
 }
 
 /** The index of the run that holds line `line` (runs sorted by `first`, none empty). */
-function runAt(runs: readonly LinesRun[], line: number): number {
+export function runAt(runs: readonly LinesRun[], line: number): number {
   let lo = 0;
   let hi = runs.length - 1;
   while (lo < hi) {
@@ -116,8 +116,11 @@ export function joinLines(parts: readonly LinesPiece[]): FamilyLines {
   return whole(Buffer.concat(piecesOf(joined)), offsetsOf(joined));
 }
 
-/** The revision digest of both families' lines: digestOf's value. */
-export function digestOfLines(v4: FamilyLines, v6: FamilyLines): string {
+/**
+ * The flat SHA-256 of both families' lines: the digest of scheme 1 (revisions stored before
+ * migration 0031), which a refresh compares with such a current revision (revision-digest.ts).
+ */
+export function flatDigestOfLines(v4: FamilyLines, v6: FamilyLines): string {
   const h = createHash("sha256");
   for (const p of piecesOf(v4)) h.update(p);
   for (const p of piecesOf(v6)) h.update(p);

@@ -2,6 +2,7 @@ import { comparePrefixes, PrefixTable } from "@rlc/shared/prefix";
 import { FAMS, type Fam, rangeIn } from "./revision-blocks.js";
 import type { ContentSplice } from "./revision-build.js";
 import { type RevisionContent, RevisionFamily, type RevisionTag } from "./revision-content.js";
+import { regroup } from "./revision-digest.js";
 import { type FamilyLines, joinLines, type LinesPiece, linesOf, suffixesOf } from "./revision-lines.js";
 import type { BlockPart } from "./revision-local.js";
 import { fixKept, keptCounts, numberTags, spliceTags, TAG_SEARCHES, type TagNumbers, tagEntries, tagKey, tagNumbering } from "./revision-splice-tags.js";
@@ -62,6 +63,11 @@ export function spliceContent(
   // The digest's lines: the kept runs' bytes, the parts' written with the new tags.
   const suffixes = suffixesOf(tags);
   const lines = { v4: spliceLines(old, "v4", families.v4, built.v4, suffixes), v6: spliceLines(old, "v6", families.v6, built.v6, suffixes) };
+  // The digest's groups: those the replaced ranges touch hashed again, the others kept.
+  const groups = {
+    v4: regroup(old.groups.v4, old.tables.v4, families.v4.table, lines.v4, families.v4.change),
+    v6: regroup(old.groups.v6, old.tables.v6, families.v6.table, lines.v6, families.v6.change),
+  };
   const change = {
     v4: families.v4.change.filter((c) => !sameRange(old, "v4", c, families.v4.table, built.v4, tags)),
     v6: families.v6.change.filter((c) => !sameRange(old, "v6", c, families.v6.table, built.v6, tags)),
@@ -73,7 +79,17 @@ export function spliceContent(
     v4: new RevisionFamily(null, built.v4, owner, families.v4.table),
     v6: new RevisionFamily(null, built.v6, owner, families.v6.table),
   };
-  return { content, tables: { v4: families.v4.table, v6: families.v6.table }, lines, perTag, firstAt, change, tagMap: Int32Array.from(oldMap), tagNumbers };
+  return {
+    content,
+    tables: { v4: families.v4.table, v6: families.v6.table },
+    lines,
+    groups,
+    perTag,
+    firstAt,
+    change,
+    tagMap: Int32Array.from(oldMap),
+    tagNumbers,
+  };
 }
 
 /** The family's prefixes with each part's block replaced by the part's: the kept runs copied as runs. */

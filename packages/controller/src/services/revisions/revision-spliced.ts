@@ -2,13 +2,16 @@ import type { PrefixTable } from "@rlc/shared/prefix";
 import { FAMS, type Fam } from "./revision-blocks.js";
 import type { ContentSplice } from "./revision-build.js";
 import type { RevisionContent } from "./revision-content.js";
+import type { DigestGroups } from "./revision-digest.js";
 import type { FamilyLines } from "./revision-lines.js";
 
-/** A revision's content with what an incremental rebuild keeps of it: its prefixes parsed, its digest's lines, how many prefixes each tag has. */
+/** A revision's content with what an incremental rebuild keeps of it: its prefixes parsed, its digest's lines and groups, how many prefixes each tag has. */
 export interface SplicedContent {
   content: RevisionContent;
   tables: Record<Fam, PrefixTable>;
   lines: Record<Fam, FamilyLines>;
+  /** The digest's groups (revision-digest.ts). */
+  groups: Record<Fam, DigestGroups>;
   perTag: Int32Array;
   /**
    * Where each tag's first prefix is (IPv4 positions, then IPv6 ones after the IPv4 count):

@@ -3,7 +3,8 @@ import fc from "fast-check";
 import postgres from "postgres";
 import { describe, expect, it } from "vitest";
 import { buildRevision } from "./revision-build.js";
-import { contentFromEntries, digestOf, type RevisionContent, type RevisionEntry } from "./revision-content.js";
+import { contentFromEntries, type RevisionContent, type RevisionEntry } from "./revision-content.js";
+import { digestOf } from "./revision-digest.js";
 import { decodeContent, encodeContent, encodeContentAsync } from "./revision-encoding.js";
 import { createRevisionStore } from "./revision-store.js";
 
