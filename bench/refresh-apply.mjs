@@ -35,6 +35,8 @@ const CDN_PREFIXES = Number(process.env.BENCH_CDN_PREFIXES || 55_000);
 const ASNS = Number(process.env.BENCH_ASNS || 400);
 const ROUNDS = Number(process.env.BENCH_ROUNDS || 5);
 const CONTROLLER_ROUNDS = Number(process.env.BENCH_CONTROLLER_ROUNDS || 3);
+/** Between a round's full refresh and the next round's incremental one (BENCH_ROUND_PAUSE_MS; none by default). */
+const ROUND_PAUSE_MS = Number(process.env.BENCH_ROUND_PAUSE_MS || 0);
 const LOOKUP_ROUNDS = Number(process.env.BENCH_LOOKUP_ROUNDS || 10);
 const LOOKUP_SECONDS = Number(process.env.BENCH_LOOKUP_SECONDS || 3);
 const median = (xs) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
@@ -264,6 +266,7 @@ try {
   };
   for (let r = 0; r < CONTROLLER_ROUNDS; r++) {
     changeFeed(k, false);
+    if (r > 0 && ROUND_PAUSE_MS) await new Promise((resolve) => setTimeout(resolve, ROUND_PAUSE_MS));
     t = performance.now();
     let cpu = cpuNow();
     const i = await refreshed(`/v1/modules/${cdn[k]}/refresh`);

@@ -42,14 +42,20 @@ function endOfKey(t: PrefixTable, key: number, from: number, to: number, shift: 
   return lo;
 }
 
-/** SHA-256 of lines [from, to) of `lines`. */
-function sumOf(lines: FamilyLines, from: number, to: number): Buffer {
+/**
+ * SHA-256 of lines [from, to) of `lines`, as a string of its 32 bytes ("binary": latin1): a string lives in
+ * V8's heap, where a Buffer a group is memory outside it, whose every allocation during a
+ * collection's marking had V8 advance the marking there and then (a refresh right after a full
+ * build spent 20-40 ms of its main thread in the hashes' digest calls: a CPU profile with
+ * --trace-gc in bench/refresh-apply.mjs).
+ */
+function sumOf(lines: FamilyLines, from: number, to: number): string {
   const runs = lines.runs;
   let k = runAt(runs, from);
   const r = runs[k]!;
   if (r.first + (r.to - r.from) >= to) {
     const a = r.from + (from - r.first);
-    return hash("sha256", r.bytes.subarray(r.offsets[a]!, r.offsets[a + (to - from)]!), "buffer");
+    return hash("sha256", r.bytes.subarray(r.offsets[a]!, r.offsets[a + (to - from)]!), "binary");
   }
   const h = createHash("sha256");
   for (; k < runs.length; k++) {
@@ -59,14 +65,25 @@ function sumOf(lines: FamilyLines, from: number, to: number): Buffer {
     const b = run.from + Math.min(run.to - run.from, to - run.first);
     if (b > a) h.update(run.bytes.subarray(run.offsets[a]!, run.offsets[b]!));
   }
-  return h.digest();
+  return h.digest("binary");
+}
+
+/** The groups' hashes in one buffer: runs of kept ones (views of the last build's) and new ones (sumOf's strings). */
+function sumsOf(parts: readonly (Buffer | string)[], count: number): Buffer {
+  const out = Buffer.allocUnsafeSlow(count * SUM);
+  let at = 0;
+  for (const p of parts) {
+    if (typeof p === "string") at += out.write(p, at, "latin1");
+    else at += p.copy(out, at);
+  }
+  return out;
 }
 
 /** Every group of a family's lines (`table` holds its prefixes, in the lines' order). */
 export function groupsOf(table: PrefixTable, lines: FamilyLines): DigestGroups {
   const shift = SHIFT[table.family];
   const keys: number[] = [];
-  const sums: Buffer[] = [];
+  const sums: string[] = [];
   for (let i = 0; i < table.count; ) {
     const key = keyAt(table, i, shift);
     const end = endOfKey(table, key, i, table.count, shift);
@@ -74,7 +91,7 @@ export function groupsOf(table: PrefixTable, lines: FamilyLines): DigestGroups {
     sums.push(sumOf(lines, i, end));
     i = end;
   }
-  return { keys: Uint32Array.from(keys), sums: Buffer.concat(sums) };
+  return { keys: Uint32Array.from(keys), sums: sumsOf(sums, keys.length) };
 }
 
 /** The keys of the groups that positions [from, to) of `t` fall in, added to `into`. */
@@ -107,7 +124,7 @@ export function regroup(
   if (!found.length) return old;
   const touched = Uint32Array.from(found).sort();
   const keys: number[] = [];
-  const sums: Buffer[] = [];
+  const sums: (Buffer | string)[] = [];
   let o = 0;
   let prev = -1;
   for (const key of touched) {
@@ -128,7 +145,7 @@ export function regroup(
   const keep = o;
   while (o < old.keys.length) keys.push(old.keys[o++]!);
   if (o > keep) sums.push(old.sums.subarray(keep * SUM, o * SUM));
-  return { keys: Uint32Array.from(keys), sums: Buffer.concat(sums) };
+  return { keys: Uint32Array.from(keys), sums: sumsOf(sums, keys.length) };
 }
 
 /** The revision digest (scheme 2) of both families' groups. */
