@@ -10,8 +10,8 @@
 // ASN 0 (iptoasn's "Not routed") is skipped. Blank lines and `#` comments are skipped; other
 // lines that fit neither form are counted as rejected (a CSV header, for one).
 //
-// Ranges are kept as numbers (IPv4, in typed columns: asn-ranges.ts) and bigints (IPv6) and
-// turned into CIDRs on lookup, which costs little for one ASN and keeps the index small. Lines
+// Ranges are kept in typed columns (asn-ranges.ts: IPv4 bounds as numbers, IPv6 ones as two
+// 64-bit halves) and turned into CIDRs on lookup, which costs little for one ASN and keeps the index small. Lines
 // are read in place (text-lines.ts) and ip-location-db's IPv4 rows by scanIPv4Row without a
 // string or regex per row; every other line goes to parseRow. Measured on @ip-location-db/asn
 // (asn-ipv4.csv and asn-ipv6.csv, 412k + 103k rows) on a loaded 2-core machine, interleaved
@@ -21,7 +21,7 @@
 import { createReadStream } from "node:fs";
 import { appendRangeCidrValues, type CidrValue, type Family, formatCidrValue, parseIpValue } from "@rlc/shared/prefix";
 import { AsnSourceError } from "./asn-errors.js";
-import { Ipv4AsnRanges } from "./asn-ranges.js";
+import { Ipv4AsnRanges, Ipv6AsnRanges } from "./asn-ranges.js";
 import { eachLine } from "./text-lines.js";
 
 export interface AsnFileIndex {
@@ -42,9 +42,9 @@ const MAX_V6 = (1n << 128n) - 1n;
 const MAX_ASN = 4294967295;
 
 export async function loadAsnFileIndex(paths: readonly string[]): Promise<AsnFileIndex> {
-  // IPv4 in typed columns (asn-ranges.ts); IPv6 flat [start, end, start, end, ...] per ASN.
+  // Both families in typed columns, grouped by ASN once loaded (asn-ranges.ts).
   const v4 = new Ipv4AsnRanges();
-  const v6 = new Map<number, bigint[]>();
+  const v6 = new Ipv6AsnRanges();
   let rows = 0;
   let rejected = 0;
   let firstRejected: string | undefined;
@@ -80,7 +80,7 @@ export async function loadAsnFileIndex(paths: readonly string[]): Promise<AsnFil
       rows++;
       for (const asn of row.asns) {
         if (row.family === 4) v4.add(asn, row.start as number, row.end as number);
-        else push(v6, asn, row.start as bigint, row.end as bigint);
+        else v6.add(asn, row.start as bigint, row.end as bigint);
       }
     });
   }
@@ -95,20 +95,14 @@ export async function loadAsnFileIndex(paths: readonly string[]): Promise<AsnFil
     prefixesOf(asn) {
       // IPv4 first, as canonicalCidrs sorts them.
       const out = v4.prefixesOf(asn);
-      const ranges6 = v6.get(asn);
-      if (!ranges6) return out;
+      const ranges6 = v6.rangesOf(asn);
+      if (!ranges6.length) return out;
       const cidrs: CidrValue[] = [];
       for (let i = 0; i < ranges6.length; i += 2) appendRangeCidrValues(6, ranges6[i]!, ranges6[i + 1]!, cidrs);
       for (const text of canonicalCidrs(cidrs)) out.push(text);
       return out;
     },
   };
-}
-
-function push(map: Map<number, bigint[]>, asn: number, start: bigint, end: bigint): void {
-  const list = map.get(asn);
-  if (list) list.push(start, end);
-  else map.set(asn, [start, end]);
 }
 
 /** The range scanIPv4Row read last, and where its scanners stopped (past a field's comma). */

@@ -1,4 +1,4 @@
-// The IPv4 ranges of the ASN file index (~412k rows of @ip-location-db/asn): appended row by row
+// The IPv4 ranges of the ASN file index (and, below, its IPv6 ones) (~412k rows of @ip-location-db/asn): appended row by row
 // into typed columns, then grouped by ASN once, and turned into CIDRs as numbers. A JS array
 // per ASN (84k of them, grown push by push) and a bigint per range end cost the load ~0.2 s and
 // a 400-ASN refresh ~0.2 s more.
@@ -33,41 +33,19 @@ export class Ipv4AsnRanges {
     return this.byAsn.keys();
   }
 
-  /**
-   * Groups the rows by ASN: an LSD radix sort of the rows by ASN, 16 bits a pass (stable, so
-   * an ASN's rows keep their order), then one map entry per ASN. A count per ASN in a Map took
-   * ~0.25 s of the load for 412k rows; this ~20 ms.
-   */
+  /** Groups the rows by ASN (groupByAsn): the columns in that order, one map entry per ASN. */
   private index(): void {
-    const { count } = this;
-    let order = new Uint32Array(count);
-    for (let i = 0; i < count; i++) order[i] = i;
-    let spare = new Uint32Array(count);
-    const buckets = new Uint32Array(65_537);
-    for (const shift of [0, 16]) {
-      buckets.fill(0);
-      for (let i = 0; i < count; i++) buckets[((this.asns[order[i]!]! >>> shift) & 0xffff) + 1]!++;
-      for (let b = 1; b < buckets.length; b++) buckets[b]! += buckets[b - 1]!;
-      for (let i = 0; i < count; i++) spare[buckets[(this.asns[order[i]!]! >>> shift) & 0xffff]!++] = order[i]!;
-      [order, spare] = [spare, order];
-    }
-    const starts = new Uint32Array(count);
-    const ends = new Uint32Array(count);
-    this.runEnds = new Uint32Array(count);
-    let from = 0;
-    for (let i = 0; i < count; i++) {
-      const row = order[i]!;
-      starts[i] = this.starts[row]!;
-      ends[i] = this.ends[row]!;
-      const asn = this.asns[row]!;
-      if (i + 1 === count || this.asns[order[i + 1]!] !== asn) {
-        this.byAsn.set(asn, from);
-        this.runEnds[from] = i + 1;
-        from = i + 1;
-      }
+    const { order, byAsn, runEnds } = groupByAsn(this.asns, this.count);
+    const starts = new Uint32Array(this.count);
+    const ends = new Uint32Array(this.count);
+    for (let i = 0; i < this.count; i++) {
+      starts[i] = this.starts[order[i]!]!;
+      ends[i] = this.ends[order[i]!]!;
     }
     this.starts = starts;
     this.ends = ends;
+    this.byAsn = byAsn;
+    this.runEnds = runEnds;
     this.asns = new Uint32Array(0);
     this.indexed = true;
   }
@@ -95,6 +73,99 @@ export class Ipv4AsnRanges {
     }
     return out;
   }
+}
+
+/**
+ * The IPv6 ranges of the index (~103k rows of @ip-location-db/asn), in typed columns as the IPv4
+ * ones are: each bound as two 64-bit halves. A bigint a bound and an array an ASN were ~250k
+ * objects in the controller's heap for as long as it ran (about a quarter of all of them), which
+ * every full collection marked again: a refresh right after a full one paid 30-47 ms of such
+ * marking on its thread (bench/refresh-apply.mjs with --trace-gc).
+ */
+export class Ipv6AsnRanges {
+  /** start high, start low, end high, end low: four a row. */
+  private bounds = new BigUint64Array(1 << 12);
+  private asns = new Uint32Array(1 << 10);
+  private count = 0;
+  private byAsn = new Map<number, number>();
+  private runEnds = new Uint32Array(0);
+  private indexed = false;
+
+  /** Adds the range [start, end] (start <= end, both within 128 bits) of `asn`; only before index(). */
+  add(asn: number, start: bigint, end: bigint): void {
+    if (this.count === this.asns.length) {
+      this.asns = grown(this.asns);
+      const bounds = new BigUint64Array(this.bounds.length * 2);
+      bounds.set(this.bounds);
+      this.bounds = bounds;
+    }
+    const at = this.count * 4;
+    this.bounds[at] = start >> 64n;
+    this.bounds[at + 1] = BigInt.asUintN(64, start);
+    this.bounds[at + 2] = end >> 64n;
+    this.bounds[at + 3] = BigInt.asUintN(64, end);
+    this.asns[this.count++] = asn;
+  }
+
+  /** The ASNs with a range, each once. */
+  keys(): Iterable<number> {
+    if (!this.indexed) this.index();
+    return this.byAsn.keys();
+  }
+
+  private index(): void {
+    const { order, byAsn, runEnds } = groupByAsn(this.asns, this.count);
+    const bounds = new BigUint64Array(this.count * 4);
+    for (let i = 0; i < this.count; i++) bounds.set(this.bounds.subarray(order[i]! * 4, order[i]! * 4 + 4), i * 4);
+    this.bounds = bounds;
+    this.byAsn = byAsn;
+    this.runEnds = runEnds;
+    this.asns = new Uint32Array(0);
+    this.indexed = true;
+  }
+
+  /** `asn`'s ranges in the order they were added: start, end, start, end… */
+  rangesOf(asn: number): bigint[] {
+    if (!this.indexed) this.index();
+    const from = this.byAsn.get(asn);
+    if (from === undefined) return [];
+    const out: bigint[] = [];
+    const b = this.bounds;
+    for (let i = from * 4; i < this.runEnds[from]! * 4; i += 4) out.push((b[i]! << 64n) | b[i + 1]!, (b[i + 2]! << 64n) | b[i + 3]!);
+    return out;
+  }
+}
+
+/**
+ * Rows grouped by ASN: an LSD radix sort of the row numbers by ASN, 16 bits a pass (stable, so
+ * an ASN's rows keep their order), then one map entry per ASN, its first position in `order`,
+ * with runEnds[first] the position after its last. A count per ASN in a Map took ~0.25 s of the
+ * load for 412k rows; this ~20 ms.
+ */
+function groupByAsn(asns: Uint32Array, count: number): { order: Uint32Array; byAsn: Map<number, number>; runEnds: Uint32Array<ArrayBuffer> } {
+  let order = new Uint32Array(count);
+  for (let i = 0; i < count; i++) order[i] = i;
+  let spare = new Uint32Array(count);
+  const buckets = new Uint32Array(65_537);
+  for (const shift of [0, 16]) {
+    buckets.fill(0);
+    for (let i = 0; i < count; i++) buckets[((asns[order[i]!]! >>> shift) & 0xffff) + 1]!++;
+    for (let b = 1; b < buckets.length; b++) buckets[b]! += buckets[b - 1]!;
+    for (let i = 0; i < count; i++) spare[buckets[(asns[order[i]!]! >>> shift) & 0xffff]!++] = order[i]!;
+    [order, spare] = [spare, order];
+  }
+  const byAsn = new Map<number, number>();
+  const runEnds = new Uint32Array(count);
+  let from = 0;
+  for (let i = 0; i < count; i++) {
+    const asn = asns[order[i]!]!;
+    if (i + 1 === count || asns[order[i + 1]!] !== asn) {
+      byAsn.set(asn, from);
+      runEnds[from] = i + 1;
+      from = i + 1;
+    }
+  }
+  return { order, byAsn, runEnds };
 }
 
 function grown(column: Uint32Array): Uint32Array<ArrayBuffer> {
