@@ -1,41 +1,70 @@
-// The IPv4 ranges of the ASN file index (and, below, its IPv6 ones) (~412k rows of @ip-location-db/asn): appended row by row
-// into typed columns, then grouped by ASN once, and turned into CIDRs as numbers. A JS array
-// per ASN (84k of them, grown push by push) and a bigint per range end cost the load ~0.2 s and
-// a 400-ASN refresh ~0.2 s more.
+// The ranges of the ASN file index (~412k IPv4 and ~103k IPv6 rows of @ip-location-db/asn):
+// appended row by row into typed columns, then grouped by ASN once, and turned into CIDRs on
+// lookup (IPv4 as numbers). A JS array per ASN (84k of them, grown push by push) and a bigint per
+// range end cost the load ~0.2 s and a 400-ASN refresh ~0.2 s more.
 
 const MAX_LENGTH = 32;
 
-export class Ipv4AsnRanges {
-  private starts = new Uint32Array(1 << 14);
-  private ends = new Uint32Array(1 << 14);
-  private asns = new Uint32Array(1 << 14);
-  private count = 0;
+/** Rows of ranges by ASN: the row's ASNs until index(), then each ASN's run of rows. */
+abstract class AsnRows {
+  protected asns = new Uint32Array(1 << 12);
+  protected count = 0;
   /** After index(): ASN → its first row in the columns, grouped by ASN; runEnds[first] the row after its last. */
   private byAsn = new Map<number, number>();
   private runEnds = new Uint32Array(0);
   private indexed = false;
 
-  /** Adds the range [start, end] (start <= end) of `asn`; only before index(). */
+  /** Puts the columns in `order` (row order[i] becomes row i). */
+  protected abstract reorder(order: Uint32Array): void;
+
+  /** Room for one more row: the ASN column grown; a subclass grows its own columns with it. */
+  protected room(): boolean {
+    if (this.count < this.asns.length) return false;
+    this.asns = grown(this.asns);
+    return true;
+  }
+
+  /** The ASNs with a range, each once. */
+  keys(): Iterable<number> {
+    this.index();
+    return this.byAsn.keys();
+  }
+
+  /** The rows [from, to) of `asn`, or null. */
+  protected runOf(asn: number): [number, number] | null {
+    this.index();
+    const from = this.byAsn.get(asn);
+    return from === undefined ? null : [from, this.runEnds[from]!];
+  }
+
+  /** Groups the rows by ASN (groupByAsn), once: the columns in that order, one map entry per ASN. */
+  private index(): void {
+    if (this.indexed) return;
+    const { order, byAsn, runEnds } = groupByAsn(this.asns, this.count);
+    this.reorder(order);
+    this.byAsn = byAsn;
+    this.runEnds = runEnds;
+    this.asns = new Uint32Array(0);
+    this.indexed = true;
+  }
+}
+
+export class Ipv4AsnRanges extends AsnRows {
+  private starts = new Uint32Array(1 << 12);
+  private ends = new Uint32Array(1 << 12);
+
+  /** Adds the range [start, end] (start <= end) of `asn`; only before the first lookup. */
   add(asn: number, start: number, end: number): void {
-    if (this.count === this.asns.length) {
+    if (this.room()) {
       this.starts = grown(this.starts);
       this.ends = grown(this.ends);
-      this.asns = grown(this.asns);
     }
     this.starts[this.count] = start;
     this.ends[this.count] = end;
     this.asns[this.count++] = asn;
   }
 
-  /** The ASNs with a range, each once. */
-  keys(): Iterable<number> {
-    if (!this.indexed) this.index();
-    return this.byAsn.keys();
-  }
-
-  /** Groups the rows by ASN (groupByAsn): the columns in that order, one map entry per ASN. */
-  private index(): void {
-    const { order, byAsn, runEnds } = groupByAsn(this.asns, this.count);
+  protected reorder(order: Uint32Array): void {
     const starts = new Uint32Array(this.count);
     const ends = new Uint32Array(this.count);
     for (let i = 0; i < this.count; i++) {
@@ -44,10 +73,6 @@ export class Ipv4AsnRanges {
     }
     this.starts = starts;
     this.ends = ends;
-    this.byAsn = byAsn;
-    this.runEnds = runEnds;
-    this.asns = new Uint32Array(0);
-    this.indexed = true;
   }
 
   /**
@@ -55,10 +80,9 @@ export class Ipv4AsnRanges {
    * and each text once: canonicalCidrs' order and text for IPv4.
    */
   prefixesOf(asn: number): string[] {
-    if (!this.indexed) this.index();
-    const from = this.byAsn.get(asn);
-    if (from === undefined) return [];
-    const to = this.runEnds[from]!;
+    const run = this.runOf(asn);
+    if (!run) return [];
+    const [from, to] = run;
     // network * 64 + length: sorts by network then length, and equal CIDRs are equal keys.
     const keys: number[] = [];
     for (let i = from; i < to; i++) appendRangeKeys(this.starts[i]!, this.ends[i]!, keys);
@@ -82,19 +106,13 @@ export class Ipv4AsnRanges {
  * every full collection marked again: a refresh right after a full one paid 30-47 ms of such
  * marking on its thread (bench/refresh-apply.mjs with --trace-gc).
  */
-export class Ipv6AsnRanges {
+export class Ipv6AsnRanges extends AsnRows {
   /** start high, start low, end high, end low: four a row. */
-  private bounds = new BigUint64Array(1 << 12);
-  private asns = new Uint32Array(1 << 10);
-  private count = 0;
-  private byAsn = new Map<number, number>();
-  private runEnds = new Uint32Array(0);
-  private indexed = false;
+  private bounds = new BigUint64Array(4 << 12);
 
-  /** Adds the range [start, end] (start <= end, both within 128 bits) of `asn`; only before index(). */
+  /** Adds the range [start, end] (start <= end, both within 128 bits) of `asn`; only before the first lookup. */
   add(asn: number, start: bigint, end: bigint): void {
-    if (this.count === this.asns.length) {
-      this.asns = grown(this.asns);
+    if (this.room()) {
       const bounds = new BigUint64Array(this.bounds.length * 2);
       bounds.set(this.bounds);
       this.bounds = bounds;
@@ -107,31 +125,19 @@ export class Ipv6AsnRanges {
     this.asns[this.count++] = asn;
   }
 
-  /** The ASNs with a range, each once. */
-  keys(): Iterable<number> {
-    if (!this.indexed) this.index();
-    return this.byAsn.keys();
-  }
-
-  private index(): void {
-    const { order, byAsn, runEnds } = groupByAsn(this.asns, this.count);
+  protected reorder(order: Uint32Array): void {
     const bounds = new BigUint64Array(this.count * 4);
     for (let i = 0; i < this.count; i++) bounds.set(this.bounds.subarray(order[i]! * 4, order[i]! * 4 + 4), i * 4);
     this.bounds = bounds;
-    this.byAsn = byAsn;
-    this.runEnds = runEnds;
-    this.asns = new Uint32Array(0);
-    this.indexed = true;
   }
 
   /** `asn`'s ranges in the order they were added: start, end, start, end… */
   rangesOf(asn: number): bigint[] {
-    if (!this.indexed) this.index();
-    const from = this.byAsn.get(asn);
-    if (from === undefined) return [];
+    const run = this.runOf(asn);
+    if (!run) return [];
     const out: bigint[] = [];
     const b = this.bounds;
-    for (let i = from * 4; i < this.runEnds[from]! * 4; i += 4) out.push((b[i]! << 64n) | b[i + 1]!, (b[i + 2]! << 64n) | b[i + 3]!);
+    for (let i = run[0] * 4; i < run[1] * 4; i += 4) out.push((b[i]! << 64n) | b[i + 1]!, (b[i + 2]! << 64n) | b[i + 3]!);
     return out;
   }
 }
