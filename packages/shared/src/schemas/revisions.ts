@@ -13,7 +13,7 @@ export const Revision = z
     digest: z
       .string()
       .describe(
-        "`sha256:<hex>` of what routers receive from the revision (each announced prefix and its communities; not the modules). The lines `prefix communities\\n` (communities joined by commas), IPv4 then IPv6 in address order, are grouped by the address's top 12 bits (IPv4) or 20 bits (IPv6); the digest is the SHA-256 of each group's record: the family (one byte, 4 or 6), the group's top bits (32-bit big-endian), the SHA-256 of its lines. Revisions stored by a controller older than this scheme (before migration 0031) keep the SHA-256 of the lines themselves; a refresh compares with such a revision by that digest. Two revisions of the same content stored since then have the same digest; a rollback keeps the digest of the revision it copies.",
+        "`sha256:<hex>` of what routers receive from the revision (each announced prefix and its communities; not the modules). The lines `prefix communities\\n` (communities joined by commas), IPv4 then IPv6 in address order, are grouped by the address's top 12 bits (IPv4) or 20 bits (IPv6); the digest is the SHA-256 of the groups' records one after another (IPv4 groups, then IPv6 ones, in address order), a record being the family (one byte, 4 or 6), the group's top bits (32-bit big-endian) and the SHA-256 of the group's lines. Revisions stored by a controller older than this scheme (before migration 0031) keep the SHA-256 of the lines themselves; a refresh compares with such a revision by that digest. Two revisions of the same content stored since then have the same digest; a rollback keeps the digest of the revision it copies.",
       ),
     prefix_count_v4: z.number().int(),
     prefix_count_v6: z.number().int(),
