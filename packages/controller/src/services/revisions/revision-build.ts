@@ -8,7 +8,6 @@ import { type FamilyLines, linesOf, suffixesOf } from "./revision-lines.js";
 
 export type { RevisionContent, RevisionEntry } from "./revision-content.js";
 export { withdrawnCount } from "./revision-content.js";
-export { digestOf } from "./revision-digest.js";
 export { type BogonSettings, countDistinct } from "./revision-input.js";
 
 export interface ModuleInput {

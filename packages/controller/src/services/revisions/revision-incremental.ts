@@ -2,12 +2,10 @@ import { compareWords, type PrefixTable } from "@rlc/shared/prefix";
 import { apart, type Block, copyWide, FAMS, type Fam, normalize, occupancyOf, parentOf, setWide, type WideLayer, wideLayerOf } from "./revision-blocks.js";
 import { type BogonSettings, type BuiltRevision, buildRevisionWithState, type ModuleInput } from "./revision-build.js";
 import { changedBlocks, type ModuleState } from "./revision-changed.js";
-import type { RevisionContent } from "./revision-content.js";
-import { type DigestGroups, digestOfGroups } from "./revision-digest.js";
+import { digestOfGroups } from "./revision-digest.js";
 import { type FilteredInput, filterEach } from "./revision-input.js";
-import type { FamilyLines } from "./revision-lines.js";
 import { type BlockPart, buildBlocks, type LocalModules } from "./revision-local.js";
-import { firstAppearances, spliceContent, type TagNumbers } from "./revision-splice.js";
+import { firstAppearances, type SplicedContent, spliceContent, type TagNumbers } from "./revision-splice.js";
 
 /*
  * A refresh that changes a few modules rebuilds only what they touched. The changed modules'
@@ -27,8 +25,12 @@ import { firstAppearances, spliceContent, type TagNumbers } from "./revision-spl
 
 const BLOCK_BITS = { v4: 20, v6: 40 };
 
-/** What the last build of a tenant leaves for the next. */
-export interface BuildState {
+/**
+ * What the last build of a tenant leaves for the next: its content with what the splice keeps
+ * of it (SplicedContent: parsed prefixes, the digest's lines and groups, the tags' counts and
+ * first appearances), and its modules' parts.
+ */
+export interface BuildState extends SplicedContent {
   /** Announcing module ids, ascending (the module indexes). */
   ids: string[];
   communities: (string | null)[];
@@ -38,15 +40,6 @@ export interface BuildState {
   rawDistinct: number;
   /** The covering layer, for the block lengths it was made for. */
   wide: Record<Fam, WideLayer>;
-  content: RevisionContent;
-  tables: Record<Fam, PrefixTable>;
-  lines: Record<Fam, FamilyLines>;
-  /** The digest's groups of `content` (revision-digest.ts). */
-  groups: Record<Fam, DigestGroups>;
-  /** How many prefixes each tag of `content` has. */
-  perTag: Int32Array;
-  /** Where each tag of `content` first appears (SplicedContent.firstAt). */
-  firstAt: Float64Array;
 }
 
 export interface Rebuilt {
