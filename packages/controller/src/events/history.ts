@@ -1,11 +1,17 @@
 import { eventStreamName, eventSubjects, parseEventSubject } from "@rlc/proto";
+import { type BackoffOptions, backoffDelay } from "@rlc/shared/time";
 import type { StreamSpec } from "../bus/bus.js";
 import type { Bus } from "../bus/index.js";
 
 /** The largest event a stream takes: a status report is at most 64 KiB, its event a little more. */
 export const EVENT_MAX_BYTES = 128 * 1024;
 
-const RETRY_AFTER_FAILURE_MS = 60_000;
+/**
+ * After a stream could not be made (a JetStream still electing its leader when the controller
+ * starts with its cluster, a NATS without JetStream, a user without the stream permissions), the
+ * next event tries again after a backoff from ~1 s doubling to a minute.
+ */
+export const STREAM_RETRY: BackoffOptions = { baseMs: 1000, maxMs: 60_000 };
 
 export interface EventHistoryOptions {
   /** How long a tenant's stream keeps events (NATS_EVENTS_MAX_AGE_SECONDS). */
@@ -21,6 +27,9 @@ export interface EventHistoryOptions {
   ensureStream?: ((tenantId: string, spec: StreamSpec) => Promise<unknown>) | null;
   /** Told when a stream could not be created or updated (the events are still published). */
   onError: (tenantId: string, error: unknown) => void;
+  /** Milliseconds since the epoch (default `Date.now`) and the backoff's jitter; tests pass their own. */
+  now?: () => number;
+  random?: () => number;
 }
 
 /**
@@ -35,8 +44,9 @@ export function withEventHistory(bus: Bus, o: EventHistoryOptions): Bus & { ensu
   if (!ensureStream) return { ...bus, ensureTenants: async () => {} };
   const ready = new Set<string>();
   const pending = new Map<string, Promise<void>>();
-  /** After a failure (no JetStream, a user without the stream permissions) the stream is not tried again for a minute. */
-  const failedUntil = new Map<string, number>();
+  const now = o.now ?? Date.now;
+  /** A tenant whose stream failed: how many times in a row, and until when no event tries again. */
+  const failed = new Map<string, { times: number; until: number }>();
   const ensure = (tenantId: string): Promise<void> => {
     let p = pending.get(tenantId);
     if (!p) {
@@ -51,11 +61,13 @@ export function withEventHistory(bus: Bus, o: EventHistoryOptions): Bus & { ensu
       }).then(
         () => {
           ready.add(tenantId);
+          failed.delete(tenantId);
         },
         (error) => {
           o.onError(tenantId, error);
           pending.delete(tenantId);
-          failedUntil.set(tenantId, Date.now() + RETRY_AFTER_FAILURE_MS);
+          const times = (failed.get(tenantId)?.times ?? 0) + 1;
+          failed.set(tenantId, { times, until: now() + backoffDelay(times - 1, STREAM_RETRY, o.random) });
         },
       );
       pending.set(tenantId, p);
@@ -70,7 +82,7 @@ export function withEventHistory(bus: Bus, o: EventHistoryOptions): Bus & { ensu
     close: () => bus.close(),
     publish(subject, message) {
       const event = parseEventSubject(subject);
-      if (!event || ready.has(event.tenantId) || (failedUntil.get(event.tenantId) ?? 0) > Date.now()) return bus.publish(subject, message);
+      if (!event || ready.has(event.tenantId) || (failed.get(event.tenantId)?.until ?? 0) > now()) return bus.publish(subject, message);
       // Chained on the one pending promise: a tenant's first events keep their order.
       void ensure(event.tenantId).then(() => bus.publish(subject, message));
     },
