@@ -1,4 +1,4 @@
-import { eventSubjects } from "@rlc/proto";
+import { eventStreamName, eventSubjects } from "@rlc/proto";
 import { describe, expect, it } from "vitest";
 import type { StreamSpec } from "../../packages/controller/src/bus/bus.js";
 import { createMemoryBus } from "../../packages/controller/src/bus/memory-bus.js";
@@ -10,7 +10,7 @@ import { STREAM_RETRY, withEventHistory } from "../../packages/controller/src/ev
 const tenantId = "0d9c4f5e-7c1a-4b7e-9d55-1f0f7a3b2c11";
 const subject = eventSubjects.status(tenantId, "6c0f3b0e-2a51-4d1e-8f7a-3c2b1a0d9e88");
 
-function history(failFirst: number) {
+function history(failFirst: number, failAlways = false) {
   let clock = 1_000_000;
   const calls: StreamSpec[] = [];
   const errors: unknown[] = [];
@@ -26,7 +26,7 @@ function history(failFirst: number) {
 
     ensureStream: async (_tenant, spec) => {
       calls.push(spec);
-      if (calls.length <= failFirst) throw new Error("JetStream system temporarily unavailable");
+      if (failAlways || calls.length <= failFirst) throw new Error("JetStream system temporarily unavailable");
       return "created";
     },
     onError: (_tenant, error) => errors.push(error),
@@ -71,5 +71,24 @@ describe("a tenant's event stream that could not be made", () => {
       }
     }
     expect(gaps).toEqual([1000, 2000, 4000, 8000, 16_000, 32_000, 60_000, 60_000]);
+  });
+
+  it("does not hold the start for every tenant: after a batch that all failed, the others wait for their first events", async () => {
+    const x = history(0, true);
+    const tenants = Array.from({ length: 40 }, (_, i) => `0d9c4f5e-7c1a-4b7e-9d55-${String(i).padStart(12, "0")}`);
+    await x.h.ensureTenants(tenants);
+    expect(x.calls).toHaveLength(8);
+    // A tenant left out gets its stream asked for by its first event.
+    x.h.publish(eventSubjects.status(tenants[39]!, "6c0f3b0e-2a51-4d1e-8f7a-3c2b1a0d9e88"), { tenant_id: tenants[39] });
+    await x.settle();
+    expect(x.calls.at(-1)?.name).toBe(eventStreamName(tenants[39]!));
+  });
+
+  it("asks for every tenant's stream at the start while some succeed", async () => {
+    const x = history(3);
+    const tenants = Array.from({ length: 20 }, (_, i) => `0d9c4f5e-7c1a-4b7e-9d55-${String(i).padStart(12, "0")}`);
+    await x.h.ensureTenants(tenants);
+    expect(x.calls).toHaveLength(20);
+    expect(x.errors).toHaveLength(3);
   });
 });

@@ -87,8 +87,15 @@ export function withEventHistory(bus: Bus, o: EventHistoryOptions): Bus & { ensu
       void ensure(event.tenantId).then(() => bus.publish(subject, message));
     },
     async ensureTenants(tenantIds) {
-      // A few at a time: with tenant accounts each one is a connection of its own.
-      for (let i = 0; i < tenantIds.length; i += 8) await Promise.all(tenantIds.slice(i, i + 8).map(ensure));
+      // A few at a time: with tenant accounts each one is a connection of its own. A batch that
+      // all failed ends it (a JetStream without a leader answers each request only with its
+      // timeout: a start would wait that long for every eight tenants); the others' streams
+      // are made with their first events.
+      for (let i = 0; i < tenantIds.length; i += 8) {
+        const batch = tenantIds.slice(i, i + 8);
+        await Promise.all(batch.map(ensure));
+        if (batch.every((id) => failed.has(id))) return;
+      }
     },
   };
 }
