@@ -23,6 +23,8 @@ export default defineConfig({
       "test/maintenance/**/*.test.ts",
       "test/security/**/*.test.ts",
       "test/embedded.test.ts",
+      // The NATS under a controller replaced by a fresh server: the tenants it restores come from either database.
+      "test/chaos/nats-fresh-server.test.ts",
       // The job worker's own tests open a database of the run's kind (test/helpers/db.ts, openTestDatabase).
       "packages/controller/src/jobs/**/*.test.ts",
     ],

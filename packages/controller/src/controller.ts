@@ -3,6 +3,7 @@ import type { FastifyBaseLogger, FastifyInstance, FastifyServerOptions } from "f
 import { buildApp } from "./app.js";
 import type { AppDeps } from "./app-deps.js";
 import { type Bus, createBus } from "./bus/index.js";
+import { restoreOnReconnect } from "./bus/nats-reconnect.js";
 import { loadNatsTenantAuthority, type NatsTenantAuthority } from "./bus/nats-tenants.js";
 import type { Config } from "./config.js";
 import { type Database, openDatabase } from "./db/connect.js";
@@ -202,6 +203,13 @@ export async function startController(config: Config, opts: StartOptions = {}): 
     // Every tenant's event stream, created or brought to NATS_EVENTS_MAX_AGE_SECONDS (a tenant
     // made later gets its stream with its first event); a failure is logged, not fatal.
     await bus.ensureTenants(await listTenantIds(db.sql));
+    restoreOnReconnect({
+      bus,
+      authority: natsAuthority,
+      history: bus,
+      tenantIds: () => listTenantIds(db.sql),
+      onError: (err) => app.log.warn({ err }, "a tenant's NATS account or event stream was not restored after NATS came back; retried with its next event"),
+    });
     closers.push(() => app.close());
     const metricsListener = config.METRICS_PORT === undefined ? null : await listenMetrics(config, metrics.registry);
     if (metricsListener) {

@@ -13,6 +13,11 @@ export interface Bus {
    * Only a NATS bus has it: the in-process bus keeps no history.
    */
   ensureStream?(spec: StreamSpec): Promise<"created" | "updated" | "unchanged">;
+  /**
+   * Calls `listener` each time the connection to NATS comes back after it was lost (the server
+   * may be a new one that lost what it held: accounts pushed, streams). Only a NATS bus has it.
+   */
+  onReconnect?(listener: () => void): void;
   close(): Promise<void>;
 }
 

@@ -51,10 +51,14 @@ export async function connectWithRetry(o: NatsBusOptions): Promise<NatsConnectio
 export async function createNatsBus(o: NatsBusOptions): Promise<Bus> {
   const nc = await connectWithRetry(o);
   let up = true;
+  const reconnected = new Set<() => void>();
   (async () => {
     for await (const s of nc.status()) {
       if (s.type === "disconnect") up = false;
-      if (s.type === "reconnect") up = true;
+      if (s.type === "reconnect") {
+        up = true;
+        for (const listener of reconnected) listener();
+      }
     }
   })().catch(() => {});
   return {
@@ -79,6 +83,9 @@ export async function createNatsBus(o: NatsBusOptions): Promise<Bus> {
     },
     health: () => (up && !nc.isClosed() ? "ok" : "down"),
     ensureStream: (spec) => ensureStream(nc, spec),
+    onReconnect(listener) {
+      reconnected.add(listener);
+    },
     async close() {
       await nc.drain().catch(() => nc.close());
     },

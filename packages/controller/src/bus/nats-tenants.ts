@@ -19,8 +19,10 @@ export interface NatsTenantAuthority {
   readonly controllerAccountId: string;
   /** The tenant's account public key. */
   accountOf(tenantId: string): string;
-  /** Pushes the tenant's account JWT to the servers, once per process (again after a failure). */
+  /** Pushes the tenant's account JWT to the servers, once per process (again after a failure, or after `forgetPushed`). */
   ensureAccount(tenantId: string): Promise<void>;
+  /** Forgets which accounts were pushed: after a reconnect, to a server that may have lost them. */
+  forgetPushed(): void;
   /** A user of the tenant's account (a `.creds` text), signed by the account's signing key. */
   issue(
     tenantId: string,
@@ -105,6 +107,9 @@ export function createNatsTenantAuthority(o: NatsTenantAuthorityOptions): NatsTe
         pushed.set(tenantId, p);
       }
       return p;
+    },
+    forgetPushed() {
+      pushed.clear();
     },
     async issue(tenantId, name, permissions, options = {}) {
       await authority.ensureAccount(tenantId);

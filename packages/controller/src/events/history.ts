@@ -32,16 +32,23 @@ export interface EventHistoryOptions {
   random?: () => number;
 }
 
+export interface EventHistory {
+  /** Makes or checks these tenants' streams, eight at a time (at start, and after a reconnect). */
+  ensureTenants(tenantIds: string[]): Promise<void>;
+  /** Forgets which streams exist: the next event of each tenant makes or checks its stream again. */
+  forget(): void;
+}
+
 /**
  * The events' history: one JetStream stream per tenant (`RL_EVENTS_V1_<tenant>`, subjects
  * `rl.v1.<tenant>.>`). Wraps the bus so that a tenant's stream exists before its first event of
  * this process is published: a tenant made after the start is covered without anyone having to
  * remember it. On the in-process bus (no `ensureStream`) it is the bus itself: no history.
  */
-export function withEventHistory(bus: Bus, o: EventHistoryOptions): Bus & { ensureTenants(tenantIds: string[]): Promise<void> } {
+export function withEventHistory(bus: Bus, o: EventHistoryOptions): Bus & EventHistory {
   const onBus = bus.ensureStream?.bind(bus);
   const ensureStream = o.ensureStream ?? (onBus ? (_tenantId: string, spec: StreamSpec) => onBus(spec) : null);
-  if (!ensureStream) return { ...bus, ensureTenants: async () => {} };
+  if (!ensureStream) return { ...bus, ensureTenants: async () => {}, forget: () => {} };
   const ready = new Set<string>();
   const pending = new Map<string, Promise<void>>();
   const now = o.now ?? Date.now;
@@ -65,7 +72,7 @@ export function withEventHistory(bus: Bus, o: EventHistoryOptions): Bus & { ensu
         },
         (error) => {
           o.onError(tenantId, error);
-          pending.delete(tenantId);
+          if (pending.get(tenantId) === p) pending.delete(tenantId);
           const times = (failed.get(tenantId)?.times ?? 0) + 1;
           failed.set(tenantId, { times, until: now() + backoffDelay(times - 1, STREAM_RETRY, o.random) });
         },
@@ -79,12 +86,18 @@ export function withEventHistory(bus: Bus, o: EventHistoryOptions): Bus & { ensu
     subscribe: (subject, handler) => bus.subscribe(subject, handler),
     health: () => bus.health(),
     ...(onBus ? { ensureStream: onBus } : {}),
+    ...(bus.onReconnect ? { onReconnect: bus.onReconnect.bind(bus) } : {}),
     close: () => bus.close(),
     publish(subject, message) {
       const event = parseEventSubject(subject);
       if (!event || ready.has(event.tenantId) || (failed.get(event.tenantId)?.until ?? 0) > now()) return bus.publish(subject, message);
       // Chained on the one pending promise: a tenant's first events keep their order.
       void ensure(event.tenantId).then(() => bus.publish(subject, message));
+    },
+    forget() {
+      ready.clear();
+      failed.clear();
+      pending.clear();
     },
     async ensureTenants(tenantIds) {
       // A few at a time: with tenant accounts each one is a connection of its own. A batch that
