@@ -7,7 +7,7 @@ import { afterEach, describe, expect, it } from "vitest";
 import { freePort } from "../../../../test/helpers/lab-daemons.mjs";
 import { tool } from "../../../../test/helpers/tools.js";
 import { until } from "../../../../test/helpers/wait.js";
-import { silentLogger } from "../log.js";
+import { type Logger, silentLogger } from "../log.js";
 import { startNatsWakeups } from "./nats-wakeups.js";
 
 const nats = tool("nats-server");
@@ -17,8 +17,8 @@ afterEach(async () => {
 });
 
 /** A nats-server of this test's own, stopped by pid. */
-function startNats(port: number): ChildProcess {
-  const child = spawn("nats-server", ["-a", "127.0.0.1", "-p", String(port)], { stdio: "ignore" });
+function startNats(port: number, args: string[] = []): ChildProcess {
+  const child = spawn("nats-server", ["-a", "127.0.0.1", "-p", String(port), ...args], { stdio: "ignore" });
   cleanups.push(async () => {
     if (child.exitCode !== null) return;
     const exited = new Promise((r) => child.once("exit", r));
@@ -41,29 +41,35 @@ async function publisher(url: string): Promise<NatsConnection> {
   }
 }
 
+/** The agent's wake-ups for speaker s1 of tenant t1, accepting what `key` signed; stopped after the test. */
+async function agentWakeups(url: string, woken: (AgentNotification | null)[], log: Logger = silentLogger) {
+  const key = await generateSigningKey();
+  const keys = [{ key_id: key.keyId, alg: "ed25519", public_key: Buffer.from(key.publicKey).toString("base64"), status: "active" as const }];
+  const clock = createSystemClock();
+  const wakeups = startNatsWakeups({
+    url,
+    tenantId: "t1",
+    speakerId: "s1",
+    onWake: (n) => woken.push(n),
+    accept: async (value) => {
+      const checked = verifyNotification(value, { tenantId: "t1", speakerId: "s1", keys, now: clock.now() });
+      return checked.ok ? notificationFromJson(checked.body) : null;
+    },
+    clock,
+    log,
+  });
+  cleanups.push(() => wakeups.close());
+  return key;
+}
+
 describe.skipIf(!nats.available)("NATS wake-ups", () => {
   it("wakes on a signed notification on the speaker's subject, also when NATS comes up after the agent; ignores what is unsigned, foreign, a JetStream delivery or not JSON", async () => {
-    const key = await generateSigningKey();
-    const keys = [{ key_id: key.keyId, alg: "ed25519", public_key: Buffer.from(key.publicKey).toString("base64"), status: "active" as const }];
     const port = await freePort();
     const url = `nats://127.0.0.1:${port}`;
     const woken: (AgentNotification | null)[] = [];
-    const clock = createSystemClock();
-    const wakeups = startNatsWakeups({
-      url,
-      tenantId: "t1",
-      speakerId: "s1",
-      onWake: (n) => woken.push(n),
-      accept: async (value) => {
-        const checked = verifyNotification(value, { tenantId: "t1", speakerId: "s1", keys, now: clock.now() });
-        return checked.ok ? notificationFromJson(checked.body) : null;
-      },
-      clock,
-      log: silentLogger,
-    });
+    const key = await agentWakeups(url, woken);
     await new Promise((r) => setTimeout(r, 300)); // the agent's first connect fails: no server yet
     startNats(port);
-    cleanups.push(() => wakeups.close());
     const nc = await publisher(url);
     const subject = internalSubjects.notify("t1", "s1");
     expect(subject).toBe("rl.t1.speakers.s1.notify");
@@ -92,4 +98,40 @@ describe.skipIf(!nats.available)("NATS wake-ups", () => {
     await new Promise((r) => setTimeout(r, 200));
     expect(woken.slice(before)).toEqual([{ type: "live_poll", poll_id: "p1" }]);
   });
+
+  it("connects anew when nats.js gives up (the same authentication error twice, as a replaced server answers until it knows the account), and wakes with null then", async () => {
+    const port = await freePort();
+    const url = `nats://127.0.0.1:${port}`;
+    const woken: (AgentNotification | null)[] = [];
+    const warnings: string[] = [];
+    const stop = async (child: ChildProcess) => {
+      const exited = new Promise((r) => child.once("exit", r));
+      child.kill("SIGTERM");
+      await exited;
+    };
+    let server = startNats(port);
+    const key = await agentWakeups(url, woken, { ...silentLogger, warn: (msg) => void warnings.push(msg) });
+    const subject = internalSubjects.notify("t1", "s1");
+    const poll = async (id: string) =>
+      JSON.stringify(await signNotification(key, { type: "live_poll", poll_id: id, tenant_id: "t1", speaker_id: "s1" }, new Date()));
+    const heard = async (id: string, publisher: NatsConnection) => {
+      const message = await poll(id);
+      await until(`wake-up ${id}`, async () => {
+        publisher.publish(subject, message);
+        return woken.some((n) => n?.type === "live_poll" && n.poll_id === id);
+      });
+    };
+    await heard("before", await publisher(url));
+
+    // A server on the same address that refuses the agent (no credentials it knows): nats.js
+    // meets the same authentication error twice and closes the connection for good.
+    await stop(server);
+    server = startNats(port, ["--user", "someone", "--pass", "else"]);
+    await until("nats.js giving up", async () => warnings.includes("NATS connection closed; connecting again"), 30_000);
+    await stop(server);
+    server = startNats(port);
+    const nullsBefore = woken.filter((n) => n === null).length;
+    await heard("after", await publisher(url));
+    expect(woken.filter((n) => n === null).length).toBeGreaterThan(nullsBefore);
+  }, 60_000);
 });

@@ -32,8 +32,11 @@ export interface NatsWakeupsOptions {
 }
 
 /**
- * Subscribes to the speaker's notify subject. The first connection is retried here with
- * backoff (NATS may start after the agent); once connected, nats.js reconnects by itself.
+ * Subscribes to the speaker's notify subject. A connection is retried here with backoff: the
+ * first (NATS may start after the agent), and a new one whenever the last closed for good —
+ * nats.js reconnects by itself, but gives up after the same authentication error twice in a
+ * row, which a NATS server replaced by a new one answers until the controller has pushed the
+ * tenant's account to it again.
  */
 export function startNatsWakeups(o: NatsWakeupsOptions): { close(): Promise<void> } {
   const abort = new AbortController();
@@ -42,26 +45,7 @@ export function startNatsWakeups(o: NatsWakeupsOptions): { close(): Promise<void
   let nc: NatsConnection | null = null;
   // Stopped by close() itself: the status() iterator need not end when the connection closes.
   let statuses: (AsyncIterable<unknown> & { stop?: () => void }) | null = null;
-  const running = (async () => {
-    for (let attempt = 0; !abort.signal.aborted; attempt++) {
-      try {
-        nc = await connect({
-          servers: o.url.split(","),
-          name: `rl-agent ${o.speakerId}`,
-          maxReconnectAttempts: -1,
-          reconnectTimeWait: 2000,
-          ...(o.creds ? { authenticator: credsAuthenticator(new TextEncoder().encode(o.creds)) } : {}),
-        });
-        break;
-      } catch (error) {
-        const wait = backoffDelay(attempt, { baseMs: 1000, maxMs: 30_000 });
-        o.log.warn("NATS connect failed; retrying", { in_ms: wait, ...errorFields(error) });
-        await o.clock.sleep(wait, abort.signal);
-      }
-    }
-    const conn = nc as NatsConnection | null;
-    if (!conn) return;
-    if (abort.signal.aborted) return void (await conn.close());
+  const subscribe = (conn: NatsConnection) =>
     conn.subscribe(subject, {
       callback: (error, msg) => {
         // A refused subscription (credentials for another speaker) would otherwise fail silently.
@@ -81,11 +65,43 @@ export function startNatsWakeups(o: NatsWakeupsOptions): { close(): Promise<void
         );
       },
     });
-    o.log.info("NATS subscribed", { subject });
-    const iterator = conn.status();
-    statuses = iterator;
-    for await (const status of iterator) {
-      if (status.type === "reconnect") o.onWake(null);
+  const running = (async () => {
+    let attempt = 0;
+    for (let connected = 0; !abort.signal.aborted; ) {
+      let conn: NatsConnection;
+      try {
+        conn = await connect({
+          servers: o.url.split(","),
+          name: `rl-agent ${o.speakerId}`,
+          maxReconnectAttempts: -1,
+          reconnectTimeWait: 2000,
+          ...(o.creds ? { authenticator: credsAuthenticator(new TextEncoder().encode(o.creds)) } : {}),
+        });
+      } catch (error) {
+        const wait = backoffDelay(attempt++, { baseMs: 1000, maxMs: 30_000 });
+        o.log.warn("NATS connect failed; retrying", { in_ms: wait, ...errorFields(error) });
+        await o.clock.sleep(wait, abort.signal);
+        continue;
+      }
+      attempt = 0;
+      nc = conn;
+      if (abort.signal.aborted) return void (await conn.close());
+      subscribe(conn);
+      o.log.info("NATS subscribed", { subject });
+      // A connection after one that closed: what was published meanwhile was missed.
+      if (connected++ > 0) o.onWake(null);
+      const iterator: ReturnType<NatsConnection["status"]> & { stop?: () => void } = conn.status();
+      statuses = iterator;
+      const closed = conn.closed();
+      void closed.then(() => iterator.stop?.());
+      for await (const status of iterator) {
+        if (status.type === "reconnect") o.onWake(null);
+      }
+      const error = await closed;
+      if (abort.signal.aborted) return;
+      const wait = backoffDelay(attempt++, { baseMs: 1000, maxMs: 30_000 });
+      o.log.warn("NATS connection closed; connecting again", { in_ms: wait, ...(error ? errorFields(error) : {}) });
+      await o.clock.sleep(wait, abort.signal);
     }
   })().catch((error: unknown) => o.log.warn("NATS wake-ups stopped", errorFields(error)));
   return {
