@@ -134,4 +134,47 @@ describe.skipIf(!nats.available)("NATS wake-ups", () => {
     await heard("after", await publisher(url));
     expect(woken.filter((n) => n === null).length).toBeGreaterThan(nullsBefore);
   }, 60_000);
+
+  it("a connection the server keeps closing at once is tried again ever later, not every second", async () => {
+    // A server that takes the connection and closes it at once (an account it refuses, too many
+    // connections), over a clock of the test's own: an hour of it passes with no real waiting.
+    let now = Date.parse("2026-11-29T00:00:00Z");
+    const clock = {
+      now: () => now,
+      sleep: async (ms: number) => {
+        now += ms;
+        await new Promise((r) => setImmediate(r));
+      },
+    };
+    const start = now;
+    const HOUR = 3_600_000;
+    /** Connections made in the clock's first hour (the loop runs on past it until the test stops it). */
+    let connects = 0;
+    const closedAtOnce = () => {
+      if (now - start < HOUR) connects++;
+      const closed = Promise.resolve(new Error("closed by the server"));
+      return {
+        subscribe: () => ({}),
+        status: () => ({ stop() {}, async *[Symbol.asyncIterator]() {} }),
+        closed: () => closed,
+        close: async () => {},
+        isClosed: () => true,
+      } as unknown as NatsConnection;
+    };
+    const wakeups = startNatsWakeups({
+      url: "nats://127.0.0.1:4222",
+      tenantId: "t1",
+      speakerId: "s1",
+      onWake: () => {},
+      accept: async () => null,
+      clock,
+      log: silentLogger,
+      connect: async () => closedAtOnce(),
+    });
+    await until("an hour of the clock", async () => now - start >= HOUR);
+    await wakeups.close();
+    // With the backoff started over at each connection, one every 0.5–1 s: thousands in the hour.
+    // Growing to its 30 s ceiling (waits of 0.5–30 s, ~15 s on average), about 240.
+    expect(connects).toBeLessThan(300);
+  });
 });

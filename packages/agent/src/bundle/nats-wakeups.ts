@@ -31,6 +31,9 @@ export interface NatsWakeupsOptions {
   connect?: (options: ConnectionOptions) => Promise<NatsConnection>;
 }
 
+/** A connection open at least this long makes the next one's backoff start over. */
+const LASTED_MS = 60_000;
+
 /**
  * Subscribes to the speaker's notify subject. A connection is retried here with backoff: the
  * first (NATS may start after the agent), and a new one whenever the last closed for good —
@@ -83,7 +86,7 @@ export function startNatsWakeups(o: NatsWakeupsOptions): { close(): Promise<void
         await o.clock.sleep(wait, abort.signal);
         continue;
       }
-      attempt = 0;
+      const since = o.clock.now();
       nc = conn;
       if (abort.signal.aborted) return void (await conn.close());
       subscribe(conn);
@@ -99,6 +102,9 @@ export function startNatsWakeups(o: NatsWakeupsOptions): { close(): Promise<void
       }
       const error = await closed;
       if (abort.signal.aborted) return;
+      // The backoff starts over only after a connection that lasted: one the server keeps closing
+      // at once (a refused account, too many connections) is not met by every agent each second.
+      if (o.clock.now() - since >= LASTED_MS) attempt = 0;
       const wait = backoffDelay(attempt++, { baseMs: 1000, maxMs: 30_000 });
       o.log.warn("NATS connection closed; connecting again", { in_ms: wait, ...(error ? errorFields(error) : {}) });
       await o.clock.sleep(wait, abort.signal);
