@@ -2,11 +2,12 @@ import { type ChildProcess, spawn } from "node:child_process";
 import { mkdtemp, readFile, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { connect, credsAuthenticator } from "@nats-io/transport-node";
+import { connect, credsAuthenticator, type NatsConnection } from "@nats-io/transport-node";
 import { afterAll, describe, expect, it } from "vitest";
 import type { Bus } from "../../packages/controller/src/bus/bus.js";
 import { initNatsAuthority, type NatsInitResult } from "../../packages/controller/src/bus/nats-auth.js";
 import { createNatsBus } from "../../packages/controller/src/bus/nats-bus.js";
+import { loadNatsTenantAuthority, type NatsTenantAuthority } from "../../packages/controller/src/bus/nats-tenants.js";
 import { freePort } from "../helpers/lab-daemons.mjs";
 import { tool } from "../helpers/tools.js";
 import { until } from "../helpers/wait.js";
@@ -23,6 +24,7 @@ describe.skipIf(!natsServer.available)("the controller's NATS no longer trusting
   const dirs: string[] = [];
   let server: ChildProcess | null = null;
   let bus: Bus | null = null;
+  let tenantAccounts: NatsTenantAuthority | null = null;
 
   /** An operator's `nats init` whose server listens on `port`. */
   const authority = async (port: number): Promise<NatsInitResult> => {
@@ -56,12 +58,15 @@ describe.skipIf(!natsServer.available)("the controller's NATS no longer trusting
     await exited;
   };
   afterAll(async () => {
+    await tenantAccounts?.close();
     await bus?.close();
     await stop();
     for (const d of dirs) await rm(d, { recursive: true, force: true });
   });
 
-  it("publishes without throwing while down, and comes back with its subscriptions once trusted again", { timeout: 90_000 }, async () => {
+  it("publishes without throwing while down, and comes back with its subscriptions once trusted again; accounts are pushed again", {
+    timeout: 90_000,
+  }, async () => {
     const port = await freePort();
     const ours = await authority(port);
     const another = await authority(port);
@@ -71,12 +76,29 @@ describe.skipIf(!natsServer.available)("the controller's NATS no longer trusting
     bus = await createNatsBus({ url: `nats://127.0.0.1:${port}`, name: "rl-controller", creds, onRetry: (i) => void retries.push(i.error) });
     const heard: unknown[] = [];
     bus.subscribe("rl.jobs.wake", (message) => heard.push(message));
+    const systemConnections: NatsConnection[] = [];
     let reconnects = 0;
     bus.onReconnect?.(() => reconnects++);
+    // The tenant accounts' pushes go through a system user's connection of their own.
+    const accounts = await loadNatsTenantAuthority({
+      url: `nats://127.0.0.1:${port}`,
+      operatorSeedFile: ours.files.operator_signing_seed,
+      controllerCredsFile: ours.files.controller_creds,
+      systemCredsFile: ours.files.system_creds,
+      limits: { maxConnections: 10, storageBytes: 16 * 1024 * 1024 },
+      connect: async (options) => {
+        const nc = await connect(options);
+        if (options.name === "rl-controller system") systemConnections.push(nc);
+        return nc;
+      },
+    });
+    tenantAccounts = accounts;
+    await accounts.ensureAccount("0d9c4f5e-7c1a-4b7e-9d55-000000000001");
 
     await stop();
     await start(another);
     await until("nats.js giving up on the connection", async () => retries.some((e) => e.startsWith("the connection closed")), 30_000);
+    await until("nats.js giving up on the system user's connection", async () => systemConnections[0]!.isClosed(), 30_000);
     expect(bus.health()).toBe("down");
     expect(() => bus!.publish("rl.jobs.wake", { n: 1 })).not.toThrow();
 
@@ -84,6 +106,17 @@ describe.skipIf(!natsServer.available)("the controller's NATS no longer trusting
     await start(ours);
     await until("the bus back", async () => bus!.health() === "ok", 30_000);
     expect(reconnects).toBeGreaterThan(0);
+    // An account is pushed again, on a new system connection.
+    accounts.forgetPushed();
+    await until(
+      "an account pushed after the server trusts the controller again",
+      () =>
+        accounts.ensureAccount("0d9c4f5e-7c1a-4b7e-9d55-000000000002").then(
+          () => true,
+          () => false,
+        ),
+      30_000,
+    );
     // The subscription made before is there again: a message from another client reaches it.
     const other = await connect({ servers: `nats://127.0.0.1:${port}`, authenticator: credsAuthenticator(new TextEncoder().encode(creds)) });
     try {

@@ -78,7 +78,8 @@ export function createNatsTenantAuthority(o: NatsTenantAuthorityOptions): NatsTe
     return a;
   };
   const systemConnection = () => {
-    system ??= connectFn({
+    if (system) return system;
+    const opening: Promise<NatsConnection> = connectFn({
       servers,
       name: "rl-controller system",
       maxReconnectAttempts: -1,
@@ -88,7 +89,19 @@ export function createNatsTenantAuthority(o: NatsTenantAuthorityOptions): NatsTe
       system = null;
       throw error;
     });
-    return system;
+    system = opening;
+    // nats.js gives up on a connection after the same authentication error twice (a server that
+    // does not trust the system user until its configuration is put right): the next push opens
+    // a new one instead of failing on the closed one for the rest of the process's life.
+    void opening
+      .then((nc) => nc.closed())
+      .then(
+        () => {
+          if (system === opening) system = null;
+        },
+        () => {},
+      );
+    return opening;
   };
 
   const authority: NatsTenantAuthority = {
@@ -144,6 +157,7 @@ export async function loadNatsTenantAuthority(o: {
   controllerCredsFile: string;
   systemCredsFile: string;
   limits: TenantAccountLimits;
+  connect?: (options: ConnectionOptions) => Promise<NatsConnection>;
 }): Promise<NatsTenantAuthority> {
   const seed = (await readFile(o.operatorSeedFile, "utf8")).trim();
   if (!seed.startsWith("SO")) throw new Error(`${o.operatorSeedFile} does not hold an operator signing key seed (SO…)`);
@@ -160,5 +174,12 @@ export async function loadNatsTenantAuthority(o: {
   await parseCreds(encoder.encode(systemCreds)).catch(() => {
     throw new Error(`${o.systemCredsFile} is not a NATS .creds file`);
   });
-  return createNatsTenantAuthority({ url: o.url, operatorSigning, controllerAccountId: aid, systemCreds, limits: o.limits });
+  return createNatsTenantAuthority({
+    url: o.url,
+    operatorSigning,
+    controllerAccountId: aid,
+    systemCreds,
+    limits: o.limits,
+    ...(o.connect ? { connect: o.connect } : {}),
+  });
 }
