@@ -31,6 +31,8 @@ export interface NatsWakeupsOptions {
   connect?: (options: ConnectionOptions) => Promise<NatsConnection>;
 }
 
+/** Between connections: 1 s doubling to 30 s, with jitter. */
+const BACKOFF = { baseMs: 1000, maxMs: 30_000 };
 /** A connection open at least this long makes the next one's backoff start over. */
 const LASTED_MS = 60_000;
 
@@ -81,7 +83,7 @@ export function startNatsWakeups(o: NatsWakeupsOptions): { close(): Promise<void
           ...(o.creds ? { authenticator: credsAuthenticator(new TextEncoder().encode(o.creds)) } : {}),
         });
       } catch (error) {
-        const wait = backoffDelay(attempt++, { baseMs: 1000, maxMs: 30_000 });
+        const wait = backoffDelay(attempt++, BACKOFF);
         o.log.warn("NATS connect failed; retrying", { in_ms: wait, ...errorFields(error) });
         await o.clock.sleep(wait, abort.signal);
         continue;
@@ -105,7 +107,7 @@ export function startNatsWakeups(o: NatsWakeupsOptions): { close(): Promise<void
       // The backoff starts over only after a connection that lasted: one the server keeps closing
       // at once (a refused account, too many connections) is not met by every agent each second.
       if (o.clock.now() - since >= LASTED_MS) attempt = 0;
-      const wait = backoffDelay(attempt++, { baseMs: 1000, maxMs: 30_000 });
+      const wait = backoffDelay(attempt++, BACKOFF);
       o.log.warn("NATS connection closed; connecting again", { in_ms: wait, ...(error ? errorFields(error) : {}) });
       await o.clock.sleep(wait, abort.signal);
     }

@@ -29,6 +29,8 @@ function connectionOptions(o: NatsBusOptions): ConnectionOptions {
   };
 }
 
+const defaultSleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms));
+
 /** The wait before attempt `attempt` (1-based): 0.5 s doubling to 5 s. */
 const retryWait = (attempt: number) => Math.min(5000, 500 * 2 ** (attempt - 1));
 
@@ -39,7 +41,7 @@ const retryWait = (attempt: number) => Math.min(5000, 500 * 2 ** (attempt - 1));
  */
 export async function connectWithRetry(o: NatsBusOptions): Promise<NatsConnection> {
   const connectFn = o.connect ?? connect;
-  const sleep = o.sleep ?? ((ms: number) => new Promise<void>((r) => setTimeout(r, ms)));
+  const sleep = o.sleep ?? defaultSleep;
   const deadline = Date.now() + (o.connectTimeoutMs ?? 60_000);
   const options = connectionOptions(o);
   for (let attempt = 1; ; attempt++) {
@@ -70,7 +72,7 @@ interface Subscribed {
  */
 export async function createNatsBus(o: NatsBusOptions): Promise<Bus> {
   const connectFn = o.connect ?? connect;
-  const sleep = o.sleep ?? ((ms: number) => new Promise<void>((r) => setTimeout(r, ms)));
+  const sleep = o.sleep ?? defaultSleep;
   let nc = await connectWithRetry(o);
   let up = true;
   let closing = false;

@@ -1,8 +1,9 @@
+import { mapLimit } from "../lib/map-limit.js";
 import type { Bus } from "./bus.js";
 import type { NatsTenantAuthority } from "./nats-tenants.js";
 
-/** Eight tenants at a time: with tenant accounts each stream is a connection of its own. */
-const BATCH = 8;
+/** Eight account pushes at a time, as the start's streams go. */
+const AT_ONCE = 8;
 
 export interface ReconnectOptions {
   bus: Bus;
@@ -31,7 +32,7 @@ export function restoreOnReconnect(o: ReconnectOptions): void {
     if (o.authority) {
       const authority = o.authority;
       authority.forgetPushed();
-      for (let i = 0; i < ids.length; i += BATCH) await Promise.all(ids.slice(i, i + BATCH).map((id) => authority.ensureAccount(id).catch(o.onError)));
+      await mapLimit(ids, AT_ONCE, (id) => authority.ensureAccount(id).catch(o.onError));
     }
     o.history.forget();
     await o.history.ensureTenants(ids);

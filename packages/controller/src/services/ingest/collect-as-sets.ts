@@ -1,6 +1,7 @@
 import type { Db } from "../../db/connect.js";
 import { listModuleAsSets } from "../../db/ingest-inputs.js";
 import { findSnapshotGroup, listSnapshotGroupsVia, type SnapshotGroup } from "../../db/snapshots.js";
+import { mapLimit } from "../../lib/map-limit.js";
 import type { AsnSource } from "../../sources/asn-source.js";
 import type { IrrSession } from "../../sources/irr-source.js";
 
@@ -86,12 +87,4 @@ export async function collectAsSets(
   });
   out.as_sets.sort((a, b) => (a.as_set < b.as_set ? -1 : a.as_set > b.as_set ? 1 : 0));
   return out;
-}
-
-async function mapLimit<T>(items: readonly T[], limit: number, fn: (item: T) => Promise<void>): Promise<void> {
-  let next = 0;
-  const worker = async () => {
-    while (next < items.length) await fn(items[next++]!);
-  };
-  await Promise.all(Array.from({ length: Math.min(limit, items.length) }, worker));
 }

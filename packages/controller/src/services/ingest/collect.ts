@@ -9,6 +9,7 @@ import {
   listModuleIpRanges,
 } from "../../db/ingest-inputs.js";
 import { findSnapshotGroup, listSnapshotGroups, type SnapshotGroup, type SnapshotSource } from "../../db/snapshots.js";
+import { mapLimit } from "../../lib/map-limit.js";
 import type { SecretBox } from "../../lib/secret-box.js";
 import type { AsnSource } from "../../sources/asn-source.js";
 import { parseJsonFeed, parseTextFeed } from "../../sources/cdn-parse.js";
@@ -54,30 +55,6 @@ export interface CollectedModule {
 }
 
 const DEFAULT_POLICY: DohResolverPolicy = { strategy: "failover", record_types: ["A", "AAAA"], timeout_ms: 3000, attempts: 2, keep_previous_minutes: 1440 };
-
-/**
- * fn over items, `limit` at once, answers in the items' order. After a failure no item is
- * started, and the first failure is thrown once those under way have ended (nothing of the
- * call runs on after it).
- */
-export async function mapLimit<T, R>(items: readonly T[], limit: number, fn: (item: T) => Promise<R>): Promise<R[]> {
-  const out = new Array<R>(items.length);
-  let next = 0;
-  let failure: { error: unknown } | null = null;
-  const worker = async () => {
-    while (failure === null && next < items.length) {
-      const i = next++;
-      try {
-        out[i] = await fn(items[i]!);
-      } catch (error) {
-        failure ??= { error };
-      }
-    }
-  };
-  await Promise.all(Array.from({ length: Math.min(limit, items.length) }, worker));
-  if (failure) throw (failure as { error: unknown }).error;
-  return out;
-}
 
 const messageOf = (err: unknown) => (err instanceof Error ? err.message : String(err));
 const hostPrefix = (address: string) => (address.includes(":") ? `${address}/128` : `${address}/32`);

@@ -3,6 +3,7 @@ import type { Bus } from "../../bus/index.js";
 import type { Db, Sql } from "../../db/connect.js";
 import { type IngestModuleRow, listIngestModules, moduleExists, updateCdnSourceStatus, updateModuleRefreshed } from "../../db/ingest-inputs.js";
 import { bumpSnapshotGeneration, replaceSnapshots } from "../../db/snapshots.js";
+import { mapLimit } from "../../lib/map-limit.js";
 import type { SecretBox } from "../../lib/secret-box.js";
 import type { JobMetrics } from "../../metrics/controller-metrics.js";
 import type { AsnSource } from "../../sources/asn-source.js";
@@ -19,7 +20,7 @@ import { type BogonSettings, countDistinct } from "../revisions/revision-build.j
 import type { RevisionBuilder } from "../revisions/revision-builder.js";
 import type { RevisionCommitter } from "../revisions/revision-commit.js";
 import { DIGEST_SCHEME, sameDigest } from "../revisions/revision-digest.js";
-import { type CollectDeps, type CollectedModule, collectedPrefixes, collectModule, mapLimit } from "./collect.js";
+import { type CollectDeps, type CollectedModule, collectedPrefixes, collectModule } from "./collect.js";
 import { checkRpki, rpkiReport, withRpkiDropped } from "./rpki-check.js";
 import { dropStaleGroups, staleBudgetHours } from "./stale-sources.js";
 
